@@ -1,0 +1,52 @@
+# Developer loop. `make test` and `make demo` set everything up on a fresh machine.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install redis test lint demo bench bench-full chaos docs clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev,docs]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# redis-server comes from the system; install it when missing (fresh machines, CI).
+redis:
+	@command -v redis-server >/dev/null 2>&1 || { \
+	  echo "redis-server missing: installing it with apt-get"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server) \
+	  || (sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server); }
+
+test: install redis
+	$(BIN)/python -m pytest -q
+
+lint: install
+	$(BIN)/ruff check streamdelay tests benchmarks
+	$(BIN)/mypy
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site dist build
+
+# The long fault-injection run: 20,000 jobs over 30 s with random faults (see docs/reliability.md).
+chaos: install redis
+	$(BIN)/python -m tests.chaos.run --jobs 20000 --spread 30 --out chaos-results
+
+# The visible end-to-end demo (SPEC section 11): Redis at STREAMDELAY_URL, else a private one.
+demo: install redis
+	$(BIN)/python -m streamdelay demo
+
+# Benchmarks (SPEC §10): each starts its own redis-server; writes docs/benchmarks.md (~3 min).
+bench: install redis
+	$(BIN)/python benchmarks/run_all.py
+
+# The long variants too: 100k drain, 10M delayed backlog (several GB of RAM, ~15+ min).
+bench-full: install redis
+	$(BIN)/python benchmarks/run_all.py --full
+
+# The documentation site (mkdocs); --strict turns every broken link or anchor into an error.
+docs: install
+	$(BIN)/mkdocs build --strict --site-dir site

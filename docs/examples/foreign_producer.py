@@ -1,0 +1,48 @@
+"""Enqueue without the streamdelay package: what a producer in another language does.
+
+Only a Redis client and a MessagePack encoder are used (redis-py and msgspec stand in for the
+libraries of your language). See docs/keys.md for the format.
+"""
+
+import os
+import re
+import uuid
+import zlib
+from pathlib import Path
+
+import msgspec
+import redis
+
+LUA_DIR = Path(__file__).resolve().parents[2] / "lua"  # the scripts of this source tree
+
+
+def assemble(name: str) -> str:
+    """The script text: each ``-- @include x`` line replaced by ``lua/includes/x.lua``."""
+    text = (LUA_DIR / name).read_text()
+    return re.sub(r"^-- @include ([a-z_]+)\s*$",
+                  lambda m: (LUA_DIR / "includes" / f"{m.group(1)}.lua").read_text(),
+                  text, flags=re.MULTILINE)
+
+
+def partition_keys(queue: str, job_id: str, partitions: int = 1) -> list[str]:
+    """The six KEYS of the job's partition: crc32(id) % partitions picks the hash tag."""
+    tag = f"{queue}#{zlib.crc32(job_id.encode()) % partitions}"
+    return [f"sd:{{{tag}}}:{name}" for name in
+            ("delayed", "jobs", "wake", "counts", "groups", "done")]
+
+
+client = redis.Redis.from_url(os.environ.get("STREAMDELAY_URL", "redis://localhost:6379/0"))
+enqueue = client.register_script(assemble("enqueueJobs-6.lua"))  # EVALSHA, loads on NOSCRIPT
+
+job_id = "close-" + uuid.uuid4().hex[:8]
+body = b'{"order_id": 42}'  # JSON text of the body; format "j"
+blob = msgspec.msgpack.encode(["j", body, {"traceparent": "00-abc-def-01"}])
+argv: list[str | int | bytes] = [
+    3_600_000, 0,  # past tolerance ms, keep_done ms
+    # id, topic, when_kind ("r" relative), when_ms, ttr_ms, max_attempts, replace, blob
+    job_id, "order.close", "r", 1500, 60_000, 10, "0", blob,
+]
+created, due_ms, state = enqueue(keys=partition_keys("orders", job_id), args=argv)[0]
+print(f"enqueued {job_id}: created={created}, due_ms={due_ms}, state={state.decode()}")
+again = enqueue(keys=partition_keys("orders", job_id), args=argv)[0]
+print(f"enqueued {job_id} again: created={again[0]}")

@@ -1,0 +1,23 @@
+-- cancelJob-6: remove one job in any state (delayed, ready, reserved, dead). A running handler may
+-- finish; its acknowledgement is then a no-op. A done tombstone is not a job: returns 0.
+-- KEYS: the six partition keys (includes/keys.lua); may touch the topic and dead-letter streams.
+-- ARGV[1] job id
+-- A malformed record (written by a foreign client) is removed too, with its delayed-set entry.
+-- Returns 1 when a job was removed, 0 when there was none. Retry-safe: a repeat returns 0.
+-- @include keys
+-- @include record
+-- @include detach
+
+local id = ARGV[1]
+local raw = redis.call('HGET', K_JOBS, id)
+local r = parse_record(raw)
+if not r then
+  if not raw then return 0 end
+  redis.call('ZREM', K_DELAYED, id)
+  redis.call('HDEL', K_JOBS, id)
+  return 1
+end
+if r.state == 'c' then return 0 end
+detach(r, id)
+redis.call('HDEL', K_JOBS, id)
+return 1

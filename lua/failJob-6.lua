@@ -1,0 +1,33 @@
+-- failJob-6: settle a failed delivery: back to the delayed set after a delay, or dead.
+-- KEYS: the six partition keys (includes/keys.lua); touches PREFIX..'t:'..topic and PREFIX..'dead:'..topic.
+-- ARGV[1] group, ARGV[2] topic, ARGV[3] job id, ARGV[4] stream entry id,
+-- ARGV[5] retry delay ms, ARGV[6] '1' = dead now (no retry), ARGV[7] error text
+-- Returns {0} stale delivery (job cancelled/replaced/reclaimed meanwhile), {1, due_ms} retried,
+-- {2, dead_entry_id} dead. Dead-letter entry fields: id, error, attempts, at (ms).
+-- Retry-safe: a repeated call finds the delivery no longer current and returns {0}.
+-- @include now_ms
+-- @include keys
+-- @include record
+-- @include wake_if_head
+
+local now = now_ms()
+local group, topic, id, eid = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local delay, dead_now, err = tonumber(ARGV[5]), ARGV[6] == '1', ARGV[7]
+local sk = stream_key(topic)
+redis.call('XACK', sk, group, eid)
+redis.call('XDEL', sk, eid)
+local r = parse_record(redis.call('HGET', K_JOBS, id))
+if not (r and r.state == 's' and r.entry == eid) then return {0} end
+r.attempts = r.attempts + 1
+if dead_now or r.attempts >= r.max then
+  r.entry = redis.call('XADD', dead_key(topic), '*', 'id', id, 'error', err, 'attempts', r.attempts, 'at', now)
+  r.state = 'x'
+  redis.call('HSET', K_JOBS, id, build_record(r))
+  return {2, r.entry}
+end
+r.state, r.entry, r.due = 'd', '', now + delay
+redis.call('HSET', K_JOBS, id, build_record(r))
+redis.call('ZADD', K_DELAYED, r.due, id)
+redis.call('HINCRBY', K_COUNTS, topic, 1)
+wake_if_head(id, r.due)
+return {1, r.due}

@@ -1,0 +1,16 @@
+-- detach(r, id): take job id out of wherever its record r says it is (delayed set, topic stream and
+-- the group's pending list, dead-letter stream, tombstones). The jobs hash is left to the caller.
+local function detach(r, id)
+  if r.state == 'd' then
+    if redis.call('ZREM', K_DELAYED, id) == 1 then redis.call('HINCRBY', K_COUNTS, r.topic, -1) end
+  elseif r.state == 's' then
+    local sk = stream_key(r.topic)
+    local group = redis.call('HGET', K_GROUPS, r.topic)
+    if group then redis.call('XACK', sk, group, r.entry) end
+    redis.call('XDEL', sk, r.entry)
+  elseif r.state == 'x' then
+    redis.call('XDEL', dead_key(r.topic), r.entry)
+  elseif r.state == 'c' then
+    redis.call('ZREM', K_DONE, id)
+  end
+end

@@ -1,0 +1,10 @@
+-- Every mutating script takes the same six KEYS of one partition (one hash tag, one slot):
+--   KEYS[1] delayed (zset id -> due ms)   KEYS[2] jobs (hash id -> record)
+--   KEYS[3] wake (zset marker for BZPOPMIN) KEYS[4] counts (hash topic -> delayed count)
+--   KEYS[5] groups (hash topic -> group)   KEYS[6] done (zset id -> tombstone expiry ms)
+-- Derived keys share the hash tag: PREFIX .. 't:' .. topic (topic stream) and
+-- PREFIX .. 'dead:' .. topic (dead-letter stream), PREFIX being KEYS[2] without 'jobs'.
+local K_DELAYED, K_JOBS, K_WAKE, K_COUNTS, K_GROUPS, K_DONE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local PREFIX = string.sub(K_JOBS, 1, -5)
+local function stream_key(topic) return PREFIX .. 't:' .. topic end
+local function dead_key(topic) return PREFIX .. 'dead:' .. topic end

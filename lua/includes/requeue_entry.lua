@@ -1,0 +1,21 @@
+-- requeue_entry(r, id, old_entry, count_attempt, why, now): put a delivery back at the tail of its
+-- topic stream under a new entry id so any live consumer reads it next; with count_attempt the
+-- delivery counts as a failed attempt and the job goes dead after its last one.
+-- Returns the new entry id, or false when the job went dead.
+local function requeue_entry(r, id, old_entry, group, count_attempt, why, now)
+  local sk = stream_key(r.topic)
+  redis.call('XACK', sk, group, old_entry)
+  redis.call('XDEL', sk, old_entry)
+  if count_attempt then r.attempts = r.attempts + 1 end
+  if r.attempts >= r.max then
+    r.entry = redis.call('XADD', dead_key(r.topic), '*', 'id', id, 'error', why, 'attempts', r.attempts, 'at', now)
+    r.state = 'x'
+    redis.call('HSET', K_JOBS, id, build_record(r))
+    return false
+  end
+  r.state = 's'
+  r.entry = ''
+  r.entry = redis.call('XADD', sk, '*', 'id', id, 'rec', build_record(r))
+  redis.call('HSET', K_JOBS, id, build_record(r))
+  return r.entry
+end

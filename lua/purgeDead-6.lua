@@ -1,0 +1,20 @@
+-- purgeDead-6: forget dead jobs of one topic (their records and dead-letter entries).
+-- KEYS: the six partition keys (includes/keys.lua); touches PREFIX..'dead:'..topic.
+-- ARGV[1] topic, ARGV[2] count (bounded batch), ARGV[3] job id ('' = oldest first)
+-- Returns the ids purged (an empty list when nothing is left). Retry-safe.
+-- @include keys
+-- @include record
+-- @include dead_candidates
+
+local topic, count, only = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local dk = dead_key(topic)
+local candidates = dead_candidates(topic, count, only)
+local purged = {}
+for _, c in ipairs(candidates) do
+  local eid, id = c[1], c[2]
+  redis.call('XDEL', dk, eid)
+  local r = id and parse_record(redis.call('HGET', K_JOBS, id))
+  if r and r.state == 'x' and r.entry == eid then redis.call('HDEL', K_JOBS, id) end
+  if id then purged[#purged + 1] = id end
+end
+return purged

@@ -1,0 +1,25 @@
+-- releaseJobs-6: hand deliveries back at once (graceful shutdown): each goes to the tail of its
+-- topic stream under a new entry id, not counted as an attempt, for any live consumer to read.
+-- KEYS: the six partition keys (includes/keys.lua); touches PREFIX..'t:'..topic.
+-- ARGV[1] group, then 3 values per delivery: topic, job id, stream entry id
+-- Returns the number handed back (stale deliveries are only acknowledged).
+-- Retry-safe: a repeated call finds the old entries no longer current.
+-- @include now_ms
+-- @include keys
+-- @include record
+-- @include requeue_entry
+
+local now = now_ms()
+local group = ARGV[1]
+local released = 0
+for b = 2, #ARGV, 3 do
+  local topic, id, eid = ARGV[b], ARGV[b + 1], ARGV[b + 2]
+  local r = parse_record(redis.call('HGET', K_JOBS, id))
+  if r and r.state == 's' and r.entry == eid then
+    requeue_entry(r, id, eid, group, false, 'released', now)
+    released = released + 1
+  else
+    redis.call('XACK', stream_key(topic), group, eid)
+  end
+end
+return released

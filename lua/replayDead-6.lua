@@ -1,0 +1,30 @@
+-- replayDead-6: put dead jobs of one topic back as new jobs: attempts reset to 0, due after a delay.
+-- KEYS: the six partition keys (includes/keys.lua); touches PREFIX..'dead:'..topic.
+-- ARGV[1] topic, ARGV[2] count (bounded batch), ARGV[3] delay ms, ARGV[4] job id ('' = oldest first)
+-- Returns the ids replayed (an empty list when nothing is left). Retry-safe: a replayed job is no
+-- longer dead and is not replayed again.
+-- @include now_ms
+-- @include keys
+-- @include record
+-- @include dead_candidates
+-- @include wake_if_head
+
+local now = now_ms()
+local topic, count, delay, only = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local dk = dead_key(topic)
+local candidates = dead_candidates(topic, count, only)
+local replayed = {}
+for _, c in ipairs(candidates) do
+  local eid, id = c[1], c[2]
+  redis.call('XDEL', dk, eid)
+  local r = id and parse_record(redis.call('HGET', K_JOBS, id))
+  if r and r.state == 'x' and r.entry == eid then
+    r.state, r.entry, r.attempts, r.due = 'd', '', 0, now + delay
+    redis.call('HSET', K_JOBS, id, build_record(r))
+    redis.call('ZADD', K_DELAYED, r.due, id)
+    redis.call('HINCRBY', K_COUNTS, topic, 1)
+    wake_if_head(id, r.due)
+    replayed[#replayed + 1] = id
+  end
+end
+return replayed

@@ -1,0 +1,64 @@
+-- requeueStuck-6: find deliveries whose consumer went silent and put them back.
+-- Walks one topic's pending list from a cursor (bounded); an entry idle at least its job's own ttr
+-- (or ARGV[5] when >= 0) is re-queued at the stream tail as a new attempt (dead after the last), or
+-- with ARGV[6] handed to that consumer (XCLAIM). Pending ids whose entry or job is gone are acked.
+-- KEYS: the six partition keys (includes/keys.lua); touches PREFIX..'t:'..topic, PREFIX..'dead:'..topic.
+-- ARGV[1] group, ARGV[2] topic, ARGV[3] cursor ('-' to start, else exclusive entry id),
+-- ARGV[4] count (max pending rows looked at), ARGV[5] min idle ms (-1 = each job's ttr),
+-- ARGV[6] consumer to hand jobs to ('' = re-queue for anyone)
+-- Returns {next_cursor ('0-0' when done), moved ids, dead ids, cleaned count}.
+-- Errors: 'SDERR NO_GROUP <topic>' when the stream or group does not exist.
+-- Retry-safe: a moved delivery has a fresh idle time and is not moved again.
+-- @include now_ms
+-- @include keys
+-- @include record
+-- @include requeue_entry
+
+local now = now_ms()
+local group, topic, cursor = ARGV[1], ARGV[2], ARGV[3]
+local count, min_idle, to = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
+local sk = stream_key(topic)
+if redis.call('EXISTS', sk) == 0 then return redis.error_reply('SDERR NO_GROUP ' .. topic) end
+local groups = redis.call('XINFO', 'GROUPS', sk)
+local found = false
+for _, g in ipairs(groups) do
+  for i = 1, #g, 2 do if g[i] == 'name' and g[i + 1] == group then found = true end end
+end
+if not found then return redis.error_reply('SDERR NO_GROUP ' .. topic) end
+local start = cursor
+if cursor ~= '-' then start = '(' .. cursor end
+local rows = redis.call('XPENDING', sk, group, start, '+', count)
+local moved, dead, cleaned = {}, {}, 0
+for _, row in ipairs(rows) do
+  local eid, owner, idle = row[1], row[2], tonumber(row[3])
+  local entries = redis.call('XRANGE', sk, eid, eid)
+  local id = nil
+  if entries[1] then
+    local f = entries[1][2]
+    for i = 1, #f, 2 do if f[i] == 'id' then id = f[i + 1] end end
+  end
+  local r = id and parse_record(redis.call('HGET', K_JOBS, id))
+  if not (r and r.state == 's' and r.entry == eid) then
+    redis.call('XACK', sk, group, eid)
+    redis.call('XDEL', sk, eid)
+    cleaned = cleaned + 1
+  else
+    local limit = min_idle
+    if limit < 0 then limit = r.ttr end
+    if idle >= limit then
+      if to ~= '' then
+        if owner ~= to then
+          redis.call('XCLAIM', sk, group, to, 0, eid, 'JUSTID')
+          moved[#moved + 1] = id
+        end
+      else
+        local why = 'ttr expired: consumer ' .. owner .. ' silent for ' .. idle .. ' ms'
+        if requeue_entry(r, id, eid, group, true, why, now) then moved[#moved + 1] = id
+        else dead[#dead + 1] = id end
+      end
+    end
+  end
+end
+local next_cursor = '0-0'
+if #rows >= count then next_cursor = rows[#rows][1] end
+return {next_cursor, moved, dead, cleaned}

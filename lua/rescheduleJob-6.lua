@@ -1,0 +1,29 @@
+-- rescheduleJob-6: give one job a new due time, from any state but done. A ready or reserved job
+-- leaves its stream (a running handler's acknowledgement becomes a no-op); a dead job comes back
+-- with its attempts reset to 0.
+-- KEYS: the six partition keys (includes/keys.lua).
+-- ARGV[1] job id, ARGV[2] when_kind ('r' | 'a'), ARGV[3] when_ms, ARGV[4] past tolerance ms
+-- Returns {1, due_ms} or {0} when there is no such job.
+-- Errors: 'SDERR AT_IN_PAST <id>' (nothing written). Retry-safe: a repeat sets the same due
+-- (relative delays are measured again from the server clock).
+-- @include now_ms
+-- @include keys
+-- @include record
+-- @include wake_if_head
+-- @include detach
+-- @include resolve_due
+
+local now = now_ms()
+local id = ARGV[1]
+local due = resolve_due(ARGV[2], tonumber(ARGV[3]), now, tonumber(ARGV[4]))
+if not due then return redis.error_reply('SDERR AT_IN_PAST ' .. id) end
+local r = parse_record(redis.call('HGET', K_JOBS, id))
+if not r or r.state == 'c' then return {0} end
+detach(r, id)
+if r.state == 'x' then r.attempts = 0 end
+r.state, r.entry, r.due = 'd', '', due
+redis.call('HSET', K_JOBS, id, build_record(r))
+redis.call('ZADD', K_DELAYED, due, id)
+redis.call('HINCRBY', K_COUNTS, r.topic, 1)
+wake_if_head(id, due)
+return {1, due}

@@ -1,0 +1,23 @@
+-- touchJobs-6: heartbeat. Reset the idle time of deliveries this consumer still owns (XCLAIM
+-- JUSTID with min-idle 0 on its own entries; the delivery count is not raised).
+-- KEYS: the six partition keys (includes/keys.lua); touches PREFIX..'t:'..topic.
+-- ARGV[1] group, ARGV[2] consumer, then 2 values per delivery: topic, stream entry id
+-- Returns the entry ids this consumer no longer owns (reclaimed, cancelled, handed away, or
+-- whose stream or group no longer exists).
+-- Retry-safe: touching twice only resets the idle time twice.
+-- @include keys
+
+local group, me = ARGV[1], ARGV[2]
+local lost = {}
+for b = 3, #ARGV, 2 do
+  local sk, eid = stream_key(ARGV[b]), ARGV[b + 1]
+  -- pcall: a stream or group deleted meanwhile (data lost, FLUSHALL) means the entry is lost,
+  -- not an error that would cost the other deliveries of the batch their heartbeat
+  local row = redis.pcall('XPENDING', sk, group, eid, eid, 1)
+  if type(row) == 'table' and not row.err and row[1] and row[1][2] == me then
+    redis.call('XCLAIM', sk, group, me, 0, eid, 'JUSTID')
+  else
+    lost[#lost + 1] = eid
+  end
+end
+return lost

@@ -1,0 +1,24 @@
+"""Retry delays after a failed attempt (pure)."""
+
+from __future__ import annotations
+
+import random
+
+from .models import Backoff, BackoffPolicy
+
+
+def retry_delay(policy: BackoffPolicy, attempt: int, rng: random.Random | None = None) -> float:
+    """Seconds to wait before the next delivery after failed delivery number ``attempt`` (1-based).
+
+    ``Backoff``: ``base * 2**(attempt-1)`` capped at ``cap``, with full jitter (uniform in
+    ``[0, that]``) unless ``jitter`` is False. A list: its entry for this attempt, the last entry
+    repeating. Never negative (the worker turns the result into a retry delay).
+    """
+    step = max(attempt, 1)
+    if isinstance(policy, Backoff):
+        ceiling = max(0.0, min(policy.cap, policy.base * (2.0 ** min(step - 1, 64))))
+        if not policy.jitter:
+            return ceiling
+        return (rng or random).uniform(0.0, ceiling)
+    schedule = list(policy) or [0.0]
+    return max(0.0, float(schedule[min(step, len(schedule)) - 1]))

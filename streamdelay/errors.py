@@ -1,0 +1,81 @@
+"""One error tree for streamdelay: every failure a caller can see is a ``StreamdelayError``."""
+
+from __future__ import annotations
+
+
+class StreamdelayError(Exception):
+    """Root of every error raised by streamdelay.
+
+    Carries optional context so logs and the CLI can say which job, topic or script was involved.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        field: str | None = None,
+        job_id: str | None = None,
+        topic: str | None = None,
+        script: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.field = field
+        self.job_id = job_id
+        self.topic = topic
+        self.script = script
+
+
+class ValidationError(StreamdelayError, ValueError):
+    """A caller passed a value that is not allowed; ``field`` names the argument."""
+
+
+class BodyEncodeError(ValidationError):
+    """A job body cannot be encoded by the queue's codec, or is larger than the size limit."""
+
+
+class BodyDecodeError(StreamdelayError):
+    """A delivered body does not decode, or does not match the handler's ``body=`` type."""
+
+
+class ConfigError(StreamdelayError):
+    """The queue, worker or Redis setup is not usable (bad URL, old Redis, group clash ...)."""
+
+
+class ConnectionFailed(StreamdelayError):
+    """Redis could not be reached (after the retry policy gave up)."""
+
+
+class ScriptError(StreamdelayError):
+    """A Lua script answered with an error streamdelay does not know."""
+
+
+class JobNotFound(StreamdelayError):
+    """An operation named a job id that does not exist (used by the CLI)."""
+
+
+class GroupNotFound(StreamdelayError):
+    """An operation named a consumer group that does not exist on the topic."""
+
+
+def error_from_script(script: str, message: str) -> StreamdelayError:
+    """Map a Lua error reply (``SDERR <CODE> <detail>``) to the matching exception."""
+    text = message.split("SDERR ", 1)[1] if "SDERR " in message else message
+    code, _, detail = text.partition(" ")
+    if code == "AT_IN_PAST":
+        return ValidationError(
+            f"at: due time of job {detail!r} is further in the past than the allowed tolerance",
+            field="at",
+            job_id=detail,
+            script=script,
+        )
+    if code == "NO_GROUP":
+        return GroupNotFound(f"group: no such consumer group on topic {detail!r}", topic=detail)
+    if code == "GROUP_TAKEN":
+        topic, _, other = detail.partition(" ")
+        return ConfigError(
+            f"group: topic {topic!r} is already served by group {other!r}; one group per topic "
+            f"(see docs/concepts.md)",
+            field="group",
+            topic=topic,
+        )
+    return ScriptError(f"script {script} failed: {message}", script=script)

@@ -1,0 +1,275 @@
+"""The producer and operator API: ``Queue`` (blocking) and ``AsyncQueue`` (asyncio).
+
+Both are thin: they validate through and drive the same plans from ``plans.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import fields
+from typing import Any
+
+from . import plans
+from .config import (
+    QueueConfig,
+    async_client,
+    mask_url,
+    resolve_partitions,
+    resolve_url,
+    sync_client,
+)
+from .errors import ConfigError
+from .models import (
+    At,
+    BackoffPolicy,
+    ClaimResult,
+    DeadJob,
+    Delay,
+    EnqueueResult,
+    JobInfo,
+    JobSpec,
+    QueueStats,
+)
+from .runner import Plan, drive_async, drive_sync
+from .topology import AsyncClient, SyncClient, agree_partitions_async, agree_partitions_sync
+
+
+def _config(name: str, url: str | None, options: dict[str, Any]) -> QueueConfig:
+    known = {f.name for f in fields(QueueConfig)} - {"name", "url"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise ConfigError(f"{unknown[0]}: unknown queue option (known: "
+                          f"{', '.join(sorted(known))})", field=unknown[0])
+    partitions = resolve_partitions(options.pop("partitions", None))
+    return QueueConfig(name=name, url=resolve_url(url), partitions=partitions, **options)
+
+
+def _spec(topic: str, body: Any, **options: Any) -> JobSpec:
+    return JobSpec(topic, body, **options)
+
+
+class _QueueFace:
+    """What both faces share: the configuration and the argument handling of each method."""
+
+    config: QueueConfig
+
+    @property
+    def name(self) -> str:
+        """The queue name."""
+        return self.config.name
+
+    def __repr__(self) -> str:
+        """Name, partitions and URL with its password masked."""
+        return (f"{type(self).__name__}({self.name!r}, url={mask_url(self.config.url)!r}, "
+                f"partitions={self.config.partitions})")
+
+    def _enqueue(self, topic: str, body: Any, options: dict[str, Any]) -> Plan[EnqueueResult]:
+        results = yield from plans.enqueue_plan(self.config, [_spec(topic, body, **options)])
+        return results[0]
+
+
+class Queue(_QueueFace):
+    """A queue on Redis, blocking API. ``Queue("orders", url="redis://localhost:6379/0")``.
+
+    Options (``ttr``, ``max_attempts``, ``backoff``, ``handler_timeout``, ``keep_done``,
+    ``serializer``, ``max_body_bytes``, ``past_tolerance``, ``partitions``, ``retry_for``) are
+    the queue's defaults; see ``QueueConfig``.
+    """
+
+    def __init__(self, name: str, url: str | None = None, **options: Any) -> None:
+        self.config = _config(name, url, options)
+        self._client: SyncClient | None = None
+
+    @property
+    def client(self) -> SyncClient:
+        """The underlying redis-py client (``RedisCluster`` on a cluster; created on first use)."""
+        if self._client is None:
+            self._client = sync_client(self.config.url, self.config.socket_timeout)
+        return self._client
+
+    def _run(self, plan: Plan[Any]) -> Any:
+        cfg = self.config
+        plan = plans.validated(plan)  # bad input is refused before Redis is touched
+        agree_partitions_sync(self.client, cfg.url, cfg.name, cfg.partitions, cfg.retry_for)
+        return drive_sync(self.client, plan, cfg.retry_for)
+
+    def enqueue(
+        self,
+        topic: str,
+        body: Any = None,
+        *,
+        delay: Delay | None = None,
+        at: At | None = None,
+        id: str | None = None,
+        ttr: Delay | None = None,
+        max_attempts: int | None = None,
+        backoff: BackoffPolicy | None = None,
+        headers: dict[str, str] | None = None,
+        replace: bool = False,
+    ) -> EnqueueResult:
+        """Schedule one job ``delay`` seconds from now (server clock) or ``at`` a time."""
+        options = {"delay": delay, "at": at, "id": id, "ttr": ttr, "max_attempts": max_attempts,
+                   "backoff": backoff, "headers": headers, "replace": replace}
+        result: EnqueueResult = self._run(self._enqueue(topic, body, options))
+        return result
+
+    def enqueue_many(self, specs: Iterable[JobSpec]) -> list[EnqueueResult]:
+        """Schedule many jobs in one round trip; results are in the order of ``specs``."""
+        result: list[EnqueueResult] = self._run(plans.enqueue_plan(self.config, specs))
+        return result
+
+    def cancel(self, id: str) -> bool:
+        """Remove a job in any state; False when there was none."""
+        return bool(self._run(plans.cancel_plan(self.config, id)))
+
+    def reschedule(self, id: str, *, delay: Delay | None = None, at: At | None = None) -> bool:
+        """Give a job a new due time; False when there is no such job."""
+        return bool(self._run(plans.reschedule_plan(self.config, id, delay, at)))
+
+    def get(self, id: str) -> JobInfo | None:
+        """Read a job by id, with its state; None when there is none."""
+        result: JobInfo | None = self._run(plans.get_plan(self.config, id))
+        return result
+
+    def stats(self) -> QueueStats:
+        """Per-topic counts: delayed, ready, reserved, dead and lag."""
+        result: QueueStats = self._run(plans.stats_plan(self.config))
+        return result
+
+    def dead_list(self, topic: str | None = None, limit: int = 100) -> list[DeadJob]:
+        """The oldest dead-letter entries."""
+        result: list[DeadJob] = self._run(plans.dead_list_plan(self.config, topic, limit))
+        return result
+
+    def dead_replay(
+        self, topic: str | None = None, id: str | None = None, delay: Delay | None = None
+    ) -> int:
+        """Put dead jobs back as new (attempts reset); returns how many."""
+        return int(self._run(plans.dead_replay_plan(self.config, topic, id, delay)))
+
+    def dead_purge(self, topic: str | None = None, id: str | None = None) -> int:
+        """Forget dead jobs; returns how many."""
+        return int(self._run(plans.dead_purge_plan(self.config, topic, id)))
+
+    def claim(
+        self, group: str, *, topic: str | None = None, min_idle: Delay | None = None,
+        to: str | None = None,
+    ) -> ClaimResult:
+        """Re-queue stuck deliveries of ``group`` (idle past ``min_idle`` or each job's ttr)."""
+        result: ClaimResult = self._run(plans.claim_plan(self.config, group, topic, min_idle, to))
+        return result
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def __enter__(self) -> Queue:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncQueue(_QueueFace):
+    """The same queue with awaitable methods, for asyncio producers."""
+
+    def __init__(self, name: str, url: str | None = None, **options: Any) -> None:
+        self.config = _config(name, url, options)
+        self._client: AsyncClient | None = None
+
+    @property
+    def client(self) -> AsyncClient:
+        """The underlying redis-py asyncio client (created on first use)."""
+        if self._client is None:
+            self._client = async_client(self.config.url, self.config.socket_timeout)
+        return self._client
+
+    async def _run(self, plan: Plan[Any]) -> Any:
+        cfg = self.config
+        plan = plans.validated(plan)  # bad input is refused before Redis is touched
+        await agree_partitions_async(self.client, cfg.url, cfg.name, cfg.partitions,
+                                     cfg.retry_for)
+        return await drive_async(self.client, plan, cfg.retry_for)
+
+    async def enqueue(
+        self,
+        topic: str,
+        body: Any = None,
+        *,
+        delay: Delay | None = None,
+        at: At | None = None,
+        id: str | None = None,
+        ttr: Delay | None = None,
+        max_attempts: int | None = None,
+        backoff: BackoffPolicy | None = None,
+        headers: dict[str, str] | None = None,
+        replace: bool = False,
+    ) -> EnqueueResult:
+        """Schedule one job; see ``Queue.enqueue``."""
+        options = {"delay": delay, "at": at, "id": id, "ttr": ttr, "max_attempts": max_attempts,
+                   "backoff": backoff, "headers": headers, "replace": replace}
+        result: EnqueueResult = await self._run(self._enqueue(topic, body, options))
+        return result
+
+    async def enqueue_many(self, specs: Iterable[JobSpec]) -> list[EnqueueResult]:
+        """Schedule many jobs in one round trip; see ``Queue.enqueue_many``."""
+        result: list[EnqueueResult] = await self._run(plans.enqueue_plan(self.config, specs))
+        return result
+
+    async def cancel(self, id: str) -> bool:
+        """Remove a job in any state; see ``Queue.cancel``."""
+        return bool(await self._run(plans.cancel_plan(self.config, id)))
+
+    async def reschedule(
+        self, id: str, *, delay: Delay | None = None, at: At | None = None
+    ) -> bool:
+        """Give a job a new due time; see ``Queue.reschedule``."""
+        return bool(await self._run(plans.reschedule_plan(self.config, id, delay, at)))
+
+    async def get(self, id: str) -> JobInfo | None:
+        """Read a job by id; see ``Queue.get``."""
+        result: JobInfo | None = await self._run(plans.get_plan(self.config, id))
+        return result
+
+    async def stats(self) -> QueueStats:
+        """Per-topic counts; see ``Queue.stats``."""
+        result: QueueStats = await self._run(plans.stats_plan(self.config))
+        return result
+
+    async def dead_list(self, topic: str | None = None, limit: int = 100) -> list[DeadJob]:
+        """The oldest dead-letter entries; see ``Queue.dead_list``."""
+        result: list[DeadJob] = await self._run(plans.dead_list_plan(self.config, topic, limit))
+        return result
+
+    async def dead_replay(
+        self, topic: str | None = None, id: str | None = None, delay: Delay | None = None
+    ) -> int:
+        """Put dead jobs back; see ``Queue.dead_replay``."""
+        return int(await self._run(plans.dead_replay_plan(self.config, topic, id, delay)))
+
+    async def dead_purge(self, topic: str | None = None, id: str | None = None) -> int:
+        """Forget dead jobs; see ``Queue.dead_purge``."""
+        return int(await self._run(plans.dead_purge_plan(self.config, topic, id)))
+
+    async def claim(
+        self, group: str, *, topic: str | None = None, min_idle: Delay | None = None,
+        to: str | None = None,
+    ) -> ClaimResult:
+        """Re-queue stuck deliveries; see ``Queue.claim``."""
+        result: ClaimResult = await self._run(
+            plans.claim_plan(self.config, group, topic, min_idle, to))
+        return result
+
+    async def close(self) -> None:
+        """Close the connection pool."""
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def __aenter__(self) -> AsyncQueue:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

@@ -1,0 +1,295 @@
+"""Redis topologies: one URL chooses a single server, a Redis Cluster or a Sentinel-managed master.
+
+``redis://`` / ``rediss://`` / ``unix://`` name one server (redis-py's own URL syntax);
+``redis+cluster://host:port[,host:port...]`` names any seed nodes of a cluster;
+``redis+sentinel://host:port[,host:port...]/master_name[/db]`` names the Sentinels of a master.
+``rediss+cluster`` / ``rediss+sentinel`` use TLS to the data nodes. Credentials go in the user-info
+part (``user:password@``) and apply to the data nodes; a few ``?name=value`` options are accepted
+(``OPTIONS``). Every client built here speaks RESP2 and returns bytes, like the single-server one.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+import redis
+import redis.asyncio as aioredis
+from redis.asyncio.cluster import ClusterNode as AsyncClusterNode
+from redis.asyncio.sentinel import Sentinel as AsyncSentinel
+from redis.cluster import ClusterNode
+from redis.exceptions import RedisClusterException
+from redis.sentinel import Sentinel
+
+from .errors import ConfigError
+from .keys import partition_keys
+from .runner import Command, Plan, drive_async, drive_sync
+
+SyncClient = redis.Redis | redis.RedisCluster
+AsyncClient = aioredis.Redis | aioredis.RedisCluster
+Kind = Literal["single", "cluster", "sentinel"]
+SINGLE_SCHEMES = ("redis", "rediss", "unix")
+CLUSTER_SCHEMES = ("redis+cluster", "rediss+cluster")
+SENTINEL_SCHEMES = ("redis+sentinel", "rediss+sentinel")
+SCHEMES = SINGLE_SCHEMES + CLUSTER_SCHEMES + SENTINEL_SCHEMES
+# ?name=value options of cluster and sentinel URLs, and how to read each value
+OPTIONS: dict[str, type] = {
+    "username": str,
+    "password": str,
+    "socket_connect_timeout": float,
+    "sentinel_username": str,
+    "sentinel_password": str,
+    "ssl_cert_reqs": str,
+    "ssl_ca_certs": str,
+}
+SENTINEL_ONLY = ("sentinel_username", "sentinel_password")
+# what redis-py's parse_url may return for a redis:// / rediss:// / unix:// URL that we pass on
+SINGLE_OPTIONS = {
+    *redis.connection.URL_QUERY_ARGUMENT_PARSERS, "host", "port", "path", "username", "password",
+    "connection_class", "client_name", "ssl_ca_certs", "ssl_ca_path", "ssl_cert_reqs",
+    "ssl_certfile", "ssl_keyfile", "ssl_password",
+}
+SENTINEL_SOCKET_TIMEOUT = 2.0
+_PASSWORD_OPTION = re.compile(r"((?:^|[?&])(?:sentinel_)?password=)[^&]*")
+PARTITIONS_FIELD = "partitions"
+_agreed: set[tuple[str, str, int]] = set()  # (url, queue, partitions) checked in this process
+
+
+@dataclass(frozen=True)
+class Topology:
+    """What a URL names: the kind of deployment, its seed nodes, master name, db and options."""
+
+    kind: Kind
+    url: str
+    nodes: tuple[tuple[str, int], ...] = ()
+    master: str = ""
+    db: int = 0
+    tls: bool = False
+    options: tuple[tuple[str, Any], ...] = ()
+
+    def option(self, name: str) -> Any:
+        """The value of a ``?name=`` option (or of the user-info credentials), else None."""
+        return dict(self.options).get(name)
+
+
+def _bad(url: str, why: str) -> ConfigError:
+    return ConfigError(f"url: {why} in {mask_url(url)!r}", field="url")
+
+
+def mask_url(url: str) -> str:
+    """A cluster or sentinel URL with its passwords (user-info and options) replaced by ``***``."""
+    scheme, sep, rest = url.partition("://")
+    userinfo, at, hosts = rest.rpartition("@")
+    if at:
+        user, colon, _ = userinfo.partition(":")
+        rest = (f"{user}:***@" if colon else "***@") + hosts
+    return scheme + sep + _PASSWORD_OPTION.sub(r"\1***", rest)
+
+
+def _nodes(url: str, hostlist: str) -> tuple[tuple[str, int], ...]:
+    nodes: list[tuple[str, int]] = []
+    for item in hostlist.split(","):
+        host, sep, port = item.strip().rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise _bad(url, f"{item.strip() or 'an empty entry'!s} is not host:port")
+        nodes.append((host.strip("[]"), int(port)))
+    return tuple(nodes)
+
+
+def _options(url: str, query: str, userinfo: str, kind: Kind) -> tuple[tuple[str, Any], ...]:
+    found: dict[str, Any] = {}
+    if userinfo:
+        user, sep, password = userinfo.partition(":")
+        if user:
+            found["username"] = unquote(user)
+        if sep:
+            found["password"] = unquote(password)
+    for name, raw in parse_qsl(query, keep_blank_values=True):
+        reader = OPTIONS.get(name)
+        if reader is None or (name in SENTINEL_ONLY and kind != "sentinel"):
+            known = ", ".join(n for n in OPTIONS if kind == "sentinel" or n not in SENTINEL_ONLY)
+            raise _bad(url, f"unknown option {name!r} (known: {known})")
+        try:
+            found[name] = reader(raw)
+        except ValueError:
+            raise _bad(url, f"option {name!r} has a bad value {raw!r}") from None
+    return tuple(sorted(found.items()))
+
+
+def _check_single(url: str) -> None:
+    """Refuse what redis-py would only refuse later with a raw error (port, db, options)."""
+    try:
+        found = redis.connection.parse_url(url)  # type: ignore[no-untyped-call]
+    except ValueError as exc:
+        raise _bad(url, str(exc).rstrip(".")) from None
+    unknown = sorted(set(found) - SINGLE_OPTIONS)
+    if unknown:
+        raise _bad(url, f"unknown option {unknown[0]!r}")
+    if str(found.get("ssl_cert_reqs", "required")).lower() not in ("none", "optional", "required"):
+        raise _bad(url, "ssl_cert_reqs must be none, optional or required")
+
+
+def parse_url(url: str) -> Topology:
+    """Read a streamdelay URL; raises ``ConfigError`` naming ``url`` when it is malformed."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        raise _bad(url, "not a Redis URL (redis://host:port/db)")
+    if scheme not in SCHEMES:
+        raise ConfigError(
+            f"url: scheme {scheme!r} is not supported (use "
+            f"{', '.join(s + '://' for s in SCHEMES)})", field="url")
+    if scheme in SINGLE_SCHEMES:
+        _check_single(url)
+        return Topology("single", url)
+    parts = urlsplit("x://" + rest)
+    userinfo, _, hostlist = parts.netloc.rpartition("@")
+    kind: Kind = "cluster" if scheme in CLUSTER_SCHEMES else "sentinel"
+    topology = Topology(kind, url, _nodes(url, hostlist), tls=scheme.startswith("rediss"),
+                        options=_options(url, parts.query, userinfo, kind))
+    path = [p for p in parts.path.split("/") if p]
+    if kind == "cluster":
+        if path not in ([], ["0"]):
+            raise _bad(url, "a cluster URL takes no database (a cluster has database 0 only)")
+        return topology
+    if not path or len(path) > 2:
+        raise _bad(url, "a sentinel URL needs /master_name or /master_name/db")
+    if len(path) == 2 and not path[1].isdigit():
+        raise _bad(url, f"database {path[1]!r} is not a number")
+    return Topology(kind, url, topology.nodes, unquote(path[0]),
+                    int(path[1]) if len(path) == 2 else 0, topology.tls, topology.options)
+
+
+def node_options(topology: Topology, socket_timeout: float) -> dict[str, Any]:
+    """Connection settings of every data-node connection (RESP2, bytes, explicit timeouts)."""
+    options: dict[str, Any] = {
+        "protocol": 2,
+        "socket_timeout": socket_timeout,
+        "socket_connect_timeout": min(socket_timeout, 5.0),
+        "health_check_interval": 0,
+        "decode_responses": False,
+    }
+    for name in ("username", "password", "socket_connect_timeout", "ssl_cert_reqs",
+                 "ssl_ca_certs"):
+        if topology.option(name) is not None:
+            options[name] = topology.option(name)
+    if topology.tls:
+        options["ssl"] = True
+    return options
+
+
+def _sentinel_options(topology: Topology) -> dict[str, Any]:
+    options: dict[str, Any] = {"protocol": 2, "socket_timeout": SENTINEL_SOCKET_TIMEOUT,
+                               "socket_connect_timeout": SENTINEL_SOCKET_TIMEOUT}
+    for name in ("username", "password"):
+        if topology.option("sentinel_" + name) is not None:
+            options[name] = topology.option("sentinel_" + name)
+    return options
+
+
+class _AsyncCluster(aioredis.RedisCluster):
+    """redis-py's asyncio cluster client, finding the stream keys of XREADGROUP/XREAD itself.
+
+    redis-py 8.1 asks one fixed node (``COMMAND GETKEYS``) for the keys of commands with movable
+    keys, outside its retry loop, and never picks another node when that one dies: after a
+    failover every XREADGROUP of the client failed with a connection error forever.
+    """
+
+    async def _determine_slot(self, command: str, *args: Any) -> int:
+        if str(command).upper() in ("XREADGROUP", "XREAD"):
+            return self._stream_slot(command, args)
+        return await super()._determine_slot(command, *args)
+
+    def _stream_slot(self, command: str, args: tuple[Any, ...]) -> int:
+        words = [a.decode() if isinstance(a, bytes) else str(a) for a in args]
+        upper = [w.upper() for w in words]
+        if "STREAMS" not in upper:
+            raise RedisClusterException(f"{command} without STREAMS: {args!r}")
+        rest = args[upper.index("STREAMS") + 1:]
+        slots = {self.keyslot(key) for key in rest[:len(rest) // 2]}
+        if len(slots) != 1:
+            raise RedisClusterException(f"{command} - all keys must map to the same key slot")
+        return slots.pop()
+
+
+def sync_client(url: str, socket_timeout: float) -> SyncClient:
+    """A synchronous client (its own pools) for any supported URL."""
+    topology = parse_url(url)
+    options = node_options(topology, socket_timeout)
+    if topology.kind == "single":
+        return redis.Redis.from_url(url, **options)
+    if topology.kind == "cluster":
+        seeds = [ClusterNode(host, port) for host, port in topology.nodes]  # type: ignore[no-untyped-call]
+        return redis.RedisCluster(startup_nodes=seeds, **options)
+    sentinel = Sentinel(  # type: ignore[no-untyped-call]
+        list(topology.nodes), sentinel_kwargs=_sentinel_options(topology))
+    client: redis.Redis = sentinel.master_for(  # type: ignore[no-untyped-call]
+        topology.master, redis_class=redis.Redis, db=topology.db, **options)
+    return client
+
+
+def async_client(url: str, socket_timeout: float) -> AsyncClient:
+    """An asyncio client (its own pools) for any supported URL."""
+    topology = parse_url(url)
+    options = node_options(topology, socket_timeout)
+    if topology.kind == "single":
+        return aioredis.Redis.from_url(url, **options)
+    if topology.kind == "cluster":
+        return _AsyncCluster(
+            startup_nodes=[AsyncClusterNode(host, port) for host, port in topology.nodes],
+            **options)
+    sentinel = AsyncSentinel(  # type: ignore[no-untyped-call]
+        list(topology.nodes), sentinel_kwargs=_sentinel_options(topology))
+    client: aioredis.Redis = sentinel.master_for(
+        topology.master, redis_class=aioredis.Redis, db=topology.db, **options)
+    return client
+
+
+def is_cluster(client: object) -> bool:
+    """True for a redis-py cluster client (sync or asyncio)."""
+    return isinstance(client, redis.RedisCluster | aioredis.RedisCluster)
+
+
+# --- partition-count agreement -----------------------------------------------------------
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def partition_check_plan(queue: str, partitions: int) -> Plan[None]:
+    """Record ``partitions`` in every partition's ``meta`` hash (HSETNX) or refuse a mismatch.
+
+    The first process to touch a queue fixes its partition count; any process that uses another
+    count later is refused with a ``ConfigError`` naming ``partitions``. Partition 0 exists for
+    every count, so two different counts always meet there.
+    """
+    for keys in partition_keys(queue, partitions):
+        created = yield Command(("HSETNX", keys.meta, PARTITIONS_FIELD, partitions))
+        if int(created):
+            continue
+        stored = _text((yield Command(("HGET", keys.meta, PARTITIONS_FIELD))))
+        if stored != str(partitions):
+            raise ConfigError(
+                f"partitions: queue {queue!r} was created with partitions={stored} (stored in "
+                f"Redis, key {keys.meta}) but this process uses partitions={partitions}; every "
+                f"producer and worker of a queue must use the same count (see docs/scale-out.md)",
+                field="partitions")
+
+
+def agree_partitions_sync(
+    client: SyncClient, url: str, queue: str, partitions: int, give_up_after: float | None
+) -> None:
+    """Run the partition check once per process for this URL and queue (blocking)."""
+    if (url, queue, partitions) not in _agreed:
+        drive_sync(client, partition_check_plan(queue, partitions), give_up_after)
+        _agreed.add((url, queue, partitions))
+
+
+async def agree_partitions_async(
+    client: AsyncClient, url: str, queue: str, partitions: int, give_up_after: float | None
+) -> None:
+    """Run the partition check once per process for this URL and queue (asyncio)."""
+    if (url, queue, partitions) not in _agreed:
+        await drive_async(client, partition_check_plan(queue, partitions), give_up_after)
+        _agreed.add((url, queue, partitions))

@@ -1,0 +1,155 @@
+"""The worker's background duties: heartbeats, reclaiming silent consumers' jobs, idle watch,
+and handing unfinished jobs back at shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from .delivery import Delivery
+from .errors import GroupNotFound
+from .scripts import script
+
+if TYPE_CHECKING:
+    from .worker import Worker
+
+log = logging.getLogger("streamdelay.worker")
+HEARTBEAT_TICK = 0.2
+TOUCH_BATCH = 500
+IDLE_TICK = 0.1
+
+
+async def pause_after_failure(failures: int, what: str, exc: BaseException) -> None:
+    """Sleep with exponential backoff and jitter after a failed Redis call, and log it."""
+    pause = min(2.0, 0.05 * 2 ** min(failures, 6)) * random.uniform(0.5, 1.0)
+    log.warning("redis unavailable during %s (%s); retrying in %.2fs", what, exc, pause)
+    await asyncio.sleep(pause)
+
+
+async def supervised(what: str, loop: Callable[[], Awaitable[None]]) -> None:
+    """Run a background loop of the worker; an unexpected error is logged and the loop restarted.
+
+    A loop that died silently would leave a live worker that no longer reads, heartbeats or
+    reclaims: the worst kind of outage. Returns when ``loop`` returns (the worker is stopping).
+    """
+    failures = 0
+    while True:
+        try:
+            await loop()
+            return
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            failures += 1
+            log.exception("%s loop failed; restarting it", what)
+            await pause_after_failure(failures, what, exc)
+
+
+def _by_partition(deliveries: Iterable[Delivery]) -> dict[int, list[Delivery]]:
+    grouped: dict[int, list[Delivery]] = {}
+    for delivery in deliveries:
+        grouped.setdefault(delivery.partition, []).append(delivery)
+    return grouped
+
+
+async def touch(worker: Worker, deliveries: list[Delivery]) -> None:
+    """Reset the idle time of deliveries still running (one ``touchJobs`` call per batch)."""
+    for partition, batch in _by_partition(deliveries).items():
+        keys = worker.partitions[partition]
+        for start in range(0, len(batch), TOUCH_BATCH):
+            chunk = batch[start:start + TOUCH_BATCH]
+            args: list[Any] = [worker.group, worker.consumer]
+            for delivery in chunk:
+                args.extend((delivery.topic, delivery.entry_id))
+            now = time.monotonic()
+            lost = await worker.call(script("touchJobs").call(keys.script_keys(), args),
+                                     "heartbeat")
+            lost_ids = {x.decode() if isinstance(x, bytes) else x for x in lost}
+            for delivery in chunk:
+                delivery.last_touch = now
+                if delivery.entry_id in lost_ids and not delivery.lost:
+                    delivery.lost = True
+                    log.warning("job %s is no longer held by this worker (reclaimed or "
+                                "cancelled); its result will be ignored", delivery.job_id)
+
+
+async def heartbeat_loop(worker: Worker) -> None:
+    """Touch each running delivery once a third of its ttr has passed since the last touch."""
+    while True:
+        await asyncio.sleep(HEARTBEAT_TICK)
+        now = time.monotonic()
+        due = [d for d in list(worker.inflight.values())
+               if not d.lost and now - d.last_touch >= d.ttr_ms / 3000.0]
+        if due:
+            await touch(worker, due)
+
+
+async def reclaim_once(worker: Worker) -> int:
+    """Re-queue deliveries of silent consumers (idle past their job's ttr) on every topic."""
+    moved = 0
+    for keys in worker.partitions:
+        for topic in sorted(worker.handlers):
+            cursor = "-"
+            while cursor != "0-0":
+                try:
+                    reply = await worker.call(script("requeueStuck").call(
+                        keys.script_keys(), [worker.group, topic, cursor, 200, -1, ""]), "reclaim")
+                except GroupNotFound:
+                    await worker.register()
+                    break
+                cursor = reply[0].decode() if isinstance(reply[0], bytes) else reply[0]
+                moved += len(reply[1]) + len(reply[2])
+    return moved
+
+
+async def reclaim_loop(worker: Worker) -> None:
+    """Every ``reclaim_interval`` (jittered), reclaim jobs of silent consumers."""
+    while True:
+        await asyncio.sleep(worker.reclaim_interval * random.uniform(0.8, 1.2))
+        moved = await reclaim_once(worker)
+        if moved:
+            worker.counts["reclaimed"] += moved
+            log.info("re-queued %d job(s) of silent consumers", moved)
+
+
+async def idle_watch(worker: Worker) -> None:
+    """Stop the worker when its topics have nothing delayed, ready, reserved or in flight."""
+    while True:
+        await asyncio.sleep(IDLE_TICK)
+        if worker.inflight or worker._acks:
+            continue
+        busy = False
+        for keys in worker.partitions:
+            reply = await worker.call(script("readStats").call(keys.script_keys(), []), "stats")
+            for row in reply[3:]:
+                topic = row[0].decode() if isinstance(row[0], bytes) else row[0]
+                if topic in worker.handlers and (int(row[1]) or int(row[2])):
+                    busy = True
+        if not busy and not worker.inflight:
+            worker.stop()
+            return
+
+
+async def release_unfinished(worker: Worker) -> None:
+    """Cancel handlers still running after the grace period and hand their jobs back at once."""
+    unfinished = [d for d in worker.inflight.values() if d.job_id]
+    for delivery in worker.inflight.values():
+        if delivery.task is not None:
+            delivery.task.cancel()
+    for partition, batch in _by_partition(unfinished).items():
+        keys = worker.partitions[partition]
+        args: list[Any] = [worker.group]
+        for delivery in batch:
+            args.extend((delivery.topic, delivery.job_id, delivery.entry_id))
+        try:
+            released = await asyncio.wait_for(
+                worker.call(script("releaseJobs").call(keys.script_keys(), args), "release"), 5.0)
+            worker.counts["released"] += int(released)
+        except (asyncio.TimeoutError, OSError) as exc:
+            log.warning("could not hand back %d job(s) (%s); they return after ttr",
+                        len(batch), exc)

@@ -1,0 +1,378 @@
+"""The worker: reads due jobs of its topics from their streams and runs the handlers.
+
+One asyncio loop per process: a blocking reader per partition (its own connection, socket timeout
+above the block time), handler tasks bounded by ``concurrency``, batched acknowledgements, and the
+upkeep loops from ``upkeep.py`` (heartbeats, reclaiming silent consumers' jobs, idle watch). An
+embedded ``Dispatcher`` runs unless ``dispatch=False``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import os
+import signal
+import socket
+import time
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from secrets import token_hex
+from typing import Any, TypeVar
+
+from redis.exceptions import ResponseError
+
+from . import upkeep, validation
+from .config import QueueConfig, async_client, mask_url
+from .delivery import (
+    Delivery,
+    Handler,
+    HandlerFn,
+    Settlement,
+    call_handler,
+    open_delivery,
+    outcome_of,
+)
+from .dispatcher import Dispatcher
+from .errors import ConfigError
+from .keys import PartitionKeys, partition_keys
+from .runner import RETRYABLE, call_with_retry
+from .scripts import ScriptCall, script
+from .topology import AsyncClient, agree_partitions_async
+
+log = logging.getLogger("streamdelay.worker")
+F = TypeVar("F", bound=HandlerFn)
+ACK_BATCH = 500
+FINAL_FLUSH_TIMEOUT = 5.0
+_UNSET: Any = object()
+
+
+def default_consumer_name() -> str:
+    """``host-pid-random``: unique per process, readable in XINFO and logs."""
+    return f"{socket.gethostname()}-{os.getpid()}-{token_hex(2)}"
+
+
+def _threads_finish(executor: ThreadPoolExecutor, timeout: float) -> bool:
+    """Shut the handler thread pool down; False when a thread is still busy after ``timeout``."""
+    executor.shutdown(wait=False, cancel_futures=True)
+    deadline = time.monotonic() + timeout
+    threads = list(getattr(executor, "_threads", ()))
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return not any(thread.is_alive() for thread in threads)
+
+
+class Worker:
+    """Runs handlers for the topics of one queue as a member of one consumer group."""
+
+    def __init__(
+        self,
+        queue: Any,
+        *,
+        group: str = "workers",
+        concurrency: int = 32,
+        consumer: str | None = None,
+        dispatch: bool = True,
+        handler_timeout: float | None = _UNSET,
+        block: float = 1.0,
+        reclaim_interval: float = 1.0,
+        shutdown_grace: float = 30.0,
+    ) -> None:
+        config = queue if isinstance(queue, QueueConfig) else getattr(queue, "config", None)
+        if not isinstance(config, QueueConfig):
+            raise ConfigError("queue: pass a streamdelay Queue, AsyncQueue or QueueConfig",
+                              field="queue")
+        self.config = config
+        self.group = validation.group(group)
+        self.concurrency = validation.positive_int(concurrency, "concurrency", 100_000)
+        self.consumer = validation.consumer(default_consumer_name() if consumer is None
+                                            else consumer)
+        self.dispatch = bool(dispatch)
+        timeout = config.handler_timeout if handler_timeout is _UNSET else handler_timeout
+        if timeout is not None:
+            validation.seconds(timeout, "handler_timeout", minimum=0.001)
+        self.handler_timeout: float | None = timeout
+        self.block = validation.seconds(block, "block", minimum=0.01, maximum=60)
+        self.reclaim_interval = validation.seconds(reclaim_interval, "reclaim_interval",
+                                                   minimum=0.05, maximum=3600)
+        self.shutdown_grace = validation.seconds(shutdown_grace, "shutdown_grace")
+        self.handlers: dict[str, Handler] = {}
+        self.inflight: dict[tuple[int, str, str], Delivery] = {}
+        self.counts = {"handled": 0, "retried": 0, "dead": 0, "released": 0, "reclaimed": 0}
+        self.partitions: tuple[PartitionKeys, ...] = partition_keys(config.name, config.partitions)
+        self._acks: dict[int, list[str]] = {}
+        self._ack_wake = asyncio.Event()
+        self._slot_free = asyncio.Event()
+        self._stopping = asyncio.Event()
+        self._signals = 0
+        self._client: AsyncClient | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._dispatcher: Dispatcher | None = None
+
+    def __repr__(self) -> str:
+        """Queue, group and consumer; the URL with its password masked."""
+        return (f"Worker(queue={self.config.name!r}, group={self.group!r}, "
+                f"consumer={self.consumer!r}, url={mask_url(self.config.url)!r})")
+
+    # --- registration -------------------------------------------------------------------
+
+    def handler(self, topic: str, *, body: Any = None) -> Callable[[F], F]:
+        """Decorator: run ``fn(job)`` for jobs of ``topic``; ``body=`` a type to decode into."""
+        name = validation.topic(topic)
+
+        def register(fn: F) -> F:
+            if not callable(fn):
+                raise ConfigError("handler: must be a function", field="handler", topic=name)
+            if name in self.handlers:
+                raise ConfigError(f"topic: {name!r} already has a handler", field="topic")
+            self.handlers[name] = Handler.wrap(fn, body)
+            return fn
+
+        return register
+
+    @property
+    def client(self) -> AsyncClient:
+        """The command connection pool of this worker."""
+        if self._client is None:
+            self._client = async_client(self.config.url, self.config.socket_timeout)
+        return self._client
+
+    async def call(self, step: ScriptCall, what: str) -> Any:
+        """Run one script call under the retry policy (forever: workers ride out outages)."""
+        return await call_with_retry(self.client, step, None, what)
+
+    # --- running ------------------------------------------------------------------------
+
+    def run(self, *, until_idle: bool = False) -> None:
+        """Block serving jobs; SIGINT/SIGTERM stop gracefully, a second signal at once."""
+        gc.freeze()  # start-up objects leave the GC's view: no 15-20 ms gen-2 pauses (lateness)
+        asyncio.run(self.serve(until_idle=until_idle, handle_signals=True))
+        if self._executor is not None and not _threads_finish(self._executor, 1.0):
+            log.warning("a sync handler still runs after the grace period; its job was handed "
+                        "back; exiting the process")
+            os._exit(0)
+
+    def stop(self) -> None:
+        """Ask the worker to stop gracefully (call from the worker's event loop)."""
+        self._stopping.set()
+        if self._dispatcher is not None:
+            self._dispatcher.stop()
+
+    def _on_signal(self) -> None:
+        self._signals += 1
+        if self._signals == 1:
+            log.info("stopping: finishing running jobs (grace %.1fs)", self.shutdown_grace)
+            self.stop()
+        else:
+            log.warning("second signal: exiting now; unfinished jobs are redelivered after ttr")
+            os._exit(1)
+
+    async def serve(self, *, until_idle: bool = False, handle_signals: bool = False) -> None:
+        """Serve jobs until ``stop()`` (or, with ``until_idle``, until nothing is left to do)."""
+        if not self.handlers:
+            raise ConfigError("handler: register at least one handler before serving",
+                              field="handler")
+        loop = asyncio.get_running_loop()
+        if handle_signals:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, self._on_signal)
+        self._executor = ThreadPoolExecutor(self.concurrency, thread_name_prefix="streamdelay")
+        self._ack_wake, self._slot_free = asyncio.Event(), asyncio.Event()
+        if not self._stopping.is_set():
+            self._stopping = asyncio.Event()
+        if not await self._register_unless_stopped():
+            if handle_signals:
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    loop.remove_signal_handler(sig)
+            return
+        background = [self._start_loop("read", partial(self._read_loop, k))
+                      for k in self.partitions]
+        upkeep_tasks = [self._start_loop("ack", self._ack_loop),
+                        self._start_loop("heartbeat", partial(upkeep.heartbeat_loop, self)),
+                        self._start_loop("reclaim", partial(upkeep.reclaim_loop, self))]
+        if until_idle:
+            upkeep_tasks.append(asyncio.create_task(upkeep.idle_watch(self)))
+        if self.dispatch:
+            self._dispatcher = Dispatcher(self.config, client=self.client)
+            upkeep_tasks.append(self._start_loop("dispatch", self._dispatcher.run))
+        try:
+            await self._stopping.wait()
+        finally:
+            await self._shutdown(background, upkeep_tasks)
+            if handle_signals:
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    loop.remove_signal_handler(sig)
+
+    @staticmethod
+    def _start_loop(what: str, loop: Callable[[], Awaitable[None]]) -> asyncio.Task[None]:
+        """A background loop as a task that logs and restarts on unexpected errors."""
+        return asyncio.create_task(upkeep.supervised(what, loop))
+
+    async def _register_unless_stopped(self) -> bool:
+        """Register, unless ``stop()`` comes first (e.g. SIGTERM while Redis is unreachable)."""
+        registering = asyncio.ensure_future(self.register())
+        stopped = asyncio.ensure_future(self._stopping.wait())
+        await asyncio.wait([registering, stopped], return_when=asyncio.FIRST_COMPLETED)
+        stopped.cancel()
+        if registering.done():
+            registering.result()
+            return True
+        registering.cancel()
+        await asyncio.gather(registering, stopped, return_exceptions=True)
+        await self.client.aclose()
+        return False
+
+    async def register(self) -> None:
+        """Bind this worker's topics to its group and create the groups (idempotent)."""
+        cfg = self.config
+        await agree_partitions_async(self.client, cfg.url, cfg.name, cfg.partitions, None)
+        topics = sorted(self.handlers)
+        for keys in self.partitions:
+            await self.call(script("registerGroup").call(keys.script_keys(),
+                                                          [self.group, *topics]), "register")
+
+    async def _shutdown(self, readers: list[asyncio.Task[Any]], others: list[asyncio.Task[Any]]
+                        ) -> None:
+        self.stop()
+        deadline = time.monotonic() + self.shutdown_grace  # the grace runs from the stop request
+        await asyncio.wait(readers, timeout=self.block + 1.0)  # a read in flight lands first
+        for task in readers:
+            task.cancel()
+        running = [d.task for d in self.inflight.values() if d.task is not None]
+        if running:
+            await asyncio.wait(running, timeout=max(0.0, deadline - time.monotonic()))
+        await upkeep.release_unfinished(self)
+        self._ack_wake.set()
+        for task in others:
+            task.cancel()
+        await asyncio.gather(*readers, *others, return_exceptions=True)
+        try:  # bounded: a stop during an outage must not wait for Redis forever
+            await asyncio.wait_for(self._flush_acks(), FINAL_FLUSH_TIMEOUT)
+        except (asyncio.TimeoutError, OSError) as exc:
+            log.warning("could not acknowledge finished jobs at shutdown (%s); they are "
+                        "redelivered after their ttr", exc)
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+        await self.client.aclose()
+
+    # --- reading ------------------------------------------------------------------------
+
+    def _free_slots(self) -> int:
+        return self.concurrency - len(self.inflight)
+
+    async def _read_loop(self, keys: PartitionKeys) -> None:
+        blocking = async_client(self.config.url, self.block + self.config.socket_timeout)
+        topics = sorted(self.handlers)
+        turn = 0
+        failures = 0
+        try:
+            while not self._stopping.is_set():
+                if self._free_slots() <= 0:
+                    self._slot_free.clear()
+                    await self._slot_free.wait()
+                    continue
+                free = self._free_slots()
+                chosen = [topics[(turn + i) % len(topics)] for i in range(min(free, len(topics)))]
+                turn += 1
+                streams: dict[Any, Any] = {keys.stream(t): ">" for t in chosen}
+                try:
+                    reply: Any = await blocking.xreadgroup(self.group, self.consumer, streams,
+                                                      count=free // len(chosen),
+                                                      block=int(self.block * 1000))
+                    failures = 0
+                except RETRYABLE as exc:
+                    failures += 1
+                    await upkeep.pause_after_failure(failures, "read", exc)
+                    continue
+                except ResponseError as exc:
+                    # NOGROUP: the group is gone; UNBLOCKED: the stream or group was deleted
+                    # while this read blocked (data lost, FLUSHALL): create them again.
+                    if "NOGROUP" not in str(exc) and "UNBLOCKED" not in str(exc):
+                        raise
+                    await self.register()
+                    continue
+                self.start_entries(keys.partition, reply or [])
+        finally:
+            await blocking.aclose()
+
+    def start_entries(self, partition: int, reply: list[Any]) -> int:
+        """Start a handler task for each entry of an XREADGROUP reply; returns how many."""
+        started = 0
+        for stream, entries in reply:
+            topic = (stream.decode() if isinstance(stream, bytes) else stream).split(":t:", 1)[1]
+            for entry_id, fields in entries:
+                eid = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
+                delivery = Delivery(partition, topic, eid)
+                if delivery.key in self.inflight:
+                    continue
+                self.inflight[delivery.key] = delivery
+                delivery.task = asyncio.create_task(self._execute(delivery, fields))
+                started += 1
+        return started
+
+    # --- running one delivery -----------------------------------------------------------
+
+    async def _execute(self, delivery: Delivery, fields: dict[Any, Any] | None) -> None:
+        try:
+            handler = self.handlers[delivery.topic]
+            job, backoff, settlement = open_delivery(delivery, fields, handler,
+                                                     self.config.max_body_bytes)
+            if job is not None:
+                started = time.monotonic()
+                error: BaseException | None = None
+                try:
+                    await call_handler(handler, job, self.handler_timeout, self._executor)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # the handler's failure is data, not a crash
+                    error = exc
+                settlement = outcome_of(error, job, backoff or self.config.backoff,
+                                        time.monotonic() - started, self.handler_timeout)
+            if settlement is not None:
+                await self._settle(delivery, settlement)
+        finally:
+            self.inflight.pop(delivery.key, None)
+            self._slot_free.set()
+
+    async def _settle(self, delivery: Delivery, settlement: Settlement) -> None:
+        if settlement.kind == "ack":
+            self.counts["handled"] += 1
+            self._acks.setdefault(delivery.partition, []).extend(
+                (delivery.topic, delivery.job_id, delivery.entry_id))
+            self._ack_wake.set()
+            return
+        keys = self.partitions[delivery.partition]
+        args: list[Any] = [self.group, delivery.topic, delivery.job_id, delivery.entry_id,
+                settlement.delay_ms, "1" if settlement.kind == "dead" else "0", settlement.error]
+        reply = await self.call(script("failJob").call(keys.script_keys(), args), "fail")
+        outcome = int(reply[0])
+        if outcome == 0 and settlement.kind == "dead":  # an entry no job stands behind
+            log.warning("dropped stream entry %s of topic %s (no current job %r): %s",
+                        delivery.entry_id, delivery.topic, delivery.job_id, settlement.error)
+        if outcome == 1:
+            self.counts["retried"] += 1
+        elif outcome == 2:
+            self.counts["dead"] += 1
+            log.warning("job %s (%s) is dead: %s", delivery.job_id, delivery.topic,
+                        settlement.error.splitlines()[0] if settlement.error else "")
+
+    # --- acknowledgements ---------------------------------------------------------------
+
+    async def _ack_loop(self) -> None:
+        while True:
+            await self._ack_wake.wait()
+            self._ack_wake.clear()
+            await self._flush_acks()
+
+    async def _flush_acks(self) -> None:
+        pending, self._acks = self._acks, {}
+        calls = []
+        for partition, flat in pending.items():
+            keys = self.partitions[partition]
+            for start in range(0, len(flat), ACK_BATCH * 3):
+                args: list[Any] = [self.group, validation.delay_ms(self.config.keep_done),
+                        *flat[start:start + ACK_BATCH * 3]]
+                calls.append(script("ackJobs").call(keys.script_keys(), args))
+        for call in calls:
+            await self.call(call, "ack")
