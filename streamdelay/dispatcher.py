@@ -12,13 +12,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 from dataclasses import dataclass
+from functools import partial
 
 from .config import QueueConfig, async_client
 from .keys import PartitionKeys, partition_keys
 from .runner import RETRYABLE, call_with_retry
 from .scripts import script
+from .supervise import pause_after_failure, supervised
 from .topology import AsyncClient, agree_partitions_async
 
 log = logging.getLogger("streamdelay.dispatcher")
@@ -83,9 +84,23 @@ class Dispatcher:
         """Serve every partition until ``stop()`` (after checking the partition count)."""
         cfg = self.config
         await agree_partitions_async(self.client, cfg.url, cfg.name, cfg.partitions, None)
-        loops = [self._partition_loop(keys)
-                 for keys in partition_keys(self.config.name, self.config.partitions)]
-        await asyncio.gather(*loops)
+        promoters, wakers = [], []
+        for keys in partition_keys(cfg.name, cfg.partitions):
+            wake = asyncio.Event()
+            self._wakes.append(wake)
+            # Separately supervised: a crashed promote loop restarts without touching the
+            # wake-up wait (redis-py can swallow a cancel that lands while it connects).
+            promoters.append(asyncio.create_task(supervised(
+                f"dispatch partition {keys.partition}",
+                partial(self._partition_loop, keys, wake), log)))
+            wakers.append(asyncio.create_task(supervised(
+                f"wake-up partition {keys.partition}", partial(self._wake_loop, keys, wake), log)))
+        try:
+            await asyncio.gather(*promoters)
+        finally:
+            for task in (*promoters, *wakers):
+                task.cancel()
+            await asyncio.gather(*promoters, *wakers, return_exceptions=True)
 
     def _sleep_for(self, result: PromoteResult) -> float:
         if result.moved >= self.batch:
@@ -94,22 +109,15 @@ class Dispatcher:
             return self.safety_tick
         return min(self.safety_tick, max(result.next_due - result.now, 1) / 1000.0)
 
-    async def _partition_loop(self, keys: PartitionKeys) -> None:
-        wake = asyncio.Event()
-        self._wakes.append(wake)
-        waker = asyncio.create_task(self._wake_loop(keys, wake))
-        try:
-            while not self._stopping.is_set():
-                wake.clear()
-                gap = self._sleep_for(await self.promote_once(keys))
-                if gap <= 0:
-                    await asyncio.sleep(0)
-                    continue
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(wake.wait(), timeout=gap)
-        finally:
-            waker.cancel()
-            await asyncio.gather(waker, return_exceptions=True)
+    async def _partition_loop(self, keys: PartitionKeys, wake: asyncio.Event) -> None:
+        while not self._stopping.is_set():
+            wake.clear()
+            gap = self._sleep_for(await self.promote_once(keys))
+            if gap <= 0:
+                await asyncio.sleep(0)
+                continue
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(wake.wait(), timeout=gap)
 
     async def _wake_loop(self, keys: PartitionKeys, wake: asyncio.Event) -> None:
         blocking = async_client(self.config.url, self.safety_tick + self.config.socket_timeout)
@@ -121,9 +129,7 @@ class Dispatcher:
                     failures = 0
                 except RETRYABLE as exc:
                     failures += 1
-                    pause = min(2.0, 0.05 * 2 ** min(failures, 6)) * random.uniform(0.5, 1.0)
-                    log.warning("wake-up connection lost (%s); retrying in %.2fs", exc, pause)
-                    await asyncio.sleep(pause)
+                    await pause_after_failure(failures, "wake-up wait", exc, log)
                     continue
                 if popped:
                     wake.set()

@@ -8,7 +8,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from .delivery import Delivery
@@ -22,32 +22,6 @@ log = logging.getLogger("streamdelay.worker")
 HEARTBEAT_TICK = 0.2
 TOUCH_BATCH = 500
 IDLE_TICK = 0.1
-
-
-async def pause_after_failure(failures: int, what: str, exc: BaseException) -> None:
-    """Sleep with exponential backoff and jitter after a failed Redis call, and log it."""
-    pause = min(2.0, 0.05 * 2 ** min(failures, 6)) * random.uniform(0.5, 1.0)
-    log.warning("redis unavailable during %s (%s); retrying in %.2fs", what, exc, pause)
-    await asyncio.sleep(pause)
-
-
-async def supervised(what: str, loop: Callable[[], Awaitable[None]]) -> None:
-    """Run a background loop of the worker; an unexpected error is logged and the loop restarted.
-
-    A loop that died silently would leave a live worker that no longer reads, heartbeats or
-    reclaims: the worst kind of outage. Returns when ``loop`` returns (the worker is stopping).
-    """
-    failures = 0
-    while True:
-        try:
-            await loop()
-            return
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            failures += 1
-            log.exception("%s loop failed; restarting it", what)
-            await pause_after_failure(failures, what, exc)
 
 
 def _by_partition(deliveries: Iterable[Delivery]) -> dict[int, list[Delivery]]:

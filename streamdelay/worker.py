@@ -39,6 +39,7 @@ from .errors import ConfigError
 from .keys import PartitionKeys, partition_keys
 from .runner import RETRYABLE, call_with_retry
 from .scripts import ScriptCall, script
+from .supervise import pause_after_failure, supervised
 from .topology import AsyncClient, agree_partitions_async
 
 log = logging.getLogger("streamdelay.worker")
@@ -207,7 +208,7 @@ class Worker:
     @staticmethod
     def _start_loop(what: str, loop: Callable[[], Awaitable[None]]) -> asyncio.Task[None]:
         """A background loop as a task that logs and restarts on unexpected errors."""
-        return asyncio.create_task(upkeep.supervised(what, loop))
+        return asyncio.create_task(supervised(what, loop))
 
     async def _register_unless_stopped(self) -> bool:
         """Register, unless ``stop()`` comes first (e.g. SIGTERM while Redis is unreachable)."""
@@ -283,7 +284,7 @@ class Worker:
                     failures = 0
                 except RETRYABLE as exc:
                     failures += 1
-                    await upkeep.pause_after_failure(failures, "read", exc)
+                    await pause_after_failure(failures, "read", exc)
                     continue
                 except ResponseError as exc:
                     # NOGROUP: the group is gone; UNBLOCKED: the stream or group was deleted

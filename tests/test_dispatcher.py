@@ -16,7 +16,7 @@ import redis
 
 import streamdelay as sd
 from streamdelay.codec import parse_record
-from streamdelay.keys import PartitionKeys
+from streamdelay.keys import PartitionKeys, partition_of
 from tests.redis_server import wait_until
 
 pytestmark = pytest.mark.timeout(90)
@@ -180,3 +180,37 @@ def test_many_dispatchers_at_once_promote_each_job_exactly_once(queue: sd.Queue)
     assert all(entry_ms >= job_due == due[job_id] for entry_ms, job_id, job_due in entries)
     assert queue.client.hget(keys.counts, "t") == b"0"
     print(f"promoted per dispatcher: in-loop {in_loop}, processes {by_processes}")
+
+
+def test_a_crashed_partition_loop_is_restarted(redis_url: str, queue_name: str) -> None:
+    """A partition whose promote call fails with a non-connection error recovers by itself."""
+    q = sd.Queue(queue_name, url=redis_url, partitions=2)
+    broken = PartitionKeys(q.name, 0)
+    ids = {p: [i for i in (f"j{n}" for n in range(200)) if partition_of(i, 2) == p][:20]
+           for p in (0, 1)}
+
+    async def scenario() -> tuple[int, bool]:
+        dispatcher = sd.Dispatcher(q.config, safety_tick=0.5)
+        q.enqueue("t", 0, id="first", delay=0)  # creates the meta key before the breakage
+        q.client.delete(broken.delayed)
+        q.client.set(broken.delayed, "not a sorted set")  # promoteDue fails with WRONGTYPE
+        running = asyncio.create_task(dispatcher.run())
+        q.enqueue_many(sd.JobSpec("t", 1, id=i) for i in ids[1])
+        await asyncio.sleep(1.0)
+        survived = not running.done()
+        q.client.delete(broken.delayed)
+        q.enqueue_many(sd.JobSpec("t", 0, id=i) for i in ids[0])
+        for _ in range(200):
+            if q.client.xlen(broken.stream("t")) >= len(ids[0]):
+                break
+            await asyncio.sleep(0.05)
+        dispatcher.stop()
+        await running
+        await dispatcher.close()
+        return q.client.xlen(broken.stream("t")), survived
+
+    promoted_on_broken, survived = asyncio.run(asyncio.wait_for(scenario(), 30))
+    assert survived
+    assert promoted_on_broken == len(ids[0])
+    assert q.client.xlen(PartitionKeys(q.name, 1).stream("t")) >= len(ids[1])
+    q.close()

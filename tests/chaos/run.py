@@ -104,12 +104,18 @@ class Controller(threading.Thread):
         self.redis_killed = not settings.kill_redis
 
     def run(self) -> None:
+        # Rounds of every kind in a shuffled order, so even a short run sees each kind once;
+        # the one Redis kill comes on top, halfway through.
         kinds = ["kill_worker", "kill_dispatcher", "client_kill", "client_pause", "debug_sleep"]
+        upcoming: list[str] = []
         started = time.monotonic()
         while not self.halt.wait(self.rng.uniform(0.5, 1.5) * self.settings.fault_interval):
-            kind = self.rng.choice(kinds)
             if not self.redis_killed and time.monotonic() - started > self.settings.spread / 2:
                 kind = "kill_redis"
+            else:
+                if not upcoming:
+                    upcoming = self.rng.sample(kinds, len(kinds))
+                kind = upcoming.pop()
             at = time.time() * 1000
             try:
                 detail = self._inject(kind)
@@ -190,7 +196,7 @@ def run_chaos(settings: Settings) -> Verdict:
     acknowledged: dict[str, int] = {}
     with RedisServer("--enable-debug-command", "local", persistent=True) as server:
         cluster = Cluster(server, history, settings.workers)
-        controller = Controller(cluster, settings, rng)
+        controller = Controller(cluster, settings, random.Random(settings.seed + 1))
         time.sleep(1.0)
         controller.start()
         started = time.monotonic()

@@ -1,0 +1,50 @@
+"""Keeping background loops alive: backoff after a failed Redis call, restart after a crash.
+
+Shared by the worker's loops (read, ack, heartbeat, reclaim) and the dispatcher's per-partition
+loops, so every long-running loop of the library follows one policy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Awaitable, Callable
+
+log = logging.getLogger("streamdelay.worker")
+
+
+def failure_pause(failures: int) -> float:
+    """Seconds to wait after ``failures`` failures in a row: exponential, 2 s cap, jitter."""
+    return min(2.0, 0.05 * 2.0 ** min(failures, 6)) * random.uniform(0.5, 1.0)
+
+
+async def pause_after_failure(
+    failures: int, what: str, exc: BaseException, logger: logging.Logger = log
+) -> None:
+    """Sleep with exponential backoff and jitter after a failed Redis call, and log it."""
+    pause = failure_pause(failures)
+    logger.warning("redis unavailable during %s (%s); retrying in %.2fs", what, exc, pause)
+    await asyncio.sleep(pause)
+
+
+async def supervised(
+    what: str, loop: Callable[[], Awaitable[None]], logger: logging.Logger = log
+) -> None:
+    """Run a background loop; an unexpected error is logged and the loop restarted after a pause.
+
+    A loop that died silently would leave a live process that no longer reads, heartbeats,
+    reclaims or promotes: the worst kind of outage. Returns when ``loop`` returns (stopping).
+    """
+    failures = 0
+    while True:
+        try:
+            await loop()
+            return
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            failures += 1
+            pause = failure_pause(failures)
+            logger.exception("%s loop failed (%s); restarting it in %.2fs", what, exc, pause)
+            await asyncio.sleep(pause)
