@@ -5,6 +5,7 @@ and producers and workers must agree on the partition count."""
 from __future__ import annotations
 
 import asyncio
+import signal
 import subprocess
 import sys
 import uuid
@@ -14,7 +15,9 @@ from pathlib import Path
 import pytest
 
 import streamdelay as sd
+from streamdelay.keys import partition_of
 from streamdelay.scripts import script
+from tests.apps.reliability_app import Workers, count, wait_for
 from tests.cluster import (
     LocalCluster,
     error_stats,
@@ -81,6 +84,36 @@ def test_core_flow_spreads_over_every_node(cluster: LocalCluster) -> None:
     for node in cluster.primaries():
         assert "errorstat_CROSSSLOT" not in error_stats(node)
     queue.close()
+
+
+def test_killed_worker_jobs_are_reclaimed_on_every_node(
+    cluster: LocalCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The delivery guarantee on a cluster: kill -9 a worker mid-jobs, another finishes them."""
+    name = spread_queue_name(cluster, PARTITIONS)
+    monkeypatch.setenv("STREAMDELAY_PARTITIONS", str(PARTITIONS))  # the worker processes' Queue
+    workers = Workers(cluster.url, name, tmp_path)
+    queue = sd.Queue(name, url=cluster.url, partitions=PARTITIONS)
+    try:
+        first = workers.start("a", "--ttr", "2")
+        first.wait_ready()
+        ids = [r.id for r in queue.enqueue_many(
+            [sd.JobSpec("slow", {"seconds": 30}, id=f"k{i}", ttr=2) for i in range(24)])]
+        wait_for(lambda: len(count(workers.events(), "start", first.pid)) == 24, 30,
+                 "24 starts on a")
+        second = workers.start("b", "--sleep-cap", "0.2", "--reclaim", "0.3")
+        second.wait_ready()
+        first.signal(signal.SIGKILL)
+        wait_for(lambda: len(count(workers.events(), "done", second.pid)) == 24, 30,
+                 "24 jobs done on b")
+        on_second = [e.id for e in workers.events() if e.pid == second.pid and e.ev == "start"]
+        assert sorted(on_second) == sorted(ids)  # each exactly once on the survivor
+        partitions_used = {partition_of(job_id, PARTITIONS) for job_id in ids}
+        assert len(partitions_used) > 4
+        assert all(queue.get(job_id) is None for job_id in ids)
+    finally:
+        workers.stop_all()
+        queue.close()
 
 
 def test_async_queue_sends_partition_calls_concurrently(cluster: LocalCluster) -> None:
