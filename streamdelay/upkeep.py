@@ -22,6 +22,11 @@ log = logging.getLogger("streamdelay.worker")
 HEARTBEAT_TICK = 0.2
 TOUCH_BATCH = 500
 IDLE_TICK = 0.1
+# Consumers that own nothing and were silent this long are removed (one per worker process that
+# ever read would otherwise pile up, ~170 B each); checked about once a minute.
+PRUNE_IDLE = 3600.0
+PRUNE_EVERY = 60.0
+PRUNE_BATCH = 100
 
 
 def _by_partition(deliveries: Iterable[Delivery]) -> dict[int, list[Delivery]]:
@@ -81,14 +86,34 @@ async def reclaim_once(worker: Worker) -> int:
     return moved
 
 
+async def prune_once(worker: Worker) -> list[str]:
+    """Remove the group's consumers that own nothing and were silent for ``worker.prune_idle``."""
+    removed: list[str] = []
+    idle_ms = int(worker.prune_idle * 1000)
+    for keys in worker.partitions:
+        for topic in sorted(worker.handlers):
+            names = await worker.call(script("pruneConsumers").call(
+                keys.script_keys(), [worker.group, topic, idle_ms, PRUNE_BATCH]), "prune")
+            removed.extend(n.decode() if isinstance(n, bytes) else n for n in names)
+    return removed
+
+
 async def reclaim_loop(worker: Worker) -> None:
-    """Every ``reclaim_interval`` (jittered), reclaim jobs of silent consumers."""
+    """Every ``reclaim_interval`` (jittered), reclaim jobs of silent consumers; every
+    ``prune_every`` seconds, remove consumers that are gone and own nothing."""
+    next_prune = time.monotonic() + worker.prune_every * random.uniform(0.1, 1.0)
     while True:
         await asyncio.sleep(worker.reclaim_interval * random.uniform(0.8, 1.2))
         moved = await reclaim_once(worker)
         if moved:
             worker.counts["reclaimed"] += moved
             log.info("re-queued %d job(s) of silent consumers", moved)
+        if time.monotonic() >= next_prune:
+            next_prune = time.monotonic() + worker.prune_every * random.uniform(0.8, 1.2)
+            removed = await prune_once(worker)
+            if removed:
+                log.info("removed %d consumer(s) that were gone and owned nothing: %s",
+                         len(removed), ", ".join(removed[:10]))
 
 
 async def idle_watch(worker: Worker) -> None:

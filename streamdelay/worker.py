@@ -98,6 +98,10 @@ class Worker:
         self.reclaim_interval = validation.seconds(reclaim_interval, "reclaim_interval",
                                                    minimum=0.05, maximum=3600)
         self.shutdown_grace = validation.seconds(shutdown_grace, "shutdown_grace")
+        # consumers of the group that own nothing and were silent prune_idle seconds are
+        # removed, checked every prune_every seconds (docs/worker.md)
+        self.prune_idle = upkeep.PRUNE_IDLE
+        self.prune_every = upkeep.PRUNE_EVERY
         self.handlers: dict[str, Handler] = {}
         self.inflight: dict[tuple[int, str, str], Delivery] = {}
         self.counts = {"handled": 0, "retried": 0, "dead": 0, "released": 0, "reclaimed": 0}

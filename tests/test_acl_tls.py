@@ -56,6 +56,7 @@ def test_documented_acl_user_runs_everything_and_touches_nothing_else(
     queue.enqueue("t", {"fail": 1}, id="poison", max_attempts=2, backoff=[0.01])
     queue.enqueue_many([sd.JobSpec("t", i, id=f"m{i}", delay=0.05) for i in range(3)])
     worker = sd.Worker(queue, reclaim_interval=0.2, block=0.2)
+    worker.prune_idle, worker.prune_every = 0.0, 0.1  # the consumer pruning path runs too
 
     @worker.handler("t")
     def handle(job: sd.Job) -> None:

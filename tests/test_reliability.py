@@ -8,6 +8,7 @@ docs/reliability.md quotes them.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import statistics
@@ -234,3 +235,58 @@ def test_handled_jobs_leave_nothing_behind(own_redis: RedisServer, tmp_path: Pat
     finally:
         started.stop_all()
         q.close()
+
+
+def test_consumers_that_are_gone_and_own_nothing_are_removed(redis_url: str,
+                                                             queue_name: str) -> None:
+    queue = sd.Queue(queue_name, url=redis_url)
+    stream = partition_keys(queue_name, 1)[0].stream("fast")
+
+    def consumers() -> dict[str, int]:
+        return {c["name"].decode(): c["pending"]
+                for c in queue.client.xinfo_consumers(stream, "workers")}
+
+    gone = sd.Worker(queue, consumer="gone-a", block=0.2)
+    gone.handler("fast")(lambda job: None)
+    queue.enqueue_many([sd.JobSpec("fast", i) for i in range(3)])
+    gone.run(until_idle=True)
+    queue.enqueue("fast", "held", id="held", ttr=600)
+
+    async def promote() -> None:
+        dispatcher = sd.Dispatcher(queue.config)
+        await dispatcher.promote_once(partition_keys(queue_name, 1)[0])
+        await dispatcher.close()
+
+    asyncio.run(promote())
+    assert queue.client.xreadgroup("workers", "holder", {stream: ">"}, count=1)
+    assert consumers() == {"gone-a": 0, "holder": 1}
+    time.sleep(1.2)
+
+    live = sd.Worker(queue, consumer="live-b", block=0.2, reclaim_interval=0.1)
+    live.prune_idle, live.prune_every = 1.0, 0.2
+    live.handler("fast")(lambda job: None)
+
+    async def serve_until_pruned() -> None:
+        serving = asyncio.create_task(live.serve())
+        for _ in range(100):
+            await asyncio.sleep(0.1)
+            if "gone-a" not in consumers():
+                break
+        # Quiet for longer than prune_idle: Redis 7.0 does not count empty blocking reads as
+        # activity, so live-b may be pruned too; it owns nothing, and its next read that
+        # receives a job makes it again.
+        await asyncio.sleep(2.5)
+        handled = live.counts["handled"]
+        await asyncio.to_thread(queue.enqueue, "fast", "after the quiet spell")
+        for _ in range(100):
+            if live.counts["handled"] > handled:
+                break
+            await asyncio.sleep(0.05)
+        live.stop()
+        await serving
+
+    queue.enqueue("fast", "wakes live-b")
+    asyncio.run(asyncio.wait_for(serve_until_pruned(), 30))
+    assert consumers() == {"holder": 1, "live-b": 0}  # the one holding a job stays
+    queue.cancel("held")
+    queue.close()
