@@ -17,6 +17,7 @@ import redis
 import redis.asyncio as aioredis
 import tenacity
 from redis.exceptions import (
+    AuthenticationError,
     ClusterDownError,
     ClusterError,
     NoPermissionError,
@@ -52,12 +53,22 @@ Step = ScriptCall | Command | list[ScriptCall]
 Plan = Generator[Step, Any, T]
 
 
+def _retryable(exc: BaseException) -> bool:
+    """Connection trouble worth waiting out; a refused password is not (it will not heal)."""
+    return isinstance(exc, RETRYABLE) and not isinstance(exc, AuthenticationError)
+
+
+def _auth_failed(exc: AuthenticationError) -> ConfigError:
+    return ConfigError(f"redis: authentication failed: {exc} (check the user and password "
+                       f"in the URL)")
+
+
 def retry_policy(give_up_after: float | None, what: str) -> dict[str, Any]:
     """Tenacity settings shared by every Redis call: exponential backoff with jitter, logged."""
     stop = (tenacity.stop_never if give_up_after is None
             else tenacity.stop_after_delay(give_up_after))
     return {
-        "retry": tenacity.retry_if_exception_type(RETRYABLE),
+        "retry": tenacity.retry_if_exception(_retryable),
         "wait": tenacity.wait_random_exponential(multiplier=0.05, max=2.0),
         "stop": stop,
         "reraise": True,
@@ -204,11 +215,15 @@ def run_with_retry_sync(
     """
     began = time.monotonic()
     try:
-        return run_step_sync(client, step)
-    except RETRYABLE:
-        pass
-    retrying = tenacity.Retrying(**retry_policy(_left(give_up_after, began), what))
-    return retrying(run_step_sync, client, step)
+        try:
+            return run_step_sync(client, step)
+        except RETRYABLE as exc:
+            if not _retryable(exc):
+                raise
+        retrying = tenacity.Retrying(**retry_policy(_left(give_up_after, began), what))
+        return retrying(run_step_sync, client, step)
+    except AuthenticationError as exc:
+        raise _auth_failed(exc) from exc
 
 
 def drive_sync(client: SyncClient, plan: Plan[T], give_up_after: float | None) -> T:
@@ -275,11 +290,15 @@ async def run_with_retry_async(
     """Run one step; on a connection error, run it again under the shared retry policy."""
     began = time.monotonic()
     try:
-        return await run_step_async(client, step)
-    except RETRYABLE:
-        pass
-    retrying = tenacity.AsyncRetrying(**retry_policy(_left(give_up_after, began), what))
-    return await retrying(run_step_async, client, step)
+        try:
+            return await run_step_async(client, step)
+        except RETRYABLE as exc:
+            if not _retryable(exc):
+                raise
+        retrying = tenacity.AsyncRetrying(**retry_policy(_left(give_up_after, began), what))
+        return await retrying(run_step_async, client, step)
+    except AuthenticationError as exc:
+        raise _auth_failed(exc) from exc
 
 
 async def drive_async(client: AsyncClient, plan: Plan[T], give_up_after: float | None) -> T:

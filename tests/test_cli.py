@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import streamdelay as sd
-from streamdelay.keys import partition_keys
+from streamdelay.keys import partition_keys, partition_of
 from tests.redis_server import RedisServer, free_port, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,11 +51,11 @@ def cli(*args: str, url: str | None = None, timeout: float = 60
                           cwd=ROOT, timeout=timeout)
 
 
-def cli_many(runs: Sequence[Sequence[str]], url: str | None = None
+def cli_many(runs: Sequence[Sequence[str]], url: str | None = None, **extra: str
              ) -> list[subprocess.CompletedProcess[str]]:
     """Run several independent CLI commands at once (saves interpreter start-up time)."""
     procs = [subprocess.Popen(command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, env=cli_env(url), cwd=ROOT) for args in runs]
+                              text=True, env=cli_env(url, **extra), cwd=ROOT) for args in runs]
     done = []
     for args, proc in zip(runs, procs, strict=True):
         out, err = proc.communicate(timeout=60)
@@ -198,14 +198,45 @@ def test_unreachable_redis_fails_fast_with_one_masked_line() -> None:
     assert elapsed < 20, elapsed  # the commands give up after ~3 s (generous margin: loaded CI)
 
 
+def test_silent_redis_fails_within_seconds_with_one_masked_line() -> None:
+    """A host that accepts the connection and never answers (a hung server, a black hole)."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        url = f"redis://admin:quietSecret5@127.0.0.1:{silent.getsockname()[1]}/0"
+        started = time.monotonic()
+        results = cli_many([["stats", "q", "--watch"], ["enqueue", "q", "t", "{}"],
+                            ["claim", "q", "--group", "g"]], url=url)
+        elapsed = time.monotonic() - started
+    for result in results:
+        assert_one_line_error(result, 1)
+        assert "cannot reach Redis at redis://admin:***@127.0.0.1" in result.stderr
+        assert "quietSecret5" not in result.stderr
+    assert elapsed < 20, elapsed  # ~5 s each (2 s socket timeout, 3 s retry budget), in parallel
+
+
 def test_wrong_password_is_one_masked_line(acl_url: tuple[str, str]) -> None:
     url, password = acl_url
     wrong = url.replace(password, "not-the-password")
     result = cli("stats", "q", url=wrong)
     assert_one_line_error(result, 1)
-    assert "not-the-password" not in result.stderr and "***" in result.stderr
+    assert "not-the-password" not in result.stderr and "authentication failed" in result.stderr
     ok = cli("stats", "q", "--url", url)
     assert ok.returncode == 0 and password not in ok.stdout + ok.stderr
+
+
+def test_wrong_password_stops_worker_and_dispatch_at_once(acl_url: tuple[str, str]) -> None:
+    """A refused password will not heal: long-running commands fail at start, not retry forever."""
+    url, password = acl_url
+    wrong = url.replace(password, "not-the-password")
+    started = time.monotonic()
+    results = cli_many([["worker", APP], ["dispatch", "q"]], url=wrong)
+    assert time.monotonic() - started < 30
+    for result in results:
+        assert result.returncode == 1, result.stderr[-500:]
+        assert "authentication failed" in result.stderr
+        assert "not-the-password" not in result.stderr
+        assert "Traceback" not in result.stderr
 
 
 def test_stats_json_lag_and_watch(redis_url: str, queue: sd.Queue) -> None:
@@ -360,6 +391,114 @@ def test_dispatch_moves_due_jobs_then_stops_on_sigterm(redis_url: str, queue: sd
     assert proc.returncode == 0, err
     assert "promoted 1 job(s)" in err
     assert queue.get("much-later").state == "delayed"  # type: ignore[union-attr]
+
+
+def _ids_in_partition(partition: int, partitions: int, count: int) -> list[str]:
+    ids = (f"p{n}" for n in range(10_000))
+    return [i for i in ids if partition_of(i, partitions) == partition][:count]
+
+
+def test_partitions_option_env_and_mismatch(redis_url: str, queue_name: str,
+                                            tmp_path: Path) -> None:
+    three = sd.Queue(queue_name, url=redis_url, partitions=3)
+    far, mid = _ids_in_partition(2, 3, 2), _ids_in_partition(1, 3, 1)[0]
+    for job_id in [*far, mid]:
+        three.enqueue("t", {}, id=job_id, delay=600)
+    name = queue_name
+    runs = {
+        "get": ["get", name, far[0], "--partitions", "3"],
+        "cancel": ["cancel", name, far[1], "--partitions", "3"],
+        "enqueue": ["enqueue", name, "t", "{}", "--id", "new-1", "--delay", "1d",
+                    "--partitions", "3", "--json"],
+        "reschedule": ["reschedule", name, mid, "--delay", "2h", "--partitions", "3"],
+        "dead": ["dead", "list", name, "--partitions", "3"],
+        "claim": ["claim", name, "--group", "g", "--partitions", "3"],
+        "default": ["stats", name],
+        "wrong": ["enqueue", name, "t", "{}", "--partitions", "2"],
+        "zero": ["get", name, "x", "--partitions", "0"],
+    }
+    results = dict(zip(runs, cli_many(list(runs.values()), url=redis_url), strict=True))
+    for key in ("get", "cancel", "enqueue", "reschedule", "dead"):
+        assert results[key].returncode == 0, (key, results[key].stderr)
+    assert field(results["get"].stdout, "state") == "delayed"
+    assert three.get(far[1]) is None
+    new = three.get("new-1")
+    assert new is not None and new.due - new.created == 86_400_000
+    moved = three.get(mid)
+    assert moved is not None and 7_190_000 <= moved.due - three.stats().now <= 7_200_000
+    assert_one_line_error(results["claim"], 1)  # reached the queue: no such group
+    assert "group" in results["claim"].stderr
+    for key in ("default", "wrong"):  # mismatch with the recorded count: one line, exit 1
+        assert_one_line_error(results[key], 1)
+        assert "created with partitions=3" in results[key].stderr
+        assert "--partitions or STREAMDELAY_PARTITIONS" in results[key].stderr
+    assert_one_line_error(results["zero"], 2)
+    assert "partitions" in results["zero"].stderr
+
+    env_stats = cli_many([["stats", name, "--json"]], url=redis_url,
+                         STREAMDELAY_PARTITIONS="3")[0]
+    assert env_stats.returncode == 0, env_stats.stderr
+    assert json.loads(env_stats.stdout)["total"]["delayed"] == 3  # 3 enqueued, 1 cancelled, 1 new
+
+    # A worker and a dispatcher given --partitions / STREAMDELAY_PARTITIONS serve every partition.
+    soon = _ids_in_partition(2, 3, 3)[2]
+    three.enqueue("cli.echo", {}, id=soon, delay=0.3)
+    out = tmp_path / "handled.txt"
+    app_env = {"CLI_APP_QUEUE": name, "CLI_APP_OUT": str(out)}
+    worker = subprocess.Popen(
+        command("worker", f"{APP}:worker", "--url", redis_url, "--partitions", "3",
+                "--no-dispatch"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        env=cli_env(None, **app_env))
+    dispatcher = subprocess.Popen(command("dispatch", name), stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                                  env=cli_env(redis_url, STREAMDELAY_PARTITIONS="3"))
+    wrong = subprocess.Popen(command("worker", f"{APP}:worker", "--url", redis_url),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                             env=cli_env(None, **app_env))
+    try:
+        assert wait_until(lambda: out.exists() and f"done {soon} 1" in out.read_text(),
+                          timeout=30)
+        for proc in (worker, dispatcher):
+            proc.send_signal(signal.SIGTERM)
+        logs = [proc.communicate(timeout=30)[1] for proc in (worker, dispatcher, wrong)]
+    finally:
+        for proc in (worker, dispatcher, wrong):
+            if proc.poll() is None:
+                proc.kill()
+    assert worker.returncode == 0 and dispatcher.returncode == 0, logs
+    assert "(3 partition(s))" in logs[0] and "queue " + name in logs[0]
+    assert "(3 partition(s))" in logs[1] and "promoted 1 job(s)" in logs[1]
+    assert wrong.returncode == 1 and "Traceback" not in logs[2]
+    last = logs[2].strip().splitlines()[-1]
+    assert last.startswith("streamdelay: error: partitions:") and "--partitions" in last
+    three.close()
+
+
+def test_worker_and_dispatch_mask_passwords_while_redis_is_unreachable(tmp_path: Path) -> None:
+    port = free_port()
+    argv_url = f"redis://alice:argvSecret77@127.0.0.1:{port}/0"
+    env_url = f"redis://bob:envSecret88@127.0.0.1:{port}/0"
+    procs = [
+        subprocess.Popen(command("worker", APP, "--url", argv_url), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                         env=cli_env(None, CLI_APP_OUT=str(tmp_path / "out.txt"))),
+        subprocess.Popen(command("dispatch", "q"), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=ROOT, env=cli_env(env_url)),
+    ]
+    try:
+        time.sleep(3)
+        for proc in procs:
+            proc.send_signal(signal.SIGTERM)
+        logs = [proc.communicate(timeout=20)[1] for proc in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+    assert [proc.returncode for proc in procs] == [0, 0], logs
+    for log, user in zip(logs, ("alice", "bob"), strict=True):
+        assert "retrying" in log and f"{user}:***@127.0.0.1:{port}" in log, log
+        assert "Secret" not in log and "Traceback" not in log, log
 
 
 def _summary_figures(out: str) -> dict[str, float]:
