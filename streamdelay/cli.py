@@ -17,6 +17,13 @@ from typing import Any
 import click
 
 from . import __version__
+from .cli_options import (
+    json_option,
+    log_level_option,
+    partitions_option,
+    url_option,
+    with_dead_options,
+)
 from .cli_output import (
     claim_text,
     dead_job_of,
@@ -30,6 +37,7 @@ from .cli_output import (
     when,
 )
 from .cli_support import (
+    PARTITIONS_ENV,
     URL_ENV,
     AtTime,
     Duration,
@@ -50,15 +58,6 @@ from .config import DEFAULT_URL, QueueConfig, resolve_url
 from .queue import Queue
 
 log = logging.getLogger("streamdelay.cli")
-LOG_LEVELS = click.Choice(["debug", "info", "warning", "error"], case_sensitive=False)
-
-url_option = click.option(
-    "--url", envvar=URL_ENV, show_envvar=True, default=None, metavar="URL",
-    help=f"Redis URL (redis://[:password@]host:port/db) [default: {DEFAULT_URL}]",
-)
-json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
-log_level_option = click.option("--log-level", type=LOG_LEVELS, default="info", show_default=True,
-                                help="How much to log on stderr.")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -66,7 +65,8 @@ log_level_option = click.option("--log-level", type=LOG_LEVELS, default="info", 
 def cli() -> None:
     """Delayed jobs on Redis Streams: run workers and dispatchers, inspect and operate queues.
 
-    Every command takes --url (or STREAMDELAY_URL). Durations: 250ms, 30s, 5m, 2h, 1d.
+    Every command takes --url (or STREAMDELAY_URL); commands on a queue take --partitions (or
+    STREAMDELAY_PARTITIONS). Durations: 250ms, 30s, 5m, 2h, 1d.
     Exit codes: 0 ok, 1 operation failed, 2 usage error.
 
     \b
@@ -82,14 +82,16 @@ def cli() -> None:
 @click.option("--group", help="Consumer group (overrides the Worker's).")
 @click.option("--dispatch/--no-dispatch", default=None,
               help="Run the embedded dispatcher (default: the Worker's setting, normally on).")
+@partitions_option
 @log_level_option
 def worker(target: str, url: str | None, concurrency: int | None, group: str | None,
-           dispatch: bool | None, log_level: str) -> int:
+           dispatch: bool | None, partitions: int | None, log_level: str) -> int:
     """Run the streamdelay Worker object found at MODULE:WORKER until SIGINT/SIGTERM.
 
     Imports MODULE (the current directory is on the path) and takes the Worker named WORKER
     (or a function returning one; with just MODULE, its only Worker). --url, --concurrency,
-    --group and --no-dispatch override the object's settings. Redis outages are ridden out.
+    --group, --no-dispatch and --partitions override the object's settings. Redis outages
+    are ridden out.
 
     \b
     Example:
@@ -98,11 +100,15 @@ def worker(target: str, url: str | None, concurrency: int | None, group: str | N
     service_logging(log_level)
     if url is not None:
         os.environ[URL_ENV] = url  # a module-level Queue(...) without url= picks it up
+    if partitions is not None:  # checked first: a bad value would break the module's import
+        library_call(lambda: QueueConfig("check", DEFAULT_URL, partitions=partitions))
+        os.environ[PARTITIONS_ENV] = str(partitions)  # ... and without partitions=
     chosen = library_call(lambda: with_overrides(load_worker(target), url=url,
                                                  concurrency=concurrency, group=group,
-                                                 dispatch=dispatch))
-    log.info("worker %s: queue %s, group %s, topics %s, concurrency %d, dispatcher %s, redis %s",
-             chosen.consumer, chosen.config.name, chosen.group, ", ".join(sorted(chosen.handlers)),
+                                                 dispatch=dispatch, partitions=partitions))
+    log.info("worker %s: queue %s (%d partition(s)), group %s, topics %s, concurrency %d, "
+             "dispatcher %s, redis %s", chosen.consumer, chosen.config.name,
+             chosen.config.partitions, chosen.group, ", ".join(sorted(chosen.handlers)),
              chosen.concurrency, "on" if chosen.dispatch else "off",
              mask_any_url(chosen.config.url))
     chosen.run()
@@ -114,8 +120,9 @@ def worker(target: str, url: str | None, concurrency: int | None, group: str | N
 @cli.command()
 @click.argument("queue_name", metavar="QUEUE")
 @url_option
+@partitions_option
 @log_level_option
-def dispatch(queue_name: str, url: str | None, log_level: str) -> int:
+def dispatch(queue_name: str, url: str | None, partitions: int | None, log_level: str) -> int:
     """Move due jobs of QUEUE into their topic streams until SIGINT/SIGTERM.
 
     Workers embed a dispatcher by default; run this for workers started with --no-dispatch.
@@ -126,7 +133,8 @@ def dispatch(queue_name: str, url: str | None, log_level: str) -> int:
       streamdelay dispatch orders --url redis://redis:6379/0
     """
     service_logging(log_level)
-    config: QueueConfig = library_call(lambda: Queue(queue_name, url=url).config)
+    config: QueueConfig = library_call(
+        lambda: Queue(queue_name, url=url, partitions=partitions).config)
     log.info("dispatching queue %s (%d partition(s)) at %s", config.name, config.partitions,
              mask_any_url(config.url))
     promoted = asyncio.run(serve_dispatcher(config))
@@ -148,11 +156,12 @@ def dispatch(queue_name: str, url: str | None, log_level: str) -> int:
               help="A job header KEY=VALUE (repeatable).")
 @click.option("--replace", is_flag=True, help="If the id exists, reschedule it instead.")
 @url_option
+@partitions_option
 @json_option
 def enqueue(queue_name: str, topic: str, body: Any, delay: float | None,
             at: datetime | float | None, job_id: str | None, ttr: float | None,
             max_attempts: int | None, headers: tuple[tuple[str, str], ...], replace: bool,
-            url: str | None, as_json: bool) -> None:
+            url: str | None, partitions: int | None, as_json: bool) -> None:
     """Schedule one job of TOPIC on QUEUE with the JSON body BODY_JSON; prints id, due, created.
 
     \b
@@ -161,7 +170,7 @@ def enqueue(queue_name: str, topic: str, body: Any, delay: float | None,
       streamdelay enqueue orders report.send '{}' --at 2025-01-31T09:30:00Z
     """
     one_time(delay, at)
-    with operator_queue(queue_name, url) as queue:
+    with operator_queue(queue_name, url, partitions) as queue:
         result = queue.enqueue(topic, body, delay=delay, at=at, id=job_id, ttr=ttr,
                                max_attempts=max_attempts, headers=dict(headers) or None,
                                replace=replace)
@@ -172,15 +181,17 @@ def enqueue(queue_name: str, topic: str, body: Any, delay: float | None,
 @click.argument("queue_name", metavar="QUEUE")
 @click.argument("job_id", metavar="ID")
 @url_option
+@partitions_option
 @json_option
-def get(queue_name: str, job_id: str, url: str | None, as_json: bool) -> None:
+def get(queue_name: str, job_id: str, url: str | None, partitions: int | None,
+        as_json: bool) -> None:
     """Show one job by id: state, due time, attempts, body (exit 1 when there is none).
 
     \b
     Example:
       streamdelay get orders close-42 --json
     """
-    with operator_queue(queue_name, url) as queue:
+    with operator_queue(queue_name, url, partitions) as queue:
         info = queue.get(job_id)
     if info is None:
         raise OperationFailed(f"no job {job_id!r} in queue {queue_name!r}")
@@ -191,14 +202,15 @@ def get(queue_name: str, job_id: str, url: str | None, as_json: bool) -> None:
 @click.argument("queue_name", metavar="QUEUE")
 @click.argument("job_id", metavar="ID")
 @url_option
-def cancel(queue_name: str, job_id: str, url: str | None) -> None:
+@partitions_option
+def cancel(queue_name: str, job_id: str, url: str | None, partitions: int | None) -> None:
     """Remove a job in any state; it is never delivered afterwards (exit 1 when there is none).
 
     \b
     Example:
       streamdelay cancel orders close-42
     """
-    with operator_queue(queue_name, url) as queue:
+    with operator_queue(queue_name, url, partitions) as queue:
         found = queue.cancel(job_id)
     if not found:
         raise OperationFailed(f"no job {job_id!r} in queue {queue_name!r}")
@@ -211,8 +223,9 @@ def cancel(queue_name: str, job_id: str, url: str | None) -> None:
 @click.option("--delay", type=Duration(), help="New due time: this long from now (server clock).")
 @click.option("--at", "at", type=AtTime(), help="New due time: ISO 8601 or epoch seconds.")
 @url_option
+@partitions_option
 def reschedule(queue_name: str, job_id: str, delay: float | None, at: datetime | float | None,
-               url: str | None) -> None:
+               url: str | None, partitions: int | None) -> None:
     """Give a job a new due time (exit 1 when there is no such job).
 
     \b
@@ -223,7 +236,7 @@ def reschedule(queue_name: str, job_id: str, delay: float | None, at: datetime |
     one_time(delay, at)
     if delay is None and at is None:
         raise click.UsageError("give --delay or --at")
-    with operator_queue(queue_name, url) as queue:
+    with operator_queue(queue_name, url, partitions) as queue:
         found = queue.reschedule(job_id, delay=delay, at=at)
         info = queue.get(job_id) if found else None
     if not found:
@@ -235,11 +248,13 @@ def reschedule(queue_name: str, job_id: str, delay: float | None, at: datetime |
 @cli.command()
 @click.argument("queue_name", metavar="QUEUE")
 @url_option
+@partitions_option
 @json_option
 @click.option("--watch", is_flag=True, help="Refresh until Ctrl-C.")
 @click.option("--interval", type=Duration(), default="1s", show_default=True,
               help="Refresh period of --watch.")
-def stats(queue_name: str, url: str | None, as_json: bool, watch: bool, interval: float) -> None:
+def stats(queue_name: str, url: str | None, partitions: int | None, as_json: bool, watch: bool,
+          interval: float) -> None:
     """Per topic: group, delayed, ready, reserved, dead and lag_ms (how long the oldest due
     but undelivered job has waited).
 
@@ -248,7 +263,7 @@ def stats(queue_name: str, url: str | None, as_json: bool, watch: bool, interval
       streamdelay stats orders
       streamdelay stats orders --watch --interval 500ms
     """
-    with operator_queue(queue_name, url) as queue:
+    with operator_queue(queue_name, url, partitions) as queue:
         if watch:
             with contextlib.suppress(KeyboardInterrupt):
                 watch_stats(queue, max(interval, 0.05), as_json)
@@ -265,9 +280,10 @@ def stats(queue_name: str, url: str | None, as_json: bool, watch: bool, interval
               help="Idle at least this long (default: each job's own ttr).")
 @click.option("--to", "to", metavar="CONSUMER", help="Hand the jobs to this consumer instead.")
 @url_option
+@partitions_option
 @json_option
 def claim(queue_name: str, group: str, topic: str | None, min_idle: float | None, to: str | None,
-          url: str | None, as_json: bool) -> None:
+          url: str | None, partitions: int | None, as_json: bool) -> None:
     """Re-queue stuck jobs: reserved by GROUP and idle past --min-idle, so any live worker gets
     them next (exit 1 when no topic of QUEUE is served by GROUP).
 
@@ -276,7 +292,7 @@ def claim(queue_name: str, group: str, topic: str | None, min_idle: float | None
       streamdelay claim orders --group billing --min-idle 60s
       streamdelay claim orders --group billing --topic order.close --to host-1-42-ab12
     """
-    with operator_queue(queue_name, url) as queue:
+    with operator_queue(queue_name, url, partitions) as queue:
         result = queue.claim(group, topic=topic, min_idle=min_idle, to=to)
     click.echo(to_json(result) if as_json else claim_text(result, group, to))
 
@@ -293,31 +309,19 @@ def dead() -> None:
     """
 
 
-dead_options = [click.argument("queue_name", metavar="QUEUE"),
-                click.option("--topic", help="Only this topic."),
-                click.option("--id", "job_id", help="Only this job."), url_option]
-
-
-def with_dead_options(fn: Any) -> Any:
-    """Apply the QUEUE / --topic / --id / --url options shared by the ``dead`` commands."""
-    for option in reversed(dead_options):
-        fn = option(fn)
-    return fn
-
-
 @dead.command("list")
 @with_dead_options
 @click.option("--limit", type=click.IntRange(1, 100_000), default=100, show_default=True)
 @json_option
 def dead_list(queue_name: str, topic: str | None, job_id: str | None, url: str | None,
-              limit: int, as_json: bool) -> None:
+              partitions: int | None, limit: int, as_json: bool) -> None:
     """List the oldest dead jobs with their last error.
 
     \b
     Example:
       streamdelay dead list orders --topic order.close --limit 20
     """
-    with operator_queue(queue_name, url) as queue:
+    with operator_queue(queue_name, url, partitions) as queue:
         if job_id is None:
             jobs = queue.dead_list(topic, limit)
         else:
@@ -332,14 +336,14 @@ def dead_list(queue_name: str, topic: str | None, job_id: str | None, url: str |
 @with_dead_options
 @click.option("--delay", type=Duration(), help="Due this long from now (default: now).")
 def dead_replay(queue_name: str, topic: str | None, job_id: str | None, url: str | None,
-                delay: float | None) -> None:
+                partitions: int | None, delay: float | None) -> None:
     """Put dead jobs back as new jobs (attempts reset), due now or after --delay.
 
     \b
     Example:
       streamdelay dead replay orders --topic order.close --delay 30s
     """
-    with operator_queue(queue_name, url) as queue:
+    with operator_queue(queue_name, url, partitions) as queue:
         count = queue.dead_replay(topic, job_id, delay)
     if job_id is not None and count == 0:
         raise OperationFailed(f"no dead job {job_id!r} in queue {queue_name!r}")
@@ -348,14 +352,15 @@ def dead_replay(queue_name: str, topic: str | None, job_id: str | None, url: str
 
 @dead.command("purge")
 @with_dead_options
-def dead_purge(queue_name: str, topic: str | None, job_id: str | None, url: str | None) -> None:
+def dead_purge(queue_name: str, topic: str | None, job_id: str | None, url: str | None,
+               partitions: int | None) -> None:
     """Forget dead jobs for good (all of them, or those of --topic / --id).
 
     \b
     Example:
       streamdelay dead purge orders --id close-42
     """
-    with operator_queue(queue_name, url) as queue:
+    with operator_queue(queue_name, url, partitions) as queue:
         count = queue.dead_purge(topic, job_id)
     if job_id is not None and count == 0:
         raise OperationFailed(f"no dead job {job_id!r} in queue {queue_name!r}")

@@ -38,9 +38,11 @@ log = logging.getLogger("streamdelay.cli")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DEBUG_ENV = "STREAMDELAY_DEBUG"
 URL_ENV = "STREAMDELAY_URL"
+PARTITIONS_ENV = "STREAMDELAY_PARTITIONS"
 OPERATOR_SOCKET_TIMEOUT = 2.0  # seconds per Redis round trip for operator commands
 OPERATOR_GIVE_UP = 3.0  # operator commands stop retrying an unreachable Redis after this
 DISPATCH_STOP_GRACE = 2.0
+_SECRETS: list[str] = []  # passwords of the running command's URLs (set by run_cli)
 
 
 if TYPE_CHECKING:  # click 8.2+ types ParamType as a generic; at run time it is a plain class
@@ -147,10 +149,24 @@ def quiet_library_logs() -> None:
     logging.getLogger("streamdelay").propagate = False
 
 
+class _Scrubbed(logging.Formatter):
+    """Log lines with every password given on the command line or in the environment masked."""
+
+    def __init__(self, fmt: str, secrets: Sequence[str]) -> None:
+        super().__init__(fmt)
+        self.secrets = secrets
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The formatted line (exception text included), secrets replaced by ``***``."""
+        return scrub(super().format(record), self.secrets)
+
+
 def service_logging(level: str) -> None:
     """Log lines on stderr for the long-running commands (``worker``, ``dispatch``)."""
-    logging.basicConfig(level=level.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Scrubbed("%(asctime)s %(levelname)s %(name)s: %(message)s",
+                                   _SECRETS or _secrets(sys.argv[1:])))
+    logging.basicConfig(level=level.upper(), handlers=[handler])
 
 
 # --- worker loading ------------------------------------------------------------------------
@@ -217,12 +233,15 @@ def load_worker(target: str) -> Worker:
 
 def with_overrides(
     worker: Worker, *, url: str | None, concurrency: int | None, group: str | None,
-    dispatch: bool | None,
+    dispatch: bool | None, partitions: int | None = None,
 ) -> Worker:
     """The worker with command-line settings applied (a new Worker with the same handlers)."""
-    if url is None and concurrency is None and group is None and dispatch is None:
+    if (url is None and concurrency is None and group is None and dispatch is None
+            and partitions in (None, worker.config.partitions)):
         return worker
     config = worker.config if url is None else dataclasses.replace(worker.config, url=url)
+    if partitions is not None:
+        config = dataclasses.replace(config, partitions=partitions)
     rebuilt = Worker(
         config,
         group=worker.group if group is None else group,
@@ -241,10 +260,11 @@ def with_overrides(
 # --- running queues, dispatchers and live views ---------------------------------------
 
 @contextlib.contextmanager
-def operator_queue(name: str, url: str | None) -> Iterator[Queue]:
+def operator_queue(name: str, url: str | None, partitions: int | None = None) -> Iterator[Queue]:
     """A queue for a one-shot command: gives up on an unreachable Redis within a few seconds."""
     quiet_library_logs()
-    queue: Queue = library_call(lambda: Queue(name, url=url, socket_timeout=OPERATOR_SOCKET_TIMEOUT,
+    queue: Queue = library_call(lambda: Queue(name, url=url, partitions=partitions,
+                                              socket_timeout=OPERATOR_SOCKET_TIMEOUT,
                                               retry_for=OPERATOR_GIVE_UP))
     try:
         yield queue
@@ -334,10 +354,18 @@ def _code_for(exc: StreamdelayError) -> int:
     return EXIT_USAGE if isinstance(exc, ValidationError) else EXIT_FAILED
 
 
+def _error_line(exc: StreamdelayError) -> str:
+    if exc.field == "partitions" and not isinstance(exc, ValidationError):
+        return (f"streamdelay: error: {exc} (give this command the queue's count with "
+                f"--partitions or {PARTITIONS_ENV})")
+    return f"streamdelay: error: {exc}"
+
+
 def run_cli(group: click.Group, argv: Sequence[str] | None = None) -> int:
     """Run the click group and turn every outcome into an exit code and at most one line."""
     args = list(sys.argv[1:] if argv is None else argv)
     secrets = _secrets(args)
+    _SECRETS[:] = secrets
     debug = _debug()
     try:
         result = group.main(args=args, prog_name="streamdelay", standalone_mode=False)
@@ -355,7 +383,7 @@ def run_cli(group: click.Group, argv: Sequence[str] | None = None) -> int:
         if debug:
             raise
         if isinstance(exc, StreamdelayError):
-            _say(f"streamdelay: error: {exc}", secrets)
+            _say(_error_line(exc), secrets)
             return _code_for(exc)
         if isinstance(exc, redis.RedisError):
             _say(f"streamdelay: error: redis: {exc}", secrets)

@@ -3,7 +3,7 @@ durable redis-server, while a controller kills workers and dispatchers, drops co
 Redis and once kills and restarts redis-server itself. A checker then reads the full history.
 
 ``python -m tests.chaos.run --jobs 20000 --spread 30 --out chaos-results`` (``make chaos``).
-Exit status 1 when the verdict fails (a lost job or an early delivery).
+Exit status 1 when the verdict fails (see ``Verdict.ok``), so ``make chaos`` fails too.
 """
 
 from __future__ import annotations
@@ -52,11 +52,13 @@ class Cluster:
         self.workers: list[subprocess.Popen[bytes]] = []
         self.dispatcher: subprocess.Popen[bytes] | None = None
         self.log = (history / "processes.log").open("ab")
+        self.started: dict[str, int] = {}
         for _ in range(workers):
             self.workers.append(self._spawn("worker"))
         self.dispatcher = self._spawn("dispatch")
 
     def _spawn(self, role: str) -> subprocess.Popen[bytes]:
+        self.started[role] = self.started.get(role, 0) + 1
         args = [sys.executable, "-m", "tests.chaos.app", role, self.server.url, QUEUE]
         if role == "worker":
             args.append(str(self.history))
@@ -147,20 +149,25 @@ class Controller(threading.Thread):
 
 def produce(url: str, settings: Settings, rng: random.Random,
             acknowledged: dict[str, int]) -> int:
-    """Enqueue the jobs in small batches over the first half of the spread; count refusals."""
+    """Enqueue the jobs in batches of 20 over the first half of the spread; count refusals."""
     queue = sd.Queue(QUEUE, url=url, retry_for=60, ttr=3, max_attempts=50)
     refused = 0
     batch = 20
     pause = (settings.spread / 2) / max(settings.jobs / batch, 1)
+    started = time.monotonic()
     for start in range(0, settings.jobs, batch):
-        specs = [sd.JobSpec(TOPIC, {"n": n}, id=f"c{n}", delay=rng.uniform(0.2, settings.spread))
+        # Due somewhere between now and the end of the spread (random order, not sorted), so
+        # every job falls due while the controller is still injecting faults.
+        left = max(0.4, settings.spread - (time.monotonic() - started))
+        specs = [sd.JobSpec(TOPIC, {"n": n}, id=f"c{n}", delay=rng.uniform(0.2, left))
                  for n in range(start, min(start + batch, settings.jobs))]
         try:
             for result in queue.enqueue_many(specs):
                 acknowledged[result.id] = result.due
         except sd.StreamdelayError:
             refused += len(specs)
-        time.sleep(pause)
+        # Paced on the clock, not by a fixed sleep, so a slow round trip does not stretch the run.
+        time.sleep(max(0.0, started + (start // batch + 1) * pause - time.monotonic()))
     queue.close()
     return refused
 
@@ -194,6 +201,7 @@ def run_chaos(settings: Settings) -> Verdict:
     for old in history.glob("*"):
         old.unlink()
     acknowledged: dict[str, int] = {}
+    began, began_wall = time.monotonic(), time.time()
     with RedisServer("--enable-debug-command", "local", persistent=True) as server:
         cluster = Cluster(server, history, settings.workers)
         controller = Controller(cluster, settings, random.Random(settings.seed + 1))
@@ -208,7 +216,16 @@ def run_chaos(settings: Settings) -> Verdict:
         cluster.stop()
     runs = read_history(history)
     verdict = judge(acknowledged, runs, controller.events, refused)
-    (settings.out / "verdict.json").write_text(json.dumps(asdict(verdict), indent=2))
+    verdict.setup = {
+        "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(began_wall)),
+        "run_seconds": round(time.monotonic() - began, 1),
+        "jobs": settings.jobs, "spread_s": settings.spread, "seed": settings.seed,
+        "worker_processes": settings.workers, "embedded_dispatchers": settings.workers,
+        "standalone_dispatchers": 1,
+        "processes_started": cluster.started,
+    }
+    record = {"ok": verdict.ok, **asdict(verdict)}
+    (settings.out / "verdict.json").write_text(json.dumps(record, indent=2))
     (settings.out / "acknowledged.json").write_text(json.dumps(acknowledged))
     return verdict
 
@@ -224,7 +241,9 @@ def main() -> int:
     settings = Settings(jobs=args.jobs, spread=args.spread, seed=args.seed, out=args.out,
                         drain_timeout=120.0)
     verdict = run_chaos(settings)
-    print(json.dumps(asdict(verdict), indent=2))
+    summary = {"ok": verdict.ok, **{k: v for k, v in asdict(verdict).items() if k != "faults"}}
+    print(json.dumps(summary, indent=2))
+    print(f"verdict: {'PASS' if verdict.ok else 'FAIL'} (full record: {args.out}/verdict.json)")
     return 0 if verdict.ok else 1
 
 

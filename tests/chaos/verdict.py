@@ -13,7 +13,9 @@ TTR_MS = 3000
 
 @dataclass
 class Verdict:
-    """The outcome of one chaos run; ``ok`` needs no lost and no early delivery."""
+    """The outcome of one chaos run; ``ok`` needs no lost job, no early delivery, no refused
+    enqueue (producers retry for 60 s: a refusal means an outage was not ridden out) and no
+    duplicate without a fault to explain it."""
 
     enqueued_acknowledged: int
     enqueue_refused: int
@@ -25,12 +27,18 @@ class Verdict:
     early: int
     lateness_ms: dict[str, float]
     lateness_during_faults_ms: dict[str, float]
+    lateness_outside_faults_ms: dict[str, float] = field(default_factory=dict)
+    lateness_by_fault_kind_ms: dict[str, dict[str, float]] = field(default_factory=dict)
+    faults_by_kind: dict[str, int] = field(default_factory=dict)
+    faults_not_injected: int = 0
+    setup: dict[str, object] = field(default_factory=dict)
     faults: list[dict[str, object]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        """No job lost, none delivered early."""
-        return self.lost == 0 and self.early == 0
+        """Nothing lost, nothing early, nothing refused, every duplicate explained."""
+        return (self.lost == 0 and self.early == 0 and self.enqueue_refused == 0
+                and "unexplained" not in self.duplicate_causes)
 
 
 def percentiles(values: Sequence[float]) -> dict[str, float]:
@@ -46,38 +54,59 @@ def percentiles(values: Sequence[float]) -> dict[str, float]:
             "count": len(ordered)}
 
 
-def explain(first: float, second: float, faults: Sequence[dict[str, object]]) -> str:
-    """The fault that explains a second run: the last one between the first run and the second
-    (or up to a ttr before the first, for a connection or process lost mid-run)."""
-    window = [f for f in faults
-              if first - TTR_MS <= float(f["at"]) <= second]  # type: ignore[arg-type]
+def explain(first: tuple[float, int], second: tuple[float, int],
+            faults: Sequence[dict[str, object]]) -> str:
+    """The fault that explains a second run of a job, given (start ms, pid) of two runs.
+
+    A worker kill explains it when it killed the process of the first run after that run
+    started. Else a fault on Redis or the connections (kill, CLIENT KILL, PAUSE, DEBUG SLEEP)
+    between a ttr before the first run and the second run, the last such one (an ack or
+    heartbeat lost). A dispatcher kill never explains one: a dispatcher holds no jobs.
+    """
+    (first_start, first_pid), (second_start, _) = first, second
+    for fault in faults:
+        if (fault["kind"] == "kill_worker"
+                and str(fault["detail"]) == f"worker pid {first_pid}"
+                and first_start <= float(fault["at"]) <= second_start):  # type: ignore[arg-type]
+            return "kill_worker"
+    window = [f for f in faults if f["kind"] not in ("kill_worker", "kill_dispatcher")
+              and first_start - TTR_MS <= float(f["at"]) <= second_start]  # type: ignore[arg-type]
     return str(window[-1]["kind"]) if window else "unexplained"
+
+
+def near_fault(due: float, fault: dict[str, object]) -> bool:
+    """A job counts as due during a fault from 1 s before it starts to 1 s after it ends."""
+    return float(fault["at"]) - 1000 <= due <= float(fault["end"]) + 1000  # type: ignore[arg-type]
 
 
 def judge(acknowledged: dict[str, int], runs: Sequence[dict[str, float | str | int]],
           faults: Sequence[dict[str, object]], refused: int) -> Verdict:
     """Check the history against the acknowledged enqueues."""
-    starts: dict[str, list[float]] = {}
+    starts: dict[str, list[tuple[float, int]]] = {}
     for run in runs:
-        starts.setdefault(str(run["id"]), []).append(float(run["start"]))
+        starts.setdefault(str(run["id"]), []).append((float(run["start"]), int(run["pid"])))
     lost_ids = sorted(set(acknowledged) - set(starts))
+    injected = [f for f in faults if not str(f["detail"]).startswith("not injected")]
     causes: Counter[str] = Counter()
     early = 0
     lateness: list[float] = []
     during: list[float] = []
+    outside: list[float] = []
+    by_kind: dict[str, list[float]] = {}
     for job_id, job_starts in starts.items():
         job_starts.sort()
         due = acknowledged.get(job_id)
         if due is None:
             continue
-        early += sum(1 for s in job_starts if s + 1 < due)  # 1 ms: float rounding of ms clocks
-        late = job_starts[0] - due
+        early += sum(1 for s, _ in job_starts if s + 1 < due)  # 1 ms: rounding of ms clocks
+        late = job_starts[0][0] - due
         lateness.append(late)
-        if any(float(f["at"]) - 1000 <= due <= float(f["end"]) + 1000  # type: ignore[arg-type]
-               for f in faults):
-            during.append(late)
+        near = {str(f["kind"]) for f in injected if near_fault(due, f)}
+        (during if near else outside).append(late)
+        for kind in near:
+            by_kind.setdefault(kind, []).append(late)
         for earlier, later in itertools.pairwise(job_starts):
-            causes[explain(earlier, later, faults)] += 1
+            causes[explain(earlier, later, injected)] += 1
     return Verdict(
         enqueued_acknowledged=len(acknowledged),
         enqueue_refused=refused,
@@ -89,5 +118,9 @@ def judge(acknowledged: dict[str, int], runs: Sequence[dict[str, float | str | i
         early=early,
         lateness_ms=percentiles(lateness),
         lateness_during_faults_ms=percentiles(during),
+        lateness_outside_faults_ms=percentiles(outside),
+        lateness_by_fault_kind_ms={kind: percentiles(v) for kind, v in sorted(by_kind.items())},
+        faults_by_kind=dict(Counter(str(f["kind"]) for f in injected)),
+        faults_not_injected=len(faults) - len(injected),
         faults=list(faults),
     )
