@@ -73,8 +73,8 @@ def resolve_url(url: str | None) -> str:
 def resolve_partitions(partitions: int | None) -> int:
     """The partition count: the argument, else ``STREAMDELAY_PARTITIONS``, else 1.
 
-    The environment variable lets CLI commands (which have no partition option) serve a queue
-    split into partitions, the same way ``STREAMDELAY_URL`` gives them the URL.
+    The environment variable is what CLI commands read when ``--partitions`` is not given, the
+    same way ``STREAMDELAY_URL`` gives them the URL.
     """
     if partitions is not None:
         return partitions
