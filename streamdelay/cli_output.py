@@ -170,4 +170,7 @@ def claim_text(result: ClaimResult, group: str, to: str | None) -> str:
                      f"pending list")
     if not lines:
         lines.append(f"nothing to claim: no delivery of group {group} is stuck")
+    if result.removed:
+        lines.append(f"removed {len(result.removed)} consumer(s) that were gone and owned "
+                     f"nothing: {', '.join(result.removed)}")
     return "\n".join(lines)

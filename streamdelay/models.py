@@ -130,11 +130,13 @@ class DeadJob:
 
 @dataclass(frozen=True)
 class ClaimResult:
-    """What a claim moved: re-queued (or handed) ids, ids that went dead, stale entries cleaned."""
+    """What a claim moved: re-queued (or handed) ids, ids that went dead, stale entries cleaned,
+    and the consumers removed because they were gone and owned nothing."""
 
     moved: list[str]
     dead: list[str]
     cleaned: int
+    removed: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

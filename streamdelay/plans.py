@@ -2,42 +2,39 @@
 
 Each operation is a generator *plan*: it yields script calls (or a list of them, sent as one
 pipeline) and receives the replies. ``Queue`` and ``AsyncQueue`` drive the same plans, so the
-sync and async faces never copy logic.
+sync and async faces never copy logic. The enqueue part lives in ``enqueuing.py``.
 """
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from . import validation
-from .codec import decode_blob, decode_body, encode_blob, encode_body, parse_record
+from .codec import decode_blob, decode_body, parse_record
 from .config import QueueConfig
-from .errors import GroupNotFound, StreamdelayError, ValidationError, error_from_script
+from .enqueuing import ENQUEUE_BATCH as ENQUEUE_BATCH  # the enqueue core, re-exported
+from .enqueuing import enqueue_plan as enqueue_plan
+from .enqueuing import when_args
+from .errors import GroupNotFound, StreamdelayError, ValidationError
 from .keys import PartitionKeys, partition_keys, partition_of
 from .models import (
     At,
-    Backoff,
     ClaimResult,
     DeadJob,
     Delay,
-    EnqueueResult,
     JobInfo,
-    JobSpec,
     QueueStats,
     TopicStats,
 )
 from .runner import Command, Plan, Step
-from .scripts import Arg, ScriptCall, script
+from .scripts import Arg, script
 
-# ~7 µs of Redis time per job (benchmarks/enqueue.py): 120 keeps one call within the ~1 ms
-# bound of SPEC §8; a bigger enqueue_many still goes out in one round trip (a pipeline).
-ENQUEUE_BATCH = 120
 SCAN_BATCH = 200
-PAST_CHECK_SLACK_MS = 60_000  # see _check_past_first
-ENQUEUE_STATES = {"d": "delayed", "s": "ready", "x": "dead", "c": "done", "?": "corrupt"}
+# Consumers of a group that own nothing and were silent this long are removed by workers (about
+# once a minute) and by ``claim`` (which uses its ``min_idle`` instead when given).
+PRUNE_IDLE_S = 3600.0
+PRUNE_BATCH = 100
 T = TypeVar("T")
 
 
@@ -70,112 +67,6 @@ def _resumed(first: Step, plan: Plan[T]) -> Plan[T]:
 
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def new_job_id() -> str:
-    """A fresh random job id (16 URL-safe characters)."""
-    return secrets.token_urlsafe(12)
-
-
-def when_args(delay: Delay | None, at: At | None) -> tuple[str, int]:
-    """``('r', ms)`` for a relative delay or ``('a', epoch_ms)`` for an absolute time."""
-    if delay is not None and at is not None:
-        raise ValidationError("delay: give either delay or at, not both", field="delay")
-    if at is not None:
-        return "a", validation.at_ms(at)
-    return "r", validation.delay_ms(0 if delay is None else delay)
-
-
-@dataclass(frozen=True)
-class PreparedJob:
-    """A validated job ready to be packed into ``enqueueJobs`` arguments."""
-
-    id: str
-    partition: int
-    args: tuple[Arg, ...]
-
-
-def prepare_job(cfg: QueueConfig, spec: JobSpec) -> PreparedJob:
-    """Validate one job and pack its eight ``enqueueJobs`` values."""
-    topic = validation.topic(spec.topic)
-    job_id = new_job_id() if spec.id is None else validation.job_id(spec.id)
-    kind, when = when_args(spec.delay, spec.at)
-    ttr = validation.ttr_ms(cfg.ttr if spec.ttr is None else spec.ttr)
-    attempts = validation.max_attempts(
-        cfg.max_attempts if spec.max_attempts is None else spec.max_attempts
-    )
-    backoff = spec.backoff
-    if backoff is not None and not isinstance(backoff, Backoff):
-        backoff = validation.backoff_schedule(backoff)
-    fmt, body = encode_body(spec.body, cfg.serializer, cfg.max_body_bytes)
-    blob = encode_blob(fmt, body, validation.headers(spec.headers), backoff)
-    if not isinstance(spec.replace, bool):
-        raise ValidationError("replace: must be a bool", field="replace")
-    args: tuple[Arg, ...] = (
-        job_id, topic, kind, when, ttr, attempts, "1" if spec.replace else "0", blob,
-    )
-    return PreparedJob(job_id, partition_of(job_id, cfg.partitions), args)
-
-
-def _check_past_first(prepared: list[PreparedJob], tolerance: int) -> Plan[int]:
-    """Refuse an ``at`` beyond the past tolerance before any of several script calls runs.
-
-    Several calls are not one atomic unit: a refusal by a later call would leave the jobs of the
-    earlier ones written. So absolute times are checked here against the server clock, and the
-    scripts get a widened tolerance (their check stays as a backstop). Returns that tolerance.
-    """
-    absolute = [job for job in prepared if job.args[2] == "a"]
-    if not absolute:
-        return tolerance
-    seconds, micros = yield Command(("TIME",))
-    now = int(seconds) * 1000 + int(micros) // 1000
-    for job in absolute:
-        if int(job.args[3]) < now - tolerance:
-            raise error_from_script("enqueueJobs", f"SDERR AT_IN_PAST {job.id}")
-    return tolerance + PAST_CHECK_SLACK_MS
-
-
-def enqueue_plan(cfg: QueueConfig, specs: Iterable[JobSpec]) -> Plan[list[EnqueueResult]]:
-    """Enqueue jobs: bounded script calls per partition, all sent in one round trip."""
-    if isinstance(specs, JobSpec) or not isinstance(specs, Iterable):
-        raise ValidationError("specs: pass a list of JobSpec", field="specs")
-    prepared: list[PreparedJob] = []
-    for spec in specs:
-        if not isinstance(spec, JobSpec):
-            raise ValidationError(f"specs: expected JobSpec, got {type(spec).__name__}",
-                                  field="specs")
-        prepared.append(prepare_job(cfg, spec))
-    if not prepared:
-        return []
-    keys = partition_keys(cfg.name, cfg.partitions)
-    by_partition: dict[int, list[int]] = {}
-    for index, job in enumerate(prepared):
-        by_partition.setdefault(job.partition, []).append(index)
-    calls: list[ScriptCall] = []
-    owners: list[list[int]] = []
-    tolerance = validation.delay_ms(cfg.past_tolerance)
-    if sum(-(-len(ix) // ENQUEUE_BATCH) for ix in by_partition.values()) > 1:
-        tolerance = yield from _check_past_first(prepared, tolerance)
-    head = (tolerance, validation.delay_ms(cfg.keep_done))
-    for partition, indexes in sorted(by_partition.items()):
-        for start in range(0, len(indexes), ENQUEUE_BATCH):
-            chunk = indexes[start:start + ENQUEUE_BATCH]
-            args: list[Arg] = [*head]
-            for index in chunk:
-                args.extend(prepared[index].args)
-            calls.append(script("enqueueJobs").call(keys[partition].script_keys(), args))
-            owners.append(chunk)
-    replies = [(yield calls[0])] if len(calls) == 1 else (yield calls)
-    results: list[EnqueueResult | None] = [None] * len(prepared)
-    for chunk, reply in zip(owners, replies, strict=True):
-        for index, row in zip(chunk, reply, strict=True):
-            results[index] = EnqueueResult(
-                id=prepared[index].id,
-                due=int(row[1]),
-                created=bool(int(row[0])),
-                state=ENQUEUE_STATES.get(_text(row[2]), _text(row[2])),
-            )
-    return [r for r in results if r is not None]
 
 
 def _keys_for(cfg: QueueConfig, job_id: str) -> PartitionKeys:
@@ -346,6 +237,8 @@ def claim_plan(
     moved: list[str] = []
     dead: list[str] = []
     cleaned = 0
+    removed: list[str] = []
+    prune_ms = int(PRUNE_IDLE_S * 1000) if idle_ms < 0 else idle_ms
     seen_group = False
     for keys in partition_keys(cfg.name, cfg.partitions):
         served = _fields((yield Command(("HGETALL", keys.groups))))
@@ -362,7 +255,10 @@ def claim_plan(
                 moved.extend(_text(i) for i in reply[1])
                 dead.extend(_text(i) for i in reply[2])
                 cleaned += int(reply[3])
+            gone = yield script("pruneConsumers").call(
+                keys.script_keys(), [group, name, prune_ms, PRUNE_BATCH])
+            removed.extend(_text(n) for n in gone)
     if not seen_group:
         raise GroupNotFound(f"group: no topic of queue {cfg.name!r} is served by group {group!r}"
                             + (f" (topic {topic!r})" if topic else ""), field="group")
-    return ClaimResult(moved, dead, cleaned)
+    return ClaimResult(moved, dead, cleaned, removed)

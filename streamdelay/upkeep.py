@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .delivery import Delivery
 from .errors import GroupNotFound
+from .plans import PRUNE_BATCH
 from .scripts import script
 
 if TYPE_CHECKING:
@@ -22,11 +23,9 @@ log = logging.getLogger("streamdelay.worker")
 HEARTBEAT_TICK = 0.2
 TOUCH_BATCH = 500
 IDLE_TICK = 0.1
-# Consumers that own nothing and were silent this long are removed (one per worker process that
-# ever read would otherwise pile up, ~170 B each); checked about once a minute.
-PRUNE_IDLE = 3600.0
+# Consumers that own nothing and were silent PRUNE_IDLE_S are removed (one per worker process
+# that ever read would otherwise pile up, ~170 B each); checked about once a minute.
 PRUNE_EVERY = 60.0
-PRUNE_BATCH = 100
 
 
 def _by_partition(deliveries: Iterable[Delivery]) -> dict[int, list[Delivery]]:

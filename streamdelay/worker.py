@@ -37,6 +37,7 @@ from .delivery import (
 from .dispatcher import Dispatcher
 from .errors import ConfigError
 from .keys import PartitionKeys, partition_keys
+from .plans import PRUNE_IDLE_S
 from .runner import RETRYABLE, call_with_retry
 from .scripts import ScriptCall, script
 from .supervise import pause_after_failure, supervised
@@ -100,7 +101,7 @@ class Worker:
         self.shutdown_grace = validation.seconds(shutdown_grace, "shutdown_grace")
         # consumers of the group that own nothing and were silent prune_idle seconds are
         # removed, checked every prune_every seconds (docs/worker.md)
-        self.prune_idle = upkeep.PRUNE_IDLE
+        self.prune_idle = PRUNE_IDLE_S
         self.prune_every = upkeep.PRUNE_EVERY
         self.handlers: dict[str, Handler] = {}
         self.inflight: dict[tuple[int, str, str], Delivery] = {}

@@ -227,3 +227,15 @@ def test_passwords_never_printed(caplog: pytest.LogCaptureFixture) -> None:
     leaked = [t for t in texts if "secret" in t]
     assert leaked == []
     assert "someone:***@" in repr(queue) and "someone:***@" in repr(worker)
+
+
+def test_every_command_the_scripts_call_is_in_the_documented_acl_line() -> None:
+    """A static cross-check of the ACL line against ``redis.call('CMD'...)`` in every script."""
+    from streamdelay.scripts import load_scripts
+
+    granted = {part[1:].lower() for part in documented_acl_line("q", "pw") if part[0] == "+"}
+    for name, loaded in load_scripts().items():
+        for match in re.finditer(r"redis\.p?call\('([A-Za-z]+)'(?:,\s*'([A-Za-z]+)')?",
+                                 loaded.source):
+            command, sub = match.group(1).lower(), (match.group(2) or "").lower()
+            assert command in granted or f"{command}|{sub}" in granted, (name, command, sub)

@@ -284,6 +284,8 @@ def test_claim_hands_over_then_requeues_stuck_jobs(redis_url: str, queue: sd.Que
                  "--to", "rescuer", url=redis_url)
     assert handed.returncode == 0, handed.stderr
     assert "1 job(s) handed to consumer rescuer: stuck-1" in handed.stdout
+    # ghost owns nothing now and was silent past --min-idle: gone, so removed from the group
+    assert "removed 1 consumer(s) that were gone and owned nothing: ghost" in handed.stdout
     info = queue.get("stuck-1")
     assert info is not None and info.state == "reserved" and info.consumer == "rescuer"
 
@@ -291,6 +293,9 @@ def test_claim_hands_over_then_requeues_stuck_jobs(redis_url: str, queue: sd.Que
     requeued = cli("claim", queue.name, "--group", "billing", "--topic", "t", "--min-idle",
                    "250ms", "--json", url=redis_url)
     assert json.loads(requeued.stdout)["moved"] == ["stuck-1"]
+    assert json.loads(requeued.stdout)["removed"] == ["rescuer"]
+    stream = partition_keys(queue.name, 1)[0].stream("t")
+    assert queue.client.xinfo_consumers(stream, "billing") == []
     assert queue.stats().topics["t"].ready == 1 and queue.stats().topics["t"].reserved == 0
     nothing = cli("claim", queue.name, "--group", "billing", url=redis_url)
     assert nothing.returncode == 0 and "nothing to claim" in nothing.stdout
