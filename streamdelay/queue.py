@@ -10,6 +10,7 @@ from dataclasses import fields
 from typing import Any
 
 from . import plans
+from .coalesce import EnqueueCoalescer
 from .config import (
     QueueConfig,
     async_client,
@@ -18,6 +19,7 @@ from .config import (
     resolve_url,
     sync_client,
 )
+from .enqueuing import prepare_job
 from .errors import ConfigError
 from .models import (
     At,
@@ -173,11 +175,17 @@ class Queue(_QueueFace):
 
 
 class AsyncQueue(_QueueFace):
-    """The same queue with awaitable methods, for asyncio producers."""
+    """The same queue with awaitable methods, for asyncio producers.
+
+    Concurrent ``enqueue`` calls are coalesced: while one ``enqueueJobs`` call of a partition is
+    in flight, the next calls wait and then go out together (see ``coalesce.py`` and
+    docs/producer.md).
+    """
 
     def __init__(self, name: str, url: str | None = None, **options: Any) -> None:
         self.config = _config(name, url, options)
         self._client: AsyncClient | None = None
+        self._coalescer = EnqueueCoalescer(self.config, lambda: self.client)
 
     @property
     def client(self) -> AsyncClient:
@@ -207,11 +215,15 @@ class AsyncQueue(_QueueFace):
         headers: dict[str, str] | None = None,
         replace: bool = False,
     ) -> EnqueueResult:
-        """Schedule one job; see ``Queue.enqueue``."""
-        options = {"delay": delay, "at": at, "id": id, "ttr": ttr, "max_attempts": max_attempts,
-                   "backoff": backoff, "headers": headers, "replace": replace}
-        result: EnqueueResult = await self._run(self._enqueue(topic, body, options))
-        return result
+        """Schedule one job; see ``Queue.enqueue``.
+
+        Bad input raises at once. Calls made while another of the same partition is in flight
+        are sent together in the next round trip; each gets its own result or error.
+        """
+        job = prepare_job(self.config, _spec(topic, body, delay=delay, at=at, id=id, ttr=ttr,
+                                             max_attempts=max_attempts, backoff=backoff,
+                                             headers=headers, replace=replace))
+        return await self._coalescer.enqueue(job)
 
     async def enqueue_many(self, specs: Iterable[JobSpec]) -> list[EnqueueResult]:
         """Schedule many jobs in one round trip; see ``Queue.enqueue_many``."""
@@ -263,7 +275,8 @@ class AsyncQueue(_QueueFace):
         return result
 
     async def close(self) -> None:
-        """Close the connection pool."""
+        """Wait for the enqueue calls in flight, then close the connection pool."""
+        await self._coalescer.wait_idle()
         if self._client is not None:
             await self._client.aclose()
             self._client = None

@@ -1,0 +1,198 @@
+"""The sans-I/O core of enqueueing: validation, packing into bounded ``enqueueJobs`` calls and
+reply parsing.
+
+``plans.enqueue_plan`` (``Queue``, ``AsyncQueue.enqueue_many``) and the coalescing of concurrent
+``AsyncQueue.enqueue`` calls (``coalesce.py``) both build their calls and read their replies here.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from . import validation
+from .codec import encode_blob, encode_body
+from .config import QueueConfig
+from .errors import StreamdelayError, ValidationError, error_from_script
+from .keys import partition_keys, partition_of
+from .models import At, Backoff, Delay, EnqueueResult, JobSpec
+from .runner import Command, Plan
+from .scripts import Arg, ScriptCall, script
+
+# ~7 µs of Redis time per job (benchmarks/enqueue.py): 120 keeps one call within the ~1 ms
+# bound of SPEC §8; a bigger enqueue_many still goes out in one round trip (a pipeline).
+ENQUEUE_BATCH = 120
+PAST_CHECK_SLACK_MS = 60_000  # see _check_past_first
+ENQUEUE_STATES = {"d": "delayed", "s": "ready", "x": "dead", "c": "done", "?": "corrupt"}
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def new_job_id() -> str:
+    """A fresh random job id (16 URL-safe characters)."""
+    return secrets.token_urlsafe(12)
+
+
+def when_args(delay: Delay | None, at: At | None) -> tuple[str, int]:
+    """``('r', ms)`` for a relative delay or ``('a', epoch_ms)`` for an absolute time."""
+    if delay is not None and at is not None:
+        raise ValidationError("delay: give either delay or at, not both", field="delay")
+    if at is not None:
+        return "a", validation.at_ms(at)
+    return "r", validation.delay_ms(0 if delay is None else delay)
+
+
+@dataclass(frozen=True)
+class PreparedJob:
+    """A validated job ready to be packed into ``enqueueJobs`` arguments."""
+
+    id: str
+    partition: int
+    args: tuple[Arg, ...]
+
+
+def prepare_job(cfg: QueueConfig, spec: JobSpec) -> PreparedJob:
+    """Validate one job and pack its eight ``enqueueJobs`` values."""
+    topic = validation.topic(spec.topic)
+    job_id = new_job_id() if spec.id is None else validation.job_id(spec.id)
+    kind, when = when_args(spec.delay, spec.at)
+    ttr = validation.ttr_ms(cfg.ttr if spec.ttr is None else spec.ttr)
+    attempts = validation.max_attempts(
+        cfg.max_attempts if spec.max_attempts is None else spec.max_attempts
+    )
+    backoff = spec.backoff
+    if backoff is not None and not isinstance(backoff, Backoff):
+        backoff = validation.backoff_schedule(backoff)
+    fmt, body = encode_body(spec.body, cfg.serializer, cfg.max_body_bytes)
+    blob = encode_blob(fmt, body, validation.headers(spec.headers), backoff)
+    if not isinstance(spec.replace, bool):
+        raise ValidationError("replace: must be a bool", field="replace")
+    args: tuple[Arg, ...] = (
+        job_id, topic, kind, when, ttr, attempts, "1" if spec.replace else "0", blob,
+    )
+    return PreparedJob(job_id, partition_of(job_id, cfg.partitions), args)
+
+
+def is_absolute(job: PreparedJob) -> bool:
+    """True when the job's due time is an absolute ``at`` (only those can be in the past)."""
+    return job.args[2] == "a"
+
+
+def past_due(
+    prepared: Sequence[PreparedJob], indexes: Iterable[int], time_reply: Any, tolerance: int
+) -> list[int]:
+    """Of ``indexes``, the jobs whose ``at`` is further in the past than ``tolerance`` ms, by the
+    server clock in ``time_reply`` (a ``TIME`` reply)."""
+    seconds, micros = time_reply
+    now = int(seconds) * 1000 + int(micros) // 1000
+    return [i for i in indexes if is_absolute(prepared[i])
+            and int(prepared[i].args[3]) < now - tolerance]
+
+
+def at_in_past(job: PreparedJob) -> StreamdelayError:
+    """The error of a job whose ``at`` is too far in the past (as the script reports it)."""
+    return error_from_script("enqueueJobs", f"SDERR AT_IN_PAST {job.id}")
+
+
+def refused_job(
+    prepared: Sequence[PreparedJob], indexes: Sequence[int], error: Exception
+) -> int | None:
+    """The job an ``AT_IN_PAST`` refusal of one ``enqueueJobs`` call (nothing written) was about.
+
+    Of ``indexes``, the absolute-time job with the refused id and the earliest ``at`` (when an id
+    repeats, that one is in the past if any is); None when ``error`` is no such refusal.
+    """
+    if not isinstance(error, ValidationError) or error.field != "at" or error.job_id is None:
+        return None
+    named = [i for i in indexes if prepared[i].id == error.job_id and is_absolute(prepared[i])]
+    return min(named, key=lambda i: int(prepared[i].args[3])) if named else None
+
+
+def _check_past_first(prepared: list[PreparedJob], tolerance: int) -> Plan[int]:
+    """Refuse an ``at`` beyond the past tolerance before any of several script calls runs.
+
+    Several calls are not one atomic unit: a refusal by a later call would leave the jobs of the
+    earlier ones written. So absolute times are checked here against the server clock, and the
+    scripts get a widened tolerance (their check stays as a backstop). Returns that tolerance.
+    """
+    if not any(is_absolute(job) for job in prepared):
+        return tolerance
+    now = yield Command(("TIME",))
+    refused = past_due(prepared, range(len(prepared)), now, tolerance)
+    if refused:
+        raise at_in_past(prepared[refused[0]])
+    return tolerance + PAST_CHECK_SLACK_MS
+
+
+@dataclass(frozen=True)
+class EnqueueChunk:
+    """One bounded ``enqueueJobs`` call and the indexes (into the prepared jobs) it carries."""
+
+    call: ScriptCall
+    owners: tuple[int, ...]
+
+
+def enqueue_chunks(
+    cfg: QueueConfig, prepared: Sequence[PreparedJob], tolerance: int,
+    indexes: Iterable[int] | None = None,
+) -> list[EnqueueChunk]:
+    """The ``enqueueJobs`` calls for ``prepared`` (or only its ``indexes``): partitions in
+    ascending order, the jobs' order kept within a partition, ``ENQUEUE_BATCH`` jobs per call."""
+    keys = partition_keys(cfg.name, cfg.partitions)
+    by_partition: dict[int, list[int]] = {}
+    for index in range(len(prepared)) if indexes is None else indexes:
+        by_partition.setdefault(prepared[index].partition, []).append(index)
+    head = (tolerance, validation.delay_ms(cfg.keep_done))
+    enqueue_jobs = script("enqueueJobs")
+    chunks: list[EnqueueChunk] = []
+    for partition, owners in sorted(by_partition.items()):
+        for start in range(0, len(owners), ENQUEUE_BATCH):
+            chunk = owners[start:start + ENQUEUE_BATCH]
+            args: list[Arg] = [*head]
+            for index in chunk:
+                args.extend(prepared[index].args)
+            chunks.append(EnqueueChunk(enqueue_jobs.call(keys[partition].script_keys(), args),
+                                       tuple(chunk)))
+    return chunks
+
+
+def enqueue_results(
+    prepared: Sequence[PreparedJob], chunk: EnqueueChunk, reply: Any
+) -> list[tuple[int, EnqueueResult]]:
+    """Each job of ``chunk`` (its index) with its result, parsed from the call's reply."""
+    return [
+        (index, EnqueueResult(id=prepared[index].id, due=int(row[1]), created=bool(int(row[0])),
+                              state=ENQUEUE_STATES.get(_text(row[2]), _text(row[2]))))
+        for index, row in zip(chunk.owners, reply, strict=True)
+    ]
+
+
+def enqueue_plan(cfg: QueueConfig, specs: Iterable[JobSpec]) -> Plan[list[EnqueueResult]]:
+    """Enqueue jobs: bounded script calls per partition, all sent in one round trip."""
+    if isinstance(specs, JobSpec) or not isinstance(specs, Iterable):
+        raise ValidationError("specs: pass a list of JobSpec", field="specs")
+    prepared: list[PreparedJob] = []
+    for spec in specs:
+        if not isinstance(spec, JobSpec):
+            raise ValidationError(f"specs: expected JobSpec, got {type(spec).__name__}",
+                                  field="specs")
+        prepared.append(prepare_job(cfg, spec))
+    if not prepared:
+        return []
+    tolerance = validation.delay_ms(cfg.past_tolerance)
+    chunks = enqueue_chunks(cfg, prepared, tolerance)
+    if len(chunks) > 1:
+        widened = yield from _check_past_first(prepared, tolerance)
+        if widened != tolerance:
+            chunks = enqueue_chunks(cfg, prepared, widened)
+    calls = [chunk.call for chunk in chunks]
+    replies = [(yield calls[0])] if len(calls) == 1 else (yield calls)
+    results: list[EnqueueResult | None] = [None] * len(prepared)
+    for chunk, reply in zip(chunks, replies, strict=True):
+        for index, result in enqueue_results(prepared, chunk, reply):
+            results[index] = result
+    return [r for r in results if r is not None]
