@@ -1,7 +1,8 @@
 -- enqueueJobs-6: add a bounded batch of jobs to the delayed set, idempotent by job id.
 -- KEYS: the six partition keys (includes/keys.lua).
 -- ARGV[1]  past tolerance ms for absolute due times
--- ARGV[2]  keep_done ms (> 0: acknowledged ids stay taken as tombstones; used here only to purge)
+-- ARGV[2]  keep_done ms (> 0: acknowledged ids stay taken as tombstones; used here only to purge:
+--          not 0, the call also forgets up to 20 expired tombstones)
 -- then 8 values per job: id, topic, when_kind ('r' relative | 'a' absolute), when_ms,
 --                        ttr_ms, max_attempts, replace ('0' | '1'), blob
 -- Returns one {created (1|0), due_ms, state} per job; state is the existing job's state when
@@ -12,10 +13,13 @@
 -- @include now_ms
 -- @include keys
 -- @include record
+-- @include new_record
 -- @include wake_if_head
 -- @include detach
 -- @include purge_done
 -- @include resolve_due
+-- @include hmget_many
+-- @include write_many
 
 local now = now_ms()
 local tolerance = tonumber(ARGV[1])
@@ -31,16 +35,41 @@ for i = 0, n - 1 do
   dues[i] = due
 end
 
+-- One HMGET reads every id; the new records, delayed-set entries and count increments are
+-- collected and written with one HSET, one ZADD and one HINCRBY per topic. What is pending is
+-- written first when an id comes twice in one call (its record is then read again) and before
+-- a job is detached (replace, expired tombstone), so each job sees the ones before it, and a
+-- call that fails half-way (foreign garbage) leaves them, exactly as if written one by one.
+local ids = {}
+for i = 0, n - 1 do ids[i + 1] = ARGV[3 + i * per_job] end
+local olds = n > 0 and hmget_many(K_JOBS, ids) or {}
+local seen = {}
+local records, entries, counts = {}, {}, {}
+local function flush()
+  if #records > 0 then
+    write_many('HSET', K_JOBS, records)
+    write_many('ZADD', K_DELAYED, entries)
+    for topic, count in pairs(counts) do redis.call('HINCRBY', K_COUNTS, topic, count) end
+    records, entries, counts = {}, {}, {}
+  end
+end
+
 local out = {}
 local head_id, head_due = nil, nil
 for i = 0, n - 1 do
   local b = 3 + i * per_job
   local id, topic = ARGV[b], ARGV[b + 1]
-  local old_raw = redis.call('HGET', K_JOBS, id)
+  local old_raw = olds[i + 1]
+  if seen[id] then
+    flush()
+    old_raw = redis.call('HGET', K_JOBS, id)
+  end
+  seen[id] = true
   local old = parse_record(old_raw)
   if old and old.state == 'c' then
     local expires = redis.call('ZSCORE', K_DONE, id)
     if not expires or tonumber(expires) <= now then -- a tombstone past its time frees the id
+      flush()
       detach(old, id)
       old_raw, old = nil, nil
     end
@@ -48,17 +77,23 @@ for i = 0, n - 1 do
   if old_raw and ARGV[b + 6] ~= '1' then
     out[#out + 1] = {0, old and old.due or 0, old and old.state or '?'}
   else
-    if old then detach(old, id) end
+    if old then
+      flush()
+      detach(old, id)
+    end
     local due = dues[i]
-    local rec = {state = 'd', attempts = 0, due = due, created = now, ttr = tonumber(ARGV[b + 4]),
-                 max = tonumber(ARGV[b + 5]), entry = '', topic = topic, blob = ARGV[b + 7]}
-    redis.call('HSET', K_JOBS, id, build_record(rec))
-    redis.call('ZADD', K_DELAYED, due, id)
-    redis.call('HINCRBY', K_COUNTS, topic, 1)
+    records[#records + 1] = id
+    records[#records + 1] = new_record(due, now, tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]),
+                                       topic, ARGV[b + 7])
+    entries[#entries + 1] = due
+    entries[#entries + 1] = id
+    counts[topic] = (counts[topic] or 0) + 1
     if not head_due or due < head_due then head_id, head_due = id, due end
     out[#out + 1] = {old_raw and 0 or 1, due, 'd'}
   end
 end
+flush()
 if head_id then wake_if_head(head_id, head_due) end
-purge_done(now)
+-- tombstones exist only where keep_done > 0; ackJobs purges as well, whatever its keep_done
+if tonumber(ARGV[2]) ~= 0 then purge_done(now) end
 return out

@@ -1,0 +1,7 @@
+-- server_time(): the Redis server clock as two numbers from one TIME: epoch milliseconds (as
+-- now_ms gives) and epoch microseconds. Read once per script (TIME moves on 7.0).
+local function server_time()
+  local t = redis.call('TIME')
+  local s, us = tonumber(t[1]), tonumber(t[2])
+  return s * 1000 + math.floor(us / 1000), s * 1000000 + us
+end

@@ -1,0 +1,169 @@
+"""The batched hot scripts: ``enqueueJobs`` and ``promoteDue`` read and write a whole batch with
+one command each (HMGET, HSET, ZADD), yet behave exactly as job-by-job; ``promoteDue`` reports
+the server clock to the microsecond and the dispatcher sleeps exactly the gap it gives."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+import redis
+
+import streamdelay as sd
+from streamdelay.config import QueueConfig
+from streamdelay.dispatcher import Dispatcher, PromoteResult
+from streamdelay.keys import PartitionKeys
+from streamdelay.runner import run_step_sync
+from streamdelay.scripts import lua_dir, script
+
+pytestmark = pytest.mark.timeout(60)
+BLOB = b"\x92\xa1j\xc4\x02{}"
+
+
+def call(client: redis.Redis, name: str, keys: PartitionKeys, args: list[Any]) -> Any:
+    """Run one protocol script directly (EVALSHA with reload on NOSCRIPT)."""
+    return run_step_sync(client, script(name).call(keys.script_keys(), args))
+
+
+def job_args(job_id: str, delay_ms: int, replace: str = "0", topic: str = "t") -> list[Any]:
+    """The eight enqueueJobs values of one job due ``delay_ms`` from now."""
+    return [job_id, topic, "r", delay_ms, 60000, 3, replace, BLOB]
+
+
+def server_us(client: redis.Redis) -> int:
+    """The Redis server clock in epoch µs."""
+    seconds, micros = client.time()
+    return int(seconds) * 1_000_000 + int(micros)
+
+
+def test_promote_reply_carries_the_server_clock_in_microseconds(queue: sd.Queue) -> None:
+    keys = PartitionKeys(queue.name, 0)
+    queue.enqueue("t", id="later", delay=60)
+    before = server_us(queue.client)
+    reply = call(queue.client, "promoteDue", keys, [10])
+    after = server_us(queue.client)
+    moved, next_due, now, dropped, now_us = reply
+    assert (moved, dropped) == (0, [])
+    assert before <= now_us <= after
+    assert now == now_us // 1000
+    assert next_due == queue.get("later").due  # type: ignore[union-attr]
+
+
+def test_dispatcher_sleeps_the_exact_gap_to_the_next_due_job() -> None:
+    dispatcher = Dispatcher(QueueConfig("q", "redis://127.0.0.1:1"), batch=10, safety_tick=5.0)
+    sleep = dispatcher._sleep_for
+    assert sleep(PromoteResult(0, 1_000, 999, 999_250)) == pytest.approx(0.00075)
+    assert sleep(PromoteResult(3, 1_002, 1_000, 1_000_999)) == pytest.approx(0.001001)
+    assert sleep(PromoteResult(0, 1_000, 1_000, 1_000_400)) == 0.0  # never negative
+    assert sleep(PromoteResult(10, 5_000, 1_000, 1_000_000)) == 0.0  # a full batch: go on
+    assert sleep(PromoteResult(0, -1, 1_000, 1_000_000)) == 5.0  # nothing delayed
+    assert sleep(PromoteResult(0, 60_000, 1_000, 1_000_000)) == 5.0  # capped by the tick
+    assert sleep(PromoteResult(0, 1_002, 1_000)) == pytest.approx(0.002)  # no µs: ms
+    # the server read its clock half a round trip before the reply: that half is gone already
+    assert sleep(PromoteResult(0, 1_010, 1_000, 1_000_000, 0.002)) == pytest.approx(0.009)
+    assert sleep(PromoteResult(0, 1_001, 1_000, 1_000_000, 3.0)) == 0.0  # a slow call: at once
+
+
+def test_an_id_twice_in_one_call_sees_its_first_write(queue: sd.Queue) -> None:
+    c, keys = queue.client, PartitionKeys(queue.name, 0)
+    head = [3_600_000, 0]
+    kept = call(c, "enqueueJobs", keys, [*head, *job_args("a", 5000), *job_args("a", 9000)])
+    assert [(r[0], r[2]) for r in kept] == [(1, b"d"), (0, b"d")]
+    assert kept[1][1] == kept[0][1]  # the second reports the first's due time, changes nothing
+    replaced = call(c, "enqueueJobs", keys, [*head, *job_args("b", 5000),
+                                             *job_args("b", 9000, replace="1", topic="u")])
+    assert [(r[0], r[2]) for r in replaced] == [(1, b"d"), (0, b"d")]
+    assert replaced[1][1] - replaced[0][1] == 4000
+    assert c.zscore(keys.delayed, "b") == replaced[1][1]
+    assert c.zcard(keys.delayed) == 2
+    assert c.hgetall(keys.counts) == {b"t": b"1", b"u": b"1"}
+    assert queue.get("b").topic == "u"  # type: ignore[union-attr]
+
+
+def test_batches_longer_than_one_bulk_piece(queue: sd.Queue) -> None:
+    """1,100 jobs in one call: more than one piece of HMGET (HMGET_STEP) and HSET / ZADD
+    (WRITE_STEP) values."""
+    c, keys = queue.client, PartitionKeys(queue.name, 0)
+    args: list[Any] = [3_600_000, 0]
+    for i in range(1100):
+        args += job_args(f"j{i}", 0)
+    assert all(r[0] == 1 for r in call(c, "enqueueJobs", keys, args))
+    assert all(r[0] == 0 for r in call(c, "enqueueJobs", keys, args))
+    assert c.zcard(keys.delayed) == 1100 and c.hget(keys.counts, "t") == b"1100"
+    delayed = c.hget(keys.jobs, "j7")
+    moved, next_due, _, dropped, _ = call(c, "promoteDue", keys, [1100])
+    assert (moved, next_due, dropped) == (1100, -1, [])
+    assert c.zcard(keys.delayed) == 0 and c.hget(keys.counts, "t") == b"0"
+    entries = {f[b"id"]: (eid, f[b"rec"]) for eid, f in c.xrange(keys.stream("t"))}
+    assert len(entries) == 1100
+    entry, rec = entries[b"j7"]
+    assert rec == delayed  # the entry carries the record as it was when delayed
+    # promoted: the same record, state s and the entry id, everything else byte for byte
+    fields = delayed.split(b"|", 8)  # type: ignore[union-attr]
+    assert c.hget(keys.jobs, "j7") == b"|".join([b"s", *fields[1:6], entry, *fields[7:]])
+
+
+def test_new_record_builds_what_build_record_builds(queue: sd.Queue) -> None:
+    includes = lua_dir() / "includes"
+    source = (includes / "record.lua").read_text() + (includes / "new_record.lua").read_text()
+    source += """
+local a = build_record({state = 'd', attempts = 0, due = tonumber(ARGV[1]),
+  created = tonumber(ARGV[2]), ttr = tonumber(ARGV[3]), max = tonumber(ARGV[4]), entry = '',
+  topic = ARGV[5], blob = ARGV[6]})
+local b = new_record(tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]),
+                     tonumber(ARGV[4]), ARGV[5], ARGV[6])
+return {a, b}
+"""
+    cases = [
+        (1795423312905, 1795423309905, 60000, 3, "t", BLOB),
+        (1795423312905.5, 1795423309905, 1000.75, 1000, "a.b:c", b"\x00|\x00" * 3),
+        (0, 0, 604800000, 1, "x", b""),
+    ]
+    for case in cases:
+        built, new = queue.client.eval(source, 0, *case)
+        assert new == built, case
+
+
+def test_dispatcher_wait_is_not_rounded_to_whole_milliseconds() -> None:
+    """asyncio alone sleeps whole ms (epoll), rounded up: 0.1 ms would take 1 ms or more."""
+    dispatcher = Dispatcher(QueueConfig("q", "redis://127.0.0.1:1"))
+
+    async def waits() -> tuple[list[float], float]:
+        loop = asyncio.get_running_loop()
+        slept = []
+        for gap in (0.0001, 0.0011, 0.0021, 0.0001, 0.0011, 0.0021):
+            began = loop.time()
+            await dispatcher._wait(asyncio.Event(), gap)
+            slept.append(loop.time() - began - gap)
+        wake = asyncio.Event()
+        loop.call_later(0.01, wake.set)
+        began = loop.time()
+        await dispatcher._wait(wake, 5.0)
+        return slept, loop.time() - began
+
+    try:
+        over, woken_after = asyncio.run(waits())
+    finally:
+        asyncio.run(dispatcher.close())
+    assert all(extra >= 0 for extra in over), over  # never shorter than asked
+    assert min(over) < 0.0005, over  # and not rounded up to the next ms each time
+    assert woken_after < 1.0  # a wake-up ends the wait at once
+
+
+def test_a_call_failing_half_way_leaves_the_jobs_before_it_whole(queue: sd.Queue) -> None:
+    """Replacing a job whose topic key a foreign client overwrote fails that call (WRONGTYPE);
+    the jobs before it stay written, each consistent, as when written one by one."""
+    c, keys = queue.client, PartitionKeys(queue.name, 0)
+    head = [3_600_000, 0]
+    call(c, "enqueueJobs", keys, [*head, *job_args("b", 9000)])
+    c.hset(keys.jobs, "broken", b"s|0|1|1|60000|3|1-1|bad|" + BLOB)
+    c.set(keys.stream("bad"), "not a stream")
+    with pytest.raises(sd.ScriptError, match="WRONGTYPE"):
+        call(c, "enqueueJobs", keys, [*head, *job_args("a", 5000),
+                                      *job_args("b", 7000, replace="1", topic="u"),
+                                      *job_args("broken", 0, replace="1")])
+    assert c.zrange(keys.delayed, 0, -1) == [b"a", b"b"]
+    assert c.hgetall(keys.counts) == {b"t": b"1", b"u": b"1"}
+    assert queue.get("b").topic == "u"  # type: ignore[union-attr]
+    assert c.hget(keys.jobs, "broken").startswith(b"s|")  # type: ignore[union-attr]
