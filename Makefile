@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install redis test lint demo bench bench-full chaos docs clean
+.PHONY: install redis test lint demo bench bench-full bench-peers chaos docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,9 +43,25 @@ demo: install redis
 bench: install redis
 	$(BIN)/python benchmarks/run_all.py
 
-# The long variants too: 100k drain, 10M delayed backlog (several GB of RAM, ~15+ min).
-bench-full: install redis
+# The peer libraries, pinned, in their own venv: never runtime or dev dependencies of streamdelay.
+# (celery 5.5: celery/kombu 5.6+ need redis-py >= 6.1, arq 0.28 and bullmq 2.15 need redis-py < 6.)
+BENCH_VENV := .bench-venv
+BENCH_PEERS := arq==0.28.0 rq==3.0.0 dramatiq==2.2.1 celery==5.5.3 kombu==5.5.4 saq==0.26.4 \
+  bullmq==2.15.0 huey==3.5.4 redis==5.3.1 packaging
+$(BENCH_VENV)/.installed: Makefile pyproject.toml
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/pip install -q -e . $(BENCH_PEERS)
+	touch $@
+
+# The long variants too: 100k drain, 1M drained back to baseline, 10M delayed backlog (several GB
+# of RAM), then the peers comparison (docs/comparison.md). ~40+ min.
+bench-full: install redis $(BENCH_VENV)/.installed
 	$(BIN)/python benchmarks/run_all.py --full
+	$(BENCH_VENV)/bin/python -m benchmarks.peers.run
+
+# The peers comparison alone: arq, RQ, Dramatiq, Celery, SAQ, BullMQ, Huey and streamdelay (~15 min).
+bench-peers: redis $(BENCH_VENV)/.installed
+	$(BENCH_VENV)/bin/python -m benchmarks.peers.run
 
 # The documentation site (mkdocs); --strict turns every broken link or anchor into an error.
 docs: install

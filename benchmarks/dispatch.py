@@ -106,7 +106,7 @@ def dispatch_alone(jobs: int) -> Section:
          "ours / raw", "Redis CPU µs per job", "left in delayed set"],
         [[f"{jobs:,}", str(calls), rate(jobs, seconds), rate(jobs, raw),
           f"{raw / seconds:.0%}", f"{cpu * 1e6 / jobs:.1f}", str(left)]],
-        correct=left == 0)
+        correct=left == 0, figures={"dispatch_alone": jobs / seconds})
     section.verdicts = [verdict(
         "one script call blocks Redis ~1 ms at most (SPEC §8; median per call, SLOWLOG)",
         all(m <= 1200 for m in medians.values() if m == m),
@@ -158,15 +158,20 @@ def backlog(sizes: list[int]) -> Section:
             cost = _promote_due_cost(server.url, client, queue)
             queue.close()
         rows.append([f"{size:,}", rate(size, fill_s), *cost, f"{per_job:.0f}", f"{raw:.0f}",
-                     str(len(record))])
+                     str(len(record)), f"{fill_s:.0f}"])
     small, large = float(rows[0][4]), float(rows[-1][4])  # Redis CPU µs per job
+    figures = {"backlog_small": sizes[0], "backlog_large": sizes[-1], "backlog_cpu_small": small,
+               "backlog_cpu_large": large, "backlog_wall_small": float(rows[0][3]),
+               "backlog_wall_large": float(rows[-1][3]),
+               "memory_per_job": float(rows[-1][6]), "memory_per_job_small": float(rows[0][6])}
     return Section(
         f"Dispatch cost against the delayed backlog ({DUE_JOBS:,} due jobs promoted on top of "
         "B far-future ones) and memory per delayed job",
         ["backlog B", "fill (enqueue_many) jobs/s", "promote jobs/s", "wall µs per job",
          "Redis CPU µs per job", f"Redis µs per promoteDue call ({PROMOTE_BATCH} jobs)",
-         "used_memory B per delayed job", "raw floor: ZADD+HSET B per job", "record bytes"],
-        rows, verdicts=[verdict(
+         "used_memory B per delayed job", "raw floor: ZADD+HSET B per job", "record bytes",
+         "fill took s"],
+        rows, figures=figures, verdicts=[verdict(
             "dispatch cost does not grow with the backlog beyond log N (SPEC §10)",
             large <= small * 1.5,
             f"Redis CPU {small:.1f} µs per promoted job at {sizes[0]:,}, {large:.1f} µs at "

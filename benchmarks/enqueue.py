@@ -130,8 +130,12 @@ def run(single: int = 5000, many: int = 50000, callers: int = 100) -> Section:
         rows.append(_row(f"`AsyncQueue.enqueue`, {callers} concurrent callers", n_async, ours,
                          f"async `ZADD`, {callers} concurrent", raw, cpu))
         queue.close()
-    return Section("Enqueue", ["ours", "jobs", "jobs/s", "raw ceiling", "raw ops/s",
-                               "ours / raw", "Redis CPU µs per job"], rows)
+    section = Section("Enqueue", ["ours", "jobs", "jobs/s", "raw ceiling", "raw ops/s",
+                                  "ours / raw", "Redis CPU µs per job"], rows)
+    for name, row in zip(("single", "many", "async"), rows, strict=True):
+        section.figures[f"enqueue_{name}"] = float(row[2].replace(",", ""))
+        section.figures[f"enqueue_{name}_ratio"] = float(row[5].rstrip("%")) / 100
+    return section
 
 
 def main() -> None:

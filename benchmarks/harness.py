@@ -44,6 +44,7 @@ class Section:
     verdicts: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     correct: bool = True  # False when a guarantee (once, never early, ...) was broken
+    figures: dict[str, float] = field(default_factory=dict)  # named numbers for the targets
 
     def markdown(self) -> str:
         """The section as markdown (title, table, verdicts, notes)."""

@@ -171,9 +171,7 @@ def run(jobs: int = 2000, spread: float = 5.0, cancels: int = 100, worker_count:
         f"End-to-end lateness: {jobs:,} jobs due over {spread:g} s, {len(cancelled)} cancelled, "
         f"{worker_count} `streamdelay worker` processes",
         LATENESS_HEADERS, [lateness_row("e2e", result)], correct=result.correct)
-    section.verdicts = [
-        verdict(f"lateness p99 < {TARGET_P99_MS:g} ms", percentile(result.lateness, 99)
-                < TARGET_P99_MS, f"p99 {ms(percentile(result.lateness, 99))} ms"),
+    section.verdicts = [  # the lateness targets are judged per rate (lateness_rates)
         verdict("every job handled exactly once, none early, no cancelled job run",
                 result.correct, f"{result.handled} handled of {len(expected)} expected, "
                 f"{result.duplicates} duplicates, {result.missing} missing, "

@@ -43,6 +43,7 @@ from benchmarks.lateness_e2e import (
 
 BODY = {"order_id": 42, "pad": "x" * 80}
 DURATION = {200: 10.0, 2000: 5.0, 20000: 3.0}
+TARGETS_MS = {200: 2.0, 2000: 10.0, 20000: 50.0}  # issue 5: lateness p99 at each rate
 CHUNK = 5000
 WARM_UP_MS = 500
 
@@ -66,7 +67,7 @@ def at_rate(url: str, client: redis.Redis, per_second: int, seconds: float,
     with Workers(url, name, worker_count) as workers:
         workers.wait_ready(client)
         queue = sd.Queue(name, url=url)
-        lead_s = 1.0 + jobs / 30_000
+        lead_s = 2.0 + jobs / 10_000  # enqueue_many runs at ~20k/s on busy cores
         first_ms = server_now_ms(client) + lead_s * 1000
         for start in range(0, jobs, CHUNK):
             queue.enqueue_many([
@@ -81,10 +82,11 @@ def at_rate(url: str, client: redis.Redis, per_second: int, seconds: float,
     return judge(records, {f"r{i}" for i in range(jobs)}, set(), clock_error_ms(client)), steady
 
 
-def run(rates: tuple[int, ...] = (200, 2000, 20000), worker_count: int = 2) -> Section:
+def run(rates: tuple[int, ...] = (200, 2000, 20000), worker_count: int = 1) -> Section:
     """Every rate on one private Redis; returns the table."""
     rows = []
     verdicts = []
+    figures: dict[str, float] = {}
     correct = True
     with redis_server() as server:
         client = server.client()
@@ -95,16 +97,21 @@ def run(rates: tuple[int, ...] = (200, 2000, 20000), worker_count: int = 2) -> S
             rows.append([*lateness_row(f"{per_second:,} due/s for {seconds:g} s", result),
                          ms(percentile(steady, 99))])
             p99 = percentile(result.lateness, 99)
-            verdicts.append(verdict(f"{per_second:,} due jobs/s: lateness p99 < "
-                                    f"{TARGET_P99_MS:g} ms", p99 < TARGET_P99_MS,
+            target = TARGETS_MS.get(per_second, TARGET_P99_MS)
+            figures[f"lateness_p99_{per_second}"] = p99
+            figures[f"early_{per_second}"] = result.early + result.early_promoted
+            figures[f"min_lateness_{per_second}"] = result.min_lateness
+            verdicts.append(verdict(f"{per_second:,} due jobs/s: lateness p99 <= "
+                                    f"{target:g} ms", p99 <= target,
                                     f"p99 {ms(p99)} ms; {ms(percentile(steady, 99))} ms once "
                                     f"past the first {WARM_UP_MS / 1000:g} s"))
             correct = correct and result.correct
     section = Section(
         f"Lateness at a steady rate of due jobs ({worker_count} `streamdelay worker` "
-        "processes, async handler, embedded dispatchers)",
+        f"process{'es' if worker_count > 1 else ''}, concurrency 64, async handler, embedded "
+        "dispatcher)",
         [*LATENESS_HEADERS, f"p99 ms without the first {WARM_UP_MS / 1000:g} s"], rows,
-        verdicts=verdicts, correct=correct)
+        verdicts=verdicts, correct=correct, figures=figures)
     section.notes = [f"Raw floor, same run: Redis round trip (PING) p50 {ms(percentile(rtt, 50))}"
                      f" ms, p99 {ms(percentile(rtt, 99))} ms, max {ms(max(rtt))} ms."]
     return section
@@ -114,7 +121,7 @@ def main() -> None:
     """Command line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rates", type=int, nargs="+", default=[200, 2000, 20000])
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=1)
     args = parser.parse_args()
     section = run(tuple(args.rates), args.workers)
     section.print()
