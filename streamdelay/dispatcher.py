@@ -25,10 +25,10 @@ from .supervise import pause_after_failure, supervised
 from .topology import AsyncClient, agree_partitions_async
 
 log = logging.getLogger("streamdelay.dispatcher")
-# promoteDue reads and writes a batch with one HMGET / HSET: about half the Redis time per job
-# of the job-by-job version (SLOWLOG medians, same machine and run: 300 jobs now take as long as
-# 150 did), so 300 keeps one call near the ~1 ms bound of SPEC §8 (150 took ~1.1 ms before).
-PROMOTE_BATCH = 300
+# One promoteDue call must not block Redis for more than ~1 ms (SPEC §8). Quiet run of
+# 2026-11-23 (benchmarks/dispatch.py, SLOWLOG median per call, 100k jobs): 300 jobs took 1.7 ms
+# (155k jobs/s), 150 took 0.88 ms (134k jobs/s).
+PROMOTE_BATCH = 150
 # asyncio's timers wake up to 1 ms late: epoll waits whole milliseconds, rounded up. The last
 # millisecond of a sleep is slept in a thread instead, whose timed sleep has µs resolution.
 EPOLL_RESOLUTION = 0.001
