@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import redis
 
 import streamdelay as sd
+from benchmarks.harness import Section
 from streamdelay.dispatcher import Dispatcher
 from tests.cluster import LocalCluster
 from tests.redis_server import RedisServer
@@ -129,10 +130,14 @@ def dispatch_rate(url: str, name: str, partitions: int, jobs: int) -> float:
     return jobs / asyncio.run(promote_all())
 
 
+async def _noop(job: sd.Job) -> None:
+    """The no-op handler (async: no thread hop per job, as in ``drain.py``)."""
+
+
 def _worker_process(url: str, name: str, partitions: int, results: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
     queue = sd.Queue(name, url=url, partitions=partitions)
     worker = sd.Worker(queue, concurrency=64, group="bench")
-    worker.handler("t")(lambda job: None)
+    worker.handler("t")(_noop)
     worker.run(until_idle=True)
     results.put(worker.counts["handled"])
 
@@ -214,6 +219,51 @@ def table(rows: list[Figures]) -> str:
     return "\n".join(lines)
 
 
+def measure_all(args: argparse.Namespace) -> list[Figures]:
+    """One node with P=1 and P=``args.partitions``, then a 3-primary cluster."""
+    rows = []
+    with RedisServer() as single:
+        rows.append(measure("1 node", single, single.url, 1, args))
+        rows.append(measure("1 node", single, single.url, args.partitions, args))
+    with LocalCluster(primaries=3) as cluster:
+        rows.append(measure("3-primary cluster", cluster, cluster.url, args.partitions, args))
+    return rows
+
+
+def run(jobs: int = 50_000, workers: int = 2, memory_jobs: int = 200_000,
+        partitions: int = 8) -> Section:
+    """The comparison as a report section for ``run_all.py`` (``docs/benchmarks.md``)."""
+    args = argparse.Namespace(jobs=jobs, workers=workers, memory_jobs=memory_jobs,
+                              partitions=partitions)
+    rows = measure_all(args)
+    by_target = {(f.target, f.partitions): f for f in rows}
+    single, cluster = by_target[("1 node", partitions)], by_target[("3-primary cluster",
+                                                                     partitions)]
+    return Section(
+        f"Scale-out: 1 node against a 3-primary Redis Cluster, P={partitions}",
+        ["target", "P", "raw ceiling: redis-benchmark SET -P 16, ops/s", "enqueue_many jobs/s",
+         "dispatch jobs/s (1 dispatcher)", f"end-to-end jobs/s ({workers} worker processes)",
+         "B per delayed job", "Redis CPU µs per job: enqueue, dispatch, deliver"],
+        [[f.target, str(f.partitions), f"{f.raw_set_ops:,.0f}", f"{f.enqueue_jobs_s:,.0f}",
+          f"{f.dispatch_jobs_s:,.0f}", f"{f.end_to_end_jobs_s:,.0f}",
+          f"{f.bytes_per_delayed_job:,.0f}",
+          f"{f.redis_us_enqueue:.1f}, {f.redis_us_dispatch:.1f}, {f.redis_us_deliver:.1f}"]
+         for f in rows],
+        notes=[f"`benchmarks/cluster_bench.py`: {jobs:,} jobs for enqueue and dispatch, "
+               f"{jobs // 2:,} end to end (async no-op handler, embedded dispatchers), memory "
+               f"over {memory_jobs:,} delayed jobs (body `{{\"n\": i}}`). **All Redis nodes, "
+               f"the producer and the workers share this machine's "
+               f"{multiprocessing.cpu_count()} cores**, so the cluster cannot show its gain "
+               "here, only its cost: Redis CPU per job is the figure that carries over to "
+               f"real hardware (cluster / 1 node at P={partitions}: dispatch "
+               f"{cluster.redis_us_dispatch / single.redis_us_dispatch:.2f}x, delivery "
+               f"{cluster.redis_us_deliver / single.redis_us_deliver:.2f}x). The capacity "
+               "model for real hardware (jobs/s per node, memory per million delayed jobs, "
+               "nodes for a given load) is in [Scale-out](scale-out.md#capacity-model)."],
+        figures={"cluster_dispatch": cluster.dispatch_jobs_s,
+                 "cluster_end_to_end": cluster.end_to_end_jobs_s})
+
+
 def main() -> None:
     """Run the benchmark and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -222,12 +272,7 @@ def main() -> None:
     parser.add_argument("--memory-jobs", type=int, default=200_000)
     parser.add_argument("--partitions", type=int, default=8)
     args = parser.parse_args()
-    rows = []
-    with RedisServer() as single:
-        rows.append(measure("1 node", single, single.url, 1, args))
-        rows.append(measure("1 node", single, single.url, args.partitions, args))
-    with LocalCluster(primaries=3) as cluster:
-        rows.append(measure("3-primary cluster", cluster, cluster.url, args.partitions, args))
+    rows = measure_all(args)
     print(table(rows))
     print(f"\n{args.jobs} jobs for enqueue/dispatch, {args.jobs // 2} end to end with "
           f"{args.workers} worker processes; memory over {args.memory_jobs} delayed jobs; "

@@ -20,7 +20,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks import dispatch, drain, enqueue, lateness_e2e, lateness_rates, memory_drain
+from benchmarks import (
+    cluster_bench,
+    dispatch,
+    drain,
+    enqueue,
+    lateness_e2e,
+    lateness_rates,
+    memory_drain,
+)
 from benchmarks.harness import ROOT, Section, redis_server, verdict, versions
 from benchmarks.report_notes import ANALYSIS, INTRO
 from benchmarks.targets import issue_targets
@@ -91,6 +99,7 @@ def main() -> None:
         *([lambda: drain.run(100_000)] if args.full else []),
         lambda: memory_drain.run(1_000_000 if args.full else 100_000),
         lambda: lateness_rates.run(worker_count=1),
+        lambda: cluster_bench.run(memory_jobs=1_000_000 if args.full else 200_000),
     ]
     sections = []
     for step in steps:

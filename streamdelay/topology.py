@@ -194,7 +194,19 @@ class _AsyncCluster(aioredis.RedisCluster):
     redis-py 8.1 asks one fixed node (``COMMAND GETKEYS``) for the keys of commands with movable
     keys, outside its retry loop, and never picks another node when that one dies: after a
     failover every XREADGROUP of the client failed with a connection error forever.
+
+    It also picks the command's routing before it has learnt the slot map: the first command of
+    a new client (an EVALSHA, a BZPOPMIN) went to an arbitrary node and came back MOVED. A few
+    such at once made it re-initialise and drop the connections in use, so a script that had
+    run lost its reply and was sent again (harmless, as every script is idempotent, but the
+    dispatcher's promoted count fell short and a start-up stormed). The map is now learnt first.
     """
+
+    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        """Learn the slot map before the first command (see the class docstring)."""
+        if self._initialize:
+            await self.initialize()
+        return await super().execute_command(*args, **kwargs)
 
     async def _determine_slot(self, command: str, *args: Any) -> int:
         if str(command).upper() in ("XREADGROUP", "XREAD"):
