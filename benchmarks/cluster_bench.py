@@ -250,7 +250,8 @@ def run(jobs: int = 50_000, workers: int = 2, memory_jobs: int = 200_000,
           f"{f.redis_us_enqueue:.1f}, {f.redis_us_dispatch:.1f}, {f.redis_us_deliver:.1f}"]
          for f in rows],
         notes=[f"`benchmarks/cluster_bench.py`: {jobs:,} jobs for enqueue and dispatch, "
-               f"{jobs // 2:,} end to end (async no-op handler, embedded dispatchers), memory "
+               f"{jobs // 2:,} end to end (async no-op handler, embedded dispatchers; timed from "
+               "starting the worker processes, so their start-up counts), memory "
                f"over {memory_jobs:,} delayed jobs (body `{{\"n\": i}}`). **All Redis nodes, "
                f"the producer and the workers share this machine's "
                f"{multiprocessing.cpu_count()} cores**, so the cluster cannot show its gain "

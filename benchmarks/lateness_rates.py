@@ -1,7 +1,8 @@
 """Lateness at a steady rate of due jobs: 200, 2,000 and 20,000 due jobs/s.
 
 For each rate R, R x D jobs are enqueued ahead of time (``enqueue_many`` with absolute due times
-``T0 + i/R``), then two ``streamdelay worker`` processes handle them as they fall due. Lateness
+``T0 + i/R``), then ``--workers`` ``streamdelay worker`` processes (one by default, as the issue-5
+targets are for one process) handle them as they fall due. Lateness
 = handler start - due on the Redis server clock (see ``lateness_e2e``); never early is checked
 from the stream entry ids, which ``promoteDue`` stamps with the server clock. The raw floor of the
 same run: the Redis round trip (PING) p50/p99 from this process.
