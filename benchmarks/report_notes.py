@@ -33,63 +33,95 @@ same workloads in `make bench-full`; their table is the "Peers" section.
 ANALYSIS = """\
 ## What bounds the figures (profiles)
 
-Profiled with py-spy (worker processes during a 100k drain), pyinstrument (producers) and the
-Redis SLOWLOG / `INFO commandstats` (per-script server time). For each issue-5 target that a run
-misses, the bullet says what bounds it. The figures quoted here are from quiet runs; the tables
-above are this run's.
+Profiled with py-spy (worker processes at a steady 20k due jobs/s and during drains),
+pyinstrument (producers) and Redis `INFO commandstats` / SLOWLOG (server time per script and per
+command inside it). The figures quoted here come from the quiet runs of 2026-11-23 (load ~0);
+the tables above are this run's. The speed of this virtual machine itself varies: the
+`bench-full` run of 10:30 that day measured about half the throughput of the quick run of 10:00
+(load ~0 both times), raw ceilings included (redis-py `ZADD` round trips 8.6k/s against 11.9k/s;
+`XREADGROUP`+`XACK`+`XDEL` 66k/s against 121k/s), so compare each figure with the raw ceiling
+of its own run. For each issue-5 target that a run misses, the bullet says
+what bounds it.
 
-- **Lateness p99 <= 2 ms at 200 due/s**: p50 is ~1.5-2 ms, made of the dispatcher's share
-  ("promote": the script reports `now` in whole ms and the event loop's timers wake with ~1 ms
-  granularity, so promote p99 is ~2 ms by itself) plus ~0.5 ms for the XREADGROUP wake-up and the
-  task start ("pickup"). So p99 lands at 2.5-3 ms in quiet runs and higher when other processes
-  share the cores: the bound is the timer resolution of the dispatcher, not Redis (PING p99
-  ~0.2 ms). Meeting 2 ms needs sub-millisecond due times in the promote path (the dispatcher and
-  `promoteDue`), not a benchmark change. Earlier, gen-2 garbage collections of the worker (15-20
-  ms each, seen with `BENCH_GC_LOG=1`) made the max ~20-27 ms; `Worker.run()` now calls
-  `gc.freeze()` before serving.
-- **Lateness at 2k due/s** (<= 10 ms): the same shares; met in quiet runs with one process.
-- **Lateness at 20k due/s** (<= 50 ms) with **one** worker process: the worker needs ~35 µs of
-  CPU per no-op job and Redis ~15-20 µs, with the producer on the same 2 cores; one Python process
-  handles ~25-30k no-op jobs/s only when it has a core to itself. When the cores are shared the
-  queue grows for the whole 3 s and p99 is the queueing delay. Bound: worker CPU (cores), not
-  Redis round trips; a second worker process on another core lifts it.
-- **Single enqueue** (>= 8k/s and >= 80 % of a raw round trip): one round trip each, like the raw
-  `ZADD`. In the quiet run of 2026-11-22 a raw `ZADD` round trip took ~75 µs (13.3k/s) and
-  `Queue.enqueue` ~123 µs (8.1k/s, 61 %): the extra ~48 µs are ~18 µs of Redis time in the
-  script (vs ~1 µs for a `ZADD`: TIME, HGET, HSET, ZADD, HINCRBY, head check) and ~30 µs of
-  Python (plan, msgspec encoding, redis-py packing of the EVALSHA arguments). 80 % means
-  <= ~94 µs, i.e. ~30 µs less of the two. Fixed earlier: the tenacity retry controller was built
-  for every call; now the first attempt runs bare (`runner.py`), and the script SHA-1 is computed
-  once (`scripts.py`).
-- **enqueue_many** (>= 100k jobs/s): ~6-7 µs of Redis time per job inside `enqueueJobs` (the five
-  commands are ~2 µs; the rest is Lua: argument handling, record building) and ~8 µs of Python
-  per job (validation, msgspec encoding, redis-py packing of the arguments). With one core each
-  for Redis and the producer that is ~70k jobs/s at most; on 2 shared cores less. Raw pipelined
-  `ZADD` does one command per job with no record, so ~30 % of it is the expected ratio.
-- **AsyncQueue with concurrent callers** (>= 20k/s): bounded by redis-py's asyncio connection
-  pool and one event loop doing the packing; the raw async `ZADD` with the same 100 callers pays
-  the same pool and reaches ~20k/s only in a quiet run, so 20k/s is at the raw ceiling.
-- **Dispatch alone** (>= 250k jobs/s): 6-8 µs of Redis CPU per promoted job (the table's
-  column; HGET, XADD of the record, HSET, ZREM, HINCRBY per topic) caps one Redis core at
-  ~125-165k jobs/s, in the range of pipelined raw `XADD` of the same entries. 250k/s needs fewer
-  commands or less Lua work per promoted job in `promoteDue`. The head read (`ZRANGEBYSCORE ...
-  LIMIT`) is O(log N): the cost per job is flat from a 10k to a 10M backlog.
+- **Lateness at 200 and 2k due/s** (p99 <= 2 ms and <= 10 ms, met: p99 1.71 ms and 1.88 ms with
+  one worker process): the dispatcher sleeps to the microsecond until the next due time
+  (`promoteDue` returns the server clock in µs; the last millisecond is slept in a timer thread
+  because asyncio's epoll timers wake up to 1 ms late), so "promote" p99 is ~1 ms; XREADGROUP
+  wake-up and task start add ~0.5 ms ("pickup"). On a loaded machine the tail grows with CPU
+  contention (p99 4-5 ms seen at load 3-4). `Worker.run()` calls `gc.freeze()` before serving:
+  gen-2 collections of start-up objects used to stall the embedded dispatcher 15-20 ms.
+- **Lateness at 20k due/s** (p99 <= 50 ms with **one** worker process; missed, p99 87-558 ms in
+  back-to-back runs): one process does not keep up, so the stream backlog and the lateness
+  grow through the 3 s run (one run: 2 ms at the start, 26 ms after 0.15 s, 61 ms at 1.5 s,
+  109 ms at 2.9 s; "promote" stays at 1-5 ms, all of it is "pickup"). The worker needs ~60 µs
+  of CPU per job at 10k due/s (`/proc` CPU time over the run, recording handler), i.e. one
+  event loop saturates at ~17-20k jobs/s. py-spy at 20k/s: handler tasks 33 % (task creation
+  7.5 %, `asyncio.timeout` and `current_task` ~6 %, record decoding), the read loop 26 % (most
+  of it redis-py parsing the XREADGROUP reply into dicts), acks 12 %, the event loop's own
+  select 12.5 %, the dispatcher 2.5 % plus its timer thread 8 %. Bound: the per-job CPU of one
+  Python event loop, not Redis (PING p99 0.15 ms, Redis ~21 µs per job). A second worker process
+  on its own core lifts it; on this 2-core machine that core is Redis's.
+- **Single enqueue** (>= 8k/s and >= 80 % of a raw round trip; missed: 5,096-5,434/s, 46 % of
+  11,924/s): one round trip each, like the raw `ZADD`, but 196 µs per call against 91 µs. Redis
+  side (commandstats): the `enqueueJobs` EVALSHA takes 33-48 µs per one-job call against ~2 µs
+  for a `ZADD`; the commands inside it take ~6 µs (TIME 0.4, HMGET 0.9, HSET 1.4, ZADD 2.1,
+  HINCRBY 0.9, ZRANGE 0.4), defining the included functions ~2 µs, the rest is Lua
+  interpretation and Redis' per-`redis.call` cost (a call for an id that exists, which writes
+  nothing, still takes 17-28 µs). Client side ~60 µs (plan, validation, msgspec encoding,
+  redis-py packing of the EVALSHA). 80 % means <= ~114 µs per call: ~80 µs less, which needs
+  a separate, thinner one-job script and a leaner client path, not tuning. Fixed earlier: the
+  tenacity retry controller was built for every call; the first attempt now runs bare
+  (`runner.py`), and the script SHA-1 is computed once (`scripts.py`).
+- **enqueue_many** (>= 100k jobs/s; missed: 43,880/s): ~23 µs of wall time per job, of which
+  ~8 µs is Redis time inside `enqueueJobs` (commandstats) and ~15 µs Python (validation, msgspec
+  encoding, redis-py packing of 8 arguments per job); the two run one after the other within a
+  call. 100k/s means 10 µs per job all told; Redis alone would cap at ~120k/s. Raw pipelined
+  `ZADD` does one command per job with no record: ~35 % of it is the expected ratio.
+- **AsyncQueue with concurrent callers** (>= 20k/s; met in the quick run at 21.5k/s with 100
+  callers, 2.4x the raw async `ZADD` of the same callers; 17.2k/s in the slower `bench-full` run,
+  3.1x its raw async `ZADD`): concurrent calls are coalesced into shared `enqueueJobs` calls
+  (`coalesce.py`), so the asyncio connection pool is no longer the bound; one event loop doing
+  the validation and encoding (~15 µs per job, as for `enqueue_many`) plus the Redis time is.
+- **Dispatch alone** (>= 250k jobs/s; missed: 128-135k/s): 5.4-6.6 µs of Redis CPU per promoted
+  job inside `promoteDue`: one `XADD` per job (a stream entry cannot be added in bulk), the
+  record rewritten with its new state and entry id (one `HSET` per batch), one `HMGET` and one
+  `ZREMRANGEBYRANK` per batch. 250k/s would be 4 µs per job including the client; with
+  `PROMOTE_BATCH` 300 it reached 155k/s but each call then blocked Redis 1.7 ms (over the ~1 ms
+  of SPEC §8), so the batch is 150. The rest needs less work per job (no record rewrite: a
+  layout change). Raw pipelined `XADD` of the same entries from redis-py: 69-121k/s in the same
+  runs (the script avoids the client's per-command packing).
+- **Dispatch cost over the backlog** (flat within 1.5x from 10k to 10M; met to 1M and 8M, missed
+  at 10M: 2.2x in the `bench-full` run of 2026-11-23): the head read (`ZRANGEBYSCORE ... LIMIT`)
+  is O(log N) and every other command is O(1) per job, but Redis' dicts double at each power of
+  two and rehash incrementally: past 8,388,608 entries the jobs hash and the delayed set's dict
+  move to 2^24 buckets a step per access, and until that is done every lookup probes two tables
+  and every write moves a bucket. `benchmarks/backlog_ramp.py` (one backlog grown through the
+  sizes, `DEBUG HTSTATS-KEY` for the rehash state): Redis CPU per promoted job 6.0 µs at 10k,
+  7.2 at 1M, 7.7 at 4M, 5.7 at 8M (not rehashing), 10.1 at 10M (rehashing: 1.7x). Bound: Redis'
+  own incremental rehash of a 10M-entry dict, transient (it ends once the dict has been walked)
+  and the same for any Redis structure of that size; not the queue's layout.
 - **Bounded script calls (SPEC §8)**: batches of 1,000 in `promoteDue` blocked Redis 5-9 ms per
-  call and `enqueueJobs` batches of 500 ~4 ms (SLOWLOG); the batches are now
-  `dispatcher.PROMOTE_BATCH` and `plans.ENQUEUE_BATCH` (sizes in the tables), ~1 ms each in a
-  quiet run; under CPU contention a call's wall time includes being descheduled.
-- **Drain** (>= 10k jobs/s with one process): per job the worker creates a task, parses the
-  XREADGROUP reply (redis-py), decodes the record and blob (msgspec), runs the handler under
-  `handler_timeout` and batches the ack: ~35 µs of worker CPU per job with the embedded dispatcher
-  in the same process. The bound is worker CPU, i.e. worker processes x cores; the raw ceiling
-  (one process doing pipelined XREADGROUP+XACK+XDEL) skips all per-job Python work.
-- **Memory per delayed job** (<= 250 B with a ~100 B body): the record (header + MessagePack
-  blob, ~160 B for a 100 B body) in one hash field (~40 B of Redis overhead: dict entry, sds
-  headers) plus one sorted-set member (~100 B: skiplist node, dict entry, member sds); the raw
-  floor column (a bare `ZADD` + `HSET` of the same record) costs the same. So there is no overhead
-  beyond Redis' own per-entry cost; 250 B needs a smaller record (header fields, body encoding)
-  or fewer per-job entries, i.e. a change of the key layout.
-- **Memory after the drain**: acknowledged jobs are `XACK`ed and `XDEL`eted and their record
-  deleted (no tombstone unless `keep_done`), so `used_memory` returns to the baseline; what is
-  left is the empty stream's and the group's own structures.
+  call and `enqueueJobs` batches of 500 ~4 ms (SLOWLOG); `dispatcher.PROMOTE_BATCH` 150 and
+  `plans.ENQUEUE_BATCH` 160 keep the median call at ~0.9 ms on a quiet machine
+  (`benchmarks/dispatch.py`, twice); in the slower `bench-full` run the same calls took ~1.55 ms,
+  as did everything else on the machine then.
+- **Drain** (>= 10k jobs/s with one process; met at 25k/s): per job the worker creates a task,
+  parses the XREADGROUP reply (redis-py), decodes the record and blob (msgspec), runs the
+  handler under `handler_timeout` and batches the ack: ~40 µs of worker CPU per job with the
+  embedded dispatcher in the same process. **Scaling with 2 processes** (missed on 10k: 0.96x):
+  Redis needs ~21 µs of CPU per job, so at 25k jobs/s it uses half of one of the two cores and
+  one worker process the other; a second process has ~half a core to gain, and a 10k drain
+  lasts 0.4 s, about as long as the processes take to reach full speed. The 100k drain of
+  `make bench-full` is the fairer test. Bound: cores (worker processes x cores, plus Redis).
+- **Memory per delayed job** (<= 250 B with a ~100 B body; missed: 347-356 B): the record
+  (text header + MessagePack blob, 161 B for a 100 B body) in one hash field plus one
+  sorted-set member (skiplist node, dict entry, member sds): the raw floor column, a bare
+  `ZADD` + `HSET` of the same record from redis-py, costs 346-365 B, so there is no overhead
+  beyond Redis' own per-entry cost. 250 B needs a record of ~60 B (no text header, a packed
+  body) or one entry per job instead of two, i.e. dropping the id index that makes `get`,
+  `cancel` and `reschedule` O(1) by id (Huey stores the pickled task as the zset member: 242 B,
+  but it cannot find a delayed job by id).
+- **Memory after the drain** (met): acknowledged jobs are `XACK`ed and `XDEL`eted and their
+  record deleted (no tombstone unless `keep_done`), so `used_memory` returns to the baseline;
+  what is left is the empty stream's and the group's own structures.
 """
