@@ -21,7 +21,7 @@ from .config import QueueConfig, async_client
 from .keys import PartitionKeys, partition_keys
 from .runner import RETRYABLE, call_with_retry
 from .scripts import script
-from .supervise import pause_after_failure, supervised
+from .supervise import cancel_all, pause_after_failure, supervised
 from .topology import AsyncClient, agree_partitions_async
 
 log = logging.getLogger("streamdelay.dispatcher")
@@ -114,9 +114,7 @@ class Dispatcher:
         try:
             await asyncio.gather(*promoters)
         finally:
-            for task in (*promoters, *wakers):
-                task.cancel()
-            await asyncio.gather(*promoters, *wakers, return_exceptions=True)
+            await cancel_all([*promoters, *wakers], log)
             self._timers.shutdown(wait=False)
             self._timers = None
 

@@ -10,6 +10,7 @@ import asyncio
 import logging
 import random
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 log = logging.getLogger("streamdelay.worker")
 
@@ -26,6 +27,33 @@ async def pause_after_failure(
     pause = failure_pause(failures)
     logger.warning("redis unavailable during %s (%s); retrying in %.2fs", what, exc, pause)
     await asyncio.sleep(pause)
+
+
+CANCEL_ROUNDS = 5
+CANCEL_WAIT = 1.0
+
+
+async def cancel_all(tasks: list[asyncio.Task[Any]], logger: logging.Logger = log) -> None:
+    """Cancel ``tasks`` and wait for them; cancel again any that swallowed the cancel.
+
+    A cancel that lands while redis-py connects can come out as a ``TimeoutError`` (Python
+    3.11's ``asyncio.timeout`` racing the cancel), which the loops treat as a connection
+    failure and retry: one ``cancel()`` is then lost and a plain ``gather`` waits for ever (a
+    worker sent SIGTERM 30 ms after it started never exited). Bounded: after
+    ``CANCEL_ROUNDS`` rounds a task still running is logged and left behind.
+    """
+    pending = {task for task in tasks if not task.done()}
+    for _ in range(CANCEL_ROUNDS):
+        if not pending:
+            break
+        for task in pending:
+            task.cancel()
+        _, pending = await asyncio.wait(pending, timeout=CANCEL_WAIT)
+    for task in pending:
+        logger.warning("a background task did not stop when cancelled: %r", task)
+    for task in tasks:  # retrieve outcomes, so none is reported as never retrieved
+        if task.done() and not task.cancelled():
+            task.exception()
 
 
 async def supervised(

@@ -40,7 +40,7 @@ from .keys import PartitionKeys, partition_keys
 from .plans import PRUNE_IDLE_S
 from .runner import RETRYABLE, call_with_retry
 from .scripts import ScriptCall, script
-from .supervise import pause_after_failure, supervised
+from .supervise import cancel_all, pause_after_failure, supervised
 from .topology import AsyncClient, agree_partitions_async
 
 log = logging.getLogger("streamdelay.worker")
@@ -243,16 +243,13 @@ class Worker:
         self.stop()
         deadline = time.monotonic() + self.shutdown_grace  # the grace runs from the stop request
         await asyncio.wait(readers, timeout=self.block + 1.0)  # a read in flight lands first
-        for task in readers:
-            task.cancel()
+        await cancel_all(readers)
         running = [d.task for d in self.inflight.values() if d.task is not None]
         if running:
             await asyncio.wait(running, timeout=max(0.0, deadline - time.monotonic()))
         await upkeep.release_unfinished(self)
         self._ack_wake.set()
-        for task in others:
-            task.cancel()
-        await asyncio.gather(*readers, *others, return_exceptions=True)
+        await cancel_all([*readers, *others])
         try:  # bounded: a stop during an outage must not wait for Redis forever
             await asyncio.wait_for(self._flush_acks(), FINAL_FLUSH_TIMEOUT)
         except (asyncio.TimeoutError, OSError) as exc:

@@ -290,3 +290,41 @@ def test_consumers_that_are_gone_and_own_nothing_are_removed(redis_url: str,
     assert consumers() == {"holder": 1, "live-b": 0}  # the one holding a job stays
     queue.cancel("held")
     queue.close()
+
+
+def test_sigterm_just_after_start_exits_cleanly(workers: Workers) -> None:
+    """SIGTERM while the loops are still making their first connections: a cancel that lands
+    there can be swallowed by the connect (it comes out as a timeout and is retried), and the
+    worker used to wait for ever for that loop. Each run must exit 0 within the grace."""
+    for run in range(4):
+        worker = workers.start(f"early{run}")
+        worker.wait_ready()
+        time.sleep(0.01 * run)
+        worker.signal(signal.SIGTERM)
+        assert worker.wait(20) == 0, worker.log()
+
+
+def test_cancel_all_cancels_a_task_that_swallowed_the_first_cancel() -> None:
+    from streamdelay.supervise import cancel_all
+
+    swallowed: list[int] = []
+
+    async def stubborn() -> None:
+        while True:
+            try:
+                await asyncio.sleep(10)
+            except asyncio.CancelledError:
+                swallowed.append(1)
+                if len(swallowed) > 1:
+                    raise
+
+    async def scenario() -> tuple[bool, float]:
+        task = asyncio.create_task(stubborn())
+        await asyncio.sleep(0)
+        began = time.monotonic()
+        await cancel_all([task])
+        return task.cancelled(), time.monotonic() - began
+
+    cancelled, took = asyncio.run(scenario())
+    assert cancelled and len(swallowed) == 2
+    assert took < 5
