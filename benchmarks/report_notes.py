@@ -105,14 +105,17 @@ what bounds it.
   `plans.ENQUEUE_BATCH` 160 keep the median call at ~0.9 ms on a quiet machine
   (`benchmarks/dispatch.py`, twice); in the slower `bench-full` run the same calls took ~1.55 ms,
   as did everything else on the machine then.
-- **Drain** (>= 10k jobs/s with one process; met at 25k/s): per job the worker creates a task,
-  parses the XREADGROUP reply (redis-py), decodes the record and blob (msgspec), runs the
-  handler under `handler_timeout` and batches the ack: ~40 µs of worker CPU per job with the
-  embedded dispatcher in the same process. **Scaling with 2 processes** (missed on 10k: 0.96x):
-  Redis needs ~21 µs of CPU per job, so at 25k jobs/s it uses half of one of the two cores and
-  one worker process the other; a second process has ~half a core to gain, and a 10k drain
-  lasts 0.4 s, about as long as the processes take to reach full speed. The 100k drain of
-  `make bench-full` is the fairer test. Bound: cores (worker processes x cores, plus Redis).
+- **Drain** (>= 10k jobs/s with one process; met: 25k/s in the quick run, 10.1k/s (10k) and
+  13.2k/s (100k) in the slower `bench-full` run): per job the worker creates a task, parses the
+  XREADGROUP reply (redis-py), decodes the record and blob (msgspec), runs the handler under
+  `handler_timeout` and batches the ack: ~40 µs of worker CPU per job with the embedded
+  dispatcher in the same process. hiredis (redis-py's C reply parser, the `streamdelay[hiredis]`
+  extra) helps here: 30k drain, one process, 9,860-10,740 jobs/s with it, 8,560-9,034 without
+  (2 runs each, same hour). **Scaling with 2 processes**: met in `bench-full` (10k: 1.43x,
+  100k: 1.83x), missed in the quick run's 10k drain (0.96x): Redis needs ~21 µs of CPU per job,
+  so at 25k jobs/s it uses half of one of the two cores and one worker process the other; a
+  second process has ~half a core to gain, and a 10k drain lasts 0.4 s, about as long as the
+  processes take to reach full speed. Bound: cores (worker processes x cores, plus Redis).
 - **Memory per delayed job** (<= 250 B with a ~100 B body; missed: 347-356 B): the record
   (text header + MessagePack blob, 161 B for a 100 B body) in one hash field plus one
   sorted-set member (skiplist node, dict entry, member sds): the raw floor column, a bare
