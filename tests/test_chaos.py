@@ -44,5 +44,8 @@ def test_verdict_fails_on_a_lost_early_refused_or_unexplained_job() -> None:
     assert not judge(acknowledged, good, [pause, kill], 20).ok  # enqueues refused
     dispatcher = {**kill, "kind": "kill_dispatcher", "detail": "dispatcher pid 5"}
     assert not judge(acknowledged, good, [dispatcher], 0).ok  # a duplicate nothing explains
+    # a run that started between the kill being noted and the process being gone
+    in_kill = [good[0], {**good[1], "start": 20_505.0}, good[2]]
+    assert judge(acknowledged, in_kill, [kill], 0).duplicate_causes == {"kill_worker": 1}
     failed = {**kill, "detail": "not injected: connection refused"}
     assert judge(acknowledged, good, [failed], 0).faults_not_injected == 1

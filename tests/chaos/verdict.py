@@ -59,7 +59,8 @@ def explain(first: tuple[float, int], second: tuple[float, int],
     """The fault that explains a second run of a job, given (start ms, pid) of two runs.
 
     A worker kill explains it when it killed the process of the first run after that run
-    started. Else a fault on Redis or the connections (kill, CLIENT KILL, PAUSE, DEBUG SLEEP)
+    started: before the kill ended (``end``, once the process is gone), as a run can start in
+    the few ms between the controller noting ``at`` and the SIGKILL landing. Else a fault on Redis or the connections (kill, CLIENT KILL, PAUSE, DEBUG SLEEP)
     between a ttr before the first run and the second run, the last such one (an ack or
     heartbeat lost). A dispatcher kill never explains one: a dispatcher holds no jobs.
     """
@@ -67,7 +68,8 @@ def explain(first: tuple[float, int], second: tuple[float, int],
     for fault in faults:
         if (fault["kind"] == "kill_worker"
                 and str(fault["detail"]) == f"worker pid {first_pid}"
-                and first_start <= float(fault["at"]) <= second_start):  # type: ignore[arg-type]
+                and first_start <= float(fault["end"])  # type: ignore[arg-type]
+                and float(fault["at"]) <= second_start):  # type: ignore[arg-type]
             return "kill_worker"
     window = [f for f in faults if f["kind"] not in ("kill_worker", "kill_dispatcher")
               and first_start - TTR_MS <= float(f["at"]) <= second_start]  # type: ignore[arg-type]
