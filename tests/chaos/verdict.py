@@ -62,7 +62,8 @@ def explain(first: tuple[float, int], second: tuple[float, int],
     started: before the kill ended (``end``, once the process is gone), as a run can start in
     the few ms between the controller noting ``at`` and the SIGKILL landing. Else a fault on
     Redis or the connections (kill, CLIENT KILL, PAUSE, DEBUG SLEEP) between a ttr before the
-    first run and the second run, the last such one (an ack or heartbeat lost). A dispatcher kill never explains one: a dispatcher holds no jobs.
+    first run and the second run, the last such one (an ack or heartbeat lost). A dispatcher
+    kill never explains one: a dispatcher holds no jobs.
     """
     (first_start, first_pid), (second_start, _) = first, second
     for fault in faults:
