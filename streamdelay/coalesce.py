@@ -126,8 +126,7 @@ class EnqueueCoalescer:
             await agree_partitions_async(client, cfg.url, cfg.name, cfg.partitions,
                                          cfg.retry_for)
             while live:
-                chunks = enqueuing.enqueue_chunks(cfg, jobs, tolerance, live)
-                if (len(chunks) > 1 and tolerance == base
+                if (tolerance == base and enqueuing.call_count(jobs, live) > 1
                         and any(enqueuing.is_absolute(jobs[i]) for i in live)):
                     # several calls are not atomic together: refuse a past `at` first (as
                     # enqueue_many does), then send the rest with a widened tolerance
@@ -137,6 +136,7 @@ class EnqueueCoalescer:
                         live.remove(index)
                     tolerance += enqueuing.PAST_CHECK_SLACK_MS
                     continue
+                chunks = enqueuing.enqueue_chunks(cfg, jobs, tolerance, live)
                 step = chunks[0].call if len(chunks) == 1 else [c.call for c in chunks]
                 try:
                     reply = await call_with_retry(client, step, cfg.retry_for, _WHAT)

@@ -43,7 +43,7 @@ class PromoteResult:
     moved: int
     next_due: int
     now: int
-    now_us: int = -1
+    now_us: int
     round_trip: float = 0.0
 
 
@@ -79,11 +79,9 @@ class Dispatcher:
         call = script("promoteDue").call(keys.script_keys(), [self.batch])
         sent = time.monotonic()
         reply = await call_with_retry(self.client, call, None, "dispatch")
-        now = int(reply[2])
-        now_us = int(reply[4]) if len(reply) > 4 else now * 1000
-        result = PromoteResult(int(reply[0]), int(reply[1]), now, now_us,
+        result = PromoteResult(int(reply[0]), int(reply[1]), int(reply[2]), int(reply[4]),
                                time.monotonic() - sent)
-        for job_id, why in reply[3] if len(reply) > 3 else ():  # foreign garbage, quarantined
+        for job_id, why in reply[3]:  # foreign garbage, quarantined
             log.warning("due job %r of queue %s was not promoted: %s", job_id.decode(
                 errors="replace"), self.config.name, why.decode(errors="replace"))
         self.promoted += result.moved
@@ -129,8 +127,7 @@ class Dispatcher:
             return 0.0
         if result.next_due < 0:
             return self.safety_tick
-        now_us = result.now_us if result.now_us >= 0 else result.now * 1000
-        gap = (result.next_due * 1000 - now_us) / 1e6 - result.round_trip / 2
+        gap = (result.next_due * 1000 - result.now_us) / 1e6 - result.round_trip / 2
         return min(self.safety_tick, max(gap, 0.0))
 
     async def _partition_loop(self, keys: PartitionKeys, wake: asyncio.Event) -> None:

@@ -8,6 +8,7 @@ reply parsing.
 from __future__ import annotations
 
 import secrets
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -161,6 +162,13 @@ def enqueue_chunks(
     return chunks
 
 
+def call_count(prepared: Sequence[PreparedJob], indexes: Iterable[int] | None = None) -> int:
+    """How many ``enqueueJobs`` calls ``enqueue_chunks`` makes for these jobs (nothing packed)."""
+    per_partition = Counter(prepared[i].partition
+                            for i in (range(len(prepared)) if indexes is None else indexes))
+    return sum(-(-n // ENQUEUE_BATCH) for n in per_partition.values())
+
+
 def enqueue_results(
     prepared: Sequence[PreparedJob], chunk: EnqueueChunk, reply: Any
 ) -> list[tuple[int, EnqueueResult]]:
@@ -185,11 +193,9 @@ def enqueue_plan(cfg: QueueConfig, specs: Iterable[JobSpec]) -> Plan[list[Enqueu
     if not prepared:
         return []
     tolerance = validation.delay_ms(cfg.past_tolerance)
+    if call_count(prepared) > 1:
+        tolerance = yield from _check_past_first(prepared, tolerance)
     chunks = enqueue_chunks(cfg, prepared, tolerance)
-    if len(chunks) > 1:
-        widened = yield from _check_past_first(prepared, tolerance)
-        if widened != tolerance:
-            chunks = enqueue_chunks(cfg, prepared, widened)
     calls = [chunk.call for chunk in chunks]
     replies = [(yield calls[0])] if len(calls) == 1 else (yield calls)
     results: list[EnqueueResult | None] = [None] * len(prepared)
