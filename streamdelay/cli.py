@@ -30,7 +30,6 @@ from .cli_output import (
     dead_text,
     enqueue_text,
     job_text,
-    mask_any_url,
     stats_json,
     stats_text,
     to_json,
@@ -55,6 +54,7 @@ from .cli_support import (
     with_overrides,
 )
 from .config import DEFAULT_URL, QueueConfig, resolve_url
+from .masking import mask_url
 from .queue import Queue
 
 log = logging.getLogger("streamdelay.cli")
@@ -110,7 +110,7 @@ def worker(target: str, url: str | None, concurrency: int | None, group: str | N
              "dispatcher %s, redis %s", chosen.consumer, chosen.config.name,
              chosen.config.partitions, chosen.group, ", ".join(sorted(chosen.handlers)),
              chosen.concurrency, "on" if chosen.dispatch else "off",
-             mask_any_url(chosen.config.url))
+             mask_url(chosen.config.url))
     chosen.run()
     log.info("worker %s stopped: %s", chosen.consumer,
              ", ".join(f"{name} {count}" for name, count in chosen.counts.items()))
@@ -136,7 +136,7 @@ def dispatch(queue_name: str, url: str | None, partitions: int | None, log_level
     config: QueueConfig = library_call(
         lambda: Queue(queue_name, url=url, partitions=partitions).config)
     log.info("dispatching queue %s (%d partition(s)) at %s", config.name, config.partitions,
-             mask_any_url(config.url))
+             mask_url(config.url))
     promoted = asyncio.run(serve_dispatcher(config))
     log.info("dispatcher stopped: promoted %d job(s)", promoted)
     return 0

@@ -1,4 +1,4 @@
-"""Rendering for the ``streamdelay`` CLI: tables, job details, times and masked secrets.
+"""Rendering for the ``streamdelay`` CLI: tables, job details and times (secrets: masking.py).
 
 Pure functions from result objects to text, so ``cli.py`` stays about commands and exit codes.
 """
@@ -6,14 +6,12 @@ Pure functions from result objects to text, so ``cli.py`` stays about commands a
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
-from urllib.parse import quote, unquote, urlsplit
 
 import msgspec
 
-from .config import mask_url
 from .models import ClaimResult, DeadJob, EnqueueResult, JobInfo, QueueStats, TopicStats
 
 STATS_COLUMNS = ("TOPIC", "GROUP", "DELAYED", "READY", "RESERVED", "DEAD", "LAG_MS")
@@ -37,38 +35,6 @@ def to_json(value: Any) -> str:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         value = dataclasses.asdict(value)
     return msgspec.json.encode(value).decode()
-
-
-def mask_any_url(url: str) -> str:
-    """``mask_url`` that also hides credentials in malformed URLs (no scheme, stray ``@``)."""
-    if "://" in url:
-        try:
-            return mask_url(url)
-        except ValueError:
-            pass
-    return "***@" + url.rsplit("@", 1)[1] if "@" in url else url
-
-
-def passwords_in(values: Iterable[str]) -> list[str]:
-    """Passwords found in any URL-looking value (raw and percent-encoded forms)."""
-    found: list[str] = []
-    for value in values:
-        if "@" not in value:
-            continue
-        try:
-            password = urlsplit(value if "://" in value else "x://" + value).password
-        except ValueError:
-            password = None
-        if password:
-            found.extend({password, unquote(password), quote(password, safe="")})
-    return sorted(found, key=len, reverse=True)
-
-
-def scrub(text: str, secrets: Sequence[str]) -> str:
-    """``text`` with every secret replaced by ``***``."""
-    for secret in secrets:
-        text = text.replace(secret, "***")
-    return text
 
 
 def key_values(rows: Sequence[tuple[str, str]]) -> str:

@@ -25,11 +25,12 @@ from typing import TYPE_CHECKING, Any
 import click
 import redis
 
-from .cli_output import mask_any_url, passwords_in, scrub, stats_json, stats_text
+from .cli_output import stats_json, stats_text
 from .config import QueueConfig
 from .dispatcher import Dispatcher
 from .durations import parse_duration
 from .errors import ConnectionFailed, StreamdelayError, ValidationError
+from .masking import mask_url, scrub, secrets_in
 from .queue import Queue
 from .worker import Worker
 
@@ -270,7 +271,7 @@ def operator_queue(name: str, url: str | None, partitions: int | None = None) ->
         yield queue
     except ConnectionFailed as exc:
         reason = exc.__cause__ or exc
-        raise OperationFailed(f"cannot reach Redis at {mask_any_url(queue.config.url)}: "
+        raise OperationFailed(f"cannot reach Redis at {mask_url(queue.config.url)}: "
                               f"{reason}") from exc
     finally:
         queue.close()
@@ -328,7 +329,7 @@ def watch_stats(queue: Queue, interval: float, as_json: bool) -> None:
         if live:
             click.clear()
             stamp = time.strftime("%H:%M:%S")
-            click.echo(f"queue {queue.name} at {mask_any_url(queue.config.url)}  {stamp}  "
+            click.echo(f"queue {queue.name} at {mask_url(queue.config.url)}  {stamp}  "
                        f"(every {interval:g}s, Ctrl-C to stop)\n")
         click.echo(body + ("" if as_json or live else "\n"))
         time.sleep(interval)
@@ -337,7 +338,7 @@ def watch_stats(queue: Queue, interval: float, as_json: bool) -> None:
 # --- running a command with exit codes -----------------------------------------------------
 
 def _secrets(argv: Sequence[str]) -> list[str]:
-    return passwords_in([*argv, os.environ.get(URL_ENV, "")])
+    return secrets_in([*argv, os.environ.get(URL_ENV, "")])
 
 
 def _say(message: str, secrets: Sequence[str]) -> None:

@@ -6,18 +6,16 @@ The URL chooses the topology (``topology.py``): one server, a Redis Cluster or S
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit, urlunsplit
 
 from . import topology, validation
 from .codec import Serializer
 from .errors import ConfigError, ValidationError
+from .masking import mask_url as mask_url  # the one masking function, importable here too
 from .models import Backoff, BackoffPolicy
 from .topology import AsyncClient, SyncClient
 
 DEFAULT_URL = "redis://localhost:6379/0"
-_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#]*")
 SUPPORTED_SCHEMES = topology.SCHEMES
 
 
@@ -95,20 +93,6 @@ def check_url(url: object) -> str:
             "'://'", field="url")
     topology.parse_url(url)
     return url
-
-
-def mask_url(url: str) -> str:
-    """The URL with any password replaced by ``***``, for logs and messages."""
-    if urlsplit(url).scheme not in topology.SINGLE_SCHEMES:
-        return topology.mask_url(url)
-    url = _QUERY_PASSWORD.sub(r"\1***", url)  # redis-py also reads ?password=
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    netloc = f"{user}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
 def sync_client(url: str, socket_timeout: float) -> SyncClient:

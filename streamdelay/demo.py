@@ -30,9 +30,9 @@ from typing import TextIO
 
 import redis
 
-from .cli_output import mask_any_url
 from .errors import ValidationError
 from .keys import partition_keys
+from .masking import mask_url
 from .models import Job, JobSpec
 from .queue import AsyncQueue
 from .worker import Worker
@@ -120,16 +120,16 @@ def answers(url: str) -> bool:
 def demo_redis(url: str, out: TextIO) -> Iterator[str]:
     """Yield a usable Redis URL: ``url`` when it answers, else a private redis-server's."""
     if answers(url):
-        print(f"  redis   {mask_any_url(url)} (reachable, used as is)", file=out)
+        print(f"  redis   {mask_url(url)} (reachable, used as is)", file=out)
         yield url
         return
     if shutil.which("redis-server") is None:
-        raise RuntimeError(f"no Redis answers at {mask_any_url(url)} and redis-server is not "
+        raise RuntimeError(f"no Redis answers at {mask_url(url)} and redis-server is not "
                            f"installed (make redis installs it, or set STREAMDELAY_URL)")
     server = PrivateRedis()
     server.start()
     try:
-        print(f"  redis   none at {mask_any_url(url)}; started a private redis-server on "
+        print(f"  redis   none at {mask_url(url)}; started a private redis-server on "
               f"port {server.port} (stopped at exit)", file=out)
         yield server.url
     finally:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from .masking import mask_text
+
 
 class StreamdelayError(Exception):
     """Root of every error raised by streamdelay.
 
     Carries optional context so logs and the CLI can say which job, topic or script was involved.
+    The message goes through ``masking.mask_text``: no URL password or ``password=``-like value
+    survives in ``str(exc)`` (see docs/security.md).
     """
 
     def __init__(
@@ -18,7 +22,7 @@ class StreamdelayError(Exception):
         topic: str | None = None,
         script: str | None = None,
     ) -> None:
-        super().__init__(message)
+        super().__init__(mask_text(message))
         self.field = field
         self.job_id = job_id
         self.topic = topic

@@ -3,14 +3,16 @@
 ``redis://`` / ``rediss://`` / ``unix://`` name one server (redis-py's own URL syntax);
 ``redis+cluster://host:port[,host:port...]`` names any seed nodes of a cluster;
 ``redis+sentinel://host:port[,host:port...]/master_name[/db]`` names the Sentinels of a master.
-``rediss+cluster`` / ``rediss+sentinel`` use TLS to the data nodes. Credentials go in the user-info
-part (``user:password@``) and apply to the data nodes; a few ``?name=value`` options are accepted
-(``OPTIONS``). Every client built here speaks RESP2 and returns bytes, like the single-server one.
+``rediss+cluster`` / ``rediss+sentinel`` use TLS to the data nodes, and ``rediss+sentinel`` to the
+Sentinels as well. Credentials go in the user-info part (``user:password@``) and apply to the data
+nodes; a few ``?name=value`` options are accepted (``OPTIONS``). Every TLS connection states its
+certificate and host-name checks explicitly (``tls_settings``), whatever redis-py's defaults.
+Every client built here speaks RESP2 and returns bytes, like the single-server one.
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -25,6 +27,7 @@ from redis.sentinel import Sentinel
 
 from .errors import ConfigError
 from .keys import partition_keys
+from .masking import MASK, mask_url
 from .runner import Command, Plan, drive_async, drive_sync
 
 SyncClient = redis.Redis | redis.RedisCluster
@@ -34,8 +37,18 @@ SINGLE_SCHEMES = ("redis", "rediss", "unix")
 CLUSTER_SCHEMES = ("redis+cluster", "rediss+cluster")
 SENTINEL_SCHEMES = ("redis+sentinel", "rediss+sentinel")
 SCHEMES = SINGLE_SCHEMES + CLUSTER_SCHEMES + SENTINEL_SCHEMES
+_FLAGS = {"true": True, "yes": True, "on": True, "1": True,
+          "false": False, "no": False, "off": False, "0": False}
+
+
+def _flag(raw: str) -> bool:
+    if raw.lower() not in _FLAGS:
+        raise ValueError(raw)
+    return _FLAGS[raw.lower()]
+
+
 # ?name=value options of cluster and sentinel URLs, and how to read each value
-OPTIONS: dict[str, type] = {
+OPTIONS: dict[str, Callable[[str], Any]] = {
     "username": str,
     "password": str,
     "socket_connect_timeout": float,
@@ -43,6 +56,7 @@ OPTIONS: dict[str, type] = {
     "sentinel_password": str,
     "ssl_cert_reqs": str,
     "ssl_ca_certs": str,
+    "ssl_check_hostname": _flag,
 }
 SENTINEL_ONLY = ("sentinel_username", "sentinel_password")
 # what redis-py's parse_url may return for a redis:// / rediss:// / unix:// URL that we pass on
@@ -52,7 +66,7 @@ SINGLE_OPTIONS = {
     "ssl_certfile", "ssl_keyfile", "ssl_password",
 }
 SENTINEL_SOCKET_TIMEOUT = 2.0
-_PASSWORD_OPTION = re.compile(r"((?:^|[?&])(?:sentinel_)?password=)[^&]*")
+SECRET_OPTIONS = ("password", "sentinel_password")
 PARTITIONS_FIELD = "partitions"
 _agreed: set[tuple[str, str, int]] = set()  # (url, queue, partitions) checked in this process
 
@@ -73,19 +87,17 @@ class Topology:
         """The value of a ``?name=`` option (or of the user-info credentials), else None."""
         return dict(self.options).get(name)
 
+    def __repr__(self) -> str:
+        """The topology with its URL and password options masked (see ``masking``)."""
+        options = tuple((name, MASK if name in SECRET_OPTIONS else value)
+                        for name, value in self.options)
+        return (f"Topology(kind={self.kind!r}, url={mask_url(self.url)!r}, nodes={self.nodes!r}, "
+                f"master={self.master!r}, db={self.db!r}, tls={self.tls!r}, options={options!r})")
+
 
 def _bad(url: str, why: str) -> ConfigError:
     return ConfigError(f"url: {why} in {mask_url(url)!r}", field="url")
 
-
-def mask_url(url: str) -> str:
-    """A cluster or sentinel URL with its passwords (user-info and options) replaced by ``***``."""
-    scheme, sep, rest = url.partition("://")
-    userinfo, at, hosts = rest.rpartition("@")
-    if at:
-        user, colon, _ = userinfo.partition(":")
-        rest = (f"{user}:***@" if colon else "***@") + hosts
-    return scheme + sep + _PASSWORD_OPTION.sub(r"\1***", rest)
 
 
 def _nodes(url: str, hostlist: str) -> tuple[tuple[str, int], ...]:
@@ -118,8 +130,9 @@ def _options(url: str, query: str, userinfo: str, kind: Kind) -> tuple[tuple[str
     return tuple(sorted(found.items()))
 
 
-def _check_single(url: str) -> None:
-    """Refuse what redis-py would only refuse later with a raw error (port, db, options)."""
+def _check_single(url: str) -> tuple[tuple[str, Any], ...]:
+    """Refuse what redis-py would only refuse later with a raw error (port, db, options);
+    returns the URL's TLS checks (``ssl_cert_reqs``, ``ssl_check_hostname``) when it has any."""
     try:
         found = redis.connection.parse_url(url)  # type: ignore[no-untyped-call]
     except ValueError as exc:
@@ -127,8 +140,18 @@ def _check_single(url: str) -> None:
     unknown = sorted(set(found) - SINGLE_OPTIONS)
     if unknown:
         raise _bad(url, f"unknown option {unknown[0]!r}")
-    if str(found.get("ssl_cert_reqs", "required")).lower() not in ("none", "optional", "required"):
+    return tuple(sorted((name, found[name]) for name in ("ssl_cert_reqs", "ssl_check_hostname")
+                        if name in found))
+
+
+def _check_tls(url: str, topology: Topology) -> Topology:
+    reqs = str(topology.option("ssl_cert_reqs") or "required").lower()
+    if reqs not in ("none", "optional", "required"):
         raise _bad(url, "ssl_cert_reqs must be none, optional or required")
+    if reqs == "none" and topology.option("ssl_check_hostname"):
+        raise _bad(url, "ssl_check_hostname=true needs ssl_cert_reqs=required or optional "
+                        "(a host name is only checked on a verified certificate)")
+    return topology
 
 
 def parse_url(url: str) -> Topology:
@@ -141,8 +164,8 @@ def parse_url(url: str) -> Topology:
             f"url: scheme {scheme!r} is not supported (use "
             f"{', '.join(s + '://' for s in SCHEMES)})", field="url")
     if scheme in SINGLE_SCHEMES:
-        _check_single(url)
-        return Topology("single", url)
+        tls = _check_single(url)
+        return _check_tls(url, Topology("single", url, tls=scheme == "rediss", options=tls))
     parts = urlsplit("x://" + rest)
     userinfo, _, hostlist = parts.netloc.rpartition("@")
     kind: Kind = "cluster" if scheme in CLUSTER_SCHEMES else "sentinel"
@@ -152,13 +175,14 @@ def parse_url(url: str) -> Topology:
     if kind == "cluster":
         if path not in ([], ["0"]):
             raise _bad(url, "a cluster URL takes no database (a cluster has database 0 only)")
-        return topology
+        return _check_tls(url, topology)
     if not path or len(path) > 2:
         raise _bad(url, "a sentinel URL needs /master_name or /master_name/db")
     if len(path) == 2 and not path[1].isdigit():
         raise _bad(url, f"database {path[1]!r} is not a number")
-    return Topology(kind, url, topology.nodes, unquote(path[0]),
-                    int(path[1]) if len(path) == 2 else 0, topology.tls, topology.options)
+    return _check_tls(url, Topology(kind, url, topology.nodes, unquote(path[0]),
+                                    int(path[1]) if len(path) == 2 else 0, topology.tls,
+                                    topology.options))
 
 
 def node_options(topology: Topology, socket_timeout: float) -> dict[str, Any]:
@@ -170,22 +194,42 @@ def node_options(topology: Topology, socket_timeout: float) -> dict[str, Any]:
         "health_check_interval": 0,
         "decode_responses": False,
     }
-    for name in ("username", "password", "socket_connect_timeout", "ssl_cert_reqs",
-                 "ssl_ca_certs"):
-        if topology.option(name) is not None:
-            options[name] = topology.option(name)
-    if topology.tls:
-        options["ssl"] = True
-    return options
+    if topology.kind != "single":  # a single server's URL carries these itself
+        for name in ("username", "password", "socket_connect_timeout"):
+            if topology.option(name) is not None:
+                options[name] = topology.option(name)
+    return {**options, **tls_settings(topology)}
+
+
+def tls_settings(topology: Topology) -> dict[str, Any]:
+    """The TLS settings of a ``rediss*`` URL's connections, every check stated explicitly.
+
+    ``ssl_check_hostname`` is on whenever the certificate is verified (``ssl_cert_reqs``
+    required, the default, or optional) unless the URL turns it off, so a certificate for
+    another host is refused whatever redis-py's own default is (False before redis-py 6).
+    """
+    if not topology.tls:
+        return {}
+    reqs = str(topology.option("ssl_cert_reqs") or "required").lower()
+    check = topology.option("ssl_check_hostname")
+    settings: dict[str, Any] = {
+        "ssl_cert_reqs": reqs, "ssl_check_hostname": reqs != "none" if check is None else check}
+    if topology.kind != "single":  # a single server's URL names its own connection class
+        settings["ssl"] = True
+        if topology.option("ssl_ca_certs") is not None:
+            settings["ssl_ca_certs"] = topology.option("ssl_ca_certs")
+    return settings
 
 
 def _sentinel_options(topology: Topology) -> dict[str, Any]:
+    """Settings of the Sentinel connections: TLS like the data nodes for ``rediss+sentinel``
+    (the sentinel password must not cross the network in clear)."""
     options: dict[str, Any] = {"protocol": 2, "socket_timeout": SENTINEL_SOCKET_TIMEOUT,
                                "socket_connect_timeout": SENTINEL_SOCKET_TIMEOUT}
     for name in ("username", "password"):
         if topology.option("sentinel_" + name) is not None:
             options[name] = topology.option("sentinel_" + name)
-    return options
+    return {**options, **tls_settings(topology)}
 
 
 class _AsyncCluster(aioredis.RedisCluster):

@@ -19,8 +19,7 @@ import redis
 import streamdelay as sd
 from streamdelay import topology
 from tests.redis_server import free_port, wait_until
-from tests.test_cli import command
-from tests.test_cli import cli_env
+from tests.test_cli import cli_env, command
 from tests.tls_servers import MASTER_NAME, make_certificates, tls_redis, tls_sentinel
 
 ROOT = Path(__file__).resolve().parents[1]
