@@ -18,6 +18,7 @@ import redis
 
 import streamdelay as sd
 from streamdelay import topology
+from streamdelay.masking import mask_text, mask_url, scrub, secrets_in
 from tests.redis_server import free_port, wait_until
 from tests.test_cli import cli_env, command
 from tests.tls_servers import MASTER_NAME, make_certificates, tls_redis, tls_sentinel
@@ -122,6 +123,11 @@ def test_worker_over_tls_with_encrypted_client_key_never_logs_secrets(tmp_path: 
                f"&ssl_password={SSL_PW}")
         with sd.Queue("tlslog", url=url) as queue:
             queue.enqueue("cli.echo", {"n": 1}, id="over-tls")
+        wrong_key_password = sd.Queue("tlslog", url=url.replace(SSL_PW, ODD_PW[::-1][:6]),
+                                      retry_for=0.5)
+        with pytest.raises(sd.StreamdelayError) as refused:  # the key cannot be decrypted
+            wrong_key_password.stats()
+        assert ODD_PW[::-1][:6] not in " ".join(exception_texts(refused.value))
         out = tmp_path / "out.txt"
         proc = subprocess.Popen(
             command("worker", "tests.apps.cli_worker_app:worker", "--url", url),
@@ -135,6 +141,32 @@ def test_worker_over_tls_with_encrypted_client_key_never_logs_secrets(tmp_path: 
     assert proc.returncode == 0, stderr
     assert "ssl_password=***" in stderr and ":***@127.0.0.1" in stderr, stderr
     assert leaked(stdout, stderr) == [], stderr
+
+
+@pytest.mark.parametrize("text, shown", [
+    (f"redis//someone:{PW}@127.0.0.1/0", "redis//someone:***@127.0.0.1/0"),  # no scheme
+    (f"someone:{PW}@host:1", "someone:***@host:1"),
+    (f"redis://u:{ODD_PW}@h:1/0", "redis://u:***@h:1/0"),  # raw @ : / ? & # in the password
+    (f"rediss://h:1/0?ssl_password={quote(ODD_PW, safe='')}", "rediss://h:1/0?ssl_password=***"),
+    ("rediss://h:1/0?ssl_password=p@ss/w:rd", "rediss://h:1/0?ssl_password=***"),
+    (f"rediss://h:1/0?SSL_PASSWORD={PW}&db=2", "rediss://h:1/0?SSL_PASSWORD=***&db=2"),
+    (f"unix:///tmp/r.sock?password={PW}&db=1", "unix:///tmp/r.sock?password=***&db=1"),
+    (f"redis://{PW}@h:1", "redis://***@h:1"),  # a lone user-info part is hidden too
+])
+def test_mask_url_on_odd_urls(text: str, shown: str) -> None:
+    assert mask_url(text) == shown
+    assert mask_url(shown) == shown  # masking twice changes nothing
+    if "://" in text:  # free text: URLs with a scheme (the library never echoes other forms)
+        assert leaked(mask_text(f"failed at {text!r} ({text})")) == []
+        assert "p@ss" not in mask_text(f"failed at {text!r} ({text})")
+
+
+def test_cli_scrubs_secrets_it_was_given_from_any_text() -> None:
+    url = f"rediss://u:{quote(ODD_PW, safe='')}@h:1/0?ssl_password={SSL_PW}"
+    secrets = secrets_in(["stats", "q", "--url", url])
+    assert {ODD_PW, quote(ODD_PW, safe=""), SSL_PW} <= set(secrets)
+    said = scrub(f"redis said: bad key {SSL_PW!r}; AUTH {ODD_PW} <Redis(password={PW})>", secrets)
+    assert leaked(said) == [] and said.count("***") == 3
 
 
 # --- TLS host-name checks ----------------------------------------------------------------
