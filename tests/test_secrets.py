@@ -169,6 +169,20 @@ def test_cli_scrubs_secrets_it_was_given_from_any_text() -> None:
     assert leaked(said) == [] and said.count("***") == 3
 
 
+def test_dispatcher_process_log_masks_secrets_while_redis_is_unreachable() -> None:
+    proc = subprocess.Popen(command("dispatch", "masked", "--url", URLS[0]),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            env=cli_env(None))
+    try:
+        time.sleep(3)  # long enough for the start line and a few retry warnings
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=60)
+    assert "dispatching queue masked" in stderr and "unavailable" in stderr, stderr
+    assert "ssl_password=***" in stderr and "someone:***@" in stderr, stderr
+    assert leaked(stdout, stderr) == [], stderr
+
+
 # --- TLS host-name checks ----------------------------------------------------------------
 
 def test_a_certificate_for_another_host_is_refused(tmp_path: Path) -> None:
