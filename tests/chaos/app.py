@@ -6,6 +6,7 @@ Usage: ``python -m tests.chaos.app worker URL QUEUE HISTORY_DIR`` or
 ``HISTORY_DIR/worker-<pid>.jsonl`` (flushed before the handler returns, so a run recorded here
 happened even if the ack was lost). ``intact`` says the body is the one ``job_body`` made for
 that id (its number, and the SHA-256 of its padding for the 64 KiB-1 MiB bodies).
+``CHAOS_KEEP_DONE`` (seconds, default 0) is the workers' ``keep_done``.
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ def body_intact(job: sd.Job) -> tuple[bool, int]:
 
 def run_worker(url: str, queue_name: str, history_dir: str) -> None:
     """Serve the chaos topic until SIGTERM, recording every handler start."""
-    queue = sd.Queue(queue_name, url=url, ttr=3, max_attempts=50, backoff=[0.2])
+    queue = sd.Queue(queue_name, url=url, ttr=3, max_attempts=50, backoff=[0.2],
+                     keep_done=float(os.environ.get("CHAOS_KEEP_DONE", "0")))
     worker = sd.Worker(queue, concurrency=32, shutdown_grace=5)
     out = (Path(history_dir) / f"worker-{os.getpid()}.jsonl").open("a", buffering=1)
 

@@ -6,7 +6,8 @@ later, back. The migration is done by hand the way ``redis-cli --cluster reshard
 pause after each key so jobs flow while the slot is half moved, and the stream keys the scripts
 write without declaring them (``t:<topic>``, ``dead:<topic>``) moved first: the order that leaves
 them apart from the declared keys longest. After the run every key of that partition's hash tag
-must live on one node.
+must live on one node. With ``--keep-done`` the workers keep tombstones, so the partition's
+``done`` key exists and a script can find every declared key on the source mid-migration.
 
 ``python -m tests.chaos.cluster_run --jobs 10000 --spread 30 --out chaos-results/cluster``
 (``make chaos-cluster``). Exit status 1 when the verdict fails (see ``Verdict.ok``).
@@ -31,11 +32,11 @@ from tests.chaos.run import (
     Production,
     Settings,
     fresh_history,
+    locate_lost,
     print_summary,
     produce,
     read_history,
     wait_for_drain,
-    where_lost,
     write_record,
 )
 from tests.chaos.verdict import Verdict, judge
@@ -135,11 +136,12 @@ def split_keys(cluster: LocalCluster, queue: str, partition: int) -> list[str]:
     return [f"{port}: {key}" for port, keys in sorted(where.items()) for key in keys]
 
 
-def run_cluster_chaos(settings: Settings) -> Verdict:
+def run_cluster_chaos(settings: Settings, keep_done: float = 0.0) -> Verdict:
     """Run the cluster scenario and return the checked verdict (also written to
-    ``settings.out``). Sets ``STREAMDELAY_PARTITIONS`` in this process for itself and its
-    worker processes."""
+    ``settings.out``). Sets ``STREAMDELAY_PARTITIONS`` (and ``CHAOS_KEEP_DONE``) in this
+    process for itself and its worker processes."""
     os.environ["STREAMDELAY_PARTITIONS"] = str(PARTITIONS)
+    os.environ["CHAOS_KEEP_DONE"] = str(keep_done)
     rng = random.Random(settings.seed)
     history = fresh_history(settings.out)
     production = Production()
@@ -161,14 +163,15 @@ def run_cluster_chaos(settings: Settings) -> Verdict:
                         big=production.big)
         verdict.split_keys = [f"partition {p} {where}" for p in range(PARTITIONS)
                               for where in split_keys(cluster, queue, p)]
-        verdict.lost_where = where_lost(cluster.url, queue, verdict.lost_ids)
+        locate_lost(verdict, cluster.url, queue, production.acknowledged, history)
     verdict.setup = {
         "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(began_wall)),
         "run_seconds": round(time.monotonic() - began, 1),
         "jobs": settings.jobs, "spread_s": settings.spread, "seed": settings.seed,
         "cluster_primaries": 3, "partitions": PARTITIONS, "moved_partition": MOVED_PARTITION,
         "worker_processes": settings.workers, "standalone_dispatchers": 1,
-        "big_bodies_planned": settings.big_bodies, "processes_started": processes.started,
+        "big_bodies_planned": settings.big_bodies, "keep_done_s": keep_done,
+        "processes_started": processes.started,
     }
     write_record(settings.out, verdict, production)
     return verdict
@@ -181,11 +184,13 @@ def main() -> int:
     parser.add_argument("--spread", type=float, default=30.0)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--big-bodies", type=int, default=50)
+    parser.add_argument("--keep-done", type=float, default=0.0,
+                        help="the workers' keep_done in seconds (default 0: no tombstones)")
     parser.add_argument("--out", type=Path, default=Path("chaos-results/cluster"))
     args = parser.parse_args()
     settings = Settings(jobs=args.jobs, spread=args.spread, seed=args.seed, out=args.out,
                         drain_timeout=60.0, big_bodies=args.big_bodies)
-    verdict = run_cluster_chaos(settings)
+    verdict = run_cluster_chaos(settings, args.keep_done)
     print_summary(verdict, args.out)
     return 0 if verdict.ok else 1
 

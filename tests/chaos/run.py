@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -284,6 +285,19 @@ def where_lost(url: str, queue_name: str, ids: list[str]) -> dict[str, str]:
     return found
 
 
+def locate_lost(verdict: Verdict, url: str, queue_name: str,
+                acknowledged: dict[str, int], history: Path) -> None:
+    """Fill ``lost_where`` (20 examples) and ``lost_states`` (every lost job, by record state
+    and whether it is in the delayed set) from what Redis holds after the run."""
+    handled = {str(run["id"]) for run in read_history(history)}
+    where = where_lost(url, queue_name, sorted(set(acknowledged) - handled))
+    verdict.lost_where = dict(list(where.items())[:20])
+    verdict.lost_states = dict(Counter(
+        "no record" if text == "no record"
+        else f"state {text.split()[1][0]}, in delayed set: {text.rsplit(' ', 1)[1]}"
+        for text in where.values()))
+
+
 def fresh_history(out: Path) -> Path:
     """``out/history``, created and emptied."""
     history = out / "history"
@@ -324,7 +338,7 @@ def run_chaos(settings: Settings) -> Verdict:
         verdict = judge(production.acknowledged, read_history(history), controller.events,
                         production.refused, refused_oom=production.refused_oom,
                         big=production.big)
-        verdict.lost_where = where_lost(server.url, QUEUE, verdict.lost_ids)
+        locate_lost(verdict, server.url, QUEUE, production.acknowledged, history)
     verdict.setup = {
         "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(began_wall)),
         "run_seconds": round(time.monotonic() - began, 1),

@@ -40,6 +40,7 @@ class Verdict:
     corrupt_ids: list[str] = field(default_factory=list)
     split_keys: list[str] = field(default_factory=list)
     lost_where: dict[str, str] = field(default_factory=dict)
+    lost_states: dict[str, int] = field(default_factory=dict)
     setup: dict[str, object] = field(default_factory=dict)
     faults: list[dict[str, object]] = field(default_factory=list)
 
