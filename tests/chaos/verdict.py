@@ -1,5 +1,5 @@
 """The chaos checker: from what producers were told and what handlers recorded, count lost,
-duplicated (with the fault that explains each) and early deliveries, and lateness."""
+duplicated (with the fault that explains each), early and corrupted deliveries, and lateness."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ TTR_MS = 3000
 @dataclass
 class Verdict:
     """The outcome of one chaos run; ``ok`` needs no lost job, no early delivery, no refused
-    enqueue (producers retry for 60 s: a refusal means an outage was not ridden out) and no
-    duplicate without a fault to explain it."""
+    enqueue (producers retry for 60 s: a refusal means an outage was not ridden out) other than
+    those Redis refused for memory during a maxmemory squeeze, no body that arrived altered, no
+    key of a partition left on two cluster nodes, and no duplicate without a fault to explain it.
+    """
 
     enqueued_acknowledged: int
     enqueue_refused: int
@@ -31,13 +33,23 @@ class Verdict:
     lateness_by_fault_kind_ms: dict[str, dict[str, float]] = field(default_factory=dict)
     faults_by_kind: dict[str, int] = field(default_factory=dict)
     faults_not_injected: int = 0
+    enqueue_refused_oom: int = 0
+    handled_not_acknowledged: int = 0
+    big_bodies: dict[str, int] = field(default_factory=dict)
+    corrupt: int = 0
+    corrupt_ids: list[str] = field(default_factory=list)
+    split_keys: list[str] = field(default_factory=list)
+    lost_where: dict[str, str] = field(default_factory=dict)
+    lost_states: dict[str, int] = field(default_factory=dict)
     setup: dict[str, object] = field(default_factory=dict)
     faults: list[dict[str, object]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        """Nothing lost, nothing early, nothing refused, every duplicate explained."""
+        """Nothing lost, early, refused (but for memory), altered or split; every duplicate
+        explained."""
         return (self.lost == 0 and self.early == 0 and self.enqueue_refused == 0
+                and self.corrupt == 0 and not self.split_keys
                 and "unexplained" not in self.duplicate_causes)
 
 
@@ -83,11 +95,22 @@ def near_fault(due: float, fault: dict[str, object]) -> bool:
 
 
 def judge(acknowledged: dict[str, int], runs: Sequence[dict[str, float | str | int]],
-          faults: Sequence[dict[str, object]], refused: int) -> Verdict:
-    """Check the history against the acknowledged enqueues."""
+          faults: Sequence[dict[str, object]], refused: int, *, refused_oom: int = 0,
+          big: Sequence[str] = ()) -> Verdict:
+    """Check the history against the acknowledged enqueues.
+
+    ``refused`` counts enqueues refused for any reason but memory, ``refused_oom`` those Redis
+    refused with ``OOM`` (a squeeze: not a promise, not a failure); ``big`` names the
+    acknowledged jobs with 64 KiB-1 MiB bodies. A run recorded with ``"intact": false`` got a
+    body that does not match what was enqueued (its number or its SHA-256).
+    """
     starts: dict[str, list[tuple[float, int]]] = {}
+    corrupt_ids: set[str] = set()
     for run in runs:
         starts.setdefault(str(run["id"]), []).append((float(run["start"]), int(run["pid"])))
+        if not run.get("intact", True):
+            corrupt_ids.add(str(run["id"]))
+    big_acknowledged = set(big) & set(acknowledged)
     lost_ids = sorted(set(acknowledged) - set(starts))
     injected = [f for f in faults if not str(f["detail"]).startswith("not injected")]
     causes: Counter[str] = Counter()
@@ -125,5 +148,11 @@ def judge(acknowledged: dict[str, int], runs: Sequence[dict[str, float | str | i
         lateness_by_fault_kind_ms={kind: percentiles(v) for kind, v in sorted(by_kind.items())},
         faults_by_kind=dict(Counter(str(f["kind"]) for f in injected)),
         faults_not_injected=len(faults) - len(injected),
+        enqueue_refused_oom=refused_oom,
+        handled_not_acknowledged=len(set(starts) - set(acknowledged)),
+        big_bodies={"acknowledged": len(big_acknowledged),
+                    "handled": len(big_acknowledged & set(starts))},
+        corrupt=len(corrupt_ids),
+        corrupt_ids=sorted(corrupt_ids)[:20],
         faults=list(faults),
     )
