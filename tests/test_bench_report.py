@@ -114,7 +114,7 @@ def test_every_verdict_in_the_notes_is_the_targets_verdict_of_the_same_run() -> 
     assert exit_code([], unmeasured) == 0
     checks = targets.issue_targets(figures, False)
     analysis = prose(text)[prose(text).index(report_notes.ANALYSIS_HEADING):]
-    for key, check in checks.items():
+    for key in checks:
         if key == "never_early":
             continue  # judged in the Targets list only
         assert any(f"{{verdict_{key}}}" in note for note in report_notes.NOTES), key
