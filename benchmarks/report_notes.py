@@ -82,7 +82,7 @@ Redis alone would cap at {many_redis_cap}/s. The raw pipelined `ZADD` ({many_raw
 command per job and writes no record.""",
     """\
 **AsyncQueue with concurrent callers** (>= {target_async}/s: {verdict_async}, {async_rate}/s \
-with {callers} callers, {async_ratio} of the raw async `ZADD` of the same callers at \
+with {callers} callers, {async_ratio} the raw async `ZADD` of the same callers at \
 {async_raw}/s): concurrent calls are coalesced into shared `enqueueJobs` calls \
 (`coalesce.py`), so the asyncio connection pool is not the bound; one event loop doing the \
 validation and encoding (as for `enqueue_many`, {many_us} µs per job in this run) plus the \
