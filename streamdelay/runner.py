@@ -143,9 +143,20 @@ def _first_error(replies: list[Any]) -> list[Any]:
 
 # --- synchronous -------------------------------------------------------------------------
 
+def _old_server(exc: ResponseError) -> Exception:
+    """A script Redis cannot compile: before 7.0 the ``#!lua`` flags line is a syntax error."""
+    if "Error compiling script" in str(exc):
+        return ConfigError(f"redis: this server cannot load streamdelay's scripts ({exc}); "
+                           f"streamdelay needs Redis 7.0 or newer (docs/operations.md)")
+    return exc
+
+
 def _load_sync(client: SyncClient, script: Script) -> None:
     """SCRIPT LOAD on the server, or on every primary of a cluster (redis-py routes it so)."""
-    client.script_load(script.source)
+    try:
+        client.script_load(script.source)
+    except ResponseError as exc:
+        raise _old_server(exc) from exc
 
 
 def _run_script_sync(client: SyncClient, call: ScriptCall) -> Any:
@@ -245,7 +256,10 @@ async def _run_script_async(client: AsyncClient, call: ScriptCall) -> Any:
     try:
         return await _command(client)(*_evalsha_args(call))
     except NoScriptError:
-        await client.script_load(call.script.source)  # a cluster loads it on every primary
+        try:
+            await client.script_load(call.script.source)  # a cluster loads it on every primary
+        except ResponseError as exc:
+            raise _old_server(exc) from exc
         try:
             try:
                 return await _command(client)(*_evalsha_args(call))
