@@ -22,13 +22,20 @@ from redis.exceptions import (
     ClusterError,
     NoPermissionError,
     NoScriptError,
+    OutOfMemoryError,
     ReadOnlyError,
     RedisClusterException,
     ResponseError,
     TryAgainError,
 )
 
-from .errors import ConfigError, ConnectionFailed, StreamdelayError, error_from_script
+from .errors import (
+    ConfigError,
+    ConnectionFailed,
+    ScriptError,
+    StreamdelayError,
+    error_from_script,
+)
 from .scripts import Script, ScriptCall
 
 if TYPE_CHECKING:
@@ -96,6 +103,10 @@ def _command_error(step: Command, exc: ResponseError) -> Exception:
 def _map_error(call: ScriptCall, exc: Exception) -> Exception:
     if isinstance(exc, NoPermissionError):
         return _denied(exc)
+    if isinstance(exc, OutOfMemoryError):  # refused whole: a script that may write ran nothing
+        return ScriptError(f"redis is full (OOM, maxmemory reached): {call.script.name} was "
+                           f"refused and wrote nothing; free memory or raise maxmemory "
+                           f"(docs/operations.md)", script=call.script.name)
     if isinstance(exc, ResponseError) and not isinstance(exc, (NoScriptError, *RETRYABLE)):
         return error_from_script(call.script.name, str(exc))
     return exc
