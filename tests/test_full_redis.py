@@ -16,7 +16,8 @@ from streamdelay.keys import PartitionKeys
 from streamdelay.runner import run_step_sync
 from streamdelay.scripts import script
 from tests.placement import fill_up, make_room, misplaced
-from tests.redis_server import RedisServer, wait_until
+from tests.redis_server import RedisServer
+from tests.test_cli import cli_many
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -120,17 +121,33 @@ def test_operators_read_cancel_and_purge_while_redis_is_full(own_redis: RedisSer
     worker.run(until_idle=True)
     q.enqueue("t", 1, id="later", delay=600)
     assert q.stats().topics["t"].dead == 1
-    fresh = sd.Queue("ops", url=own_redis.url)  # a new process: nothing cached
     fill_up(client)
-    assert fresh.get("later") is not None
-    assert fresh.stats().topics["t"].delayed == 1
-    assert [d.id for d in fresh.dead_list()] == ["poison"]
-    assert fresh.cancel("later") is True
-    assert fresh.dead_purge() == 1
-    assert client.hlen(keys.jobs) == 0
+    # each command a new process (nothing cached), as an operator runs them
+    stats, get, dead = cli_many([["stats", "ops"], ["get", "ops", "later"], ["dead", "list", "ops"]],
+                                url=own_redis.url)
+    assert (stats.returncode, get.returncode, dead.returncode) == (0, 0, 0), (
+        stats.stderr, get.stderr, dead.stderr)
+    assert "later" in get.stdout and "poison" in dead.stdout
+    cancel, purge = cli_many([["cancel", "ops", "later"], ["dead", "purge", "ops"]],
+                             url=own_redis.url)
+    assert (cancel.returncode, purge.returncode) == (0, 0), (cancel.stderr, purge.stderr)
+    assert client.hlen(keys.jobs) == 0 and client.zcard(keys.delayed) == 0
     make_room(client)
-    fresh.close()
     q.close()
+
+
+def test_read_commands_on_an_unknown_queue_say_so_and_write_nothing(redis_url: str) -> None:
+    client = redis.Redis.from_url(redis_url)
+    name = f"nosuch{time.monotonic_ns()}"
+    runs = cli_many([["stats", name], ["get", name, "x"], ["dead", "list", name]], url=redis_url)
+    for run in runs:
+        assert run.returncode == 1, run
+        assert run.stdout == "" and run.stderr.count("\n") == 1, run.stderr
+        assert "no such queue" in run.stderr, run.stderr
+    assert list(client.scan_iter(match=f"sd:{{{name}#*")) == []
+    with pytest.raises(sd.NoSuchQueue, match="no such queue"):
+        sd.Queue(name, url=redis_url).stats()
+    assert list(client.scan_iter(match=f"sd:{{{name}#*")) == []
 
 
 def test_worker_whose_registration_changes_nothing_starts_under_oom(
