@@ -4,7 +4,8 @@
 -- ARGV[1] batch limit (bounded so one call stays around a millisecond); a batch also stops
 -- before its records pass MAX_BATCH_BYTES (1 MiB), always after at least one job.
 -- Returns {moved, next_due_ms or -1, now_ms, dropped, now_us}: next_due is the new head of the
--- delayed set and now_us the same server clock reading as now_ms in epoch microseconds, so the
+-- delayed set (or, when sooner, when the tombstone sweep wants to run again: now while expired
+-- tombstones are left, else the next expiry but not before a second from now) and now_us the same server clock reading as now_ms in epoch microseconds, so the
 -- caller sleeps (next_due * 1000 - now_us) µs by its own monotonic clock. dropped lists
 -- {id, reason} pairs of due ids that were not promoted: no record, a malformed record (left in
 -- the jobs hash for get/cancel), a topic key that is not a stream (the job goes dead instead),
@@ -13,7 +14,7 @@
 -- the batch there (what came before it is kept); when it is the first job the call fails with
 -- 'SDERR PROMOTE_FAILED <key> <error>' and writes nothing. Flags: may write, so Redis refuses
 -- the call whole under maxmemory (docs/operations.md).
--- Also forgets up to 500 expired keep_done tombstones (the periodic sweep).
+-- Also forgets up to 500 expired keep_done tombstones (the periodic sweep, see next_due).
 -- Stream entry fields: 'id' job id, 'rec' the job record as it was when delayed.
 -- Errors: 'SDERR WRONG_TYPE <key> <type>' (a KEYS key of another type; nothing written).
 -- Retry-safe: a job moves once; a repeated call finds it gone from the delayed set.
@@ -26,7 +27,7 @@
 
 local MAX_BATCH_BYTES = 1048576
 local RETRY_LATER_MS = 60000
-local SWEEP = 500
+local SWEEP, SWEEP_EVERY_MS = 500, 1000
 local now, now_us = server_time()
 local limit = tonumber(ARGV[1])
 check_partition_keys()
@@ -113,8 +114,17 @@ if n > 0 then
   if #later > 0 then write_many('ZADD', K_DELAYED, later) end
   for topic, count in pairs(per_topic) do redis.call('HINCRBY', K_COUNTS, topic, -count) end
 end
-purge_done(now, SWEEP)
+local more = purge_done(now, SWEEP)
 local head = redis.call('ZRANGE', K_DELAYED, 0, 0, 'WITHSCORES')
 local next_due = -1
 if head[2] then next_due = math.ceil(tonumber(head[2])) end -- the first ms it is due in
+-- the sweep: call again at once while expired tombstones are left, else when the next one
+-- expires, but at most once a second for them
+local sweep_at = nil
+if more then sweep_at = now
+else
+  local first = redis.call('ZRANGE', K_DONE, 0, 0, 'WITHSCORES')
+  if first[2] then sweep_at = math.max(math.ceil(tonumber(first[2])), now + SWEEP_EVERY_MS) end
+end
+if sweep_at and (next_due < 0 or sweep_at < next_due) then next_due = sweep_at end
 return {moved, next_due, now, dropped, now_us}
