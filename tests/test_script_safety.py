@@ -40,9 +40,10 @@ def test_enqueue_with_a_foreign_key_of_the_wrong_type_writes_nothing(
     client.set(getattr(keys, key), "foreign")
     before = snapshot(client, keys)
     args = [3_600_000, 60_000, "new", "t", "r", 1000, 60_000, 3, "0", b"\x92\xa1j\xc4\x01"]
-    with pytest.raises(sd.ScriptError, match=f"{getattr(keys, key)}.*string"):
+    with pytest.raises(sd.ScriptError) as refused:
         call(client, "enqueueJobs", keys, args)
     assert snapshot(client, keys) == before
+    assert f"key {getattr(keys, key)} holds a string" in str(refused.value)
     client.delete(getattr(keys, key))
     if key == "delayed":
         client.zadd(keys.delayed, {"first": 1})
@@ -59,9 +60,10 @@ def test_failing_with_a_foreign_dead_letter_key_writes_nothing(queue: sd.Queue) 
     [[_, [(eid, _)]]] = client.xreadgroup("g", "c", {keys.stream("t"): ">"})
     client.set(keys.dead("t"), "foreign")
     before = snapshot(client, keys)
-    with pytest.raises(sd.ScriptError, match="WRONG_TYPE|holds a string"):
+    with pytest.raises(sd.ScriptError) as refused:
         call(client, "failJob", keys, ["g", "t", "j", eid, 0, "1", "boom"])
     assert snapshot(client, keys) == before
+    assert f"key {keys.dead('t')} holds a string" in str(refused.value)
 
 
 # --- item: due time to the microsecond ------------------------------------------------------
