@@ -8,7 +8,8 @@
 --                        ttr_ms, max_attempts, replace ('0' | '1'), blob
 -- Returns one {created (1|0), due_ms, state} per job; state is the existing job's state when
 -- created is 0 and replace is '0'.
--- A relative due time is counted from the server clock in µs and rounded up to the next ms.
+-- A relative due time is counted from the server clock in µs and rounded up to the next ms
+-- (created_ms too, so that due_ms - created_ms is the delay).
 -- Errors: 'SDERR AT_IN_PAST <id>' (nothing written), 'SDERR BAD_ARGS', 'SDERR WRONG_TYPE <key>
 -- <type>' (a key the call would write holds another type; checked before any write).
 -- Side effects: HSET jobs, ZADD delayed, HINCRBY counts, ZADD wake when a job becomes the head.
@@ -25,6 +26,8 @@
 -- @include resolve_due
 
 local now, now_us = server_time()
+-- created_ms is rounded up like a relative due, so due - created is exactly the delay
+local created = due_after(now_us, 0)
 local tolerance = tonumber(ARGV[1])
 local per_job = 8
 if (#ARGV - 2) % per_job ~= 0 or not tolerance then return redis.error_reply('SDERR BAD_ARGS') end
@@ -93,7 +96,7 @@ for i = 0, n - 1 do
     end
     local due = dues[i]
     records[#records + 1] = id
-    records[#records + 1] = new_record(due, now, tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]),
+    records[#records + 1] = new_record(due, created, tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]),
                                        topic, ARGV[b + 7])
     entries[#entries + 1] = due
     entries[#entries + 1] = id

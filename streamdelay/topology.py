@@ -276,18 +276,21 @@ def partition_check_plan(queue: str, partitions: int, create: bool = True) -> Pl
     another count later is refused with a ``ConfigError`` naming ``partitions``. Partition 0
     exists for every count, so two different counts always meet there. The stored count is read
     first, so a queue that exists costs no write (this runs while Redis is full); with
-    ``create=False`` (read and operator commands) an absent count raises ``NoSuchQueue`` and
-    nothing is written (docs/operations.md).
+    ``create=False`` (read and operator commands) nothing is written, and a queue with neither
+    a count nor jobs (a foreign producer writes no count) raises ``NoSuchQueue``
+    (docs/operations.md).
     """
+    found = False
     for keys in partition_keys(queue, partitions):
         stored = yield Command(("HGET", keys.meta, PARTITIONS_FIELD))
         if stored is None:
-            if not create:
-                raise NoSuchQueue(f"no such queue: {queue!r} (no producer or worker has used it "
-                                  f"on this Redis; check the name and the URL)")
+            if not create:  # a foreign producer (docs/keys.md) writes no meta: look for jobs
+                found = found or bool((yield Command(("EXISTS", keys.jobs, keys.counts))))
+                continue
             if int((yield Command(("HSETNX", keys.meta, PARTITIONS_FIELD, partitions)))):
                 continue
             stored = yield Command(("HGET", keys.meta, PARTITIONS_FIELD))
+        found = True
         if _text(stored) != str(partitions):
             raise ConfigError(
                 f"partitions: queue {queue!r} was created with partitions={_text(stored)} "
@@ -295,6 +298,9 @@ def partition_check_plan(queue: str, partitions: int, create: bool = True) -> Pl
                 f"partitions={partitions}; every producer and worker of a queue must use the "
                 f"same count (see docs/scale-out.md)",
                 field="partitions")
+    if not (found or create):
+        raise NoSuchQueue(f"no such queue: {queue!r} (no producer or worker has used it on "
+                          f"this Redis; check the name and the URL)")
 
 
 def agree_partitions_sync(
