@@ -54,7 +54,7 @@ class JobNotFound(StreamdelayError):
 
 
 class NoSuchQueue(StreamdelayError):
-    """A read or operator command named a queue that no producer or worker has used on this Redis."""
+    """A read or operator command named a queue no producer or worker has used on this Redis."""
 
 
 class GroupNotFound(StreamdelayError):

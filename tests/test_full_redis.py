@@ -65,7 +65,8 @@ def test_promote_stops_at_an_xadd_error_that_is_not_a_wrong_type(queue: sd.Queue
     queue.enqueue("full", id="b", delay=0.02)
     queue.enqueue("ok", id="c", delay=0.03)
     client.xadd(keys.stream("full"), {"x": "1"})
-    client.execute_command("XSETID", keys.stream("full"), "18446744073709551615-18446744073709551615")
+    last = "18446744073709551615-18446744073709551615"
+    client.execute_command("XSETID", keys.stream("full"), last)
     time.sleep(0.05)
     reply = promote(client, keys)
     assert reply[0] == 1  # 'a' moved; the batch stopped at 'b'
@@ -123,8 +124,8 @@ def test_operators_read_cancel_and_purge_while_redis_is_full(own_redis: RedisSer
     assert q.stats().topics["t"].dead == 1
     fill_up(client)
     # each command a new process (nothing cached), as an operator runs them
-    stats, get, dead = cli_many([["stats", "ops"], ["get", "ops", "later"], ["dead", "list", "ops"]],
-                                url=own_redis.url)
+    reads = [["stats", "ops"], ["get", "ops", "later"], ["dead", "list", "ops"]]
+    stats, get, dead = cli_many(reads, url=own_redis.url)
     assert (stats.returncode, get.returncode, dead.returncode) == (0, 0, 0), (
         stats.stderr, get.stderr, dead.stderr)
     assert "later" in get.stdout and "poison" in dead.stdout

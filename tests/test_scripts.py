@@ -231,3 +231,17 @@ def test_enqueue_script_rejects_malformed_arguments(queue: sd.Queue) -> None:
     with pytest.raises(sd.ScriptError, match="BAD_ARGS"):
         call(queue.client, "enqueueJobs", keys, [0, 0, "id", "t", "r"])
     assert queue.client.exists(keys.jobs, keys.delayed) == 0
+
+
+def test_a_server_older_than_7_is_named_when_it_cannot_compile_the_flags_line() -> None:
+    """Redis 6 reads the ``#!lua`` line as Lua and fails to compile it (no 6.x server here: the
+    reply it sends is built by hand)."""
+    from redis.exceptions import ResponseError
+
+    from streamdelay.runner import _old_server
+
+    reply = ResponseError("Error compiling script (new function): user_script:1: unexpected "
+                          "symbol near '#'")
+    mapped = _old_server(reply)
+    assert isinstance(mapped, sd.ConfigError) and "Redis 7.0 or newer" in str(mapped)
+    assert _old_server(ResponseError("ERR something else")) is not None
