@@ -57,6 +57,10 @@ class JobNotFound(StreamdelayError):
     """An operation named a job id that does not exist (used by the CLI)."""
 
 
+class NoSuchQueue(StreamdelayError):
+    """A read or operator command named a queue no producer or worker has used on this Redis."""
+
+
 class GroupNotFound(StreamdelayError):
     """An operation named a consumer group that does not exist on the topic."""
 
@@ -82,4 +86,9 @@ def error_from_script(script: str, message: str) -> StreamdelayError:
             field="group",
             topic=topic,
         )
+    if code == "WRONG_TYPE":  # detail: "<key> <type> script: ..." (nothing was written)
+        key, _, rest = detail.partition(" ")
+        return ScriptError(
+            f"redis: key {key} holds a {rest.split(' ', 1)[0]} written by another client, not what "
+            f"streamdelay keeps there (see docs/keys.md); nothing was written", script=script)
     return ScriptError(f"script {script} failed: {message}", script=script)

@@ -28,6 +28,7 @@ from redis.cluster import key_slot
 
 import streamdelay as sd
 from streamdelay.keys import PartitionKeys
+from streamdelay.topology import agree_partitions_sync
 from tests.redis_server import (
     RedisServer,
     answering_pid,
@@ -387,7 +388,8 @@ def failover_under_load(
     env = {"SCALE_APP_QUEUE": name, "SCALE_APP_PARTITIONS": str(partitions),
            "STREAMDELAY_PARTITIONS": str(partitions), "SCALE_APP_OUT": str(out)}
     queue = sd.Queue(name, url=url, partitions=partitions, retry_for=60, ttr=3)
-    queue.stats()  # fixes the partition count before the processes start
+    # fixes the partition count before the processes start (stats would say "no such queue")
+    agree_partitions_sync(queue.client, url, name, partitions, 60)
     processes = [
         start_cli(["worker", "tests.apps.scale_worker_app:worker", "--no-dispatch"], url,
                   workdir / "worker.log", **env),
