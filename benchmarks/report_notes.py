@@ -91,7 +91,7 @@ Redis time ({async_redis_us} µs per job) is.""",
 **Dispatch alone** (>= {target_dispatch}/s: {verdict_dispatch}, {dispatch_rate}/s): \
 {dispatch_redis_us} µs of Redis CPU per promoted job inside `promoteDue`: one `XADD` per job \
 (a stream entry cannot be added in bulk), the record rewritten with its new state and entry id \
-(one `HSET` per batch), one `HMGET` and one `ZREMRANGEBYRANK` per batch of {promote_batch}. \
+(one `HSET` per batch), `HMGET`s in growing steps and one `ZREM` per batch of {promote_batch}. \
 {target_dispatch}/s would be {dispatch_target_us} µs per job including the client. The raw \
 pipelined `XADD` of the same entries from redis-py: {dispatch_raw}/s in this run (the script \
 avoids the client's per-command packing).""",
