@@ -35,8 +35,11 @@ def _by_partition(deliveries: Iterable[Delivery]) -> dict[int, list[Delivery]]:
     return grouped
 
 
-async def touch(worker: Worker, deliveries: list[Delivery]) -> None:
-    """Reset the idle time of deliveries still running (one ``touchJobs`` call per batch)."""
+async def touch(worker: Worker, deliveries: list[Delivery], *, quiet: bool = False) -> None:
+    """Reset the idle time of deliveries still running (one ``touchJobs`` call per batch).
+
+    Deliveries this consumer no longer owns are marked ``lost`` (logged unless ``quiet``).
+    """
     for partition, batch in _by_partition(deliveries).items():
         keys = worker.partitions[partition]
         for start in range(0, len(batch), TOUCH_BATCH):
@@ -52,6 +55,8 @@ async def touch(worker: Worker, deliveries: list[Delivery]) -> None:
                 delivery.last_touch = now
                 if delivery.entry_id in lost_ids and not delivery.lost:
                     delivery.lost = True
+                    if quiet:
+                        continue
                     log.warning("job %s is no longer held by this worker (reclaimed or "
                                 "cancelled); its result will be ignored", delivery.job_id)
 
@@ -119,7 +124,7 @@ async def idle_watch(worker: Worker) -> None:
     """Stop the worker when its topics have nothing delayed, ready, reserved or in flight."""
     while True:
         await asyncio.sleep(IDLE_TICK)
-        if worker.inflight or worker._acks:
+        if worker.inflight or worker.acks:
             continue
         busy = False
         for keys in worker.partitions:
@@ -134,9 +139,16 @@ async def idle_watch(worker: Worker) -> None:
 
 
 async def release_unfinished(worker: Worker) -> None:
-    """Cancel handlers still running after the grace period and hand their jobs back at once."""
-    unfinished = [d for d in worker.inflight.values() if d.job_id]
+    """Cancel handlers still running after the grace period and hand their jobs back at once.
+
+    A job whose def handler's thread still runs is not handed back: it would run twice at once.
+    It stays reserved and comes back after its ttr, once this process has exited.
+    """
+    unfinished = [d for d in worker.inflight.values() if d.job_id and not d.thread_running]
     for delivery in worker.inflight.values():
+        if delivery.thread_running:
+            log.warning("job %s (%s): its def handler's thread still runs; the job is not "
+                        "handed back and returns after its ttr", delivery.job_id, delivery.topic)
         if delivery.task is not None:
             delivery.task.cancel()
     for partition, batch in _by_partition(unfinished).items():
