@@ -170,9 +170,12 @@ class Worker:
         """Block serving jobs; SIGINT/SIGTERM stop gracefully, a second signal at once."""
         gc.freeze()  # start-up objects leave the GC's view: no 15-20 ms gen-2 pauses (lateness)
         asyncio.run(self.serve(until_idle=until_idle, handle_signals=True))
-        if self._executor is not None and not _threads_finish(self._executor, 1.0):
-            log.warning("a sync handler still runs after the grace period; its job was handed "
-                        "back; exiting the process")
+        finished = self._executor is None or _threads_finish(self._executor, 1.0)
+        if self.running_jobs:  # def handlers cancelled at shutdown: their threads outlived it
+            asyncio.run(upkeep.release_later(self, list(self.running_jobs.values())))
+        if not finished:
+            log.warning("a def handler still runs after the grace period; exiting the process "
+                        "(its job is handed back, due %gs from now)", upkeep.HANDBACK_DELAY)
             os._exit(0)
 
     def stop(self) -> None:
@@ -275,6 +278,7 @@ class Worker:
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
         await self.client.aclose()
+        self._client = None  # a later call (release_later) opens a pool in its own loop
 
     # --- reading ------------------------------------------------------------------------
 
