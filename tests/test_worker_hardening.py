@@ -21,6 +21,8 @@ from streamdelay.cli_support import with_overrides
 from streamdelay.codec import encode_blob
 from streamdelay.dispatcher import Dispatcher
 from streamdelay.keys import partition_keys
+from streamdelay.runner import run_step_sync
+from streamdelay.scripts import script
 from streamdelay.validation import MAX_DELAY_SECONDS
 
 
@@ -247,3 +249,23 @@ def test_dispatcher_can_be_run_twice(queue: sd.Queue) -> None:
 
     assert asyncio.run(one_run("first")) == 1
     assert asyncio.run(one_run("second")) == 1
+
+
+def test_release_later_hands_back_due_after_the_delay_uncounted_and_is_retry_safe(
+        queue: sd.Queue) -> None:
+    c = queue.client
+    keys = partition_keys(queue.name, 1)[0]
+    queue.enqueue("t", id="held")
+    run_step_sync(c, script("registerGroup").call(keys.script_keys(), ["workers", "t"]))
+    run_step_sync(c, script("promoteDue").call(keys.script_keys(), [100]))
+    [(_, [(eid, _)])] = c.xreadgroup("workers", "c1", {keys.stream("t"): ">"}, count=1)
+    args = ["workers", 2000, "t", "held", eid.decode()]
+    before_ms = c.time()[0] * 1000
+    release = script("releaseJobsLater").call(keys.script_keys(), args)
+    assert run_step_sync(c, release) == 1
+    assert run_step_sync(c, release) == 0  # a resent call changes nothing
+    info = queue.get("held")
+    assert info is not None and info.state == "delayed" and info.attempts == 0
+    assert info.due >= before_ms + 2000
+    assert c.xpending(keys.stream("t"), "workers")["pending"] == 0
+    assert c.xlen(keys.stream("t")) == 0
