@@ -269,3 +269,64 @@ def test_release_later_hands_back_due_after_the_delay_uncounted_and_is_retry_saf
     assert info.due >= before_ms + 2000
     assert c.xpending(keys.stream("t"), "workers")["pending"] == 0
     assert c.xlen(keys.stream("t")) == 0
+
+
+def test_a_read_whose_reply_was_lost_is_run_from_the_own_pending_list(queue: sd.Queue) -> None:
+    queue.enqueue("t", {"seconds": 1.0}, id="busy")
+    worker = sd.Worker(queue, group="g", consumer="live-2", concurrency=1, dispatch=False,
+                       reclaim_interval=0.1, block=0.1)
+    keys = partition_keys(queue.name, 1)[0]
+    ran: list[tuple[str, int]] = []
+
+    @worker.handler("t")
+    async def record(job: sd.Job) -> None:
+        ran.append((job.id, job.attempt))
+        await asyncio.sleep(job.body["seconds"])
+
+    async def scenario() -> None:
+        await worker.register()
+        dispatcher = Dispatcher(queue.config)
+        await dispatcher.promote_once(keys)
+        serving = asyncio.ensure_future(worker.serve())
+        while not ran:
+            await asyncio.sleep(0.02)
+        # the only slot is busy: nothing reads; Redis delivers one entry to live-2 whose reply
+        # never reaches the worker (as when a read is cancelled or times out mid-flight)
+        queue.enqueue("t", {"seconds": 0}, id="lost", max_attempts=1, ttr=5)
+        await dispatcher.promote_once(keys)
+        await dispatcher.close()
+        queue.client.xreadgroup("g", "live-2", {keys.stream("t"): ">"}, count=1)
+        deadline = time.monotonic() + 3  # well before the ttr of 5 s
+        while len(ran) < 2 and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        worker.stop()
+        await serving
+
+    asyncio.run(scenario())
+    assert ran == [("busy", 1), ("lost", 1)]
+    assert queue.get("lost") is None and queue.dead_list("t") == []
+
+
+def test_a_job_reclaimed_while_its_thread_runs_waits_for_that_run(queue: sd.Queue) -> None:
+    queue.enqueue("t", {}, id="long", max_attempts=3)
+    worker = sd.Worker(queue, reclaim_interval=0.1, block=0.1)
+    lock = threading.Lock()
+    running, most = [0], [0]
+    attempts: list[int] = []
+
+    @worker.handler("t")
+    def slow(job: sd.Job) -> None:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+            attempts.append(job.attempt)
+        if job.attempt == 1:
+            queue.claim("workers", min_idle=0)  # an operator re-queues the running delivery
+        time.sleep(0.8)
+        with lock:
+            running[0] -= 1
+
+    asyncio.run(_serve_until(worker, lambda: len(attempts) == 2 and running[0] == 0
+                             and queue.get("long") is None, 10))
+    _wait_threads(3)
+    assert attempts == [1, 2] and most[0] == 1
