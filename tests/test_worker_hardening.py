@@ -13,9 +13,11 @@ import threading
 import time
 from collections.abc import Callable
 
+import pytest
 import redis
 
 import streamdelay as sd
+from streamdelay.acks import ACK_BATCH, PendingAcks
 from streamdelay.backoff import retry_delay
 from streamdelay.cli_support import with_overrides
 from streamdelay.codec import encode_blob
@@ -330,3 +332,22 @@ def test_a_job_reclaimed_while_its_thread_runs_waits_for_that_run(queue: sd.Queu
                              and queue.get("long") is None, 10))
     _wait_threads(3)
     assert attempts == [1, 2] and most[0] == 1
+
+
+def test_ack_batches_leave_the_queue_only_once_written() -> None:
+    acks = PendingAcks()
+    for i in range(ACK_BATCH + 2):
+        acks.add(0, "t", f"j{i}", f"1-{i}")
+    sent: list[int] = []
+
+    async def failing(partition: int, flat: list[str]) -> None:
+        raise ConnectionError("redis went away")
+
+    async def recording(partition: int, flat: list[str]) -> None:
+        sent.append(len(flat) // 3)
+
+    with pytest.raises(ConnectionError):
+        asyncio.run(acks.flush(failing))
+    assert len(acks.entries(0)) == ACK_BATCH + 2  # nothing dropped by the failed call
+    asyncio.run(acks.flush(recording))
+    assert sent == [ACK_BATCH, 2] and not acks
