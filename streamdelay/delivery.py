@@ -158,16 +158,19 @@ async def run_in_thread(
 ) -> None:
     """Run a def handler in a thread; ``timeout`` counts from the moment the thread starts it.
 
-    Python cannot stop a thread: one still running at ``timeout`` is waited for (its delivery
-    keeps its slot, its heartbeats and its job, so the job never runs twice at once), then the
-    run is reported as timed out (``asyncio.TimeoutError``) whatever it returned
-    (docs/worker.md#handler_timeout).
+    Python cannot stop a thread: one still running at ``timeout`` is logged and waited for (its
+    delivery keeps its slot, its heartbeats and its job, so the job never runs twice at once);
+    when it returns, the run is reported as timed out (``asyncio.TimeoutError``) whatever it
+    returned or raised (docs/worker.md#handler_timeout).
     """
-    began: list[float] = []
+    span: list[float] = []  # when the thread started and ended the handler
 
     def run() -> None:
-        began.append(time.monotonic())
-        fn(job)
+        span.append(time.monotonic())
+        try:
+            fn(job)
+        finally:
+            span.append(time.monotonic())
 
     if executor is None:
         raise RuntimeError("a def handler needs the worker's thread pool (serve() creates it)")
@@ -175,27 +178,34 @@ async def run_in_thread(
     if delivery is not None:
         delivery.thread = thread
     future = asyncio.wrap_future(thread)
-    future.add_done_callback(_retrieve)  # a result nobody waits for any more is not an error
-    wait = timeout
-    while True:
-        done, _ = await asyncio.wait((future,), timeout=wait)
-        if done:
-            return future.result()
-        assert timeout is not None
-        left = (began[0] + timeout - time.monotonic()) if began else timeout
-        if left <= 0:
-            break
-        wait = left
-    log.warning("job %s (%s): its def handler still runs after handler_timeout=%gs; the job "
-                "stays reserved by this worker until the thread returns", job.id, job.topic,
-                timeout)
-    await asyncio.wait((future,))
-    raise asyncio.TimeoutError(f"handler ran longer than handler_timeout={timeout:g}s")
+    if timeout is None:
+        await future
+        return
+    loop = asyncio.get_running_loop()
+    timer: asyncio.TimerHandle
 
+    def check() -> None:  # at the deadline: warn about an overrun, or look again when due
+        nonlocal timer
+        if len(span) == 1 and (left := span[0] + timeout - time.monotonic()) > 0:
+            timer = loop.call_later(left, check)
+        elif len(span) == 1:
+            log.warning("job %s (%s): its def handler still runs after handler_timeout=%gs; "
+                        "the job stays reserved by this worker until the thread returns",
+                        job.id, job.topic, timeout)
+        elif not span:  # not started yet: the time counts from its start
+            timer = loop.call_later(timeout, check)
 
-def _retrieve(future: asyncio.Future[None]) -> None:
-    if not future.cancelled():
-        future.exception()
+    timer = loop.call_later(timeout, check)
+    try:
+        await future
+    except Exception as exc:
+        if span[-1] - span[0] >= timeout:
+            raise asyncio.TimeoutError(f"handler ran longer than {timeout:g}s") from exc
+        raise
+    finally:
+        timer.cancel()
+    if span[-1] - span[0] >= timeout:
+        raise asyncio.TimeoutError(f"handler ran longer than {timeout:g}s")
 
 
 def describe_error(exc: BaseException) -> str:
