@@ -62,11 +62,14 @@ async def start_orphans(worker: Worker, keys: PartitionKeys, client: AsyncClient
     if free <= 0:
         return 0
     part = keys.partition
-    acking = worker.acks.entries(part)
-    count = min(10_000, len(worker.inflight) + len(acking) + free)
+    # Held before the look: a delivery settled while it looks (its ack then written) must not
+    # count as an orphan. New deliveries of this partition start only in this loop.
+    held = worker.acks.entries(part) | {(t, e) for p, t, e in worker.inflight if p == part}
+    count = min(10_000, len(held) + free)
     rows = await _own_pending(worker, keys, client, count)
+    held |= worker.acks.entries(part)
     orphans = [(topic, eid) for topic, eid in rows
-               if (part, topic, eid) not in worker.inflight and (topic, eid) not in acking]
+               if (topic, eid) not in held and (part, topic, eid) not in worker.inflight]
     inherited = worker.inherited.get(part)
     if inherited is None:  # the first look: an earlier process of this name left these
         worker.inherited[part] = set(orphans)
@@ -88,8 +91,10 @@ async def start_orphans(worker: Worker, keys: PartitionKeys, client: AsyncClient
     if deliveries:  # still ours (not cancelled, rescheduled, reclaimed)? and a fresh idle time
         await upkeep.touch(worker, deliveries, quiet=True)
     started = 0
+    held = worker.acks.entries(part)
     for delivery, (_, (_, fields)) in zip(deliveries, found, strict=True):
-        if not delivery.lost and worker.start(delivery, fields):
+        if (not delivery.lost and (delivery.topic, delivery.entry_id) not in held
+                and worker.start(delivery, fields)):
             started += 1
     if started:
         log.info("started %d job(s) found in consumer %s's own pending list", started,

@@ -351,3 +351,19 @@ def test_ack_batches_leave_the_queue_only_once_written() -> None:
     assert len(acks.entries(0)) == ACK_BATCH + 2  # nothing dropped by the failed call
     asyncio.run(acks.flush(recording))
     assert sent == [ACK_BATCH, 2] and not acks
+
+
+def test_jobs_settled_while_the_own_pending_list_is_read_are_not_run_again(
+        redis_url: str, queue_name: str) -> None:
+    queue = sd.Queue(queue_name, url=redis_url, partitions=8)
+    queue.enqueue_many([sd.JobSpec("t", i, id=f"n{i}") for i in range(3000)])
+    worker = sd.Worker(queue, concurrency=16, reclaim_interval=0.05, block=0.1)
+    runs: list[str] = []
+
+    @worker.handler("t")
+    def record(job: sd.Job) -> None:
+        runs.append(job.id)
+
+    worker.run(until_idle=True)
+    queue.close()
+    assert len(runs) == 3000 and len(set(runs)) == 3000  # each exactly once
