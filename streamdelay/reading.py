@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from .worker import Worker
 
 log = logging.getLogger("streamdelay.worker")
+MAX_LOOK = 10_000  # pending rows read per topic and look
 
 
 def _text(value: Any) -> str:
@@ -40,9 +41,11 @@ def _text(value: Any) -> str:
 
 
 async def _own_pending(worker: Worker, keys: PartitionKeys, client: AsyncClient,
-                       count: int) -> list[tuple[str, str]]:
-    """``(topic, entry id)`` of this consumer's pending entries, oldest first per topic."""
+                       count: int) -> tuple[list[tuple[str, str]], bool]:
+    """``(topic, entry id)`` of this consumer's pending entries, oldest first per topic (at most
+    ``count`` per topic), and whether some topic had more."""
     found: list[tuple[str, str]] = []
+    more = False
     for topic in sorted(worker.handlers):
         try:
             rows = await client.xpending_range(keys.stream(topic), worker.group, min="-",
@@ -53,7 +56,8 @@ async def _own_pending(worker: Worker, keys: PartitionKeys, client: AsyncClient,
                 raise
             continue
         found.extend((topic, _text(row["message_id"])) for row in rows)
-    return found
+        more = more or len(rows) >= count
+    return found, more
 
 
 async def start_orphans(worker: Worker, keys: PartitionKeys, client: AsyncClient) -> int:
@@ -65,19 +69,20 @@ async def start_orphans(worker: Worker, keys: PartitionKeys, client: AsyncClient
     # Held before the look: a delivery settled while it looks (its ack then written) must not
     # count as an orphan. New deliveries of this partition start only in this loop.
     held = worker.acks.entries(part) | {(t, e) for p, t, e in worker.inflight if p == part}
-    count = min(10_000, len(held) + free)
-    rows = await _own_pending(worker, keys, client, count)
+    inherited = worker.inherited.get(part)
+    count = MAX_LOOK if inherited is None else min(MAX_LOOK, len(held) + free)
+    rows, more = await _own_pending(worker, keys, client, count)
     held |= worker.acks.entries(part)
     orphans = [(topic, eid) for topic, eid in rows
                if (topic, eid) not in held and (part, topic, eid) not in worker.inflight]
-    inherited = worker.inherited.get(part)
     if inherited is None:  # the first look: an earlier process of this name left these
         worker.inherited[part] = set(orphans)
         if orphans:
             log.warning("%d job(s) were pending for consumer %s before this worker started; "
                         "they are re-queued after their ttr", len(orphans), worker.consumer)
         return 0
-    inherited.intersection_update(rows)  # forget the ones reclaimed meanwhile
+    if not more:  # forget the ones reclaimed meanwhile
+        inherited.intersection_update(rows)
     chosen = [entry for entry in orphans if entry not in inherited][:free]
     if not chosen:
         return 0

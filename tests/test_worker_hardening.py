@@ -367,3 +367,36 @@ def test_jobs_settled_while_the_own_pending_list_is_read_are_not_run_again(
     worker.run(until_idle=True)
     queue.close()
     assert len(runs) == 3000 and len(set(runs)) == 3000  # each exactly once
+
+
+def test_entries_left_by_an_earlier_process_of_the_same_name_come_back_counted(
+        queue: sd.Queue) -> None:
+    queue.enqueue("t", {}, id="crashed", ttr=1, max_attempts=3)
+    worker = sd.Worker(queue, group="g", consumer="fixed-name", dispatch=False,
+                       reclaim_interval=0.1, block=0.1)
+    keys = partition_keys(queue.name, 1)[0]
+    ran: list[tuple[str, int]] = []
+
+    @worker.handler("t")
+    async def record(job: sd.Job) -> None:
+        ran.append((job.id, job.attempt))
+
+    async def scenario() -> None:
+        await worker.register()
+        dispatcher = Dispatcher(queue.config)
+        await dispatcher.promote_once(keys)
+        # an earlier process named fixed-name read the job, then died
+        queue.client.xreadgroup("g", "fixed-name", {keys.stream("t"): ">"}, count=1)
+        serving = asyncio.ensure_future(worker.serve())
+        await asyncio.sleep(0.6)
+        assert ran == []  # not run in place: a job that kills its worker must not loop for free
+        deadline = time.monotonic() + 5
+        while not ran and time.monotonic() < deadline:
+            await dispatcher.promote_once(keys)
+            await asyncio.sleep(0.05)
+        await dispatcher.close()
+        worker.stop()
+        await serving
+
+    asyncio.run(scenario())
+    assert ran == [("crashed", 2)]  # re-queued after its ttr, counted as an attempt
