@@ -106,7 +106,7 @@ def parse_job_info(job_id: str, reply: list[Any]) -> JobInfo:
                                field="id", job_id=job_id) from exc
     try:
         body = decode_body(blob.fmt, blob.body)
-    except StreamdelayError:
+    except (StreamdelayError, RecursionError):  # nested too deep to decode: shown raw
         body = blob.body
     state = {"d": "delayed", "x": "dead", "c": "done"}.get(record.state) or _text(sub)
     reserved = state == "reserved"
