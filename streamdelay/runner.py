@@ -257,11 +257,30 @@ async def _run_script_async(client: AsyncClient, call: ScriptCall) -> Any:
         raise _map_error(call, exc) from exc
 
 
+async def _run_calls_by_partition_async(client: AsyncClient, calls: list[ScriptCall]
+                                        ) -> list[Any]:
+    """Cluster pipelines refuse EVALSHA: the calls of each partition (same keys) are sent one
+    after the other, in order (a later call of a partition must not overtake an earlier one),
+    and the partitions concurrently. Replies (or errors) in the order of ``calls``."""
+    replies: list[Any] = [None] * len(calls)
+    by_keys: dict[tuple[str, ...], list[int]] = {}
+    for index, call in enumerate(calls):
+        by_keys.setdefault(tuple(call.keys), []).append(index)
+
+    async def in_order(indexes: list[int]) -> None:
+        for index in indexes:
+            try:
+                replies[index] = await _run_script_async(client, calls[index])
+            except Exception as exc:  # like a pipeline: the other calls still run
+                replies[index] = exc
+
+    await asyncio.gather(*(in_order(indexes) for indexes in by_keys.values()))
+    return replies
+
+
 async def _run_pipeline_async(client: AsyncClient, calls: list[ScriptCall]) -> list[Any]:
-    if _is_cluster(client):  # cluster pipelines refuse EVALSHA: send the calls concurrently
-        sent = await asyncio.gather(*(_run_script_async(client, call) for call in calls),
-                                    return_exceptions=True)
-        return _first_error(list(sent))
+    if _is_cluster(client):
+        return _first_error(await _run_calls_by_partition_async(client, calls))
     pipe = client.pipeline(transaction=False)
     for call in calls:
         _command(pipe)(*_evalsha_args(call))
