@@ -16,12 +16,14 @@ import asyncio
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from . import enqueuing, validation
 from .config import QueueConfig
 from .enqueuing import PreparedJob
+from .errors import ConnectionFailed
 from .models import EnqueueResult
-from .runner import Command, call_with_retry
+from .runner import Command, EachCall, call_with_retry
 from .topology import AsyncClient, agree_partitions_async
 
 _WHAT = "enqueue"
@@ -57,6 +59,24 @@ def _settle(future: asyncio.Future[EnqueueResult], outcome: EnqueueResult | Exce
         future.set_exception(outcome)
     else:
         future.set_result(outcome)
+
+
+def _settle_chunk(waiters: list[tuple[PreparedJob, asyncio.Future[EnqueueResult]]],
+                  chunk: enqueuing.EnqueueChunk, outcome: Any) -> list[int]:
+    """Settle the callers of one call; returns those that go again (the other jobs of a
+    call that refused one job's past ``at`` and so wrote nothing)."""
+    jobs = [job for job, _ in waiters]
+    if not isinstance(outcome, Exception):
+        for index, result in enqueuing.enqueue_results(jobs, chunk, outcome):
+            _settle(waiters[index][1], result)
+        return []
+    refused = enqueuing.refused_job(jobs, chunk.owners, outcome)
+    if refused is None:  # the call wrote nothing: each of its callers gets the error
+        for index in chunk.owners:
+            _settle(waiters[index][1], _own(outcome, len(chunk.owners) > 1))
+        return []
+    _settle(waiters[refused][1], outcome)
+    return [index for index in chunk.owners if index != refused]
 
 
 class EnqueueCoalescer:
@@ -114,6 +134,21 @@ class EnqueueCoalescer:
                 future.cancel()
             lane.waiting = []
 
+    async def _send(self, client: AsyncClient, chunks: list[enqueuing.EnqueueChunk]
+                    ) -> list[Any]:
+        """Each call's reply or error; connection trouble (after the retries) is raised."""
+        cfg = self.config
+        if len(chunks) > 1:
+            step = EachCall(tuple(chunk.call for chunk in chunks))
+            replies: list[Any] = await call_with_retry(client, step, cfg.retry_for, _WHAT)
+            return replies
+        try:
+            return [await call_with_retry(client, chunks[0].call, cfg.retry_for, _WHAT)]
+        except ConnectionFailed:
+            raise
+        except Exception as exc:
+            return [exc]
+
     async def _round(self, waiters: list[tuple[PreparedJob, asyncio.Future[EnqueueResult]]]
                      ) -> None:
         """One round: every waiter is settled with its result or an error; nothing escapes."""
@@ -137,24 +172,11 @@ class EnqueueCoalescer:
                     tolerance += enqueuing.PAST_CHECK_SLACK_MS
                     continue
                 chunks = enqueuing.enqueue_chunks(cfg, jobs, tolerance, live)
-                step = chunks[0].call if len(chunks) == 1 else [c.call for c in chunks]
-                try:
-                    reply = await call_with_retry(client, step, cfg.retry_for, _WHAT)
-                except Exception as exc:
-                    # one call refused one job's past `at` and wrote nothing: that caller
-                    # gets the error, the others go again
-                    refused = (enqueuing.refused_job(jobs, live, exc) if len(chunks) == 1
-                               else None)
-                    if refused is None:
-                        raise
-                    _settle(waiters[refused][1], exc)
-                    live.remove(refused)
-                    continue
-                replies = [reply] if len(chunks) == 1 else reply
-                for chunk, chunk_reply in zip(chunks, replies, strict=True):
-                    for index, result in enqueuing.enqueue_results(jobs, chunk, chunk_reply):
-                        _settle(waiters[index][1], result)
+                outcomes = await self._send(client, chunks)
                 live = []
+                for chunk, outcome in zip(chunks, outcomes, strict=True):
+                    live.extend(_settle_chunk(waiters, chunk, outcome))
+                live.sort()  # arrival order
         except Exception as exc:  # connection given up, a server error: every caller left
             for index in live:
                 _settle(waiters[index][1], _own(exc, len(live) > 1))

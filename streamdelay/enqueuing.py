@@ -15,10 +15,10 @@ from typing import Any
 from . import validation
 from .codec import encode_blob, encode_body
 from .config import QueueConfig
-from .errors import StreamdelayError, ValidationError, error_from_script
+from .errors import PartialEnqueueError, StreamdelayError, ValidationError, error_from_script
 from .keys import partition_keys, partition_of
 from .models import At, Backoff, Delay, EnqueueResult, JobSpec
-from .runner import Command, Plan
+from .runner import Command, EachCall, Plan
 from .scripts import Arg, ScriptCall, script
 
 # One enqueueJobs call must not block Redis for more than ~1 ms: 240 small jobs took 1.3 ms
@@ -216,10 +216,29 @@ def enqueue_plan(cfg: QueueConfig, specs: Iterable[JobSpec]) -> Plan[list[Enqueu
     if call_count(prepared) > 1:
         tolerance = yield from _check_past_first(prepared, tolerance)
     chunks = enqueue_chunks(cfg, prepared, tolerance)
-    calls = [chunk.call for chunk in chunks]
-    replies = [(yield calls[0])] if len(calls) == 1 else (yield calls)
-    results: list[EnqueueResult | None] = [None] * len(prepared)
+    if len(chunks) == 1:  # one call: atomic, its error is the whole story
+        replies: list[Any] = [(yield chunks[0].call)]
+    else:
+        replies = yield EachCall(tuple(chunk.call for chunk in chunks))
+    outcomes: list[EnqueueResult | Exception] = [*chunk_outcomes(prepared, chunks, replies)]
+    failed = [o for o in outcomes if isinstance(o, Exception)]
+    if not failed:
+        return [o for o in outcomes if isinstance(o, EnqueueResult)]
+    if len(failed) == len(outcomes):
+        raise failed[0]  # every call failed: nothing was written
+    raise PartialEnqueueError(outcomes)
+
+
+def chunk_outcomes(
+    prepared: Sequence[PreparedJob], chunks: Sequence[EnqueueChunk], replies: Sequence[Any]
+) -> list[EnqueueResult | Exception]:
+    """Each job's outcome, in the order of ``prepared``: its result, or its call's error."""
+    outcomes: list[EnqueueResult | Exception | None] = [None] * len(prepared)
     for chunk, reply in zip(chunks, replies, strict=True):
-        for index, result in enqueue_results(prepared, chunk, reply):
-            results[index] = result
-    return [r for r in results if r is not None]
+        if isinstance(reply, Exception):
+            for index in chunk.owners:
+                outcomes[index] = reply
+        else:
+            for index, result in enqueue_results(prepared, chunk, reply):
+                outcomes[index] = result
+    return [o for o in outcomes if o is not None]

@@ -114,3 +114,58 @@ def test_coalesced_rounds_are_bounded_by_bytes(logged: RedisServer) -> None:
     assert [r.id for r in results] == [f"c{i}" for i in range(n)]
     assert_bounded(jobs_per_enqueue_call(logged.url), BODY, n)
     client.close()
+
+
+def filled_up(server: RedisServer) -> None:
+    """Let the server take about 3 MiB more data, then refuse writes (out of memory)."""
+    client = server.client()
+    used = int(client.info("memory")["used_memory"])
+    client.config_set("maxmemory", used + (3 << 20))
+    client.close()
+
+
+def assert_each_job_told(outcomes: list[Any], url: str, name: str) -> None:
+    """Jobs reported written are in Redis, the others are not; both kinds occur."""
+    with sd.Queue(name, url=url) as queue:
+        for index, outcome in enumerate(outcomes):
+            stored = queue.get(f"p{index}")
+            if isinstance(outcome, sd.EnqueueResult):
+                assert outcome.created and outcome.id == f"p{index}" and stored is not None
+            else:
+                assert isinstance(outcome, sd.StreamdelayError), outcome
+                assert "maxmemory" in str(outcome) and stored is None, (index, outcome)
+    kinds = [isinstance(o, sd.EnqueueResult) for o in outcomes]
+    assert kinds[0] and not kinds[-1], kinds
+
+
+@pytest.mark.parametrize("face", ["sync", "async"])
+def test_a_partly_failed_enqueue_many_says_per_job_what_happened(
+    own_redis: RedisServer, face: str
+) -> None:
+    n = 100  # ~6.4 MiB: seven calls, of which the server takes about three
+    specs = [sd.JobSpec("t", b"y" * BODY, id=f"p{i}", delay=600) for i in range(n)]
+    many(face, own_redis.url, "full", [sd.JobSpec("t", b"w", id="warm-up")])
+    filled_up(own_redis)
+    with pytest.raises(sd.PartialEnqueueError) as caught:
+        many(face, own_redis.url, "full", specs)
+    error = caught.value
+    assert len(error.outcomes) == n
+    assert [r.id for r in error.written] == [s.id for s in specs[:len(error.written)]]
+    assert [i for i, _ in error.failed] == list(range(len(error.written), n))
+    assert str(error).startswith(f"enqueue: {len(error.written)} of {n} jobs written")
+    assert_each_job_told(error.outcomes, own_redis.url, "full")
+
+
+def test_coalesced_callers_of_a_partly_failed_round_get_their_own_outcome(
+    own_redis: RedisServer
+) -> None:
+    n = 100
+
+    async def run() -> list[Any]:
+        async with sd.AsyncQueue("fullc", url=own_redis.url) as queue:
+            await queue.enqueue("t", b"warm", id="warm")
+            filled_up(own_redis)
+            return await asyncio.gather(*(queue.enqueue("t", b"z" * BODY, id=f"p{i}")
+                                          for i in range(n)), return_exceptions=True)
+
+    assert_each_job_told(asyncio.run(run()), own_redis.url, "fullc")

@@ -48,36 +48,28 @@ def assert_first_call_won(results: list[sd.EnqueueResult], queue: sd.Queue) -> N
     assert info is not None and info.body == b"F" * BIG
 
 
-@pytest.mark.parametrize("face", ["sync", "async"])
-def test_enqueue_many_keeps_order_within_a_partition(cluster: LocalCluster, face: str) -> None:
+async def many_async(url: str, name: str) -> list[sd.EnqueueResult]:
+    """``AsyncQueue.enqueue_many`` of ``specs()``."""
+    async with sd.AsyncQueue(name, url=url, max_body_bytes=BIG) as queue:
+        await warm_up(queue)
+        return await queue.enqueue_many(specs())
+
+
+async def coalesced(url: str, name: str) -> list[sd.EnqueueResult]:
+    """``specs()`` as concurrent ``AsyncQueue.enqueue`` calls (one round)."""
+    async with sd.AsyncQueue(name, url=url, max_body_bytes=BIG) as queue:
+        await warm_up(queue)
+        return await asyncio.gather(*(queue.enqueue(s.topic, s.body, id=s.id, delay=s.delay)
+                                      for s in specs()))
+
+
+@pytest.mark.parametrize("face", ["sync", "async", "coalesced"])
+def test_a_round_keeps_its_order_within_a_partition(cluster: LocalCluster, face: str) -> None:
     name = f"o{uuid.uuid4().hex[:10]}"
-    for attempt in range(5):  # a reordering is a race: give it several chances to show
-        queue_name = f"{name}{attempt}"
-        queue = sd.Queue(queue_name, url=cluster.url, max_body_bytes=BIG)
-        if face == "sync":
-            results = queue.enqueue_many(specs())
-        else:
-            async def run() -> list[sd.EnqueueResult]:
-                async with sd.AsyncQueue(queue_name, url=cluster.url, max_body_bytes=BIG) as aqueue:
-                    await warm_up(aqueue)
-                    return await aqueue.enqueue_many(specs())
-
-            results = asyncio.run(run())
-        assert_first_call_won(results, queue)
-        queue.close()
-
-
-def test_coalesced_round_keeps_arrival_order(cluster: LocalCluster) -> None:
-    name = f"c{uuid.uuid4().hex[:10]}"
-    for attempt in range(5):
-        queue_name = f"{name}{attempt}"
-
-        async def run() -> list[sd.EnqueueResult]:
-            async with sd.AsyncQueue(queue_name, url=cluster.url, max_body_bytes=BIG) as aqueue:
-                await warm_up(aqueue)
-                return await asyncio.gather(*(
-                    aqueue.enqueue(s.topic, s.body, id=s.id, delay=s.delay) for s in specs()))
-
-        queue = sd.Queue(queue_name, url=cluster.url, max_body_bytes=BIG)
-        assert_first_call_won(asyncio.run(run()), queue)
-        queue.close()
+    queue = sd.Queue(name, url=cluster.url, max_body_bytes=BIG)
+    if face == "sync":
+        results = queue.enqueue_many(specs())
+    else:
+        results = asyncio.run((many_async if face == "async" else coalesced)(cluster.url, name))
+    assert_first_call_won(results, queue)
+    queue.close()
