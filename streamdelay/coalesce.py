@@ -2,9 +2,10 @@
 
 Each partition has a *lane*. A call whose lane is idle is sent at once (no timer, no added
 latency). While a round is in flight, further calls of that partition wait in the lane; when it
-returns, everything waiting goes out as the next round: ``enqueueJobs`` calls of at most
-``ENQUEUE_BATCH`` jobs, several in one pipeline, in arrival order (so two calls with one id
-behave as they would one after the other). Every caller gets its own result or its own error.
+returns, everything waiting goes out as the next round: ``enqueueJobs`` calls bounded by count
+and bytes, several in one pipeline, in arrival order (so two calls with one id behave as they
+would one after the other). Every caller gets its own result or its own error: that of the
+call its job rode in.
 
 Only the coordination is here, and it is async only: validation, packing and reply parsing are
 the shared sans-I/O core (``enqueuing.py``), the I/O and retry policy are ``runner.py``'s.
@@ -62,10 +63,10 @@ def _settle(future: asyncio.Future[EnqueueResult], outcome: EnqueueResult | Exce
 
 
 def _settle_chunk(waiters: list[tuple[PreparedJob, asyncio.Future[EnqueueResult]]],
-                  chunk: enqueuing.EnqueueChunk, outcome: Any) -> list[int]:
+                  jobs: list[PreparedJob], chunk: enqueuing.EnqueueChunk, outcome: Any
+                  ) -> list[int]:
     """Settle the callers of one call; returns those that go again (the other jobs of a
     call that refused one job's past ``at`` and so wrote nothing)."""
-    jobs = [job for job, _ in waiters]
     if not isinstance(outcome, Exception):
         for index, result in enqueuing.enqueue_results(jobs, chunk, outcome):
             _settle(waiters[index][1], result)
@@ -161,7 +162,8 @@ class EnqueueCoalescer:
             await agree_partitions_async(client, cfg.url, cfg.name, cfg.partitions,
                                          cfg.retry_for)
             while live:
-                if (tolerance == base and enqueuing.call_count(jobs, live) > 1
+                split = enqueuing.split_jobs(jobs, live)
+                if (tolerance == base and len(split) > 1
                         and any(enqueuing.is_absolute(jobs[i]) for i in live)):
                     # several calls are not atomic together: refuse a past `at` first (as
                     # enqueue_many does), then send the rest with a widened tolerance
@@ -171,11 +173,11 @@ class EnqueueCoalescer:
                         live.remove(index)
                     tolerance += enqueuing.PAST_CHECK_SLACK_MS
                     continue
-                chunks = enqueuing.enqueue_chunks(cfg, jobs, tolerance, live)
+                chunks = enqueuing.enqueue_chunks(cfg, jobs, tolerance, split)
                 outcomes = await self._send(client, chunks)
                 live = []
                 for chunk, outcome in zip(chunks, outcomes, strict=True):
-                    live.extend(_settle_chunk(waiters, chunk, outcome))
+                    live.extend(_settle_chunk(waiters, jobs, chunk, outcome))
                 live.sort()  # arrival order
         except Exception as exc:  # connection given up, a server error: every caller left
             for index in live:

@@ -85,12 +85,9 @@ def _check_shape(body: Any, fmt: str, data: bytes) -> None:
     depth limit, no ``null``); only the others are walked.
     """
     if fmt == FORMAT_JSON:
-        markers = data.count(b"[") + data.count(b"{")
-        suspect = b"null" in data
-    else:
-        markers = len(data.translate(None, _NOT_MSGPACK_CONTAINER))
-        suspect = False
-    if markers <= MAX_BODY_DEPTH and not suspect:
+        if data.count(b"[") + data.count(b"{") <= MAX_BODY_DEPTH and b"null" not in data:
+            return
+    elif len(data.translate(None, _NOT_MSGPACK_CONTAINER)) <= MAX_BODY_DEPTH:
         return
     try:
         plain = msgspec.to_builtins(body)

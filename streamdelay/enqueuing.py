@@ -141,17 +141,22 @@ class EnqueueChunk:
     owners: tuple[int, ...]
 
 
-def split_jobs(
-    prepared: Sequence[PreparedJob], indexes: Iterable[int] | None = None
-) -> list[tuple[int, list[int]]]:
+Split = list[tuple[int, list[int]]]  # (partition, indexes of its jobs) per enqueueJobs call
+
+
+def split_jobs(prepared: Sequence[PreparedJob], indexes: Iterable[int] | None = None) -> Split:
     """The jobs of each ``enqueueJobs`` call, as (partition, indexes into ``prepared``):
     partitions in ascending order, the jobs' order kept within a partition, at most
     ``ENQUEUE_BATCH`` jobs and ``ENQUEUE_BYTES`` of job data per call (but never no job)."""
     by_partition: dict[int, list[int]] = {}
     for index in range(len(prepared)) if indexes is None else indexes:
         by_partition.setdefault(prepared[index].partition, []).append(index)
-    calls: list[tuple[int, list[int]]] = []
+    calls: Split = []
     for partition, owners in sorted(by_partition.items()):
+        if (len(owners) <= ENQUEUE_BATCH
+                and sum(prepared[i].size for i in owners) <= ENQUEUE_BYTES):
+            calls.append((partition, owners))  # the common case: one call
+            continue
         chunk: list[int] = []
         size = 0
         for index in owners:
@@ -166,27 +171,20 @@ def split_jobs(
 
 
 def enqueue_chunks(
-    cfg: QueueConfig, prepared: Sequence[PreparedJob], tolerance: int,
-    indexes: Iterable[int] | None = None,
+    cfg: QueueConfig, prepared: Sequence[PreparedJob], tolerance: int, split: Split
 ) -> list[EnqueueChunk]:
-    """The bounded ``enqueueJobs`` calls for ``prepared`` (or only its ``indexes``), as
-    ``split_jobs`` cuts them."""
+    """The bounded ``enqueueJobs`` calls for ``prepared``, as ``split_jobs`` cut them."""
     keys = partition_keys(cfg.name, cfg.partitions)
     head = (tolerance, validation.delay_ms(cfg.keep_done))
     enqueue_jobs = script("enqueueJobs")
     chunks: list[EnqueueChunk] = []
-    for partition, chunk in split_jobs(prepared, indexes):
+    for partition, chunk in split:
         args: list[Arg] = [*head]
         for index in chunk:
             args.extend(prepared[index].args)
         chunks.append(EnqueueChunk(enqueue_jobs.call(keys[partition].script_keys(), args),
                                    tuple(chunk)))
     return chunks
-
-
-def call_count(prepared: Sequence[PreparedJob], indexes: Iterable[int] | None = None) -> int:
-    """How many ``enqueueJobs`` calls ``enqueue_chunks`` makes for these jobs (nothing packed)."""
-    return len(split_jobs(prepared, indexes))
 
 
 def enqueue_results(
@@ -213,9 +211,10 @@ def enqueue_plan(cfg: QueueConfig, specs: Iterable[JobSpec]) -> Plan[list[Enqueu
     if not prepared:
         return []
     tolerance = validation.delay_ms(cfg.past_tolerance)
-    if call_count(prepared) > 1:
+    split = split_jobs(prepared)
+    if len(split) > 1:
         tolerance = yield from _check_past_first(prepared, tolerance)
-    chunks = enqueue_chunks(cfg, prepared, tolerance)
+    chunks = enqueue_chunks(cfg, prepared, tolerance, split)
     if len(chunks) == 1:  # one call: atomic, its error is the whole story
         replies: list[Any] = [(yield chunks[0].call)]
     else:
