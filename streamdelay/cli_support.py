@@ -26,6 +26,7 @@ import click
 import redis
 
 from .cli_output import stats_json, stats_text
+from .codec import too_deep
 from .config import QueueConfig
 from .dispatcher import Dispatcher
 from .durations import parse_duration
@@ -112,9 +113,11 @@ class JsonValue(ParamBase):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None
                 ) -> Any:
-        """Decode the JSON text."""
+        """Decode the JSON text (too deep for Python's parser: the body depth error)."""
         try:
             return json.loads(value)
+        except RecursionError:
+            raise too_deep() from None
         except json.JSONDecodeError as exc:
             self.fail(f"not valid JSON ({exc}); quote it for the shell, e.g. "
                       f"'{{\"order_id\": 42}}'", param, ctx)

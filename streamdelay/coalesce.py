@@ -2,9 +2,10 @@
 
 Each partition has a *lane*. A call whose lane is idle is sent at once (no timer, no added
 latency). While a round is in flight, further calls of that partition wait in the lane; when it
-returns, everything waiting goes out as the next round: ``enqueueJobs`` calls of at most
-``ENQUEUE_BATCH`` jobs, several in one pipeline, in arrival order (so two calls with one id
-behave as they would one after the other). Every caller gets its own result or its own error.
+returns, everything waiting goes out as the next round: ``enqueueJobs`` calls bounded by count
+and bytes, several in one pipeline, in arrival order (so two calls with one id behave as they
+would one after the other). Every caller gets its own result or its own error: that of the
+call its job rode in.
 
 Only the coordination is here, and it is async only: validation, packing and reply parsing are
 the shared sans-I/O core (``enqueuing.py``), the I/O and retry policy are ``runner.py``'s.
@@ -16,12 +17,14 @@ import asyncio
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from . import enqueuing, validation
 from .config import QueueConfig
 from .enqueuing import PreparedJob
+from .errors import ConnectionFailed
 from .models import EnqueueResult
-from .runner import Command, call_with_retry
+from .runner import Command, EachCall, call_with_retry
 from .topology import AsyncClient, agree_partitions_async
 
 _WHAT = "enqueue"
@@ -57,6 +60,24 @@ def _settle(future: asyncio.Future[EnqueueResult], outcome: EnqueueResult | Exce
         future.set_exception(outcome)
     else:
         future.set_result(outcome)
+
+
+def _settle_chunk(waiters: list[tuple[PreparedJob, asyncio.Future[EnqueueResult]]],
+                  jobs: list[PreparedJob], chunk: enqueuing.EnqueueChunk, outcome: Any
+                  ) -> list[int]:
+    """Settle the callers of one call; returns those that go again (the other jobs of a
+    call that refused one job's past ``at`` and so wrote nothing)."""
+    if not isinstance(outcome, Exception):
+        for index, result in enqueuing.enqueue_results(jobs, chunk, outcome):
+            _settle(waiters[index][1], result)
+        return []
+    refused = enqueuing.refused_job(jobs, chunk.owners, outcome)
+    if refused is None:  # the call wrote nothing: each of its callers gets the error
+        for index in chunk.owners:
+            _settle(waiters[index][1], _own(outcome, len(chunk.owners) > 1))
+        return []
+    _settle(waiters[refused][1], outcome)
+    return [index for index in chunk.owners if index != refused]
 
 
 class EnqueueCoalescer:
@@ -114,6 +135,21 @@ class EnqueueCoalescer:
                 future.cancel()
             lane.waiting = []
 
+    async def _send(self, client: AsyncClient, chunks: list[enqueuing.EnqueueChunk]
+                    ) -> list[Any]:
+        """Each call's reply or error; connection trouble (after the retries) is raised."""
+        cfg = self.config
+        if len(chunks) > 1:
+            step = EachCall(tuple(chunk.call for chunk in chunks))
+            replies: list[Any] = await call_with_retry(client, step, cfg.retry_for, _WHAT)
+            return replies
+        try:
+            return [await call_with_retry(client, chunks[0].call, cfg.retry_for, _WHAT)]
+        except ConnectionFailed:
+            raise
+        except Exception as exc:
+            return [exc]
+
     async def _round(self, waiters: list[tuple[PreparedJob, asyncio.Future[EnqueueResult]]]
                      ) -> None:
         """One round: every waiter is settled with its result or an error; nothing escapes."""
@@ -126,7 +162,8 @@ class EnqueueCoalescer:
             await agree_partitions_async(client, cfg.url, cfg.name, cfg.partitions,
                                          cfg.retry_for)
             while live:
-                if (tolerance == base and enqueuing.call_count(jobs, live) > 1
+                split = enqueuing.split_jobs(jobs, live)
+                if (tolerance == base and len(split) > 1
                         and any(enqueuing.is_absolute(jobs[i]) for i in live)):
                     # several calls are not atomic together: refuse a past `at` first (as
                     # enqueue_many does), then send the rest with a widened tolerance
@@ -136,25 +173,12 @@ class EnqueueCoalescer:
                         live.remove(index)
                     tolerance += enqueuing.PAST_CHECK_SLACK_MS
                     continue
-                chunks = enqueuing.enqueue_chunks(cfg, jobs, tolerance, live)
-                step = chunks[0].call if len(chunks) == 1 else [c.call for c in chunks]
-                try:
-                    reply = await call_with_retry(client, step, cfg.retry_for, _WHAT)
-                except Exception as exc:
-                    # one call refused one job's past `at` and wrote nothing: that caller
-                    # gets the error, the others go again
-                    refused = (enqueuing.refused_job(jobs, live, exc) if len(chunks) == 1
-                               else None)
-                    if refused is None:
-                        raise
-                    _settle(waiters[refused][1], exc)
-                    live.remove(refused)
-                    continue
-                replies = [reply] if len(chunks) == 1 else reply
-                for chunk, chunk_reply in zip(chunks, replies, strict=True):
-                    for index, result in enqueuing.enqueue_results(jobs, chunk, chunk_reply):
-                        _settle(waiters[index][1], result)
+                chunks = enqueuing.enqueue_chunks(cfg, jobs, tolerance, split)
+                outcomes = await self._send(client, chunks)
                 live = []
+                for chunk, outcome in zip(chunks, outcomes, strict=True):
+                    live.extend(_settle_chunk(waiters, jobs, chunk, outcome))
+                live.sort()  # arrival order
         except Exception as exc:  # connection given up, a server error: every caller left
             for index in live:
                 _settle(waiters[index][1], _own(exc, len(live) > 1))

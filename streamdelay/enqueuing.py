@@ -8,7 +8,6 @@ reply parsing.
 from __future__ import annotations
 
 import secrets
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,16 +15,18 @@ from typing import Any
 from . import validation
 from .codec import encode_blob, encode_body
 from .config import QueueConfig
-from .errors import StreamdelayError, ValidationError, error_from_script
+from .errors import PartialEnqueueError, StreamdelayError, ValidationError, error_from_script
 from .keys import partition_keys, partition_of
 from .models import At, Backoff, Delay, EnqueueResult, JobSpec
-from .runner import Command, Plan
+from .runner import Command, EachCall, Plan
 from .scripts import Arg, ScriptCall, script
 
-# One enqueueJobs call must not block Redis for more than ~1 ms (SPEC §8): 240 jobs took 1.3 ms
+# One enqueueJobs call must not block Redis for more than ~1 ms: 240 small jobs took 1.3 ms
 # (SLOWLOG median, quiet run of 2026-11-23), so 160 (~0.9 ms); a bigger enqueue_many still goes
-# out in one round trip (a pipeline of bounded calls).
+# out in one round trip (a pipeline of bounded calls). Big bodies bound a call by bytes too:
+# at most ENQUEUE_BYTES of job data, yet always at least one job (docs/producer.md#enqueue_many).
 ENQUEUE_BATCH = 160
+ENQUEUE_BYTES = 1 << 20
 PAST_CHECK_SLACK_MS = 60_000  # see _check_past_first
 ENQUEUE_STATES = {"d": "delayed", "s": "ready", "x": "dead", "c": "done", "?": "corrupt"}
 
@@ -55,6 +56,7 @@ class PreparedJob:
     id: str
     partition: int
     args: tuple[Arg, ...]
+    size: int  # bytes of job data it adds to a call (its eight values)
 
 
 def prepare_job(cfg: QueueConfig, spec: JobSpec) -> PreparedJob:
@@ -76,7 +78,8 @@ def prepare_job(cfg: QueueConfig, spec: JobSpec) -> PreparedJob:
     args: tuple[Arg, ...] = (
         job_id, topic, kind, when, ttr, attempts, "1" if spec.replace else "0", blob,
     )
-    return PreparedJob(job_id, partition_of(job_id, cfg.partitions), args)
+    size = len(blob) + len(job_id) + len(topic) + 40  # 40: the five numbers and flags
+    return PreparedJob(job_id, partition_of(job_id, cfg.partitions), args, size)
 
 
 def is_absolute(job: PreparedJob) -> bool:
@@ -138,35 +141,50 @@ class EnqueueChunk:
     owners: tuple[int, ...]
 
 
-def enqueue_chunks(
-    cfg: QueueConfig, prepared: Sequence[PreparedJob], tolerance: int,
-    indexes: Iterable[int] | None = None,
-) -> list[EnqueueChunk]:
-    """The ``enqueueJobs`` calls for ``prepared`` (or only its ``indexes``): partitions in
-    ascending order, the jobs' order kept within a partition, ``ENQUEUE_BATCH`` jobs per call."""
-    keys = partition_keys(cfg.name, cfg.partitions)
+Split = list[tuple[int, list[int]]]  # (partition, indexes of its jobs) per enqueueJobs call
+
+
+def split_jobs(prepared: Sequence[PreparedJob], indexes: Iterable[int] | None = None) -> Split:
+    """The jobs of each ``enqueueJobs`` call, as (partition, indexes into ``prepared``):
+    partitions in ascending order, the jobs' order kept within a partition, at most
+    ``ENQUEUE_BATCH`` jobs and ``ENQUEUE_BYTES`` of job data per call (but never no job)."""
     by_partition: dict[int, list[int]] = {}
     for index in range(len(prepared)) if indexes is None else indexes:
         by_partition.setdefault(prepared[index].partition, []).append(index)
+    calls: Split = []
+    for partition, owners in sorted(by_partition.items()):
+        if (len(owners) <= ENQUEUE_BATCH
+                and sum(prepared[i].size for i in owners) <= ENQUEUE_BYTES):
+            calls.append((partition, owners))  # the common case: one call
+            continue
+        chunk: list[int] = []
+        size = 0
+        for index in owners:
+            job_size = prepared[index].size
+            if chunk and (len(chunk) == ENQUEUE_BATCH or size + job_size > ENQUEUE_BYTES):
+                calls.append((partition, chunk))
+                chunk, size = [], 0
+            chunk.append(index)
+            size += job_size
+        calls.append((partition, chunk))
+    return calls
+
+
+def enqueue_chunks(
+    cfg: QueueConfig, prepared: Sequence[PreparedJob], tolerance: int, split: Split
+) -> list[EnqueueChunk]:
+    """The bounded ``enqueueJobs`` calls for ``prepared``, as ``split_jobs`` cut them."""
+    keys = partition_keys(cfg.name, cfg.partitions)
     head = (tolerance, validation.delay_ms(cfg.keep_done))
     enqueue_jobs = script("enqueueJobs")
     chunks: list[EnqueueChunk] = []
-    for partition, owners in sorted(by_partition.items()):
-        for start in range(0, len(owners), ENQUEUE_BATCH):
-            chunk = owners[start:start + ENQUEUE_BATCH]
-            args: list[Arg] = [*head]
-            for index in chunk:
-                args.extend(prepared[index].args)
-            chunks.append(EnqueueChunk(enqueue_jobs.call(keys[partition].script_keys(), args),
-                                       tuple(chunk)))
+    for partition, chunk in split:
+        args: list[Arg] = [*head]
+        for index in chunk:
+            args.extend(prepared[index].args)
+        chunks.append(EnqueueChunk(enqueue_jobs.call(keys[partition].script_keys(), args),
+                                   tuple(chunk)))
     return chunks
-
-
-def call_count(prepared: Sequence[PreparedJob], indexes: Iterable[int] | None = None) -> int:
-    """How many ``enqueueJobs`` calls ``enqueue_chunks`` makes for these jobs (nothing packed)."""
-    per_partition = Counter(prepared[i].partition
-                            for i in (range(len(prepared)) if indexes is None else indexes))
-    return sum(-(-n // ENQUEUE_BATCH) for n in per_partition.values())
 
 
 def enqueue_results(
@@ -193,13 +211,33 @@ def enqueue_plan(cfg: QueueConfig, specs: Iterable[JobSpec]) -> Plan[list[Enqueu
     if not prepared:
         return []
     tolerance = validation.delay_ms(cfg.past_tolerance)
-    if call_count(prepared) > 1:
+    split = split_jobs(prepared)
+    if len(split) > 1:
         tolerance = yield from _check_past_first(prepared, tolerance)
-    chunks = enqueue_chunks(cfg, prepared, tolerance)
-    calls = [chunk.call for chunk in chunks]
-    replies = [(yield calls[0])] if len(calls) == 1 else (yield calls)
-    results: list[EnqueueResult | None] = [None] * len(prepared)
+    chunks = enqueue_chunks(cfg, prepared, tolerance, split)
+    if len(chunks) == 1:  # one call: atomic, its error is the whole story
+        replies: list[Any] = [(yield chunks[0].call)]
+    else:
+        replies = yield EachCall(tuple(chunk.call for chunk in chunks))
+    outcomes: list[EnqueueResult | Exception] = [*chunk_outcomes(prepared, chunks, replies)]
+    failed = [o for o in outcomes if isinstance(o, Exception)]
+    if not failed:
+        return [o for o in outcomes if isinstance(o, EnqueueResult)]
+    if len(failed) == len(outcomes):
+        raise failed[0]  # every call failed: nothing was written
+    raise PartialEnqueueError(outcomes)
+
+
+def chunk_outcomes(
+    prepared: Sequence[PreparedJob], chunks: Sequence[EnqueueChunk], replies: Sequence[Any]
+) -> list[EnqueueResult | Exception]:
+    """Each job's outcome, in the order of ``prepared``: its result, or its call's error."""
+    outcomes: list[EnqueueResult | Exception | None] = [None] * len(prepared)
     for chunk, reply in zip(chunks, replies, strict=True):
-        for index, result in enqueue_results(prepared, chunk, reply):
-            results[index] = result
-    return [r for r in results if r is not None]
+        if isinstance(reply, Exception):
+            for index in chunk.owners:
+                outcomes[index] = reply
+        else:
+            for index, result in enqueue_results(prepared, chunk, reply):
+                outcomes[index] = result
+    return [o for o in outcomes if o is not None]
