@@ -14,6 +14,7 @@
 -- @include record
 -- @include hmget_many
 -- @include write_many
+-- @include read_records
 -- @include purge_done
 
 local now = now_ms()

@@ -22,6 +22,7 @@
 -- @include detach
 -- @include hmget_many
 -- @include write_many
+-- @include read_records
 -- @include purge_done
 -- @include resolve_due
 
