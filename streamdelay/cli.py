@@ -55,6 +55,7 @@ from .cli_support import (
 )
 from .config import DEFAULT_URL, QueueConfig, resolve_url
 from .masking import mask_url
+from .metrics.command import exporter
 from .queue import Queue
 
 log = logging.getLogger("streamdelay.cli")
@@ -82,10 +83,13 @@ def cli() -> None:
 @click.option("--group", help="Consumer group (overrides the Worker's).")
 @click.option("--dispatch/--no-dispatch", default=None,
               help="Run the embedded dispatcher (default: the Worker's setting, normally on).")
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=None, metavar="PORT",
+              help="Serve this process's Prometheus metrics at :PORT/metrics.")
 @partitions_option
 @log_level_option
 def worker(target: str, url: str | None, concurrency: int | None, group: str | None,
-           dispatch: bool | None, partitions: int | None, log_level: str) -> int:
+           dispatch: bool | None, metrics_port: int | None, partitions: int | None,
+           log_level: str) -> int:
     """Run the streamdelay Worker object found at MODULE:WORKER until SIGINT/SIGTERM.
 
     Imports MODULE (the current directory is on the path) and takes the Worker named WORKER
@@ -106,6 +110,8 @@ def worker(target: str, url: str | None, concurrency: int | None, group: str | N
     chosen = library_call(lambda: with_overrides(load_worker(target), url=url,
                                                  concurrency=concurrency, group=group,
                                                  dispatch=dispatch, partitions=partitions))
+    if metrics_port is not None:
+        chosen = library_call(lambda: chosen.replace(metrics_port=metrics_port))
     log.info("worker %s: queue %s (%d partition(s)), group %s, topics %s, concurrency %d, "
              "dispatcher %s, redis %s", chosen.consumer, chosen.config.name,
              chosen.config.partitions, chosen.group, ", ".join(sorted(chosen.handlers)),
@@ -385,6 +391,9 @@ def demo(url: str | None, jobs: int, max_delay: float) -> int:
 
     settings = library_call(lambda: DemoSettings(jobs=jobs, max_delay=max(max_delay, 0.6)))
     return run_demo(resolve_url(url), settings)
+
+
+cli.add_command(exporter)  # streamdelay/metrics/command.py
 
 
 def main(argv: list[str] | None = None) -> None:

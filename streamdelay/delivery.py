@@ -67,6 +67,7 @@ class Delivery:
     task: asyncio.Task[None] | None = None
     # the thread running a def handler: while it runs, the delivery holds its slot and its job
     thread: concurrent.futures.Future[None] | None = None
+    handler_s: float | None = None  # how long its handler ran (None: it did not run)
 
     @property
     def thread_running(self) -> bool:
@@ -221,8 +222,10 @@ def outcome_of(
     timeout: float | None,
 ) -> Settlement:
     """Turn a handler's result into a settlement (``Retry``, ``Drop``, timeouts, errors)."""
-    if exc is None or isinstance(exc, Drop):
+    if exc is None:
         return Settlement("ack")
+    if isinstance(exc, Drop):  # acknowledged like a success; the text tells them apart
+        return Settlement("ack", error=f"Drop: {exc}")
     if isinstance(exc, Retry):
         return Settlement("retry", delay_ms(exc.delay), f"Retry: {exc}")
     if isinstance(exc, BodyDecodeError):

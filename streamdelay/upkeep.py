@@ -90,6 +90,8 @@ async def reclaim_once(worker: Worker) -> int:
                     break
                 cursor = reply[0].decode() if isinstance(reply[0], bytes) else reply[0]
                 moved += len(reply[1]) + len(reply[2])
+                if worker.metrics is not None and (reply[1] or reply[2]):
+                    worker.metrics.count(topic, "reclaimed", len(reply[1]) + len(reply[2]))
     return moved
 
 
@@ -164,6 +166,8 @@ async def release_unfinished(worker: Worker) -> None:
             released = await asyncio.wait_for(
                 worker.call(script("releaseJobs").call(keys.script_keys(), args), "release"), 5.0)
             worker.counts["released"] += int(released)
+            if worker.metrics is not None:
+                worker.metrics.released(batch, int(released))
         except (asyncio.TimeoutError, OSError) as exc:
             log.warning("could not hand back %d job(s) (%s); they return after ttr",
                         len(batch), exc)
@@ -183,6 +187,8 @@ async def release_later(worker: Worker, deliveries: list[Delivery]) -> None:
                 released = await asyncio.wait_for(worker.call(script("releaseJobsLater").call(
                     keys.script_keys(), args), "release"), 5.0)
                 worker.counts["released"] += int(released)
+                if worker.metrics is not None:
+                    worker.metrics.released(batch, int(released))
             except (asyncio.TimeoutError, OSError) as exc:
                 log.warning("could not hand back %d job(s) (%s); they return after ttr",
                             len(batch), exc)

@@ -38,6 +38,7 @@ from .delivery import (
 from .dispatcher import Dispatcher
 from .errors import ConfigError
 from .keys import PartitionKeys, partition_keys
+from .metrics import worker_metrics
 from .plans import PRUNE_IDLE_S
 from .runner import call_with_retry
 from .scripts import ScriptCall, script
@@ -80,6 +81,7 @@ class Worker:
         block: float = 1.0,
         reclaim_interval: float = 1.0,
         shutdown_grace: float = 30.0,
+        metrics_port: int | None = None,
     ) -> None:
         config = queue if isinstance(queue, QueueConfig) else getattr(queue, "config", None)
         if not isinstance(config, QueueConfig):
@@ -119,6 +121,8 @@ class Worker:
         self._client: AsyncClient | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._dispatcher: Dispatcher | None = None
+        self.metrics_port = metrics_port
+        self.metrics = worker_metrics(config.name, self.group, metrics_port)
 
     def __repr__(self) -> str:
         """Queue, group and consumer; the URL with its password masked."""
@@ -212,16 +216,9 @@ class Worker:
                 for sig in (signal.SIGINT, signal.SIGTERM):
                     loop.remove_signal_handler(sig)
             return
+        upkeep_tasks = self._start_upkeep(until_idle)
         background = [self._start_loop("read", partial(reading.read_loop, self, k))
                       for k in self.partitions]
-        upkeep_tasks = [self._start_loop("ack", self._ack_loop),
-                        self._start_loop("heartbeat", partial(upkeep.heartbeat_loop, self)),
-                        self._start_loop("reclaim", partial(upkeep.reclaim_loop, self))]
-        if until_idle:
-            upkeep_tasks.append(asyncio.create_task(upkeep.idle_watch(self)))
-        if self.dispatch:
-            self._dispatcher = Dispatcher(self.config, client=self.client)
-            upkeep_tasks.append(self._start_loop("dispatch", self._dispatcher.run))
         try:
             await self._stopping.wait()
         finally:
@@ -229,6 +226,22 @@ class Worker:
             if handle_signals:
                 for sig in (signal.SIGINT, signal.SIGTERM):
                     loop.remove_signal_handler(sig)
+
+    def _start_upkeep(self, until_idle: bool) -> list[asyncio.Task[None]]:
+        """Start the metrics (first: a taken port fails here), the ack, heartbeat and reclaim
+        loops, the idle watch and the dispatcher (those three when asked for)."""
+        dispatcher = Dispatcher(self.config, client=self.client) if self.dispatch else None
+        if self.metrics is not None:  # docs/operations.md#metrics
+            self.metrics.start(self.config, dispatcher)
+        tasks = [self._start_loop("ack", self._ack_loop),
+                 self._start_loop("heartbeat", partial(upkeep.heartbeat_loop, self)),
+                 self._start_loop("reclaim", partial(upkeep.reclaim_loop, self))]
+        if until_idle:
+            tasks.append(asyncio.create_task(upkeep.idle_watch(self)))
+        if dispatcher is not None:
+            self._dispatcher = dispatcher
+            tasks.append(self._start_loop("dispatch", dispatcher.run))
+        return tasks
 
     @staticmethod
     def _start_loop(what: str, loop: Callable[[], Awaitable[None]]) -> asyncio.Task[None]:
@@ -278,6 +291,8 @@ class Worker:
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
         await self.client.aclose()
+        if self.metrics is not None:
+            self.metrics.stop()
         self._client = None  # a later call (release_later) opens a pool in its own loop
 
     # --- reading ------------------------------------------------------------------------
@@ -351,6 +366,8 @@ class Worker:
             if delivery.lost:
                 return None
         self.running_jobs[job_key] = delivery
+        if self.metrics is not None:
+            self.metrics.started(job)
         started = time.monotonic()
         error: BaseException | None = None
         try:
@@ -362,15 +379,18 @@ class Worker:
         finally:
             if not delivery.thread_running:
                 del self.running_jobs[job_key]
+        delivery.handler_s = elapsed = time.monotonic() - started
         try:
-            return outcome_of(error, job, backoff or self.config.backoff,
-                              time.monotonic() - started, self.handler_timeout)
+            return outcome_of(error, job, backoff or self.config.backoff, elapsed,
+                              self.handler_timeout)
         except Exception as exc:  # e.g. a retry delay that cannot be stored
             return Settlement("dead", error=f"settling failed: {describe_error(exc)}")
 
     async def _settle(self, delivery: Delivery, settlement: Settlement) -> None:
         if settlement.kind == "ack":
             self.counts["handled"] += 1
+            if self.metrics is not None:
+                self.metrics.settled(delivery, "dropped" if settlement.error else "handled")
             self.acks.add(delivery.partition, delivery.topic, delivery.job_id, delivery.entry_id,
                           delivery.size)
             self._ack_wake.set()
@@ -380,6 +400,8 @@ class Worker:
                 settlement.delay_ms, "1" if settlement.kind == "dead" else "0", settlement.error]
         reply = await self.call(script("failJob").call(keys.script_keys(), args), "fail")
         outcome = int(reply[0])
+        if self.metrics is not None:
+            self.metrics.settled(delivery, ("dropped", "retried", "dead")[outcome])
         if outcome == 0 and settlement.kind == "dead":  # an entry no job stands behind
             log.warning("dropped stream entry %s of topic %s (no current job %r): %s",
                         delivery.entry_id, delivery.topic, delivery.job_id, settlement.error)

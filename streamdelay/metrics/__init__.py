@@ -1,0 +1,51 @@
+"""Prometheus metrics (extra ``streamdelay[metrics]``): the worker's own metrics on
+``metrics_port`` and the queue-level exporter (``streamdelay exporter``); docs/operations.md.
+
+Importing this package does not import ``prometheus_client``: a worker without ``metrics_port``
+never needs it.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from .worker import WorkerMetrics
+
+# Handler start minus due time, seconds: fine steps below 25 ms (1 ms apart from 10 ms), then
+# coarser up to a minute.
+LATENESS_BUCKETS = (0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.025, 0.05,
+                    0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+HANDLER_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+                   10.0, 30.0, 60.0, 120.0, 300.0)
+OUTCOMES = ("handled", "retried", "dead", "dropped", "reclaimed", "released")
+STATES = ("delayed", "ready", "reserved", "dead")
+
+
+def prometheus(field: str) -> ModuleType:
+    """The ``prometheus_client`` module, or a ConfigError naming ``field`` and the extra."""
+    try:
+        import prometheus_client
+    except ImportError as exc:
+        raise ConfigError(f"{field}: metrics need prometheus_client: pip install "
+                          f"'streamdelay[metrics]'", field=field) from exc
+    return prometheus_client
+
+
+def port(value: object, field: str) -> int:
+    """A TCP port to listen on (0: any free port)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 65535:
+        raise ConfigError(f"{field}: {value!r} is not a port (0-65535)", field=field)
+    return value
+
+
+def worker_metrics(queue: str, group: str, metrics_port: int | None) -> WorkerMetrics | None:
+    """The metrics of a worker serving on ``metrics_port``; None (no cost) without a port."""
+    if metrics_port is None:
+        return None
+    from .worker import WorkerMetrics
+
+    return WorkerMetrics(queue, group, port(metrics_port, "metrics_port"))

@@ -1,0 +1,92 @@
+"""The queue-level exporter: ``streamdelay exporter QUEUE --port PORT``.
+
+At each scrape it reads the queue's stats (``Queue.stats``: one bounded ``readStats`` call per
+partition, whatever the backlog) and serves them as gauges; it is not a worker and writes
+nothing. One exporter per queue is enough however many workers run (docs/operations.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from collections.abc import Iterable
+from types import FrameType
+from typing import Any
+
+from redis.exceptions import RedisError
+
+from ..errors import StreamdelayError
+from ..queue import Queue
+from . import prometheus
+from .serving import MetricsServer
+
+log = logging.getLogger("streamdelay.metrics")
+FIELD = "port"
+# A scrape must answer within Prometheus' scrape timeout (10 s by default), Redis away or not.
+STATS_SOCKET_TIMEOUT = 2.0
+STATS_GIVE_UP = 3.0
+
+
+class QueueCollector:
+    """``streamdelay_queue_jobs``, ``streamdelay_queue_lag_seconds`` and
+    ``streamdelay_exporter_up`` of one queue, read at scrape time."""
+
+    def __init__(self, queue: Queue) -> None:
+        self.queue = queue
+        self.client = prometheus(FIELD)
+
+    def collect(self) -> Iterable[Any]:
+        """The gauges of every topic (only ``streamdelay_exporter_up`` 0 when Redis failed)."""
+        core = self.client.core
+        name = self.queue.name
+        up = core.GaugeMetricFamily("streamdelay_exporter_up", "1 when the last read of the "
+                                    "queue's stats succeeded, else 0.", labels=["queue"])
+        try:
+            stats = self.queue.stats()
+        except (StreamdelayError, RedisError, OSError) as exc:
+            log.warning("could not read the stats of queue %s (%s)", name, exc)
+            up.add_metric([name], 0)
+            yield up
+            return
+        up.add_metric([name], 1)
+        jobs = core.GaugeMetricFamily("streamdelay_queue_jobs", "Jobs of the queue by topic and "
+                                      "state, summed over its partitions.",
+                                      labels=["queue", "topic", "state"])
+        lag = core.GaugeMetricFamily("streamdelay_queue_lag_seconds", "How long the oldest due, "
+                                     "not yet delivered job of the topic has waited.",
+                                     labels=["queue", "topic"])
+        for topic, row in sorted(stats.topics.items()):
+            for state in ("delayed", "ready", "reserved", "dead"):
+                jobs.add_metric([name, topic, state], getattr(row, state))
+            lag.add_metric([name, topic], row.lag_ms / 1000.0)
+        yield from (jobs, lag, up)
+
+
+def exporter_queue(name: str, url: str | None, partitions: int | None) -> Queue:
+    """The exporter's queue: short socket timeout and retries, so a scrape answers in time."""
+    return Queue(name, url=url, partitions=partitions, socket_timeout=STATS_SOCKET_TIMEOUT,
+                 retry_for=STATS_GIVE_UP)
+
+
+def serve_exporter(queue: Queue, port: int, addr: str = "0.0.0.0") -> None:
+    """Serve the queue's gauges on ``addr:port`` until SIGINT/SIGTERM (blocks)."""
+    client = prometheus(FIELD)
+    registry = client.CollectorRegistry()
+    registry.register(QueueCollector(queue))
+    server = MetricsServer(registry, port, addr, FIELD)
+    log.info("exporter of queue %s (%d partition(s)) serving http://%s:%d/metrics", queue.name,
+             queue.config.partitions, addr, server.port)
+    stopping = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stopping.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        stopping.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        server.stop()
+        log.info("exporter of queue %s stopped", queue.name)

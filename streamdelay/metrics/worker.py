@@ -1,0 +1,135 @@
+"""The worker's own metrics: settled jobs by outcome, lateness and handler time, promotions.
+
+A ``Worker(..., metrics_port=PORT)`` creates one ``WorkerMetrics``; the worker calls its hooks
+where it starts a handler and where it settles a delivery (nothing is called without
+``metrics_port``). Each worker process serves its own registry on its own port
+(docs/operations.md#metrics).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from . import HANDLER_BUCKETS, LATENESS_BUCKETS, prometheus
+from .clock import ServerClock
+from .serving import MetricsServer
+
+if TYPE_CHECKING:
+    from ..config import QueueConfig
+    from ..delivery import Delivery
+    from ..dispatcher import Dispatcher
+    from ..models import Job
+
+FIELD = "metrics_port"
+
+
+class _Promoted:
+    """``streamdelay_promoted_total``: read from the embedded dispatchers at scrape time."""
+
+    def __init__(self, client: Any, queue: str) -> None:
+        self.client, self.queue = client, queue
+        self.earlier = 0  # promoted by the dispatchers of earlier ``serve()`` runs
+        self.current: Dispatcher | None = None
+
+    def watch(self, dispatcher: Dispatcher) -> None:
+        """Count this dispatcher's promotions from now on (after the earlier ones)."""
+        if self.current is not None and self.current is not dispatcher:
+            self.earlier += self.current.promoted
+        self.current = dispatcher
+
+    def collect(self) -> Iterable[Any]:
+        """The counter, when there is an embedded dispatcher."""
+        if self.current is None:  # no embedded dispatcher (dispatch=False): no series
+            return
+        family = self.client.core.CounterMetricFamily(
+            "streamdelay_promoted", "Jobs moved from the delayed set into their topic stream "
+            "by this process's embedded dispatcher.", labels=["queue"])
+        family.add_metric([self.queue], self.earlier + self.current.promoted)
+        yield family
+
+
+class WorkerMetrics:
+    """The metrics of one worker process and the server that serves them."""
+
+    def __init__(self, queue: str, group: str, port: int, addr: str = "0.0.0.0") -> None:
+        client = prometheus(FIELD)
+        self.queue, self.group, self.port, self.addr = queue, group, port, addr
+        self.registry = registry = client.CollectorRegistry()
+        for collector in (client.ProcessCollector, client.PlatformCollector,
+                          client.GCCollector):
+            collector(registry=registry)
+        self.jobs = client.Counter(
+            "streamdelay_jobs", "Deliveries settled by this worker, by outcome.",
+            ["queue", "topic", "group", "outcome"], registry=registry)
+        self.lateness = client.Histogram(
+            "streamdelay_lateness_seconds", "Handler start minus due time (Redis server clock).",
+            ["queue", "topic"], buckets=LATENESS_BUCKETS, registry=registry)
+        self.handler_time = client.Histogram(
+            "streamdelay_handler_seconds", "How long handlers ran, by the delivery's outcome.",
+            ["queue", "topic", "outcome"], buckets=HANDLER_BUCKETS, registry=registry)
+        self.promoted = _Promoted(client, queue)
+        registry.register(self.promoted)
+        self.clock: ServerClock | None = None
+        self.server: MetricsServer | None = None
+        self._jobs: dict[tuple[str, str], Any] = {}
+        self._lateness: dict[str, Any] = {}
+        self._handler: dict[tuple[str, str], Any] = {}
+
+    # --- life cycle ------------------------------------------------------------------------
+
+    def start(self, config: QueueConfig, dispatcher: Dispatcher | None = None) -> None:
+        """Measure the server clock and serve ``/metrics``; count ``dispatcher``'s promotions
+        (the embedded one, if any)."""
+        if dispatcher is not None:
+            self.promoted.watch(dispatcher)
+        if self.clock is None:
+            self.clock = ServerClock(config.url, config.socket_timeout)
+            self.clock.start()
+        if self.server is None:
+            self.server = MetricsServer(self.registry, self.port, self.addr, FIELD)
+
+    def stop(self) -> None:
+        """Stop serving and measuring."""
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+        if self.clock is not None:
+            self.clock.stop()
+            self.clock = None
+
+    # --- hooks (called by the worker) -------------------------------------------------------
+
+    def started(self, job: Job) -> None:
+        """A handler starts: observe its lateness on the server clock."""
+        now = None if self.clock is None else self.clock.now_ms()
+        if now is None:
+            return
+        child = self._lateness.get(job.topic)
+        if child is None:
+            child = self._lateness[job.topic] = self.lateness.labels(self.queue, job.topic)
+        child.observe((now - job.due) / 1000.0)
+
+    def settled(self, delivery: Delivery, outcome: str) -> None:
+        """A delivery is settled: count it, and time its handler when one ran."""
+        self.count(delivery.topic, outcome)
+        if delivery.handler_s is not None:
+            key = (delivery.topic, outcome)
+            child = self._handler.get(key)
+            if child is None:
+                child = self._handler[key] = self.handler_time.labels(self.queue, *key)
+            child.observe(delivery.handler_s)
+
+    def count(self, topic: str, outcome: str, amount: int = 1) -> None:
+        """Add ``amount`` to ``streamdelay_jobs_total`` of ``topic`` and ``outcome``."""
+        key = (topic, outcome)
+        child = self._jobs.get(key)
+        if child is None:
+            child = self._jobs[key] = self.jobs.labels(self.queue, topic, self.group, outcome)
+        child.inc(amount)
+
+    def released(self, deliveries: list[Delivery], handed_back: int) -> None:
+        """Jobs handed back at shutdown; the reply only counts them, so when some were stale
+        the count goes to the first topics of the batch."""
+        for delivery in deliveries[:handed_back]:
+            self.count(delivery.topic, "released")
