@@ -38,7 +38,7 @@ class QueueCollector:
 
     def collect(self) -> Iterable[Any]:
         """The gauges of every topic (only ``streamdelay_exporter_up`` 0 when Redis failed)."""
-        core = self.client.core
+        core = self.client.metrics_core
         name = self.queue.name
         up = core.GaugeMetricFamily("streamdelay_exporter_up", "1 when the last read of the "
                                     "queue's stats succeeded, else 0.", labels=["queue"])

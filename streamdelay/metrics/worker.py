@@ -42,7 +42,7 @@ class _Promoted:
         """The counter, when there is an embedded dispatcher."""
         if self.current is None:  # no embedded dispatcher (dispatch=False): no series
             return
-        family = self.client.core.CounterMetricFamily(
+        family = self.client.metrics_core.CounterMetricFamily(
             "streamdelay_promoted", "Jobs moved from the delayed set into their topic stream "
             "by this process's embedded dispatcher.", labels=["queue"])
         family.add_metric([self.queue], self.earlier + self.current.promoted)
