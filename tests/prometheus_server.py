@@ -43,7 +43,8 @@ class PrometheusServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"prometheus exited: {(self.dir / 'prometheus.log').read_text()}")
+                log = (self.dir / "prometheus.log").read_text()
+                raise RuntimeError(f"prometheus exited: {log}")
             try:
                 with urllib.request.urlopen(f"{self.url}/-/ready", timeout=2) as reply:
                     if reply.status == 200:
