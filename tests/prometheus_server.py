@@ -18,14 +18,17 @@ from tests.redis_server import free_port
 
 
 class PrometheusServer:
-    """``prometheus`` scraping ``targets`` (job name -> ``host:port``) every ``interval``."""
+    """``prometheus`` scraping ``targets`` (job name -> ``host:port`` or a list of them, as a
+    fleet of workers is scraped) every ``interval``."""
 
-    def __init__(self, targets: dict[str, str], interval: str = "1s") -> None:
+    def __init__(self, targets: dict[str, str | list[str]], interval: str = "1s") -> None:
         if shutil.which("prometheus") is None:
             raise RuntimeError("prometheus is not installed (make test installs it)")
         self.dir = Path(tempfile.mkdtemp(prefix="sd-prometheus-"))
-        jobs = "".join(f"  - job_name: {name}\n    static_configs:\n"
-                       f"      - targets: ['{target}']\n" for name, target in targets.items())
+        jobs = "".join(
+            f"  - job_name: {name}\n    static_configs:\n      - targets: ["
+            + ", ".join(f"'{t}'" for t in ([target] if isinstance(target, str) else target))
+            + "]\n" for name, target in targets.items())
         (self.dir / "prometheus.yml").write_text(
             f"global:\n  scrape_interval: {interval}\n  evaluation_interval: {interval}\n"
             f"scrape_configs:\n{jobs}")

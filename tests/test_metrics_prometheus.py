@@ -71,7 +71,8 @@ def test_prometheus_scrapes_a_live_worker_and_the_exporter(redis_url: str,
                                  str(worker_port), queue=queue_name)
     exporter = streamdelay_process("exporter", queue_name, "--url", redis_url, "--port",
                                    str(exporter_port), queue=queue_name)
-    targets = {"worker": f"127.0.0.1:{worker_port}", "exporter": f"127.0.0.1:{exporter_port}"}
+    targets: dict[str, str | list[str]] = {"worker": f"127.0.0.1:{worker_port}",
+                                           "exporter": f"127.0.0.1:{exporter_port}"}
     with running(worker, exporter), PrometheusServer(targets) as prom, \
             sd.Queue(queue_name, url=redis_url) as q:
         wait_for("the worker's /metrics", lambda: serves_metrics(worker_port))
