@@ -5,7 +5,9 @@ and the refusals (docs/operations.md#metrics)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -139,3 +141,32 @@ def test_the_exporter_command_refuses_a_bad_port_in_one_line() -> None:
     assert out.returncode == 2
     assert "--port" in out.stderr and len(out.stderr.strip().splitlines()) == 1
     assert time.monotonic() - started < 30
+
+
+def test_the_docs_and_the_dashboard_name_exactly_the_metrics_served(queue: sd.Queue) -> None:
+    from streamdelay.metrics.worker import WorkerMetrics
+
+    metrics = WorkerMetrics(queue.name, "g", 0)
+    job = sd.Job(id="j", topic="t", body=None, due=0, created=0, attempt=1, max_attempts=1,
+                 ttr=1.0, headers={}, entry_id="0-1", partition=0)
+    metrics.count("t", "handled")
+    metrics.handler_time.labels(queue.name, "t", "handled").observe(0.1)
+    metrics.lateness.labels(queue.name, job.topic).observe(0.001)
+    queue.enqueue("t", None, delay=60)
+    registry = CollectorRegistry()
+    registry.register(QueueCollector(queue))
+    served = {line.split("{")[0].split(" ")[0] for text in
+              (generate_latest(metrics.registry), generate_latest(registry))
+              for line in text.decode().splitlines() if line.startswith("streamdelay_")}
+    served = {name for name in served if not name.endswith("_created")}
+    families = {re.sub(r"_(bucket|count|sum)$", "", name) for name in served}
+    families.add("streamdelay_promoted_total")  # only with an embedded dispatcher running
+    table = (ROOT / "docs" / "operations.md").read_text()
+    documented = set(re.findall(r"^\| `(streamdelay_[a-z_]+)` \|", table, re.MULTILINE))
+    assert documented == families
+    for outcome in ("handled", "retried", "dead", "dropped", "reclaimed", "released"):
+        assert f"| `{outcome}` |" in table
+    dashboard = json.loads((ROOT / "docs" / "grafana-dashboard.json").read_text())
+    exprs = [t["expr"] for panel in dashboard["panels"] for t in panel["targets"]]
+    used = {name for expr in exprs for name in re.findall(r"streamdelay_[a-z_]+", expr)}
+    assert used and used <= served | {"streamdelay_promoted_total"}
