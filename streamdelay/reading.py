@@ -1,8 +1,11 @@
 """The worker's reading: one read loop per partition, and what sits in this worker's own
 pending list but is not running here.
 
-The read loop asks for as many new entries as the worker has free slots, round-robin over its
-topics, on its own connection (socket timeout above the block time).
+The read loop asks for as many new entries as the worker has free slots, from every topic at
+once, on its own connection (socket timeout above the block time). With fewer free slots than
+topics it waits for slots first: a blocking read of only some topics would leave a backlog in
+the others waiting a whole block time. Only a worker with less concurrency than topics reads
+them round-robin, each such read blocking at most ``SUBSET_BLOCK``.
 
 Entries land in a consumer's pending list without the worker holding them when an operator
 hands jobs over (``claim --to``) or when a read was cancelled or timed out after Redis had
@@ -34,6 +37,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("streamdelay.worker")
 MAX_LOOK = 10_000  # pending rows read per topic and look
+SUBSET_BLOCK = 0.05  # seconds a read of only some of the topics may block
 
 
 def _text(value: Any) -> str:
@@ -129,13 +133,18 @@ async def read_loop(worker: Worker, keys: PartitionKeys) -> None:
                 if worker.free_slots() <= 0:
                     continue
             free = worker.free_slots()
+            if free < min(len(topics), worker.concurrency):  # a read asks every topic
+                await worker.slot_freed()
+                continue
             chosen = [topics[(turn + i) % len(topics)] for i in range(min(free, len(topics)))]
             turn += 1
             streams: dict[Any, Any] = {keys.stream(t): ">" for t in chosen}
+            # fewer slots than topics: a read of some topics must not block the others long
+            block = worker.block if len(chosen) == len(topics) else min(worker.block, SUBSET_BLOCK)
             try:
                 reply: Any = await blocking.xreadgroup(worker.group, worker.consumer, streams,
                                                        count=free // len(chosen),
-                                                       block=int(worker.block * 1000))
+                                                       block=int(block * 1000))
                 failures = 0
             except RETRYABLE as exc:
                 failures += 1
