@@ -4,6 +4,7 @@ free slot never waits a whole block time on the idle topics (docs/worker.md#conc
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 
 import pytest
@@ -27,7 +28,7 @@ def test_a_backlog_in_one_topic_never_waits_a_block_on_the_idle_topics(
     queue.enqueue_many([sd.JobSpec("busy", None) for _ in range(30)])
     asyncio.run(asyncio.wait_for(worker.serve(until_idle=True), 120))
     assert len(starts) == 30
-    gaps = [later - earlier for earlier, later in zip(starts, starts[1:])]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(starts)]
     # Before the fix a read of only the idle topics blocked the 5 s block time while the
     # busy topic had ready jobs and a slot was free.
     assert max(gaps) < 2.5, gaps

@@ -2,9 +2,9 @@
 
 Lateness is handler start minus due time, and due times are server-clock epoch ms, so the
 worker's metrics add this offset to the local clock. It is measured as the benchmarks and the
-demo do (the sample with the smallest round trip wins) when metrics start and then every
-``REFRESH`` seconds, in a thread of its own, off the worker's event loop; handler starts before
-the first measurement have no lateness observed.
+demo do (the sample with the smallest round trip wins) when metrics start (after the worker
+registered, so Redis answers) and then every ``REFRESH`` seconds, in a thread of its own, off
+the worker's event loop. While no measurement succeeded, no lateness is observed.
 """
 
 from __future__ import annotations
@@ -58,14 +58,15 @@ class ServerClock:
             log.warning("could not read the Redis clock for the lateness metric (%s)", exc)
 
     def start(self) -> None:
-        """Measure at once, then every ``REFRESH`` seconds until ``stop()`` (in a thread)."""
+        """Measure now (a few round trips: the worker calls this once Redis answered it),
+        then every ``REFRESH`` seconds in a thread until ``stop()``."""
         self._stop.clear()
+        self.measure()
         self._thread = threading.Thread(target=self._loop, name="streamdelay-clock",
                                         daemon=True)
         self._thread.start()
 
     def _loop(self) -> None:
-        self.measure()
         while not self._stop.wait(REFRESH):
             self.measure()
 
