@@ -3,9 +3,9 @@ pending list but is not running here.
 
 The read loop asks for as many new entries as the worker has free slots, from every topic at
 once, on its own connection (socket timeout above the block time). With fewer free slots than
-topics it waits for slots first: a blocking read of only some topics would leave a backlog in
-the others waiting a whole block time. Only a worker with less concurrency than topics reads
-them round-robin, each such read blocking at most ``SUBSET_BLOCK``.
+topics it first waits up to ``SUBSET_WAIT`` for a slot to free; still short (long handlers hold
+the slots), it reads the topics in turns without blocking: a read blocking on idle topics would
+leave a backlog in another one waiting a whole block time with a slot free.
 
 Entries land in a consumer's pending list without the worker holding them when an operator
 hands jobs over (``claim --to``) or when a read was cancelled or timed out after Redis had
@@ -18,6 +18,8 @@ must not run again for free at every restart). See docs/worker.md#handed-over-jo
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
 from typing import TYPE_CHECKING, Any
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("streamdelay.worker")
 MAX_LOOK = 10_000  # pending rows read per topic and look
-SUBSET_BLOCK = 0.05  # seconds a read of only some of the topics may block
+SUBSET_WAIT = 0.05  # seconds to wait for a slot per topic before reading only some topics
 
 
 def _text(value: Any) -> str:
@@ -111,6 +113,17 @@ async def start_orphans(worker: Worker, keys: PartitionKeys, client: AsyncClient
     return started
 
 
+async def _free_slots_for(worker: Worker, topics: int) -> int:
+    """The free slots, once there is one per topic or ``SUBSET_WAIT`` passed without a slot
+    freed (then fewer: long handlers hold the others)."""
+    free = worker.free_slots()
+    if free < topics:
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(worker.slot_freed(), SUBSET_WAIT)
+        free = worker.free_slots()
+    return free
+
+
 async def read_loop(worker: Worker, keys: PartitionKeys) -> None:
     """Read new entries of one partition for free slots and start them, until the worker stops;
     every ``reclaim_interval``, between two reads, start orphans of the own pending list."""
@@ -132,19 +145,14 @@ async def read_loop(worker: Worker, keys: PartitionKeys) -> None:
                     log.warning("could not look at the own pending list (%s)", exc)
                 if worker.free_slots() <= 0:
                     continue
-            free = worker.free_slots()
-            if free < min(len(topics), worker.concurrency):  # a read asks every topic
-                await worker.slot_freed()
-                continue
+            free = await _free_slots_for(worker, len(topics))
             chosen = [topics[(turn + i) % len(topics)] for i in range(min(free, len(topics)))]
             turn += 1
             streams: dict[Any, Any] = {keys.stream(t): ">" for t in chosen}
-            # fewer slots than topics: a read of some topics must not block the others long
-            block = worker.block if len(chosen) == len(topics) else min(worker.block, SUBSET_BLOCK)
-            try:
-                reply: Any = await blocking.xreadgroup(worker.group, worker.consumer, streams,
-                                                       count=free // len(chosen),
-                                                       block=int(block * 1000))
+            try:  # a read of only some topics does not block: it must not hold up the others
+                reply: Any = await blocking.xreadgroup(
+                    worker.group, worker.consumer, streams, count=free // len(chosen),
+                    block=int(worker.block * 1000) if len(chosen) == len(topics) else None)
                 failures = 0
             except RETRYABLE as exc:
                 failures += 1

@@ -85,10 +85,10 @@ def _fake_path(tmp_path: Path, present: list[str]) -> tuple[dict[str, str], Path
     return {**os.environ, "PATH": str(bin_dir)}, log
 
 
-@pytest.mark.parametrize("missing", ["openssl", "redis-cli", None])
+@pytest.mark.parametrize("missing", ["openssl", "redis-cli", "prometheus", None])
 def test_make_tools_installs_what_is_missing_and_only_that(tmp_path: Path,
                                                            missing: str | None) -> None:
-    tools = ["redis-server", "redis-cli", "redis-benchmark", "openssl", "bash"]
+    tools = ["redis-server", "redis-cli", "redis-benchmark", "openssl", "bash", "prometheus"]
     env, log = _fake_path(tmp_path, [t for t in tools if t != missing])
     make = shutil.which("make")
     assert make is not None
@@ -99,7 +99,8 @@ def test_make_tools_installs_what_is_missing_and_only_that(tmp_path: Path,
     if missing is None:
         assert calls == []
     else:
-        package = {"openssl": "openssl", "redis-cli": "redis-tools"}[missing]
+        package = {"openssl": "openssl", "redis-cli": "redis-tools",
+                   "prometheus": "prometheus"}[missing]
         installs = [c.split() for c in calls if c.split()[:1] == ["install"]]
         assert installs and package in installs[0], calls
 
