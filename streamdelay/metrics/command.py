@@ -11,7 +11,7 @@ from . import port
 
 @click.command()
 @click.argument("queue_name", metavar="QUEUE")
-@click.option("--port", "listen_port", type=click.IntRange(0, 65535), required=True,
+@click.option("--port", "listen_port", type=click.IntRange(0, 65535), required=True, metavar="PORT",
               help="Serve Prometheus metrics at http://ADDR:PORT/metrics.")
 @click.option("--addr", default="0.0.0.0", show_default=True, help="Address to listen on.")
 @url_option
