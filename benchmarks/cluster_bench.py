@@ -34,7 +34,7 @@ import redis
 
 import streamdelay as sd
 from benchmarks.harness import Section
-from streamdelay.dispatcher import Dispatcher
+from streamdelay.consumer.dispatcher import Dispatcher
 from tests.cluster import LocalCluster
 from tests.redis_server import RedisServer
 

@@ -36,8 +36,8 @@ from benchmarks.harness import (
     script_times,
     verdict,
 )
-from streamdelay.dispatcher import PROMOTE_BATCH, Dispatcher
-from streamdelay.plans import ENQUEUE_BATCH
+from streamdelay.consumer.dispatcher import PROMOTE_BATCH, Dispatcher
+from streamdelay.producer.plans import ENQUEUE_BATCH
 
 BODY = {"order_id": 42, "pad": "x" * 80}  # ~100 bytes of JSON
 FILL_CHUNK = 10_000

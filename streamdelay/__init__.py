@@ -1,7 +1,6 @@
 """streamdelay: delayed jobs on Redis Streams, on time by the server clock, at-least-once."""
 
-from .dispatcher import Dispatcher
-from .errors import (
+from .base.errors import (
     BodyDecodeError,
     BodyEncodeError,
     ConfigError,
@@ -12,7 +11,7 @@ from .errors import (
     StreamdelayError,
     ValidationError,
 )
-from .models import (
+from .base.models import (
     Backoff,
     ClaimResult,
     DeadJob,
@@ -25,8 +24,9 @@ from .models import (
     Retry,
     TopicStats,
 )
-from .queue import AsyncQueue, Queue
-from .worker import Worker
+from .consumer.dispatcher import Dispatcher
+from .consumer.worker import Worker
+from .producer.queue import AsyncQueue, Queue
 
 __version__ = "0.1.0"
 

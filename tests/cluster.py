@@ -27,7 +27,7 @@ import redis
 from redis.cluster import key_slot
 
 import streamdelay as sd
-from streamdelay.keys import PartitionKeys
+from streamdelay.protocol.keys import PartitionKeys
 from tests.redis_server import RedisServer, env_with_pythonpath, free_port, wait_until
 
 MASTER_NAME = "sdmaster"

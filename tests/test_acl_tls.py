@@ -231,7 +231,7 @@ def test_passwords_never_printed(caplog: pytest.LogCaptureFixture) -> None:
 
 def test_every_command_the_scripts_call_is_in_the_documented_acl_line() -> None:
     """A static cross-check of the ACL line against ``redis.call('CMD'...)`` in every script."""
-    from streamdelay.scripts import load_scripts
+    from streamdelay.protocol.scripts import load_scripts
 
     granted = {part[1:].lower() for part in documented_acl_line("q", "pw") if part[0] == "+"}
     for name, loaded in load_scripts().items():

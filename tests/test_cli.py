@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import streamdelay as sd
-from streamdelay.keys import partition_keys, partition_of
+from streamdelay.protocol.keys import partition_keys, partition_of
 from tests.redis_server import RedisServer, free_port, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import streamdelay as sd
-from streamdelay.cli import cli
-from streamdelay.cli_support import run_cli
+from streamdelay.cli.commands import cli
+from streamdelay.cli.support import run_cli
 from tests.redis_server import RedisServer
 from tests.test_cli import cli_many
 

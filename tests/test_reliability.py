@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import streamdelay as sd
-from streamdelay.keys import partition_keys
+from streamdelay.protocol.keys import partition_keys
 from tests.apps.reliability_app import TOPICS, Workers, count, wait_for
 from tests.redis_server import RedisServer
 
@@ -305,7 +305,7 @@ def test_sigterm_just_after_start_exits_cleanly(workers: Workers) -> None:
 
 
 def test_cancel_all_cancels_a_task_that_swallowed_the_first_cancel() -> None:
-    from streamdelay.supervise import cancel_all
+    from streamdelay.consumer.supervise import cancel_all
 
     swallowed: list[int] = []
 

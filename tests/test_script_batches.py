@@ -11,11 +11,11 @@ import pytest
 import redis
 
 import streamdelay as sd
-from streamdelay.config import QueueConfig
-from streamdelay.dispatcher import Dispatcher, PromoteResult
-from streamdelay.keys import PartitionKeys
-from streamdelay.runner import run_step_sync
-from streamdelay.scripts import lua_dir, script
+from streamdelay.consumer.dispatcher import Dispatcher, PromoteResult
+from streamdelay.protocol.keys import PartitionKeys
+from streamdelay.protocol.scripts import lua_dir, script
+from streamdelay.redis_io.config import QueueConfig
+from streamdelay.redis_io.runner import run_step_sync
 
 pytestmark = pytest.mark.timeout(60)
 BLOB = b"\x92\xa1j\xc4\x02{}"

@@ -14,9 +14,9 @@ import pytest
 import redis
 
 import streamdelay as sd
-from streamdelay.keys import PartitionKeys
-from streamdelay.runner import run_step_sync
-from streamdelay.scripts import load_scripts, lua_dir, script
+from streamdelay.protocol.keys import PartitionKeys
+from streamdelay.protocol.scripts import load_scripts, lua_dir, script
+from streamdelay.redis_io.runner import run_step_sync
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -17,12 +17,13 @@ import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from . import enqueuing, validation
-from .config import QueueConfig
+from ..base import validation
+from ..base.models import EnqueueResult
+from ..redis_io.config import QueueConfig
+from ..redis_io.runner import Command, call_with_retry
+from ..redis_io.topology import AsyncClient, agree_partitions_async
+from . import enqueuing
 from .enqueuing import PreparedJob
-from .models import EnqueueResult
-from .runner import Command, call_with_retry
-from .topology import AsyncClient, agree_partitions_async
 
 _WHAT = "enqueue"
 

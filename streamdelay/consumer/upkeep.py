@@ -11,10 +11,10 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from ..base.errors import GroupNotFound
+from ..producer.plans import PRUNE_BATCH
+from ..protocol.scripts import script
 from .delivery import Delivery
-from .errors import GroupNotFound
-from .plans import PRUNE_BATCH
-from .scripts import script
 
 if TYPE_CHECKING:
     from .worker import Worker

@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
-from .cli_support import PARTITIONS_ENV, URL_ENV
-from .config import DEFAULT_URL
+from ..redis_io.config import DEFAULT_URL
+from .support import PARTITIONS_ENV, URL_ENV
 
 LOG_LEVELS = click.Choice(["debug", "info", "warning", "error"], case_sensitive=False)
 

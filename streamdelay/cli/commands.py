@@ -16,15 +16,18 @@ from typing import Any
 
 import click
 
-from . import __version__
-from .cli_options import (
+from .. import __version__
+from ..base.masking import mask_url
+from ..producer.queue import Queue
+from ..redis_io.config import DEFAULT_URL, QueueConfig, resolve_url
+from .options import (
     json_option,
     log_level_option,
     partitions_option,
     url_option,
     with_dead_options,
 )
-from .cli_output import (
+from .output import (
     claim_text,
     dead_job_of,
     dead_text,
@@ -35,7 +38,7 @@ from .cli_output import (
     to_json,
     when,
 )
-from .cli_support import (
+from .support import (
     PARTITIONS_ENV,
     URL_ENV,
     AtTime,
@@ -53,9 +56,6 @@ from .cli_support import (
     watch_stats,
     with_overrides,
 )
-from .config import DEFAULT_URL, QueueConfig, resolve_url
-from .masking import mask_url
-from .queue import Queue
 
 log = logging.getLogger("streamdelay.cli")
 

@@ -19,11 +19,11 @@ from typing import Any
 
 import msgspec
 
+from ..base.errors import BodyDecodeError, ConfigError, StreamdelayError
+from ..base.models import BackoffPolicy, Drop, Job, Retry
+from ..base.validation import delay_ms
+from ..protocol.codec import blob_backoff, decode_blob, decode_body, parse_record
 from .backoff import retry_delay
-from .codec import blob_backoff, decode_blob, decode_body, parse_record
-from .errors import BodyDecodeError, ConfigError, StreamdelayError
-from .models import BackoffPolicy, Drop, Job, Retry
-from .validation import delay_ms
 
 HandlerFn = Callable[[Job], Awaitable[None]] | Callable[[Job], None]
 ERROR_TEXT_LIMIT = 2000

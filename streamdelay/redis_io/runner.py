@@ -28,8 +28,8 @@ from redis.exceptions import (
     TryAgainError,
 )
 
-from .errors import ConfigError, ConnectionFailed, StreamdelayError, error_from_script
-from .scripts import Script, ScriptCall
+from ..base.errors import ConfigError, ConnectionFailed, StreamdelayError, error_from_script
+from ..protocol.scripts import Script, ScriptCall
 
 if TYPE_CHECKING:
     from .topology import AsyncClient, SyncClient

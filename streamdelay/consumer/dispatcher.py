@@ -17,12 +17,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 
-from .config import QueueConfig, async_client
-from .keys import PartitionKeys, partition_keys
-from .runner import RETRYABLE, call_with_retry
-from .scripts import script
+from ..protocol.keys import PartitionKeys, partition_keys
+from ..protocol.scripts import script
+from ..redis_io.config import QueueConfig, async_client
+from ..redis_io.runner import RETRYABLE, call_with_retry
+from ..redis_io.topology import AsyncClient, agree_partitions_async
 from .supervise import cancel_all, pause_after_failure, supervised
-from .topology import AsyncClient, agree_partitions_async
 
 log = logging.getLogger("streamdelay.dispatcher")
 # One promoteDue call must not block Redis for more than ~1 ms (SPEC §8). Quiet run of

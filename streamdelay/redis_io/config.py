@@ -8,11 +8,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from . import topology, validation
-from .codec import Serializer
-from .errors import ConfigError, ValidationError
-from .masking import mask_url as mask_url  # the one masking function, importable here too
-from .models import Backoff, BackoffPolicy
+from ..base import validation
+from ..base.errors import ConfigError, ValidationError
+from ..base.masking import mask_url as mask_url  # the one masking function, importable here too
+from ..base.models import Backoff, BackoffPolicy
+from ..protocol.codec import Serializer
+from . import topology
 from .topology import AsyncClient, SyncClient
 
 DEFAULT_URL = "redis://localhost:6379/0"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from .models import Backoff, BackoffPolicy
+from ..base.models import Backoff, BackoffPolicy
 
 
 def retry_delay(policy: BackoffPolicy, attempt: int, rng: random.Random | None = None) -> float:

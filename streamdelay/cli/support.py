@@ -25,14 +25,14 @@ from typing import TYPE_CHECKING, Any
 import click
 import redis
 
-from .cli_output import stats_json, stats_text
-from .config import QueueConfig
-from .dispatcher import Dispatcher
-from .durations import parse_duration
-from .errors import ConnectionFailed, StreamdelayError, ValidationError
-from .masking import mask_url, scrub, secrets_in
-from .queue import Queue
-from .worker import Worker
+from ..base.durations import parse_duration
+from ..base.errors import ConnectionFailed, StreamdelayError, ValidationError
+from ..base.masking import mask_url, scrub, secrets_in
+from ..consumer.dispatcher import Dispatcher
+from ..consumer.worker import Worker
+from ..producer.queue import Queue
+from ..redis_io.config import QueueConfig
+from .output import stats_json, stats_text
 
 log = logging.getLogger("streamdelay.cli")
 

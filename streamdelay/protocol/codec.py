@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 import msgspec
 
-from .errors import BodyDecodeError, BodyEncodeError, StreamdelayError
-from .models import Backoff, BackoffPolicy
+from ..base.errors import BodyDecodeError, BodyEncodeError, StreamdelayError
+from ..base.models import Backoff, BackoffPolicy
 
 Serializer = Literal["json", "msgpack"]
 FORMAT_JSON, FORMAT_MSGPACK, FORMAT_BYTES = "j", "m", "b"

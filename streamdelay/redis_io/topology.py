@@ -25,9 +25,9 @@ from redis.cluster import ClusterNode
 from redis.exceptions import RedisClusterException
 from redis.sentinel import Sentinel
 
-from .errors import ConfigError
-from .keys import partition_keys
-from .masking import MASK, mask_url
+from ..base.errors import ConfigError
+from ..base.masking import MASK, mask_url
+from ..protocol.keys import partition_keys
 from .runner import Command, Plan, drive_async, drive_sync
 
 SyncClient = redis.Redis | redis.RedisCluster

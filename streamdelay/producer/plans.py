@@ -10,15 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
-from . import validation
-from .codec import decode_blob, decode_body, parse_record
-from .config import QueueConfig
-from .enqueuing import ENQUEUE_BATCH as ENQUEUE_BATCH  # the enqueue core, re-exported
-from .enqueuing import enqueue_plan as enqueue_plan
-from .enqueuing import when_args
-from .errors import GroupNotFound, StreamdelayError, ValidationError
-from .keys import PartitionKeys, partition_keys, partition_of
-from .models import (
+from ..base import validation
+from ..base.errors import GroupNotFound, StreamdelayError, ValidationError
+from ..base.models import (
     At,
     ClaimResult,
     DeadJob,
@@ -27,8 +21,14 @@ from .models import (
     QueueStats,
     TopicStats,
 )
-from .runner import Command, Plan, Step
-from .scripts import Arg, script
+from ..protocol.codec import decode_blob, decode_body, parse_record
+from ..protocol.keys import PartitionKeys, partition_keys, partition_of
+from ..protocol.scripts import Arg, script
+from ..redis_io.config import QueueConfig
+from ..redis_io.runner import Command, Plan, Step
+from .enqueuing import ENQUEUE_BATCH as ENQUEUE_BATCH  # the enqueue core, re-exported
+from .enqueuing import enqueue_plan as enqueue_plan
+from .enqueuing import when_args
 
 SCAN_BATCH = 200
 # Consumers of a group that own nothing and were silent this long are removed by workers (about

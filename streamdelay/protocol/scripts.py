@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cache, cached_property
 from pathlib import Path
 
-from .errors import ConfigError
+from ..base.errors import ConfigError
 
 _INCLUDE = re.compile(r"^-- @include ([a-z_]+)\s*$", re.MULTILINE)
 _NAME = re.compile(r"^([a-z][A-Za-z]+)-(\d+)$")
@@ -22,8 +22,8 @@ Arg = str | bytes | int | float
 
 def lua_dir() -> Path:
     """Directory holding the scripts: inside the installed package, else the source tree."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "lua", here.parent / "lua"):
+    package = Path(__file__).resolve().parent.parent
+    for candidate in (package / "lua", package.parent / "lua"):
         if (candidate / "includes").is_dir():
             return candidate
     raise ConfigError("lua: the Lua scripts were not found next to the streamdelay package")

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from .models import ClaimResult, DeadJob, EnqueueResult, JobInfo, QueueStats, TopicStats
+from ..base.models import ClaimResult, DeadJob, EnqueueResult, JobInfo, QueueStats, TopicStats
 
 STATS_COLUMNS = ("TOPIC", "GROUP", "DELAYED", "READY", "RESERVED", "DEAD", "LAG_MS")
 DEAD_COLUMNS = ("ID", "TOPIC", "ATTEMPTS", "DEAD_AT", "ERROR")

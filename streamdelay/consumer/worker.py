@@ -23,8 +23,15 @@ from typing import Any, TypeVar
 
 from redis.exceptions import ResponseError
 
-from . import upkeep, validation
-from .config import QueueConfig, async_client, mask_url
+from ..base import validation
+from ..base.errors import ConfigError
+from ..producer.plans import PRUNE_IDLE_S
+from ..protocol.keys import PartitionKeys, partition_keys
+from ..protocol.scripts import ScriptCall, script
+from ..redis_io.config import QueueConfig, async_client, mask_url
+from ..redis_io.runner import RETRYABLE, call_with_retry
+from ..redis_io.topology import AsyncClient, agree_partitions_async
+from . import upkeep
 from .delivery import (
     Delivery,
     Handler,
@@ -35,13 +42,7 @@ from .delivery import (
     outcome_of,
 )
 from .dispatcher import Dispatcher
-from .errors import ConfigError
-from .keys import PartitionKeys, partition_keys
-from .plans import PRUNE_IDLE_S
-from .runner import RETRYABLE, call_with_retry
-from .scripts import ScriptCall, script
 from .supervise import cancel_all, pause_after_failure, supervised
-from .topology import AsyncClient, agree_partitions_async
 
 log = logging.getLogger("streamdelay.worker")
 F = TypeVar("F", bound=HandlerFn)

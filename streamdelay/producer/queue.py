@@ -9,19 +9,8 @@ from collections.abc import Iterable
 from dataclasses import fields
 from typing import Any
 
-from . import plans
-from .coalesce import EnqueueCoalescer
-from .config import (
-    QueueConfig,
-    async_client,
-    mask_url,
-    resolve_partitions,
-    resolve_url,
-    sync_client,
-)
-from .enqueuing import prepare_job
-from .errors import ConfigError
-from .models import (
+from ..base.errors import ConfigError
+from ..base.models import (
     At,
     BackoffPolicy,
     ClaimResult,
@@ -32,8 +21,24 @@ from .models import (
     JobSpec,
     QueueStats,
 )
-from .runner import Plan, drive_async, drive_sync
-from .topology import AsyncClient, SyncClient, agree_partitions_async, agree_partitions_sync
+from ..redis_io.config import (
+    QueueConfig,
+    async_client,
+    mask_url,
+    resolve_partitions,
+    resolve_url,
+    sync_client,
+)
+from ..redis_io.runner import Plan, drive_async, drive_sync
+from ..redis_io.topology import (
+    AsyncClient,
+    SyncClient,
+    agree_partitions_async,
+    agree_partitions_sync,
+)
+from . import plans
+from .coalesce import EnqueueCoalescer
+from .enqueuing import prepare_job
 
 
 def _config(name: str, url: str | None, options: dict[str, Any]) -> QueueConfig:

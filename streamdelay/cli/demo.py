@@ -30,12 +30,12 @@ from typing import TextIO
 
 import redis
 
-from .errors import ValidationError
-from .keys import partition_keys
-from .masking import mask_url
-from .models import Job, JobSpec
-from .queue import AsyncQueue
-from .worker import Worker
+from ..base.errors import ValidationError
+from ..base.masking import mask_url
+from ..base.models import Job, JobSpec
+from ..consumer.worker import Worker
+from ..producer.queue import AsyncQueue
+from ..protocol.keys import partition_keys
 
 TOPICS = ("demo.work", "demo.flaky", "demo.doomed")
 FLAKY_FAILURES = 2
