@@ -27,6 +27,7 @@ test: install redis
 lint: install
 	$(BIN)/ruff check streamdelay tests benchmarks
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site dist build

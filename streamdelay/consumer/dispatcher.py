@@ -19,9 +19,10 @@ from functools import partial
 
 from ..protocol.keys import PartitionKeys, partition_keys
 from ..protocol.scripts import script
+from ..redis_io.agreement import agree_partitions_async
 from ..redis_io.config import QueueConfig, async_client
 from ..redis_io.runner import RETRYABLE, call_with_retry
-from ..redis_io.topology import AsyncClient, agree_partitions_async
+from ..redis_io.topology import AsyncClient
 from .supervise import cancel_all, pause_after_failure, supervised
 
 log = logging.getLogger("streamdelay.dispatcher")

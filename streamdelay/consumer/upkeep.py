@@ -8,16 +8,14 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
 from ..base.errors import GroupNotFound
 from ..producer.plans import PRUNE_BATCH
-from ..protocol.scripts import script
+from ..protocol.keys import PartitionKeys
+from ..protocol.scripts import ScriptCall, script
 from .delivery import Delivery
-
-if TYPE_CHECKING:
-    from .worker import Worker
 
 log = logging.getLogger("streamdelay.worker")
 HEARTBEAT_TICK = 0.2
@@ -28,6 +26,59 @@ IDLE_TICK = 0.1
 PRUNE_EVERY = 60.0
 
 
+class UpkeepHost(Protocol):
+    """What the upkeep loops need of a worker, and nothing more (``worker.Worker`` is one)."""
+
+    @property
+    def group(self) -> str:
+        """The consumer group."""
+
+    @property
+    def consumer(self) -> str:
+        """This worker's consumer name."""
+
+    @property
+    def partitions(self) -> Sequence[PartitionKeys]:
+        """The keys of every partition of the queue."""
+
+    @property
+    def topics(self) -> Collection[str]:
+        """The topics this worker has handlers for."""
+
+    @property
+    def inflight(self) -> Mapping[Any, Delivery]:
+        """The deliveries whose handlers run now."""
+
+    @property
+    def acks_pending(self) -> bool:
+        """True while finished jobs wait to be acknowledged."""
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Counters the loops add to (``reclaimed``, ``released``)."""
+
+    @property
+    def reclaim_interval(self) -> float:
+        """Seconds between two reclaim passes."""
+
+    @property
+    def prune_idle(self) -> float:
+        """Consumers silent this long and owning nothing are removed."""
+
+    @property
+    def prune_every(self) -> float:
+        """Seconds between two prune passes."""
+
+    async def call(self, step: ScriptCall, what: str) -> Any:
+        """Run one script call under the retry policy."""
+
+    async def register(self) -> None:
+        """Bind the topics to the group again (after the group was deleted)."""
+
+    def stop(self) -> None:
+        """Ask the worker to stop gracefully."""
+
+
 def _by_partition(deliveries: Iterable[Delivery]) -> dict[int, list[Delivery]]:
     grouped: dict[int, list[Delivery]] = {}
     for delivery in deliveries:
@@ -35,7 +86,7 @@ def _by_partition(deliveries: Iterable[Delivery]) -> dict[int, list[Delivery]]:
     return grouped
 
 
-async def touch(worker: Worker, deliveries: list[Delivery]) -> None:
+async def touch(worker: UpkeepHost, deliveries: list[Delivery]) -> None:
     """Reset the idle time of deliveries still running (one ``touchJobs`` call per batch)."""
     for partition, batch in _by_partition(deliveries).items():
         keys = worker.partitions[partition]
@@ -56,7 +107,7 @@ async def touch(worker: Worker, deliveries: list[Delivery]) -> None:
                                 "cancelled); its result will be ignored", delivery.job_id)
 
 
-async def heartbeat_loop(worker: Worker) -> None:
+async def heartbeat_loop(worker: UpkeepHost) -> None:
     """Touch each running delivery once a third of its ttr has passed since the last touch."""
     while True:
         await asyncio.sleep(HEARTBEAT_TICK)
@@ -67,11 +118,11 @@ async def heartbeat_loop(worker: Worker) -> None:
             await touch(worker, due)
 
 
-async def reclaim_once(worker: Worker) -> int:
+async def reclaim_once(worker: UpkeepHost) -> int:
     """Re-queue deliveries of silent consumers (idle past their job's ttr) on every topic."""
     moved = 0
     for keys in worker.partitions:
-        for topic in sorted(worker.handlers):
+        for topic in sorted(worker.topics):
             cursor = "-"
             while cursor != "0-0":
                 try:
@@ -85,19 +136,19 @@ async def reclaim_once(worker: Worker) -> int:
     return moved
 
 
-async def prune_once(worker: Worker) -> list[str]:
+async def prune_once(worker: UpkeepHost) -> list[str]:
     """Remove the group's consumers that own nothing and were silent for ``worker.prune_idle``."""
     removed: list[str] = []
     idle_ms = int(worker.prune_idle * 1000)
     for keys in worker.partitions:
-        for topic in sorted(worker.handlers):
+        for topic in sorted(worker.topics):
             names = await worker.call(script("pruneConsumers").call(
                 keys.script_keys(), [worker.group, topic, idle_ms, PRUNE_BATCH]), "prune")
             removed.extend(n.decode() if isinstance(n, bytes) else n for n in names)
     return removed
 
 
-async def reclaim_loop(worker: Worker) -> None:
+async def reclaim_loop(worker: UpkeepHost) -> None:
     """Every ``reclaim_interval`` (jittered), reclaim jobs of silent consumers; every
     ``prune_every`` seconds, remove consumers that are gone and own nothing."""
     next_prune = time.monotonic() + worker.prune_every * random.uniform(0.1, 1.0)
@@ -115,25 +166,25 @@ async def reclaim_loop(worker: Worker) -> None:
                          len(removed), ", ".join(removed[:10]))
 
 
-async def idle_watch(worker: Worker) -> None:
+async def idle_watch(worker: UpkeepHost) -> None:
     """Stop the worker when its topics have nothing delayed, ready, reserved or in flight."""
     while True:
         await asyncio.sleep(IDLE_TICK)
-        if worker.inflight or worker._acks:
+        if worker.inflight or worker.acks_pending:
             continue
         busy = False
         for keys in worker.partitions:
             reply = await worker.call(script("readStats").call(keys.script_keys(), []), "stats")
             for row in reply[3:]:
                 topic = row[0].decode() if isinstance(row[0], bytes) else row[0]
-                if topic in worker.handlers and (int(row[1]) or int(row[2])):
+                if topic in worker.topics and (int(row[1]) or int(row[2])):
                     busy = True
         if not busy and not worker.inflight:
             worker.stop()
             return
 
 
-async def release_unfinished(worker: Worker) -> None:
+async def release_unfinished(worker: UpkeepHost) -> None:
     """Cancel handlers still running after the grace period and hand their jobs back at once."""
     unfinished = [d for d in worker.inflight.values() if d.job_id]
     for delivery in worker.inflight.values():

@@ -28,9 +28,10 @@ from ..base.errors import ConfigError
 from ..producer.plans import PRUNE_IDLE_S
 from ..protocol.keys import PartitionKeys, partition_keys
 from ..protocol.scripts import ScriptCall, script
+from ..redis_io.agreement import agree_partitions_async
 from ..redis_io.config import QueueConfig, async_client, mask_url
 from ..redis_io.runner import RETRYABLE, call_with_retry
-from ..redis_io.topology import AsyncClient, agree_partitions_async
+from ..redis_io.topology import AsyncClient
 from . import upkeep
 from .delivery import (
     Delivery,
@@ -137,6 +138,16 @@ class Worker:
             return fn
 
         return register
+
+    @property
+    def topics(self) -> list[str]:
+        """The topics this worker has handlers for, sorted."""
+        return sorted(self.handlers)
+
+    @property
+    def acks_pending(self) -> bool:
+        """True while finished jobs wait to be acknowledged (the next ack flush sends them)."""
+        return bool(self._acks)
 
     @property
     def client(self) -> AsyncClient:

@@ -19,9 +19,11 @@ from dataclasses import dataclass, field
 
 from ..base import validation
 from ..base.models import EnqueueResult
+from ..protocol.plan import Command
+from ..redis_io.agreement import agree_partitions_async
 from ..redis_io.config import QueueConfig
-from ..redis_io.runner import Command, call_with_retry
-from ..redis_io.topology import AsyncClient, agree_partitions_async
+from ..redis_io.runner import call_with_retry
+from ..redis_io.topology import AsyncClient
 from . import enqueuing
 from .enqueuing import PreparedJob
 

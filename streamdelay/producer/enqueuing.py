@@ -18,9 +18,9 @@ from ..base.errors import StreamdelayError, ValidationError, error_from_script
 from ..base.models import At, Backoff, Delay, EnqueueResult, JobSpec
 from ..protocol.codec import encode_blob, encode_body
 from ..protocol.keys import partition_keys, partition_of
+from ..protocol.plan import Command, Plan
 from ..protocol.scripts import Arg, ScriptCall, script
 from ..redis_io.config import QueueConfig
-from ..redis_io.runner import Command, Plan
 
 # One enqueueJobs call must not block Redis for more than ~1 ms (SPEC §8): 240 jobs took 1.3 ms
 # (SLOWLOG median, quiet run of 2026-11-23), so 160 (~0.9 ms); a bigger enqueue_many still goes

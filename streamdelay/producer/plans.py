@@ -23,9 +23,9 @@ from ..base.models import (
 )
 from ..protocol.codec import decode_blob, decode_body, parse_record
 from ..protocol.keys import PartitionKeys, partition_keys, partition_of
+from ..protocol.plan import Command, Plan, Step
 from ..protocol.scripts import Arg, script
 from ..redis_io.config import QueueConfig
-from ..redis_io.runner import Command, Plan, Step
 from .enqueuing import ENQUEUE_BATCH as ENQUEUE_BATCH  # the enqueue core, re-exported
 from .enqueuing import enqueue_plan as enqueue_plan
 from .enqueuing import when_args

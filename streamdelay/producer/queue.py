@@ -21,6 +21,8 @@ from ..base.models import (
     JobSpec,
     QueueStats,
 )
+from ..protocol.plan import Plan
+from ..redis_io.agreement import agree_partitions_async, agree_partitions_sync
 from ..redis_io.config import (
     QueueConfig,
     async_client,
@@ -29,13 +31,8 @@ from ..redis_io.config import (
     resolve_url,
     sync_client,
 )
-from ..redis_io.runner import Plan, drive_async, drive_sync
-from ..redis_io.topology import (
-    AsyncClient,
-    SyncClient,
-    agree_partitions_async,
-    agree_partitions_sync,
-)
+from ..redis_io.runner import drive_async, drive_sync
+from ..redis_io.topology import AsyncClient, SyncClient
 from . import plans
 from .coalesce import EnqueueCoalescer
 from .enqueuing import prepare_job

@@ -1,7 +1,7 @@
 """Send script calls to Redis: EVALSHA with NOSCRIPT reload, error mapping, one retry policy.
 
-Operations are written once as generator *plans* (``plans.py``) that yield steps and receive
-replies; ``drive_sync`` and ``drive_async`` are the only two places that do I/O for them.
+Operations are written once as generator *plans* (``protocol/plan.py``) that yield steps and
+receive replies; ``drive_sync`` and ``drive_async`` are the only two places that do I/O for them.
 """
 
 from __future__ import annotations
@@ -9,12 +9,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Generator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import redis
-import redis.asyncio as aioredis
 import tenacity
 from redis.exceptions import (
     AuthenticationError,
@@ -29,10 +27,9 @@ from redis.exceptions import (
 )
 
 from ..base.errors import ConfigError, ConnectionFailed, StreamdelayError, error_from_script
+from ..protocol.plan import Command, Plan, Step
 from ..protocol.scripts import Script, ScriptCall
-
-if TYPE_CHECKING:
-    from .topology import AsyncClient, SyncClient
+from .topology import AsyncClient, SyncClient, is_cluster
 
 log = logging.getLogger("streamdelay")
 T = TypeVar("T")
@@ -40,17 +37,6 @@ T = TypeVar("T")
 # a demoted master, "cannot be connected"): every one of them is ridden out by the retry policy.
 RETRYABLE = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError,
              ClusterDownError, ClusterError, TryAgainError, ReadOnlyError, RedisClusterException)
-
-
-@dataclass(frozen=True)
-class Command:
-    """A plain Redis command inside a plan (reads such as XRANGE)."""
-
-    args: tuple[Any, ...]
-
-
-Step = ScriptCall | Command | list[ScriptCall]
-Plan = Generator[Step, Any, T]
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -126,10 +112,6 @@ def _gave_up(exc: Exception) -> ConnectionFailed:
     return ConnectionFailed(f"redis: unreachable ({exc})")
 
 
-def _is_cluster(client: object) -> bool:
-    return isinstance(client, redis.RedisCluster | aioredis.RedisCluster)
-
-
 def _first_error(replies: list[Any]) -> list[Any]:
     """The replies of a step sent call by call; a connection error wins (the step is retried)."""
     for reply in replies:
@@ -176,7 +158,7 @@ def _run_calls_one_by_one_sync(client: SyncClient, calls: list[ScriptCall]) -> l
 
 
 def _run_pipeline_sync(client: SyncClient, calls: list[ScriptCall]) -> list[Any]:
-    if _is_cluster(client):
+    if is_cluster(client):
         return _run_calls_one_by_one_sync(client, calls)
     pipe = client.pipeline(transaction=False)
     for call in calls:
@@ -258,7 +240,7 @@ async def _run_script_async(client: AsyncClient, call: ScriptCall) -> Any:
 
 
 async def _run_pipeline_async(client: AsyncClient, calls: list[ScriptCall]) -> list[Any]:
-    if _is_cluster(client):  # cluster pipelines refuse EVALSHA: send the calls concurrently
+    if is_cluster(client):  # cluster pipelines refuse EVALSHA: send the calls concurrently
         sent = await asyncio.gather(*(_run_script_async(client, call) for call in calls),
                                     return_exceptions=True)
         return _first_error(list(sent))
@@ -325,4 +307,14 @@ async def call_with_retry(
         raise _gave_up(exc) from exc
 
 
-__all__ = ["Command", "Plan", "Step", "StreamdelayError", "drive_async", "drive_sync"]
+__all__ = [
+    "RETRYABLE",
+    "call_with_retry",
+    "drive_async",
+    "drive_sync",
+    "retry_policy",
+    "run_step_async",
+    "run_step_sync",
+    "run_with_retry_async",
+    "run_with_retry_sync",
+]

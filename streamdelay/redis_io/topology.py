@@ -27,8 +27,6 @@ from redis.sentinel import Sentinel
 
 from ..base.errors import ConfigError
 from ..base.masking import MASK, mask_url
-from ..protocol.keys import partition_keys
-from .runner import Command, Plan, drive_async, drive_sync
 
 SyncClient = redis.Redis | redis.RedisCluster
 AsyncClient = aioredis.Redis | aioredis.RedisCluster
@@ -67,8 +65,6 @@ SINGLE_OPTIONS = {
 }
 SENTINEL_SOCKET_TIMEOUT = 2.0
 SECRET_OPTIONS = ("password", "sentinel_password")
-PARTITIONS_FIELD = "partitions"
-_agreed: set[tuple[str, str, int]] = set()  # (url, queue, partitions) checked in this process
 
 
 @dataclass(frozen=True)
@@ -305,47 +301,3 @@ def async_client(url: str, socket_timeout: float) -> AsyncClient:
 def is_cluster(client: object) -> bool:
     """True for a redis-py cluster client (sync or asyncio)."""
     return isinstance(client, redis.RedisCluster | aioredis.RedisCluster)
-
-
-# --- partition-count agreement -----------------------------------------------------------
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def partition_check_plan(queue: str, partitions: int) -> Plan[None]:
-    """Record ``partitions`` in every partition's ``meta`` hash (HSETNX) or refuse a mismatch.
-
-    The first process to touch a queue fixes its partition count; any process that uses another
-    count later is refused with a ``ConfigError`` naming ``partitions``. Partition 0 exists for
-    every count, so two different counts always meet there.
-    """
-    for keys in partition_keys(queue, partitions):
-        created = yield Command(("HSETNX", keys.meta, PARTITIONS_FIELD, partitions))
-        if int(created):
-            continue
-        stored = _text((yield Command(("HGET", keys.meta, PARTITIONS_FIELD))))
-        if stored != str(partitions):
-            raise ConfigError(
-                f"partitions: queue {queue!r} was created with partitions={stored} (stored in "
-                f"Redis, key {keys.meta}) but this process uses partitions={partitions}; every "
-                f"producer and worker of a queue must use the same count (see docs/scale-out.md)",
-                field="partitions")
-
-
-def agree_partitions_sync(
-    client: SyncClient, url: str, queue: str, partitions: int, give_up_after: float | None
-) -> None:
-    """Run the partition check once per process for this URL and queue (blocking)."""
-    if (url, queue, partitions) not in _agreed:
-        drive_sync(client, partition_check_plan(queue, partitions), give_up_after)
-        _agreed.add((url, queue, partitions))
-
-
-async def agree_partitions_async(
-    client: AsyncClient, url: str, queue: str, partitions: int, give_up_after: float | None
-) -> None:
-    """Run the partition check once per process for this URL and queue (asyncio)."""
-    if (url, queue, partitions) not in _agreed:
-        await drive_async(client, partition_check_plan(queue, partitions), give_up_after)
-        _agreed.add((url, queue, partitions))

@@ -1,0 +1,27 @@
+"""What a plan is: a generator that yields steps (script calls, plain commands, pipelines) and
+receives their replies. Plans are I/O-free; ``redis_io.runner`` is the only code that sends
+their steps (docs/design.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from .scripts import ScriptCall
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Command:
+    """A plain Redis command inside a plan (reads such as XRANGE)."""
+
+    args: tuple[Any, ...]
+
+
+Step = ScriptCall | Command | list[ScriptCall]
+Plan = Generator[Step, Any, T]
+
+__all__ = ["Command", "Plan", "Step"]
