@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from ..protocol.keys import PartitionKeys, partition_keys
+from ..protocol.replies import parse_promote
 from ..protocol.scripts import script
 from ..redis_io.agreement import agree_partitions_async
 from ..redis_io.config import QueueConfig, async_client
@@ -80,11 +81,12 @@ class Dispatcher:
         call = script("promoteDue").call(keys.script_keys(), [self.batch])
         sent = time.monotonic()
         reply = await call_with_retry(self.client, call, None, "dispatch")
-        result = PromoteResult(int(reply[0]), int(reply[1]), int(reply[2]), int(reply[4]),
-                               time.monotonic() - sent)
-        for job_id, why in reply[3]:  # foreign garbage, quarantined
-            log.warning("due job %r of queue %s was not promoted: %s", job_id.decode(
-                errors="replace"), self.config.name, why.decode(errors="replace"))
+        promoted = parse_promote(reply)
+        result = PromoteResult(promoted.moved, promoted.next_due_ms, promoted.now_ms,
+                               promoted.now_us, time.monotonic() - sent)
+        for job_id, why in promoted.dropped:  # foreign garbage, quarantined
+            log.warning("due job %r of queue %s was not promoted: %s", job_id,
+                        self.config.name, why)
         self.promoted += result.moved
         return result
 

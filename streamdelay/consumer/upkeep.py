@@ -8,14 +8,19 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
 from ..base.errors import GroupNotFound
-from ..producer.plans import PRUNE_BATCH
+from ..producer.plans import prune_consumers_plan, requeue_stuck_plan
+from ..protocol.batching import by_partition, partition_batches
 from ..protocol.keys import PartitionKeys
+from ..protocol.plan import Plan
+from ..protocol.replies import parse_stats, texts
 from ..protocol.scripts import ScriptCall, script
 from .delivery import Delivery
+
+T = TypeVar("T")
 
 log = logging.getLogger("streamdelay.worker")
 HEARTBEAT_TICK = 0.2
@@ -72,6 +77,9 @@ class UpkeepHost(Protocol):
     async def call(self, step: ScriptCall, what: str) -> Any:
         """Run one script call under the retry policy."""
 
+    async def run_plan(self, plan: Plan[T], what: str) -> T:
+        """Drive a plan to its end under the retry policy."""
+
     async def register(self) -> None:
         """Bind the topics to the group again (after the group was deleted)."""
 
@@ -79,32 +87,27 @@ class UpkeepHost(Protocol):
         """Ask the worker to stop gracefully."""
 
 
-def _by_partition(deliveries: Iterable[Delivery]) -> dict[int, list[Delivery]]:
-    grouped: dict[int, list[Delivery]] = {}
-    for delivery in deliveries:
-        grouped.setdefault(delivery.partition, []).append(delivery)
-    return grouped
+def _partition(delivery: Delivery) -> int:
+    return delivery.partition
 
 
 async def touch(worker: UpkeepHost, deliveries: list[Delivery]) -> None:
     """Reset the idle time of deliveries still running (one ``touchJobs`` call per batch)."""
-    for partition, batch in _by_partition(deliveries).items():
+    for partition, chunk in partition_batches(deliveries, _partition, TOUCH_BATCH):
         keys = worker.partitions[partition]
-        for start in range(0, len(batch), TOUCH_BATCH):
-            chunk = batch[start:start + TOUCH_BATCH]
-            args: list[Any] = [worker.group, worker.consumer]
-            for delivery in chunk:
-                args.extend((delivery.topic, delivery.entry_id))
-            now = time.monotonic()
-            lost = await worker.call(script("touchJobs").call(keys.script_keys(), args),
-                                     "heartbeat")
-            lost_ids = {x.decode() if isinstance(x, bytes) else x for x in lost}
-            for delivery in chunk:
-                delivery.last_touch = now
-                if delivery.entry_id in lost_ids and not delivery.lost:
-                    delivery.lost = True
-                    log.warning("job %s is no longer held by this worker (reclaimed or "
-                                "cancelled); its result will be ignored", delivery.job_id)
+        args: list[Any] = [worker.group, worker.consumer]
+        for delivery in chunk:
+            args.extend((delivery.topic, delivery.entry_id))
+        now = time.monotonic()
+        lost = await worker.call(script("touchJobs").call(keys.script_keys(), args),
+                                 "heartbeat")
+        lost_ids = set(texts(lost))
+        for delivery in chunk:
+            delivery.last_touch = now
+            if delivery.entry_id in lost_ids and not delivery.lost:
+                delivery.lost = True
+                log.warning("job %s is no longer held by this worker (reclaimed or "
+                            "cancelled); its result will be ignored", delivery.job_id)
 
 
 async def heartbeat_loop(worker: UpkeepHost) -> None:
@@ -123,16 +126,13 @@ async def reclaim_once(worker: UpkeepHost) -> int:
     moved = 0
     for keys in worker.partitions:
         for topic in sorted(worker.topics):
-            cursor = "-"
-            while cursor != "0-0":
-                try:
-                    reply = await worker.call(script("requeueStuck").call(
-                        keys.script_keys(), [worker.group, topic, cursor, 200, -1, ""]), "reclaim")
-                except GroupNotFound:
-                    await worker.register()
-                    break
-                cursor = reply[0].decode() if isinstance(reply[0], bytes) else reply[0]
-                moved += len(reply[1]) + len(reply[2])
+            try:  # each job's own ttr, re-queued for anyone: claim's defaults
+                replies = await worker.run_plan(
+                    requeue_stuck_plan(keys, worker.group, topic, -1, ""), "reclaim")
+            except GroupNotFound:
+                await worker.register()
+                continue
+            moved += sum(len(reply.moved) + len(reply.dead) for reply in replies)
     return moved
 
 
@@ -142,9 +142,8 @@ async def prune_once(worker: UpkeepHost) -> list[str]:
     idle_ms = int(worker.prune_idle * 1000)
     for keys in worker.partitions:
         for topic in sorted(worker.topics):
-            names = await worker.call(script("pruneConsumers").call(
-                keys.script_keys(), [worker.group, topic, idle_ms, PRUNE_BATCH]), "prune")
-            removed.extend(n.decode() if isinstance(n, bytes) else n for n in names)
+            removed.extend(await worker.run_plan(
+                prune_consumers_plan(keys, worker.group, topic, idle_ms), "prune"))
     return removed
 
 
@@ -174,10 +173,10 @@ async def idle_watch(worker: UpkeepHost) -> None:
             continue
         busy = False
         for keys in worker.partitions:
-            reply = await worker.call(script("readStats").call(keys.script_keys(), []), "stats")
-            for row in reply[3:]:
-                topic = row[0].decode() if isinstance(row[0], bytes) else row[0]
-                if topic in worker.topics and (int(row[1]) or int(row[2])):
+            reply = parse_stats(await worker.call(
+                script("readStats").call(keys.script_keys(), []), "stats"))
+            for row in reply.rows:
+                if row.topic in worker.topics and (row.delayed or row.in_stream):
                     busy = True
         if not busy and not worker.inflight:
             worker.stop()
@@ -190,7 +189,7 @@ async def release_unfinished(worker: UpkeepHost) -> None:
     for delivery in worker.inflight.values():
         if delivery.task is not None:
             delivery.task.cancel()
-    for partition, batch in _by_partition(unfinished).items():
+    for partition, batch in by_partition(unfinished, _partition).items():
         keys = worker.partitions[partition]
         args: list[Any] = [worker.group]
         for delivery in batch:

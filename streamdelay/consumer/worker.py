@@ -26,11 +26,14 @@ from redis.exceptions import ResponseError
 from ..base import validation
 from ..base.errors import ConfigError
 from ..producer.plans import PRUNE_IDLE_S
+from ..protocol.batching import batches
 from ..protocol.keys import PartitionKeys, partition_keys
+from ..protocol.plan import Plan
+from ..protocol.replies import parse_fail, text
 from ..protocol.scripts import ScriptCall, script
 from ..redis_io.agreement import agree_partitions_async
 from ..redis_io.config import QueueConfig, async_client, mask_url
-from ..redis_io.runner import RETRYABLE, call_with_retry
+from ..redis_io.runner import RETRYABLE, call_with_retry, drive_async
 from ..redis_io.topology import AsyncClient
 from . import upkeep
 from .delivery import (
@@ -47,6 +50,7 @@ from .supervise import cancel_all, pause_after_failure, supervised
 
 log = logging.getLogger("streamdelay.worker")
 F = TypeVar("F", bound=HandlerFn)
+T = TypeVar("T")
 ACK_BATCH = 500
 FINAL_FLUSH_TIMEOUT = 5.0
 _UNSET: Any = object()
@@ -159,6 +163,10 @@ class Worker:
     async def call(self, step: ScriptCall, what: str) -> Any:
         """Run one script call under the retry policy (forever: workers ride out outages)."""
         return await call_with_retry(self.client, step, None, what)
+
+    async def run_plan(self, plan: Plan[T], what: str) -> T:
+        """Drive a plan to its end under the retry policy (forever, like ``call``)."""
+        return await drive_async(self.client, plan, None, what)
 
     # --- running ------------------------------------------------------------------------
 
@@ -315,9 +323,9 @@ class Worker:
         """Start a handler task for each entry of an XREADGROUP reply; returns how many."""
         started = 0
         for stream, entries in reply:
-            topic = (stream.decode() if isinstance(stream, bytes) else stream).split(":t:", 1)[1]
+            topic = text(stream).split(":t:", 1)[1]
             for entry_id, fields in entries:
-                eid = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
+                eid = text(entry_id)
                 delivery = Delivery(partition, topic, eid)
                 if delivery.key in self.inflight:
                     continue
@@ -361,13 +369,13 @@ class Worker:
         args: list[Any] = [self.group, delivery.topic, delivery.job_id, delivery.entry_id,
                 settlement.delay_ms, "1" if settlement.kind == "dead" else "0", settlement.error]
         reply = await self.call(script("failJob").call(keys.script_keys(), args), "fail")
-        outcome = int(reply[0])
-        if outcome == 0 and settlement.kind == "dead":  # an entry no job stands behind
+        outcome = parse_fail(reply)
+        if outcome.outcome == 0 and settlement.kind == "dead":  # an entry no job stands behind
             log.warning("dropped stream entry %s of topic %s (no current job %r): %s",
                         delivery.entry_id, delivery.topic, delivery.job_id, settlement.error)
-        if outcome == 1:
+        if outcome.retried:
             self.counts["retried"] += 1
-        elif outcome == 2:
+        elif outcome.dead:
             self.counts["dead"] += 1
             log.warning("job %s (%s) is dead: %s", delivery.job_id, delivery.topic,
                         settlement.error.splitlines()[0] if settlement.error else "")
@@ -385,9 +393,9 @@ class Worker:
         calls = []
         for partition, flat in pending.items():
             keys = self.partitions[partition]
-            for start in range(0, len(flat), ACK_BATCH * 3):
+            for batch in batches(flat, ACK_BATCH * 3):  # three values per delivery
                 args: list[Any] = [self.group, validation.delay_ms(self.config.keep_done),
-                        *flat[start:start + ACK_BATCH * 3]]
+                        *batch]
                 calls.append(script("ackJobs").call(keys.script_keys(), args))
         for call in calls:
             await self.call(call, "ack")

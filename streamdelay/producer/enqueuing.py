@@ -8,7 +8,6 @@ reply parsing.
 from __future__ import annotations
 
 import secrets
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,9 +15,11 @@ from typing import Any
 from ..base import validation
 from ..base.errors import StreamdelayError, ValidationError, error_from_script
 from ..base.models import At, Backoff, Delay, EnqueueResult, JobSpec
+from ..protocol.batching import batch_count, partition_batches
 from ..protocol.codec import encode_blob, encode_body
 from ..protocol.keys import partition_keys, partition_of
 from ..protocol.plan import Command, Plan
+from ..protocol.replies import parse_enqueue
 from ..protocol.scripts import Arg, ScriptCall, script
 from ..redis_io.config import QueueConfig
 
@@ -27,11 +28,6 @@ from ..redis_io.config import QueueConfig
 # out in one round trip (a pipeline of bounded calls).
 ENQUEUE_BATCH = 160
 PAST_CHECK_SLACK_MS = 60_000  # see _check_past_first
-ENQUEUE_STATES = {"d": "delayed", "s": "ready", "x": "dead", "c": "done", "?": "corrupt"}
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def new_job_id() -> str:
@@ -54,7 +50,17 @@ class PreparedJob:
 
     id: str
     partition: int
-    args: tuple[Arg, ...]
+    args: tuple[Arg, ...]  # id, topic, when_kind, when_ms, ttr_ms, max_attempts, replace, blob
+
+    @property
+    def when_kind(self) -> str:
+        """``'r'`` (relative delay) or ``'a'`` (absolute ``at``)."""
+        return str(self.args[2])
+
+    @property
+    def when_ms(self) -> int:
+        """The delay in ms, or the absolute due time in epoch ms."""
+        return int(self.args[3])
 
 
 def prepare_job(cfg: QueueConfig, spec: JobSpec) -> PreparedJob:
@@ -81,7 +87,7 @@ def prepare_job(cfg: QueueConfig, spec: JobSpec) -> PreparedJob:
 
 def is_absolute(job: PreparedJob) -> bool:
     """True when the job's due time is an absolute ``at`` (only those can be in the past)."""
-    return job.args[2] == "a"
+    return job.when_kind == "a"
 
 
 def past_due(
@@ -92,7 +98,7 @@ def past_due(
     seconds, micros = time_reply
     now = int(seconds) * 1000 + int(micros) // 1000
     return [i for i in indexes if is_absolute(prepared[i])
-            and int(prepared[i].args[3]) < now - tolerance]
+            and prepared[i].when_ms < now - tolerance]
 
 
 def at_in_past(job: PreparedJob) -> StreamdelayError:
@@ -111,7 +117,7 @@ def refused_job(
     if not isinstance(error, ValidationError) or error.field != "at" or error.job_id is None:
         return None
     named = [i for i in indexes if prepared[i].id == error.job_id and is_absolute(prepared[i])]
-    return min(named, key=lambda i: int(prepared[i].args[3])) if named else None
+    return min(named, key=lambda i: prepared[i].when_ms) if named else None
 
 
 def _check_past_first(prepared: list[PreparedJob], tolerance: int) -> Plan[int]:
@@ -145,28 +151,25 @@ def enqueue_chunks(
     """The ``enqueueJobs`` calls for ``prepared`` (or only its ``indexes``): partitions in
     ascending order, the jobs' order kept within a partition, ``ENQUEUE_BATCH`` jobs per call."""
     keys = partition_keys(cfg.name, cfg.partitions)
-    by_partition: dict[int, list[int]] = {}
-    for index in range(len(prepared)) if indexes is None else indexes:
-        by_partition.setdefault(prepared[index].partition, []).append(index)
     head = (tolerance, validation.delay_ms(cfg.keep_done))
     enqueue_jobs = script("enqueueJobs")
     chunks: list[EnqueueChunk] = []
-    for partition, owners in sorted(by_partition.items()):
-        for start in range(0, len(owners), ENQUEUE_BATCH):
-            chunk = owners[start:start + ENQUEUE_BATCH]
-            args: list[Arg] = [*head]
-            for index in chunk:
-                args.extend(prepared[index].args)
-            chunks.append(EnqueueChunk(enqueue_jobs.call(keys[partition].script_keys(), args),
-                                       tuple(chunk)))
+    for partition, chunk in partition_batches(
+        range(len(prepared)) if indexes is None else indexes,
+        lambda index: prepared[index].partition, ENQUEUE_BATCH,
+    ):
+        args: list[Arg] = [*head]
+        for index in chunk:
+            args.extend(prepared[index].args)
+        chunks.append(EnqueueChunk(enqueue_jobs.call(keys[partition].script_keys(), args),
+                                   tuple(chunk)))
     return chunks
 
 
 def call_count(prepared: Sequence[PreparedJob], indexes: Iterable[int] | None = None) -> int:
     """How many ``enqueueJobs`` calls ``enqueue_chunks`` makes for these jobs (nothing packed)."""
-    per_partition = Counter(prepared[i].partition
-                            for i in (range(len(prepared)) if indexes is None else indexes))
-    return sum(-(-n // ENQUEUE_BATCH) for n in per_partition.values())
+    return batch_count(range(len(prepared)) if indexes is None else indexes,
+                       lambda index: prepared[index].partition, ENQUEUE_BATCH)
 
 
 def enqueue_results(
@@ -174,9 +177,9 @@ def enqueue_results(
 ) -> list[tuple[int, EnqueueResult]]:
     """Each job of ``chunk`` (its index) with its result, parsed from the call's reply."""
     return [
-        (index, EnqueueResult(id=prepared[index].id, due=int(row[1]), created=bool(int(row[0])),
-                              state=ENQUEUE_STATES.get(_text(row[2]), _text(row[2]))))
-        for index, row in zip(chunk.owners, reply, strict=True)
+        (index, EnqueueResult(id=prepared[index].id, due=row.due_ms, created=row.created,
+                              state=row.state))
+        for index, row in zip(chunk.owners, parse_enqueue(reply), strict=True)
     ]
 
 

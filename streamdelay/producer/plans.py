@@ -8,7 +8,7 @@ sync and async faces never copy logic. The enqueue part lives in ``enqueuing.py`
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from ..base import validation
 from ..base.errors import GroupNotFound, StreamdelayError, ValidationError
@@ -24,6 +24,17 @@ from ..base.models import (
 from ..protocol.codec import decode_blob, decode_body, parse_record
 from ..protocol.keys import PartitionKeys, partition_keys, partition_of
 from ..protocol.plan import Command, Plan, Step
+from ..protocol.replies import (
+    STATE_NAMES,
+    JobReply,
+    RequeueReply,
+    field_map,
+    parse_job,
+    parse_requeue,
+    parse_stats,
+    text,
+    texts,
+)
 from ..protocol.scripts import Arg, script
 from ..redis_io.config import QueueConfig
 from .enqueuing import ENQUEUE_BATCH as ENQUEUE_BATCH  # the enqueue core, re-exported
@@ -65,10 +76,6 @@ def _resumed(first: Step, plan: Plan[T]) -> Plan[T]:
             return done.value  # type: ignore[no-any-return]
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 def _keys_for(cfg: QueueConfig, job_id: str) -> PartitionKeys:
     return PartitionKeys(cfg.name, partition_of(validation.job_id(job_id), cfg.partitions))
 
@@ -93,13 +100,12 @@ def reschedule_plan(
     return bool(int(reply[0]))
 
 
-def parse_job_info(job_id: str, reply: list[Any]) -> JobInfo:
-    """Turn a ``getJob`` reply into a ``JobInfo``."""
-    raw, sub, owner, idle, deliveries, error = reply[:6]
+def job_info(job_id: str, found: JobReply) -> JobInfo:
+    """Turn a parsed ``getJob`` reply into a ``JobInfo``."""
     try:
-        if _text(sub) == "corrupt":
+        if found.substate == "corrupt":
             raise StreamdelayError("the record header does not parse")
-        record = parse_record(raw)
+        record = parse_record(found.record)
         blob = decode_blob(record.blob)
     except StreamdelayError as exc:  # written by a foreign client: cancel(id) removes it
         raise StreamdelayError(f"id: job {job_id!r} has a malformed record ({exc})",
@@ -108,7 +114,7 @@ def parse_job_info(job_id: str, reply: list[Any]) -> JobInfo:
         body = decode_body(blob.fmt, blob.body)
     except StreamdelayError:
         body = blob.body
-    state = {"d": "delayed", "x": "dead", "c": "done"}.get(record.state) or _text(sub)
+    state = found.substate if record.state == "s" else STATE_NAMES.get(record.state, "")
     reserved = state == "reserved"
     return JobInfo(
         id=job_id,
@@ -121,10 +127,10 @@ def parse_job_info(job_id: str, reply: list[Any]) -> JobInfo:
         ttr=record.ttr_ms / 1000,
         body=body,
         headers=blob.headers,
-        consumer=_text(owner) if reserved else None,
-        idle_ms=int(idle) if reserved else None,
-        deliveries=int(deliveries) if reserved else None,
-        error=_text(error) or None,
+        consumer=found.owner if reserved else None,
+        idle_ms=found.idle_ms if reserved else None,
+        deliveries=found.deliveries if reserved else None,
+        error=found.error or None,
     )
 
 
@@ -132,27 +138,28 @@ def get_plan(cfg: QueueConfig, job_id: str) -> Plan[JobInfo | None]:
     """Read one job by id."""
     keys = _keys_for(cfg, job_id)
     reply = yield script("getJob").call(keys.script_keys(), [job_id])
-    return None if reply is None else parse_job_info(job_id, reply)
+    found = parse_job(reply)
+    return None if found is None else job_info(job_id, found)
 
 
 def stats_plan(cfg: QueueConfig) -> Plan[QueueStats]:
     """Per-topic counts summed over partitions."""
     calls = [script("readStats").call(k.script_keys(), []) for k in
              partition_keys(cfg.name, cfg.partitions)]
-    replies = [(yield calls[0])] if len(calls) == 1 else (yield calls)
-    now = max(int(reply[0]) for reply in replies)
+    raw = [(yield calls[0])] if len(calls) == 1 else (yield calls)
+    replies = [parse_stats(reply) for reply in raw]
+    now = max(reply.now_ms for reply in replies)
     topics: dict[str, TopicStats] = {}
     for reply in replies:
-        head_due, head_topic = int(reply[1]), _text(reply[2])
-        for row in reply[3:]:
-            name = _text(row[0])
-            delayed, in_stream, reserved, dead, oldest = (int(v) for v in row[1:6])
+        for row in reply.rows:
+            name = row.topic
+            delayed, reserved, dead, oldest = row.delayed, row.reserved, row.dead, row.oldest_due_ms
             lag = now - oldest if oldest >= 0 else 0
-            if head_topic == name and 0 <= head_due < now:
-                lag = max(lag, now - head_due)
+            if reply.head_topic == name and 0 <= reply.head_due_ms < now:
+                lag = max(lag, now - reply.head_due_ms)
             previous = topics.get(name)
-            row_stats = TopicStats(name, delayed, in_stream - reserved, reserved, dead,
-                                   max(lag, 0), _text(row[6]) or None)
+            row_stats = TopicStats(name, delayed, row.in_stream - reserved, reserved, dead,
+                                   max(lag, 0), row.group or None)
             if previous is not None:
                 row_stats = TopicStats(
                     name, previous.delayed + delayed, previous.ready + row_stats.ready,
@@ -167,14 +174,7 @@ def _topics_plan(cfg: QueueConfig, keys: PartitionKeys, topic: str | None) -> Pl
     if topic is not None:
         return [validation.topic(topic)]
     names = yield Command(("HKEYS", keys.counts))
-    return sorted(_text(n) for n in names)
-
-
-def _fields(reply: Any) -> dict[str, str]:
-    """A field map from a reply that redis-py gives as a dict or a flat list."""
-    if isinstance(reply, dict):
-        return {_text(k): _text(v) for k, v in reply.items()}
-    return {_text(reply[i]): _text(reply[i + 1]) for i in range(0, len(reply), 2)}
+    return sorted(texts(names))
 
 
 def dead_list_plan(cfg: QueueConfig, topic: str | None, limit: int) -> Plan[list[DeadJob]]:
@@ -185,10 +185,10 @@ def dead_list_plan(cfg: QueueConfig, topic: str | None, limit: int) -> Plan[list
         for name in (yield from _topics_plan(cfg, keys, topic)):
             entries = yield Command(("XRANGE", keys.dead(name), "-", "+", "COUNT", limit))
             for entry_id, flat in entries:
-                f = _fields(flat)
+                f = field_map(flat)
                 found.append(DeadJob(f.get("id", ""), name, f.get("error", ""),
                                      int(f.get("attempts", 0)), int(f.get("at", 0)),
-                                     _text(entry_id)))
+                                     text(entry_id)))
     found.sort(key=lambda d: d.at)
     return found[:limit]
 
@@ -226,6 +226,31 @@ def dead_purge_plan(cfg: QueueConfig, topic: str | None, job_id: str | None) -> 
     return (yield from _dead_batch_plan(cfg, "purgeDead", topic, job_id, []))
 
 
+def requeue_stuck_plan(
+    keys: PartitionKeys, group: str, topic: str, idle_ms: int, target: str
+) -> Plan[list[RequeueReply]]:
+    """Walk one topic's pending list to its end, re-queueing (or handing ``target``) deliveries
+    idle past ``idle_ms`` (-1: each job's ttr); shared by ``claim`` and the worker's reclaim."""
+    replies: list[RequeueReply] = []
+    cursor = "-"
+    while cursor != "0-0":
+        reply = parse_requeue((yield script("requeueStuck").call(
+            keys.script_keys(), [group, topic, cursor, SCAN_BATCH, idle_ms, target])))
+        replies.append(reply)
+        cursor = reply.cursor
+    return replies
+
+
+def prune_consumers_plan(
+    keys: PartitionKeys, group: str, topic: str, idle_ms: int
+) -> Plan[list[str]]:
+    """Remove up to ``PRUNE_BATCH`` consumers of the group that own nothing and were silent
+    ``idle_ms``; shared by ``claim`` and the worker's prune pass."""
+    gone = yield script("pruneConsumers").call(
+        keys.script_keys(), [group, topic, idle_ms, PRUNE_BATCH])
+    return texts(gone)
+
+
 def claim_plan(
     cfg: QueueConfig, group: str, topic: str | None, min_idle: Delay | None, to: str | None
 ) -> Plan[ClaimResult]:
@@ -241,23 +266,17 @@ def claim_plan(
     prune_ms = int(PRUNE_IDLE_S * 1000) if idle_ms < 0 else idle_ms
     seen_group = False
     for keys in partition_keys(cfg.name, cfg.partitions):
-        served = _fields((yield Command(("HGETALL", keys.groups))))
+        served = field_map((yield Command(("HGETALL", keys.groups))))
         names = [only] if only is not None else sorted(served)
         for name in names:
             if served.get(name) != group:
                 continue
             seen_group = True
-            cursor = "-"
-            while cursor != "0-0":
-                reply = yield script("requeueStuck").call(
-                    keys.script_keys(), [group, name, cursor, SCAN_BATCH, idle_ms, target])
-                cursor = _text(reply[0])
-                moved.extend(_text(i) for i in reply[1])
-                dead.extend(_text(i) for i in reply[2])
-                cleaned += int(reply[3])
-            gone = yield script("pruneConsumers").call(
-                keys.script_keys(), [group, name, prune_ms, PRUNE_BATCH])
-            removed.extend(_text(n) for n in gone)
+            for reply in (yield from requeue_stuck_plan(keys, group, name, idle_ms, target)):
+                moved.extend(reply.moved)
+                dead.extend(reply.dead)
+                cleaned += reply.cleaned
+            removed.extend((yield from prune_consumers_plan(keys, group, name, prune_ms)))
     if not seen_group:
         raise GroupNotFound(f"group: no topic of queue {cfg.name!r} is served by group {group!r}"
                             + (f" (topic {topic!r})" if topic else ""), field="group")

@@ -17,7 +17,6 @@ from ..base.models import Backoff, BackoffPolicy
 
 Serializer = Literal["json", "msgpack"]
 FORMAT_JSON, FORMAT_MSGPACK, FORMAT_BYTES = "j", "m", "b"
-STATE_NAMES = {"d": "delayed", "s": "ready", "x": "dead", "c": "done"}
 
 
 class Blob(msgspec.Struct, array_like=True, omit_defaults=True):

@@ -6,17 +6,12 @@ Queue protocol, not URL parsing: the count is stored in each partition's ``meta`
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..base.errors import ConfigError
 from .keys import partition_keys
 from .plan import Command, Plan
+from .replies import text
 
 PARTITIONS_FIELD = "partitions"
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def partition_check_plan(queue: str, partitions: int) -> Plan[None]:
@@ -30,7 +25,7 @@ def partition_check_plan(queue: str, partitions: int) -> Plan[None]:
         created = yield Command(("HSETNX", keys.meta, PARTITIONS_FIELD, partitions))
         if int(created):
             continue
-        stored = _text((yield Command(("HGET", keys.meta, PARTITIONS_FIELD))))
+        stored = text((yield Command(("HGET", keys.meta, PARTITIONS_FIELD))))
         if stored != str(partitions):
             raise ConfigError(
                 f"partitions: queue {queue!r} was created with partitions={stored} (stored in "

@@ -283,13 +283,15 @@ async def run_with_retry_async(
         raise _auth_failed(exc) from exc
 
 
-async def drive_async(client: AsyncClient, plan: Plan[T], give_up_after: float | None) -> T:
+async def drive_async(
+    client: AsyncClient, plan: Plan[T], give_up_after: float | None,
+    what: str = "a queue operation",
+) -> T:
     """Run a plan to its end on an asyncio client, retrying each step on connection errors."""
     try:
         step = next(plan)
         while True:
-            reply: Any = await run_with_retry_async(client, step, give_up_after,
-                                                    "a queue operation")
+            reply: Any = await run_with_retry_async(client, step, give_up_after, what)
             step = plan.send(reply)
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]

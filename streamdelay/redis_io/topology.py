@@ -27,6 +27,7 @@ from redis.sentinel import Sentinel
 
 from ..base.errors import ConfigError
 from ..base.masking import MASK, mask_url
+from ..protocol.replies import text
 
 SyncClient = redis.Redis | redis.RedisCluster
 AsyncClient = aioredis.Redis | aioredis.RedisCluster
@@ -254,7 +255,7 @@ class _AsyncCluster(aioredis.RedisCluster):
         return await super()._determine_slot(command, *args)
 
     def _stream_slot(self, command: str, args: tuple[Any, ...]) -> int:
-        words = [a.decode() if isinstance(a, bytes) else str(a) for a in args]
+        words = [text(a) for a in args]
         upper = [w.upper() for w in words]
         if "STREAMS" not in upper:
             raise RedisClusterException(f"{command} without STREAMS: {args!r}")
