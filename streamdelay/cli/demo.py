@@ -1,4 +1,4 @@
-"""``streamdelay demo`` (SPEC section 11): the main job, end to end, on a real Redis.
+"""``streamdelay demo`` (docs/getting-started.md): the main job, end to end, on a real Redis.
 
 Uses the Redis at the given URL when it answers, else a private ``redis-server`` on a free port
 in a temporary directory (stopped at exit). Then: a worker with its embedded dispatcher in this
@@ -30,12 +30,13 @@ from typing import TextIO
 
 import redis
 
-from ..base.errors import ValidationError
+from ..base.errors import StreamdelayError, ValidationError
 from ..base.masking import mask_url
 from ..base.models import Job, JobSpec
 from ..consumer.worker import Worker
 from ..producer.queue import AsyncQueue
 from ..protocol.keys import partition_keys
+from ..redis_io.topology import sync_client
 
 TOPICS = ("demo.work", "demo.flaky", "demo.doomed")
 FLAKY_FAILURES = 2
@@ -107,12 +108,12 @@ class PrivateRedis:
 def answers(url: str) -> bool:
     """True when a Redis at ``url`` answers PING within a second."""
     try:
-        client = redis.Redis.from_url(url, socket_timeout=1, socket_connect_timeout=1)
+        client = sync_client(url, 1.0)
         try:
             return bool(client.ping())
         finally:
             client.close()
-    except (redis.RedisError, OSError, ValueError):
+    except (redis.RedisError, OSError, ValueError, StreamdelayError):
         return False
 
 
@@ -138,7 +139,7 @@ def demo_redis(url: str, out: TextIO) -> Iterator[str]:
 
 def server_clock_offset_ms(url: str, samples: int = 7) -> tuple[float, float]:
     """(server clock minus local clock in ms, half the best round trip in ms)."""
-    client = redis.Redis.from_url(url, socket_timeout=5)
+    client = sync_client(url, 5.0)
     best = (0.0, math.inf)
     try:
         for _ in range(samples):
@@ -340,7 +341,7 @@ def summary(worker: Worker, tally: Tally, settings: DemoSettings, dead_error: st
 
 def drop_queue(url: str, name: str) -> None:
     """Delete the demo queue's keys from a Redis that is not ours."""
-    client = redis.Redis.from_url(url, socket_timeout=5)
+    client = sync_client(url, 5.0)
     try:
         for keys in partition_keys(name, 1):
             client.delete(*keys.script_keys(), keys.meta, *(keys.stream(t) for t in TOPICS),

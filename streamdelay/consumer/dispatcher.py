@@ -21,13 +21,13 @@ from ..protocol.keys import PartitionKeys, partition_keys
 from ..protocol.replies import parse_promote
 from ..protocol.scripts import script
 from ..redis_io.agreement import agree_partitions_async
-from ..redis_io.config import QueueConfig, async_client
+from ..redis_io.config import QueueConfig
 from ..redis_io.runner import RETRYABLE, call_with_retry
-from ..redis_io.topology import AsyncClient
+from ..redis_io.topology import AsyncClient, async_client
 from .supervise import cancel_all, pause_after_failure, supervised
 
 log = logging.getLogger("streamdelay.dispatcher")
-# One promoteDue call must not block Redis for more than ~1 ms (SPEC §8). Quiet run of
+# One promoteDue call must not block Redis for more than ~1 ms (docs/keys.md#batch-sizes). Run of
 # 2026-11-23 (benchmarks/dispatch.py, SLOWLOG median per call, 100k jobs): 300 jobs took 1.7 ms
 # (155k jobs/s), 150 took 0.88 ms (134k jobs/s).
 PROMOTE_BATCH = 150

@@ -32,9 +32,9 @@ from ..protocol.plan import Plan
 from ..protocol.replies import parse_fail, text
 from ..protocol.scripts import ScriptCall, script
 from ..redis_io.agreement import agree_partitions_async
-from ..redis_io.config import QueueConfig, async_client, mask_url
+from ..redis_io.config import QueueConfig, mask_url
 from ..redis_io.runner import RETRYABLE, call_with_retry, drive_async
-from ..redis_io.topology import AsyncClient
+from ..redis_io.topology import AsyncClient, async_client
 from . import upkeep
 from .delivery import (
     Delivery,

@@ -23,9 +23,9 @@ from ..protocol.replies import parse_enqueue
 from ..protocol.scripts import Arg, ScriptCall, script
 from ..redis_io.config import QueueConfig
 
-# One enqueueJobs call must not block Redis for more than ~1 ms (SPEC §8): 240 jobs took 1.3 ms
-# (SLOWLOG median, quiet run of 2026-11-23), so 160 (~0.9 ms); a bigger enqueue_many still goes
-# out in one round trip (a pipeline of bounded calls).
+# One enqueueJobs call must not block Redis for more than ~1 ms (docs/keys.md#batch-sizes): 240
+# jobs took 1.3 ms (SLOWLOG median, quiet run of 2026-11-23), so 160 (~0.9 ms); a bigger
+# enqueue_many still goes out in one round trip (a pipeline of bounded calls).
 ENQUEUE_BATCH = 160
 PAST_CHECK_SLACK_MS = 60_000  # see _check_past_first
 

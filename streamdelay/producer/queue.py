@@ -23,16 +23,9 @@ from ..base.models import (
 )
 from ..protocol.plan import Plan
 from ..redis_io.agreement import agree_partitions_async, agree_partitions_sync
-from ..redis_io.config import (
-    QueueConfig,
-    async_client,
-    mask_url,
-    resolve_partitions,
-    resolve_url,
-    sync_client,
-)
+from ..redis_io.config import QueueConfig, mask_url, resolve_partitions, resolve_url
 from ..redis_io.runner import drive_async, drive_sync
-from ..redis_io.topology import AsyncClient, SyncClient
+from ..redis_io.topology import AsyncClient, SyncClient, async_client, sync_client
 from . import plans
 from .coalesce import EnqueueCoalescer
 from .enqueuing import prepare_job

@@ -1,4 +1,4 @@
-"""Queue configuration and Redis connection factories (pure settings plus client builders).
+"""Queue configuration: pure settings, checked once; clients are built by ``topology.py``.
 
 The URL chooses the topology (``topology.py``): one server, a Redis Cluster or Sentinel.
 """
@@ -14,10 +14,8 @@ from ..base.masking import mask_url as mask_url  # the one masking function, imp
 from ..base.models import Backoff, BackoffPolicy
 from ..protocol.codec import Serializer
 from . import topology
-from .topology import AsyncClient, SyncClient
 
 DEFAULT_URL = "redis://localhost:6379/0"
-SUPPORTED_SCHEMES = topology.SCHEMES
 
 
 @dataclass(frozen=True)
@@ -95,16 +93,3 @@ def check_url(url: object) -> str:
     topology.parse_url(url)
     return url
 
-
-def sync_client(url: str, socket_timeout: float) -> SyncClient:
-    """A synchronous client (its own pools) for ``url``: one server, a cluster or Sentinel."""
-    return topology.sync_client(url, socket_timeout)
-
-
-def async_client(url: str, socket_timeout: float) -> AsyncClient:
-    """An asyncio client (its own pools) for ``url``: one server, a cluster or Sentinel.
-
-    Blocking loops pass a ``socket_timeout`` above their block time; it applies to every data
-    node of the topology (Sentinel connections keep their own short timeout).
-    """
-    return topology.async_client(url, socket_timeout)

@@ -267,7 +267,7 @@ class _AsyncCluster(aioredis.RedisCluster):
 
 
 def sync_client(url: str, socket_timeout: float) -> SyncClient:
-    """A synchronous client (its own pools) for any supported URL."""
+    """A synchronous client (its own pools) for any supported URL: the one sync factory."""
     topology = parse_url(url)
     options = node_options(topology, socket_timeout)
     if topology.kind == "single":
@@ -283,7 +283,11 @@ def sync_client(url: str, socket_timeout: float) -> SyncClient:
 
 
 def async_client(url: str, socket_timeout: float) -> AsyncClient:
-    """An asyncio client (its own pools) for any supported URL."""
+    """An asyncio client (its own pools) for any supported URL: the one asyncio factory.
+
+    Blocking loops pass a ``socket_timeout`` above their block time; it applies to every data
+    node of the topology (Sentinel connections keep their own short timeout).
+    """
     topology = parse_url(url)
     options = node_options(topology, socket_timeout)
     if topology.kind == "single":
