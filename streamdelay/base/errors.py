@@ -54,7 +54,10 @@ class ScriptError(StreamdelayError):
 
 
 class JobNotFound(StreamdelayError):
-    """An operation named a job id that does not exist (used by the CLI)."""
+    """A command named a job id that does not exist: the CLI's ``get``, ``cancel``,
+    ``reschedule`` and ``dead`` commands raise it (exit 1). The Python API answers such a
+    lookup without an exception: ``get`` returns None, ``cancel``/``reschedule`` return False.
+    """
 
 
 class GroupNotFound(StreamdelayError):

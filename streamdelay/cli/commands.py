@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from .. import __version__
+from ..base.errors import JobNotFound
 from ..base.masking import mask_url
 from ..producer.queue import Queue
 from ..redis_io.config import DEFAULT_URL, QueueConfig, resolve_url
@@ -45,7 +46,6 @@ from .support import (
     Duration,
     HeaderPair,
     JsonValue,
-    OperationFailed,
     library_call,
     load_worker,
     one_time,
@@ -194,7 +194,7 @@ def get(queue_name: str, job_id: str, url: str | None, partitions: int | None,
     with operator_queue(queue_name, url, partitions) as queue:
         info = queue.get(job_id)
     if info is None:
-        raise OperationFailed(f"no job {job_id!r} in queue {queue_name!r}")
+        raise JobNotFound(f"no job {job_id!r} in queue {queue_name!r}", job_id=job_id)
     click.echo(to_json(info) if as_json else job_text(info))
 
 
@@ -213,7 +213,7 @@ def cancel(queue_name: str, job_id: str, url: str | None, partitions: int | None
     with operator_queue(queue_name, url, partitions) as queue:
         found = queue.cancel(job_id)
     if not found:
-        raise OperationFailed(f"no job {job_id!r} in queue {queue_name!r}")
+        raise JobNotFound(f"no job {job_id!r} in queue {queue_name!r}", job_id=job_id)
     click.echo(f"cancelled {job_id}")
 
 
@@ -240,7 +240,7 @@ def reschedule(queue_name: str, job_id: str, delay: float | None, at: datetime |
         found = queue.reschedule(job_id, delay=delay, at=at)
         info = queue.get(job_id) if found else None
     if not found:
-        raise OperationFailed(f"no job {job_id!r} in queue {queue_name!r}")
+        raise JobNotFound(f"no job {job_id!r} in queue {queue_name!r}", job_id=job_id)
     due = f"; due {when(info.due)}" if info else ""
     click.echo(f"rescheduled {job_id}{due}")
 
@@ -327,7 +327,7 @@ def dead_list(queue_name: str, topic: str | None, job_id: str | None, url: str |
         else:
             info = queue.get(job_id)
             if info is None or info.state != "dead" or topic not in (None, info.topic):
-                raise OperationFailed(f"no dead job {job_id!r} in queue {queue_name!r}")
+                raise JobNotFound(f"no dead job {job_id!r} in queue {queue_name!r}", job_id=job_id)
             jobs = [dead_job_of(info)]
     click.echo(to_json(jobs) if as_json else dead_text(jobs))
 
@@ -346,7 +346,7 @@ def dead_replay(queue_name: str, topic: str | None, job_id: str | None, url: str
     with operator_queue(queue_name, url, partitions) as queue:
         count = queue.dead_replay(topic, job_id, delay)
     if job_id is not None and count == 0:
-        raise OperationFailed(f"no dead job {job_id!r} in queue {queue_name!r}")
+        raise JobNotFound(f"no dead job {job_id!r} in queue {queue_name!r}", job_id=job_id)
     click.echo(f"replayed {count} dead job(s)")
 
 
@@ -363,7 +363,7 @@ def dead_purge(queue_name: str, topic: str | None, job_id: str | None, url: str 
     with operator_queue(queue_name, url, partitions) as queue:
         count = queue.dead_purge(topic, job_id)
     if job_id is not None and count == 0:
-        raise OperationFailed(f"no dead job {job_id!r} in queue {queue_name!r}")
+        raise JobNotFound(f"no dead job {job_id!r} in queue {queue_name!r}", job_id=job_id)
     click.echo(f"purged {count} dead job(s)")
 
 
