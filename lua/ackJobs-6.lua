@@ -5,12 +5,12 @@
 -- Returns the number of deliveries that were still current (a cancelled, replaced or reclaimed
 -- job's stale delivery is acknowledged in the stream but leaves the job alone).
 -- Retry-safe: a repeated call finds nothing current and returns 0.
--- @include now_ms
+-- @include server_time
 -- @include keys
 -- @include record
 -- @include purge_done
 
-local now = now_ms()
+local now = server_time()
 local group, keep = ARGV[1], tonumber(ARGV[2])
 local settled = 0
 for b = 3, #ARGV, 3 do

@@ -10,7 +10,7 @@
 -- Errors: 'SDERR AT_IN_PAST <id>' (nothing written), 'SDERR BAD_ARGS'.
 -- Side effects: HSET jobs, ZADD delayed, HINCRBY counts, ZADD wake when a job becomes the head.
 -- Retry-safe: a repeated call finds the ids and reports created=0.
--- @include now_ms
+-- @include server_time
 -- @include keys
 -- @include record
 -- @include new_record
@@ -21,7 +21,7 @@
 -- @include hmget_many
 -- @include write_many
 
-local now = now_ms()
+local now = server_time()
 local tolerance = tonumber(ARGV[1])
 local per_job = 8
 if (#ARGV - 2) % per_job ~= 0 or not tolerance then return redis.error_reply('SDERR BAD_ARGS') end

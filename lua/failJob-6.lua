@@ -5,12 +5,12 @@
 -- Returns {0} stale delivery (job cancelled/replaced/reclaimed meanwhile), {1, due_ms} retried,
 -- {2, dead_entry_id} dead. Dead-letter entry fields: id, error, attempts, at (ms).
 -- Retry-safe: a repeated call finds the delivery no longer current and returns {0}.
--- @include now_ms
+-- @include server_time
 -- @include keys
 -- @include record
 -- @include wake_if_head
 
-local now = now_ms()
+local now = server_time()
 local group, topic, id, eid = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local delay, dead_now, err = tonumber(ARGV[5]), ARGV[6] == '1', ARGV[7]
 local sk = stream_key(topic)

@@ -4,12 +4,12 @@
 -- ARGV[1] group, then 3 values per delivery: topic, job id, stream entry id
 -- Returns the number handed back (stale deliveries are only acknowledged).
 -- Retry-safe: a repeated call finds the old entries no longer current.
--- @include now_ms
+-- @include server_time
 -- @include keys
 -- @include record
 -- @include requeue_entry
 
-local now = now_ms()
+local now = server_time()
 local group = ARGV[1]
 local released = 0
 for b = 2, #ARGV, 3 do

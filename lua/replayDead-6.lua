@@ -3,13 +3,13 @@
 -- ARGV[1] topic, ARGV[2] count (bounded batch), ARGV[3] delay ms, ARGV[4] job id ('' = oldest first)
 -- Returns the ids replayed (an empty list when nothing is left). Retry-safe: a replayed job is no
 -- longer dead and is not replayed again.
--- @include now_ms
+-- @include server_time
 -- @include keys
 -- @include record
 -- @include dead_candidates
 -- @include wake_if_head
 
-local now = now_ms()
+local now = server_time()
 local topic, count, delay, only = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local dk = dead_key(topic)
 local candidates = dead_candidates(topic, count, only)

@@ -9,12 +9,12 @@
 -- Returns {next_cursor ('0-0' when done), moved ids, dead ids, cleaned count}.
 -- Errors: 'SDERR NO_GROUP <topic>' when the stream or group does not exist.
 -- Retry-safe: a moved delivery has a fresh idle time and is not moved again.
--- @include now_ms
+-- @include server_time
 -- @include keys
 -- @include record
 -- @include requeue_entry
 
-local now = now_ms()
+local now = server_time()
 local group, topic, cursor = ARGV[1], ARGV[2], ARGV[3]
 local count, min_idle, to = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 local sk = stream_key(topic)

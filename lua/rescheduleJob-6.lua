@@ -6,14 +6,14 @@
 -- Returns {1, due_ms} or {0} when there is no such job.
 -- Errors: 'SDERR AT_IN_PAST <id>' (nothing written). Retry-safe: a repeat sets the same due
 -- (relative delays are measured again from the server clock).
--- @include now_ms
+-- @include server_time
 -- @include keys
 -- @include record
 -- @include wake_if_head
 -- @include detach
 -- @include resolve_due
 
-local now = now_ms()
+local now = server_time()
 local id = ARGV[1]
 local due = resolve_due(ARGV[2], tonumber(ARGV[3]), now, tonumber(ARGV[4]))
 if not due then return redis.error_reply('SDERR AT_IN_PAST ' .. id) end

@@ -1,4 +1,5 @@
 -- purge_done(now): forget at most 20 expired tombstones (keep_done), so the work stays bounded.
+-- @include keys
 local function purge_done(now)
   local old = redis.call('ZRANGEBYSCORE', K_DONE, '-inf', now, 'LIMIT', 0, 20)
   for _, id in ipairs(old) do

@@ -59,10 +59,28 @@ class ScriptCall:
 
 
 def _assemble(path: Path, includes: Path) -> str:
-    def include(match: re.Match[str]) -> str:
-        return (includes / f"{match.group(1)}.lua").read_text()
+    """The script with every ``-- @include name`` line replaced by that include's text.
 
-    return _INCLUDE.sub(include, path.read_text())
+    Includes are resolved transitively (an include lists its own ``-- @include`` lines in its
+    header), each one inlined once, before its first user: the order of the lines does not
+    matter. A cycle or a missing include is refused, naming the chain (docs/keys.md).
+    """
+    done: set[str] = set()
+
+    def resolve(name: str, chain: tuple[str, ...]) -> str:
+        if name in chain:
+            raise ConfigError(f"lua: include cycle {' -> '.join((*chain, name))}")
+        if name in done:
+            return ""
+        source = includes / f"{name}.lua"
+        if not source.is_file():
+            raise ConfigError(f"lua: {' -> '.join(chain)} includes {name!r}, which does not "
+                              f"exist in {includes}")
+        text = _INCLUDE.sub(lambda m: resolve(m.group(1), (*chain, name)), source.read_text())
+        done.add(name)
+        return text
+
+    return _INCLUDE.sub(lambda m: resolve(m.group(1), (path.stem,)), path.read_text())
 
 
 @cache
