@@ -1,5 +1,5 @@
 """Coalesced ``AsyncQueue.enqueue``: concurrent calls share ``enqueueJobs`` round trips, yet each
-caller gets exactly its own result or its own error (streamdelay/coalesce.py).
+caller gets exactly its own result or its own error (streamdelay/producer/coalesce.py).
 
 Everything runs against real redis-server processes; "how many script calls" is read from the
 server's own INFO commandstats.

@@ -265,3 +265,11 @@ def test_error_codes_are_listed_once_and_scripts_and_docs_follow_the_list() -> N
     assert isinstance(taken, sd.ConfigError) and taken.field == "group"
     assert type(error_from_script("x", "SDERR SOMETHING new")) is sd.ScriptError
 
+
+
+def test_the_module_paths_the_docs_name_still_import() -> None:
+    from streamdelay.config import mask_url as via_config
+    from streamdelay.masking import mask_url
+    from streamdelay.scripts import script
+
+    assert via_config is mask_url and script("enqueueJobs").num_keys == 6
