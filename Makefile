@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install redis test lint demo bench bench-full bench-peers chaos docs clean
+.PHONY: install tools redis test lint demo bench bench-full bench-peers chaos docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,14 +14,24 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# redis-server comes from the system; install it when missing (fresh machines, CI).
-redis:
-	@command -v redis-server >/dev/null 2>&1 || { \
-	  echo "redis-server missing: installing it with apt-get"; \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server) \
-	  || (sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server); }
+# The system tools the suite and the benchmarks run, as "command:Debian package". Installed when
+# missing (fresh machines, CI): Debian's redis-server does not pull in openssl, which the TLS tests
+# need to make their certificates; redis-cli and redis-benchmark come with redis-tools.
+TOOLS := redis-server:redis-server redis-cli:redis-tools redis-benchmark:redis-tools \
+  openssl:openssl bash:bash
+tools:
+	@missing=""; for pair in $(TOOLS); do \
+	  command -v "$${pair%%:*}" >/dev/null 2>&1 || missing="$$missing $${pair#*:}"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "missing tools: installing$$missing with apt-get"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) \
+	  || (sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	      $$missing); \
+	fi
 
-test: install redis
+redis: tools
+
+test: install tools
 	$(BIN)/python -m pytest -q
 
 lint: install

@@ -35,6 +35,7 @@ import redis
 import streamdelay as sd
 from benchmarks.harness import Section
 from streamdelay.consumer.dispatcher import Dispatcher
+from streamdelay.redis_io.agreement import agree_partitions_sync
 from tests.cluster import LocalCluster
 from tests.redis_server import RedisServer
 
@@ -103,7 +104,8 @@ def raw_ceiling(target: RedisServer | LocalCluster) -> float:
 def enqueue_rate(url: str, name: str, partitions: int, jobs: int, delay: float) -> float:
     """Jobs/s of ``enqueue_many`` in batches of ``BATCH``."""
     with sd.Queue(name, url=url, partitions=partitions) as queue:
-        queue.stats()  # connect and fix the partition count outside the timing
+        # connect and fix the partition count outside the timing
+        agree_partitions_sync(queue.client, url, name, partitions, None)
         started = time.perf_counter()
         for start in range(0, jobs, BATCH):
             queue.enqueue_many([sd.JobSpec("t", {"n": i}, delay=delay)

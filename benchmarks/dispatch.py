@@ -27,8 +27,10 @@ import redis
 import streamdelay as sd
 from benchmarks.harness import (
     SLOWLOG_ALL,
+    Check,
     Section,
     keys_of,
+    measured,
     percentile,
     rate,
     redis_cpu_seconds,
@@ -42,6 +44,7 @@ from streamdelay.producer.plans import ENQUEUE_BATCH
 BODY = {"order_id": 42, "pad": "x" * 80}  # ~100 bytes of JSON
 FILL_CHUNK = 10_000
 BOUNDED = {"enqueueJobs": ENQUEUE_BATCH, "promoteDue": PROMOTE_BATCH}  # batch-taking scripts
+CALL_BOUND_US = 1_000  # "~1 ms" per script call, applied as 1,000 µs for the median call
 DUE_JOBS = 10_000
 FAR = 86_400.0
 
@@ -99,6 +102,9 @@ def dispatch_alone(jobs: int) -> Section:
         times = script_times(client)
         queue.close()
     medians = {name: percentile(times.get(name, []), 50) for name in BOUNDED}
+    figures = {"dispatch_alone": jobs / seconds, "dispatch_alone_raw": jobs / raw,
+               "dispatch_alone_redis_us": cpu * 1e6 / jobs,
+               **{f"call_median_us_{name}": m for name, m in medians.items()}}
     section = Section(
         f"Dispatch alone: {jobs:,} jobs all due, one dispatcher (`promoteDue` batches of "
         f"{PROMOTE_BATCH})",
@@ -106,13 +112,26 @@ def dispatch_alone(jobs: int) -> Section:
          "ours / raw", "Redis CPU µs per job", "left in delayed set"],
         [[f"{jobs:,}", str(calls), rate(jobs, seconds), rate(jobs, raw),
           f"{raw / seconds:.0%}", f"{cpu * 1e6 / jobs:.1f}", str(left)]],
-        correct=left == 0, figures={"dispatch_alone": jobs / seconds})
-    section.verdicts = [verdict(
-        "one script call blocks Redis ~1 ms at most (SPEC §8; median per call, SLOWLOG)",
-        all(m <= 1200 for m in medians.values() if m == m),
-        ", ".join(f"`{name}` ({batch} jobs) {m:,.0f} µs (max {max(times.get(name, [0])):,})"
-                  for (name, batch), m in zip(BOUNDED.items(), medians.values(), strict=True)))]
+        correct=left == 0, figures=figures)
+    section.verdicts = [script_call_check(times)]
     return section
+
+
+def script_call_check(times: dict[str, list[int]]) -> Check:
+    """SPEC §8's "a script call blocks Redis ~1 ms at most", applied as: the median SLOWLOG
+    duration of each batch-taking script is at most ``CALL_BOUND_US``. A script with no call in
+    the log is not measured (a median over nothing judges nothing)."""
+    medians = {name: percentile(times.get(name, []), 50) for name in BOUNDED}
+    met = all(m <= CALL_BOUND_US for m in medians.values()) if measured(*medians.values()) \
+        else None
+    return verdict(
+        f"one script call blocks Redis ~1 ms at most (SPEC §8), applied as: median call "
+        f"<= {CALL_BOUND_US:,} µs (SLOWLOG)", met,
+        ", ".join(f"`{name}` ({batch} jobs) median {m:,.0f} µs, max "
+                  f"{max(times[name]):,} µs over {len(times[name]):,} calls" if times.get(name)
+                  else f"`{name}`: no call in the SLOWLOG"
+                  for (name, batch), m in zip(BOUNDED.items(), medians.values(), strict=True)),
+        key="calls")
 
 
 def _promote_due_cost(server_url: str, client: redis.Redis, queue: sd.Queue) -> list[str]:
@@ -163,7 +182,8 @@ def backlog(sizes: list[int]) -> Section:
     figures = {"backlog_small": sizes[0], "backlog_large": sizes[-1], "backlog_cpu_small": small,
                "backlog_cpu_large": large, "backlog_wall_small": float(rows[0][3]),
                "backlog_wall_large": float(rows[-1][3]),
-               "memory_per_job": float(rows[-1][6]), "memory_per_job_small": float(rows[0][6])}
+               "memory_per_job": float(rows[-1][6]), "memory_per_job_small": float(rows[0][6]),
+               "memory_raw_floor": float(rows[-1][7]), "record_bytes": float(rows[-1][8])}
     return Section(
         f"Dispatch cost against the delayed backlog ({DUE_JOBS:,} due jobs promoted on top of "
         "B far-future ones) and memory per delayed job",
@@ -171,11 +191,7 @@ def backlog(sizes: list[int]) -> Section:
          "Redis CPU µs per job", f"Redis µs per promoteDue call ({PROMOTE_BATCH} jobs)",
          "used_memory B per delayed job", "raw floor: ZADD+HSET B per job", "record bytes",
          "fill took s"],
-        rows, figures=figures, verdicts=[verdict(
-            "dispatch cost does not grow with the backlog beyond log N (SPEC §10)",
-            large <= small * 1.5,
-            f"Redis CPU {small:.1f} µs per promoted job at {sizes[0]:,}, {large:.1f} µs at "
-            f"{sizes[-1]:,}")])
+        rows, figures=figures)  # judged in the Targets list (targets.py): CPU and wall time
 
 
 def main() -> None:

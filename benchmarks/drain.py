@@ -107,10 +107,12 @@ def run(jobs: int = 10_000, processes: tuple[int, ...] = (1, 2), concurrency: in
         for count in processes:
             elapsed, cpu, _ = drain_once(server.url, client, jobs, count, concurrency)
             figures[f"drain_{jobs}_{count}p"] = jobs / elapsed
+            figures[f"drain_{jobs}_{count}p_redis_us"] = cpu * 1e6 / jobs
             rows.append([f"{jobs:,}", str(count), rate(jobs, elapsed), f"{elapsed:.2f}",
                          rate(jobs, raw), f"{raw / elapsed:.0%}",
                          f"{cpu * 1e6 / jobs:.1f}"])
         times = script_times(client)
+    figures[f"drain_{jobs}_raw"] = jobs / raw
     section = Section(
         f"Drain: {jobs:,} jobs due at once, async no-op handler, concurrency {concurrency} "
         "per process, embedded dispatchers",

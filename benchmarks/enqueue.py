@@ -110,18 +110,21 @@ def run(single: int = 5000, many: int = 50000, callers: int = 100) -> Section:
         queue = sd.Queue("enq", url=server.url)
         queue.enqueue("bench.job", BODY, delay=DELAY, id="warm-up")  # load scripts, agree P
         rows = []
+        measured: list[tuple[int, float, float, float]] = []  # jobs, ours s, raw s, Redis CPU s
         raw = _raw_single(client, single)
         cpu = redis_cpu_seconds(client)
         ours = _sd_single(queue, single)
         cpu = redis_cpu_seconds(client) - cpu
         rows.append(_row("`Queue.enqueue`, 1 call per job", single, ours,
                          "`ZADD`, 1 call each", raw, cpu))
+        measured.append((single, ours, raw, cpu))
         raw = _raw_pipelined(client, many)
         cpu = redis_cpu_seconds(client)
         ours = _sd_many(queue, many)
         cpu = redis_cpu_seconds(client) - cpu
         rows.append(_row(f"`Queue.enqueue_many`, lists of {MANY_BATCH:,}", many, ours,
                          f"pipelined `ZADD` x{MANY_BATCH:,}", raw, cpu))
+        measured.append((many, ours, raw, cpu))
         n_async = single * 2
         raw = asyncio.run(_raw_async(server.url, callers, n_async))
         cpu = redis_cpu_seconds(client)
@@ -129,12 +132,15 @@ def run(single: int = 5000, many: int = 50000, callers: int = 100) -> Section:
         cpu = redis_cpu_seconds(client) - cpu
         rows.append(_row(f"`AsyncQueue.enqueue`, {callers} concurrent callers", n_async, ours,
                          f"async `ZADD`, {callers} concurrent", raw, cpu))
+        measured.append((n_async, ours, raw, cpu))
         queue.close()
     section = Section("Enqueue", ["ours", "jobs", "jobs/s", "raw ceiling", "raw ops/s",
                                   "ours / raw", "Redis CPU µs per job"], rows)
-    for name, row in zip(("single", "many", "async"), rows, strict=True):
-        section.figures[f"enqueue_{name}"] = float(row[2].replace(",", ""))
-        section.figures[f"enqueue_{name}_ratio"] = float(row[5].rstrip("%")) / 100
+    for name, (n, ours, raw, cpu) in zip(("single", "many", "async"), measured, strict=True):
+        section.figures.update({f"enqueue_{name}": n / ours, f"enqueue_{name}_raw": n / raw,
+                                f"enqueue_{name}_ratio": raw / ours,
+                                f"enqueue_{name}_redis_us": cpu * 1e6 / n})
+    section.figures["enqueue_callers"] = float(callers)
     return section
 
 

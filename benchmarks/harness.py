@@ -34,6 +34,32 @@ TOPIC = "bench.job"
 GROUP = "bench"
 
 
+NOT_MEASURED = "not measured"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One judged claim: ``met`` is None when the run produced no figure to judge it by."""
+
+    name: str
+    met: bool | None
+    figure: str
+    key: str = ""  # how the report's prose refers to it ("" for none)
+
+    @property
+    def state(self) -> str:
+        """``met``, ``NOT met`` or ``not measured``."""
+        return NOT_MEASURED if self.met is None else "met" if self.met else "NOT met"
+
+    def __str__(self) -> str:
+        return f"{self.name}: **{self.state}** ({self.figure})"
+
+
+def measured(*values: float) -> bool:
+    """Every value is a real number (a missing figure is NaN)."""
+    return all(isinstance(v, int | float) and not math.isnan(v) for v in values)
+
+
 @dataclass
 class Section:
     """One benchmark's result: a markdown table plus verdict lines and notes."""
@@ -41,7 +67,7 @@ class Section:
     title: str
     headers: list[str]
     rows: list[list[str]]
-    verdicts: list[str] = field(default_factory=list)
+    verdicts: list[Check] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     correct: bool = True  # False when a guarantee (once, never early, ...) was broken
     figures: dict[str, float] = field(default_factory=dict)  # named numbers for the targets
@@ -90,9 +116,9 @@ def ms(value: float) -> str:
     return f"{value:.2f}" if not math.isnan(value) else "n/a"
 
 
-def verdict(name: str, met: bool, figure: str) -> str:
-    """A ``name: met/NOT met (figure)`` line."""
-    return f"{name}: **{'met' if met else 'NOT met'}** ({figure})"
+def verdict(name: str, met: bool | None, figure: str, key: str = "") -> Check:
+    """A ``name: met/NOT met/not measured (figure)`` check; ``met`` None: no figure to judge."""
+    return Check(name, met, figure, key)
 
 
 def versions(client: redis.Redis) -> dict[str, str]:

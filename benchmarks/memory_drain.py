@@ -82,7 +82,7 @@ def run(jobs: int = 100_000, processes: int = 2, timeout: float = 600.0) -> Sect
           f"{drain_s:.1f}" if drained else f"timeout >{timeout:g}", str(keys)]],
         verdicts=[verdict("Redis memory back to baseline after the backlog drains", back,
                           f"{left:+,} B vs baseline after {jobs:,} jobs ({grew / 1e6:.1f} MB "
-                          "at peak)")],
+                          "at peak)", key="target:memory_back")],
         figures={"memory_left": float(left), "memory_grew": float(grew),
                  "memory_back": float(back)})
 

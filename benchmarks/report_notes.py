@@ -1,130 +1,275 @@
-"""The fixed text of ``docs/benchmarks.md``: how to read the tables, and what bounds the figures.
+"""The prose of ``docs/benchmarks.md``: how to read the tables and what bounds each figure.
 
-The tables are regenerated on every ``make bench``; this text comes from profiling sessions
-(py-spy on worker processes, pyinstrument on producers, Redis SLOWLOG/commandstats) and says
-where each figure is bounded.
+Every number and every met / NOT met in this prose comes from the run that writes the report:
+the templates below hold no figures, only ``{placeholders}`` filled by ``fill()`` from that run's
+figures (``Section.figures``), its judged targets (``targets.issue_targets``) and the code's own
+settings (batch sizes, targets). A figure the run did not produce reads "not measured".
+Figures from earlier profiling sessions live in ``HISTORY`` only, each quoted with its date and
+run, under a heading that says they are not this run's.
 """
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+
+from benchmarks import targets
+from benchmarks.dispatch import BODY, CALL_BOUND_US
+from benchmarks.harness import NOT_MEASURED, Check, measured
+from streamdelay.consumer.dispatcher import PROMOTE_BATCH
+from streamdelay.producer.plans import ENQUEUE_BATCH
+
+ANALYSIS_HEADING = "## What bounds the figures"
+HISTORY_HEADING = "## History: earlier runs (not this run)"
+PLACEHOLDER = re.compile(r"\{([a-z0-9_]+)\}")
 
 INTRO = """\
-**Read these figures as noisy.** The machine has 2 cores shared by Redis, the worker processes,
-the producer, and often by other people's test runs, so one run differs from the next by
-±10-30 % and a lateness tail can come from a neighbour. The raw Redis ceilings next to each
-figure come from the same run on the same server, so the ratios are the steadier number.
+**Read these figures as noisy.** This machine has {cores} cores, shared by Redis, the worker \
+processes, the producer and often by other people's processes (load average {load} at the \
+start of this run), so one run differs from the next and a lateness tail can come from a \
+neighbour. The raw Redis ceilings next to each figure come from the same run on the same \
+server, so the ratios are the steadier number.
 
-Method: every benchmark starts its own `redis-server` (7.0, no persistence) on a free loopback
-port; workers are real `python -m streamdelay worker benchmarks.bench_app:worker` processes
-(embedded dispatcher each); lateness = handler start - due, both on the Redis server clock (the
-worker's local clock plus an offset measured against Redis `TIME`; error bound in the table).
-"Never early" is checked twice: handler start >= due, and the stream entry id (stamped by `XADD`
-inside `promoteDue` with the server clock) >= due. "promote" = entry id time - due (dispatcher's
-share), "pickup" = handler start - entry id time (reader's share).
-
-Targets (issue 5, listed below with the measured figure): enqueue one call per job >= 8k/s and
->= 80 % of a raw redis-py round trip; `enqueue_many` >= 100k jobs/s; `AsyncQueue` with
-concurrent callers >= 20k/s; a drain of 10k / 100k jobs due at once >= 10k jobs/s with one worker
-process, scaling with 2; dispatch alone >= 250k jobs/s; lateness p99 <= 2 ms at 200 due/s,
-<= 10 ms at 2k, <= 50 ms at 20k, never early; <= 250 B of Redis memory per delayed job (~100 B
-body); dispatch cost flat (within 1.5x) from a 10k to a 10M backlog; memory back to baseline
-after the backlog drains. Besides: the guarantees (once, never early, cancelled never run) and
-bounded script calls (SPEC §8). The peers (arq, RQ, Dramatiq, Celery, SAQ, BullMQ, Huey) run the
-same workloads in `make bench-full`; their table is the "Peers" section.
+Method: every benchmark starts its own `redis-server` ({redis}, no persistence) on a free \
+loopback port; workers are real `python -m streamdelay worker benchmarks.bench_app:worker` \
+processes (embedded dispatcher each); lateness = handler start - due, both on the Redis server \
+clock (the worker's local clock plus an offset measured against Redis `TIME`; error bound in the \
+table). "Never early" is checked twice: handler start >= due, and the stream entry id (stamped by \
+`XADD` inside `promoteDue` with the server clock) >= due. "promote" = entry id time - due (the \
+dispatcher's share), "pickup" = handler start - entry id time (the reader's share). The \
+"Targets" list below judges each target from this run's figures; a target the run produced no \
+figure for reads "not measured", and `make bench` then exits non-zero.
 """
 
-ANALYSIS = """\
-## What bounds the figures (profiles)
+NOTES: tuple[str, ...] = (
+    """\
+**Lateness at {lateness_rate_low} and {lateness_rate_mid} due/s** (p99 <= {target_low} ms: \
+{verdict_lateness_200}, p99 {p99_200} ms; <= {target_mid} ms: {verdict_lateness_2000}, p99 \
+{p99_2000} ms; one worker process). Of it, "promote" p99 {promote_200} / {promote_2000} ms and \
+"pickup" p99 {pickup_200} / {pickup_2000} ms; a Redis round trip (PING) p99 {ping_p99} ms in \
+the same run. The dispatcher sleeps to the microsecond until the next due time (`promoteDue` \
+returns the server clock in µs; the last millisecond is slept in a timer thread because \
+asyncio's epoll timers wake up late), so "promote" is the dispatcher's wake-up; `XREADGROUP` \
+wake-up and task start make "pickup". The tail grows with CPU contention on a shared machine. \
+`Worker.run()` calls `gc.freeze()` before serving, so collections of start-up objects do not \
+stall the embedded dispatcher.""",
+    """\
+**Lateness at {lateness_rate_high} due/s** (p99 <= {target_high} ms with **one** worker process: \
+{verdict_lateness_20000}, p99 {p99_20000} ms, {steady_20000} ms once past the ramp from idle). \
+"Promote" p99 {promote_20000} ms against "pickup" p99 {pickup_20000} ms: when "pickup" carries \
+the lateness, one process does not keep up, the stream backlog grows through the run and the \
+lateness with it. Bound: the CPU per job of one Python event loop (creating the handler task, \
+parsing the `XREADGROUP` reply, the ack batches), not Redis; a second worker process on its \
+own core lifts it, and on a machine of {cores} cores that core is shared with Redis.""",
+    """\
+**Single enqueue** (>= {target_single_rate}/s and >= {target_single_ratio} of a raw round trip: \
+{verdict_single}, {single_rate}/s, {single_ratio} of {single_raw}/s): one round trip each, \
+like the raw `ZADD`, but {single_us} µs per call against {single_raw_us} µs; Redis CPU \
+{single_redis_us} µs per call (the `enqueueJobs` script: `TIME`, `HMGET`, `HSET`, `ZADD`, \
+`HINCRBY`, `ZRANGE`, plus Lua interpretation and the per-`redis.call` cost); the rest is the \
+client (plan, validation, msgspec encoding, redis-py packing of the `EVALSHA`). \
+{target_single_ratio} of the raw round trip means at most {single_budget_us} µs per call, \
+{single_gap_us} µs less than this run: that needs a thinner one-job script and client path, \
+not tuning.""",
+    """\
+**enqueue_many** (>= {target_many}/s: {verdict_many}, {many_rate}/s): {many_us} µs of wall time \
+per job, of which {many_redis_us} µs is Redis CPU inside `enqueueJobs` and the rest Python \
+(validation, msgspec encoding, redis-py packing of the arguments of each job); the two run one \
+after the other within a call. {target_many}/s means {many_target_us} µs per job all told; \
+Redis alone would cap at {many_redis_cap}/s. The raw pipelined `ZADD` ({many_raw}/s) does one \
+command per job and writes no record.""",
+    """\
+**AsyncQueue with concurrent callers** (>= {target_async}/s: {verdict_async}, {async_rate}/s \
+with {callers} callers, {async_ratio} the raw async `ZADD` of the same callers at \
+{async_raw}/s): concurrent calls are coalesced into shared `enqueueJobs` calls \
+(`coalesce.py`), so the asyncio connection pool is not the bound; one event loop doing the \
+validation and encoding (as for `enqueue_many`, {many_us} µs per job in this run) plus the \
+Redis time ({async_redis_us} µs per job) is.""",
+    """\
+**Dispatch alone** (>= {target_dispatch}/s: {verdict_dispatch}, {dispatch_rate}/s): \
+{dispatch_redis_us} µs of Redis CPU per promoted job inside `promoteDue`: one `XADD` per job \
+(a stream entry cannot be added in bulk), the record rewritten with its new state and entry id \
+(one `HSET` per batch), `HMGET`s in growing steps and one `ZREM` per batch of {promote_batch}. \
+{target_dispatch}/s would be {dispatch_target_us} µs per job including the client. The raw \
+pipelined `XADD` of the same entries from redis-py: {dispatch_raw}/s in this run (the script \
+avoids the client's per-command packing).""",
+    """\
+**Dispatch cost over the backlog** (within {flat_max}x: {verdict_flat}; Redis CPU \
+{backlog_cpu_small} -> {backlog_cpu_large} µs per promoted job, {backlog_cpu_ratio}x, from a \
+{backlog_small} to a {backlog_large} backlog): the head read (`ZRANGEBYSCORE ... LIMIT`) is \
+O(log N) and every other command takes constant time per job, but Redis' dicts double at \
+each power of two and rehash incrementally, and until a rehash is done every lookup probes two \
+tables (`benchmarks/backlog_ramp.py` shows it with `DEBUG HTSTATS-KEY`). That is Redis' own \
+cost for any structure of that size, transient, not the queue's layout.""",
+    """\
+**Bounded script calls** ({verdict_calls}; bound applied: median call <= {call_bound_us} µs): \
+median `promoteDue` call ({promote_batch} jobs) {call_promote_us} µs, median `enqueueJobs` call \
+({enqueue_batch} jobs) {call_enqueue_us} µs (SLOWLOG of the dispatch-alone run). \
+`dispatcher.PROMOTE_BATCH` and `plans.ENQUEUE_BATCH` set these sizes; a larger batch promotes \
+faster per job but blocks Redis longer per call. On a loaded machine a call's wall time includes \
+being descheduled, so the median grows with the load.""",
+    """\
+**Drain** (>= {target_drain}/s with one process: {verdict_drain_10000}, {drain_one}/s; \
+{drain_raw}/s for the raw single-process `XREADGROUP`+`XACK`+`XDEL` consumer of the same run): \
+per job the worker creates a task, parses the `XREADGROUP` reply (redis-py), decodes the record \
+and blob (msgspec), runs the handler under `handler_timeout` and batches the ack; hiredis (the \
+`streamdelay[hiredis]` extra) speeds up the reply parsing. **Scaling with two processes** \
+(>= {scaling}x: {verdict_scaling_10000}, {drain_two}/s, {drain_scaling}x): Redis needs \
+{drain_redis_us} µs of CPU per job, i.e. {drain_redis_cores} of a core at the one-process \
+rate, on a machine of {cores} cores that also runs the worker processes; a second process gains \
+only the CPU left over, and a drain this short lasts about as long as the processes take to \
+reach full speed. Bound: cores (worker processes and Redis).""",
+    """\
+**Memory per delayed job** (<= {target_memory} B with the benchmark's body of {body_bytes} B of \
+JSON: {verdict_memory}, \
+{memory_per_job} B): the record ({record_bytes} B: text header and MessagePack blob) in one \
+hash field plus one sorted-set member (skiplist node, dict entry, member sds). The raw floor, a \
+bare `ZADD` + `HSET` of the same record from redis-py, costs {memory_raw_floor} B in this run, \
+{memory_overhead} B from ours: Redis' own per-entry cost is the bulk. {target_memory} B needs a \
+smaller record (no text header, a packed body) or one entry per job instead of two, i.e. \
+dropping the id index that gives `get`, `cancel` and `reschedule` a constant-time lookup by id.""",
+    """\
+**Memory after the drain** ({verdict_memory_back}, {memory_left} B vs the baseline after a \
+backlog that took {memory_grew} MB): acknowledged jobs are `XACK`ed and `XDEL`eted and their \
+record deleted (no tombstone unless `keep_done`), so `used_memory` returns to the baseline; \
+what is left is the empty stream's and the group's own structures.""",
+)
 
-Profiled with py-spy (worker processes at a steady 20k due jobs/s and during drains),
-pyinstrument (producers) and Redis `INFO commandstats` / SLOWLOG (server time per script and per
-command inside it). The figures quoted here come from the quiet runs of 2026-11-23 (load ~0);
-the tables above are this run's. The speed of this virtual machine itself varies: the
-`bench-full` run of 10:30 that day measured about half the throughput of the quick run of 10:00
-(load ~0 both times), raw ceilings included (redis-py `ZADD` round trips 8.6k/s against 11.9k/s;
-`XREADGROUP`+`XACK`+`XDEL` 66k/s against 121k/s), so compare each figure with the raw ceiling
-of its own run. For each issue-5 target that a run misses, the bullet says
-what bounds it.
+HISTORY = """\
+Quoted from earlier runs, with their date and run; none of these figures is this run's.
 
-- **Lateness at 200 and 2k due/s** (p99 <= 2 ms and <= 10 ms, met: p99 1.71 ms and 1.88 ms with
-  one worker process): the dispatcher sleeps to the microsecond until the next due time
-  (`promoteDue` returns the server clock in µs; the last millisecond is slept in a timer thread
-  because asyncio's epoll timers wake up to 1 ms late), so "promote" p99 is ~1 ms; XREADGROUP
-  wake-up and task start add ~0.5 ms ("pickup"). On a loaded machine the tail grows with CPU
-  contention (p99 4-5 ms seen at load 3-4). `Worker.run()` calls `gc.freeze()` before serving:
-  gen-2 collections of start-up objects used to stall the embedded dispatcher 15-20 ms.
-- **Lateness at 20k due/s** (p99 <= 50 ms with **one** worker process; missed, p99 87-558 ms in
-  back-to-back runs): one process does not keep up, so the stream backlog and the lateness
-  grow through the 3 s run (one run: 2 ms at the start, 26 ms after 0.15 s, 61 ms at 1.5 s,
-  109 ms at 2.9 s; "promote" stays at 1-5 ms, all of it is "pickup"). The worker needs ~60 µs
-  of CPU per job at 10k due/s (`/proc` CPU time over the run, recording handler), i.e. one
-  event loop saturates at ~17-20k jobs/s. py-spy at 20k/s: handler tasks 33 % (task creation
-  7.5 %, `asyncio.timeout` and `current_task` ~6 %, record decoding), the read loop 26 % (most
-  of it redis-py parsing the XREADGROUP reply into dicts), acks 12 %, the event loop's own
-  select 12.5 %, the dispatcher 2.5 % plus its timer thread 8 %. Bound: the per-job CPU of one
-  Python event loop, not Redis (PING p99 0.15 ms, Redis ~21 µs per job). A second worker process
-  on its own core lifts it; on this 2-core machine that core is Redis's.
-- **Single enqueue** (>= 8k/s and >= 80 % of a raw round trip; missed: 5,096-5,434/s, 46 % of
-  11,924/s): one round trip each, like the raw `ZADD`, but 196 µs per call against 91 µs. Redis
-  side (commandstats): the `enqueueJobs` EVALSHA takes 33-48 µs per one-job call against ~2 µs
-  for a `ZADD`; the commands inside it take ~6 µs (TIME 0.4, HMGET 0.9, HSET 1.4, ZADD 2.1,
-  HINCRBY 0.9, ZRANGE 0.4), defining the included functions ~2 µs, the rest is Lua
-  interpretation and Redis' per-`redis.call` cost (a call for an id that exists, which writes
-  nothing, still takes 17-28 µs). Client side ~60 µs (plan, validation, msgspec encoding,
-  redis-py packing of the EVALSHA). 80 % means <= ~114 µs per call: ~80 µs less, which needs
-  a separate, thinner one-job script and a leaner client path, not tuning. Fixed earlier: the
-  tenacity retry controller was built for every call; the first attempt now runs bare
-  (`runner.py`), and the script SHA-1 is computed once (`scripts.py`).
-- **enqueue_many** (>= 100k jobs/s; missed: 43,880/s): ~23 µs of wall time per job, of which
-  ~8 µs is Redis time inside `enqueueJobs` (commandstats) and ~15 µs Python (validation, msgspec
-  encoding, redis-py packing of 8 arguments per job); the two run one after the other within a
-  call. 100k/s means 10 µs per job all told; Redis alone would cap at ~120k/s. Raw pipelined
-  `ZADD` does one command per job with no record: ~35 % of it is the expected ratio.
-- **AsyncQueue with concurrent callers** (>= 20k/s; met in the quick run at 21.5k/s with 100
-  callers, 2.4x the raw async `ZADD` of the same callers; 17.2k/s in the slower `bench-full` run,
-  3.1x its raw async `ZADD`): concurrent calls are coalesced into shared `enqueueJobs` calls
-  (`coalesce.py`), so the asyncio connection pool is no longer the bound; one event loop doing
-  the validation and encoding (~15 µs per job, as for `enqueue_many`) plus the Redis time is.
-- **Dispatch alone** (>= 250k jobs/s; missed: 128-135k/s): 5.4-6.6 µs of Redis CPU per promoted
-  job inside `promoteDue`: one `XADD` per job (a stream entry cannot be added in bulk), the
-  record rewritten with its new state and entry id (one `HSET` per batch), one `HMGET` and one
-  `ZREMRANGEBYRANK` per batch. 250k/s would be 4 µs per job including the client; with
-  `PROMOTE_BATCH` 300 it reached 155k/s but each call then blocked Redis 1.7 ms (over the ~1 ms
-  of SPEC §8), so the batch is 150. The rest needs less work per job (no record rewrite: a
-  layout change). Raw pipelined `XADD` of the same entries from redis-py: 69-121k/s in the same
-  runs (the script avoids the client's per-command packing).
-- **Dispatch cost over the backlog** (flat within 1.5x from 10k to 10M; met to 1M and 8M, missed
-  at 10M: 2.2x in the `bench-full` run of 2026-11-23): the head read (`ZRANGEBYSCORE ... LIMIT`)
-  is O(log N) and every other command is O(1) per job, but Redis' dicts double at each power of
-  two and rehash incrementally: past 8,388,608 entries the jobs hash and the delayed set's dict
-  move to 2^24 buckets a step per access, and until that is done every lookup probes two tables
-  and every write moves a bucket. `benchmarks/backlog_ramp.py` (one backlog grown through the
-  sizes, `DEBUG HTSTATS-KEY` for the rehash state): Redis CPU per promoted job 6.0 µs at 10k,
-  7.2 at 1M, 7.7 at 4M, 5.7 at 8M (not rehashing), 10.1 at 10M (rehashing: 1.7x). Bound: Redis'
-  own incremental rehash of a 10M-entry dict, transient (it ends once the dict has been walked)
-  and the same for any Redis structure of that size; not the queue's layout.
-- **Bounded script calls (SPEC §8)**: batches of 1,000 in `promoteDue` blocked Redis 5-9 ms per
-  call and `enqueueJobs` batches of 500 ~4 ms (SLOWLOG); `dispatcher.PROMOTE_BATCH` 150 and
-  `plans.ENQUEUE_BATCH` 160 keep the median call at ~0.9 ms on a quiet machine
-  (`benchmarks/dispatch.py`, twice); in the slower `bench-full` run the same calls took ~1.55 ms,
-  as did everything else on the machine then.
-- **Drain** (>= 10k jobs/s with one process; met: 25k/s in the quick run, 10.1k/s (10k) and
-  13.2k/s (100k) in the slower `bench-full` run): per job the worker creates a task, parses the
-  XREADGROUP reply (redis-py), decodes the record and blob (msgspec), runs the handler under
-  `handler_timeout` and batches the ack: ~40 µs of worker CPU per job with the embedded
-  dispatcher in the same process. hiredis (redis-py's C reply parser, the `streamdelay[hiredis]`
-  extra) helps here: 30k drain, one process, 9,860-10,740 jobs/s with it, 8,560-9,034 without
-  (2 runs each, same hour). **Scaling with 2 processes**: met in `bench-full` (10k: 1.43x,
-  100k: 1.83x), missed in the quick run's 10k drain (0.96x): Redis needs ~21 µs of CPU per job,
-  so at 25k jobs/s it uses half of one of the two cores and one worker process the other; a
-  second process has ~half a core to gain, and a 10k drain lasts 0.4 s, about as long as the
-  processes take to reach full speed. Bound: cores (worker processes x cores, plus Redis).
-- **Memory per delayed job** (<= 250 B with a ~100 B body; missed: 347-356 B): the record
-  (text header + MessagePack blob, 161 B for a 100 B body) in one hash field plus one
-  sorted-set member (skiplist node, dict entry, member sds): the raw floor column, a bare
-  `ZADD` + `HSET` of the same record from redis-py, costs 346-365 B, so there is no overhead
-  beyond Redis' own per-entry cost. 250 B needs a record of ~60 B (no text header, a packed
-  body) or one entry per job instead of two, i.e. dropping the id index that makes `get`,
-  `cancel` and `reschedule` O(1) by id (Huey stores the pickled task as the zset member: 242 B,
-  but it cannot find a delayed job by id).
-- **Memory after the drain** (met): acknowledged jobs are `XACK`ed and `XDEL`eted and their
-  record deleted (no tombstone unless `keep_done`), so `used_memory` returns to the baseline;
-  what is left is the empty stream's and the group's own structures.
+- 2026-11-23, `make bench` quick run of 10:00 UTC against the `bench-full` run of 10:30 (load ~0 \
+both times): this virtual machine itself ran at about half the speed in the second, raw ceilings \
+included (redis-py `ZADD` round trips 8.6k/s against 11.9k/s; `XREADGROUP`+`XACK`+`XDEL` 66k/s \
+against 121k/s).
+- 2026-11-23, py-spy on one worker process at a steady 20k due jobs/s: handler tasks 33 % (task \
+creation 7.5 %, `asyncio.timeout` and `current_task` ~6 %, record decoding), the read loop 26 % \
+(mostly redis-py parsing the `XREADGROUP` reply), acks 12 %, the event loop's select 12.5 %, the \
+dispatcher 2.5 % plus its timer thread 8 %; ~60 µs of worker CPU per job at 10k due/s (`/proc` \
+CPU time), i.e. one event loop saturates at ~17-20k jobs/s. One run's lateness through the 3 s \
+at 20k/s: 2 ms at the start, 26 ms after 0.15 s, 61 ms at 1.5 s, 109 ms at 2.9 s.
+- 2026-11-23, `INFO commandstats` during single enqueues: the one-job `enqueueJobs` call took \
+33-48 µs of Redis time against ~2 µs for a `ZADD`; the commands inside it ~6 µs (TIME 0.4, HMGET \
+0.9, HSET 1.4, ZADD 2.1, HINCRBY 0.9, ZRANGE 0.4), a call for an existing id (which writes \
+nothing) still 17-28 µs.
+- 2026-11-23, `benchmarks/dispatch.py` with `PROMOTE_BATCH` 300: 155k/s, but each call blocked \
+Redis 1.7 ms; batches of 1,000 blocked it 5-9 ms per call, `enqueueJobs` batches of 500 ~4 ms.
+- 2026-11-23, `benchmarks/backlog_ramp.py` (one backlog grown through the sizes): Redis CPU per \
+promoted job 6.0 µs at 10k, 7.2 at 1M, 7.7 at 4M, 5.7 at 8M (not rehashing), 10.1 at 10M \
+(rehashing past 8,388,608 entries: 1.7x).
+- 2026-11-23, a 30k drain with one process, 2 runs each in the same hour: 9,860-10,740 jobs/s \
+with hiredis, 8,560-9,034 without.
 """
+
+
+def _fmt(value: float, spec: str) -> str:
+    return format(value, spec) if measured(value) else NOT_MEASURED
+
+
+def _per_call_us(per_second: float) -> float:
+    return 1e6 / per_second if measured(per_second) and per_second > 0 else math.nan
+
+
+def fill_values(figures: Mapping[str, float], checks: Mapping[str, Check],
+                info: Mapping[str, str]) -> dict[str, str]:
+    """Every placeholder's text, from this run's figures, judged targets and the code."""
+    def g(name: str) -> float:
+        return targets.get(figures, name)
+
+    single, single_raw = g("enqueue_single"), g("enqueue_single_raw")
+    many, many_redis = g("enqueue_many"), g("enqueue_many_redis_us")
+    one, two = g("drain_10000_1p"), g("drain_10000_2p")
+    drain_redis = g("drain_10000_1p_redis_us")
+    values = {
+        "cores": _fmt(g("cores"), ".0f"), "load": _fmt(g("load_1m"), ".2f"),
+        "redis": info.get("redis", NOT_MEASURED),
+        "lateness_rate_low": "200", "lateness_rate_mid": "2,000", "lateness_rate_high": "20,000",
+        "target_low": f"{targets.LATENESS_P99_MS[200]:g}",
+        "target_mid": f"{targets.LATENESS_P99_MS[2000]:g}",
+        "target_high": f"{targets.LATENESS_P99_MS[20000]:g}",
+        "ping_p99": _fmt(g("ping_p99"), ".2f"),
+        "target_single_rate": f"{targets.SINGLE_MIN:,}",
+        "target_single_ratio": f"{targets.SINGLE_RATIO_MIN:.0%}",
+        "single_rate": _fmt(single, ",.0f"), "single_raw": _fmt(single_raw, ",.0f"),
+        "single_ratio": _fmt(g("enqueue_single_ratio") * 100, ".0f") + " %",
+        "single_us": _fmt(_per_call_us(single), ".0f"),
+        "single_raw_us": _fmt(_per_call_us(single_raw), ".0f"),
+        "single_redis_us": _fmt(g("enqueue_single_redis_us"), ".1f"),
+        "single_budget_us": _fmt(_per_call_us(single_raw * targets.SINGLE_RATIO_MIN), ".0f"),
+        "single_gap_us": _fmt(_per_call_us(single)
+                              - _per_call_us(single_raw * targets.SINGLE_RATIO_MIN), ".0f"),
+        "target_many": f"{targets.MANY_MIN:,}", "many_rate": _fmt(many, ",.0f"),
+        "many_us": _fmt(_per_call_us(many), ".1f"), "many_redis_us": _fmt(many_redis, ".1f"),
+        "many_target_us": f"{1e6 / targets.MANY_MIN:g}",
+        "many_redis_cap": _fmt(_per_call_us(many_redis), ",.0f"),
+        "many_raw": _fmt(g("enqueue_many_raw"), ",.0f"),
+        "target_async": f"{targets.ASYNC_MIN:,}", "async_rate": _fmt(g("enqueue_async"), ",.0f"),
+        "callers": _fmt(g("enqueue_callers"), ".0f"),
+        "async_ratio": _fmt(targets.ratio(g("enqueue_async"), g("enqueue_async_raw")), ".2f")
+        + "x", "async_raw": _fmt(g("enqueue_async_raw"), ",.0f"),
+        "async_redis_us": _fmt(g("enqueue_async_redis_us"), ".1f"),
+        "target_dispatch": f"{targets.DISPATCH_MIN:,}",
+        "dispatch_rate": _fmt(g("dispatch_alone"), ",.0f"),
+        "dispatch_redis_us": _fmt(g("dispatch_alone_redis_us"), ".1f"),
+        "dispatch_target_us": f"{1e6 / targets.DISPATCH_MIN:g}",
+        "dispatch_raw": _fmt(g("dispatch_alone_raw"), ",.0f"),
+        "promote_batch": f"{PROMOTE_BATCH}", "enqueue_batch": f"{ENQUEUE_BATCH}",
+        "flat_max": f"{targets.FLAT_MAX:g}",
+        "backlog_cpu_small": _fmt(g("backlog_cpu_small"), ".1f"),
+        "backlog_cpu_large": _fmt(g("backlog_cpu_large"), ".1f"),
+        "backlog_cpu_ratio": _fmt(targets.ratio(g("backlog_cpu_large"), g("backlog_cpu_small")),
+                                  ".2f"),
+        "backlog_small": _fmt(g("backlog_small"), ",.0f"),
+        "backlog_large": _fmt(g("backlog_large"), ",.0f"),
+        "call_bound_us": f"{CALL_BOUND_US:,}",
+        "call_promote_us": _fmt(g("call_median_us_promoteDue"), ",.0f"),
+        "call_enqueue_us": _fmt(g("call_median_us_enqueueJobs"), ",.0f"),
+        "target_drain": f"{targets.DRAIN_MIN:,}", "drain_one": _fmt(one, ",.0f"),
+        "drain_two": _fmt(two, ",.0f"), "drain_raw": _fmt(g("drain_10000_raw"), ",.0f"),
+        "drain_scaling": _fmt(targets.ratio(two, one), ".2f"), "scaling": f"{targets.SCALING:g}",
+        "drain_redis_us": _fmt(drain_redis, ".1f"),
+        "drain_redis_cores": _fmt(drain_redis * one / 1e6, ".2f"),
+        "target_memory": f"{targets.MEMORY_MAX_B}", "body_bytes": f"{len(json.dumps(BODY))}",
+        "memory_per_job": _fmt(g("memory_per_job"), ".0f"),
+        "record_bytes": _fmt(g("record_bytes"), ".0f"),
+        "memory_raw_floor": _fmt(g("memory_raw_floor"), ".0f"),
+        "memory_overhead": _fmt(g("memory_per_job") - g("memory_raw_floor"), "+.0f"),
+        "memory_left": _fmt(g("memory_left"), "+,.0f"),
+        "memory_grew": _fmt(g("memory_grew") / 1e6, ".1f"),
+    }
+    for rate in targets.LATENESS_P99_MS:
+        values[f"p99_{rate}"] = _fmt(g(f"lateness_p99_{rate}"), ".2f")
+        values[f"steady_{rate}"] = _fmt(g(f"steady_p99_{rate}"), ".2f")
+        values[f"promote_{rate}"] = _fmt(g(f"promote_p99_{rate}"), ".2f")
+        values[f"pickup_{rate}"] = _fmt(g(f"pickup_p99_{rate}"), ".2f")
+    for key, check in checks.items():
+        values[f"verdict_{key}"] = f"**{check.state}**"
+    values.setdefault("verdict_calls", f"**{NOT_MEASURED}**")
+    return values
+
+
+def fill(template: str, values: Mapping[str, str]) -> str:
+    """The template with every placeholder replaced; one this run has no value for reads
+    "not measured"."""
+    return PLACEHOLDER.sub(lambda m: values.get(m.group(1), NOT_MEASURED), template)
+
+
+def intro(values: Mapping[str, str]) -> str:
+    """How to read the report, with this run's machine and load."""
+    return fill(INTRO, values)
+
+
+def analysis(values: Mapping[str, str]) -> str:
+    """"What bounds the figures": one bullet per target, every figure and verdict this run's."""
+    bullets = "\n".join(f"- {fill(note, values)}" for note in NOTES)
+    return (f"{ANALYSIS_HEADING}\n\nEvery figure and verdict below comes from the tables of this "
+            "run; profiles from earlier runs are quoted, with their dates, under "
+            f"[History](#history-earlier-runs-not-this-run).\n\n{bullets}\n")
+
+
+def history(peers: str) -> str:
+    """The dated figures of earlier runs: the profiles, and the peers section of the last
+    ``make bench-full`` (it carries its own date)."""
+    return f"{HISTORY_HEADING}\n\n{HISTORY}\n{peers}"

@@ -1,13 +1,17 @@
+#!lua
 -- enqueueJobs-6: add a bounded batch of jobs to the delayed set, idempotent by job id.
 -- KEYS: the six partition keys (includes/keys.lua).
 -- ARGV[1]  past tolerance ms for absolute due times
 -- ARGV[2]  keep_done ms (> 0: acknowledged ids stay taken as tombstones; used here only to purge:
---          not 0, the call also forgets up to 20 expired tombstones)
+--          not 0, the call also forgets up to 100 expired tombstones)
 -- then 8 values per job: id, topic, when_kind ('r' relative | 'a' absolute), when_ms,
 --                        ttr_ms, max_attempts, replace ('0' | '1'), blob
 -- Returns one {created (1|0), due_ms, state} per job; state is the existing job's state when
 -- created is 0 and replace is '0'.
--- Errors: 'SDERR AT_IN_PAST <id>' (nothing written), 'SDERR BAD_ARGS'.
+-- A relative due time is counted from the server clock in µs and rounded up to the next ms
+-- (created_ms too, so that due_ms - created_ms is the delay).
+-- Errors: 'SDERR AT_IN_PAST <id>' (nothing written), 'SDERR BAD_ARGS', 'SDERR WRONG_TYPE <key>
+-- <type>' (a key the call would write holds another type; checked before any write).
 -- Side effects: HSET jobs, ZADD delayed, HINCRBY counts, ZADD wake when a job becomes the head.
 -- Retry-safe: a repeated call finds the ids and reports created=0.
 -- @include server_time
@@ -16,12 +20,14 @@
 -- @include new_record
 -- @include wake_if_head
 -- @include detach
--- @include purge_done
--- @include resolve_due
 -- @include hmget_many
 -- @include write_many
+-- @include purge_done
+-- @include resolve_due
 
-local now = server_time()
+local now, now_us = server_time()
+-- created_ms is rounded up like a relative due, so due - created is exactly the delay
+local created = due_after(now_us, 0)
 local tolerance = tonumber(ARGV[1])
 local per_job = 8
 if (#ARGV - 2) % per_job ~= 0 or not tolerance then return redis.error_reply('SDERR BAD_ARGS') end
@@ -30,7 +36,7 @@ local n = (#ARGV - 2) / per_job
 local dues = {}
 for i = 0, n - 1 do
   local b = 3 + i * per_job
-  local due = resolve_due(ARGV[b + 2], tonumber(ARGV[b + 3]), now, tolerance)
+  local due = resolve_due(ARGV[b + 2], tonumber(ARGV[b + 3]), now, now_us, tolerance)
   if not due then return redis.error_reply('SDERR AT_IN_PAST ' .. ARGV[b]) end
   dues[i] = due
 end
@@ -42,7 +48,14 @@ end
 -- call that fails half-way (foreign garbage) leaves them, exactly as if written one by one.
 local ids = {}
 for i = 0, n - 1 do ids[i + 1] = ARGV[3 + i * per_job] end
+check_partition_keys()
 local olds = n > 0 and hmget_many(K_JOBS, ids) or {}
+-- a job that is replaced (or whose tombstone expired) leaves its stream: checked before any write
+for i = 0, n - 1 do
+  local old = olds[i + 1] and parse_record(olds[i + 1])
+  if old and old.state == 's' then refuse_wrong_type(stream_key(old.topic), 'stream') end
+  if old and old.state == 'x' then refuse_wrong_type(dead_key(old.topic), 'stream') end
+end
 local seen = {}
 local records, entries, counts = {}, {}, {}
 local function flush()
@@ -83,7 +96,7 @@ for i = 0, n - 1 do
     end
     local due = dues[i]
     records[#records + 1] = id
-    records[#records + 1] = new_record(due, now, tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]),
+    records[#records + 1] = new_record(due, created, tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]),
                                        topic, ARGV[b + 7])
     entries[#entries + 1] = due
     entries[#entries + 1] = id
@@ -95,5 +108,5 @@ end
 flush()
 if head_id then wake_if_head(head_id, head_due) end
 -- tombstones exist only where keep_done > 0; ackJobs purges as well, whatever its keep_done
-if tonumber(ARGV[2]) ~= 0 then purge_done(now) end
+if tonumber(ARGV[2]) ~= 0 then purge_done(now, 100) end
 return out

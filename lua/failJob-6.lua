@@ -1,19 +1,25 @@
+#!lua
 -- failJob-6: settle a failed delivery: back to the delayed set after a delay, or dead.
 -- KEYS: the six partition keys (includes/keys.lua); touches PREFIX..'t:'..topic and PREFIX..'dead:'..topic.
 -- ARGV[1] group, ARGV[2] topic, ARGV[3] job id, ARGV[4] stream entry id,
 -- ARGV[5] retry delay ms, ARGV[6] '1' = dead now (no retry), ARGV[7] error text
 -- Returns {0} stale delivery (job cancelled/replaced/reclaimed meanwhile), {1, due_ms} retried,
 -- {2, dead_entry_id} dead. Dead-letter entry fields: id, error, attempts, at (ms).
+-- The retry's due time is counted from the server clock in µs and rounded up to the next ms.
+-- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
 -- Retry-safe: a repeated call finds the delivery no longer current and returns {0}.
 -- @include server_time
 -- @include keys
 -- @include record
 -- @include wake_if_head
 
-local now = server_time()
+local now, now_us = server_time()
 local group, topic, id, eid = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local delay, dead_now, err = tonumber(ARGV[5]), ARGV[6] == '1', ARGV[7]
 local sk = stream_key(topic)
+check_partition_keys()
+refuse_wrong_type(sk, 'stream')
+refuse_wrong_type(dead_key(topic), 'stream')
 redis.call('XACK', sk, group, eid)
 redis.call('XDEL', sk, eid)
 local r = parse_record(redis.call('HGET', K_JOBS, id))
@@ -25,7 +31,7 @@ if dead_now or r.attempts >= r.max then
   redis.call('HSET', K_JOBS, id, build_record(r))
   return {2, r.entry}
 end
-r.state, r.entry, r.due = 'd', '', now + delay
+r.state, r.entry, r.due = 'd', '', due_after(now_us, delay)
 redis.call('HSET', K_JOBS, id, build_record(r))
 redis.call('ZADD', K_DELAYED, r.due, id)
 redis.call('HINCRBY', K_COUNTS, topic, 1)

@@ -1,6 +1,8 @@
+#!lua flags=no-writes
 -- getJob-6: read one job by id with where it is (read only).
 -- KEYS: the six partition keys (includes/keys.lua); reads the topic and dead-letter streams.
 -- ARGV[1] job id
+-- Flags: no-writes (runs while Redis is full, and on a replica).
 -- Returns false (nil) when there is no such job (or only an expired tombstone), else
 -- {record, substate, owner, idle_ms, deliveries, error, now_ms}: substate is 'ready' or
 -- 'reserved' for a job in its stream, else ''; owner/idle/deliveries describe a reservation;

@@ -1,21 +1,39 @@
+#!lua
 -- promoteDue-6: move due jobs, earliest first, from the delayed set into their topic streams.
 -- KEYS: the six partition keys (includes/keys.lua); writes PREFIX..'t:'..topic (derived, same tag).
--- ARGV[1] batch limit (bounded so one call stays around a millisecond)
+-- ARGV[1] batch limit (bounded so one call stays around a millisecond); a batch also stops
+-- before its records pass MAX_BATCH_BYTES (1 MiB), always after at least one job.
 -- Returns {moved, next_due_ms or -1, now_ms, dropped, now_us}: next_due is the new head of the
--- delayed set and now_us the same server clock reading as now_ms in epoch microseconds, so the
+-- delayed set (or, when sooner, when the tombstone sweep wants to run again: now while expired
+-- tombstones are left, else the next expiry but not before a second from now) and now_us the same server clock reading as now_ms in epoch microseconds, so the
 -- caller sleeps (next_due * 1000 - now_us) µs by its own monotonic clock. dropped lists
 -- {id, reason} pairs of due ids that were not promoted: no record, a malformed record (left in
--- the jobs hash for get/cancel), or a topic key that is not a stream (the job goes dead instead).
+-- the jobs hash for get/cancel), a topic key that is not a stream (the job goes dead instead),
+-- or, when its dead-letter key is not a stream either, a job left delayed and tried again in 60 s.
+-- A job leaves the delayed set only once its new place is written: any other XADD error stops
+-- the batch there (what came before it is kept); when it is the first job the call fails with
+-- 'SDERR PROMOTE_FAILED <key> <error>' and writes nothing. Flags: may write, so Redis refuses
+-- the call whole under maxmemory (docs/operations.md).
+-- Also forgets up to 500 expired keep_done tombstones (the periodic sweep, see next_due).
 -- Stream entry fields: 'id' job id, 'rec' the job record as it was when delayed.
+-- Errors: 'SDERR WRONG_TYPE <key> <type>' (a KEYS key of another type; nothing written).
 -- Retry-safe: a job moves once; a repeated call finds it gone from the delayed set.
 -- @include server_time
 -- @include keys
 -- @include record
 -- @include hmget_many
 -- @include write_many
+-- @include purge_done
 
+local MAX_BATCH_BYTES = 1048576
+local RETRY_LATER_MS = 60000
+local SWEEP, SWEEP_EVERY_MS = 500, 1000
 local now, now_us = server_time()
 local limit = tonumber(ARGV[1])
+check_partition_keys()
+local function wrong_type(reply)
+  return type(reply) == 'table' and reply.err and string.find(reply.err, 'WRONGTYPE', 1, true)
+end
 local ids = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0, limit)
 local n = #ids
 local moved = 0
@@ -23,10 +41,18 @@ local dropped = {}
 if n > 0 then
   local raws = hmget_many(K_JOBS, ids)
   local writes = {} -- id, new record pairs: one HSET for the batch
+  local leaving = {} -- ids whose new place is written (or that have none to have)
+  local later = {} -- score, id pairs: jobs that can go nowhere now
   local per_topic = {}
   local streams = {}
+  local bytes = 0
+  local failed = nil
   for i = 1, n do
     local id, raw = ids[i], raws[i]
+    if raw then
+      if i > 1 and bytes + #raw > MAX_BATCH_BYTES then break end
+      bytes = bytes + #raw
+    end
     -- the same shape parse_record accepts; positions instead of copies, as only the state and
     -- the entry change: the rest of the record is kept byte for byte
     local state, entry_at, entry_end, topic
@@ -44,33 +70,61 @@ if n > 0 then
         writes[#writes + 1] = id
         writes[#writes + 1] = 's' .. string.sub(raw, 2, entry_at - 1) .. entry
                               .. string.sub(raw, entry_end)
+        leaving[#leaving + 1] = id
+        per_topic[topic] = (per_topic[topic] or 0) + 1
         moved = moved + 1
+      elseif not wrong_type(entry) then
+        failed = sk .. ' ' .. tostring(entry.err)
+        break
       else
         local r = parse_record(raw)
         local why = 'topic key ' .. sk .. ' is not a stream: ' .. tostring(entry.err)
-        entry = redis.pcall('XADD', dead_key(topic), '*', 'id', id, 'error', why,
-                            'attempts', r.attempts, 'at', now)
-        if type(entry) == 'string' then
-          r.state, r.entry = 'x', entry
+        local dead = redis.pcall('XADD', dead_key(topic), '*', 'id', id, 'error', why,
+                                 'attempts', r.attempts, 'at', now)
+        if type(dead) == 'string' then
+          r.state, r.entry = 'x', dead
           writes[#writes + 1] = id
           writes[#writes + 1] = build_record(r)
+          leaving[#leaving + 1] = id
+          per_topic[topic] = (per_topic[topic] or 0) + 1
+        elseif wrong_type(dead) then
+          why = why .. '; its dead-letter key is not a stream either: tried again in 60 s'
+          later[#later + 1] = now + RETRY_LATER_MS
+          later[#later + 1] = id
+        else
+          failed = dead_key(topic) .. ' ' .. tostring(dead.err)
+          break
         end
         dropped[#dropped + 1] = {id, why}
       end
-      per_topic[topic] = (per_topic[topic] or 0) + 1
-    elseif not raw then
-      dropped[#dropped + 1] = {id, 'no job record'}
-    elseif not state then
-      dropped[#dropped + 1] = {id, 'malformed job record'}
+    else
+      leaving[#leaving + 1] = id
+      if not raw then
+        dropped[#dropped + 1] = {id, 'no job record'}
+      elseif not state then
+        dropped[#dropped + 1] = {id, 'malformed job record'}
+      end
     end
   end
+  if failed and #leaving == 0 and #later == 0 then
+    return redis.error_reply('SDERR PROMOTE_FAILED ' .. failed)
+  end
   if #writes > 0 then write_many('HSET', K_JOBS, writes) end
-  -- ids are ranks 0..n-1 of the delayed set (read from -inf in order) and nothing above wrote
-  -- to it, so this removes exactly them, without sending them back
-  redis.call('ZREMRANGEBYRANK', K_DELAYED, 0, n - 1)
+  if #leaving > 0 then write_many('ZREM', K_DELAYED, leaving) end
+  if #later > 0 then write_many('ZADD', K_DELAYED, later) end
   for topic, count in pairs(per_topic) do redis.call('HINCRBY', K_COUNTS, topic, -count) end
 end
+local more = purge_done(now, SWEEP)
 local head = redis.call('ZRANGE', K_DELAYED, 0, 0, 'WITHSCORES')
 local next_due = -1
 if head[2] then next_due = math.ceil(tonumber(head[2])) end -- the first ms it is due in
+-- the sweep: call again at once while expired tombstones are left, else when the next one
+-- expires, but at most once a second for them
+local sweep_at = nil
+if more then sweep_at = now
+else
+  local first = redis.call('ZRANGE', K_DONE, 0, 0, 'WITHSCORES')
+  if first[2] then sweep_at = math.max(math.ceil(tonumber(first[2])), now + SWEEP_EVERY_MS) end
+end
+if sweep_at and (next_due < 0 or sweep_at < next_due) then next_due = sweep_at end
 return {moved, next_due, now, dropped, now_us}

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- pruneConsumers-6: remove consumers of a topic's group that are gone and own nothing.
 -- A consumer is removed when it has no pending entry and has not touched the stream for at least
 -- ARGV[3] ms ('idle' of XINFO CONSUMERS: since its last read attempt, blocking reads included, so
@@ -8,6 +9,7 @@
 -- Returns the removed consumer names (empty when the topic's stream or group does not exist).
 -- Retry-safe: a removed consumer is not listed again. Bounded: at most ARGV[4] removals, and one
 -- XINFO CONSUMERS (a group has one consumer per worker process that ever read from it).
+-- Flags: allow-oom (it only removes).
 -- @include keys
 
 local group, topic = ARGV[1], ARGV[2]

@@ -1,13 +1,17 @@
+#!lua flags=allow-oom
 -- purgeDead-6: forget dead jobs of one topic (their records and dead-letter entries).
 -- KEYS: the six partition keys (includes/keys.lua); touches PREFIX..'dead:'..topic.
 -- ARGV[1] topic, ARGV[2] count (bounded batch), ARGV[3] job id ('' = oldest first)
 -- Returns the ids purged (an empty list when nothing is left). Retry-safe.
+-- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
+-- Flags: allow-oom, as it frees memory: an operator can purge while Redis is full.
 -- @include keys
 -- @include record
 -- @include dead_candidates
 
 local topic, count, only = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local dk = dead_key(topic)
+check_partition_keys()
 local candidates = dead_candidates(topic, count, only)
 local purged = {}
 for _, c in ipairs(candidates) do

@@ -1,6 +1,8 @@
+#!lua flags=no-writes
 -- readStats-6: per-topic counts of one partition (read only).
 -- KEYS: the six partition keys (includes/keys.lua); reads every topic's streams.
 -- ARGV: none
+-- Flags: no-writes (runs while Redis is full, and on a replica).
 -- Returns {now_ms, head_due_ms or -1, head_topic or '', rows...}; one row per topic known to the
 -- counts hash: {topic, delayed, in_stream, reserved, dead, oldest_undelivered_due_ms or -1, group}.
 -- @include server_time

@@ -1,8 +1,10 @@
+#!lua
 -- releaseJobs-6: hand deliveries back at once (graceful shutdown): each goes to the tail of its
 -- topic stream under a new entry id, not counted as an attempt, for any live consumer to read.
 -- KEYS: the six partition keys (includes/keys.lua); touches PREFIX..'t:'..topic.
 -- ARGV[1] group, then 3 values per delivery: topic, job id, stream entry id
 -- Returns the number handed back (stale deliveries are only acknowledged).
+-- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
 -- Retry-safe: a repeated call finds the old entries no longer current.
 -- @include server_time
 -- @include keys
@@ -12,6 +14,10 @@
 local now = server_time()
 local group = ARGV[1]
 local released = 0
+check_partition_keys()
+for b = 2, #ARGV, 3 do
+  refuse_wrong_type(stream_key(ARGV[b]), 'stream'); refuse_wrong_type(dead_key(ARGV[b]), 'stream')
+end
 for b = 2, #ARGV, 3 do
   local topic, id, eid = ARGV[b], ARGV[b + 1], ARGV[b + 2]
   local r = parse_record(redis.call('HGET', K_JOBS, id))

@@ -1,25 +1,35 @@
+#!lua
 -- replayDead-6: put dead jobs of one topic back as new jobs: attempts reset to 0, due after a delay.
 -- KEYS: the six partition keys (includes/keys.lua); touches PREFIX..'dead:'..topic.
 -- ARGV[1] topic, ARGV[2] count (bounded batch), ARGV[3] delay ms, ARGV[4] job id ('' = oldest first)
 -- Returns the ids replayed (an empty list when nothing is left). Retry-safe: a replayed job is no
--- longer dead and is not replayed again.
+-- longer dead and is not replayed again. A call stops before its records pass 1 MiB (at least
+-- one job); the caller calls again until the list is empty. The due time is counted from the
+-- server clock in µs and rounded up to the next ms.
+-- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
 -- @include server_time
 -- @include keys
 -- @include record
 -- @include dead_candidates
 -- @include wake_if_head
 
-local now = server_time()
+local MAX_BATCH_BYTES = 1048576
+local now, now_us = server_time()
 local topic, count, delay, only = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local dk = dead_key(topic)
+check_partition_keys()
 local candidates = dead_candidates(topic, count, only)
 local replayed = {}
+local bytes = 0
 for _, c in ipairs(candidates) do
   local eid, id = c[1], c[2]
+  local raw = id and redis.call('HGET', K_JOBS, id)
+  if raw and #replayed > 0 and bytes + #raw > MAX_BATCH_BYTES then break end
+  if raw then bytes = bytes + #raw end
   redis.call('XDEL', dk, eid)
-  local r = id and parse_record(redis.call('HGET', K_JOBS, id))
+  local r = parse_record(raw)
   if r and r.state == 'x' and r.entry == eid then
-    r.state, r.entry, r.attempts, r.due = 'd', '', 0, now + delay
+    r.state, r.entry, r.attempts, r.due = 'd', '', 0, due_after(now_us, delay)
     redis.call('HSET', K_JOBS, id, build_record(r))
     redis.call('ZADD', K_DELAYED, r.due, id)
     redis.call('HINCRBY', K_COUNTS, topic, 1)

@@ -1,3 +1,4 @@
+#!lua
 -- requeueStuck-6: find deliveries whose consumer went silent and put them back.
 -- Walks one topic's pending list from a cursor (bounded); an entry idle at least its job's own ttr
 -- (or ARGV[5] when >= 0) is re-queued at the stream tail as a new attempt (dead after the last), or
@@ -7,7 +8,10 @@
 -- ARGV[4] count (max pending rows looked at), ARGV[5] min idle ms (-1 = each job's ttr),
 -- ARGV[6] consumer to hand jobs to ('' = re-queue for anyone)
 -- Returns {next_cursor ('0-0' when done), moved ids, dead ids, cleaned count}.
--- Errors: 'SDERR NO_GROUP <topic>' when the stream or group does not exist.
+-- A call also stops (its cursor at the last entry looked at) before the records it re-queues pass
+-- 1 MiB, after at least one.
+-- Errors: 'SDERR NO_GROUP <topic>' when the stream or group does not exist, 'SDERR WRONG_TYPE
+-- <key> <type>' (checked before any write).
 -- Retry-safe: a moved delivery has a fresh idle time and is not moved again.
 -- @include server_time
 -- @include keys
@@ -17,7 +21,11 @@
 local now = server_time()
 local group, topic, cursor = ARGV[1], ARGV[2], ARGV[3]
 local count, min_idle, to = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
+local MAX_BATCH_BYTES = 1048576
 local sk = stream_key(topic)
+check_partition_keys()
+refuse_wrong_type(sk, 'stream')
+refuse_wrong_type(dead_key(topic), 'stream')
 if redis.call('EXISTS', sk) == 0 then return redis.error_reply('SDERR NO_GROUP ' .. topic) end
 local groups = redis.call('XINFO', 'GROUPS', sk)
 local found = false
@@ -29,6 +37,7 @@ local start = cursor
 if cursor ~= '-' then start = '(' .. cursor end
 local rows = redis.call('XPENDING', sk, group, start, '+', count)
 local moved, dead, cleaned = {}, {}, 0
+local bytes, last = 0, nil
 for _, row in ipairs(rows) do
   local eid, owner, idle = row[1], row[2], tonumber(row[3])
   local entries = redis.call('XRANGE', sk, eid, eid)
@@ -37,7 +46,10 @@ for _, row in ipairs(rows) do
     local f = entries[1][2]
     for i = 1, #f, 2 do if f[i] == 'id' then id = f[i + 1] end end
   end
-  local r = id and parse_record(redis.call('HGET', K_JOBS, id))
+  local raw = id and redis.call('HGET', K_JOBS, id)
+  if raw and bytes > 0 and bytes + #raw > MAX_BATCH_BYTES then break end
+  last = eid
+  local r = parse_record(raw)
   if not (r and r.state == 's' and r.entry == eid) then
     redis.call('XACK', sk, group, eid)
     redis.call('XDEL', sk, eid)
@@ -53,6 +65,7 @@ for _, row in ipairs(rows) do
         end
       else
         local why = 'ttr expired: consumer ' .. owner .. ' silent for ' .. idle .. ' ms'
+        bytes = bytes + #raw
         if requeue_entry(r, id, eid, group, true, why, now) then moved[#moved + 1] = id
         else dead[#dead + 1] = id end
       end
@@ -60,5 +73,6 @@ for _, row in ipairs(rows) do
   end
 end
 local next_cursor = '0-0'
-if #rows >= count then next_cursor = rows[#rows][1] end
+if last and last ~= rows[#rows][1] then next_cursor = last -- stopped by the byte budget
+elseif #rows >= count then next_cursor = rows[#rows][1] end
 return {next_cursor, moved, dead, cleaned}

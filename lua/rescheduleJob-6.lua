@@ -1,3 +1,4 @@
+#!lua
 -- rescheduleJob-6: give one job a new due time, from any state but done. A ready or reserved job
 -- leaves its stream (a running handler's acknowledgement becomes a no-op); a dead job comes back
 -- with its attempts reset to 0.
@@ -5,7 +6,8 @@
 -- ARGV[1] job id, ARGV[2] when_kind ('r' | 'a'), ARGV[3] when_ms, ARGV[4] past tolerance ms
 -- Returns {1, due_ms} or {0} when there is no such job.
 -- Errors: 'SDERR AT_IN_PAST <id>' (nothing written). Retry-safe: a repeat sets the same due
--- (relative delays are measured again from the server clock).
+-- (relative delays are measured again from the server clock, in µs, rounded up to the next ms).
+-- Errors also: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
 -- @include server_time
 -- @include keys
 -- @include record
@@ -13,12 +15,15 @@
 -- @include detach
 -- @include resolve_due
 
-local now = server_time()
+local now, now_us = server_time()
 local id = ARGV[1]
-local due = resolve_due(ARGV[2], tonumber(ARGV[3]), now, tonumber(ARGV[4]))
+local due = resolve_due(ARGV[2], tonumber(ARGV[3]), now, now_us, tonumber(ARGV[4]))
 if not due then return redis.error_reply('SDERR AT_IN_PAST ' .. id) end
 local r = parse_record(redis.call('HGET', K_JOBS, id))
 if not r or r.state == 'c' then return {0} end
+check_partition_keys()
+if r.state == 's' then refuse_wrong_type(stream_key(r.topic), 'stream') end
+if r.state == 'x' then refuse_wrong_type(dead_key(r.topic), 'stream') end
 detach(r, id)
 if r.state == 'x' then r.attempts = 0 end
 r.state, r.entry, r.due = 'd', '', due

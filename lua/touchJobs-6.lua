@@ -1,9 +1,11 @@
+#!lua flags=allow-oom
 -- touchJobs-6: heartbeat. Reset the idle time of deliveries this consumer still owns (XCLAIM
 -- JUSTID with min-idle 0 on its own entries; the delivery count is not raised).
 -- KEYS: the six partition keys (includes/keys.lua); touches PREFIX..'t:'..topic.
 -- ARGV[1] group, ARGV[2] consumer, then 2 values per delivery: topic, stream entry id
 -- Returns the entry ids this consumer no longer owns (reclaimed, cancelled, handed away, or
 -- whose stream or group no longer exists).
+-- Flags: allow-oom (a heartbeat adds nothing, so jobs in flight are not lost while Redis is full).
 -- Retry-safe: touching twice only resets the idle time twice.
 -- @include keys
 

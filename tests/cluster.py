@@ -28,15 +28,36 @@ from redis.cluster import key_slot
 
 import streamdelay as sd
 from streamdelay.protocol.keys import PartitionKeys
-from tests.redis_server import RedisServer, env_with_pythonpath, free_port, wait_until
+from streamdelay.redis_io.agreement import agree_partitions_sync
+from tests.redis_server import (
+    RedisServer,
+    answering_pid,
+    env_with_pythonpath,
+    free_port,
+    wait_until,
+)
 
 MASTER_NAME = "sdmaster"
 
 
+def ephemeral_range() -> tuple[int, int]:
+    """The kernel's range of ports for outgoing connections (Linux; a common default else)."""
+    with contextlib.suppress(OSError, ValueError):
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    return 32768, 60999
+
+
 def cluster_port() -> int:
-    """A free port whose cluster bus port (port + 10000) is free as well (so port <= 55535)."""
+    """A free port whose cluster bus port (port + 10000) is free as well, both below the
+    ephemeral range: a port the kernel hands out to outgoing connections could be taken by
+    any client socket between this check and the node binding it."""
+    low, high = ephemeral_range()
+    top = min(low, 65536) - 10_001
+    if top < 10_000:
+        raise RuntimeError(f"no room for cluster port pairs below the ephemeral range {low}-{high}")
     for _ in range(200):
-        port = random.randint(20000, 45000)
+        port = random.randint(10_000, top)
         with contextlib.ExitStack() as stack:
             try:
                 for candidate in (port, port + 10000):
@@ -72,8 +93,7 @@ class LocalCluster:
             node = RedisServer("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                                "--cluster-node-timeout", str(node_timeout_ms),
                                "--cluster-require-full-coverage", "yes",
-                               "--repl-diskless-sync-delay", "0")
-            node.port = cluster_port()
+                               "--repl-diskless-sync-delay", "0", port_picker=cluster_port)
             self.nodes.append(node)
 
     @property
@@ -148,7 +168,7 @@ class LocalSentinel:
 
     def __init__(self, down_after_ms: int = 500, failover_timeout_ms: int = 3000) -> None:
         self.master = RedisServer("--repl-diskless-sync-delay", "0")
-        self.replica = RedisServer("--replicaof", "127.0.0.1", str(self.master.port))
+        self.replica = RedisServer()
         self.port = free_port()
         self.dir = Path(tempfile.mkdtemp(prefix="sd-sentinel-"))
         self.down_after_ms = down_after_ms
@@ -166,7 +186,8 @@ class LocalSentinel:
 
     def start(self) -> LocalSentinel:
         """Start master, replica and Sentinel; wait until the Sentinel knows the synced replica."""
-        self.master.start()
+        self.master.start()  # its port is final once it started (see RedisServer.start)
+        self.replica.extra += ["--replicaof", "127.0.0.1", str(self.master.port)]
         self.replica.start()
         config = self.dir / "sentinel.conf"
         config.write_text("\n".join([
@@ -183,6 +204,11 @@ class LocalSentinel:
         return self
 
     def _ready(self) -> bool:
+        if self.process is None or self.process.poll() is not None:
+            raise RuntimeError(f"the Sentinel process exited (port {self.port} taken?); log in "
+                               f"{self.dir / 'sentinel.log'}")
+        if answering_pid(self.port) != self.process.pid:
+            return False  # not up yet, or another process answers on the port
         with contextlib.suppress(redis.RedisError):
             with self.replica.client() as client:
                 if _info(client, "replication").get("master_link_status") != "up":
@@ -362,7 +388,8 @@ def failover_under_load(
     env = {"SCALE_APP_QUEUE": name, "SCALE_APP_PARTITIONS": str(partitions),
            "STREAMDELAY_PARTITIONS": str(partitions), "SCALE_APP_OUT": str(out)}
     queue = sd.Queue(name, url=url, partitions=partitions, retry_for=60, ttr=3)
-    queue.stats()  # fixes the partition count before the processes start
+    # fixes the partition count before the processes start (stats would say "no such queue")
+    agree_partitions_sync(queue.client, url, name, partitions, 60)
     processes = [
         start_cli(["worker", "tests.apps.scale_worker_app:worker", "--no-dispatch"], url,
                   workdir / "worker.log", **env),

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 import streamdelay as sd
+from tests.no_skips import pytest_runtest_makereport  # noqa: F401  (a skip fails the run)
 from tests.redis_server import RedisServer
 
 

@@ -11,9 +11,20 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import redis
+
+START_ATTEMPTS = 5
+
+
+def answering_pid(port: int) -> int | None:
+    """The process id of the Redis (or Sentinel) that answers on ``port``, None if none does."""
+    with contextlib.suppress(redis.RedisError, OSError), redis.Redis(
+            port=port, socket_timeout=2, socket_connect_timeout=2) as client:
+        return int(client.info("server")["process_id"])
+    return None
 
 
 def free_port() -> int:
@@ -24,12 +35,21 @@ def free_port() -> int:
 
 
 class RedisServer:
-    """One redis-server child process; ``kill()`` (SIGKILL) and ``start()`` again keep its data."""
+    """One redis-server child process; ``kill()`` (SIGKILL) and ``start()`` again keep its data.
 
-    def __init__(self, *extra: str, persistent: bool = False) -> None:
+    The port comes from ``port_picker`` (a free loopback port by default). Between picking a port
+    and the server binding it another process can take it: ``start()`` only returns once the
+    server that answers on the port is this object's own process (``INFO server`` process_id),
+    and a first start whose process could not bind picks another port. A restart keeps its port
+    (clients and replicas know it) and fails loudly when that port is no longer free.
+    """
+
+    def __init__(self, *extra: str, persistent: bool = False,
+                 port_picker: Callable[[], int] = free_port) -> None:
         if shutil.which("redis-server") is None:
             raise RuntimeError("redis-server is not installed (make test installs it)")
-        self.port = free_port()
+        self.port_picker = port_picker
+        self.port = port_picker()
         self.dir = Path(tempfile.mkdtemp(prefix="sd-redis-"))
         self.extra = list(extra)
         if persistent:
@@ -37,6 +57,7 @@ class RedisServer:
         else:
             self.extra += ["--appendonly", "no"]
         self.process: subprocess.Popen[bytes] | None = None
+        self.started_once = False
 
     @property
     def url(self) -> str:
@@ -48,18 +69,44 @@ class RedisServer:
         return redis.Redis(port=self.port, socket_timeout=10)
 
     def start(self) -> RedisServer:
-        """Start (or restart) the server and wait until it answers PING."""
+        """Start (or restart) the server and wait until this very process answers PING."""
+        for _ in range(1 if self.started_once else START_ATTEMPTS):
+            if self._launch():
+                self.started_once = True
+                return self
+            if self.started_once:
+                break
+            self.port = self.port_picker()  # someone took the port first: another one
+        raise RuntimeError(f"redis-server on port {self.port} did not start (or another "
+                           f"process holds the port); log: {self._log_tail()}")
+
+    def _launch(self) -> bool:
+        """One start on ``self.port``: True once our own process answers, False when it died."""
         args = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
                 "--save", "", "--dir", str(self.dir), "--daemonize", "no",
                 "--logfile", str(self.dir / "redis.log"), *self.extra]
-        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.process = process = subprocess.Popen(args, stdout=subprocess.DEVNULL,
+                                                  stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            with contextlib.suppress(redis.ConnectionError, redis.BusyLoadingError):
-                if self.client().ping():
-                    return self
+            if process.poll() is not None:  # could not bind, bad option, ...
+                self.process = None
+                return False
+            if answering_pid(self.port) == process.pid and self._loaded():
+                return True
             time.sleep(0.02)
-        raise RuntimeError(f"redis-server on port {self.port} did not start")
+        self.kill()
+        return False
+
+    def _loaded(self) -> bool:
+        """PING answers (not BUSY loading the append-only file)."""
+        with contextlib.suppress(redis.ConnectionError, redis.BusyLoadingError), self.client() as c:
+            return bool(c.ping())
+        return False
+
+    def _log_tail(self) -> str:
+        log = self.dir / "redis.log"
+        return log.read_text(errors="replace")[-500:].strip() if log.exists() else "(no log)"
 
     def kill(self) -> None:
         """SIGKILL the server (no save, no goodbye)."""

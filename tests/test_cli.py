@@ -221,6 +221,8 @@ def test_wrong_password_is_one_masked_line(acl_url: tuple[str, str]) -> None:
     result = cli("stats", "q", url=wrong)
     assert_one_line_error(result, 1)
     assert "not-the-password" not in result.stderr and "authentication failed" in result.stderr
+    with sd.Queue("q", url=url) as queue:  # stats of a queue nobody used: "no such queue"
+        queue.enqueue("t", 1, delay=600)
     ok = cli("stats", "q", "--url", url)
     assert ok.returncode == 0 and password not in ok.stdout + ok.stderr
 

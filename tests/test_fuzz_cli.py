@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import pytest
 import redis
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, find, given, settings
 from hypothesis import strategies as st
 
 import streamdelay as sd
@@ -167,32 +167,69 @@ def test_enqueue_refuses_bad_values_and_stores_good_ones(
         assert snapshot(client, queue) == before
 
 
+PRESENT = "present"  # the id of the one job each by-id example enqueues
+ids_or_present = st.one_of(st.just(Arg(PRESENT, True)), ids)
+
+
+def test_the_by_id_fuzz_can_draw_the_present_id() -> None:
+    """The success paths of get/cancel/reschedule are fuzzed only if the id can be drawn."""
+    assert find(ids_or_present, lambda arg: arg.value == PRESENT).ok
+
+
 @FUZZ
-@given(command=st.sampled_from(["get", "cancel", "reschedule"]), job_id=ids,
+@given(command=st.sampled_from(["get", "cancel", "reschedule"]), job_id=ids_or_present,
        delay=delays)
+@example(command="get", job_id=Arg(PRESENT, True), delay=Arg("5s", True))
+@example(command="cancel", job_id=Arg(PRESENT, True), delay=Arg("5s", True))
+@example(command="reschedule", job_id=Arg(PRESENT, True), delay=Arg("90s", True))
 def test_commands_by_id_on_unknown_or_bad_ids(
     fuzz_server: RedisServer, capsys: pytest.CaptureFixture[str], command: str, job_id: Arg,
     delay: Arg,
 ) -> None:
     queue = f"cf{uuid.uuid4().hex[:8]}"
     client = fuzz_server.client()
-    sd.Queue(queue, url=fuzz_server.url).enqueue("t", 1, id="present", delay=60)
+    producer = sd.Queue(queue, url=fuzz_server.url)
+    producer.enqueue("t", 1, id=PRESENT, delay=60)
     argv = [command, queue, "--url", fuzz_server.url, "--", job_id.value]
     drawn = [job_id]
     if command == "reschedule":
         argv[4:4] = [f"--delay={delay.value}"]
         drawn.append(delay)
     before = snapshot(client, queue)
+    began_ms = _server_ms(client)
     code, out, err = run(capsys, argv)
+    ended_ms = _server_ms(client)
     assert_clean(code, out, err)
-    if all(arg.ok for arg in drawn):
-        expected = 0 if job_id.value == "present" else 1
-        assert code == expected, (argv, out, err)
-        if code == 1:
-            assert "no job" in err and snapshot(client, queue) == before
+    if all(arg.ok for arg in drawn) and job_id.value == PRESENT:
+        assert code == 0 and err == "", (argv, out, err)
+        after = producer.get(PRESENT)
+        if command == "get":
+            assert PRESENT in out and snapshot(client, queue) == before
+        elif command == "cancel":
+            assert out.strip() == f"cancelled {PRESENT}" and after is None
+        else:
+            assert after is not None and out.startswith(f"rescheduled {PRESENT}")
+            wanted_ms = _seconds(delay.value) * 1000
+            assert began_ms + wanted_ms - 1 <= after.due <= ended_ms + wanted_ms + 1, after
+    elif all(arg.ok for arg in drawn):
+        assert code == 1, (argv, out, err)
+        assert "no job" in err and snapshot(client, queue) == before
     else:
         assert code == 2, (argv, out, err)
         assert snapshot(client, queue) == before
+    producer.close()
+
+
+def _server_ms(client: redis.Redis) -> int:
+    """The Redis server clock in epoch ms."""
+    seconds, micros = client.time()
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
+def _seconds(delay: str) -> float:
+    """A drawn valid delay (``<int><unit>``) in seconds."""
+    number, unit = re.fullmatch(r"(\d+)(ms|s|m|h|d)", delay).groups()  # type: ignore[union-attr]
+    return int(number) * UNITS[unit]
 
 
 @FUZZ
@@ -237,4 +274,5 @@ def test_nasty_arguments_in_real_processes(fuzz_server: RedisServer) -> None:
         assert done.returncode == expected, (argv[:4], done.stderr[:300])
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr[:300]
         assert "Traceback" not in done.stderr + done.stdout
-    assert sd.Queue("q", url=url).stats().topics == {}
+    with pytest.raises(sd.NoSuchQueue):  # nothing was created
+        sd.Queue("q", url=url).stats()

@@ -30,6 +30,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import streamdelay as sd
+from streamdelay.redis_io.agreement import agree_partitions_sync
 from tests.redis_server import RedisServer
 
 FUZZ = settings(max_examples=150, deadline=None,
@@ -238,7 +239,8 @@ def fuzz_queue() -> Iterator[sd.Queue]:
     """One queue (and server) for the whole module, with a small body limit."""
     with RedisServer() as server:
         queue = sd.Queue(f"fz{uuid.uuid4().hex[:8]}", url=server.url, max_body_bytes=BODY_LIMIT)
-        queue.stats()  # first contact records the partition count; later calls start from here
+        # first contact records the partition count; later calls start from here
+        agree_partitions_sync(queue.client, server.url, queue.name, 1, None)
         yield queue
         queue.close()
 

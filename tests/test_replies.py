@@ -160,12 +160,22 @@ def test_enqueue_plan_cuts_calls_by_partition_and_batch_size() -> None:
 
 
 def test_partition_check_refuses_another_count_naming_partitions() -> None:
-    answers = iter([0, b"4"])
+    answers = iter([None, 0, b"4"])  # HGET: none; HSETNX: another process was first; HGET
     with pytest.raises(sd.ConfigError, match="partitions=4") as refused:
         drive(partition_check_plan("orders", 2), lambda step: next(answers))
     assert refused.value.field == "partitions"
-    done, steps = drive(partition_check_plan("orders", 2), lambda step: 1)
-    assert done is None and [name_of(s) for s in steps] == ["HSETNX", "HSETNX"]
+    done, steps = drive(partition_check_plan("orders", 2),
+                        lambda step: None if name_of(step) == "HGET" else 1)
+    assert done is None and [name_of(s) for s in steps] == ["HGET", "HSETNX"] * 2
+    _, steps = drive(partition_check_plan("orders", 2), lambda step: b"2")
+    assert [name_of(s) for s in steps] == ["HGET", "HGET"]  # an agreed queue costs no write
+
+
+def test_partition_check_of_a_read_only_command_writes_nothing_and_names_a_missing_queue(
+) -> None:
+    with pytest.raises(sd.NoSuchQueue, match="no such queue"):
+        drive(partition_check_plan("orders", 2, create=False),
+              lambda step: None if name_of(step) == "HGET" else 0)
 
 
 def test_batching_keeps_order_within_a_partition_and_bounds_each_batch() -> None:
@@ -254,7 +264,7 @@ def test_every_include_header_names_its_function_and_every_use_is_included() -> 
 
 def test_error_codes_are_listed_once_and_scripts_and_docs_follow_the_list() -> None:
     lua_codes = set(re.findall(r"'SDERR ([A-Z_]+)", "".join(
-        p.read_text() for p in lua_dir().glob("*.lua"))))
+        p.read_text() for p in [*lua_dir().glob("*.lua"), *lua_dir().glob("includes/*.lua")])))
     keys_doc = (ROOT / "docs" / "keys.md").read_text()
     table = keys_doc.split("## Error codes", 1)[1].split("\n## ", 1)[0]
     doc_codes = set(re.findall(r"^\| `([A-Z_]+)` \|", table, re.MULTILINE))

@@ -8,3 +8,16 @@ local K_DELAYED, K_JOBS, K_WAKE, K_COUNTS, K_GROUPS, K_DONE = KEYS[1], KEYS[2], 
 local PREFIX = string.sub(K_JOBS, 1, -5)
 local function stream_key(topic) return PREFIX .. 't:' .. topic end
 local function dead_key(topic) return PREFIX .. 'dead:' .. topic end
+
+-- refuse_wrong_type(key, want): a key another client filled with a value of another type stops
+-- the call with 'SDERR WRONG_TYPE <key> <type>' before its first write, so a call that fails
+-- writes nothing (docs/keys.md). check_partition_keys() does it for the six KEYS.
+local function refuse_wrong_type(key, want)
+  local t = redis.call('TYPE', key).ok
+  if t ~= 'none' and t ~= want then error({err = 'SDERR WRONG_TYPE ' .. key .. ' ' .. t}) end
+end
+local function check_partition_keys()
+  refuse_wrong_type(K_DELAYED, 'zset'); refuse_wrong_type(K_JOBS, 'hash')
+  refuse_wrong_type(K_WAKE, 'zset'); refuse_wrong_type(K_COUNTS, 'hash')
+  refuse_wrong_type(K_GROUPS, 'hash'); refuse_wrong_type(K_DONE, 'zset')
+end

@@ -1,7 +1,9 @@
--- resolve_due(kind, ms, now, tolerance): 'r' = ms from now; 'a' = absolute epoch ms, refused
--- (nil) when further in the past than tolerance ms; a past time within tolerance is due at once.
-local function resolve_due(kind, ms, now, tolerance)
-  if kind == 'r' then return now + ms end
+-- resolve_due(kind, ms, now, now_us, tolerance): 'r' = ms from now_us (µs), rounded up to the
+-- next ms (due_after, includes/server_time.lua); 'a' = absolute epoch ms, refused (nil) when
+-- further in the past than tolerance ms; a past time within tolerance is due at once.
+-- @include server_time
+local function resolve_due(kind, ms, now, now_us, tolerance)
+  if kind == 'r' then return due_after(now_us, ms) end
   if ms < now - tolerance then return nil end
   return ms
 end

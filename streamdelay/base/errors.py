@@ -62,6 +62,10 @@ class JobNotFound(StreamdelayError):
     """
 
 
+class NoSuchQueue(StreamdelayError):
+    """A read or operator command named a queue no producer or worker has used on this Redis."""
+
+
 class GroupNotFound(StreamdelayError):
     """An operation named a consumer group that does not exist on the topic."""
 
@@ -89,6 +93,13 @@ def _group_taken(script: str, detail: str, message: str) -> StreamdelayError:
     )
 
 
+def _wrong_type(script: str, detail: str, message: str) -> StreamdelayError:
+    key, _, rest = detail.partition(" ")  # detail: "<key> <type> script: ..."
+    return ScriptError(
+        f"redis: key {key} holds a {rest.split(' ', 1)[0]} written by another client, not what "
+        f"streamdelay keeps there (see docs/keys.md); nothing was written", script=script)
+
+
 def _unknown(script: str, detail: str, message: str) -> StreamdelayError:
     return ScriptError(f"script {script} failed: {message}", script=script)
 
@@ -100,6 +111,8 @@ SCRIPT_ERRORS: dict[str, Callable[[str, str, str], StreamdelayError]] = {
     "NO_GROUP": _no_group,  # <topic>: the topic's stream or consumer group does not exist
     "GROUP_TAKEN": _group_taken,  # <topic> <group>: the topic belongs to another group
     "BAD_ARGS": _unknown,  # the ARGV do not follow the script's contract (a client bug)
+    "WRONG_TYPE": _wrong_type,  # <key> <type> ...: a key holds another type, nothing written
+    "PROMOTE_FAILED": _unknown,  # <key> <error>: the first job of a batch could not be moved
 }
 
 

@@ -84,11 +84,18 @@ class Queue(_QueueFace):
             self._client = sync_client(self.config.url, self.config.socket_timeout)
         return self._client
 
-    def _run(self, plan: Plan[Any]) -> Any:
+    def _run(self, plan: Plan[Any], create: bool = True) -> Any:
+        """Drive ``plan``; ``create=False`` (reads, operator commands) never writes the queue's
+        partition count and raises ``NoSuchQueue`` when it is absent (docs/operations.md)."""
         cfg = self.config
         plan = plans.validated(plan)  # bad input is refused before Redis is touched
-        agree_partitions_sync(self.client, cfg.url, cfg.name, cfg.partitions, cfg.retry_for)
+        agree_partitions_sync(self.client, cfg.url, cfg.name, cfg.partitions, cfg.retry_for,
+                              create)
         return drive_sync(self.client, plan, cfg.retry_for)
+
+    def _operate(self, plan: Plan[Any]) -> Any:
+        """Drive a read or operator plan: it never creates the queue (``NoSuchQueue``)."""
+        return self._run(plan, create=False)
 
     def enqueue(
         self,
@@ -117,43 +124,44 @@ class Queue(_QueueFace):
 
     def cancel(self, id: str) -> bool:
         """Remove a job in any state; False when there was none."""
-        return bool(self._run(plans.cancel_plan(self.config, id)))
+        return bool(self._operate(plans.cancel_plan(self.config, id)))
 
     def reschedule(self, id: str, *, delay: Delay | None = None, at: At | None = None) -> bool:
         """Give a job a new due time; False when there is no such job."""
-        return bool(self._run(plans.reschedule_plan(self.config, id, delay, at)))
+        return bool(self._operate(plans.reschedule_plan(self.config, id, delay, at)))
 
     def get(self, id: str) -> JobInfo | None:
         """Read a job by id, with its state; None when there is none."""
-        result: JobInfo | None = self._run(plans.get_plan(self.config, id))
+        result: JobInfo | None = self._operate(plans.get_plan(self.config, id))
         return result
 
     def stats(self) -> QueueStats:
         """Per-topic counts: delayed, ready, reserved, dead and lag."""
-        result: QueueStats = self._run(plans.stats_plan(self.config))
+        result: QueueStats = self._operate(plans.stats_plan(self.config))
         return result
 
     def dead_list(self, topic: str | None = None, limit: int = 100) -> list[DeadJob]:
         """The oldest dead-letter entries."""
-        result: list[DeadJob] = self._run(plans.dead_list_plan(self.config, topic, limit))
+        result: list[DeadJob] = self._operate(plans.dead_list_plan(self.config, topic, limit))
         return result
 
     def dead_replay(
         self, topic: str | None = None, id: str | None = None, delay: Delay | None = None
     ) -> int:
         """Put dead jobs back as new (attempts reset); returns how many."""
-        return int(self._run(plans.dead_replay_plan(self.config, topic, id, delay)))
+        return int(self._operate(plans.dead_replay_plan(self.config, topic, id, delay)))
 
     def dead_purge(self, topic: str | None = None, id: str | None = None) -> int:
         """Forget dead jobs; returns how many."""
-        return int(self._run(plans.dead_purge_plan(self.config, topic, id)))
+        return int(self._operate(plans.dead_purge_plan(self.config, topic, id)))
 
     def claim(
         self, group: str, *, topic: str | None = None, min_idle: Delay | None = None,
         to: str | None = None,
     ) -> ClaimResult:
         """Re-queue stuck deliveries of ``group`` (idle past ``min_idle`` or each job's ttr)."""
-        result: ClaimResult = self._run(plans.claim_plan(self.config, group, topic, min_idle, to))
+        result: ClaimResult = self._operate(
+            plans.claim_plan(self.config, group, topic, min_idle, to))
         return result
 
     def close(self) -> None:
@@ -189,12 +197,17 @@ class AsyncQueue(_QueueFace):
             self._client = async_client(self.config.url, self.config.socket_timeout)
         return self._client
 
-    async def _run(self, plan: Plan[Any]) -> Any:
+    async def _run(self, plan: Plan[Any], create: bool = True) -> Any:
+        """Drive ``plan``; see ``Queue._run`` for ``create``."""
         cfg = self.config
         plan = plans.validated(plan)  # bad input is refused before Redis is touched
         await agree_partitions_async(self.client, cfg.url, cfg.name, cfg.partitions,
-                                     cfg.retry_for)
+                                     cfg.retry_for, create)
         return await drive_async(self.client, plan, cfg.retry_for)
+
+    async def _operate(self, plan: Plan[Any]) -> Any:
+        """Drive a read or operator plan: it never creates the queue (``NoSuchQueue``)."""
+        return await self._run(plan, create=False)
 
     async def enqueue(
         self,
@@ -227,45 +240,45 @@ class AsyncQueue(_QueueFace):
 
     async def cancel(self, id: str) -> bool:
         """Remove a job in any state; see ``Queue.cancel``."""
-        return bool(await self._run(plans.cancel_plan(self.config, id)))
+        return bool(await self._operate(plans.cancel_plan(self.config, id)))
 
     async def reschedule(
         self, id: str, *, delay: Delay | None = None, at: At | None = None
     ) -> bool:
         """Give a job a new due time; see ``Queue.reschedule``."""
-        return bool(await self._run(plans.reschedule_plan(self.config, id, delay, at)))
+        return bool(await self._operate(plans.reschedule_plan(self.config, id, delay, at)))
 
     async def get(self, id: str) -> JobInfo | None:
         """Read a job by id; see ``Queue.get``."""
-        result: JobInfo | None = await self._run(plans.get_plan(self.config, id))
+        result: JobInfo | None = await self._operate(plans.get_plan(self.config, id))
         return result
 
     async def stats(self) -> QueueStats:
         """Per-topic counts; see ``Queue.stats``."""
-        result: QueueStats = await self._run(plans.stats_plan(self.config))
+        result: QueueStats = await self._operate(plans.stats_plan(self.config))
         return result
 
     async def dead_list(self, topic: str | None = None, limit: int = 100) -> list[DeadJob]:
         """The oldest dead-letter entries; see ``Queue.dead_list``."""
-        result: list[DeadJob] = await self._run(plans.dead_list_plan(self.config, topic, limit))
+        result: list[DeadJob] = await self._operate(plans.dead_list_plan(self.config, topic, limit))
         return result
 
     async def dead_replay(
         self, topic: str | None = None, id: str | None = None, delay: Delay | None = None
     ) -> int:
         """Put dead jobs back; see ``Queue.dead_replay``."""
-        return int(await self._run(plans.dead_replay_plan(self.config, topic, id, delay)))
+        return int(await self._operate(plans.dead_replay_plan(self.config, topic, id, delay)))
 
     async def dead_purge(self, topic: str | None = None, id: str | None = None) -> int:
         """Forget dead jobs; see ``Queue.dead_purge``."""
-        return int(await self._run(plans.dead_purge_plan(self.config, topic, id)))
+        return int(await self._operate(plans.dead_purge_plan(self.config, topic, id)))
 
     async def claim(
         self, group: str, *, topic: str | None = None, min_idle: Delay | None = None,
         to: str | None = None,
     ) -> ClaimResult:
         """Re-queue stuck deliveries; see ``Queue.claim``."""
-        result: ClaimResult = await self._run(
+        result: ClaimResult = await self._operate(
             plans.claim_plan(self.config, group, topic, min_idle, to))
         return result
 

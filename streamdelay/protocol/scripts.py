@@ -37,6 +37,14 @@ class Script:
     num_keys: int
     source: str
 
+    @property
+    def flags(self) -> tuple[str, ...]:
+        """The Redis 7 script flags of its ``#!lua flags=...`` first line (docs/keys.md)."""
+        first = self.source.partition("\n")[0]
+        if not first.startswith("#!lua") or "flags=" not in first:
+            return ()
+        return tuple(first.split("flags=", 1)[1].split(","))
+
     @cached_property
     def sha(self) -> str:
         """SHA-1 of the assembled source, as EVALSHA wants it (computed once per script)."""

@@ -20,13 +20,20 @@ from redis.exceptions import (
     ClusterError,
     NoPermissionError,
     NoScriptError,
+    OutOfMemoryError,
     ReadOnlyError,
     RedisClusterException,
     ResponseError,
     TryAgainError,
 )
 
-from ..base.errors import ConfigError, ConnectionFailed, StreamdelayError, error_from_script
+from ..base.errors import (
+    ConfigError,
+    ConnectionFailed,
+    ScriptError,
+    StreamdelayError,
+    error_from_script,
+)
 from ..protocol.plan import Command, Plan, Step
 from ..protocol.scripts import Script, ScriptCall
 from .topology import AsyncClient, SyncClient, is_cluster
@@ -82,6 +89,10 @@ def _command_error(step: Command, exc: ResponseError) -> Exception:
 def _map_error(call: ScriptCall, exc: Exception) -> Exception:
     if isinstance(exc, NoPermissionError):
         return _denied(exc)
+    if isinstance(exc, OutOfMemoryError):  # refused whole: a script that may write ran nothing
+        return ScriptError(f"redis is full (OOM, maxmemory reached): {call.script.name} was "
+                           f"refused and wrote nothing; free memory or raise maxmemory "
+                           f"(docs/operations.md)", script=call.script.name)
     if isinstance(exc, ResponseError) and not isinstance(exc, (NoScriptError, *RETRYABLE)):
         return error_from_script(call.script.name, str(exc))
     return exc
@@ -125,9 +136,20 @@ def _first_error(replies: list[Any]) -> list[Any]:
 
 # --- synchronous -------------------------------------------------------------------------
 
+def _old_server(exc: ResponseError) -> Exception:
+    """A script Redis cannot compile: before 7.0 the ``#!lua`` flags line is a syntax error."""
+    if "Error compiling script" in str(exc):
+        return ConfigError(f"redis: this server cannot load streamdelay's scripts ({exc}); "
+                           f"streamdelay needs Redis 7.0 or newer (docs/operations.md)")
+    return exc
+
+
 def _load_sync(client: SyncClient, script: Script) -> None:
     """SCRIPT LOAD on the server, or on every primary of a cluster (redis-py routes it so)."""
-    client.script_load(script.source)
+    try:
+        client.script_load(script.source)
+    except ResponseError as exc:
+        raise _old_server(exc) from exc
 
 
 def _run_script_sync(client: SyncClient, call: ScriptCall) -> Any:
@@ -227,7 +249,10 @@ async def _run_script_async(client: AsyncClient, call: ScriptCall) -> Any:
     try:
         return await _command(client)(*_evalsha_args(call))
     except NoScriptError:
-        await client.script_load(call.script.source)  # a cluster loads it on every primary
+        try:
+            await client.script_load(call.script.source)  # a cluster loads it on every primary
+        except ResponseError as exc:
+            raise _old_server(exc) from exc
         try:
             try:
                 return await _command(client)(*_evalsha_args(call))
