@@ -1,4 +1,4 @@
-"""Scale-out benchmark: one Redis node against a local 3-primary Redis Cluster (SPEC §9, §10).
+"""Scale-out benchmark: one Redis node against a local 3-primary Redis Cluster (docs/scale-out.md).
 
 Starts its own redis-server processes on free loopback ports (never the Redis at 6379) and
 measures, for each target:

@@ -2,7 +2,7 @@
 
 Hypothesis draws each argument of ``enqueue``, ``get``, ``cancel``, ``reschedule``, ``claim`` and
 ``dead list`` either from its documented valid set or from outside it, and the test knows which
-(an oracle from the documented rules in docs/cli.md and SPEC §6-7, not from the implementation).
+(an oracle from the documented rules in docs/cli.md, not from the implementation).
 The command runs through ``run_cli``, the very function the ``streamdelay`` console script calls,
 against a real redis-server. Every outcome must be an exit code of 0 / 1 / 2 with at most one
 line on stderr and never a traceback; a refused command (exit 2) must leave every key of the

@@ -1,5 +1,5 @@
-"""Bad input, tried systematically (SPEC §7): every public entry point gets random ids, topics,
-bodies, delays, times, headers, ttr, max_attempts, backoff and flags.
+"""Bad input, tried systematically (docs/guarantees.md): every public entry point gets random ids,
+topics, bodies, delays, times, headers, ttr, max_attempts, backoff and flags.
 
 Each argument is drawn either from its documented valid set or from outside it, and the test
 knows which (an oracle written from the documented rules, not from the implementation). A call
