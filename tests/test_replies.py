@@ -15,7 +15,13 @@ import pytest
 import streamdelay as sd
 from streamdelay.base.errors import SCRIPT_ERRORS, error_from_script
 from streamdelay.producer import plans
-from streamdelay.producer.enqueuing import ENQUEUE_BATCH, enqueue_plan
+from streamdelay.producer.enqueuing import (
+    ENQUEUE_BATCH,
+    PreparedJob,
+    enqueue_plan,
+    prepare_job,
+    round_plan,
+)
 from streamdelay.protocol import scripts as scripts_module
 from streamdelay.protocol.batching import batch_count, by_partition, partition_batches
 from streamdelay.protocol.keys import partition_of
@@ -44,7 +50,8 @@ def drive(plan: Plan[T], answer: Callable[[Step], Any]) -> tuple[T, list[Step]]:
         step = next(plan)
         while True:
             seen.append(step)
-            step = plan.send(answer(step))
+            reply = answer(step)  # an error is raised inside the plan, as the runner does
+            step = plan.throw(reply) if isinstance(reply, Exception) else plan.send(reply)
     except StopIteration as done:
         return done.value, seen
 
@@ -157,6 +164,49 @@ def test_enqueue_plan_cuts_calls_by_partition_and_batch_size() -> None:
     assert len(pipeline) == batch_count(specs, lambda s: partition_of(str(s.id), 2),
                                         ENQUEUE_BATCH)
     assert sum((len(c.args) - 2) // 8 for c in pipeline) == sum(map(len, per_partition.values()))
+
+
+def _jobs(cfg: QueueConfig, *specs: sd.JobSpec) -> list[PreparedJob]:
+    return [prepare_job(cfg, spec) for spec in specs]
+
+
+def _rows(step: Step) -> Any:
+    calls = step if isinstance(step, list) else [step]
+    rows = [[[1, 5, b""] for _ in range((len(c.args) - 2) // 8)] for c in calls]
+    return rows if isinstance(step, list) else rows[0]
+
+
+def test_a_round_of_several_calls_checks_past_times_first_and_isolates_the_refused_job() -> None:
+    cfg = QueueConfig("orders", "redis://127.0.0.1:1/0", partitions=4)
+    specs = [sd.JobSpec("mail", i, id=f"j{i}") for i in range(8)]
+    jobs = _jobs(cfg, *specs, sd.JobSpec("mail", "old", id="old", at=1.0))
+    outcomes: list[Any] = [None] * len(jobs)
+    server_now = [b"1700000000", b"0"]
+    _, steps = drive(round_plan(cfg, jobs, outcomes, isolate=True),
+                     lambda step: server_now if name_of_any(step) == "TIME" else _rows(step))
+    assert name_of_any(steps[0]) == "TIME"
+    assert isinstance(outcomes[-1], sd.ValidationError) and outcomes[-1].field == "at"
+    assert all(isinstance(o, sd.EnqueueResult) for o in outcomes[:-1])
+    sent = steps[1] if isinstance(steps[1], list) else [steps[1]]
+    assert "old" not in {a for c in sent for a in c.args}  # the refused job is not sent
+    with pytest.raises(sd.ValidationError, match="at:"):  # enqueue_many: all or nothing
+        drive(round_plan(cfg, jobs, [None] * len(jobs), isolate=False),
+              lambda step: server_now if name_of_any(step) == "TIME" else _rows(step))
+
+
+def test_a_single_call_refused_for_one_job_goes_again_without_it() -> None:
+    jobs = _jobs(CFG, sd.JobSpec("mail", 1, id="a"), sd.JobSpec("mail", 2, id="b", at=1.0))
+    answers = iter([error_from_script("enqueueJobs", "SDERR AT_IN_PAST b"), [[1, 5, b""]]])
+    outcomes: list[Any] = [None, None]
+    _, steps = drive(round_plan(CFG, jobs, outcomes, isolate=True), lambda step: next(answers))
+    assert len(steps) == 2 and isinstance(outcomes[0], sd.EnqueueResult)
+    assert isinstance(outcomes[1], sd.ValidationError)
+    assert "b" not in steps[1].args  # type: ignore[union-attr]
+
+
+def name_of_any(step: Step) -> str:
+    """``name_of`` for a pipeline too (its first call)."""
+    return name_of(step[0] if isinstance(step, list) else step)
 
 
 def test_partition_check_refuses_another_count_naming_partitions() -> None:

@@ -17,12 +17,10 @@ import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..base import validation
 from ..base.models import EnqueueResult
-from ..protocol.plan import Command
 from ..redis_io.agreement import agree_partitions_async
 from ..redis_io.config import QueueConfig
-from ..redis_io.runner import call_with_retry
+from ..redis_io.runner import drive_async
 from ..redis_io.topology import AsyncClient
 from . import enqueuing
 from .enqueuing import PreparedJob
@@ -119,45 +117,21 @@ class EnqueueCoalescer:
 
     async def _round(self, waiters: list[tuple[PreparedJob, asyncio.Future[EnqueueResult]]]
                      ) -> None:
-        """One round: every waiter is settled with its result or an error; nothing escapes."""
+        """One round (``enqueuing.round_plan``, the one ``enqueue_many`` drives too): every
+        waiter is settled with its result or an error; nothing escapes."""
         cfg = self.config
-        jobs = [job for job, _ in waiters]
-        live = list(range(len(jobs)))  # the jobs not settled yet
-        base = tolerance = validation.delay_ms(cfg.past_tolerance)
+        outcomes: list[enqueuing.Outcome | None] = [None] * len(waiters)
         try:
             client = self._client()
             await agree_partitions_async(client, cfg.url, cfg.name, cfg.partitions,
                                          cfg.retry_for)
-            while live:
-                if (tolerance == base and enqueuing.call_count(jobs, live) > 1
-                        and any(enqueuing.is_absolute(jobs[i]) for i in live)):
-                    # several calls are not atomic together: refuse a past `at` first (as
-                    # enqueue_many does), then send the rest with a widened tolerance
-                    now = await call_with_retry(client, Command(("TIME",)), cfg.retry_for, _WHAT)
-                    for index in enqueuing.past_due(jobs, live, now, tolerance):
-                        _settle(waiters[index][1], enqueuing.at_in_past(jobs[index]))
-                        live.remove(index)
-                    tolerance += enqueuing.PAST_CHECK_SLACK_MS
-                    continue
-                chunks = enqueuing.enqueue_chunks(cfg, jobs, tolerance, live)
-                step = chunks[0].call if len(chunks) == 1 else [c.call for c in chunks]
-                try:
-                    reply = await call_with_retry(client, step, cfg.retry_for, _WHAT)
-                except Exception as exc:
-                    # one call refused one job's past `at` and wrote nothing: that caller
-                    # gets the error, the others go again
-                    refused = (enqueuing.refused_job(jobs, live, exc) if len(chunks) == 1
-                               else None)
-                    if refused is None:
-                        raise
-                    _settle(waiters[refused][1], exc)
-                    live.remove(refused)
-                    continue
-                replies = [reply] if len(chunks) == 1 else reply
-                for chunk, chunk_reply in zip(chunks, replies, strict=True):
-                    for index, result in enqueuing.enqueue_results(jobs, chunk, chunk_reply):
-                        _settle(waiters[index][1], result)
-                live = []
+            await drive_async(client, enqueuing.round_plan(
+                cfg, [job for job, _ in waiters], outcomes, isolate=True), cfg.retry_for, _WHAT)
         except Exception as exc:  # connection given up, a server error: every caller left
-            for index in live:
-                _settle(waiters[index][1], _own(exc, len(live) > 1))
+            left = sum(outcome is None for outcome in outcomes)
+            for (_, future), outcome in zip(waiters, outcomes, strict=True):
+                _settle(future, _own(exc, left > 1) if outcome is None else outcome)
+            return
+        for (_, future), outcome in zip(waiters, outcomes, strict=True):
+            if outcome is not None:  # the plan gives every job an outcome when it ends
+                _settle(future, outcome)

@@ -120,22 +120,6 @@ def refused_job(
     return min(named, key=lambda i: prepared[i].when_ms) if named else None
 
 
-def _check_past_first(prepared: list[PreparedJob], tolerance: int) -> Plan[int]:
-    """Refuse an ``at`` beyond the past tolerance before any of several script calls runs.
-
-    Several calls are not one atomic unit: a refusal by a later call would leave the jobs of the
-    earlier ones written. So absolute times are checked here against the server clock, and the
-    scripts get a widened tolerance (their check stays as a backstop). Returns that tolerance.
-    """
-    if not any(is_absolute(job) for job in prepared):
-        return tolerance
-    now = yield Command(("TIME",))
-    refused = past_due(prepared, range(len(prepared)), now, tolerance)
-    if refused:
-        raise at_in_past(prepared[refused[0]])
-    return tolerance + PAST_CHECK_SLACK_MS
-
-
 @dataclass(frozen=True)
 class EnqueueChunk:
     """One bounded ``enqueueJobs`` call and the indexes (into the prepared jobs) it carries."""
@@ -183,6 +167,53 @@ def enqueue_results(
     ]
 
 
+Outcome = EnqueueResult | StreamdelayError
+
+
+def round_plan(
+    cfg: QueueConfig, jobs: Sequence[PreparedJob], outcomes: list[Outcome | None], isolate: bool
+) -> Plan[None]:
+    """Send ``jobs`` as one round (bounded ``enqueueJobs`` calls, one round trip) and fill
+    ``outcomes[i]`` with job ``i``'s result, as soon as it is known.
+
+    The one round logic of ``enqueue_many`` (``isolate=False``: the first refusal fails the
+    whole call, nothing written) and of the async coalescer (``isolate=True``: a job whose
+    ``at`` is too far in the past gets its own error and the others are sent without it).
+    Several calls are not one atomic unit, so then absolute times are checked first against
+    the server clock and the scripts get a widened tolerance (their own check stays as a
+    backstop); a single call that refuses one job wrote nothing and goes again without it.
+    """
+    live = list(range(len(jobs)))  # the jobs without an outcome yet
+    tolerance = validation.delay_ms(cfg.past_tolerance)
+
+    def refuse(index: int, error: StreamdelayError) -> None:
+        if not isolate:
+            raise error
+        outcomes[index] = error
+        live.remove(index)
+
+    if call_count(jobs, live) > 1 and any(is_absolute(jobs[i]) for i in live):
+        now = yield Command(("TIME",))
+        for index in past_due(jobs, live, now, tolerance):
+            refuse(index, at_in_past(jobs[index]))
+        tolerance += PAST_CHECK_SLACK_MS
+    while live:
+        chunks = enqueue_chunks(cfg, jobs, tolerance, live)
+        try:
+            replies = ([(yield chunks[0].call)] if len(chunks) == 1
+                       else (yield [c.call for c in chunks]))
+        except StreamdelayError as exc:
+            refused = refused_job(jobs, live, exc) if len(chunks) == 1 else None
+            if refused is None:
+                raise
+            refuse(refused, exc)
+            continue
+        for chunk, reply in zip(chunks, replies, strict=True):
+            for index, result in enqueue_results(jobs, chunk, reply):
+                outcomes[index] = result
+        live = []
+
+
 def enqueue_plan(cfg: QueueConfig, specs: Iterable[JobSpec]) -> Plan[list[EnqueueResult]]:
     """Enqueue jobs: bounded script calls per partition, all sent in one round trip."""
     if isinstance(specs, JobSpec) or not isinstance(specs, Iterable):
@@ -193,16 +224,6 @@ def enqueue_plan(cfg: QueueConfig, specs: Iterable[JobSpec]) -> Plan[list[Enqueu
             raise ValidationError(f"specs: expected JobSpec, got {type(spec).__name__}",
                                   field="specs")
         prepared.append(prepare_job(cfg, spec))
-    if not prepared:
-        return []
-    tolerance = validation.delay_ms(cfg.past_tolerance)
-    if call_count(prepared) > 1:
-        tolerance = yield from _check_past_first(prepared, tolerance)
-    chunks = enqueue_chunks(cfg, prepared, tolerance)
-    calls = [chunk.call for chunk in chunks]
-    replies = [(yield calls[0])] if len(calls) == 1 else (yield calls)
-    results: list[EnqueueResult | None] = [None] * len(prepared)
-    for chunk, reply in zip(chunks, replies, strict=True):
-        for index, result in enqueue_results(prepared, chunk, reply):
-            results[index] = result
-    return [r for r in results if r is not None]
+    outcomes: list[Outcome | None] = [None] * len(prepared)
+    yield from round_plan(cfg, prepared, outcomes, isolate=False)
+    return [r for r in outcomes if isinstance(r, EnqueueResult)]

@@ -69,7 +69,14 @@ def _finished(value: T) -> Plan[T]:
 def _resumed(first: Step, plan: Plan[T]) -> Plan[T]:
     step = first
     while True:
-        reply = yield step
+        try:
+            reply = yield step
+        except StreamdelayError as exc:  # a step's refusal goes on to the plan (runner.py)
+            try:
+                step = plan.throw(exc)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+            continue
         try:
             step = plan.send(reply)
         except StopIteration as done:

@@ -231,11 +231,19 @@ def run_with_retry_sync(
 
 
 def drive_sync(client: SyncClient, plan: Plan[T], give_up_after: float | None) -> T:
-    """Run a plan to its end on a synchronous client, retrying each step on connection errors."""
+    """Run a plan to its end on a synchronous client, retrying each step on connection errors.
+
+    A step's streamdelay error (a script's refusal) is raised inside the plan, at its ``yield``:
+    a plan that expects one (an enqueue round) handles it there, any other lets it through.
+    """
     try:
         step = next(plan)
         while True:
-            reply = run_with_retry_sync(client, step, give_up_after, "a queue operation")
+            try:
+                reply = run_with_retry_sync(client, step, give_up_after, "a queue operation")
+            except StreamdelayError as exc:
+                step = plan.throw(exc)
+                continue
             step = plan.send(reply)
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
@@ -312,11 +320,16 @@ async def drive_async(
     client: AsyncClient, plan: Plan[T], give_up_after: float | None,
     what: str = "a queue operation",
 ) -> T:
-    """Run a plan to its end on an asyncio client, retrying each step on connection errors."""
+    """Run a plan to its end on an asyncio client, retrying each step on connection errors
+    (a step's streamdelay error is raised inside the plan, as ``drive_sync`` does)."""
     try:
         step = next(plan)
         while True:
-            reply: Any = await run_with_retry_async(client, step, give_up_after, what)
+            try:
+                reply: Any = await run_with_retry_async(client, step, give_up_after, what)
+            except StreamdelayError as exc:
+                step = plan.throw(exc)
+                continue
             step = plan.send(reply)
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
