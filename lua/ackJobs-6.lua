@@ -11,10 +11,9 @@
 -- Retry-safe: a repeated call finds nothing current and returns 0.
 -- @include server_time
 -- @include keys
--- @include record
--- @include hmget_many
--- @include write_many
 -- @include purge_done
+-- @include build_record
+-- @include parse_record
 
 local now = server_time()
 local group, keep = ARGV[1], tonumber(ARGV[2])

@@ -16,7 +16,6 @@
 -- Retry-safe: a repeated call finds the ids and reports created=0.
 -- @include server_time
 -- @include keys
--- @include record
 -- @include new_record
 -- @include wake_if_head
 -- @include detach
@@ -24,6 +23,8 @@
 -- @include write_many
 -- @include purge_done
 -- @include resolve_due
+-- @include due_after
+-- @include parse_record
 
 local now, now_us = server_time()
 -- created_ms is rounded up like a relative due, so due - created is exactly the delay

@@ -9,7 +9,7 @@
 -- error is the last error of a dead job.
 -- @include server_time
 -- @include keys
--- @include record
+-- @include parse_record
 
 local now = server_time()
 local id = ARGV[1]

@@ -7,7 +7,7 @@
 -- counts hash: {topic, delayed, in_stream, reserved, dead, oldest_undelivered_due_ms or -1, group}.
 -- @include server_time
 -- @include keys
--- @include record
+-- @include parse_record
 
 local now = server_time()
 local out = {now, -1, ''}

@@ -8,8 +8,8 @@
 -- Retry-safe: a repeated call finds the old entries no longer current.
 -- @include server_time
 -- @include keys
--- @include record
 -- @include requeue_entry
+-- @include parse_record
 
 local now = server_time()
 local group = ARGV[1]

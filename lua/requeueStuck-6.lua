@@ -15,8 +15,8 @@
 -- Retry-safe: a moved delivery has a fresh idle time and is not moved again.
 -- @include server_time
 -- @include keys
--- @include record
 -- @include requeue_entry
+-- @include parse_record
 
 local now = server_time()
 local group, topic, cursor = ARGV[1], ARGV[2], ARGV[3]

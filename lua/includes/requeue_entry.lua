@@ -4,7 +4,7 @@
 -- (dead-letter entry with error why, at now). Updates r and the jobs hash.
 -- Returns the new entry id, or false when the job went dead.
 -- @include keys
--- @include record
+-- @include build_record
 local function requeue_entry(r, id, old_entry, group, count_attempt, why, now)
   local sk = stream_key(r.topic)
   redis.call('XACK', sk, group, old_entry)

@@ -1,4 +1,5 @@
--- parse_record(raw) / build_record(r): the job record stored in the jobs hash and copied into streams.
+-- parse_record(raw): the job record stored in the jobs hash and copied into streams, as a table
+-- (nil when raw is false or malformed); build_record (includes/build_record.lua) writes it back.
 -- Layout (text header, then an opaque blob written by the producer):
 --   state|attempts|due_ms|created_ms|ttr_ms|max_attempts|entry|topic|blob
 -- state: d delayed, s in the topic stream (ready or reserved), x dead, c done (tombstone).
@@ -10,10 +11,4 @@ local function parse_record(raw)
   if not s then return nil end
   return {state = s, attempts = tonumber(a), due = tonumber(d), created = tonumber(c),
           ttr = tonumber(t), max = tonumber(m), entry = e, topic = tp, blob = string.sub(raw, pos)}
-end
-
-local function build_record(r)
-  return table.concat({r.state, string.format('%d', r.attempts), string.format('%d', r.due),
-    string.format('%d', r.created), string.format('%d', r.ttr), string.format('%d', r.max),
-    r.entry, r.topic, r.blob}, '|')
 end
