@@ -22,8 +22,8 @@
 -- @include hmget_many
 -- @include write_many
 -- @include purge_done
--- @include resolve_due
 -- @include due_after
+-- @include resolve_due
 -- @include parse_record
 
 local now, now_us = server_time()

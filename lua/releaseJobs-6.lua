@@ -8,6 +8,7 @@
 -- Retry-safe: a repeated call finds the old entries no longer current.
 -- @include server_time
 -- @include keys
+-- @include build_record
 -- @include requeue_entry
 -- @include parse_record
 

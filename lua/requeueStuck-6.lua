@@ -15,6 +15,7 @@
 -- Retry-safe: a moved delivery has a fresh idle time and is not moved again.
 -- @include server_time
 -- @include keys
+-- @include build_record
 -- @include requeue_entry
 -- @include parse_record
 

@@ -12,6 +12,7 @@
 -- @include keys
 -- @include wake_if_head
 -- @include detach
+-- @include due_after
 -- @include resolve_due
 -- @include build_record
 -- @include parse_record

@@ -70,25 +70,28 @@ def _assemble(path: Path, includes: Path) -> str:
     """The script with every ``-- @include name`` line replaced by that include's text.
 
     Includes are resolved transitively (an include lists its own ``-- @include`` lines in its
-    header), each one inlined once, before its first user: the order of the lines does not
-    matter. A cycle or a missing include is refused, naming the chain (docs/keys.md).
+    header), each one inlined once, before its first user; the line of one already inlined
+    stays as a comment, so a script that lists all its includes in order assembles exactly as
+    the one-level recipe of docs/keys.md does. A cycle or a missing include is refused, naming
+    the chain.
     """
     done: set[str] = set()
 
-    def resolve(name: str, chain: tuple[str, ...]) -> str:
+    def resolve(name: str, chain: tuple[str, ...], line: str) -> str:
         if name in chain:
             raise ConfigError(f"lua: include cycle {' -> '.join((*chain, name))}")
         if name in done:
-            return ""
+            return line
         source = includes / f"{name}.lua"
         if not source.is_file():
             raise ConfigError(f"lua: {' -> '.join(chain)} includes {name!r}, which does not "
                               f"exist in {includes}")
-        text = _INCLUDE.sub(lambda m: resolve(m.group(1), (*chain, name)), source.read_text())
+        text = _INCLUDE.sub(lambda m: resolve(m.group(1), (*chain, name), m.group(0)),
+                            source.read_text())
         done.add(name)
         return text
 
-    return _INCLUDE.sub(lambda m: resolve(m.group(1), (path.stem,)), path.read_text())
+    return _INCLUDE.sub(lambda m: resolve(m.group(1), (path.stem,), m.group(0)), path.read_text())
 
 
 @cache
