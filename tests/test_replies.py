@@ -28,10 +28,12 @@ from streamdelay.protocol.keys import partition_of
 from streamdelay.protocol.partitions import partition_check_plan
 from streamdelay.protocol.plan import Command, Plan, Step
 from streamdelay.protocol.replies import (
+    RescheduleReply,
     parse_enqueue,
     parse_job,
     parse_promote,
     parse_requeue,
+    parse_reschedule,
     parse_stats,
     text,
 )
@@ -97,6 +99,8 @@ def test_requeue_job_and_enqueue_replies() -> None:
     assert [(r.created, r.due_ms, r.state) for r in rows] == [
         (True, 500, ""), (False, 400, "dead"), (False, 300, "corrupt")]
     assert text(b"caf\xc3\xa9") == "café" and text(7) == "7"
+    assert parse_reschedule([1, 1234]) == RescheduleReply(True, 1234)
+    assert parse_reschedule([0]) == RescheduleReply(False, None)
 
 
 # --- plans against stub replies --------------------------------------------------------------

@@ -31,6 +31,7 @@ from ..protocol.replies import (
     field_map,
     parse_job,
     parse_requeue,
+    parse_reschedule,
     parse_stats,
     text,
     texts,
@@ -104,7 +105,7 @@ def reschedule_plan(
     kind, when = when_args(delay, at)
     tolerance = validation.delay_ms(cfg.past_tolerance)
     reply = yield script("rescheduleJob").call(keys.script_keys(), [job_id, kind, when, tolerance])
-    return bool(int(reply[0]))
+    return parse_reschedule(reply).found
 
 
 def job_info(job_id: str, found: JobReply) -> JobInfo:

@@ -162,3 +162,17 @@ class FailReply:
 def parse_fail(reply: Any) -> FailReply:
     """Parse ``{outcome, ...}``."""
     return FailReply(int(reply[0]))
+
+
+@dataclass(frozen=True)
+class RescheduleReply:
+    """``rescheduleJob``: whether the job was found, and its new due time."""
+
+    found: bool
+    due_ms: int | None
+
+
+def parse_reschedule(reply: Any) -> RescheduleReply:
+    """Parse ``{1, due_ms}`` (rescheduled) or ``{0}`` (no such job)."""
+    found = bool(int(reply[0]))
+    return RescheduleReply(found, int(reply[1]) if found and len(reply) > 1 else None)
