@@ -13,7 +13,6 @@ from typing import Any, TypeVar
 import pytest
 
 import streamdelay as sd
-from streamdelay.base.errors import SCRIPT_ERRORS, error_from_script
 from streamdelay.producer import plans
 from streamdelay.producer.enqueuing import (
     ENQUEUE_BATCH,
@@ -37,6 +36,7 @@ from streamdelay.protocol.replies import (
     parse_stats,
     text,
 )
+from streamdelay.protocol.script_errors import SCRIPT_ERRORS, error_from_script
 from streamdelay.protocol.scripts import ScriptCall, lua_dir
 from streamdelay.redis_io.config import QueueConfig
 

@@ -8,19 +8,15 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Collection, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 from ..base.errors import GroupNotFound
 from ..producer.plans import prune_consumers_plan, requeue_stuck_plan
-from ..protocol.batching import by_partition, partition_batches
-from ..protocol.keys import PartitionKeys
-from ..protocol.plan import Plan
+from ..protocol.batching import batches, by_partition
 from ..protocol.replies import parse_stats, texts
-from ..protocol.scripts import ScriptCall, script
+from ..protocol.scripts import script
 from .delivery import Delivery
-
-T = TypeVar("T")
+from .upkeep_host import UpkeepHost
 
 log = logging.getLogger("streamdelay.worker")
 HEARTBEAT_TICK = 0.2
@@ -31,83 +27,28 @@ IDLE_TICK = 0.1
 PRUNE_EVERY = 60.0
 
 
-class UpkeepHost(Protocol):
-    """What the upkeep loops need of a worker, and nothing more (``worker.Worker`` is one)."""
-
-    @property
-    def group(self) -> str:
-        """The consumer group."""
-
-    @property
-    def consumer(self) -> str:
-        """This worker's consumer name."""
-
-    @property
-    def partitions(self) -> Sequence[PartitionKeys]:
-        """The keys of every partition of the queue."""
-
-    @property
-    def topics(self) -> Collection[str]:
-        """The topics this worker has handlers for."""
-
-    @property
-    def inflight(self) -> Mapping[Any, Delivery]:
-        """The deliveries whose handlers run now."""
-
-    @property
-    def acks_pending(self) -> bool:
-        """True while finished jobs wait to be acknowledged."""
-
-    @property
-    def counts(self) -> dict[str, int]:
-        """Counters the loops add to (``reclaimed``, ``released``)."""
-
-    @property
-    def reclaim_interval(self) -> float:
-        """Seconds between two reclaim passes."""
-
-    @property
-    def prune_idle(self) -> float:
-        """Consumers silent this long and owning nothing are removed."""
-
-    @property
-    def prune_every(self) -> float:
-        """Seconds between two prune passes."""
-
-    async def call(self, step: ScriptCall, what: str) -> Any:
-        """Run one script call under the retry policy."""
-
-    async def run_plan(self, plan: Plan[T], what: str) -> T:
-        """Drive a plan to its end under the retry policy."""
-
-    async def register(self) -> None:
-        """Bind the topics to the group again (after the group was deleted)."""
-
-    def stop(self) -> None:
-        """Ask the worker to stop gracefully."""
-
-
 def _partition(delivery: Delivery) -> int:
     return delivery.partition
 
 
 async def touch(worker: UpkeepHost, deliveries: list[Delivery]) -> None:
     """Reset the idle time of deliveries still running (one ``touchJobs`` call per batch)."""
-    for partition, chunk in partition_batches(deliveries, _partition, TOUCH_BATCH):
+    for partition, batch in by_partition(deliveries, _partition).items():
         keys = worker.partitions[partition]
-        args: list[Any] = [worker.group, worker.consumer]
-        for delivery in chunk:
-            args.extend((delivery.topic, delivery.entry_id))
-        now = time.monotonic()
-        lost = await worker.call(script("touchJobs").call(keys.script_keys(), args),
-                                 "heartbeat")
-        lost_ids = set(texts(lost))
-        for delivery in chunk:
-            delivery.last_touch = now
-            if delivery.entry_id in lost_ids and not delivery.lost:
-                delivery.lost = True
-                log.warning("job %s is no longer held by this worker (reclaimed or "
-                            "cancelled); its result will be ignored", delivery.job_id)
+        for chunk in batches(batch, TOUCH_BATCH):
+            args: list[Any] = [worker.group, worker.consumer]
+            for delivery in chunk:
+                args.extend((delivery.topic, delivery.entry_id))
+            now = time.monotonic()
+            lost = await worker.call(script("touchJobs").call(keys.script_keys(), args),
+                                     "heartbeat")
+            lost_ids = set(texts(lost))
+            for delivery in chunk:
+                delivery.last_touch = now
+                if delivery.entry_id in lost_ids and not delivery.lost:
+                    delivery.lost = True
+                    log.warning("job %s is no longer held by this worker (reclaimed or "
+                                "cancelled); its result will be ignored", delivery.job_id)
 
 
 async def heartbeat_loop(worker: UpkeepHost) -> None:

@@ -13,13 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base import validation
-from ..base.errors import StreamdelayError, ValidationError, error_from_script
+from ..base.errors import StreamdelayError, ValidationError
 from ..base.models import At, Backoff, Delay, EnqueueResult, JobSpec
 from ..protocol.batching import batch_count, partition_batches
 from ..protocol.codec import encode_blob, encode_body
 from ..protocol.keys import partition_keys, partition_of
 from ..protocol.plan import Command, Plan
 from ..protocol.replies import parse_enqueue
+from ..protocol.script_errors import error_from_script
 from ..protocol.scripts import Arg, ScriptCall, script
 from ..redis_io.config import QueueConfig
 

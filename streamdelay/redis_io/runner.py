@@ -32,9 +32,9 @@ from ..base.errors import (
     ConnectionFailed,
     ScriptError,
     StreamdelayError,
-    error_from_script,
 )
 from ..protocol.plan import Command, Plan, Step
+from ..protocol.script_errors import error_from_script
 from ..protocol.scripts import Script, ScriptCall
 from .topology import AsyncClient, SyncClient, is_cluster
 
