@@ -69,6 +69,7 @@ def test_sigterm_finishes_running_jobs_and_hands_back_the_rest_at_once(
         handed_back.append(next(e.t for e in events
                                 if e.id == job_id and e.pid == second.pid) - sent)
     assert max(handed_back) < grace + 8 < ttr  # at once after the grace period, not after ttr
+    assert handed_back[-1] >= exited  # long-sync's thread never runs beside its next run
     assert min(handed_back) >= grace - 0.5
     assert all(q.get(job_id) is None for job_id in quick + long)
     print(f"MEASURED SIGTERM grace {grace:g}s: exit 0 after {exited:.2f}s; unfinished jobs "

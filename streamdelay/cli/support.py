@@ -243,18 +243,10 @@ def with_overrides(
     config = worker.config if url is None else dataclasses.replace(worker.config, url=url)
     if partitions is not None:
         config = dataclasses.replace(config, partitions=partitions)
-    rebuilt = Worker(
-        config,
-        group=worker.group if group is None else group,
-        concurrency=worker.concurrency if concurrency is None else concurrency,
-        consumer=worker.consumer,
-        dispatch=worker.dispatch if dispatch is None else dispatch,
-        handler_timeout=worker.handler_timeout,
-        block=worker.block,
-        reclaim_interval=worker.reclaim_interval,
-        shutdown_grace=worker.shutdown_grace,
-    )
-    rebuilt.handlers = dict(worker.handlers)
+    changes: dict[str, Any] = {name: value for name, value in (
+        ("group", group), ("concurrency", concurrency), ("dispatch", dispatch))
+        if value is not None}
+    rebuilt = worker.replace(config=config, **changes)  # every other setting kept as it was
     return rebuilt
 
 

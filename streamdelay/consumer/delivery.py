@@ -8,7 +8,9 @@ into a ``Settlement`` the worker sends to Redis.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import inspect
+import logging
 import sys
 import time
 import traceback
@@ -25,6 +27,7 @@ from ..base.validation import delay_ms
 from ..protocol.codec import blob_backoff, decode_blob, decode_body, parse_record
 from .backoff import retry_delay
 
+log = logging.getLogger("streamdelay.worker")
 HandlerFn = Callable[[Job], Awaitable[None]] | Callable[[Job], None]
 ERROR_TEXT_LIMIT = 2000
 
@@ -61,6 +64,20 @@ class Delivery:
     last_touch: float = field(default_factory=time.monotonic)
     lost: bool = False
     task: asyncio.Task[None] | None = None
+    # the thread running a def handler: while it runs, the delivery holds its slot and its job
+    thread: concurrent.futures.Future[None] | None = None
+
+    @property
+    def thread_running(self) -> bool:
+        """True while a def handler's thread for this delivery has not returned."""
+        return self.thread is not None and not self.thread.done()
+
+    async def finished(self) -> None:
+        """Wait until this delivery's run has ended: its task, then its handler's thread."""
+        if self.task is not None and not self.task.done():
+            await asyncio.wait((self.task,))
+        if self.thread is not None and not self.thread.done():
+            await asyncio.wait((asyncio.wrap_future(self.thread),))
 
     @property
     def key(self) -> tuple[int, str, str]:
@@ -83,7 +100,8 @@ def open_delivery(
 ) -> tuple[Job | None, BackoffPolicy | None, Settlement | None]:
     """Decode a stream entry into a ``Job``; a bad entry gives a dead ``Settlement`` instead.
 
-    A body over ``max_body_bytes`` (written by a foreign producer) is dead, never run.
+    A body over ``max_body_bytes`` (written by a foreign producer) is dead, never run, and so
+    is one nested too deeply to decode (``RecursionError``): no retry can decode it.
     """
     if not fields or b"id" not in fields:
         return None, None, Settlement("dead", error="envelope: stream entry without a job id")
@@ -101,6 +119,9 @@ def open_delivery(
         body = decode_body(blob.fmt, blob.body, handler.body_type)
     except StreamdelayError as exc:
         return None, None, Settlement("dead", error=f"{type(exc).__name__}: {exc}")
+    except RecursionError as exc:
+        return None, None, Settlement("dead", error=f"BodyDecodeError: body: nested too deeply "
+                                                    f"to decode (RecursionError: {exc})")
     job = Job(
         id=delivery.job_id, topic=delivery.topic, body=body, due=record.due,
         created=record.created, attempt=record.attempts + 1, max_attempts=record.max_attempts,
@@ -111,14 +132,17 @@ def open_delivery(
 
 
 async def call_handler(
-    handler: Handler, job: Job, timeout: float | None, executor: Executor | None
+    handler: Handler, job: Job, timeout: float | None, executor: Executor | None,
+    delivery: Delivery | None = None,
 ) -> None:
-    """Run the handler (in ``executor`` when it is a plain def), bounded by ``timeout``."""
-    if handler.is_async:
-        awaitable: Awaitable[Any] = handler.fn(job)  # type: ignore[assignment]
-    else:
-        loop = asyncio.get_running_loop()
-        awaitable = loop.run_in_executor(executor, handler.fn, job)
+    """Run the handler (in ``executor`` when it is a plain def), bounded by ``timeout``.
+
+    A def handler's thread cannot be stopped: see ``run_in_thread``.
+    """
+    if not handler.is_async:
+        await run_in_thread(handler.fn, job, timeout, executor, delivery)  # type: ignore[arg-type]
+        return
+    awaitable: Awaitable[Any] = handler.fn(job)  # type: ignore[assignment]
     if timeout is None:
         await awaitable
     elif sys.version_info >= (3, 11):  # no extra task and future per job, unlike wait_for
@@ -126,6 +150,62 @@ async def call_handler(
             await awaitable
     else:
         await asyncio.wait_for(awaitable, timeout)
+
+
+async def run_in_thread(
+    fn: Callable[[Job], None], job: Job, timeout: float | None, executor: Executor | None,
+    delivery: Delivery | None = None,
+) -> None:
+    """Run a def handler in a thread; ``timeout`` counts from the moment the thread starts it.
+
+    Python cannot stop a thread: one still running at ``timeout`` is logged and waited for (its
+    delivery keeps its slot, its heartbeats and its job, so the job never runs twice at once);
+    when it returns, the run is reported as timed out (``asyncio.TimeoutError``) whatever it
+    returned or raised (docs/worker.md#handler_timeout).
+    """
+    span: list[float] = []  # when the thread started and ended the handler
+
+    def run() -> None:
+        span.append(time.monotonic())
+        try:
+            fn(job)
+        finally:
+            span.append(time.monotonic())
+
+    if executor is None:
+        raise RuntimeError("a def handler needs the worker's thread pool (serve() creates it)")
+    thread = executor.submit(run)
+    if delivery is not None:
+        delivery.thread = thread
+    future = asyncio.wrap_future(thread)
+    if timeout is None:
+        await future
+        return
+    loop = asyncio.get_running_loop()
+    timer: asyncio.TimerHandle
+
+    def check() -> None:  # at the deadline: warn about an overrun, or look again when due
+        nonlocal timer
+        if len(span) == 1 and (left := span[0] + timeout - time.monotonic()) > 0:
+            timer = loop.call_later(left, check)
+        elif len(span) == 1:
+            log.warning("job %s (%s): its def handler still runs after handler_timeout=%gs; "
+                        "the job stays reserved by this worker until the thread returns",
+                        job.id, job.topic, timeout)
+        elif not span:  # not started yet: the time counts from its start
+            timer = loop.call_later(timeout, check)
+
+    timer = loop.call_later(timeout, check)
+    try:
+        await future
+    except Exception as exc:
+        if span[-1] - span[0] >= timeout:
+            raise asyncio.TimeoutError(f"handler ran longer than {timeout:g}s") from exc
+        raise
+    finally:
+        timer.cancel()
+    if span[-1] - span[0] >= timeout:
+        raise asyncio.TimeoutError(f"handler ran longer than {timeout:g}s")
 
 
 def describe_error(exc: BaseException) -> str:

@@ -97,7 +97,10 @@ class Dispatcher:
             wake.set()
 
     async def run(self) -> None:
-        """Serve every partition until ``stop()`` (after checking the partition count)."""
+        """Serve every partition until ``stop()`` (after checking the partition count).
+
+        May be called again after it returned, in the same or another event loop.
+        """
         cfg = self.config
         await agree_partitions_async(self.client, cfg.url, cfg.name, cfg.partitions, None)
         promoters, wakers = [], []
@@ -118,6 +121,8 @@ class Dispatcher:
             await cancel_all([*promoters, *wakers], log)
             self._timers.shutdown(wait=False)
             self._timers = None
+            # ready for another run (in this or another event loop): fresh stop flag and wakes
+            self._stopping, self._wakes = asyncio.Event(), []
 
     def _sleep_for(self, result: PromoteResult) -> float:
         """Seconds until the next due job, to the µs of the server clock the script read.

@@ -25,14 +25,21 @@ IDLE_TICK = 0.1
 # Consumers that own nothing and were silent PRUNE_IDLE_S are removed (one per worker process
 # that ever read would otherwise pile up, ~170 B each); checked about once a minute.
 PRUNE_EVERY = 60.0
+# Jobs whose def handler's thread outlived a shutdown come back this long after the hand-back,
+# by when the process (which exits right after it) is gone (docs/worker.md#handler_timeout).
+HANDBACK_DELAY = 2.0
 
 
 def _partition(delivery: Delivery) -> int:
     return delivery.partition
 
 
-async def touch(worker: UpkeepHost, deliveries: list[Delivery]) -> None:
-    """Reset the idle time of deliveries still running (one ``touchJobs`` call per batch)."""
+async def touch(worker: UpkeepHost, deliveries: list[Delivery], *, quiet: bool = False
+                ) -> None:
+    """Reset the idle time of deliveries still running (one ``touchJobs`` call per batch).
+
+    Deliveries this consumer no longer owns are marked ``lost`` (logged unless ``quiet``).
+    """
     for partition, batch in by_partition(deliveries, _partition).items():
         keys = worker.partitions[partition]
         for chunk in batches(batch, TOUCH_BATCH):
@@ -47,6 +54,8 @@ async def touch(worker: UpkeepHost, deliveries: list[Delivery]) -> None:
                 delivery.last_touch = now
                 if delivery.entry_id in lost_ids and not delivery.lost:
                     delivery.lost = True
+                    if quiet:
+                        continue
                     log.warning("job %s is no longer held by this worker (reclaimed or "
                                 "cancelled); its result will be ignored", delivery.job_id)
 
@@ -125,9 +134,17 @@ async def idle_watch(worker: UpkeepHost) -> None:
 
 
 async def release_unfinished(worker: UpkeepHost) -> None:
-    """Cancel handlers still running after the grace period and hand their jobs back at once."""
-    unfinished = [d for d in worker.inflight.values() if d.job_id]
+    """Cancel handlers still running after the grace period and hand their jobs back at once.
+
+    A job whose def handler's thread still runs is not handed back here: it would run twice at
+    once. ``Worker.run`` hands it back with a delay just before the process exits
+    (``release_later``); under ``serve`` it comes back after its ttr.
+    """
+    unfinished = [d for d in worker.inflight.values() if d.job_id and not d.thread_running]
     for delivery in worker.inflight.values():
+        if delivery.thread_running:
+            log.warning("job %s (%s): its def handler's thread still runs; its job is not "
+                        "handed back while it does", delivery.job_id, delivery.topic)
         if delivery.task is not None:
             delivery.task.cancel()
     for partition, batch in by_partition(unfinished, _partition).items():
@@ -142,3 +159,24 @@ async def release_unfinished(worker: UpkeepHost) -> None:
         except (asyncio.TimeoutError, OSError) as exc:
             log.warning("could not hand back %d job(s) (%s); they return after ttr",
                         len(batch), exc)
+
+
+async def release_later(worker: UpkeepHost, deliveries: list[Delivery]) -> None:
+    """Hand jobs back due ``HANDBACK_DELAY`` from now, not counted as an attempt: the last step
+    of a process whose def handler threads outlived the shutdown (``releaseJobsLater``)."""
+    delay_ms = int(HANDBACK_DELAY * 1000)
+    try:
+        for partition, batch in by_partition(deliveries, _partition).items():
+            keys = worker.partitions[partition]
+            args: list[Any] = [worker.group, delay_ms]
+            for delivery in batch:
+                args.extend((delivery.topic, delivery.job_id, delivery.entry_id))
+            try:
+                released = await asyncio.wait_for(worker.call(script("releaseJobsLater").call(
+                    keys.script_keys(), args), "release"), 5.0)
+                worker.counts["released"] += int(released)
+            except (asyncio.TimeoutError, OSError) as exc:
+                log.warning("could not hand back %d job(s) (%s); they return after ttr",
+                            len(batch), exc)
+    finally:
+        await worker.client.aclose()

@@ -1,5 +1,6 @@
-"""The narrow interface the upkeep loops (``upkeep.py``) see of a worker: no private attribute,
-no Worker class, so upkeep and worker do not import each other (docs/design.md).
+"""The narrow interfaces the upkeep loops (``upkeep.py``) and the read loops (``reading.py``)
+see of a worker: no private attribute, no Worker class, so they and ``worker.py`` do not import
+each other (docs/design.md). ``worker.Worker`` is both.
 """
 
 from __future__ import annotations
@@ -10,6 +11,9 @@ from typing import Any, Protocol, TypeVar
 from ..protocol.keys import PartitionKeys
 from ..protocol.plan import Plan
 from ..protocol.scripts import ScriptCall
+from ..redis_io.config import QueueConfig
+from ..redis_io.topology import AsyncClient
+from .acks import PendingAcks
 from .delivery import Delivery
 
 T = TypeVar("T")
@@ -35,8 +39,12 @@ class UpkeepHost(Protocol):
         """The topics this worker has handlers for."""
 
     @property
-    def inflight(self) -> Mapping[Any, Delivery]:
-        """The deliveries whose handlers run now."""
+    def inflight(self) -> Mapping[tuple[int, str, str], Delivery]:
+        """The deliveries whose handlers run now, by (partition, topic, entry id)."""
+
+    @property
+    def client(self) -> AsyncClient:
+        """The worker's command connection pool."""
 
     @property
     def acks_pending(self) -> bool:
@@ -69,3 +77,39 @@ class UpkeepHost(Protocol):
 
     def stop(self) -> None:
         """Ask the worker to stop gracefully."""
+
+
+class ReadingHost(UpkeepHost, Protocol):
+    """What the read loops need of a worker on top of ``UpkeepHost``."""
+
+    @property
+    def config(self) -> QueueConfig:
+        """The queue's settings."""
+
+    @property
+    def block(self) -> float:
+        """Seconds one blocking read waits."""
+
+    @property
+    def stopping(self) -> bool:
+        """True once ``stop()`` was called."""
+
+    @property
+    def acks(self) -> PendingAcks:
+        """Acknowledgements not written yet."""
+
+    @property
+    def inherited(self) -> dict[int, set[tuple[str, str]]]:
+        """Per partition, own pending entries an earlier process of this name left."""
+
+    def free_slots(self) -> int:
+        """Handlers this worker can start now."""
+
+    async def slot_freed(self) -> None:
+        """Wait until a running delivery ends."""
+
+    def start(self, delivery: Delivery, fields: dict[Any, Any] | None) -> bool:
+        """Start a handler for one delivery, unless the worker already holds it."""
+
+    def start_entries(self, partition: int, reply: list[Any]) -> int:
+        """Start a handler for each entry of an XREADGROUP reply; how many."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import inspect
 import logging
 import os
 import signal
@@ -21,37 +22,35 @@ from functools import partial
 from secrets import token_hex
 from typing import Any, TypeVar
 
-from redis.exceptions import ResponseError
-
 from ..base import validation
 from ..base.errors import ConfigError
 from ..producer.plans import PRUNE_IDLE_S
-from ..protocol.batching import batches
 from ..protocol.keys import PartitionKeys, partition_keys
 from ..protocol.plan import Plan
 from ..protocol.replies import parse_fail, text
 from ..protocol.scripts import ScriptCall, script
 from ..redis_io.agreement import agree_partitions_async
 from ..redis_io.config import QueueConfig, mask_url
-from ..redis_io.runner import RETRYABLE, call_with_retry, drive_async
+from ..redis_io.runner import call_with_retry, drive_async
 from ..redis_io.topology import AsyncClient, async_client
-from . import upkeep
+from . import reading, upkeep
+from .acks import PendingAcks
 from .delivery import (
     Delivery,
     Handler,
     HandlerFn,
     Settlement,
     call_handler,
+    describe_error,
     open_delivery,
     outcome_of,
 )
 from .dispatcher import Dispatcher
-from .supervise import cancel_all, pause_after_failure, supervised
+from .supervise import cancel_all, supervised
 
 log = logging.getLogger("streamdelay.worker")
 F = TypeVar("F", bound=HandlerFn)
 T = TypeVar("T")
-ACK_BATCH = 500
 FINAL_FLUSH_TIMEOUT = 5.0
 _UNSET: Any = object()
 
@@ -113,7 +112,11 @@ class Worker:
         self.inflight: dict[tuple[int, str, str], Delivery] = {}
         self.counts = {"handled": 0, "retried": 0, "dead": 0, "released": 0, "reclaimed": 0}
         self.partitions: tuple[PartitionKeys, ...] = partition_keys(config.name, config.partitions)
-        self._acks: dict[int, list[str]] = {}
+        self.acks = PendingAcks()
+        # per partition: own pending entries an earlier process of this name left (pending.py)
+        self.inherited: dict[int, set[tuple[str, str]]] = {}
+        # (partition, job id) -> the delivery whose handler runs that job in this process
+        self.running_jobs: dict[tuple[int, str], Delivery] = {}
         self._ack_wake = asyncio.Event()
         self._slot_free = asyncio.Event()
         self._stopping = asyncio.Event()
@@ -126,6 +129,18 @@ class Worker:
         """Queue, group and consumer; the URL with its password masked."""
         return (f"Worker(queue={self.config.name!r}, group={self.group!r}, "
                 f"consumer={self.consumer!r}, url={mask_url(self.config.url)!r})")
+
+    def replace(self, *, config: QueueConfig | None = None, **changes: Any) -> Worker:
+        """A new worker of the same class and handlers: every constructor argument and tuning
+        attribute as here, except ``changes`` (validated as by the constructor)."""
+        params = [p for p in inspect.signature(Worker.__init__).parameters if p not in
+                  ("self", "queue")]
+        options = {name: getattr(self, name) for name in params}
+        options.update(changes)
+        rebuilt = type(self)(self.config if config is None else config, **options)
+        rebuilt.handlers = dict(self.handlers)
+        rebuilt.prune_idle, rebuilt.prune_every = self.prune_idle, self.prune_every
+        return rebuilt
 
     # --- registration -------------------------------------------------------------------
 
@@ -151,7 +166,7 @@ class Worker:
     @property
     def acks_pending(self) -> bool:
         """True while finished jobs wait to be acknowledged (the next ack flush sends them)."""
-        return bool(self._acks)
+        return bool(self.acks)
 
     @property
     def client(self) -> AsyncClient:
@@ -174,9 +189,12 @@ class Worker:
         """Block serving jobs; SIGINT/SIGTERM stop gracefully, a second signal at once."""
         gc.freeze()  # start-up objects leave the GC's view: no 15-20 ms gen-2 pauses (lateness)
         asyncio.run(self.serve(until_idle=until_idle, handle_signals=True))
-        if self._executor is not None and not _threads_finish(self._executor, 1.0):
-            log.warning("a sync handler still runs after the grace period; its job was handed "
-                        "back; exiting the process")
+        finished = self._executor is None or _threads_finish(self._executor, 1.0)
+        if self.running_jobs:  # def handlers cancelled at shutdown: their threads outlived it
+            asyncio.run(upkeep.release_later(self, list(self.running_jobs.values())))
+        if not finished:
+            log.warning("a def handler still runs after the grace period; exiting the process "
+                        "(its job is handed back, due %gs from now)", upkeep.HANDBACK_DELAY)
             os._exit(0)
 
     def stop(self) -> None:
@@ -205,6 +223,7 @@ class Worker:
                 loop.add_signal_handler(sig, self._on_signal)
         self._executor = ThreadPoolExecutor(self.concurrency, thread_name_prefix="streamdelay")
         self._ack_wake, self._slot_free = asyncio.Event(), asyncio.Event()
+        self.inherited = {}
         if not self._stopping.is_set():
             self._stopping = asyncio.Event()
         if not await self._register_unless_stopped():
@@ -212,7 +231,7 @@ class Worker:
                 for sig in (signal.SIGINT, signal.SIGTERM):
                     loop.remove_signal_handler(sig)
             return
-        background = [self._start_loop("read", partial(self._read_loop, k))
+        background = [self._start_loop("read", partial(reading.read_loop, self, k))
                       for k in self.partitions]
         upkeep_tasks = [self._start_loop("ack", self._ack_loop),
                         self._start_loop("heartbeat", partial(upkeep.heartbeat_loop, self)),
@@ -278,46 +297,23 @@ class Worker:
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
         await self.client.aclose()
+        self._client = None  # a later call (release_later) opens a pool in its own loop
 
     # --- reading ------------------------------------------------------------------------
 
-    def _free_slots(self) -> int:
-        return self.concurrency - len(self.inflight)
+    @property
+    def stopping(self) -> bool:
+        """True once ``stop()`` was called."""
+        return self._stopping.is_set()
 
-    async def _read_loop(self, keys: PartitionKeys) -> None:
-        blocking = async_client(self.config.url, self.block + self.config.socket_timeout)
-        topics = sorted(self.handlers)
-        turn = 0
-        failures = 0
-        try:
-            while not self._stopping.is_set():
-                if self._free_slots() <= 0:
-                    self._slot_free.clear()
-                    await self._slot_free.wait()
-                    continue
-                free = self._free_slots()
-                chosen = [topics[(turn + i) % len(topics)] for i in range(min(free, len(topics)))]
-                turn += 1
-                streams: dict[Any, Any] = {keys.stream(t): ">" for t in chosen}
-                try:
-                    reply: Any = await blocking.xreadgroup(self.group, self.consumer, streams,
-                                                      count=free // len(chosen),
-                                                      block=int(self.block * 1000))
-                    failures = 0
-                except RETRYABLE as exc:
-                    failures += 1
-                    await pause_after_failure(failures, "read", exc)
-                    continue
-                except ResponseError as exc:
-                    # NOGROUP: the group is gone; UNBLOCKED: the stream or group was deleted
-                    # while this read blocked (data lost, FLUSHALL): create them again.
-                    if "NOGROUP" not in str(exc) and "UNBLOCKED" not in str(exc):
-                        raise
-                    await self.register()
-                    continue
-                self.start_entries(keys.partition, reply or [])
-        finally:
-            await blocking.aclose()
+    async def slot_freed(self) -> None:
+        """Wait until a running delivery ends."""
+        self._slot_free.clear()
+        await self._slot_free.wait()
+
+    def free_slots(self) -> int:
+        """Handlers this worker can start now (a def handler's thread holds its slot)."""
+        return self.concurrency - len(self.inflight)
 
     def start_entries(self, partition: int, reply: list[Any]) -> int:
         """Start a handler task for each entry of an XREADGROUP reply; returns how many."""
@@ -326,43 +322,75 @@ class Worker:
             topic = text(stream).split(":t:", 1)[1]
             for entry_id, fields in entries:
                 eid = text(entry_id)
-                delivery = Delivery(partition, topic, eid)
-                if delivery.key in self.inflight:
-                    continue
-                self.inflight[delivery.key] = delivery
-                delivery.task = asyncio.create_task(self._execute(delivery, fields))
-                started += 1
+                started += self.start(Delivery(partition, topic, eid), fields)
         return started
+
+    def start(self, delivery: Delivery, fields: dict[Any, Any] | None) -> bool:
+        """Start a handler task for one delivery, unless this worker already holds it."""
+        if delivery.key in self.inflight:
+            return False
+        self.inflight[delivery.key] = delivery
+        delivery.task = asyncio.create_task(self._execute(delivery, fields))
+        return True
 
     # --- running one delivery -----------------------------------------------------------
 
     async def _execute(self, delivery: Delivery, fields: dict[Any, Any] | None) -> None:
+        """Run one delivery and settle it, whatever is raised (docs/worker.md#handlers)."""
         try:
-            handler = self.handlers[delivery.topic]
-            job, backoff, settlement = open_delivery(delivery, fields, handler,
-                                                     self.config.max_body_bytes)
-            if job is not None:
-                started = time.monotonic()
-                error: BaseException | None = None
-                try:
-                    await call_handler(handler, job, self.handler_timeout, self._executor)
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:  # the handler's failure is data, not a crash
-                    error = exc
-                settlement = outcome_of(error, job, backoff or self.config.backoff,
-                                        time.monotonic() - started, self.handler_timeout)
+            settlement = await self._run(delivery, fields)
             if settlement is not None:
                 await self._settle(delivery, settlement)
+        except Exception as exc:  # a fault of the worker or of Redis: say so, never vanish
+            log.exception("job %s (%s): could not settle entry %s (%s); it is re-queued "
+                          "after its ttr", delivery.job_id, delivery.topic, delivery.entry_id,
+                          exc)
         finally:
             self.inflight.pop(delivery.key, None)
             self._slot_free.set()
 
+    async def _run(self, delivery: Delivery, fields: dict[Any, Any] | None
+                   ) -> Settlement | None:
+        """Decode, run the handler and decide the settlement (None: nothing to settle)."""
+        handler = self.handlers[delivery.topic]
+        try:
+            job, backoff, settlement = open_delivery(delivery, fields, handler,
+                                                     self.config.max_body_bytes)
+        except Exception as exc:  # cannot be decoded, now or on a retry
+            return Settlement("dead", error=describe_error(exc))
+        if job is None:
+            return settlement
+        job_key = (delivery.partition, job.id)
+        if job_key in self.running_jobs:  # an earlier run of this job still runs here
+            while (earlier := self.running_jobs.get(job_key)) is not None:
+                await earlier.finished()
+                if self.running_jobs.get(job_key) is earlier:  # its task was cancelled
+                    del self.running_jobs[job_key]
+            await upkeep.touch(self, [delivery], quiet=True)  # still ours after the wait?
+            if delivery.lost:
+                return None
+        self.running_jobs[job_key] = delivery
+        started = time.monotonic()
+        error: BaseException | None = None
+        try:
+            await call_handler(handler, job, self.handler_timeout, self._executor, delivery)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the handler's failure is data, not a crash
+            error = exc
+        finally:
+            if not delivery.thread_running:
+                del self.running_jobs[job_key]
+        try:
+            return outcome_of(error, job, backoff or self.config.backoff,
+                              time.monotonic() - started, self.handler_timeout)
+        except Exception as exc:  # e.g. a retry delay that cannot be stored
+            return Settlement("dead", error=f"settling failed: {describe_error(exc)}")
+
     async def _settle(self, delivery: Delivery, settlement: Settlement) -> None:
         if settlement.kind == "ack":
             self.counts["handled"] += 1
-            self._acks.setdefault(delivery.partition, []).extend(
-                (delivery.topic, delivery.job_id, delivery.entry_id))
+            self.acks.add(delivery.partition, delivery.topic, delivery.job_id, delivery.entry_id)
             self._ack_wake.set()
             return
         keys = self.partitions[delivery.partition]
@@ -389,13 +417,9 @@ class Worker:
             await self._flush_acks()
 
     async def _flush_acks(self) -> None:
-        pending, self._acks = self._acks, {}
-        calls = []
-        for partition, flat in pending.items():
-            keys = self.partitions[partition]
-            for batch in batches(flat, ACK_BATCH * 3):  # three values per delivery
-                args: list[Any] = [self.group, validation.delay_ms(self.config.keep_done),
-                        *batch]
-                calls.append(script("ackJobs").call(keys.script_keys(), args))
-        for call in calls:
-            await self.call(call, "ack")
+        await self.acks.flush(self._send_acks)
+
+    async def _send_acks(self, partition: int, flat: list[str]) -> None:
+        keys = self.partitions[partition]
+        args: list[Any] = [self.group, validation.delay_ms(self.config.keep_done), *flat]
+        await self.call(script("ackJobs").call(keys.script_keys(), args), "ack")

@@ -120,7 +120,7 @@ def job_info(job_id: str, found: JobReply) -> JobInfo:
                                field="id", job_id=job_id) from exc
     try:
         body = decode_body(blob.fmt, blob.body)
-    except StreamdelayError:
+    except (StreamdelayError, RecursionError):  # nested too deep to decode: shown raw
         body = blob.body
     state = found.substate if record.state == "s" else STATE_NAMES.get(record.state, "")
     reserved = state == "reserved"

@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SQUEEZE_SECONDS = 3.0
 SQUEEZE_MARGIN = 256 << 10  # maxmemory = used_memory + this
 OOM_TEXT = "used memory > 'maxmemory'"  # in Redis' OOM error reply
+OOM_REFUSED = "redis is full (OOM"  # how streamdelay reports a script Redis refused for memory
 BIG_MIN, BIG_MAX = 64 << 10, (1 << 20) - BODY_OVERHEAD
 
 
@@ -238,7 +239,7 @@ def produce(url: str, queue_name: str, settings: Settings, rng: random.Random,
             for result in queue.enqueue_many(specs):
                 production.acknowledged[result.id] = result.due
         except sd.StreamdelayError as exc:
-            if OOM_TEXT in str(exc):
+            if OOM_TEXT in str(exc) or OOM_REFUSED in str(exc):
                 production.refused_oom += len(specs)
             else:
                 production.refused += len(specs)

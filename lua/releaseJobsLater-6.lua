@@ -1,0 +1,39 @@
+#!lua
+-- releaseJobsLater-6: hand deliveries back after a delay, not counted as an attempt: each goes to
+-- the delayed set, due ARGV[2] ms from now. Used by a worker process that exits while def handler
+-- threads still run (they cannot be stopped): no other worker may start those jobs before the
+-- process is gone.
+-- KEYS: the six partition keys (includes/keys.lua); touches PREFIX..'t:'..topic.
+-- ARGV[1] group, ARGV[2] delay ms, then 3 values per delivery: topic, job id, stream entry id
+-- Returns the number handed back (stale deliveries are only acknowledged).
+-- The due time is counted from the server clock in µs and rounded up to the next ms.
+-- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
+-- Retry-safe: a repeated call finds the old entries no longer current.
+-- @include server_time
+-- @include keys
+-- @include wake_if_head
+-- @include build_record
+-- @include due_after
+-- @include parse_record
+
+local _, now_us = server_time()
+local group, delay = ARGV[1], tonumber(ARGV[2])
+local released = 0
+check_partition_keys()
+for b = 3, #ARGV, 3 do refuse_wrong_type(stream_key(ARGV[b]), 'stream') end
+for b = 3, #ARGV, 3 do
+  local topic, id, eid = ARGV[b], ARGV[b + 1], ARGV[b + 2]
+  local sk = stream_key(topic)
+  redis.call('XACK', sk, group, eid)
+  local r = parse_record(redis.call('HGET', K_JOBS, id))
+  if r and r.state == 's' and r.entry == eid then
+    redis.call('XDEL', sk, eid)
+    r.state, r.entry, r.due = 'd', '', due_after(now_us, delay)
+    redis.call('HSET', K_JOBS, id, build_record(r))
+    redis.call('ZADD', K_DELAYED, r.due, id)
+    redis.call('HINCRBY', K_COUNTS, topic, 1)
+    wake_if_head(id, r.due)
+    released = released + 1
+  end
+end
+return released
