@@ -107,7 +107,7 @@ cost for any structure of that size, transient, not the queue's layout.""",
 **Bounded script calls** ({verdict_calls}; bound applied: median call <= {call_bound_us} µs): \
 median `promoteDue` call ({promote_batch} jobs) {call_promote_us} µs, median `enqueueJobs` call \
 ({enqueue_batch} jobs) {call_enqueue_us} µs (SLOWLOG of the dispatch-alone run). \
-`dispatcher.PROMOTE_BATCH` and `plans.ENQUEUE_BATCH` set these sizes; a larger batch promotes \
+`dispatcher.PROMOTE_BATCH` and `enqueuing.ENQUEUE_BATCH` set these sizes; a larger batch promotes \
 faster per job but blocks Redis longer per call. On a loaded machine a call's wall time includes \
 being descheduled, so the median grows with the load.""",
     """\

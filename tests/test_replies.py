@@ -22,10 +22,10 @@ from streamdelay.producer.enqueuing import (
     round_plan,
 )
 from streamdelay.protocol import scripts as scripts_module
-from streamdelay.protocol.batching import batch_count, by_partition, partition_batches
+from streamdelay.protocol.batching import by_partition, partition_batches
 from streamdelay.protocol.keys import partition_of
 from streamdelay.protocol.partitions import partition_check_plan
-from streamdelay.protocol.plan import Command, Plan, Step
+from streamdelay.protocol.plan import Command, EachCall, Plan, Step
 from streamdelay.protocol.replies import (
     RescheduleReply,
     parse_enqueue,
@@ -156,18 +156,15 @@ def test_enqueue_plan_cuts_calls_by_partition_and_batch_size() -> None:
     cfg = QueueConfig("orders", "redis://127.0.0.1:1/0", partitions=2)
     specs = [sd.JobSpec("mail", {"i": i}, id=f"job-{i}") for i in range(ENQUEUE_BATCH + 50)]
 
-    def answer(step: Step) -> Any:
-        calls = step if isinstance(step, list) else [step]
-        return [[[1, 5, b""] for _ in range((len(c.args) - 2) // 8)] for c in calls]
-
-    results, steps = drive(enqueue_plan(cfg, specs), answer)
+    results, steps = drive(enqueue_plan(cfg, specs), _rows)
     assert [r.id for r in results] == [s.id for s in specs] and all(r.created for r in results)
-    (pipeline,) = steps
-    assert isinstance(pipeline, list)
+    (round_trip,) = steps
+    assert isinstance(round_trip, EachCall)  # several calls, one round trip
     per_partition = by_partition(specs, lambda s: partition_of(str(s.id), 2))
-    assert len(pipeline) == batch_count(specs, lambda s: partition_of(str(s.id), 2),
-                                        ENQUEUE_BATCH)
-    assert sum((len(c.args) - 2) // 8 for c in pipeline) == sum(map(len, per_partition.values()))
+    assert len(round_trip.calls) == sum(-(-len(v) // ENQUEUE_BATCH)
+                                        for v in per_partition.values())
+    assert all((len(c.args) - 2) // 8 <= ENQUEUE_BATCH for c in round_trip.calls)
+    assert sum((len(c.args) - 2) // 8 for c in round_trip.calls) == len(specs)
 
 
 def _jobs(cfg: QueueConfig, *specs: sd.JobSpec) -> list[PreparedJob]:
@@ -175,9 +172,10 @@ def _jobs(cfg: QueueConfig, *specs: sd.JobSpec) -> list[PreparedJob]:
 
 
 def _rows(step: Step) -> Any:
-    calls = step if isinstance(step, list) else [step]
+    """A stub ``enqueueJobs`` reply (every job created) for a call, a pipeline or an EachCall."""
+    calls = step.calls if isinstance(step, EachCall) else step if isinstance(step, list) else [step]
     rows = [[[1, 5, b""] for _ in range((len(c.args) - 2) // 8)] for c in calls]
-    return rows if isinstance(step, list) else rows[0]
+    return rows if isinstance(step, list | EachCall) else rows[0]
 
 
 def test_a_round_of_several_calls_checks_past_times_first_and_isolates_the_refused_job() -> None:
@@ -191,8 +189,8 @@ def test_a_round_of_several_calls_checks_past_times_first_and_isolates_the_refus
     assert name_of_any(steps[0]) == "TIME"
     assert isinstance(outcomes[-1], sd.ValidationError) and outcomes[-1].field == "at"
     assert all(isinstance(o, sd.EnqueueResult) for o in outcomes[:-1])
-    sent = steps[1] if isinstance(steps[1], list) else [steps[1]]
-    assert "old" not in {a for c in sent for a in c.args}  # the refused job is not sent
+    assert isinstance(steps[1], EachCall)
+    assert "old" not in {a for c in steps[1].calls for a in c.args}  # the refused job stays out
     with pytest.raises(sd.ValidationError, match="at:"):  # enqueue_many: all or nothing
         drive(round_plan(cfg, jobs, [None] * len(jobs), isolate=False),
               lambda step: server_now if name_of_any(step) == "TIME" else _rows(step))
@@ -210,7 +208,8 @@ def test_a_single_call_refused_for_one_job_goes_again_without_it() -> None:
 
 def name_of_any(step: Step) -> str:
     """``name_of`` for a pipeline too (its first call)."""
-    return name_of(step[0] if isinstance(step, list) else step)
+    return name_of(step.calls[0] if isinstance(step, EachCall)
+                   else step[0] if isinstance(step, list) else step)
 
 
 def test_partition_check_refuses_another_count_naming_partitions() -> None:
@@ -238,7 +237,8 @@ def test_batching_keeps_order_within_a_partition_and_bounds_each_batch() -> None
     assert [p for p, _ in cut] == sorted(p for p, _ in cut)
     assert all(len(batch) <= 4 for _, batch in cut)
     assert [i for p, batch in cut if p == 1 for i in batch] == [i for i in items if i % 3 == 1]
-    assert batch_count(items, lambda i: i % 3, 4) == len(cut)
+    heavy = list(partition_batches([5, 5, 30, 1, 1], lambda i: 0, 10, lambda i: i, 10))
+    assert [list(b) for _, b in heavy] == [[5, 5], [30], [1, 1]]  # a heavy item goes alone
 
 
 # --- Lua: includes and error codes -----------------------------------------------------------

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .masking import mask_text
+
+if TYPE_CHECKING:
+    from .models import EnqueueResult
 
 
 class StreamdelayError(Exception):
@@ -51,6 +56,36 @@ class ConnectionFailed(StreamdelayError):
 
 class ScriptError(StreamdelayError):
     """A Lua script answered with an error streamdelay does not know."""
+
+
+class PartialEnqueueError(StreamdelayError):
+    """An enqueue of several script calls of which some were written and others failed.
+
+    ``outcomes`` has one entry per job, in the order given: its ``EnqueueResult`` when its call
+    was written, else the error of its call (that call wrote nothing). ``written`` and
+    ``failed`` sort them out. Enqueueing the failed jobs again is safe (see docs/producer.md).
+    """
+
+    def __init__(self, outcomes: list[EnqueueResult | Exception]) -> None:
+        failed = [(i, o) for i, o in enumerate(outcomes) if isinstance(o, Exception)]
+        first = failed[0][1] if failed else None
+        super().__init__(f"enqueue: {len(outcomes) - len(failed)} of {len(outcomes)} jobs "
+                         f"written, {len(failed)} not: {first}", script="enqueueJobs")
+        self.outcomes = outcomes
+
+    @property
+    def written(self) -> list[EnqueueResult]:
+        """The results of the jobs that were written, in the order given."""
+        return [o for o in self.outcomes if not isinstance(o, Exception)]
+
+    @property
+    def failed(self) -> list[tuple[int, Exception]]:
+        """(index in the jobs given, error) of each job that was not written."""
+        return [(i, o) for i, o in enumerate(self.outcomes) if isinstance(o, Exception)]
+
+    def __reduce__(self) -> tuple[type[PartialEnqueueError], tuple[list[EnqueueResult |
+                                                                        Exception]]]:
+        return (type(self), (self.outcomes,))
 
 
 class JobNotFound(StreamdelayError):

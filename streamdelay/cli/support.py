@@ -31,6 +31,7 @@ from ..base.masking import mask_url, scrub, secrets_in
 from ..consumer.dispatcher import Dispatcher
 from ..consumer.worker import Worker
 from ..producer.queue import Queue
+from ..protocol.codec import too_deep
 from ..redis_io.config import QueueConfig
 from .output import stats_json, stats_text
 
@@ -112,9 +113,11 @@ class JsonValue(ParamBase):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None
                 ) -> Any:
-        """Decode the JSON text."""
+        """Decode the JSON text (too deep for Python's parser: the body depth error)."""
         try:
             return json.loads(value)
+        except RecursionError:
+            raise too_deep() from None
         except json.JSONDecodeError as exc:
             self.fail(f"not valid JSON ({exc}); quote it for the shell, e.g. "
                       f"'{{\"order_id\": 42}}'", param, ctx)

@@ -2,12 +2,14 @@
 
 Each partition has a *lane*. A call whose lane is idle is sent at once (no timer, no added
 latency). While a round is in flight, further calls of that partition wait in the lane; when it
-returns, everything waiting goes out as the next round: ``enqueueJobs`` calls of at most
-``ENQUEUE_BATCH`` jobs, several in one pipeline, in arrival order (so two calls with one id
-behave as they would one after the other). Every caller gets its own result or its own error.
+returns, everything waiting goes out as the next round: ``enqueueJobs`` calls bounded by count
+and bytes, several in one pipeline, in arrival order (so two calls with one id behave as they
+would one after the other). Every caller gets its own result or its own error: that of the
+call its job rode in.
 
 Only the coordination is here, and it is async only: validation, packing and reply parsing are
-the shared sans-I/O core (``enqueuing.py``), the I/O and retry policy are ``runner.py``'s.
+the shared sans-I/O core (``enqueuing.py``: one round plan for this and ``enqueue_many``),
+the I/O and retry policy are ``redis_io/runner.py``'s.
 """
 
 from __future__ import annotations
@@ -128,10 +130,13 @@ class EnqueueCoalescer:
             await drive_async(client, enqueuing.round_plan(
                 cfg, [job for job, _ in waiters], outcomes, isolate=True), cfg.retry_for, _WHAT)
         except Exception as exc:  # connection given up, a server error: every caller left
-            left = sum(outcome is None for outcome in outcomes)
-            for (_, future), outcome in zip(waiters, outcomes, strict=True):
-                _settle(future, _own(exc, left > 1) if outcome is None else outcome)
-            return
+            outcomes = [exc if outcome is None else outcome for outcome in outcomes]
+        shared: dict[int, int] = {}  # callers per error object (a call's error reaches each)
+        for outcome in outcomes:
+            if isinstance(outcome, Exception):
+                shared[id(outcome)] = shared.get(id(outcome), 0) + 1
         for (_, future), outcome in zip(waiters, outcomes, strict=True):
-            if outcome is not None:  # the plan gives every job an outcome when it ends
+            if isinstance(outcome, Exception):
+                _settle(future, _own(outcome, shared[id(outcome)] > 1))
+            elif outcome is not None:  # the plan gives every job an outcome when it ends
                 _settle(future, outcome)

@@ -13,22 +13,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base import validation
-from ..base.errors import StreamdelayError, ValidationError
+from ..base.errors import PartialEnqueueError, StreamdelayError, ValidationError
 from ..base.models import At, Backoff, Delay, EnqueueResult, JobSpec
-from ..protocol.batching import batch_count, partition_batches
+from ..protocol.batching import partition_batches
 from ..protocol.codec import encode_blob, encode_body
 from ..protocol.keys import partition_keys, partition_of
-from ..protocol.plan import Command, Plan
+from ..protocol.plan import Command, EachCall, Plan
 from ..protocol.replies import parse_enqueue
 from ..protocol.script_errors import error_from_script
 from ..protocol.scripts import Arg, ScriptCall, script
 from ..redis_io.config import QueueConfig
 
 # One enqueueJobs call must not block Redis for more than ~1 ms (docs/keys.md#batch-sizes): 240
-# jobs took 1.3 ms (SLOWLOG median, quiet run of 2026-11-23), so 160 (~0.9 ms); a bigger
-# enqueue_many still goes out in one round trip (a pipeline of bounded calls).
+# small jobs took 1.3 ms (SLOWLOG median, quiet run of 2026-11-23), so 160 (~0.9 ms); a bigger
+# enqueue_many still goes out in one round trip (a pipeline of bounded calls). Big bodies bound
+# a call by bytes too: at most ENQUEUE_BYTES of job data, yet always at least one job
+# (docs/producer.md#enqueue_many).
 ENQUEUE_BATCH = 160
-PAST_CHECK_SLACK_MS = 60_000  # see _check_past_first
+ENQUEUE_BYTES = 1 << 20
+PAST_CHECK_SLACK_MS = 60_000  # see round_plan
+Outcome = EnqueueResult | Exception  # a job's result, or the error of the call it rode in
 
 
 def new_job_id() -> str:
@@ -52,6 +56,7 @@ class PreparedJob:
     id: str
     partition: int
     args: tuple[Arg, ...]  # id, topic, when_kind, when_ms, ttr_ms, max_attempts, replace, blob
+    size: int  # bytes of job data it adds to a call (its eight values)
 
     @property
     def when_kind(self) -> str:
@@ -83,7 +88,8 @@ def prepare_job(cfg: QueueConfig, spec: JobSpec) -> PreparedJob:
     args: tuple[Arg, ...] = (
         job_id, topic, kind, when, ttr, attempts, "1" if spec.replace else "0", blob,
     )
-    return PreparedJob(job_id, partition_of(job_id, cfg.partitions), args)
+    size = len(blob) + len(job_id) + len(topic) + 40  # 40: the five numbers and flags
+    return PreparedJob(job_id, partition_of(job_id, cfg.partitions), args, size)
 
 
 def is_absolute(job: PreparedJob) -> bool:
@@ -98,8 +104,8 @@ def past_due(
     server clock in ``time_reply`` (a ``TIME`` reply)."""
     seconds, micros = time_reply
     now = int(seconds) * 1000 + int(micros) // 1000
-    return [i for i in indexes if is_absolute(prepared[i])
-            and prepared[i].when_ms < now - tolerance]
+    return [i for i in indexes
+            if is_absolute(prepared[i]) and prepared[i].when_ms < now - tolerance]
 
 
 def at_in_past(job: PreparedJob) -> StreamdelayError:
@@ -129,32 +135,34 @@ class EnqueueChunk:
     owners: tuple[int, ...]
 
 
+Split = list[tuple[int, Sequence[int]]]  # (partition, indexes of its jobs) per enqueueJobs call
+
+
+def split_jobs(prepared: Sequence[PreparedJob], indexes: Iterable[int] | None = None) -> Split:
+    """The jobs of each ``enqueueJobs`` call, as (partition, indexes into ``prepared``):
+    partitions in ascending order, the jobs' order kept within a partition, at most
+    ``ENQUEUE_BATCH`` jobs and ``ENQUEUE_BYTES`` of job data per call (but never no job)."""
+    return list(partition_batches(
+        range(len(prepared)) if indexes is None else indexes,
+        lambda index: prepared[index].partition, ENQUEUE_BATCH,
+        lambda index: prepared[index].size, ENQUEUE_BYTES))
+
+
 def enqueue_chunks(
-    cfg: QueueConfig, prepared: Sequence[PreparedJob], tolerance: int,
-    indexes: Iterable[int] | None = None,
+    cfg: QueueConfig, prepared: Sequence[PreparedJob], tolerance: int, split: Split
 ) -> list[EnqueueChunk]:
-    """The ``enqueueJobs`` calls for ``prepared`` (or only its ``indexes``): partitions in
-    ascending order, the jobs' order kept within a partition, ``ENQUEUE_BATCH`` jobs per call."""
+    """The bounded ``enqueueJobs`` calls for ``prepared``, as ``split_jobs`` cut them."""
     keys = partition_keys(cfg.name, cfg.partitions)
     head = (tolerance, validation.delay_ms(cfg.keep_done))
     enqueue_jobs = script("enqueueJobs")
     chunks: list[EnqueueChunk] = []
-    for partition, chunk in partition_batches(
-        range(len(prepared)) if indexes is None else indexes,
-        lambda index: prepared[index].partition, ENQUEUE_BATCH,
-    ):
+    for partition, chunk in split:
         args: list[Arg] = [*head]
         for index in chunk:
             args.extend(prepared[index].args)
         chunks.append(EnqueueChunk(enqueue_jobs.call(keys[partition].script_keys(), args),
                                    tuple(chunk)))
     return chunks
-
-
-def call_count(prepared: Sequence[PreparedJob], indexes: Iterable[int] | None = None) -> int:
-    """How many ``enqueueJobs`` calls ``enqueue_chunks`` makes for these jobs (nothing packed)."""
-    return batch_count(range(len(prepared)) if indexes is None else indexes,
-                       lambda index: prepared[index].partition, ENQUEUE_BATCH)
 
 
 def enqueue_results(
@@ -168,51 +176,56 @@ def enqueue_results(
     ]
 
 
-Outcome = EnqueueResult | StreamdelayError
-
-
 def round_plan(
     cfg: QueueConfig, jobs: Sequence[PreparedJob], outcomes: list[Outcome | None], isolate: bool
 ) -> Plan[None]:
-    """Send ``jobs`` as one round (bounded ``enqueueJobs`` calls, one round trip) and fill
-    ``outcomes[i]`` with job ``i``'s result, as soon as it is known.
+    """Send ``jobs`` as one round of bounded ``enqueueJobs`` calls (one round trip) and fill
+    ``outcomes[i]`` with job ``i``'s result, or the error of the call it rode in.
 
-    The one round logic of ``enqueue_many`` (``isolate=False``: the first refusal fails the
-    whole call, nothing written) and of the async coalescer (``isolate=True``: a job whose
-    ``at`` is too far in the past gets its own error and the others are sent without it).
-    Several calls are not one atomic unit, so then absolute times are checked first against
-    the server clock and the scripts get a widened tolerance (their own check stays as a
-    backstop); a single call that refuses one job wrote nothing and goes again without it.
+    The one round logic of ``enqueue_many`` (``isolate=False``) and of the async coalescer
+    (``isolate=True``: each job is a caller of its own). Several calls are not one atomic unit,
+    so then absolute times are checked first against the server clock (a job too far in the
+    past is refused: the whole ``enqueue_many``, or that caller alone) and the scripts get a
+    widened tolerance (their own check stays as a backstop). With ``isolate``, a call that
+    refused one job's ``at`` wrote nothing, and its other jobs go again without it. Connection
+    trouble is the runner's: it retries the round, then raises ``ConnectionFailed``.
     """
     live = list(range(len(jobs)))  # the jobs without an outcome yet
     tolerance = validation.delay_ms(cfg.past_tolerance)
-
-    def refuse(index: int, error: StreamdelayError) -> None:
-        if not isolate:
-            raise error
-        outcomes[index] = error
-        live.remove(index)
-
-    if call_count(jobs, live) > 1 and any(is_absolute(jobs[i]) for i in live):
+    split = split_jobs(jobs, live)
+    if len(split) > 1 and any(is_absolute(jobs[i]) for i in live):
         now = yield Command(("TIME",))
         for index in past_due(jobs, live, now, tolerance):
-            refuse(index, at_in_past(jobs[index]))
+            if not isolate:
+                raise at_in_past(jobs[index])
+            outcomes[index] = at_in_past(jobs[index])
+            live.remove(index)
         tolerance += PAST_CHECK_SLACK_MS
+        split = split_jobs(jobs, live)
     while live:
-        chunks = enqueue_chunks(cfg, jobs, tolerance, live)
-        try:
-            replies = ([(yield chunks[0].call)] if len(chunks) == 1
-                       else (yield [c.call for c in chunks]))
-        except StreamdelayError as exc:
-            refused = refused_job(jobs, live, exc) if len(chunks) == 1 else None
-            if refused is None:
-                raise
-            refuse(refused, exc)
-            continue
-        for chunk, reply in zip(chunks, replies, strict=True):
-            for index, result in enqueue_results(jobs, chunk, reply):
-                outcomes[index] = result
+        chunks = enqueue_chunks(cfg, jobs, tolerance, split)
+        if len(chunks) == 1:  # one call: atomic
+            try:
+                replies: list[Any] = [(yield chunks[0].call)]
+            except StreamdelayError as exc:  # the runner raises a call's refusal here
+                replies = [exc]
+        else:
+            replies = yield EachCall(tuple(chunk.call for chunk in chunks))
         live = []
+        for chunk, reply in zip(chunks, replies, strict=True):
+            refused = (refused_job(jobs, chunk.owners, reply)
+                       if isolate and isinstance(reply, Exception) else None)
+            if refused is not None:  # that call wrote nothing: the others go again
+                outcomes[refused] = reply
+                live.extend(i for i in chunk.owners if i != refused)
+            elif isinstance(reply, Exception):
+                for index in chunk.owners:
+                    outcomes[index] = reply
+            else:
+                for index, result in enqueue_results(jobs, chunk, reply):
+                    outcomes[index] = result
+        live.sort()  # arrival order
+        split = split_jobs(jobs, live)
 
 
 def enqueue_plan(cfg: QueueConfig, specs: Iterable[JobSpec]) -> Plan[list[EnqueueResult]]:
@@ -225,6 +238,12 @@ def enqueue_plan(cfg: QueueConfig, specs: Iterable[JobSpec]) -> Plan[list[Enqueu
             raise ValidationError(f"specs: expected JobSpec, got {type(spec).__name__}",
                                   field="specs")
         prepared.append(prepare_job(cfg, spec))
-    outcomes: list[Outcome | None] = [None] * len(prepared)
-    yield from round_plan(cfg, prepared, outcomes, isolate=False)
-    return [r for r in outcomes if isinstance(r, EnqueueResult)]
+    found: list[Outcome | None] = [None] * len(prepared)
+    yield from round_plan(cfg, prepared, found, isolate=False)
+    outcomes = [o for o in found if o is not None]
+    failed = [o for o in outcomes if isinstance(o, Exception)]
+    if not failed:
+        return [o for o in outcomes if isinstance(o, EnqueueResult)]
+    if len(failed) == len(outcomes):
+        raise failed[0]  # every call failed: nothing was written
+    raise PartialEnqueueError(outcomes)

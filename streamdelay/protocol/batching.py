@@ -25,18 +25,24 @@ def batches(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
 
 
 def partition_batches(
-    items: Iterable[T], partition: Callable[[T], int], size: int
+    items: Iterable[T], partition: Callable[[T], int], size: int,
+    weight: Callable[[T], int] | None = None, max_weight: int = 0,
 ) -> Iterator[tuple[int, Sequence[T]]]:
-    """``(partition, batch)`` pairs: grouped by partition (ascending), at most ``size`` each."""
+    """``(partition, batch)`` pairs: grouped by partition (ascending), order kept, at most
+    ``size`` items per batch and, with ``weight``, at most ``max_weight`` in total (but never an
+    empty batch: an item heavier than that goes alone)."""
     for number, grouped in by_partition(items, partition).items():
-        for batch in batches(grouped, size):
-            yield number, batch
-
-
-def batch_count(items: Iterable[T], partition: Callable[[T], int], size: int) -> int:
-    """How many batches ``partition_batches`` yields, without building them."""
-    counts: dict[int, int] = {}
-    for item in items:
-        number = partition(item)
-        counts[number] = counts.get(number, 0) + 1
-    return sum(-(-n // size) for n in counts.values())
+        if weight is None:
+            for batch in batches(grouped, size):
+                yield number, batch
+            continue
+        current: list[T] = []
+        total = 0
+        for item in grouped:
+            heft = weight(item)
+            if current and (len(current) == size or total + heft > max_weight):
+                yield number, current
+                current, total = [], 0
+            current.append(item)
+            total += heft
+        yield number, current

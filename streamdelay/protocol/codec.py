@@ -7,6 +7,7 @@ producer and never parsed by Redis.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -17,6 +18,10 @@ from ..base.models import Backoff, BackoffPolicy
 
 Serializer = Literal["json", "msgpack"]
 FORMAT_JSON, FORMAT_MSGPACK, FORMAT_BYTES = "j", "m", "b"
+# Containers nested deeper than this are refused at enqueue: a worker decodes the body with
+# Python's recursion limit (1,000 frames, some of them its own), so 990 levels crashed it.
+# 128 is also serde_json's default limit, for consumers written in Rust (docs/producer.md).
+MAX_BODY_DEPTH = 128
 
 
 class Blob(msgspec.Struct, array_like=True, omit_defaults=True):
@@ -37,8 +42,73 @@ _json_encoder = msgspec.json.Encoder()
 _msgpack_encoder = msgspec.msgpack.Encoder()
 
 
+def too_deep() -> BodyEncodeError:
+    """The error of a body nested deeper than ``MAX_BODY_DEPTH`` (also raised by the CLI)."""
+    return BodyEncodeError(f"body: nested deeper than {MAX_BODY_DEPTH} levels of lists and maps "
+                           f"(a worker could not decode it); flatten it or pass a reference",
+                           field="body")
+
+
+def _path(keys: tuple[Any, ...]) -> str:
+    return "body" + "".join(f"[{key!r}]" for key in keys)
+
+
+def _walk(value: Any, json: bool) -> None:
+    """Refuse ``value`` (builtins only) when nested too deep or, for JSON, with NaN/Infinity."""
+    if isinstance(value, float) and json and not math.isfinite(value):
+        raise _not_json(value, ())
+    todo: list[tuple[Any, tuple[Any, ...]]] = [(value, ())]
+    while todo:
+        container, keys = todo.pop()
+        if len(keys) >= MAX_BODY_DEPTH:
+            raise too_deep()
+        items = container.items() if isinstance(container, dict) else enumerate(container)
+        for key, item in items:
+            if isinstance(item, dict | list):
+                todo.append((item, (*keys, key)))
+            elif json and isinstance(item, float) and not math.isfinite(item):
+                raise _not_json(item, (*keys, key))
+
+
+def _not_json(value: float, keys: tuple[Any, ...]) -> BodyEncodeError:
+    return BodyEncodeError(f"body: {value!r} at {_path(keys)} is not valid JSON (JSON has no NaN "
+                           f"or Infinity; use None, a string, or serializer='msgpack')",
+                           field="body")
+
+
+def _check_shape(body: Any, fmt: str, data: bytes) -> None:
+    """Refuse an encoded body a worker could not decode (too deep) or that would not come back
+    as sent (NaN and Infinity, which JSON encoders write as ``null``).
+
+    Cheap looks at the encoded bytes clear nearly every body (fewer container markers than the
+    depth limit, no ``null``); only the others are walked.
+    """
+    if fmt == FORMAT_JSON:
+        if data.count(b"[") + data.count(b"{") <= MAX_BODY_DEPTH and b"null" not in data:
+            return
+    elif len(data.translate(None, _NOT_MSGPACK_CONTAINER)) <= MAX_BODY_DEPTH:
+        return
+    try:
+        plain = msgspec.to_builtins(body)
+    except RecursionError:
+        raise too_deep() from None
+    if isinstance(plain, dict | list | float):
+        _walk(plain, fmt == FORMAT_JSON)
+
+
+# Every byte that can start a MessagePack array or map (fix, 16 and 32 bit forms): a body has at
+# most as many containers as such bytes, so fewer than the depth limit cannot be too deep.
+_NOT_MSGPACK_CONTAINER = bytes(b for b in range(256)
+                               if not (0x80 <= b <= 0x9F or 0xDC <= b <= 0xDF))
+
+
 def encode_body(body: Any, serializer: Serializer, limit: int) -> tuple[str, bytes]:
-    """Encode a body: raw ``bytes`` as they are, anything else with the queue's serializer."""
+    """Encode a body: raw ``bytes`` as they are, anything else with the queue's serializer.
+
+    Refused (``BodyEncodeError``, field ``body``): what the serializer cannot encode, more than
+    ``limit`` bytes, lists and maps nested deeper than ``MAX_BODY_DEPTH``, and NaN or Infinity
+    in a JSON body.
+    """
     if isinstance(body, bytes | bytearray | memoryview):
         fmt, data = FORMAT_BYTES, bytes(body)
     else:
@@ -47,10 +117,12 @@ def encode_body(body: Any, serializer: Serializer, limit: int) -> tuple[str, byt
                 fmt, data = FORMAT_MSGPACK, _msgpack_encoder.encode(body)
             else:
                 fmt, data = FORMAT_JSON, _json_encoder.encode(body)
-        except (TypeError, ValueError, OverflowError, RecursionError) as exc:  # Recursion:
-            # a body that contains itself, or nests deeper than the encoder allows
+        except RecursionError:  # nested deeper than the encoder allows, or contains itself
+            raise too_deep() from None
+        except (TypeError, ValueError, OverflowError) as exc:
             raise BodyEncodeError(f"body: cannot be encoded as {serializer}: {exc}",
                                   field="body") from exc
+        _check_shape(body, fmt, data)
     if len(data) > limit:
         raise BodyEncodeError(f"body: {len(data)} bytes is over the limit of {limit}",
                               field="body")

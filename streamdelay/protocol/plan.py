@@ -21,7 +21,16 @@ class Command:
     args: tuple[Any, ...]
 
 
-Step = ScriptCall | Command | list[ScriptCall]
+@dataclass(frozen=True)
+class EachCall:
+    """Script calls sent together like a ``list`` step, each with its own outcome: a call's
+    error reply comes back in its place (as a ``StreamdelayError``) instead of being raised.
+    Connection trouble is still raised (and the whole step retried)."""
+
+    calls: tuple[ScriptCall, ...]
+
+
+Step = ScriptCall | Command | list[ScriptCall] | EachCall
 Plan = Generator[Step, Any, T]
 
-__all__ = ["Command", "Plan", "Step"]
+__all__ = ["Command", "EachCall", "Plan", "Step"]

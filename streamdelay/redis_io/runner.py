@@ -33,7 +33,7 @@ from ..base.errors import (
     ScriptError,
     StreamdelayError,
 )
-from ..protocol.plan import Command, Plan, Step
+from ..protocol.plan import Command, EachCall, Plan, Step
 from ..protocol.script_errors import error_from_script
 from ..protocol.scripts import Script, ScriptCall
 from .topology import AsyncClient, SyncClient, is_cluster
@@ -113,25 +113,26 @@ def _eval_args(call: ScriptCall) -> tuple[Any, ...]:
     return ("EVAL", call.script.source, len(call.keys), *call.keys, *call.args)
 
 
-def _settle(call: ScriptCall, reply: Any) -> Any:
-    if isinstance(reply, Exception):
-        raise _map_error(call, reply)
-    return reply
-
-
 def _gave_up(exc: Exception) -> ConnectionFailed:
     return ConnectionFailed(f"redis: unreachable ({exc})")
 
 
-def _first_error(replies: list[Any]) -> list[Any]:
-    """The replies of a step sent call by call; a connection error wins (the step is retried)."""
+def _outcomes(calls: list[ScriptCall], replies: list[Any]) -> list[Any]:
+    """Each call's reply, or its error as a streamdelay error; connection trouble is raised
+    (so the whole step is retried)."""
     for reply in replies:
         if isinstance(reply, RETRYABLE):
             raise reply
-    for reply in replies:
-        if isinstance(reply, BaseException):
-            raise reply
-    return replies
+    return [_map_error(call, reply) if isinstance(reply, Exception) else reply
+            for call, reply in zip(calls, replies, strict=True)]
+
+
+def _first_error(outcomes: list[Any]) -> list[Any]:
+    """The replies of a ``list`` step; the first call's error is raised."""
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return outcomes
 
 
 # --- synchronous -------------------------------------------------------------------------
@@ -176,20 +177,24 @@ def _run_calls_one_by_one_sync(client: SyncClient, calls: list[ScriptCall]) -> l
             replies.append(_run_script_sync(client, call))
         except StreamdelayError as exc:  # like a pipeline: the other calls still run
             replies.append(exc)
-    return _first_error(replies)
+    return replies
 
 
 def _run_pipeline_sync(client: SyncClient, calls: list[ScriptCall]) -> list[Any]:
+    """The outcome of each call (see ``_outcomes``), sent as one pipeline."""
     if is_cluster(client):
-        return _run_calls_one_by_one_sync(client, calls)
+        return _outcomes(calls, _run_calls_one_by_one_sync(client, calls))
     pipe = client.pipeline(transaction=False)
     for call in calls:
         _command(pipe)(*_evalsha_args(call))
     replies = pipe.execute(raise_on_error=False)
-    missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
-    for i in missing:  # NOSCRIPT means the call did not run: load and run it again
-        replies[i] = _run_script_sync(client, calls[i])
-    return [_settle(call, reply) for call, reply in zip(calls, replies, strict=True)]
+    for i, reply in enumerate(replies):  # NOSCRIPT: the call did not run; load, run it again
+        if isinstance(reply, NoScriptError):
+            try:
+                replies[i] = _run_script_sync(client, calls[i])
+            except StreamdelayError as exc:
+                replies[i] = exc
+    return _outcomes(calls, replies)
 
 
 def run_step_sync(client: SyncClient, step: Step) -> Any:
@@ -201,7 +206,9 @@ def run_step_sync(client: SyncClient, step: Step) -> Any:
             return _command(client)(*step.args)
         except ResponseError as exc:
             raise _command_error(step, exc) from exc
-    return _run_pipeline_sync(client, step)
+    if isinstance(step, EachCall):
+        return _run_pipeline_sync(client, list(step.calls))
+    return _first_error(_run_pipeline_sync(client, step))
 
 
 def _left(give_up_after: float | None, began: float) -> float | None:
@@ -272,19 +279,42 @@ async def _run_script_async(client: AsyncClient, call: ScriptCall) -> Any:
         raise _map_error(call, exc) from exc
 
 
+async def _run_calls_by_partition_async(client: AsyncClient, calls: list[ScriptCall]
+                                        ) -> list[Any]:
+    """Cluster pipelines refuse EVALSHA: the calls of each partition (same keys) are sent one
+    after the other, in order (a later call of a partition must not overtake an earlier one),
+    and the partitions concurrently. Replies (or errors) in the order of ``calls``."""
+    replies: list[Any] = [None] * len(calls)
+    by_keys: dict[tuple[str, ...], list[int]] = {}
+    for index, call in enumerate(calls):
+        by_keys.setdefault(tuple(call.keys), []).append(index)
+
+    async def in_order(indexes: list[int]) -> None:
+        for index in indexes:
+            try:
+                replies[index] = await _run_script_async(client, calls[index])
+            except Exception as exc:  # like a pipeline: the other calls still run
+                replies[index] = exc
+
+    await asyncio.gather(*(in_order(indexes) for indexes in by_keys.values()))
+    return replies
+
+
 async def _run_pipeline_async(client: AsyncClient, calls: list[ScriptCall]) -> list[Any]:
-    if is_cluster(client):  # cluster pipelines refuse EVALSHA: send the calls concurrently
-        sent = await asyncio.gather(*(_run_script_async(client, call) for call in calls),
-                                    return_exceptions=True)
-        return _first_error(list(sent))
+    """The outcome of each call (see ``_outcomes``), sent as one pipeline."""
+    if is_cluster(client):
+        return _outcomes(calls, await _run_calls_by_partition_async(client, calls))
     pipe = client.pipeline(transaction=False)
     for call in calls:
         _command(pipe)(*_evalsha_args(call))
     replies: list[Any] = await pipe.execute(raise_on_error=False)
     for i, reply in enumerate(replies):
         if isinstance(reply, NoScriptError):
-            replies[i] = await _run_script_async(client, calls[i])
-    return [_settle(call, reply) for call, reply in zip(calls, replies, strict=True)]
+            try:
+                replies[i] = await _run_script_async(client, calls[i])
+            except StreamdelayError as exc:
+                replies[i] = exc
+    return _outcomes(calls, replies)
 
 
 async def run_step_async(client: AsyncClient, step: Step) -> Any:
@@ -296,7 +326,9 @@ async def run_step_async(client: AsyncClient, step: Step) -> Any:
             return await _command(client)(*step.args)
         except ResponseError as exc:
             raise _command_error(step, exc) from exc
-    return await _run_pipeline_async(client, step)
+    if isinstance(step, EachCall):
+        return await _run_pipeline_async(client, list(step.calls))
+    return _first_error(await _run_pipeline_async(client, step))
 
 
 async def run_with_retry_async(
