@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 log = logging.getLogger("streamdelay.worker")
@@ -76,3 +78,13 @@ async def supervised(
             pause = failure_pause(failures)
             logger.exception("%s loop failed (%s); restarting it in %.2fs", what, exc, pause)
             await asyncio.sleep(pause)
+
+
+def threads_finish(executor: ThreadPoolExecutor, timeout: float) -> bool:
+    """Shut the handler thread pool down; False when a thread is still busy after ``timeout``."""
+    executor.shutdown(wait=False, cancel_futures=True)
+    deadline = time.monotonic() + timeout
+    threads = list(getattr(executor, "_threads", ()))
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return not any(thread.is_alive() for thread in threads)

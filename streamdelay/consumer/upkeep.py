@@ -15,6 +15,7 @@ from ..producer.plans import prune_consumers_plan, requeue_stuck_plan
 from ..protocol.batching import batches, by_partition
 from ..protocol.replies import parse_stats, texts
 from ..protocol.scripts import script
+from ..redis_io.runner import drive_async
 from .delivery import Delivery
 from .upkeep_host import UpkeepHost
 
@@ -77,8 +78,8 @@ async def reclaim_once(worker: UpkeepHost) -> int:
     for keys in worker.partitions:
         for topic in sorted(worker.topics):
             try:  # each job's own ttr, re-queued for anyone: claim's defaults
-                replies = await worker.run_plan(
-                    requeue_stuck_plan(keys, worker.group, topic, -1, ""), "reclaim")
+                replies = await drive_async(worker.client, requeue_stuck_plan(
+                    keys, worker.group, topic, -1, ""), None, "reclaim")
             except GroupNotFound:
                 await worker.register()
                 continue
@@ -92,8 +93,8 @@ async def prune_once(worker: UpkeepHost) -> list[str]:
     idle_ms = int(worker.prune_idle * 1000)
     for keys in worker.partitions:
         for topic in sorted(worker.topics):
-            removed.extend(await worker.run_plan(
-                prune_consumers_plan(keys, worker.group, topic, idle_ms), "prune"))
+            removed.extend(await drive_async(worker.client, prune_consumers_plan(
+                keys, worker.group, topic, idle_ms), None, "prune"))
     return removed
 
 

@@ -6,17 +6,14 @@ each other (docs/design.md). ``worker.Worker`` is both.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 from ..protocol.keys import PartitionKeys
-from ..protocol.plan import Plan
 from ..protocol.scripts import ScriptCall
 from ..redis_io.config import QueueConfig
 from ..redis_io.topology import AsyncClient
 from .acks import PendingAcks
 from .delivery import Delivery
-
-T = TypeVar("T")
 
 
 class UpkeepHost(Protocol):
@@ -68,9 +65,6 @@ class UpkeepHost(Protocol):
 
     async def call(self, step: ScriptCall, what: str) -> Any:
         """Run one script call under the retry policy."""
-
-    async def run_plan(self, plan: Plan[T], what: str) -> T:
-        """Drive a plan to its end under the retry policy."""
 
     async def register(self) -> None:
         """Bind the topics to the group again (after the group was deleted)."""

@@ -26,12 +26,11 @@ from ..base import validation
 from ..base.errors import ConfigError
 from ..producer.plans import PRUNE_IDLE_S
 from ..protocol.keys import PartitionKeys, partition_keys
-from ..protocol.plan import Plan
 from ..protocol.replies import parse_fail, text
 from ..protocol.scripts import ScriptCall, script
 from ..redis_io.agreement import agree_partitions_async
 from ..redis_io.config import QueueConfig, mask_url
-from ..redis_io.runner import call_with_retry, drive_async
+from ..redis_io.runner import call_with_retry
 from ..redis_io.topology import AsyncClient, async_client
 from . import reading, upkeep
 from .acks import PendingAcks
@@ -46,11 +45,10 @@ from .delivery import (
     outcome_of,
 )
 from .dispatcher import Dispatcher
-from .supervise import cancel_all, supervised
+from .supervise import cancel_all, supervised, threads_finish
 
 log = logging.getLogger("streamdelay.worker")
 F = TypeVar("F", bound=HandlerFn)
-T = TypeVar("T")
 FINAL_FLUSH_TIMEOUT = 5.0
 _UNSET: Any = object()
 
@@ -58,16 +56,6 @@ _UNSET: Any = object()
 def default_consumer_name() -> str:
     """``host-pid-random``: unique per process, readable in XINFO and logs."""
     return f"{socket.gethostname()}-{os.getpid()}-{token_hex(2)}"
-
-
-def _threads_finish(executor: ThreadPoolExecutor, timeout: float) -> bool:
-    """Shut the handler thread pool down; False when a thread is still busy after ``timeout``."""
-    executor.shutdown(wait=False, cancel_futures=True)
-    deadline = time.monotonic() + timeout
-    threads = list(getattr(executor, "_threads", ()))
-    for thread in threads:
-        thread.join(max(0.0, deadline - time.monotonic()))
-    return not any(thread.is_alive() for thread in threads)
 
 
 class Worker:
@@ -179,17 +167,13 @@ class Worker:
         """Run one script call under the retry policy (forever: workers ride out outages)."""
         return await call_with_retry(self.client, step, None, what)
 
-    async def run_plan(self, plan: Plan[T], what: str) -> T:
-        """Drive a plan to its end under the retry policy (forever, like ``call``)."""
-        return await drive_async(self.client, plan, None, what)
-
     # --- running ------------------------------------------------------------------------
 
     def run(self, *, until_idle: bool = False) -> None:
         """Block serving jobs; SIGINT/SIGTERM stop gracefully, a second signal at once."""
         gc.freeze()  # start-up objects leave the GC's view: no 15-20 ms gen-2 pauses (lateness)
         asyncio.run(self.serve(until_idle=until_idle, handle_signals=True))
-        finished = self._executor is None or _threads_finish(self._executor, 1.0)
+        finished = self._executor is None or threads_finish(self._executor, 1.0)
         if self.running_jobs:  # def handlers cancelled at shutdown: their threads outlived it
             asyncio.run(upkeep.release_later(self, list(self.running_jobs.values())))
         if not finished:
