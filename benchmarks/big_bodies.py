@@ -111,7 +111,9 @@ def run(sizes: list[int], jobs: int) -> Section:
                    ["body", "jobs", "script", "calls", "jobs per call", "median ms per call",
                     "max ms per call", "Redis ms in all", "client wall ms (worker: both)"], rows,
                    notes=[f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {load} "
-                          f"at the end."])
+                          f"at the end. Every call that carries job data is bounded by about "
+                          f"1 MiB as well as by count, always at least one job; what is left is "
+                          f"the cost of one big job (docs/benchmarks-big-bodies.md)."])
 
 
 def main() -> None:

@@ -24,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import (
+    big_bodies,
     cluster_bench,
     dispatch,
     drain,
@@ -129,6 +130,7 @@ def main() -> None:
         lambda: memory_drain.run(1_000_000 if args.full else 100_000),
         lambda: lateness_rates.run(worker_count=1),
         lambda: cluster_bench.run(memory_jobs=1_000_000 if args.full else 200_000),
+        lambda: big_bodies.run([64 << 10, 1 << 20], 150),
     ]
     sections = []
     for step in steps:

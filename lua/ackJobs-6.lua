@@ -11,6 +11,7 @@
 -- Retry-safe: a repeated call finds nothing current and returns 0.
 -- @include server_time
 -- @include keys
+-- @include read_records
 -- @include write_many
 -- @include purge_done
 -- @include build_record

@@ -21,6 +21,7 @@
 -- @include detach
 -- @include hmget_many
 -- @include write_many
+-- @include read_records
 -- @include purge_done
 -- @include due_after
 -- @include resolve_due

@@ -20,7 +20,7 @@
 -- Retry-safe: a job moves once; a repeated call finds it gone from the delayed set.
 -- @include server_time
 -- @include keys
--- @include hmget_many
+-- @include read_records
 -- @include write_many
 -- @include purge_done
 -- @include build_record
@@ -40,7 +40,9 @@ local n = #ids
 local moved = 0
 local dropped = {}
 if n > 0 then
-  local raws = hmget_many(K_JOBS, ids)
+  -- records are read in growing steps that stop past the byte budget: only ids[1..n] are looked at
+  local raws
+  raws, n = read_records(ids, MAX_BATCH_BYTES)
   local writes = {} -- id, new record pairs: one HSET for the batch
   local leaving = {} -- ids whose new place is written (or that have none to have)
   local later = {} -- score, id pairs: jobs that can go nowhere now

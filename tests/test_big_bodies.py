@@ -1,4 +1,4 @@
-"""Big bodies: every ``enqueueJobs`` call is bounded by bytes as well as by count.
+"""Big bodies: every ``enqueueJobs`` and ``ackJobs`` call is bounded by bytes as well as by count.
 
 The server's own SLOWLOG (every call logged) shows how many jobs each call carried. Both faces
 are checked: ``enqueue_many`` (sync and async) and the coalesced rounds of ``AsyncQueue.enqueue``.
@@ -37,13 +37,18 @@ def logged() -> Iterator[RedisServer]:
 
 def jobs_per_enqueue_call(url: str) -> list[int]:
     """How many jobs each ``enqueueJobs`` call logged in SLOWLOG carried, oldest first."""
+    return jobs_per_call(url, "enqueueJobs", HEAD_ARGS, PER_JOB)
+
+
+def jobs_per_call(url: str, name: str, head_args: int, per_job: int) -> list[int]:
+    """How many jobs each call of script ``name`` logged in SLOWLOG carried, oldest first."""
     raw = redis.Redis.from_url(url)
     raw.response_callbacks.pop("SLOWLOG GET", None)  # the entries as Redis sends them
     try:
         entries = raw.execute_command("SLOWLOG", "GET", "-1")
     finally:
         raw.close()
-    sha = script("enqueueJobs").sha.encode()
+    sha = script(name).sha.encode()
     counts = []
     for entry in reversed(entries):
         args = entry[3]
@@ -52,7 +57,7 @@ def jobs_per_enqueue_call(url: str) -> list[int]:
         argc = len(args)
         if argc == 32 and args[-1].startswith(b"... ("):  # "... (N more arguments)"
             argc = 31 + int(args[-1].split(b"(")[1].split()[0])
-        counts.append((argc - HEAD_ARGS) // PER_JOB)
+        counts.append((argc - head_args) // per_job)
     return counts
 
 
@@ -169,3 +174,31 @@ def test_coalesced_callers_of_a_partly_failed_round_get_their_own_outcome(
                                           for i in range(n)), return_exceptions=True)
 
     assert_each_job_told(asyncio.run(run()), own_redis.url, "fullc")
+
+
+def test_ack_calls_are_bounded_by_the_bytes_of_their_records(logged: RedisServer) -> None:
+    """``ackJobs`` reads and frees each record: a batch of big jobs is cut at about 1 MiB."""
+    n, body = 24, 200 * 1024
+    queue = sd.Queue("biga", url=logged.url)
+    queue.enqueue_many([sd.JobSpec("t", b"a" * body, id=f"a{i}") for i in range(n)])
+    worker = sd.Worker(queue, concurrency=n)
+    started = 0
+    all_started = asyncio.Event()
+
+    @worker.handler("t")
+    async def handle(job: sd.Job) -> None:  # every handler returns at once: one ack burst
+        nonlocal started
+        started += 1
+        if started == n:
+            all_started.set()
+        await all_started.wait()
+
+    client = logged.client()
+    client.script_load(script("ackJobs").source)  # no NOSCRIPT round in the log
+    client.slowlog_reset()
+    worker.run(until_idle=True)
+    counts = jobs_per_call(logged.url, "ackJobs", 3 + 6 + 2, 3)
+    assert sum(counts) == n, counts
+    assert all(c == 1 or c * body <= BUDGET for c in counts), counts
+    assert queue.stats().total.reserved == 0
+    client.close()

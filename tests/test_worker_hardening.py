@@ -19,7 +19,7 @@ import redis
 import streamdelay as sd
 from streamdelay.base.validation import MAX_DELAY_SECONDS
 from streamdelay.cli.support import with_overrides
-from streamdelay.consumer.acks import ACK_BATCH, PendingAcks
+from streamdelay.consumer.acks import ACK_BATCH, ACK_BYTES, PendingAcks, batch_length
 from streamdelay.consumer.backoff import retry_delay
 from streamdelay.consumer.dispatcher import Dispatcher
 from streamdelay.protocol.codec import encode_blob
@@ -351,6 +351,17 @@ def test_ack_batches_leave_the_queue_only_once_written() -> None:
     assert len(acks.entries(0)) == ACK_BATCH + 2  # nothing dropped by the failed call
     asyncio.run(acks.flush(recording))
     assert sent == [ACK_BATCH, 2] and not acks
+
+
+@pytest.mark.parametrize("sizes, expected", [
+    ([10] * (ACK_BATCH + 100), ACK_BATCH),          # small records: the count bound
+    ([ACK_BYTES * 2, 10, 10], 1),                    # one record over the budget goes alone
+    ([ACK_BYTES // 2, ACK_BYTES // 2, 10], 2),       # exactly the budget
+    ([ACK_BYTES // 2] * 3, 2),                       # the third would pass it
+    ([7], 1),
+])
+def test_ack_batches_are_bounded_by_record_bytes(sizes: list[int], expected: int) -> None:
+    assert batch_length(sizes) == expected
 
 
 def test_jobs_settled_while_the_own_pending_list_is_read_are_not_run_again(

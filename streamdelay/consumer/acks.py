@@ -1,7 +1,9 @@
 """Acknowledgements of handled deliveries, batched per partition and kept until written.
 
 The worker queues an acknowledgement when a handler returns; the ack loop writes them in
-``ackJobs`` calls of at most ``ACK_BATCH`` deliveries. A batch leaves the queue only once its
+``ackJobs`` calls of at most ``ACK_BATCH`` deliveries and about ``ACK_BYTES`` of their job records
+(``ackJobs`` reads and frees each record, so a batch of big jobs is cut short; always at least
+one delivery, see docs/worker.md). A batch leaves the queue only once its
 call succeeded: a call that fails, or a flush cancelled by shutdown, leaves it for the next
 flush (``ackJobs`` is safe to run twice).
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 ACK_BATCH = 500
+ACK_BYTES = 1 << 20
 
 
 class PendingAcks:
@@ -18,14 +21,16 @@ class PendingAcks:
 
     def __init__(self) -> None:
         self._flat: dict[int, list[str]] = {}
+        self._sizes: dict[int, list[int]] = {}
 
     def __bool__(self) -> bool:
         """True while some acknowledgement is not written yet."""
         return bool(self._flat)
 
-    def add(self, partition: int, topic: str, job_id: str, entry_id: str) -> None:
-        """Queue one acknowledgement."""
+    def add(self, partition: int, topic: str, job_id: str, entry_id: str, size: int = 0) -> None:
+        """Queue one acknowledgement; ``size`` is the byte length of the job's record."""
         self._flat.setdefault(partition, []).extend((topic, job_id, entry_id))
+        self._sizes.setdefault(partition, []).append(size)
 
     def entries(self, partition: int) -> set[tuple[str, str]]:
         """``(topic, entry id)`` of the acknowledgements of ``partition`` not written yet."""
@@ -37,9 +42,21 @@ class PendingAcks:
         forgotten only after its ``send`` returned (an exception or a cancel keeps it)."""
         while self._flat:
             partition = next(iter(self._flat))
-            flat = self._flat[partition]
-            batch = flat[:ACK_BATCH * 3]
-            await send(partition, batch)
-            del flat[:len(batch)]  # acks queued meanwhile were appended after the batch
+            flat, sizes = self._flat[partition], self._sizes[partition]
+            count = batch_length(sizes)
+            await send(partition, flat[:count * 3])
+            del flat[:count * 3]  # acks queued meanwhile were appended after the batch
+            del sizes[:count]
             if not flat:
-                del self._flat[partition]
+                del self._flat[partition], self._sizes[partition]
+
+
+def batch_length(sizes: list[int]) -> int:
+    """How many of the queued acknowledgements (record sizes in order) go into the next call:
+    at most ``ACK_BATCH`` and about ``ACK_BYTES`` of records, always at least one."""
+    total = 0
+    for count, size in enumerate(sizes[:ACK_BATCH]):
+        total += size
+        if count and total > ACK_BYTES:
+            return count
+    return min(len(sizes), ACK_BATCH)

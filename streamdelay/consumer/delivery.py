@@ -61,6 +61,7 @@ class Delivery:
     entry_id: str
     job_id: str = ""
     ttr_ms: int = 60_000
+    size: int = 0  # bytes of the job record: bounds the ack batches (acks.py)
     last_touch: float = field(default_factory=time.monotonic)
     lost: bool = False
     task: asyncio.Task[None] | None = None
@@ -110,8 +111,9 @@ def open_delivery(
     if not raw_id or delivery.job_id.encode() != raw_id:  # no producer writes such an id
         return None, None, Settlement("dead", error="envelope: job id is empty or not UTF-8")
     try:
-        record = parse_record(fields.get(b"rec", b""))
-        delivery.ttr_ms = record.ttr_ms
+        raw_record = fields.get(b"rec", b"")
+        record = parse_record(raw_record)
+        delivery.ttr_ms, delivery.size = record.ttr_ms, len(raw_record)
         blob = decode_blob(record.blob)
         if max_body_bytes is not None and len(blob.body) > max_body_bytes:
             raise BodyDecodeError(f"body: {len(blob.body)} bytes is over the limit of "

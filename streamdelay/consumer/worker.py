@@ -374,7 +374,8 @@ class Worker:
     async def _settle(self, delivery: Delivery, settlement: Settlement) -> None:
         if settlement.kind == "ack":
             self.counts["handled"] += 1
-            self.acks.add(delivery.partition, delivery.topic, delivery.job_id, delivery.entry_id)
+            self.acks.add(delivery.partition, delivery.topic, delivery.job_id, delivery.entry_id,
+                          delivery.size)
             self._ack_wake.set()
             return
         keys = self.partitions[delivery.partition]
