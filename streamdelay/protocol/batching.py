@@ -36,6 +36,9 @@ def partition_batches(
             for batch in batches(grouped, size):
                 yield number, batch
             continue
+        if len(grouped) <= size and sum(map(weight, grouped)) <= max_weight:
+            yield number, grouped  # the common case: one batch
+            continue
         current: list[T] = []
         total = 0
         for item in grouped:
