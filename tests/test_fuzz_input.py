@@ -152,7 +152,8 @@ def realise(value: Any) -> Any:
 
 
 JSONISH = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
                                                                   max_size=4),
     max_leaves=12,
@@ -169,8 +170,18 @@ def bodies() -> Field:
                     alphabet=st.characters(codec="ascii")),
             st.builds(object), st.just(complex(1, 2)), st.just({"k": object()}),
             st.just({(1, 2): 3}), st.just("\ud800"), st.just(self_containing()),
+            st.sampled_from([math.nan, math.inf, -math.inf]).map(lambda v: [v]),
+            st.just({"deep": nested(200)}),
         )),
     )
+
+
+def nested(depth: int) -> list[Any]:
+    """A list nested ``depth`` levels deep (past the documented depth limit of bodies)."""
+    value: list[Any] = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
 
 
 def self_containing() -> list[Any]:
