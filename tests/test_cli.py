@@ -20,6 +20,7 @@ import pytest
 
 import streamdelay as sd
 from streamdelay.protocol.keys import partition_keys, partition_of
+from tests.promoting import promote_due
 from tests.redis_server import RedisServer, free_port, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -272,7 +273,7 @@ def _reserve_by_ghost(queue: sd.Queue, topic: str, job_id: str, group: str) -> N
         await worker.register()
         await worker.client.aclose()
         dispatcher = sd.Dispatcher(queue.config)
-        await dispatcher.promote_once(keys)
+        await promote_due(dispatcher, keys)
         await dispatcher.close()
 
     asyncio.run(register_and_promote())

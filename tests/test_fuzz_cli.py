@@ -45,8 +45,9 @@ class Arg:
 
 
 def positional(arg: Arg) -> Arg:
-    """A positional value starting with ``-`` reads as an option: a usage error (exit 2)."""
-    return Arg(arg.value, arg.ok and not arg.value.startswith("-"))
+    """A positional value starting with ``-`` reads as an option (a usage error, exit 2), except
+    a lone ``-``, which click passes on as a value."""
+    return Arg(arg.value, arg.ok and (arg.value == "-" or not arg.value.startswith("-")))
 
 
 ids = st.one_of(

@@ -21,6 +21,7 @@ import pytest
 import streamdelay as sd
 from streamdelay.protocol.keys import partition_keys
 from tests.apps.reliability_app import TOPICS, Workers, count, wait_for
+from tests.promoting import promote_due
 from tests.redis_server import RedisServer
 
 
@@ -254,7 +255,7 @@ def test_consumers_that_are_gone_and_own_nothing_are_removed(redis_url: str,
 
     async def promote() -> None:
         dispatcher = sd.Dispatcher(queue.config)
-        await dispatcher.promote_once(partition_keys(queue_name, 1)[0])
+        await promote_due(dispatcher, partition_keys(queue_name, 1)[0])
         await dispatcher.close()
 
     asyncio.run(promote())
