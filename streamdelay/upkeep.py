@@ -15,6 +15,7 @@ from .delivery import Delivery
 from .errors import GroupNotFound
 from .plans import PRUNE_BATCH
 from .scripts import script
+from .telemetry.jobs import delivery_fields
 
 if TYPE_CHECKING:
     from .worker import Worker
@@ -61,7 +62,9 @@ async def touch(worker: Worker, deliveries: list[Delivery], *, quiet: bool = Fal
                     if quiet:
                         continue
                     log.warning("job %s is no longer held by this worker (reclaimed or "
-                                "cancelled); its result will be ignored", delivery.job_id)
+                                "cancelled); its result will be ignored", delivery.job_id,
+                                extra=delivery_fields(worker.config.name, delivery.topic,
+                                                      delivery.job_id, delivery.run))
 
 
 async def heartbeat_loop(worker: Worker) -> None:
@@ -152,7 +155,9 @@ async def release_unfinished(worker: Worker) -> None:
     for delivery in worker.inflight.values():
         if delivery.thread_running:
             log.warning("job %s (%s): its def handler's thread still runs; its job is not "
-                        "handed back while it does", delivery.job_id, delivery.topic)
+                        "handed back while it does", delivery.job_id, delivery.topic,
+                        extra=delivery_fields(worker.config.name, delivery.topic,
+                                              delivery.job_id, delivery.run))
         if delivery.task is not None:
             delivery.task.cancel()
     for partition, batch in _by_partition(unfinished).items():

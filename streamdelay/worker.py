@@ -42,6 +42,8 @@ from .plans import PRUNE_IDLE_S
 from .runner import call_with_retry
 from .scripts import ScriptCall, script
 from .supervise import cancel_all, supervised
+from .telemetry.clock import server_clock_offset
+from .telemetry.jobs import delivery_fields, job_started, log_settled
 from .topology import AsyncClient, agree_partitions_async
 
 log = logging.getLogger("streamdelay.worker")
@@ -119,6 +121,7 @@ class Worker:
         self._client: AsyncClient | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._dispatcher: Dispatcher | None = None
+        self.clock_offset_ms = 0.0  # Redis TIME - local clock, measured at register()
 
     def __repr__(self) -> str:
         """Queue, group and consumer; the URL with its password masked."""
@@ -253,6 +256,7 @@ class Worker:
         """Bind this worker's topics to its group and create the groups (idempotent)."""
         cfg = self.config
         await agree_partitions_async(self.client, cfg.url, cfg.name, cfg.partitions, None)
+        self.clock_offset_ms = await server_clock_offset(self.client)  # lateness (telemetry/)
         topics = sorted(self.handlers)
         for keys in self.partitions:
             await self.call(script("registerGroup").call(keys.script_keys(),
@@ -325,7 +329,7 @@ class Worker:
         except Exception as exc:  # a fault of the worker or of Redis: say so, never vanish
             log.exception("job %s (%s): could not settle entry %s (%s); it is re-queued "
                           "after its ttr", delivery.job_id, delivery.topic, delivery.entry_id,
-                          exc)
+                          exc, extra=self._job_fields(delivery))
         finally:
             self.inflight.pop(delivery.key, None)
             self._slot_free.set()
@@ -351,17 +355,21 @@ class Worker:
             if delivery.lost:
                 return None
         self.running_jobs[job_key] = delivery
+        run = delivery.run = job_started(self.config.name, self.group, job, self.clock_offset_ms)
         started = time.monotonic()
         error: BaseException | None = None
         try:
             await call_handler(handler, job, self.handler_timeout, self._executor, delivery)
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as exc:
+            error = exc
             raise
         except Exception as exc:  # the handler's failure is data, not a crash
             error = exc
         finally:
             if not delivery.thread_running:
                 del self.running_jobs[job_key]
+            if run is not None:
+                run.ended(error)
         try:
             return outcome_of(error, job, backoff or self.config.backoff,
                               time.monotonic() - started, self.handler_timeout)
@@ -371,6 +379,7 @@ class Worker:
     async def _settle(self, delivery: Delivery, settlement: Settlement) -> None:
         if settlement.kind == "ack":
             self.counts["handled"] += 1
+            log_settled(delivery.run, "handled")
             self.acks.add(delivery.partition, delivery.topic, delivery.job_id, delivery.entry_id,
                           delivery.size)
             self._ack_wake.set()
@@ -382,13 +391,20 @@ class Worker:
         outcome = int(reply[0])
         if outcome == 0 and settlement.kind == "dead":  # an entry no job stands behind
             log.warning("dropped stream entry %s of topic %s (no current job %r): %s",
-                        delivery.entry_id, delivery.topic, delivery.job_id, settlement.error)
+                        delivery.entry_id, delivery.topic, delivery.job_id, settlement.error,
+                        extra=self._job_fields(delivery))
         if outcome == 1:
             self.counts["retried"] += 1
+            log_settled(delivery.run, "retried", settlement.error)
         elif outcome == 2:
             self.counts["dead"] += 1
             log.warning("job %s (%s) is dead: %s", delivery.job_id, delivery.topic,
-                        settlement.error.splitlines()[0] if settlement.error else "")
+                        settlement.error.splitlines()[0] if settlement.error else "",
+                        extra=self._job_fields(delivery))
+
+    def _job_fields(self, delivery: Delivery) -> dict[str, Any]:
+        """The log fields of a delivery's job (docs/operations.md#logs)."""
+        return delivery_fields(self.config.name, delivery.topic, delivery.job_id, delivery.run)
 
     # --- acknowledgements ---------------------------------------------------------------
 

@@ -1,0 +1,26 @@
+"""Telemetry of streamdelay: trace context in job headers and consumer spans (OpenTelemetry,
+optional), per-job log fields, and the log formats of the long-running commands.
+
+Importing this package imports neither ``opentelemetry`` nor installs any log handler
+(docs/operations.md#logs, docs/operations.md#tracing).
+"""
+
+from __future__ import annotations
+
+from .jobs import JOB_FIELDS, JobRun, delivery_fields, job_started, log_settled
+from .logs import LOG_FORMATS, JsonFormatter, TextFormatter, service_logging
+from .tracing import tracing_enabled, with_trace_context
+
+__all__ = [
+    "JOB_FIELDS",
+    "LOG_FORMATS",
+    "JobRun",
+    "JsonFormatter",
+    "TextFormatter",
+    "delivery_fields",
+    "job_started",
+    "log_settled",
+    "service_logging",
+    "tracing_enabled",
+    "with_trace_context",
+]
