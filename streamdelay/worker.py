@@ -42,8 +42,7 @@ from .plans import PRUNE_IDLE_S
 from .runner import call_with_retry
 from .scripts import ScriptCall, script
 from .supervise import cancel_all, supervised
-from .telemetry.clock import server_clock_offset
-from .telemetry.jobs import delivery_fields, job_started, log_settled
+from .telemetry.jobs import JobObserver, delivery_fields, log_settled, observe
 from .topology import AsyncClient, agree_partitions_async
 
 log = logging.getLogger("streamdelay.worker")
@@ -121,7 +120,7 @@ class Worker:
         self._client: AsyncClient | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._dispatcher: Dispatcher | None = None
-        self.clock_offset_ms = 0.0  # Redis TIME - local clock, measured at register()
+        self.observer = JobObserver(config.name, self.group)  # logs and spans (telemetry/)
 
     def __repr__(self) -> str:
         """Queue, group and consumer; the URL with its password masked."""
@@ -256,7 +255,7 @@ class Worker:
         """Bind this worker's topics to its group and create the groups (idempotent)."""
         cfg = self.config
         await agree_partitions_async(self.client, cfg.url, cfg.name, cfg.partitions, None)
-        self.clock_offset_ms = await server_clock_offset(self.client)  # lateness (telemetry/)
+        self.observer = await observe(cfg.name, self.group, self.client)  # clock, tracing
         topics = sorted(self.handlers)
         for keys in self.partitions:
             await self.call(script("registerGroup").call(keys.script_keys(),
@@ -355,7 +354,7 @@ class Worker:
             if delivery.lost:
                 return None
         self.running_jobs[job_key] = delivery
-        run = delivery.run = job_started(self.config.name, self.group, job, self.clock_offset_ms)
+        run = delivery.run = self.observer.started(job)
         started = time.monotonic()
         error: BaseException | None = None
         try:

@@ -7,19 +7,20 @@ Importing this package imports neither ``opentelemetry`` nor installs any log ha
 
 from __future__ import annotations
 
-from .jobs import JOB_FIELDS, JobRun, delivery_fields, job_started, log_settled
+from .jobs import JOB_FIELDS, JobObserver, JobRun, delivery_fields, log_settled, observe
 from .logs import LOG_FORMATS, JsonFormatter, TextFormatter, service_logging
 from .tracing import tracing_enabled, with_trace_context
 
 __all__ = [
     "JOB_FIELDS",
     "LOG_FORMATS",
+    "JobObserver",
     "JobRun",
     "JsonFormatter",
     "TextFormatter",
     "delivery_fields",
-    "job_started",
     "log_settled",
+    "observe",
     "service_logging",
     "tracing_enabled",
     "with_trace_context",

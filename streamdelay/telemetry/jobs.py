@@ -1,8 +1,8 @@
 """What the worker tells about each job run: debug lines, warnings with the job's fields, spans.
 
-``job_started`` returns None (and does nothing else) unless debug logging is on for
-``streamdelay.worker`` or an OpenTelemetry tracer provider is set, so a worker that observes
-nothing pays one level check and one provider check per job (docs/operations.md#logs).
+``JobObserver.started`` returns None (and does nothing else) unless debug logging is on for
+``streamdelay.worker`` or an OpenTelemetry tracer provider was set when the worker started, so a
+worker that observes nothing pays one level check per job (docs/operations.md#logs).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from ..models import Drop, Job, Retry
+from .clock import server_clock_offset
 from .tracing import MESSAGING_SYSTEM, end_consumer_span, start_consumer_span, tracing_enabled
 
 log = logging.getLogger("streamdelay.worker")
@@ -45,40 +46,60 @@ class JobRun:
             end_consumer_span(span, self.token, error, "failed")
 
 
-def job_started(queue: str, group: str, job: Job, clock_offset_ms: float) -> JobRun | None:
-    """Observe the start of ``job``'s handler; None when nothing observes jobs.
+class JobObserver:
+    """Observes the handler runs of one worker: queue and group names, the Redis clock offset,
+    and whether runs are traced (decided when the worker starts: ``observe``)."""
 
-    Lateness is the handler start minus the due time, both on the Redis server clock (local
-    clock + ``clock_offset_ms``, measured when the worker started).
-    """
-    debug = log.isEnabledFor(logging.DEBUG)
-    traced = tracing_enabled()
-    if not debug and not traced:
-        return None
-    lateness_ms = round(time.time() * 1000 + clock_offset_ms - job.due, 3)
-    fields: dict[str, Any] = {"queue": queue, "topic": job.topic, "job_id": job.id,
-                              "attempt": job.attempt, "lateness_ms": lateness_ms}
-    if debug:
-        log.debug("job started", extra=fields)
-    if not traced:
-        return JobRun(fields, None, None)
-    attributes = {
-        "messaging.system": MESSAGING_SYSTEM,
-        "messaging.operation": "process",
-        "messaging.operation.type": "process",
-        "messaging.operation.name": "process",
-        "messaging.destination.name": job.topic,
-        "messaging.destination.partition.id": str(job.partition),
-        "messaging.consumer.group.name": group,
-        "messaging.message.id": job.id,
-        "streamdelay.queue": queue,
-        "streamdelay.job.attempt": job.attempt,
-        "streamdelay.job.max_attempts": job.max_attempts,
-        "streamdelay.job.lateness_ms": lateness_ms,
-        "streamdelay.job.due": job.due,
-    }
-    span, token = start_consumer_span(job.headers, job.topic, attributes)
-    return JobRun(fields, span, token)
+    def __init__(self, queue: str, group: str, clock_offset_ms: float = 0.0,
+                 traced: bool = False) -> None:
+        self.queue = queue
+        self.group = group
+        self.clock_offset_ms = clock_offset_ms
+        self.traced = traced
+
+    def started(self, job: Job) -> JobRun | None:
+        """Observe the start of ``job``'s handler; None when nothing observes jobs.
+
+        Lateness is the handler start minus the due time, both on the Redis server clock
+        (local clock + the offset measured when the worker started).
+        """
+        debug = log.isEnabledFor(logging.DEBUG)
+        if not debug and not self.traced:
+            return None
+        lateness_ms = round(time.time() * 1000 + self.clock_offset_ms - job.due, 3)
+        fields: dict[str, Any] = {"queue": self.queue, "topic": job.topic, "job_id": job.id,
+                                  "attempt": job.attempt, "lateness_ms": lateness_ms}
+        if debug:
+            log.debug("job started", extra=fields)
+        if not self.traced:
+            return JobRun(fields, None, None)
+        span, token = start_consumer_span(job.headers, job.topic,
+                                          self.span_attributes(job, lateness_ms))
+        return JobRun(fields, span, token)
+
+    def span_attributes(self, job: Job, lateness_ms: float) -> dict[str, Any]:
+        """The attributes of a run's span: messaging conventions, then streamdelay's own."""
+        return {
+            "messaging.system": MESSAGING_SYSTEM,
+            "messaging.operation": "process",
+            "messaging.operation.type": "process",
+            "messaging.operation.name": "process",
+            "messaging.destination.name": job.topic,
+            "messaging.destination.partition.id": str(job.partition),
+            "messaging.consumer.group.name": self.group,
+            "messaging.message.id": job.id,
+            "streamdelay.queue": self.queue,
+            "streamdelay.job.attempt": job.attempt,
+            "streamdelay.job.max_attempts": job.max_attempts,
+            "streamdelay.job.lateness_ms": lateness_ms,
+            "streamdelay.job.due": job.due,
+        }
+
+
+async def observe(queue: str, group: str, client: Any) -> JobObserver:
+    """The observer of a starting worker: measures the Redis clock offset on ``client`` and
+    looks once whether an OpenTelemetry tracer provider is set."""
+    return JobObserver(queue, group, await server_clock_offset(client), tracing_enabled())
 
 
 def delivery_fields(queue: str, topic: str, job_id: str, run: JobRun | None) -> dict[str, Any]:
