@@ -82,8 +82,10 @@ class Dispatcher:
         result = PromoteResult(int(reply[0]), int(reply[1]), int(reply[2]), int(reply[4]),
                                time.monotonic() - sent)
         for job_id, why in reply[3]:  # foreign garbage, quarantined
-            log.warning("due job %r of queue %s was not promoted: %s", job_id.decode(
-                errors="replace"), self.config.name, why.decode(errors="replace"))
+            text_id = job_id.decode(errors="replace")
+            log.warning("due job %r of queue %s was not promoted: %s", text_id, self.config.name,
+                        why.decode(errors="replace"),
+                        extra={"queue": self.config.name, "job_id": text_id})
         self.promoted += result.moved
         return result
 

@@ -149,3 +149,22 @@ def test_the_json_formatter_masks_and_encodes_whatever_it_gets() -> None:
     assert entry["note"] == "token=*** ***" and entry["job_id"] == "j1" and entry["attempt"] == 2
     assert entry["odd"].startswith("<object object")
     assert time.strptime(entry["ts"][:19], "%Y-%m-%dT%H:%M:%S")
+
+
+def test_dispatch_logs_json_lines(queue: sd.Queue, redis_url: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMDELAY_")}
+    env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.Popen([sys.executable, "-m", "streamdelay", "dispatch", queue.config.name,
+                             "--url", redis_url, "--log-format", "json"],
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    assert proc.stderr is not None
+    first = proc.stderr.readline()  # the start line: the dispatcher is up
+    queue.enqueue("t", {})
+    assert wait_until(lambda: getattr(queue.stats().topics.get("t"), "ready", 0) == 1,
+                      timeout=30)
+    proc.send_signal(signal.SIGTERM)
+    _, rest = proc.communicate(timeout=30)
+    entries = [json.loads(line) for line in [first, *rest.splitlines()]]
+    assert entries[0]["event"].startswith(f"dispatching queue {queue.config.name}")
+    assert entries[-1]["event"] == "dispatcher stopped: promoted 1 job(s)"
+    assert all(e["logger"] == "streamdelay.cli" and e["level"] == "info" for e in entries)
