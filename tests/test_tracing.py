@@ -156,6 +156,20 @@ def test_every_enqueue_face_carries_the_context_and_keeps_the_callers_headers(
     assert headers[6] == {"traceparent": explicit}  # the caller's choice stands
 
 
+def test_bad_headers_inside_a_span_are_the_usual_validation_error(
+    spans: InMemorySpanExporter, queue: sd.Queue
+) -> None:
+    with trace.get_tracer("test").start_as_current_span("request"):
+        for bad in (["not", "a", "mapping"], {"k": 1}, {f"h{n}": "v" for n in range(33)}):
+            with pytest.raises(sd.ValidationError) as caught:
+                queue.enqueue("t", {}, headers=bad)  # type: ignore[arg-type]
+            assert caught.value.field == "headers"
+        full = {f"h{n}": "v" for n in range(32)}  # the limit: no room for traceparent
+        job_id = queue.enqueue("t", {}, headers=full).id
+    info = queue.get(job_id)
+    assert info is not None and info.headers == full  # the caller's headers go as they are
+
+
 def test_a_worker_without_a_tracer_provider_makes_no_span(queue: sd.Queue) -> None:
     with trace.get_tracer("test").start_as_current_span("no provider: not recording"):
         job_id = queue.enqueue("quiet", {}).id

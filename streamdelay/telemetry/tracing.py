@@ -53,8 +53,9 @@ def with_trace_context(headers: Mapping[str, str] | None) -> Mapping[str, str] |
     if otel is None:
         return headers
     current = otel.context.get_current()
-    if not current or (headers is not None and TRACEPARENT in headers):
-        return headers
+    if not current or (headers is not None and (not isinstance(headers, Mapping)
+                                                or TRACEPARENT in headers)):
+        return headers  # nothing to carry, the caller's own context, or bad input (validated)
     if _last[0] is current:  # enqueue_many: every job of a call shares one context
         carrier = _last[1]
     else:
