@@ -23,6 +23,7 @@ from ..producer.queue import Queue
 from ..redis_io.config import DEFAULT_URL, QueueConfig, resolve_url
 from .options import (
     json_option,
+    log_format_option,
     log_level_option,
     partitions_option,
     url_option,
@@ -84,8 +85,10 @@ def cli() -> None:
               help="Run the embedded dispatcher (default: the Worker's setting, normally on).")
 @partitions_option
 @log_level_option
+@log_format_option
 def worker(target: str, url: str | None, concurrency: int | None, group: str | None,
-           dispatch: bool | None, partitions: int | None, log_level: str) -> int:
+           dispatch: bool | None, partitions: int | None, log_level: str, log_format: str
+           ) -> int:
     """Run the streamdelay Worker object found at MODULE:WORKER until SIGINT/SIGTERM.
 
     Imports MODULE (the current directory is on the path) and takes the Worker named WORKER
@@ -97,7 +100,7 @@ def worker(target: str, url: str | None, concurrency: int | None, group: str | N
     Example:
       streamdelay worker myapp.jobs:worker --concurrency 64 --url redis://redis:6379/0
     """
-    service_logging(log_level)
+    service_logging(log_level, log_format)
     if url is not None:
         os.environ[URL_ENV] = url  # a module-level Queue(...) without url= picks it up
     if partitions is not None:  # checked first: a bad value would break the module's import
@@ -122,7 +125,9 @@ def worker(target: str, url: str | None, concurrency: int | None, group: str | N
 @url_option
 @partitions_option
 @log_level_option
-def dispatch(queue_name: str, url: str | None, partitions: int | None, log_level: str) -> int:
+@log_format_option
+def dispatch(queue_name: str, url: str | None, partitions: int | None, log_level: str,
+             log_format: str) -> int:
     """Move due jobs of QUEUE into their topic streams until SIGINT/SIGTERM.
 
     Workers embed a dispatcher by default; run this for workers started with --no-dispatch.
@@ -132,7 +137,7 @@ def dispatch(queue_name: str, url: str | None, partitions: int | None, log_level
     Example:
       streamdelay dispatch orders --url redis://redis:6379/0
     """
-    service_logging(log_level)
+    service_logging(log_level, log_format)
     config: QueueConfig = library_call(
         lambda: Queue(queue_name, url=url, partitions=partitions).config)
     log.info("dispatching queue %s (%d partition(s)) at %s", config.name, config.partitions,

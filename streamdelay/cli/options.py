@@ -25,7 +25,11 @@ partitions_option = click.option(
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 log_level_option = click.option("--log-level", type=LOG_LEVELS, default="info", show_default=True,
-                                help="How much to log on stderr.")
+                                help="How much to log on stderr (debug: a line per job start "
+                                "and settlement).")
+log_format_option = click.option("--log-format", type=click.Choice(["text", "json"]),
+                                 default="text", show_default=True,
+                                 help="Log lines as text or as one JSON object per line.")
 
 dead_options = [click.argument("queue_name", metavar="QUEUE"),
                 click.option("--topic", help="Only this topic."),

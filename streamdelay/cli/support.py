@@ -33,6 +33,7 @@ from ..consumer.worker import Worker
 from ..producer.queue import Queue
 from ..protocol.codec import too_deep
 from ..redis_io.config import QueueConfig
+from ..telemetry.logs import service_logging as telemetry_logging
 from .output import stats_json, stats_text
 
 log = logging.getLogger("streamdelay.cli")
@@ -153,24 +154,10 @@ def quiet_library_logs() -> None:
     logging.getLogger("streamdelay").propagate = False
 
 
-class _Scrubbed(logging.Formatter):
-    """Log lines with every password given on the command line or in the environment masked."""
-
-    def __init__(self, fmt: str, secrets: Sequence[str]) -> None:
-        super().__init__(fmt)
-        self.secrets = secrets
-
-    def format(self, record: logging.LogRecord) -> str:
-        """The formatted line (exception text included), secrets replaced by ``***``."""
-        return scrub(super().format(record), self.secrets)
-
-
-def service_logging(level: str) -> None:
-    """Log lines on stderr for the long-running commands (``worker``, ``dispatch``)."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_Scrubbed("%(asctime)s %(levelname)s %(name)s: %(message)s",
-                                   _SECRETS or _secrets(sys.argv[1:])))
-    logging.basicConfig(level=level.upper(), handlers=[handler])
+def service_logging(level: str, fmt: str = "text") -> None:
+    """Log lines on stderr for the long-running commands (``worker``, ``dispatch``): ``text``
+    or ``json`` (``telemetry.logs``), secrets of the command line and environment masked."""
+    telemetry_logging(level, fmt, _SECRETS or _secrets(sys.argv[1:]))
 
 
 # --- worker loading ------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import inspect
 import logging
 import sys
@@ -25,6 +26,7 @@ from ..base.errors import BodyDecodeError, ConfigError, StreamdelayError
 from ..base.models import BackoffPolicy, Drop, Job, Retry
 from ..base.validation import delay_ms
 from ..protocol.codec import blob_backoff, decode_blob, decode_body, parse_record
+from ..telemetry.jobs import JobRun
 from .backoff import retry_delay
 
 log = logging.getLogger("streamdelay.worker")
@@ -67,6 +69,7 @@ class Delivery:
     task: asyncio.Task[None] | None = None
     # the thread running a def handler: while it runs, the delivery holds its slot and its job
     thread: concurrent.futures.Future[None] | None = None
+    run: JobRun | None = None  # the observed run (debug logs, span), when observed
 
     @property
     def thread_running(self) -> bool:
@@ -176,7 +179,7 @@ async def run_in_thread(
 
     if executor is None:
         raise RuntimeError("a def handler needs the worker's thread pool (serve() creates it)")
-    thread = executor.submit(run)
+    thread = executor.submit(contextvars.copy_context().run, run)  # the job's span, if any
     if delivery is not None:
         delivery.thread = thread
     future = asyncio.wrap_future(thread)
@@ -193,7 +196,8 @@ async def run_in_thread(
         elif len(span) == 1:
             log.warning("job %s (%s): its def handler still runs after handler_timeout=%gs; "
                         "the job stays reserved by this worker until the thread returns",
-                        job.id, job.topic, timeout)
+                        job.id, job.topic, timeout, extra={"topic": job.topic, "job_id": job.id,
+                                                            "attempt": job.attempt})
         elif not span:  # not started yet: the time counts from its start
             timer = loop.call_later(timeout, check)
 

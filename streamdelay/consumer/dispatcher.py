@@ -86,7 +86,8 @@ class Dispatcher:
                                promoted.now_us, time.monotonic() - sent)
         for job_id, why in promoted.dropped:  # foreign garbage, quarantined
             log.warning("due job %r of queue %s was not promoted: %s", job_id,
-                        self.config.name, why)
+                        self.config.name, why,
+                        extra={"queue": self.config.name, "job_id": job_id})
         self.promoted += result.moved
         return result
 

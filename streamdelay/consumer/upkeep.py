@@ -16,6 +16,7 @@ from ..protocol.batching import batches, by_partition
 from ..protocol.replies import parse_stats, texts
 from ..protocol.scripts import script
 from ..redis_io.runner import drive_async
+from ..telemetry.jobs import delivery_fields
 from .delivery import Delivery
 from .upkeep_host import UpkeepHost
 
@@ -58,7 +59,9 @@ async def touch(worker: UpkeepHost, deliveries: list[Delivery], *, quiet: bool =
                     if quiet:
                         continue
                     log.warning("job %s is no longer held by this worker (reclaimed or "
-                                "cancelled); its result will be ignored", delivery.job_id)
+                                "cancelled); its result will be ignored", delivery.job_id,
+                                extra=delivery_fields(worker.config.name, delivery.topic,
+                                                      delivery.job_id, delivery.run))
 
 
 async def heartbeat_loop(worker: UpkeepHost) -> None:
@@ -145,7 +148,9 @@ async def release_unfinished(worker: UpkeepHost) -> None:
     for delivery in worker.inflight.values():
         if delivery.thread_running:
             log.warning("job %s (%s): its def handler's thread still runs; its job is not "
-                        "handed back while it does", delivery.job_id, delivery.topic)
+                        "handed back while it does", delivery.job_id, delivery.topic,
+                        extra=delivery_fields(worker.config.name, delivery.topic,
+                                              delivery.job_id, delivery.run))
         if delivery.task is not None:
             delivery.task.cancel()
     for partition, batch in by_partition(unfinished, _partition).items():

@@ -20,6 +20,10 @@ class UpkeepHost(Protocol):
     """What the upkeep loops need of a worker, and nothing more (``worker.Worker`` is one)."""
 
     @property
+    def config(self) -> QueueConfig:
+        """The queue's settings."""
+
+    @property
     def group(self) -> str:
         """The consumer group."""
 
@@ -75,10 +79,6 @@ class UpkeepHost(Protocol):
 
 class ReadingHost(UpkeepHost, Protocol):
     """What the read loops need of a worker on top of ``UpkeepHost``."""
-
-    @property
-    def config(self) -> QueueConfig:
-        """The queue's settings."""
 
     @property
     def block(self) -> float:

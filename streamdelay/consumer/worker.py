@@ -32,6 +32,7 @@ from ..redis_io.agreement import agree_partitions_async
 from ..redis_io.config import QueueConfig, mask_url
 from ..redis_io.runner import call_with_retry
 from ..redis_io.topology import AsyncClient, async_client
+from ..telemetry.jobs import JobObserver, delivery_fields, log_settled, observe
 from . import reading, upkeep
 from .acks import PendingAcks
 from .delivery import (
@@ -112,6 +113,7 @@ class Worker:
         self._client: AsyncClient | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._dispatcher: Dispatcher | None = None
+        self.observer = JobObserver(config.name, self.group)  # logs and spans (telemetry/)
 
     def __repr__(self) -> str:
         """Queue, group and consumer; the URL with its password masked."""
@@ -256,6 +258,7 @@ class Worker:
         """Bind this worker's topics to its group and create the groups (idempotent)."""
         cfg = self.config
         await agree_partitions_async(self.client, cfg.url, cfg.name, cfg.partitions, None)
+        self.observer = await observe(cfg.name, self.group, self.client)  # clock, tracing
         topics = sorted(self.handlers)
         for keys in self.partitions:
             await self.call(script("registerGroup").call(keys.script_keys(),
@@ -328,7 +331,7 @@ class Worker:
         except Exception as exc:  # a fault of the worker or of Redis: say so, never vanish
             log.exception("job %s (%s): could not settle entry %s (%s); it is re-queued "
                           "after its ttr", delivery.job_id, delivery.topic, delivery.entry_id,
-                          exc)
+                          exc, extra=self._job_fields(delivery))
         finally:
             self.inflight.pop(delivery.key, None)
             self._slot_free.set()
@@ -354,17 +357,21 @@ class Worker:
             if delivery.lost:
                 return None
         self.running_jobs[job_key] = delivery
+        run = delivery.run = self.observer.started(job)
         started = time.monotonic()
         error: BaseException | None = None
         try:
             await call_handler(handler, job, self.handler_timeout, self._executor, delivery)
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as exc:
+            error = exc
             raise
         except Exception as exc:  # the handler's failure is data, not a crash
             error = exc
         finally:
             if not delivery.thread_running:
                 del self.running_jobs[job_key]
+            if run is not None:
+                run.ended(error)
         try:
             return outcome_of(error, job, backoff or self.config.backoff,
                               time.monotonic() - started, self.handler_timeout)
@@ -374,6 +381,7 @@ class Worker:
     async def _settle(self, delivery: Delivery, settlement: Settlement) -> None:
         if settlement.kind == "ack":
             self.counts["handled"] += 1
+            log_settled(delivery.run, "handled")
             self.acks.add(delivery.partition, delivery.topic, delivery.job_id, delivery.entry_id,
                           delivery.size)
             self._ack_wake.set()
@@ -385,13 +393,20 @@ class Worker:
         outcome = parse_fail(reply)
         if outcome.outcome == 0 and settlement.kind == "dead":  # an entry no job stands behind
             log.warning("dropped stream entry %s of topic %s (no current job %r): %s",
-                        delivery.entry_id, delivery.topic, delivery.job_id, settlement.error)
+                        delivery.entry_id, delivery.topic, delivery.job_id, settlement.error,
+                        extra=self._job_fields(delivery))
         if outcome.retried:
             self.counts["retried"] += 1
+            log_settled(delivery.run, "retried", settlement.error)
         elif outcome.dead:
             self.counts["dead"] += 1
             log.warning("job %s (%s) is dead: %s", delivery.job_id, delivery.topic,
-                        settlement.error.splitlines()[0] if settlement.error else "")
+                        settlement.error.splitlines()[0] if settlement.error else "",
+                        extra=self._job_fields(delivery))
+
+    def _job_fields(self, delivery: Delivery) -> dict[str, Any]:
+        """The log fields of a delivery's job (docs/operations.md#logs)."""
+        return delivery_fields(self.config.name, delivery.topic, delivery.job_id, delivery.run)
 
     # --- acknowledgements ---------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from ..protocol.replies import parse_enqueue
 from ..protocol.script_errors import error_from_script
 from ..protocol.scripts import Arg, ScriptCall, script
 from ..redis_io.config import QueueConfig
+from ..telemetry.tracing import with_trace_context
 
 # One enqueueJobs call must not block Redis for more than ~1 ms (docs/keys.md#batch-sizes): 240
 # small jobs took 1.3 ms (SLOWLOG median, quiet run of 2026-11-23), so 160 (~0.9 ms); a bigger
@@ -82,7 +83,8 @@ def prepare_job(cfg: QueueConfig, spec: JobSpec) -> PreparedJob:
     if backoff is not None and not isinstance(backoff, Backoff):
         backoff = validation.backoff_schedule(backoff)
     fmt, body = encode_body(spec.body, cfg.serializer, cfg.max_body_bytes)
-    blob = encode_blob(fmt, body, validation.headers(spec.headers), backoff)
+    headers = validation.headers(with_trace_context(spec.headers))  # docs/operations.md#tracing
+    blob = encode_blob(fmt, body, headers, backoff)
     if not isinstance(spec.replace, bool):
         raise ValidationError("replace: must be a bool", field="replace")
     args: tuple[Arg, ...] = (
