@@ -27,6 +27,7 @@ from .models import (
     Retry,
     TopicStats,
 )
+from .inspect.listing import JobPage
 from .queue import AsyncQueue, Queue
 from .worker import Worker
 
@@ -48,6 +49,7 @@ __all__ = [
     "Job",
     "JobInfo",
     "JobNotFound",
+    "JobPage",
     "JobSpec",
     "NoSuchQueue",
     "PartialEnqueueError",

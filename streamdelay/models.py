@@ -91,6 +91,7 @@ class TopicStats:
     dead: int
     lag_ms: int
     group: str | None
+    paused: bool = False  # set by pause(topic): no worker starts its jobs (docs/operations.md)
 
 
 @dataclass(frozen=True)

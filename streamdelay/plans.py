@@ -7,6 +7,7 @@ sync and async faces never copy logic. The enqueue part lives in ``enqueuing.py`
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
@@ -17,6 +18,7 @@ from .enqueuing import ENQUEUE_BATCH as ENQUEUE_BATCH  # the enqueue core, re-ex
 from .enqueuing import enqueue_plan as enqueue_plan
 from .enqueuing import when_args
 from .errors import GroupNotFound, StreamdelayError, ValidationError
+from .inspect.pausing import paused_plan
 from .keys import PartitionKeys, partition_keys, partition_of
 from .models import (
     At,
@@ -160,6 +162,9 @@ def stats_plan(cfg: QueueConfig) -> Plan[QueueStats]:
                     max(previous.lag_ms, row_stats.lag_ms), previous.group or row_stats.group,
                 )
             topics[name] = row_stats
+    for name in (yield from paused_plan(cfg)):  # paused topics are marked, known or not yet
+        row = topics.get(name) or TopicStats(name, 0, 0, 0, 0, 0, None)
+        topics[name] = dataclasses.replace(row, paused=True)
     return QueueStats(cfg.name, now, dict(sorted(topics.items())))
 
 

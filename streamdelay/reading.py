@@ -15,6 +15,7 @@ must not run again for free at every restart). See docs/worker.md#handed-over-jo
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,7 @@ from redis.exceptions import ResponseError
 from . import upkeep
 from .config import async_client
 from .delivery import Delivery
+from .inspect import pausing
 from .keys import PartitionKeys
 from .runner import RETRYABLE
 from .supervise import pause_after_failure
@@ -129,7 +131,11 @@ async def read_loop(worker: Worker, keys: PartitionKeys) -> None:
                 if worker.free_slots() <= 0:
                     continue
             free = worker.free_slots()
-            chosen = [topics[(turn + i) % len(topics)] for i in range(min(free, len(topics)))]
+            active = [t for t in topics if t not in worker.paused]
+            if not active:  # every topic paused: look again when the paused set may change
+                await asyncio.sleep(pausing.REFRESH_S)
+                continue
+            chosen = [active[(turn + i) % len(active)] for i in range(min(free, len(active)))]
             turn += 1
             streams: dict[Any, Any] = {keys.stream(t): ">" for t in chosen}
             try:

@@ -37,6 +37,7 @@ from .delivery import (
 )
 from .dispatcher import Dispatcher
 from .errors import ConfigError
+from .inspect import pausing
 from .keys import PartitionKeys, partition_keys
 from .plans import PRUNE_IDLE_S
 from .runner import call_with_retry
@@ -112,6 +113,7 @@ class Worker:
         self.inherited: dict[int, set[tuple[str, str]]] = {}
         # (partition, job id) -> the delivery whose handler runs that job in this process
         self.running_jobs: dict[tuple[int, str], Delivery] = {}
+        self.paused: frozenset[str] = frozenset()  # topics not started here (inspect/pausing.py)
         self._ack_wake = asyncio.Event()
         self._slot_free = asyncio.Event()
         self._stopping = asyncio.Event()
@@ -212,11 +214,13 @@ class Worker:
                 for sig in (signal.SIGINT, signal.SIGTERM):
                     loop.remove_signal_handler(sig)
             return
+        await pausing.refresh(self)  # a paused topic stays paused across restarts
         background = [self._start_loop("read", partial(reading.read_loop, self, k))
                       for k in self.partitions]
         upkeep_tasks = [self._start_loop("ack", self._ack_loop),
                         self._start_loop("heartbeat", partial(upkeep.heartbeat_loop, self)),
-                        self._start_loop("reclaim", partial(upkeep.reclaim_loop, self))]
+                        self._start_loop("reclaim", partial(upkeep.reclaim_loop, self)),
+                        self._start_loop("paused", partial(pausing.watch, self))]
         if until_idle:
             upkeep_tasks.append(asyncio.create_task(upkeep.idle_watch(self)))
         if self.dispatch:
@@ -309,6 +313,9 @@ class Worker:
     def start(self, delivery: Delivery, fields: dict[Any, Any] | None) -> bool:
         """Start a handler task for one delivery, unless this worker already holds it."""
         if delivery.key in self.inflight:
+            return False
+        if delivery.topic in self.paused:  # read just before the pause reached us
+            pausing.hand_back(self, delivery, fields)
             return False
         self.inflight[delivery.key] = delivery
         delivery.task = asyncio.create_task(self._execute(delivery, fields))
