@@ -54,6 +54,7 @@ from .cli_support import (
     with_overrides,
 )
 from .config import DEFAULT_URL, QueueConfig, resolve_url
+from .inspect import commands as inspect_commands
 from .masking import mask_url
 from .queue import Queue
 
@@ -385,6 +386,10 @@ def demo(url: str | None, jobs: int, max_delay: float) -> int:
 
     settings = library_call(lambda: DemoSettings(jobs=jobs, max_delay=max(max_delay, 0.6)))
     return run_demo(resolve_url(url), settings)
+
+
+for _command in (inspect_commands.jobs, inspect_commands.pause, inspect_commands.resume):
+    cli.add_command(_command)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -127,6 +127,7 @@ def parse_job_info(job_id: str, reply: list[Any]) -> JobInfo:
         idle_ms=int(idle) if reserved else None,
         deliveries=int(deliveries) if reserved else None,
         error=_text(error) or None,
+        ttr_ms=record.ttr_ms,
     )
 
 
