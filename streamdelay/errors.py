@@ -106,7 +106,9 @@ def error_from_script(script: str, message: str) -> StreamdelayError:
     code, _, detail = text.partition(" ")
     if code == "AT_IN_PAST":
         return ValidationError(
-            f"at: due time of job {detail!r} is further in the past than the allowed tolerance",
+            f"at: due time of job {detail!r} is further in the past than the queue's "
+            f"past_tolerance allows (default 1h); give a later time, or a delay to run it now, "
+            f"or a larger past_tolerance (a Queue option) to backfill old jobs",
             field="at",
             job_id=detail,
             script=script,
