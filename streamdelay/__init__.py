@@ -14,6 +14,7 @@ from .errors import (
     StreamdelayError,
     ValidationError,
 )
+from .inspect.listing import JobPage
 from .models import (
     Backoff,
     ClaimResult,
@@ -27,7 +28,6 @@ from .models import (
     Retry,
     TopicStats,
 )
-from .inspect.listing import JobPage
 from .queue import AsyncQueue, Queue
 from .worker import Worker
 

@@ -99,7 +99,7 @@ def jobs_plan(cfg: QueueConfig, state: str, topic: str | None = None, limit: int
     if state not in STATES:
         raise ValidationError(f"state: {state!r} is not one of {', '.join(STATES)}",
                               field="state")
-    chosen: ListState = state  # type: ignore[assignment]
+    chosen: ListState = state
     only = "" if topic is None else validation.topic(topic)
     validation.positive_int(limit, "limit", MAX_LIMIT)
     pos = None if cursor is None else decode_cursor(chosen, cursor)

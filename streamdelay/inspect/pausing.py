@@ -60,7 +60,7 @@ def paused_plan(cfg: QueueConfig) -> Plan[dict[str, int]]:
 
 async def refresh(worker: Worker) -> None:
     """Read the paused topics into ``worker.paused`` (one HGETALL)."""
-    reply = await worker.client.hgetall(paused_key(worker.config.name))  # type: ignore[misc]
+    reply = await worker.client.hgetall(paused_key(worker.config.name))
     paused = frozenset(parse_paused(reply))
     if paused != worker.paused:
         log.info("paused topics: %s", ", ".join(sorted(paused)) or "none")
