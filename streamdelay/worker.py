@@ -214,7 +214,7 @@ class Worker:
                 for sig in (signal.SIGINT, signal.SIGTERM):
                     loop.remove_signal_handler(sig)
             return
-        await pausing.refresh(self)  # a paused topic stays paused across restarts
+        await pausing.load(self)  # a paused topic stays paused across restarts
         background = [self._start_loop("read", partial(reading.read_loop, self, k))
                       for k in self.partitions]
         upkeep_tasks = [self._start_loop("ack", self._ack_loop),

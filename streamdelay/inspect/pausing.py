@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from .. import validation
 from ..config import QueueConfig
+from ..errors import StreamdelayError
 from ..keys import PartitionKeys
-from ..runner import RETRYABLE, Command, Plan
+from ..runner import RETRYABLE, Command, Plan, call_with_retry
 from ..scripts import script
 
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("streamdelay.worker")
 REFRESH_S = 0.5  # how often workers re-read the paused topics (a pause takes effect within 1 s)
+START_PATIENCE = 10.0  # seconds a starting worker retries its first read of them
 _handing_back: set[asyncio.Task[None]] = set()
 
 
@@ -61,6 +63,22 @@ def paused_plan(cfg: QueueConfig) -> Plan[dict[str, int]]:
 async def refresh(worker: Worker) -> None:
     """Read the paused topics into ``worker.paused`` (one HGETALL)."""
     reply = await worker.client.hgetall(paused_key(worker.config.name))
+    _apply(worker, reply)
+
+
+async def load(worker: Worker) -> None:
+    """The first read, before the worker reads any job: retried for up to ``START_PATIENCE``
+    seconds, so a paused topic stays paused across restarts (then the watch takes over)."""
+    step = Command(("HGETALL", paused_key(worker.config.name)))
+    try:
+        _apply(worker, await call_with_retry(worker.client, step, START_PATIENCE,
+                                             "reading the paused topics"))
+    except StreamdelayError as exc:
+        log.warning("could not read the paused topics (%s); the watch retries every %gs",
+                    exc, REFRESH_S)
+
+
+def _apply(worker: Worker, reply: Any) -> None:
     paused = frozenset(parse_paused(reply))
     if paused != worker.paused:
         log.info("paused topics: %s", ", ".join(sorted(paused)) or "none")
