@@ -1,4 +1,4 @@
-"""How long one page of ``Queue.jobs`` takes on a large delayed backlog (docs/benchmarks-inspect.md).
+"""How long one page of ``Queue.jobs`` takes on a large delayed backlog.
 
 One private redis-server; ``SIZE`` far-future jobs of topic ``bench.job`` are added with
 ``enqueue_many`` (many share a due ms, so the cursor's tie search runs), plus 10 jobs of topic
@@ -7,7 +7,8 @@ page from a cursor in the middle of the backlog, and the first page filtered to 
 members examined, none of them ``rare``: an empty page with a cursor). Also the Redis-side
 µs of one ``listJobs`` call (``INFO commandstats``, evalsha).
 
-Run: ``.venv/bin/python benchmarks/inspect_jobs.py [SIZE]`` (default 1,000,000).
+Run: ``.venv/bin/python benchmarks/inspect_jobs.py [SIZE]`` (default 1,000,000); figures in
+docs/benchmarks-inspect.md.
 """
 
 from __future__ import annotations
