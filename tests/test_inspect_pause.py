@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import streamdelay as sd
+from streamdelay.inspect import pausing
 
 pytestmark = pytest.mark.timeout(120)
 WORKERS = 3
@@ -134,4 +136,38 @@ def test_a_pause_survives_worker_restarts_and_shows_in_stats_and_its_commands(
     assert ghost.returncode == 1 and "no such queue" in ghost.stderr
     bad = cli("pause", queue_name, "a|b", "--url", redis_url, "--partitions", "2")
     assert bad.returncode == 2 and "topic" in bad.stderr
+    q.close()
+
+
+def test_an_entry_a_waiting_read_returns_after_the_pause_is_handed_back_not_run(
+        redis_url: str, queue_name: str) -> None:
+    q = sd.Queue(queue_name, url=redis_url)
+    ran: list[tuple[str, int]] = []
+    worker = sd.Worker(q, block=5.0)  # its reads wait 5 s: one is waiting when the pause lands
+
+    @worker.handler("held")
+    async def held(job: sd.Job) -> None:
+        ran.append((job.id, job.attempt))
+
+    async def scenario() -> None:
+        serving = asyncio.create_task(worker.serve())
+        await asyncio.sleep(1.0)  # registered, its read of "held" waiting
+        q.pause("held")
+        await asyncio.sleep(2 * pausing.REFRESH_S + 0.2)  # the worker knows; its read still waits
+        assert worker.paused == {"held"}
+        q.enqueue("held", 1, id="caught")  # promoted at once: the waiting read returns it
+        await asyncio.sleep(1.5)
+        assert ran == [] and worker.counts["released"] == 1
+        info = q.get("caught")
+        assert info is not None and (info.state, info.attempts) == ("ready", 0)
+        q.resume("held")
+        for _ in range(100):
+            if ran:
+                break
+            await asyncio.sleep(0.05)
+        worker.stop()
+        await serving
+
+    asyncio.run(scenario())
+    assert ran == [("caught", 1)]  # not counted as an attempt
     q.close()
