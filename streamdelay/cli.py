@@ -39,7 +39,6 @@ from .cli_support import (
     PARTITIONS_ENV,
     URL_ENV,
     AtTime,
-    BackoffOption,
     Duration,
     HeaderPair,
     JsonValue,
@@ -48,7 +47,6 @@ from .cli_support import (
     load_worker,
     one_time,
     operator_queue,
-    past_at_explained,
     run_cli,
     serve_dispatcher,
     service_logging,
@@ -57,6 +55,7 @@ from .cli_support import (
 )
 from .config import DEFAULT_URL, QueueConfig, resolve_url
 from .inspect import commands as inspect_commands
+from .inspect.cli_params import BackoffOption, past_at_explained
 from .masking import mask_url
 from .queue import Queue
 

@@ -30,10 +30,9 @@ from .cli_output import stats_json, stats_text
 from .codec import too_deep
 from .config import QueueConfig
 from .dispatcher import Dispatcher
-from .durations import format_duration, parse_duration
+from .durations import parse_duration
 from .errors import ConnectionFailed, StreamdelayError, ValidationError
 from .masking import mask_url, scrub, secrets_in
-from .models import Backoff
 from .queue import Queue
 from .worker import Worker
 
@@ -123,28 +122,6 @@ class JsonValue(ParamBase):
         except json.JSONDecodeError as exc:
             self.fail(f"not valid JSON ({exc}); quote it for the shell, e.g. "
                       f"'{{\"order_id\": 42}}'", param, ctx)
-
-
-class BackoffOption(ParamBase):
-    """Retry delays: ``10s,1m,5m`` (a schedule) or ``BASE/CAP`` such as ``2s/10m`` (exponential
-    with full jitter, ``sd.Backoff``)."""
-
-    name = "backoff"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None
-                ) -> Any:
-        """Parse to a list of seconds or a ``Backoff``; the library checks the ranges."""
-        if not isinstance(value, str):
-            return value
-        try:
-            if "/" in value:
-                base, _, cap = value.partition("/")
-                return Backoff(parse_duration(base, field="backoff"),
-                               parse_duration(cap, field="backoff"))
-            return [parse_duration(step, field="backoff") for step in value.split(",")]
-        except ValidationError:
-            self.fail(f"{value!r} is not a list of durations (10s,1m,5m) or BASE/CAP "
-                      f"(2s/10m)", param, ctx)
 
 
 class HeaderPair(ParamBase):
@@ -296,23 +273,6 @@ def operator_queue(name: str, url: str | None, partitions: int | None = None,
                               f"{reason}") from exc
     finally:
         queue.close()
-
-
-@contextlib.contextmanager
-def past_at_explained(queue: Queue, at: datetime | float | None) -> Iterator[None]:
-    """Turn the refusal of an ``--at`` beyond the queue's past tolerance into a usage error
-    that names the tolerance and what to do instead."""
-    try:
-        yield
-    except ValidationError as exc:
-        if at is None or exc.field != "at" or "past_tolerance" not in str(exc):
-            raise
-        shown = (at.isoformat() if isinstance(at, datetime)
-                 else f"{at:.3f}".rstrip("0").rstrip(".") + " (epoch seconds)")
-        raise UsageProblem(
-            f"--at: {shown} is more than {format_duration(queue.config.past_tolerance)} in the "
-            f"past (the queue's past_tolerance); give a later --at, or --delay 0 to run the "
-            f"job now") from exc
 
 
 def one_time(delay: float | None, at: datetime | float | None) -> None:
