@@ -35,6 +35,7 @@ from .base.models import (
 )
 from .consumer.dispatcher import Dispatcher
 from .consumer.worker import Worker
+from .producer.listing import JobPage
 from .producer.queue import AsyncQueue, Queue
 from .protocol import scripts as _scripts
 from .redis_io import config as _config
@@ -64,6 +65,7 @@ __all__ = [
     "Job",
     "JobInfo",
     "JobNotFound",
+    "JobPage",
     "JobSpec",
     "NoSuchQueue",
     "PartialEnqueueError",

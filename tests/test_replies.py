@@ -109,12 +109,19 @@ def test_stats_plan_sums_partitions_and_takes_lag_from_the_delayed_head() -> Non
     cfg = QueueConfig("orders", "redis://127.0.0.1:1/0", partitions=2)
     replies = [[1000, 900, b"mail", [b"mail", 1, 2, 1, 0, -1, b"workers"]],
                [1010, -1, b"", [b"mail", 3, 1, 0, 1, 700, b"workers"]]]
-    stats, steps = drive(plans.stats_plan(cfg), lambda step: replies)
-    assert len(steps) == 1 and isinstance(steps[0], list) and len(steps[0]) == 2
+    paused = [b"sms", b"990"]  # HGETALL of the paused topics: sms, not yet seen by any job
+
+    def answer(step: Step) -> Any:
+        return replies if isinstance(step, list) else paused
+
+    stats, steps = drive(plans.stats_plan(cfg), answer)
+    assert len(steps) == 2 and isinstance(steps[0], list) and len(steps[0]) == 2
+    assert name_of(steps[1]) == "HGETALL"
     mail = stats.topics["mail"]
     assert (stats.now, mail.delayed, mail.ready, mail.reserved, mail.dead, mail.group) == (
         1010, 4, 2, 1, 1, "workers")
-    assert mail.lag_ms == 1010 - 700
+    assert mail.lag_ms == 1010 - 700 and not mail.paused
+    assert stats.topics["sms"].paused and stats.topics["sms"].delayed == 0
 
 
 def test_claim_plan_walks_the_pending_list_to_its_end_then_prunes() -> None:

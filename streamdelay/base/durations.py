@@ -25,3 +25,15 @@ def parse_duration(text: str, *, field: str = "duration") -> float:
     if not math.isfinite(seconds):
         raise ValidationError(f"{field}: {text!r} is too large", field=field)
     return seconds
+
+
+def format_duration(seconds: float) -> str:
+    """``seconds`` for people, in the largest unit it is a whole number of (``7d``, ``90m``,
+    ``250ms``), else in seconds without an exponent (``1.5s``): how errors show durations."""
+    for unit in ("d", "h", "m", "s", "ms"):
+        count = seconds / _UNIT_SECONDS[unit]
+        if count >= 1 and abs(count - round(count)) < 1e-9 * max(count, 1.0):
+            return f"{round(count)}{unit}"
+    if seconds == 0:
+        return "0s"
+    return f"{seconds:.6f}".rstrip("0").rstrip(".") + "s"

@@ -62,7 +62,9 @@ class EnqueueResult:
 
 @dataclass(frozen=True)
 class JobInfo:
-    """A job read by id (``Queue.get``). ``due`` and ``created`` are epoch ms, server clock."""
+    """A job read by id (``Queue.get``) or listed (``Queue.jobs``). ``due`` and ``created`` are
+    epoch ms (server clock); ``idle_ms`` and ``ttr_ms`` are milliseconds; ``ttr`` is the same
+    time-to-run in seconds, the unit ``enqueue(ttr=...)`` takes (kept for compatibility)."""
 
     id: str
     topic: str
@@ -78,6 +80,7 @@ class JobInfo:
     idle_ms: int | None = None
     deliveries: int | None = None
     error: str | None = None
+    ttr_ms: int = 0
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,7 @@ class TopicStats:
     dead: int
     lag_ms: int
     group: str | None
+    paused: bool = False  # set by pause(topic): no worker starts its jobs (docs/operations.md)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from .durations import format_duration
 from .errors import ValidationError
 
 QUEUE_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -79,9 +80,12 @@ def seconds(
     if not math.isfinite(number):
         raise ValidationError(f"{field}: must be finite, got {number!r}", field=field)
     if number < minimum or number > maximum:
-        raise ValidationError(
-            f"{field}: {number!r} s is out of range [{minimum:g}, {maximum:g}]", field=field
-        )
+        if field == "at":  # epoch seconds, not a duration
+            span = f"{number:.0f} is out of range [{minimum:.0f}, {maximum:.0f}] (epoch seconds)"
+        else:
+            span = (f"{format_duration(number)} is out of range [{format_duration(minimum)}, "
+                    f"{format_duration(maximum)}]")
+        raise ValidationError(f"{field}: {span}", field=field)
     return number
 
 

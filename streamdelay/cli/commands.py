@@ -21,6 +21,7 @@ from ..base.errors import JobNotFound
 from ..base.masking import mask_url
 from ..producer.queue import Queue
 from ..redis_io.config import DEFAULT_URL, QueueConfig, resolve_url
+from . import inspect as inspect_commands
 from .options import (
     json_option,
     log_format_option,
@@ -40,6 +41,7 @@ from .output import (
     to_json,
     when,
 )
+from .params import BackoffOption, past_at_explained
 from .support import (
     PARTITIONS_ENV,
     URL_ENV,
@@ -160,13 +162,19 @@ def dispatch(queue_name: str, url: str | None, partitions: int | None, log_level
 @click.option("--header", "headers", type=HeaderPair(), multiple=True,
               help="A job header KEY=VALUE (repeatable).")
 @click.option("--replace", is_flag=True, help="If the id exists, reschedule it instead.")
+@click.option("--backoff", type=BackoffOption(),
+              help="Retry delays: a list (10s,1m,5m; the last repeats) or exponential BASE/CAP "
+                   "(2s/10m). Default: the queue's.")
+@click.option("--format", "body_format", type=click.Choice(["json", "msgpack"]),
+              default="json", show_default=True, help="How the body is stored.")
 @url_option
 @partitions_option
 @json_option
 def enqueue(queue_name: str, topic: str, body: Any, delay: float | None,
             at: datetime | float | None, job_id: str | None, ttr: float | None,
             max_attempts: int | None, headers: tuple[tuple[str, str], ...], replace: bool,
-            url: str | None, partitions: int | None, as_json: bool) -> None:
+            backoff: Any, body_format: str, url: str | None, partitions: int | None,
+            as_json: bool) -> None:
     """Schedule one job of TOPIC on QUEUE with the JSON body BODY_JSON; prints id, due, created.
 
     \b
@@ -175,10 +183,11 @@ def enqueue(queue_name: str, topic: str, body: Any, delay: float | None,
       streamdelay enqueue orders report.send '{}' --at 2025-01-31T09:30:00Z
     """
     one_time(delay, at)
-    with operator_queue(queue_name, url, partitions) as queue:
+    with operator_queue(queue_name, url, partitions, serializer=body_format) as queue, \
+            past_at_explained(queue, at):
         result = queue.enqueue(topic, body, delay=delay, at=at, id=job_id, ttr=ttr,
-                               max_attempts=max_attempts, headers=dict(headers) or None,
-                               replace=replace)
+                               max_attempts=max_attempts, backoff=backoff,
+                               headers=dict(headers) or None, replace=replace)
     click.echo(to_json(result) if as_json else enqueue_text(result))
 
 
@@ -242,7 +251,8 @@ def reschedule(queue_name: str, job_id: str, delay: float | None, at: datetime |
     if delay is None and at is None:
         raise click.UsageError("give --delay or --at")
     with operator_queue(queue_name, url, partitions) as queue:
-        found = queue.reschedule(job_id, delay=delay, at=at)
+        with past_at_explained(queue, at):
+            found = queue.reschedule(job_id, delay=delay, at=at)
         info = queue.get(job_id) if found else None
     if not found:
         raise JobNotFound(f"no job {job_id!r} in queue {queue_name!r}", job_id=job_id)
@@ -316,7 +326,8 @@ def dead() -> None:
 
 @dead.command("list")
 @with_dead_options
-@click.option("--limit", type=click.IntRange(1, 100_000), default=100, show_default=True)
+@click.option("--limit", type=click.IntRange(1, 100_000), default=100, show_default=True,
+              help="At most this many jobs, the oldest first.")
 @json_option
 def dead_list(queue_name: str, topic: str | None, job_id: str | None, url: str | None,
               partitions: int | None, limit: int, as_json: bool) -> None:
@@ -390,6 +401,10 @@ def demo(url: str | None, jobs: int, max_delay: float) -> int:
 
     settings = library_call(lambda: DemoSettings(jobs=jobs, max_delay=max(max_delay, 0.6)))
     return run_demo(resolve_url(url), settings)
+
+
+for _command in (inspect_commands.jobs, inspect_commands.pause, inspect_commands.resume):
+    cli.add_command(_command)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -82,7 +82,8 @@ def job_text(info: JobInfo) -> str:
 
 
 def _stats_row(row: TopicStats) -> list[str]:
-    return [row.topic, row.group or "-", str(row.delayed), str(row.ready), str(row.reserved),
+    topic = f"{row.topic} (paused)" if row.paused else row.topic
+    return [topic, row.group or "-", str(row.delayed), str(row.ready), str(row.reserved),
             str(row.dead), str(row.lag_ms)]
 
 

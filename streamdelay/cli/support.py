@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 import redis
+from click.exceptions import NoArgsIsHelpError
 
 from ..base.durations import parse_duration
 from ..base.errors import ConnectionFailed, StreamdelayError, ValidationError
@@ -243,12 +244,14 @@ def with_overrides(
 # --- running queues, dispatchers and live views ---------------------------------------
 
 @contextlib.contextmanager
-def operator_queue(name: str, url: str | None, partitions: int | None = None) -> Iterator[Queue]:
-    """A queue for a one-shot command: gives up on an unreachable Redis within a few seconds."""
+def operator_queue(name: str, url: str | None, partitions: int | None = None,
+                   **options: Any) -> Iterator[Queue]:
+    """A queue for a one-shot command: gives up on an unreachable Redis within a few seconds;
+    ``options`` are further queue options (``serializer`` ...)."""
     quiet_library_logs()
     queue: Queue = library_call(lambda: Queue(name, url=url, partitions=partitions,
                                               socket_timeout=OPERATOR_SOCKET_TIMEOUT,
-                                              retry_for=OPERATOR_GIVE_UP))
+                                              retry_for=OPERATOR_GIVE_UP, **options))
     try:
         yield queue
     except ConnectionFailed as exc:
@@ -313,6 +316,8 @@ def watch_stats(queue: Queue, interval: float, as_json: bool) -> None:
             stamp = time.strftime("%H:%M:%S")
             click.echo(f"queue {queue.name} at {mask_url(queue.config.url)}  {stamp}  "
                        f"(every {interval:g}s, Ctrl-C to stop)\n")
+        elif not as_json:  # a log or a pipe: each table says when it was read (JSON has "now")
+            click.echo(f"--- {time.strftime('%Y-%m-%dT%H:%M:%S%z')} queue {queue.name}")
         click.echo(body + ("" if as_json or live else "\n"))
         time.sleep(interval)
 
@@ -328,20 +333,41 @@ def _say(message: str, secrets: Sequence[str]) -> None:
     click.echo(line, err=True)
 
 
-def _usage_line(exc: click.UsageError) -> str:
-    path = exc.ctx.command_path if exc.ctx is not None else "streamdelay"
+def _usage_line(exc: click.UsageError, command: str) -> str:
+    path = exc.ctx.command_path if exc.ctx is not None else command
     return f"{path}: error: {exc.format_message()} (see '{path} --help')"
+
+
+def command_path(group: click.Group, args: Sequence[str]) -> str:
+    """``streamdelay dead list``: the (sub)commands named in ``args``, for error lines."""
+    path, current = ["streamdelay"], group
+    for arg in args:
+        found = current.commands.get(arg)
+        if found is None:
+            if arg.startswith("-"):  # an option of the group (--version ...)
+                continue
+            break
+        path.append(arg)
+        if not isinstance(found, click.Group):
+            break
+        current = found
+    return " ".join(path)
+
+
+def _error_line_of(path: str, message: str) -> str:
+    """One error line: the command, the message and where its help is."""
+    return f"{path}: error: {message} (see '{path} --help')"
 
 
 def _code_for(exc: StreamdelayError) -> int:
     return EXIT_USAGE if isinstance(exc, ValidationError) else EXIT_FAILED
 
 
-def _error_line(exc: StreamdelayError) -> str:
+def _error_line(path: str, exc: StreamdelayError) -> str:
     if exc.field == "partitions" and not isinstance(exc, ValidationError):
-        return (f"streamdelay: error: {exc} (give this command the queue's count with "
-                f"--partitions or {PARTITIONS_ENV})")
-    return f"streamdelay: error: {exc}"
+        return _error_line_of(path, f"{exc}; give this command the queue's count with "
+                                    f"--partitions or {PARTITIONS_ENV}")
+    return _error_line_of(path, str(exc))
 
 
 def run_cli(group: click.Group, argv: Sequence[str] | None = None) -> int:
@@ -350,14 +376,19 @@ def run_cli(group: click.Group, argv: Sequence[str] | None = None) -> int:
     secrets = _secrets(args)
     _SECRETS[:] = secrets
     debug = _debug()
+    path = command_path(group, args)
     try:
         result = group.main(args=args, prog_name="streamdelay", standalone_mode=False)
         return result if isinstance(result, int) else EXIT_OK
+    except NoArgsIsHelpError as exc:  # bare `streamdelay` (or `streamdelay dead`): its help
+        click.echo(exc.ctx.get_help() if exc.ctx is not None else group.get_help(
+            click.Context(group, info_name="streamdelay")))
+        return EXIT_OK
     except click.UsageError as exc:
-        _say(_usage_line(exc), secrets)
+        _say(_usage_line(exc, path), secrets)
         return EXIT_USAGE
     except click.ClickException as exc:
-        _say(f"streamdelay: error: {exc.format_message()}", secrets)
+        _say(_error_line_of(path, exc.format_message()), secrets)
         return exc.exit_code
     except (click.Abort, KeyboardInterrupt):
         _say("streamdelay: interrupted", secrets)
@@ -366,11 +397,11 @@ def run_cli(group: click.Group, argv: Sequence[str] | None = None) -> int:
         if debug:
             raise
         if isinstance(exc, StreamdelayError):
-            _say(_error_line(exc), secrets)
+            _say(_error_line(path, exc), secrets)
             return _code_for(exc)
         if isinstance(exc, redis.RedisError):
-            _say(f"streamdelay: error: redis: {exc}", secrets)
+            _say(_error_line_of(path, f"redis: {exc}"), secrets)
             return EXIT_FAILED
-        _say(f"streamdelay: internal error: {type(exc).__name__}: {exc} "
+        _say(f"{path}: internal error: {type(exc).__name__}: {exc} "
              f"(set {DEBUG_ENV}=1 for the traceback)", secrets)
         return EXIT_FAILED

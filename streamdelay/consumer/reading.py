@@ -15,12 +15,14 @@ must not run again for free at every restart). See docs/worker.md#handed-over-jo
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Any
 
 from redis.exceptions import ResponseError
 
+from ..producer.pausing import REFRESH_S
 from ..protocol.keys import PartitionKeys
 from ..protocol.replies import text
 from ..redis_io.runner import RETRYABLE
@@ -123,7 +125,11 @@ async def read_loop(worker: ReadingHost, keys: PartitionKeys) -> None:
                 if worker.free_slots() <= 0:
                     continue
             free = worker.free_slots()
-            chosen = [topics[(turn + i) % len(topics)] for i in range(min(free, len(topics)))]
+            active = [t for t in topics if t not in worker.paused]
+            if not active:  # every topic paused: look again when the paused set may change
+                await asyncio.sleep(REFRESH_S)
+                continue
+            chosen = [active[(turn + i) % len(active)] for i in range(min(free, len(active)))]
             turn += 1
             streams: dict[Any, Any] = {keys.stream(t): ">" for t in chosen}
             try:

@@ -80,6 +80,8 @@ class UpkeepHost(Protocol):
 class ReadingHost(UpkeepHost, Protocol):
     """What the read loops need of a worker on top of ``UpkeepHost``."""
 
+    paused: frozenset[str]  # topics this worker does not start now (consumer/pausing.py)
+
     @property
     def block(self) -> float:
         """Seconds one blocking read waits."""

@@ -33,7 +33,7 @@ from ..redis_io.config import QueueConfig, mask_url
 from ..redis_io.runner import call_with_retry
 from ..redis_io.topology import AsyncClient, async_client
 from ..telemetry.jobs import JobObserver, delivery_fields, log_settled, observe
-from . import reading, upkeep
+from . import pausing, reading, upkeep
 from .acks import PendingAcks
 from .delivery import (
     Delivery,
@@ -106,6 +106,7 @@ class Worker:
         self.inherited: dict[int, set[tuple[str, str]]] = {}
         # (partition, job id) -> the delivery whose handler runs that job in this process
         self.running_jobs: dict[tuple[int, str], Delivery] = {}
+        self.paused: frozenset[str] = frozenset()  # topics not started here (consumer/pausing.py)
         self._ack_wake = asyncio.Event()
         self._slot_free = asyncio.Event()
         self._stopping = asyncio.Event()
@@ -217,11 +218,13 @@ class Worker:
                 for sig in (signal.SIGINT, signal.SIGTERM):
                     loop.remove_signal_handler(sig)
             return
+        await pausing.load(self)  # a paused topic stays paused across restarts
         background = [self._start_loop("read", partial(reading.read_loop, self, k))
                       for k in self.partitions]
         upkeep_tasks = [self._start_loop("ack", self._ack_loop),
                         self._start_loop("heartbeat", partial(upkeep.heartbeat_loop, self)),
-                        self._start_loop("reclaim", partial(upkeep.reclaim_loop, self))]
+                        self._start_loop("reclaim", partial(upkeep.reclaim_loop, self)),
+                        self._start_loop("paused", partial(pausing.watch, self))]
         if until_idle:
             upkeep_tasks.append(asyncio.create_task(upkeep.idle_watch(self)))
         if self.dispatch:
@@ -315,6 +318,9 @@ class Worker:
     def start(self, delivery: Delivery, fields: dict[Any, Any] | None) -> bool:
         """Start a handler task for one delivery, unless this worker already holds it."""
         if delivery.key in self.inflight:
+            return False
+        if delivery.topic in self.paused:  # read just before the pause reached us
+            pausing.hand_back(self, delivery, fields)
             return False
         self.inflight[delivery.key] = delivery
         delivery.task = asyncio.create_task(self._execute(delivery, fields))

@@ -7,6 +7,7 @@ sync and async faces never copy logic. The enqueue part lives in ``enqueuing.py`
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from typing import TypeVar
 
@@ -41,6 +42,7 @@ from ..redis_io.config import QueueConfig
 from .enqueuing import ENQUEUE_BATCH as ENQUEUE_BATCH  # the enqueue core, re-exported
 from .enqueuing import enqueue_plan as enqueue_plan
 from .enqueuing import when_args
+from .pausing import paused_plan
 
 SCAN_BATCH = 200
 # Consumers of a group that own nothing and were silent this long are removed by workers (about
@@ -139,6 +141,7 @@ def job_info(job_id: str, found: JobReply) -> JobInfo:
         idle_ms=found.idle_ms if reserved else None,
         deliveries=found.deliveries if reserved else None,
         error=found.error or None,
+        ttr_ms=record.ttr_ms,
     )
 
 
@@ -175,6 +178,9 @@ def stats_plan(cfg: QueueConfig) -> Plan[QueueStats]:
                     max(previous.lag_ms, row_stats.lag_ms), previous.group or row_stats.group,
                 )
             topics[name] = row_stats
+    for name in (yield from paused_plan(cfg)):  # paused topics are marked, known or not yet
+        known = topics.get(name) or TopicStats(name, 0, 0, 0, 0, 0, None)
+        topics[name] = dataclasses.replace(known, paused=True)
     return QueueStats(cfg.name, now, dict(sorted(topics.items())))
 
 

@@ -29,6 +29,8 @@ from ..redis_io.topology import AsyncClient, SyncClient, async_client, sync_clie
 from . import plans
 from .coalesce import EnqueueCoalescer
 from .enqueuing import prepare_job
+from .listing import JobPage, jobs_plan
+from .pausing import set_paused_plan
 
 
 def _config(name: str, url: str | None, options: dict[str, Any]) -> QueueConfig:
@@ -164,6 +166,23 @@ class Queue(_QueueFace):
             plans.claim_plan(self.config, group, topic, min_idle, to))
         return result
 
+    def jobs(self, state: str, topic: str | None = None, limit: int = 100,
+             cursor: str | None = None) -> JobPage:
+        """One page of the jobs in ``state`` (delayed, ready, reserved or dead): delayed by due
+        time, the others in stream order; pass ``page.cursor`` for the next page (None: the
+        end). Every call is bounded, whatever the backlog (docs/operations.md#list-jobs)."""
+        result: JobPage = self._operate(jobs_plan(self.config, state, topic, limit, cursor))
+        return result
+
+    def pause(self, topic: str) -> bool:
+        """Within 1 s no worker starts a job of ``topic`` (running ones finish; due jobs still
+        become ready). False when it was paused already. Kept in Redis until ``resume``."""
+        return bool(self._operate(set_paused_plan(self.config, topic, True)))
+
+    def resume(self, topic: str) -> bool:
+        """Let workers start jobs of ``topic`` again; False when it was not paused."""
+        return bool(self._operate(set_paused_plan(self.config, topic, False)))
+
     def close(self) -> None:
         """Close the connection pool."""
         if self._client is not None:
@@ -281,6 +300,21 @@ class AsyncQueue(_QueueFace):
         result: ClaimResult = await self._operate(
             plans.claim_plan(self.config, group, topic, min_idle, to))
         return result
+
+    async def jobs(self, state: str, topic: str | None = None, limit: int = 100,
+                   cursor: str | None = None) -> JobPage:
+        """One page of the jobs in ``state``; see ``Queue.jobs``."""
+        result: JobPage = await self._operate(
+            jobs_plan(self.config, state, topic, limit, cursor))
+        return result
+
+    async def pause(self, topic: str) -> bool:
+        """Stop workers starting jobs of ``topic``; see ``Queue.pause``."""
+        return bool(await self._operate(set_paused_plan(self.config, topic, True)))
+
+    async def resume(self, topic: str) -> bool:
+        """Let workers start jobs of ``topic`` again; see ``Queue.resume``."""
+        return bool(await self._operate(set_paused_plan(self.config, topic, False)))
 
     async def close(self) -> None:
         """Wait for the enqueue calls in flight, then close the connection pool."""

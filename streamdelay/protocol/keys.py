@@ -59,6 +59,11 @@ class PartitionKeys:
         """Hash of queue-wide settings every process must agree on (``partitions``)."""
         return self.prefix + "meta"
 
+    @property
+    def paused(self) -> str:
+        """Hash: paused topic -> since when (epoch ms); the queue's is partition 0's."""
+        return self.prefix + "paused"
+
     def stream(self, topic: str) -> str:
         """Stream of one topic: ready and reserved jobs."""
         return self.prefix + "t:" + topic

@@ -19,7 +19,9 @@ from ..base.errors import (
 
 def _at_in_past(script: str, detail: str, message: str) -> StreamdelayError:
     return ValidationError(
-        f"at: due time of job {detail!r} is further in the past than the allowed tolerance",
+        f"at: due time of job {detail!r} is further in the past than the queue's "
+        f"past_tolerance allows (default 1h); give a later time, or a delay to run it now, "
+        f"or a larger past_tolerance (a Queue option) to backfill old jobs",
         field="at",
         job_id=detail,
         script=script,
