@@ -38,6 +38,7 @@ test: install tools
 lint: install
 	$(BIN)/ruff check streamdelay tests benchmarks
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site dist build
@@ -57,11 +58,11 @@ chaos: install redis
 chaos-cluster: install redis
 	$(BIN)/python -m tests.chaos.cluster_run --jobs 10000 --spread 30 --out chaos-results/cluster
 
-# The visible end-to-end demo (SPEC section 11): Redis at STREAMDELAY_URL, else a private one.
+# The visible end-to-end demo (docs/getting-started.md): Redis at STREAMDELAY_URL, else a private one.
 demo: install redis
 	$(BIN)/python -m streamdelay demo
 
-# Benchmarks (SPEC §10): each starts its own redis-server; writes docs/benchmarks.md (~3 min).
+# Benchmarks (docs/benchmarks.md): each starts its own redis-server; writes docs/benchmarks.md (~3 min).
 bench: install redis
 	$(BIN)/python benchmarks/run_all.py
 

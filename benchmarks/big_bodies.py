@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import streamdelay as sd
 from benchmarks.harness import SLOWLOG_ALL, Section, keys_of, percentile, redis_server, script_times
-from streamdelay.dispatcher import Dispatcher
-from streamdelay.scripts import load_scripts
+from streamdelay.consumer.dispatcher import Dispatcher
+from streamdelay.protocol.scripts import load_scripts
 
 QUEUE = "big"
 SCRIPTS = ("enqueueJobs", "promoteDue", "ackJobs", "failJob", "replayDead")

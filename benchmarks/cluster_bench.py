@@ -1,4 +1,4 @@
-"""Scale-out benchmark: one Redis node against a local 3-primary Redis Cluster (SPEC §9, §10).
+"""Scale-out benchmark: one Redis node against a local 3-primary Redis Cluster (docs/scale-out.md).
 
 Starts its own redis-server processes on free loopback ports (never the Redis at 6379) and
 measures, for each target:
@@ -34,8 +34,8 @@ import redis
 
 import streamdelay as sd
 from benchmarks.harness import Section
-from streamdelay.dispatcher import Dispatcher
-from streamdelay.topology import agree_partitions_sync
+from streamdelay.consumer.dispatcher import Dispatcher
+from streamdelay.redis_io.agreement import agree_partitions_sync
 from tests.cluster import LocalCluster
 from tests.redis_server import RedisServer
 

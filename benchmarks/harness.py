@@ -26,7 +26,7 @@ if str(ROOT) not in sys.path:
 import redis  # noqa: E402
 
 import streamdelay as sd  # noqa: E402
-from streamdelay.keys import PartitionKeys  # noqa: E402
+from streamdelay.protocol.keys import PartitionKeys  # noqa: E402
 from tests.redis_server import RedisServer  # noqa: E402
 
 __all__ = ["ROOT", "RedisServer"]
@@ -239,7 +239,7 @@ def script_times(client: redis.Redis) -> dict[str, list[int]]:
 
     Start the server with ``--slowlog-log-slower-than 0`` to see every call.
     """
-    from streamdelay.scripts import load_scripts
+    from streamdelay.protocol.scripts import load_scripts
 
     names = {s.sha: name for name, s in load_scripts().items()}
     found: dict[str, list[int]] = {}

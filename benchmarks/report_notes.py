@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from benchmarks import targets
 from benchmarks.dispatch import BODY, CALL_BOUND_US
 from benchmarks.harness import NOT_MEASURED, Check, measured
-from streamdelay.dispatcher import PROMOTE_BATCH
-from streamdelay.plans import ENQUEUE_BATCH
+from streamdelay.consumer.dispatcher import PROMOTE_BATCH
+from streamdelay.producer.plans import ENQUEUE_BATCH
 
 ANALYSIS_HEADING = "## What bounds the figures"
 HISTORY_HEADING = "## History: earlier runs (not this run)"
@@ -107,7 +107,7 @@ cost for any structure of that size, transient, not the queue's layout.""",
 **Bounded script calls** ({verdict_calls}; bound applied: median call <= {call_bound_us} µs): \
 median `promoteDue` call ({promote_batch} jobs) {call_promote_us} µs, median `enqueueJobs` call \
 ({enqueue_batch} jobs) {call_enqueue_us} µs (SLOWLOG of the dispatch-alone run). \
-`dispatcher.PROMOTE_BATCH` and `plans.ENQUEUE_BATCH` set these sizes; a larger batch promotes \
+`dispatcher.PROMOTE_BATCH` and `enqueuing.ENQUEUE_BATCH` set these sizes; a larger batch promotes \
 faster per job but blocks Redis longer per call. On a loaded machine a call's wall time includes \
 being descheduled, so the median grows with the load.""",
     """\

@@ -61,11 +61,11 @@ def raw_redis_benchmark() -> Section:
 
 def summary(checks: dict[str, Check], sections: list[Section]) -> str:
     """The targets of issue 5, met, NOT met or not measured with the figure, then the other
-    checks (guarantees and SPEC limits) the sections judged."""
+    checks (guarantees and documented limits) the sections judged."""
     lines = ["## Targets", "", "Targets for streamdelay (one worker process, default settings "
              "unless named); a miss points to what bounds it.", ""]
     lines += [f"- {check}" for check in checks.values()]
-    lines += ["", "Other checks (guarantees and SPEC limits):", ""]
+    lines += ["", "Other checks (guarantees and documented limits):", ""]
     lines += [f"- {check}" for section in sections for check in section.verdicts
               if not check.key.startswith("target:")]
     return "\n".join(lines) + "\n"

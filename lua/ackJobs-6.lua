@@ -9,15 +9,15 @@
 -- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
 -- Flags: allow-oom, as it frees memory (a tombstone is a record the call already had).
 -- Retry-safe: a repeated call finds nothing current and returns 0.
--- @include now_ms
+-- @include server_time
 -- @include keys
--- @include record
--- @include hmget_many
--- @include write_many
 -- @include read_records
+-- @include write_many
 -- @include purge_done
+-- @include build_record
+-- @include parse_record
 
-local now = now_ms()
+local now = server_time()
 local group, keep = ARGV[1], tonumber(ARGV[2])
 local settled = 0
 check_partition_keys()

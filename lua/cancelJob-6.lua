@@ -8,8 +8,8 @@
 -- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
 -- Flags: allow-oom, as it frees memory: an operator can cancel jobs while Redis is full.
 -- @include keys
--- @include record
 -- @include detach
+-- @include parse_record
 
 local id = ARGV[1]
 check_partition_keys()

@@ -16,7 +16,6 @@
 -- Retry-safe: a repeated call finds the ids and reports created=0.
 -- @include server_time
 -- @include keys
--- @include record
 -- @include new_record
 -- @include wake_if_head
 -- @include detach
@@ -24,7 +23,9 @@
 -- @include write_many
 -- @include read_records
 -- @include purge_done
+-- @include due_after
 -- @include resolve_due
+-- @include parse_record
 
 local now, now_us = server_time()
 -- created_ms is rounded up like a relative due, so due - created is exactly the delay

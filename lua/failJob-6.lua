@@ -10,8 +10,10 @@
 -- Retry-safe: a repeated call finds the delivery no longer current and returns {0}.
 -- @include server_time
 -- @include keys
--- @include record
 -- @include wake_if_head
+-- @include build_record
+-- @include due_after
+-- @include parse_record
 
 local now, now_us = server_time()
 local group, topic, id, eid = ARGV[1], ARGV[2], ARGV[3], ARGV[4]

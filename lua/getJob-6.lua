@@ -7,11 +7,11 @@
 -- {record, substate, owner, idle_ms, deliveries, error, now_ms}: substate is 'ready' or
 -- 'reserved' for a job in its stream, else ''; owner/idle/deliveries describe a reservation;
 -- error is the last error of a dead job.
--- @include now_ms
+-- @include server_time
 -- @include keys
--- @include record
+-- @include parse_record
 
-local now = now_ms()
+local now = server_time()
 local id = ARGV[1]
 local raw = redis.call('HGET', K_JOBS, id)
 local r = parse_record(raw)

@@ -20,10 +20,11 @@
 -- Retry-safe: a job moves once; a repeated call finds it gone from the delayed set.
 -- @include server_time
 -- @include keys
--- @include record
 -- @include read_records
 -- @include write_many
 -- @include purge_done
+-- @include build_record
+-- @include parse_record
 
 local MAX_BATCH_BYTES = 1048576
 local RETRY_LATER_MS = 60000

@@ -6,7 +6,7 @@
 -- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
 -- Flags: allow-oom, as it frees memory: an operator can purge while Redis is full.
 -- @include keys
--- @include record
+-- @include parse_record
 -- @include dead_candidates
 
 local topic, count, only = ARGV[1], tonumber(ARGV[2]), ARGV[3]

@@ -5,11 +5,11 @@
 -- Flags: no-writes (runs while Redis is full, and on a replica).
 -- Returns {now_ms, head_due_ms or -1, head_topic or '', rows...}; one row per topic known to the
 -- counts hash: {topic, delayed, in_stream, reserved, dead, oldest_undelivered_due_ms or -1, group}.
--- @include now_ms
+-- @include server_time
 -- @include keys
--- @include record
+-- @include parse_record
 
-local now = now_ms()
+local now = server_time()
 local out = {now, -1, ''}
 local head = redis.call('ZRANGE', K_DELAYED, 0, 0, 'WITHSCORES')
 if head[1] then

@@ -6,12 +6,13 @@
 -- Returns the number handed back (stale deliveries are only acknowledged).
 -- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
 -- Retry-safe: a repeated call finds the old entries no longer current.
--- @include now_ms
+-- @include server_time
 -- @include keys
--- @include record
+-- @include build_record
 -- @include requeue_entry
+-- @include parse_record
 
-local now = now_ms()
+local now = server_time()
 local group = ARGV[1]
 local released = 0
 check_partition_keys()

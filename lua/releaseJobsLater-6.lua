@@ -11,8 +11,10 @@
 -- Retry-safe: a repeated call finds the old entries no longer current.
 -- @include server_time
 -- @include keys
--- @include record
 -- @include wake_if_head
+-- @include build_record
+-- @include due_after
+-- @include parse_record
 
 local _, now_us = server_time()
 local group, delay = ARGV[1], tonumber(ARGV[2])

@@ -9,9 +9,11 @@
 -- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
 -- @include server_time
 -- @include keys
--- @include record
+-- @include parse_record
 -- @include dead_candidates
 -- @include wake_if_head
+-- @include build_record
+-- @include due_after
 
 local MAX_BATCH_BYTES = 1048576
 local now, now_us = server_time()

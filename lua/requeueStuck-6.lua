@@ -13,12 +13,13 @@
 -- Errors: 'SDERR NO_GROUP <topic>' when the stream or group does not exist, 'SDERR WRONG_TYPE
 -- <key> <type>' (checked before any write).
 -- Retry-safe: a moved delivery has a fresh idle time and is not moved again.
--- @include now_ms
+-- @include server_time
 -- @include keys
--- @include record
+-- @include build_record
 -- @include requeue_entry
+-- @include parse_record
 
-local now = now_ms()
+local now = server_time()
 local group, topic, cursor = ARGV[1], ARGV[2], ARGV[3]
 local count, min_idle, to = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 local MAX_BATCH_BYTES = 1048576

@@ -10,10 +10,12 @@
 -- Errors also: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
 -- @include server_time
 -- @include keys
--- @include record
 -- @include wake_if_head
 -- @include detach
+-- @include due_after
 -- @include resolve_due
+-- @include build_record
+-- @include parse_record
 
 local now, now_us = server_time()
 local id = ARGV[1]

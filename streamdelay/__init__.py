@@ -1,7 +1,13 @@
-"""streamdelay: delayed jobs on Redis Streams, on time by the server clock, at-least-once."""
+"""streamdelay: delayed jobs on Redis Streams, on time by the server clock, at-least-once.
 
-from .dispatcher import Dispatcher
-from .errors import (
+The package is layered (docs/design.md): ``base`` < ``protocol`` < ``redis_io`` < ``producer``
+< ``consumer`` < ``cli``; everything a user needs is exported here.
+"""
+
+import sys as _sys
+
+from .base import masking as _masking
+from .base.errors import (
     BodyDecodeError,
     BodyEncodeError,
     ConfigError,
@@ -14,7 +20,7 @@ from .errors import (
     StreamdelayError,
     ValidationError,
 )
-from .models import (
+from .base.models import (
     Backoff,
     ClaimResult,
     DeadJob,
@@ -27,10 +33,21 @@ from .models import (
     Retry,
     TopicStats,
 )
-from .queue import AsyncQueue, Queue
-from .worker import Worker
+from .consumer.dispatcher import Dispatcher
+from .consumer.worker import Worker
+from .producer.listing import JobPage
+from .producer.queue import AsyncQueue, Queue
+from .protocol import scripts as _scripts
+from .redis_io import config as _config
 
 __version__ = "0.1.0"
+
+# Module paths the docs name stay importable: ``streamdelay.scripts`` (docs/keys.md, assembling a
+# script from another language), ``streamdelay.masking`` and ``streamdelay.config`` (mask_url,
+# docs/security.md).
+for _name, _module in (("scripts", _scripts), ("masking", _masking), ("config", _config)):
+    _sys.modules.setdefault(f"{__name__}.{_name}", _module)
+    globals()[_name] = _module
 
 __all__ = [
     "AsyncQueue",
@@ -48,6 +65,7 @@ __all__ = [
     "Job",
     "JobInfo",
     "JobNotFound",
+    "JobPage",
     "JobSpec",
     "NoSuchQueue",
     "PartialEnqueueError",

@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 import redis
 
-from streamdelay.keys import PartitionKeys
+from streamdelay.protocol.keys import PartitionKeys
 
 PLACE_OF_STATE = {"d": "delayed", "s": "stream", "x": "dead"}
 

@@ -76,9 +76,10 @@ def test_documented_acl_user_runs_everything_and_touches_nothing_else(
     queue.enqueue("t", 1, id="for-cli", delay=300)
     readers = [["stats", "shop", "--json"], ["get", "shop", "for-cli"],
                ["enqueue", "shop", "t", "{}", "--delay", "5m"], ["dead", "list", "shop"],
-               ["claim", "shop", "--group", "workers"]]
+               ["claim", "shop", "--group", "workers"], ["pause", "shop", "t"],
+               *[["jobs", "shop", "--state", s] for s in ("delayed", "ready", "reserved", "dead")]]
     # The readers run side by side; the cancel of the job `get` reads comes after them.
-    for batch in (readers, [["cancel", "shop", "for-cli"]]):
+    for batch in (readers, [["cancel", "shop", "for-cli"], ["resume", "shop", "t"]]):
         procs = [subprocess.Popen(command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True, env=cli_env(url), cwd=ROOT) for args in batch]
         for args, proc in zip(batch, procs, strict=True):
@@ -231,7 +232,7 @@ def test_passwords_never_printed(caplog: pytest.LogCaptureFixture) -> None:
 
 def test_every_command_the_scripts_call_is_in_the_documented_acl_line() -> None:
     """A static cross-check of the ACL line against ``redis.call('CMD'...)`` in every script."""
-    from streamdelay.scripts import load_scripts
+    from streamdelay.protocol.scripts import load_scripts
 
     granted = {part[1:].lower() for part in documented_acl_line("q", "pw") if part[0] == "+"}
     for name, loaded in load_scripts().items():

@@ -1,5 +1,5 @@
 """Coalesced ``AsyncQueue.enqueue``: concurrent calls share ``enqueueJobs`` round trips, yet each
-caller gets exactly its own result or its own error (streamdelay/coalesce.py).
+caller gets exactly its own result or its own error (streamdelay/producer/coalesce.py).
 
 Everything runs against real redis-server processes; "how many script calls" is read from the
 server's own INFO commandstats.
@@ -16,8 +16,8 @@ import pytest
 import redis
 
 import streamdelay as sd
-from streamdelay.keys import PartitionKeys, partition_of
-from streamdelay.plans import ENQUEUE_BATCH
+from streamdelay.producer.plans import ENQUEUE_BATCH
+from streamdelay.protocol.keys import PartitionKeys, partition_of
 from tests.redis_server import RedisServer
 
 FAR = 10_000_000_000.0  # an absolute `at` (epoch seconds) far in the future

@@ -14,7 +14,7 @@ import pytest
 import redis
 
 import streamdelay as sd
-from streamdelay.scripts import script
+from streamdelay.protocol.scripts import script
 from tests.redis_server import RedisServer
 
 pytestmark = pytest.mark.timeout(120)

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 import streamdelay as sd
-from streamdelay.codec import MAX_BODY_DEPTH
+from streamdelay.protocol.codec import MAX_BODY_DEPTH
 from tests.redis_server import RedisServer
 from tests.test_cli import assert_one_line_error, cli
 

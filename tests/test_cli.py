@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 import streamdelay as sd
-from streamdelay.keys import partition_keys, partition_of
+from streamdelay.protocol.keys import partition_keys, partition_of
+from tests.promoting import promote_due
 from tests.redis_server import RedisServer, free_port, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -272,7 +273,7 @@ def _reserve_by_ghost(queue: sd.Queue, topic: str, job_id: str, group: str) -> N
         await worker.register()
         await worker.client.aclose()
         dispatcher = sd.Dispatcher(queue.config)
-        await dispatcher.promote_once(keys)
+        await promote_due(dispatcher, keys)
         await dispatcher.close()
 
     asyncio.run(register_and_promote())
@@ -478,7 +479,7 @@ def test_partitions_option_env_and_mismatch(redis_url: str, queue_name: str,
     assert "(3 partition(s))" in logs[1] and "promoted 1 job(s)" in logs[1]
     assert wrong.returncode == 1 and "Traceback" not in logs[2]
     last = logs[2].strip().splitlines()[-1]
-    assert last.startswith("streamdelay: error: partitions:") and "--partitions" in last
+    assert re.match(r"streamdelay \w+: error: partitions:", last) and "--partitions" in last
     three.close()
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 import streamdelay as sd
-from streamdelay.dispatcher import Dispatcher
-from streamdelay.keys import partition_of
-from streamdelay.scripts import script
+from streamdelay.consumer.dispatcher import Dispatcher
+from streamdelay.protocol.keys import partition_of
+from streamdelay.protocol.scripts import script
 from tests.apps.reliability_app import Workers, count, wait_for
 from tests.cluster import (
     LocalCluster,

@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 import streamdelay as sd
-from streamdelay.codec import (
+from streamdelay.protocol.codec import (
     FORMAT_BYTES,
     FORMAT_JSON,
     FORMAT_MSGPACK,
@@ -21,7 +21,7 @@ from streamdelay.codec import (
     encode_body,
     parse_record,
 )
-from streamdelay.keys import PartitionKeys, partition_keys, partition_of
+from streamdelay.protocol.keys import PartitionKeys, partition_keys, partition_of
 from tests.redis_server import RedisServer
 
 pytestmark = pytest.mark.timeout(90)

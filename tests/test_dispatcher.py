@@ -15,8 +15,8 @@ import pytest
 import redis
 
 import streamdelay as sd
-from streamdelay.codec import parse_record
-from streamdelay.keys import PartitionKeys, partition_of
+from streamdelay.protocol.codec import parse_record
+from streamdelay.protocol.keys import PartitionKeys, partition_of
 from tests.redis_server import wait_until
 
 pytestmark = pytest.mark.timeout(90)

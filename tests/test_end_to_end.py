@@ -6,7 +6,7 @@ import pytest
 import redis
 
 import streamdelay as sd
-from streamdelay.keys import PartitionKeys
+from streamdelay.protocol.keys import PartitionKeys
 
 
 def assert_nothing_left(client: redis.Redis, queue: str, topics: list[str]) -> None:

@@ -14,9 +14,9 @@ import pytest
 import redis
 
 import streamdelay as sd
-from streamdelay.codec import encode_blob
-from streamdelay.keys import PartitionKeys
-from streamdelay.scripts import script
+from streamdelay.protocol.codec import encode_blob
+from streamdelay.protocol.keys import PartitionKeys
+from streamdelay.protocol.scripts import script
 from tests.redis_server import RedisServer
 
 GOOD_JOBS = 12

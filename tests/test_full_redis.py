@@ -12,9 +12,9 @@ import pytest
 import redis
 
 import streamdelay as sd
-from streamdelay.keys import PartitionKeys
-from streamdelay.runner import run_step_sync
-from streamdelay.scripts import script
+from streamdelay.protocol.keys import PartitionKeys
+from streamdelay.protocol.scripts import script
+from streamdelay.redis_io.runner import run_step_sync
 from tests.placement import fill_up, make_room, misplaced
 from tests.redis_server import RedisServer
 from tests.test_cli import cli_many

@@ -2,7 +2,7 @@
 
 Hypothesis draws each argument of ``enqueue``, ``get``, ``cancel``, ``reschedule``, ``claim`` and
 ``dead list`` either from its documented valid set or from outside it, and the test knows which
-(an oracle from the documented rules in docs/cli.md and SPEC §6-7, not from the implementation).
+(an oracle from the documented rules in docs/cli.md, not from the implementation).
 The command runs through ``run_cli``, the very function the ``streamdelay`` console script calls,
 against a real redis-server. Every outcome must be an exit code of 0 / 1 / 2 with at most one
 line on stderr and never a traceback; a refused command (exit 2) must leave every key of the
@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, example, find, given, settings
 from hypothesis import strategies as st
 
 import streamdelay as sd
-from streamdelay.cli import cli
-from streamdelay.cli_support import run_cli
+from streamdelay.cli.commands import cli
+from streamdelay.cli.support import run_cli
 from tests.redis_server import RedisServer
 from tests.test_cli import cli_many
 
@@ -45,8 +45,9 @@ class Arg:
 
 
 def positional(arg: Arg) -> Arg:
-    """A positional value starting with ``-`` reads as an option: a usage error (exit 2)."""
-    return Arg(arg.value, arg.ok and not arg.value.startswith("-"))
+    """A positional value starting with ``-`` reads as an option (a usage error, exit 2), except
+    a lone ``-``, which click passes on as a value."""
+    return Arg(arg.value, arg.ok and (arg.value == "-" or not arg.value.startswith("-")))
 
 
 ids = st.one_of(

@@ -1,5 +1,5 @@
-"""Bad input, tried systematically (SPEC §7): every public entry point gets random ids, topics,
-bodies, delays, times, headers, ttr, max_attempts, backoff and flags.
+"""Bad input, tried systematically (docs/guarantees.md): every public entry point gets random ids,
+topics, bodies, delays, times, headers, ttr, max_attempts, backoff and flags.
 
 Each argument is drawn either from its documented valid set or from outside it, and the test
 knows which (an oracle written from the documented rules, not from the implementation). A call
@@ -30,7 +30,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import streamdelay as sd
-from streamdelay.topology import agree_partitions_sync
+from streamdelay.redis_io.agreement import agree_partitions_sync
 from tests.redis_server import RedisServer
 
 FUZZ = settings(max_examples=150, deadline=None,

@@ -19,8 +19,8 @@ import pytest
 import redis
 
 import streamdelay as sd
-from streamdelay.keys import PartitionKeys, partition_of
-from streamdelay.plans import ENQUEUE_BATCH
+from streamdelay.producer.plans import ENQUEUE_BATCH
+from streamdelay.protocol.keys import PartitionKeys, partition_of
 
 pytestmark = pytest.mark.timeout(60)
 STATES = ("delayed", "ready", "reserved", "dead", "done")

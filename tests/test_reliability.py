@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 import streamdelay as sd
-from streamdelay.keys import partition_keys
+from streamdelay.protocol.keys import partition_keys
 from tests.apps.reliability_app import TOPICS, Workers, count, wait_for
+from tests.promoting import promote_due
 from tests.redis_server import RedisServer
 
 
@@ -254,7 +255,7 @@ def test_consumers_that_are_gone_and_own_nothing_are_removed(redis_url: str,
 
     async def promote() -> None:
         dispatcher = sd.Dispatcher(queue.config)
-        await dispatcher.promote_once(partition_keys(queue_name, 1)[0])
+        await promote_due(dispatcher, partition_keys(queue_name, 1)[0])
         await dispatcher.close()
 
     asyncio.run(promote())
@@ -305,7 +306,7 @@ def test_sigterm_just_after_start_exits_cleanly(workers: Workers) -> None:
 
 
 def test_cancel_all_cancels_a_task_that_swallowed_the_first_cancel() -> None:
-    from streamdelay.supervise import cancel_all
+    from streamdelay.consumer.supervise import cancel_all
 
     swallowed: list[int] = []
 

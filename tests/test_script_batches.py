@@ -11,11 +11,11 @@ import pytest
 import redis
 
 import streamdelay as sd
-from streamdelay.config import QueueConfig
-from streamdelay.dispatcher import Dispatcher, PromoteResult
-from streamdelay.keys import PartitionKeys
-from streamdelay.runner import run_step_sync
-from streamdelay.scripts import lua_dir, script
+from streamdelay.consumer.dispatcher import Dispatcher, PromoteResult
+from streamdelay.protocol.keys import PartitionKeys
+from streamdelay.protocol.scripts import lua_dir, script
+from streamdelay.redis_io.config import QueueConfig
+from streamdelay.redis_io.runner import run_step_sync
 
 pytestmark = pytest.mark.timeout(60)
 BLOB = b"\x92\xa1j\xc4\x02{}"
@@ -105,7 +105,7 @@ def test_batches_longer_than_one_bulk_piece(queue: sd.Queue) -> None:
 
 def test_new_record_builds_what_build_record_builds(queue: sd.Queue) -> None:
     includes = lua_dir() / "includes"
-    source = (includes / "record.lua").read_text() + (includes / "new_record.lua").read_text()
+    source = (includes / "build_record.lua").read_text() + (includes / "new_record.lua").read_text()
     source += """
 local a = build_record({state = 'd', attempts = 0, due = tonumber(ARGV[1]),
   created = tonumber(ARGV[2]), ttr = tonumber(ARGV[3]), max = tonumber(ARGV[4]), entry = '',

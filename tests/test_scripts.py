@@ -14,9 +14,9 @@ import pytest
 import redis
 
 import streamdelay as sd
-from streamdelay.keys import PartitionKeys
-from streamdelay.runner import run_step_sync
-from streamdelay.scripts import load_scripts, lua_dir, script
+from streamdelay.protocol.keys import PartitionKeys
+from streamdelay.protocol.scripts import load_scripts, lua_dir, script
+from streamdelay.redis_io.runner import run_step_sync
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -57,8 +57,13 @@ def test_every_script_is_named_verb_object_keys_and_documents_its_contract() -> 
 
 
 def test_includes_are_inlined_and_the_sha_is_what_redis_computes(queue: sd.Queue) -> None:
+    includes = lua_dir() / "includes"
+    for path in lua_dir().glob("*.lua"):  # the one-level recipe of docs/keys.md
+        recipe = re.sub(r"^-- @include ([a-z_]+)\s*$",
+                        lambda m: (includes / f"{m.group(1)}.lua").read_text(),
+                        path.read_text(), flags=re.MULTILINE)
+        assert load_scripts()[path.stem.split("-")[0]].source == recipe, path.name
     for loaded in load_scripts().values():
-        assert "@include" not in loaded.source
         assert queue.client.script_load(loaded.source) == loaded.sha
 
 
@@ -238,7 +243,7 @@ def test_a_server_older_than_7_is_named_when_it_cannot_compile_the_flags_line() 
     reply it sends is built by hand)."""
     from redis.exceptions import ResponseError
 
-    from streamdelay.runner import _old_server
+    from streamdelay.redis_io.runner import _old_server
 
     reply = ResponseError("Error compiling script (new function): user_script:1: unexpected "
                           "symbol near '#'")

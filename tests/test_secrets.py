@@ -17,8 +17,8 @@ import pytest
 import redis
 
 import streamdelay as sd
-from streamdelay import topology
-from streamdelay.masking import mask_text, mask_url, scrub, secrets_in
+from streamdelay.base.masking import mask_text, mask_url, scrub, secrets_in
+from streamdelay.redis_io import topology
 from tests.redis_server import free_port, wait_until
 from tests.test_cli import cli_env, command
 from tests.tls_servers import MASTER_NAME, make_certificates, tls_redis, tls_sentinel

@@ -15,8 +15,8 @@ import pytest
 import redis
 
 import streamdelay as sd
-from streamdelay.config import QueueConfig
-from streamdelay.durations import parse_duration
+from streamdelay.base.durations import parse_duration
+from streamdelay.redis_io.config import QueueConfig
 from tests.redis_server import RedisServer
 
 pytestmark = pytest.mark.timeout(60)

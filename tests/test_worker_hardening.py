@@ -17,15 +17,16 @@ import pytest
 import redis
 
 import streamdelay as sd
-from streamdelay.acks import ACK_BATCH, ACK_BYTES, PendingAcks, batch_length
-from streamdelay.backoff import retry_delay
-from streamdelay.cli_support import with_overrides
-from streamdelay.codec import encode_blob
-from streamdelay.dispatcher import Dispatcher
-from streamdelay.keys import partition_keys
-from streamdelay.runner import run_step_sync
-from streamdelay.scripts import script
-from streamdelay.validation import MAX_DELAY_SECONDS
+from streamdelay.base.validation import MAX_DELAY_SECONDS
+from streamdelay.cli.support import with_overrides
+from streamdelay.consumer.acks import ACK_BATCH, ACK_BYTES, PendingAcks, batch_length
+from streamdelay.consumer.backoff import retry_delay
+from streamdelay.consumer.dispatcher import Dispatcher
+from streamdelay.protocol.codec import encode_blob
+from streamdelay.protocol.keys import partition_keys
+from streamdelay.protocol.scripts import script
+from streamdelay.redis_io.runner import run_step_sync
+from tests.promoting import promote_due
 
 
 async def _serve_until(worker: sd.Worker, done: Callable[[], bool], timeout: float) -> None:
@@ -109,7 +110,7 @@ def test_jobs_handed_to_a_live_worker_run_without_losing_an_attempt(queue: sd.Qu
     async def scenario() -> None:
         await worker.register()
         dispatcher = Dispatcher(queue.config)
-        assert (await dispatcher.promote_once(keys)).moved == 1
+        assert await promote_due(dispatcher, keys) == 1
         await dispatcher.close()
         queue.client.xreadgroup("g", "ghost", {keys.stream("t"): ">"}, count=1)  # goes silent
         serving = asyncio.ensure_future(worker.serve())
@@ -290,14 +291,14 @@ def test_a_read_whose_reply_was_lost_is_run_from_the_own_pending_list(queue: sd.
     async def scenario() -> None:
         await worker.register()
         dispatcher = Dispatcher(queue.config)
-        await dispatcher.promote_once(keys)
+        await promote_due(dispatcher, keys)
         serving = asyncio.ensure_future(worker.serve())
         while not ran:
             await asyncio.sleep(0.02)
         # the only slot is busy: nothing reads; Redis delivers one entry to live-2 whose reply
         # never reaches the worker (as when a read is cancelled or times out mid-flight)
         queue.enqueue("t", {"seconds": 0}, id="lost", max_attempts=1, ttr=5)
-        await dispatcher.promote_once(keys)
+        await promote_due(dispatcher, keys)
         await dispatcher.close()
         queue.client.xreadgroup("g", "live-2", {keys.stream("t"): ">"}, count=1)
         deadline = time.monotonic() + 3  # well before the ttr of 5 s
@@ -397,7 +398,7 @@ def test_entries_left_by_an_earlier_process_of_the_same_name_come_back_counted(
     async def scenario() -> None:
         await worker.register()
         dispatcher = Dispatcher(queue.config)
-        await dispatcher.promote_once(keys)
+        await promote_due(dispatcher, keys)
         # an earlier process named fixed-name read the job, then died
         queue.client.xreadgroup("g", "fixed-name", {keys.stream("t"): ">"}, count=1)
         serving = asyncio.ensure_future(worker.serve())

@@ -1,5 +1,7 @@
 -- dead_candidates(topic, count, only): {dead entry id, job id} pairs to act on: the one job
 -- `only` when it is dead in this topic, else the oldest `count` dead-letter entries.
+-- @include keys
+-- @include parse_record
 local function dead_candidates(topic, count, only)
   local candidates = {}
   if only ~= '' then

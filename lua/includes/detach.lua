@@ -1,5 +1,6 @@
 -- detach(r, id): take job id out of wherever its record r says it is (delayed set, topic stream and
 -- the group's pending list, dead-letter stream, tombstones). The jobs hash is left to the caller.
+-- @include keys
 local function detach(r, id)
   if r.state == 'd' then
     if redis.call('ZREM', K_DELAYED, id) == 1 then redis.call('HINCRBY', K_COUNTS, r.topic, -1) end

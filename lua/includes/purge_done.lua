@@ -2,6 +2,9 @@
 -- records are read with read_records (include it first) and the call stops once they pass 1 MiB. A caller that
 -- creates tombstones passes at least as many as it creates, so expiry keeps up with any rate;
 -- promoteDue sweeps the rest (docs/keys.md). Returns true when expired tombstones may be left.
+-- @include keys
+-- @include write_many
+-- @include read_records
 local PURGE_BYTES = 1048576
 local function purge_done(now, limit)
   local old = redis.call('ZRANGEBYSCORE', K_DONE, '-inf', now, 'LIMIT', 0, limit)

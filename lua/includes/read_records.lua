@@ -2,6 +2,7 @@
 -- grow (1, 4, 16, 64, 256 ids) and stop once the records read pass budget bytes, so a batch of
 -- large records never copies much more than the budget into the script. Returns the records
 -- (false where none) and how many ids they cover (all of them, or a prefix).
+-- @include keys
 local function read_records(ids, budget)
   local raws, bytes, step, s = {}, 0, 1, 1
   while s <= #ids and bytes <= budget do

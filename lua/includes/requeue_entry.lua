@@ -1,7 +1,10 @@
--- requeue_entry(r, id, old_entry, count_attempt, why, now): put a delivery back at the tail of its
--- topic stream under a new entry id so any live consumer reads it next; with count_attempt the
--- delivery counts as a failed attempt and the job goes dead after its last one.
+-- requeue_entry(r, id, old_entry, group, count_attempt, why, now): put a delivery of group back
+-- at the tail of its topic stream under a new entry id so any live consumer reads it next; with
+-- count_attempt the delivery counts as a failed attempt and the job goes dead after its last one
+-- (dead-letter entry with error why, at now). Updates r and the jobs hash.
 -- Returns the new entry id, or false when the job went dead.
+-- @include keys
+-- @include build_record
 local function requeue_entry(r, id, old_entry, group, count_attempt, why, now)
   local sk = stream_key(r.topic)
   redis.call('XACK', sk, group, old_entry)

@@ -14,7 +14,7 @@ import math
 import threading
 import time
 
-from ..config import sync_client
+from ..redis_io.topology import sync_client
 
 log = logging.getLogger("streamdelay.metrics")
 REFRESH = 30.0

@@ -16,8 +16,8 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
-from ..errors import StreamdelayError
-from ..queue import Queue
+from ..base.errors import StreamdelayError
+from ..producer.queue import Queue
 from . import prometheus
 from .serving import MetricsServer
 

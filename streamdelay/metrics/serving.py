@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ConfigError
+from ..base.errors import ConfigError
 from . import prometheus
 
 

@@ -8,18 +8,29 @@ where it starts a handler and where it settles a delivery (nothing is called wit
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import HANDLER_BUCKETS, LATENESS_BUCKETS, prometheus
 from .clock import ServerClock
 from .serving import MetricsServer
 
 if TYPE_CHECKING:
-    from ..config import QueueConfig
-    from ..delivery import Delivery
-    from ..dispatcher import Dispatcher
-    from ..models import Job
+    from ..base.models import Job
+    from ..redis_io.config import QueueConfig
+
+
+class Dispatcher(Protocol):
+    """What the promoted counter reads of a dispatcher (``consumer.dispatcher.Dispatcher``)."""
+
+    promoted: int
+
+
+class Delivery(Protocol):
+    """What the settle hooks read of a delivery (``consumer.delivery.Delivery``)."""
+
+    topic: str
+    handler_s: float | None
 
 FIELD = "metrics_port"
 
@@ -128,7 +139,7 @@ class WorkerMetrics:
             child = self._jobs[key] = self.jobs.labels(self.queue, topic, self.group, outcome)
         child.inc(amount)
 
-    def released(self, deliveries: list[Delivery], handed_back: int) -> None:
+    def released(self, deliveries: Sequence[Delivery], handed_back: int) -> None:
         """Jobs handed back at shutdown; the reply only counts them, so when some were stale
         the count goes to the first topics of the batch."""
         for delivery in deliveries[:handed_back]:

@@ -26,7 +26,7 @@ from pathlib import Path
 import redis
 from redis.cluster import key_slot
 
-from streamdelay.keys import PartitionKeys
+from streamdelay.protocol.keys import PartitionKeys
 from tests.chaos.run import (
     Processes,
     Production,

@@ -23,7 +23,7 @@ from pathlib import Path
 import redis
 
 import streamdelay as sd
-from streamdelay.keys import PartitionKeys, partition_of
+from streamdelay.protocol.keys import PartitionKeys, partition_of
 from tests.chaos.app import BODY_OVERHEAD, job_body, job_id
 from tests.chaos.verdict import Verdict, judge
 from tests.redis_server import RedisServer

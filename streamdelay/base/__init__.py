@@ -1,0 +1,1 @@
+"""The vocabulary every layer shares: errors, secret masking, models, durations and validation."""

@@ -1,0 +1,103 @@
+"""One error tree for streamdelay: every failure a caller can see is a ``StreamdelayError``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .masking import mask_text
+
+if TYPE_CHECKING:
+    from .models import EnqueueResult
+
+
+class StreamdelayError(Exception):
+    """Root of every error raised by streamdelay.
+
+    Carries optional context so logs and the CLI can say which job, topic or script was involved.
+    The message goes through ``masking.mask_text``: no URL password or ``password=``-like value
+    survives in ``str(exc)`` (see docs/security.md).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        field: str | None = None,
+        job_id: str | None = None,
+        topic: str | None = None,
+        script: str | None = None,
+    ) -> None:
+        super().__init__(mask_text(message))
+        self.field = field
+        self.job_id = job_id
+        self.topic = topic
+        self.script = script
+
+
+class ValidationError(StreamdelayError, ValueError):
+    """A caller passed a value that is not allowed; ``field`` names the argument."""
+
+
+class BodyEncodeError(ValidationError):
+    """A job body cannot be encoded by the queue's codec, or is larger than the size limit."""
+
+
+class BodyDecodeError(StreamdelayError):
+    """A delivered body does not decode, or does not match the handler's ``body=`` type."""
+
+
+class ConfigError(StreamdelayError):
+    """The queue, worker or Redis setup is not usable (bad URL, old Redis, group clash ...)."""
+
+
+class ConnectionFailed(StreamdelayError):
+    """Redis could not be reached (after the retry policy gave up)."""
+
+
+class ScriptError(StreamdelayError):
+    """A Lua script answered with an error streamdelay does not know."""
+
+
+class PartialEnqueueError(StreamdelayError):
+    """An enqueue of several script calls of which some were written and others failed.
+
+    ``outcomes`` has one entry per job, in the order given: its ``EnqueueResult`` when its call
+    was written, else the error of its call (that call wrote nothing). ``written`` and
+    ``failed`` sort them out. Enqueueing the failed jobs again is safe (see docs/producer.md).
+    """
+
+    def __init__(self, outcomes: list[EnqueueResult | Exception]) -> None:
+        failed = [(i, o) for i, o in enumerate(outcomes) if isinstance(o, Exception)]
+        first = failed[0][1] if failed else None
+        super().__init__(f"enqueue: {len(outcomes) - len(failed)} of {len(outcomes)} jobs "
+                         f"written, {len(failed)} not: {first}", script="enqueueJobs")
+        self.outcomes = outcomes
+
+    @property
+    def written(self) -> list[EnqueueResult]:
+        """The results of the jobs that were written, in the order given."""
+        return [o for o in self.outcomes if not isinstance(o, Exception)]
+
+    @property
+    def failed(self) -> list[tuple[int, Exception]]:
+        """(index in the jobs given, error) of each job that was not written."""
+        return [(i, o) for i, o in enumerate(self.outcomes) if isinstance(o, Exception)]
+
+    def __reduce__(self) -> tuple[type[PartialEnqueueError], tuple[list[EnqueueResult |
+                                                                        Exception]]]:
+        return (type(self), (self.outcomes,))
+
+
+class JobNotFound(StreamdelayError):
+    """A command named a job id that does not exist: the CLI's ``get``, ``cancel``,
+    ``reschedule`` and ``dead`` commands raise it (exit 1). The Python API answers such a
+    lookup without an exception: ``get`` returns None, ``cancel``/``reschedule`` return False.
+    """
+
+
+class NoSuchQueue(StreamdelayError):
+    """A read or operator command named a queue no producer or worker has used on this Redis."""
+
+
+class GroupNotFound(StreamdelayError):
+    """An operation named a consumer group that does not exist on the topic."""

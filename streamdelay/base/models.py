@@ -1,0 +1,177 @@
+"""Public value types: what callers pass in and get back."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from .errors import ValidationError
+
+JobState = Literal["delayed", "ready", "reserved", "dead", "done"]
+Delay = float | int | timedelta
+At = datetime | float | int
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Exponential retry delay: ``base * 2**(attempt-1)`` seconds with full jitter, capped."""
+
+    base: float = 1.0
+    cap: float = 3600.0
+    jitter: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("base", "cap"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not (
+                    0 <= value < math.inf):
+                raise ValidationError(f"backoff: {name} must be a finite number of seconds >= 0",
+                                      field="backoff")
+
+
+BackoffPolicy = Backoff | list[float] | tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One job for ``enqueue_many``; the fields mirror ``Queue.enqueue``'s arguments."""
+
+    topic: str
+    body: Any = None
+    delay: Delay | None = None
+    at: At | None = None
+    id: str | None = None
+    ttr: Delay | None = None
+    max_attempts: int | None = None
+    backoff: BackoffPolicy | None = None
+    headers: dict[str, str] | None = None
+    replace: bool = False
+
+
+@dataclass(frozen=True)
+class EnqueueResult:
+    """What ``enqueue`` did: ``created`` is False when the id already existed."""
+
+    id: str
+    due: int
+    created: bool
+    state: str
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """A job read by id (``Queue.get``) or listed (``Queue.jobs``). ``due`` and ``created`` are
+    epoch ms (server clock); ``idle_ms`` and ``ttr_ms`` are milliseconds; ``ttr`` is the same
+    time-to-run in seconds, the unit ``enqueue(ttr=...)`` takes (kept for compatibility)."""
+
+    id: str
+    topic: str
+    state: JobState
+    due: int
+    created: int
+    attempts: int
+    max_attempts: int
+    ttr: float
+    body: Any
+    headers: dict[str, str]
+    consumer: str | None = None
+    idle_ms: int | None = None
+    deliveries: int | None = None
+    error: str | None = None
+    ttr_ms: int = 0
+
+
+@dataclass(frozen=True)
+class TopicStats:
+    """Counts of one topic; ``lag_ms`` is how long the oldest due, undelivered job has waited."""
+
+    topic: str
+    delayed: int
+    ready: int
+    reserved: int
+    dead: int
+    lag_ms: int
+    group: str | None
+    paused: bool = False  # set by pause(topic): no worker starts its jobs (docs/operations.md)
+
+
+@dataclass(frozen=True)
+class QueueStats:
+    """Per-topic counts of a queue, summed over its partitions."""
+
+    queue: str
+    now: int
+    topics: dict[str, TopicStats] = field(default_factory=dict)
+
+    @property
+    def total(self) -> TopicStats:
+        """All topics added up (``lag_ms`` is the largest)."""
+        rows = list(self.topics.values())
+        return TopicStats(
+            topic="*",
+            delayed=sum(r.delayed for r in rows),
+            ready=sum(r.ready for r in rows),
+            reserved=sum(r.reserved for r in rows),
+            dead=sum(r.dead for r in rows),
+            lag_ms=max((r.lag_ms for r in rows), default=0),
+            group=None,
+        )
+
+
+@dataclass(frozen=True)
+class DeadJob:
+    """One dead-letter entry: the job id, its last error and how many attempts it had."""
+
+    id: str
+    topic: str
+    error: str
+    attempts: int
+    at: int
+    entry_id: str
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    """What a claim moved: re-queued (or handed) ids, ids that went dead, stale entries cleaned,
+    and the consumers removed because they were gone and owned nothing."""
+
+    moved: list[str]
+    dead: list[str]
+    cleaned: int
+    removed: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One delivery of a job, as a handler receives it.
+
+    ``attempt`` counts from 1 and includes deliveries lost to crashed workers.
+    """
+
+    id: str
+    topic: str
+    body: Any
+    due: int
+    created: int
+    attempt: int
+    max_attempts: int
+    ttr: float
+    headers: dict[str, str]
+    entry_id: str
+    partition: int
+
+
+class Retry(Exception):
+    """Raise from a handler to retry after ``delay`` seconds (counts as a failed attempt)."""
+
+    def __init__(self, delay: Delay = 0.0, reason: str = "retry requested") -> None:
+        from .validation import seconds  # local: validation's types live here
+
+        super().__init__(reason)
+        self.delay = seconds(delay, "delay")  # a bad delay fails the handler, not the worker
+
+
+class Drop(Exception):
+    """Raise from a handler to acknowledge the job without running it again."""

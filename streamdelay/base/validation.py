@@ -1,0 +1,163 @@
+"""Pure validation of every value a caller hands to streamdelay.
+
+Each function returns the normalised value or raises ``ValidationError`` naming the field.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from .durations import format_duration
+from .errors import ValidationError
+
+QUEUE_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+TOPIC = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+JOB_ID = re.compile(r"^[A-Za-z0-9_.:@/+=-]{1,128}$")
+GROUP = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+CONSUMER = re.compile(r"^[A-Za-z0-9_.:@-]{1,128}$")
+MAX_DELAY_SECONDS = 10 * 365 * 86400.0
+MAX_TTR_SECONDS = 7 * 86400.0
+MAX_ATTEMPTS_LIMIT = 1000
+MAX_HEADERS = 32
+MAX_HEADER_BYTES = 4096
+
+
+def _pattern(value: object, pattern: re.Pattern[str], field: str, what: str) -> str:
+    if not isinstance(value, str):
+        raise ValidationError(f"{field}: must be a str, not {type(value).__name__}", field=field)
+    if not pattern.fullmatch(value):  # not match(): '$' would let a trailing newline through
+        raise ValidationError(
+            f"{field}: {value[:80]!r} is not a valid {what} (allowed: {pattern.pattern})",
+            field=field,
+        )
+    return value
+
+
+def queue_name(value: object) -> str:
+    """A queue name: 1-64 of letters, digits, ``_ . -``."""
+    return _pattern(value, QUEUE_NAME, "name", "queue name")
+
+
+def topic(value: object) -> str:
+    """A topic: 1-128 of letters, digits, ``_ . : -``."""
+    return _pattern(value, TOPIC, "topic", "topic")
+
+
+def job_id(value: object) -> str:
+    """A job id: 1-128 of letters, digits, ``_ . : @ / + = -``."""
+    return _pattern(value, JOB_ID, "id", "job id")
+
+
+def group(value: object) -> str:
+    """A consumer group name."""
+    return _pattern(value, GROUP, "group", "group name")
+
+
+def consumer(value: object, field: str = "consumer") -> str:
+    """A consumer name (``field``: the argument that carries it, e.g. ``to``)."""
+    return _pattern(value, CONSUMER, field, "consumer name")
+
+
+def seconds(
+    value: object, field: str, *, minimum: float = 0.0, maximum: float = MAX_DELAY_SECONDS
+) -> float:
+    """A finite number of seconds (int, float or ``timedelta``) within [minimum, maximum]."""
+    if isinstance(value, timedelta):
+        value = value.total_seconds()
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValidationError(
+            f"{field}: must be seconds (int, float or timedelta), not {type(value).__name__}",
+            field=field,
+        )
+    try:
+        number = float(value)
+    except OverflowError:  # an int too large for a float
+        raise ValidationError(f"{field}: too large a number of seconds", field=field) from None
+    if not math.isfinite(number):
+        raise ValidationError(f"{field}: must be finite, got {number!r}", field=field)
+    if number < minimum or number > maximum:
+        if field == "at":  # epoch seconds, not a duration
+            span = f"{number:.0f} is out of range [{minimum:.0f}, {maximum:.0f}] (epoch seconds)"
+        else:
+            span = (f"{format_duration(number)} is out of range [{format_duration(minimum)}, "
+                    f"{format_duration(maximum)}]")
+        raise ValidationError(f"{field}: {span}", field=field)
+    return number
+
+
+def delay_ms(value: object, field: str = "delay") -> int:
+    """A relative delay in whole milliseconds (rounded up, so never early)."""
+    return math.ceil(seconds(value, field) * 1000)
+
+
+def at_ms(value: object) -> int:
+    """An absolute due time: aware ``datetime`` or epoch seconds, as epoch ms (rounded up)."""
+    if isinstance(value, datetime):
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValidationError(
+                "at: naive datetime; pass an aware datetime (e.g. tzinfo=timezone.utc)", field="at"
+            )
+        return math.ceil(value.timestamp() * 1000)
+    epoch = seconds(value, "at", minimum=0.0, maximum=1e11)
+    return math.ceil(epoch * 1000)
+
+
+def ttr_ms(value: object) -> int:
+    """Time-to-run in ms: at least 1 s, at most 7 days."""
+    return math.ceil(seconds(value, "ttr", minimum=1.0, maximum=MAX_TTR_SECONDS) * 1000)
+
+
+def max_attempts(value: object) -> int:
+    """How many deliveries a job gets: 1 to 1000."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError("max_attempts: must be an int", field="max_attempts")
+    if not 1 <= value <= MAX_ATTEMPTS_LIMIT:
+        raise ValidationError(
+            f"max_attempts: {value} is out of range [1, {MAX_ATTEMPTS_LIMIT}]", field="max_attempts"
+        )
+    return value
+
+
+def headers(value: object) -> dict[str, str]:
+    """A small str -> str map (at most 32 entries, 4 KiB in all)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValidationError("headers: must be a mapping of str to str", field="headers")
+    if len(value) > MAX_HEADERS:
+        raise ValidationError(f"headers: more than {MAX_HEADERS} entries", field="headers")
+    size = 0
+    result: dict[str, str] = {}
+    for key, item in value.items():
+        if not isinstance(key, str) or not isinstance(item, str) or not key:
+            raise ValidationError("headers: keys and values must be str (keys non-empty)",
+                                  field="headers")
+        try:
+            size += len(key.encode()) + len(item.encode())
+        except UnicodeEncodeError:  # lone surrogates cannot travel as UTF-8
+            raise ValidationError("headers: keys and values must be valid UTF-8 text",
+                                  field="headers") from None
+        result[key] = item
+    if size > MAX_HEADER_BYTES:
+        raise ValidationError(f"headers: larger than {MAX_HEADER_BYTES} bytes", field="headers")
+    return result
+
+
+def backoff_schedule(value: object) -> list[float]:
+    """An explicit retry schedule: a non-empty list of non-negative seconds."""
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence) or not value:
+        raise ValidationError("backoff: must be a non-empty list of seconds", field="backoff")
+    if len(value) > MAX_ATTEMPTS_LIMIT:
+        raise ValidationError("backoff: too many steps", field="backoff")
+    return [seconds(step, "backoff") for step in value]
+
+
+def positive_int(value: Any, field: str, maximum: int = 1_000_000) -> int:
+    """An int in [1, maximum]."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
+        raise ValidationError(f"{field}: must be an int in [1, {maximum}]", field=field)
+    return value

@@ -1,0 +1,95 @@
+"""The ``jobs``, ``pause`` and ``resume`` commands of the ``streamdelay`` CLI
+(docs/cli.md); ``cli.py`` adds them to its group."""
+
+from __future__ import annotations
+
+import click
+
+from ..producer.listing import MAX_LIMIT, STATES, JobPage
+from .options import json_option, partitions_option, url_option
+from .output import iso_ms, table, to_json
+from .support import operator_queue
+
+JOBS_COLUMNS = ("ID", "TOPIC", "STATE", "DUE", "ATTEMPTS", "DETAIL")
+
+
+def _detail(job: object) -> str:
+    consumer = getattr(job, "consumer", None)
+    if consumer is not None:
+        return f"{consumer} idle {getattr(job, 'idle_ms', 0)} ms"
+    error = getattr(job, "error", None) or ""
+    return error.splitlines()[0][:60] if error else ""
+
+
+def jobs_text(page: JobPage, state: str) -> str:
+    """The table of ``jobs`` and, when there is more, the option that shows the next page."""
+    if not page.jobs:
+        lines = [f"no {state} jobs on this page" if page.cursor else f"no {state} jobs"]
+    else:
+        rows = [[j.id, j.topic, j.state, iso_ms(j.due), f"{j.attempts}/{j.max_attempts}",
+                 _detail(j)] for j in page.jobs]
+        lines = [table(JOBS_COLUMNS, rows, numeric_from=len(JOBS_COLUMNS))]
+    if page.cursor:
+        lines.append(f"more: add --cursor {page.cursor}")
+    return "\n".join(lines)
+
+
+@click.command()
+@click.argument("queue_name", metavar="QUEUE")
+@click.option("--state", required=True, type=click.Choice(STATES),
+              help="Which jobs: delayed (by due time), ready, reserved or dead (stream order).")
+@click.option("--topic", help="Only this topic.")
+@click.option("--limit", type=click.IntRange(1, MAX_LIMIT), default=100, show_default=True,
+              help="At most this many jobs on the page.")
+@click.option("--cursor", help="Where the previous page ended (printed with it).")
+@url_option
+@partitions_option
+@json_option
+def jobs(queue_name: str, state: str, topic: str | None, limit: int, cursor: str | None,
+         url: str | None, partitions: int | None, as_json: bool) -> None:
+    """List one page of the jobs of QUEUE in --state; bounded work whatever the backlog.
+    Read only. A page may hold fewer than --limit jobs and still have a next page.
+
+    \b
+    Examples:
+      streamdelay jobs orders --state delayed --limit 20
+      streamdelay jobs orders --state dead --topic order.close --json
+    """
+    with operator_queue(queue_name, url, partitions) as queue:
+        page = queue.jobs(state, topic=topic, limit=limit, cursor=cursor)
+    click.echo(to_json(page) if as_json else jobs_text(page, state))
+
+
+@click.command()
+@click.argument("queue_name", metavar="QUEUE")
+@click.argument("topic")
+@url_option
+@partitions_option
+def pause(queue_name: str, topic: str, url: str | None, partitions: int | None) -> None:
+    """Stop every worker starting jobs of TOPIC within 1 s (running ones finish; due jobs
+    still become ready). Kept in Redis until `streamdelay resume`.
+
+    \b
+    Example:
+      streamdelay pause orders order.close
+    """
+    with operator_queue(queue_name, url, partitions) as queue:
+        changed = queue.pause(topic)
+    click.echo(f"paused {topic}" if changed else f"{topic} was already paused")
+
+
+@click.command()
+@click.argument("queue_name", metavar="QUEUE")
+@click.argument("topic")
+@url_option
+@partitions_option
+def resume(queue_name: str, topic: str, url: str | None, partitions: int | None) -> None:
+    """Let workers start jobs of TOPIC again (within 1 s); its backlog drains.
+
+    \b
+    Example:
+      streamdelay resume orders order.close
+    """
+    with operator_queue(queue_name, url, partitions) as queue:
+        changed = queue.resume(topic)
+    click.echo(f"resumed {topic}" if changed else f"{topic} was not paused")

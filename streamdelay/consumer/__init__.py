@@ -1,0 +1,1 @@
+"""The worker side: Worker, delivery, upkeep loops, Dispatcher, supervision and backoff."""

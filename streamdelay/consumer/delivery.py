@@ -1,0 +1,241 @@
+"""Running one delivery: decode, call the handler, decide how to settle (pure parts + call).
+
+Split in steps so none grows into a god-function: ``open_delivery`` decodes the stream entry,
+``call_handler`` runs the user's code under the time limit, ``outcome_of`` turns what happened
+into a ``Settlement`` the worker sends to Redis.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import inspect
+import logging
+import sys
+import time
+import traceback
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from ..base.errors import BodyDecodeError, ConfigError, StreamdelayError
+from ..base.models import BackoffPolicy, Drop, Job, Retry
+from ..base.validation import delay_ms
+from ..protocol.codec import blob_backoff, decode_blob, decode_body, parse_record
+from ..telemetry.jobs import JobRun
+from .backoff import retry_delay
+
+log = logging.getLogger("streamdelay.worker")
+HandlerFn = Callable[[Job], Awaitable[None]] | Callable[[Job], None]
+ERROR_TEXT_LIMIT = 2000
+
+
+@dataclass(frozen=True)
+class Handler:
+    """A registered handler: the function, its body type and whether it is a coroutine."""
+
+    fn: HandlerFn
+    body_type: Any
+    is_async: bool
+
+    @classmethod
+    def wrap(cls, fn: HandlerFn, body_type: Any) -> Handler:
+        """Register ``fn`` (def or async def) with an optional body type."""
+        if body_type is not None:
+            try:  # refused now, not at every delivery
+                msgspec.json.Decoder(body_type)
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"body: {body_type!r} is not a type to decode bodies into "
+                                  f"({exc})", field="body") from exc
+        return cls(fn, body_type, inspect.iscoroutinefunction(fn))
+
+
+@dataclass
+class Delivery:
+    """One delivery held by this worker, from read until settled."""
+
+    partition: int
+    topic: str
+    entry_id: str
+    job_id: str = ""
+    ttr_ms: int = 60_000
+    size: int = 0  # bytes of the job record: bounds the ack batches (acks.py)
+    last_touch: float = field(default_factory=time.monotonic)
+    lost: bool = False
+    task: asyncio.Task[None] | None = None
+    # the thread running a def handler: while it runs, the delivery holds its slot and its job
+    thread: concurrent.futures.Future[None] | None = None
+    handler_s: float | None = None  # how long its handler ran (None: it did not run)
+    run: JobRun | None = None  # the observed run (debug logs, span), when observed
+
+    @property
+    def thread_running(self) -> bool:
+        """True while a def handler's thread for this delivery has not returned."""
+        return self.thread is not None and not self.thread.done()
+
+    async def finished(self) -> None:
+        """Wait until this delivery's run has ended: its task, then its handler's thread."""
+        if self.task is not None and not self.task.done():
+            await asyncio.wait((self.task,))
+        if self.thread is not None and not self.thread.done():
+            await asyncio.wait((asyncio.wrap_future(self.thread),))
+
+    @property
+    def key(self) -> tuple[int, str, str]:
+        """Identity of the delivery inside the worker."""
+        return (self.partition, self.topic, self.entry_id)
+
+
+@dataclass(frozen=True)
+class Settlement:
+    """How to settle a delivery: ack, retry after ``delay_ms``, or dead now."""
+
+    kind: str  # "ack" | "retry" | "dead"
+    delay_ms: int = 0
+    error: str = ""
+
+
+def open_delivery(
+    delivery: Delivery, fields: dict[Any, Any] | None, handler: Handler,
+    max_body_bytes: int | None = None,
+) -> tuple[Job | None, BackoffPolicy | None, Settlement | None]:
+    """Decode a stream entry into a ``Job``; a bad entry gives a dead ``Settlement`` instead.
+
+    A body over ``max_body_bytes`` (written by a foreign producer) is dead, never run, and so
+    is one nested too deeply to decode (``RecursionError``): no retry can decode it.
+    """
+    if not fields or b"id" not in fields:
+        return None, None, Settlement("dead", error="envelope: stream entry without a job id")
+    raw_id = bytes(fields[b"id"])
+    delivery.job_id = raw_id.decode(errors="replace")
+    if not raw_id or delivery.job_id.encode() != raw_id:  # no producer writes such an id
+        return None, None, Settlement("dead", error="envelope: job id is empty or not UTF-8")
+    try:
+        raw_record = fields.get(b"rec", b"")
+        record = parse_record(raw_record)
+        delivery.ttr_ms, delivery.size = record.ttr_ms, len(raw_record)
+        blob = decode_blob(record.blob)
+        if max_body_bytes is not None and len(blob.body) > max_body_bytes:
+            raise BodyDecodeError(f"body: {len(blob.body)} bytes is over the limit of "
+                                  f"{max_body_bytes}")
+        body = decode_body(blob.fmt, blob.body, handler.body_type)
+    except StreamdelayError as exc:
+        return None, None, Settlement("dead", error=f"{type(exc).__name__}: {exc}")
+    except RecursionError as exc:
+        return None, None, Settlement("dead", error=f"BodyDecodeError: body: nested too deeply "
+                                                    f"to decode (RecursionError: {exc})")
+    job = Job(
+        id=delivery.job_id, topic=delivery.topic, body=body, due=record.due,
+        created=record.created, attempt=record.attempts + 1, max_attempts=record.max_attempts,
+        ttr=record.ttr_ms / 1000, headers=blob.headers, entry_id=delivery.entry_id,
+        partition=delivery.partition,
+    )
+    return job, blob_backoff(blob), None
+
+
+async def call_handler(
+    handler: Handler, job: Job, timeout: float | None, executor: Executor | None,
+    delivery: Delivery | None = None,
+) -> None:
+    """Run the handler (in ``executor`` when it is a plain def), bounded by ``timeout``.
+
+    A def handler's thread cannot be stopped: see ``run_in_thread``.
+    """
+    if not handler.is_async:
+        await run_in_thread(handler.fn, job, timeout, executor, delivery)  # type: ignore[arg-type]
+        return
+    awaitable: Awaitable[Any] = handler.fn(job)  # type: ignore[assignment]
+    if timeout is None:
+        await awaitable
+    elif sys.version_info >= (3, 11):  # no extra task and future per job, unlike wait_for
+        async with asyncio.timeout(timeout):
+            await awaitable
+    else:
+        await asyncio.wait_for(awaitable, timeout)
+
+
+async def run_in_thread(
+    fn: Callable[[Job], None], job: Job, timeout: float | None, executor: Executor | None,
+    delivery: Delivery | None = None,
+) -> None:
+    """Run a def handler in a thread; ``timeout`` counts from the moment the thread starts it.
+
+    Python cannot stop a thread: one still running at ``timeout`` is logged and waited for (its
+    delivery keeps its slot, its heartbeats and its job, so the job never runs twice at once);
+    when it returns, the run is reported as timed out (``asyncio.TimeoutError``) whatever it
+    returned or raised (docs/worker.md#handler_timeout).
+    """
+    span: list[float] = []  # when the thread started and ended the handler
+
+    def run() -> None:
+        span.append(time.monotonic())
+        try:
+            fn(job)
+        finally:
+            span.append(time.monotonic())
+
+    if executor is None:
+        raise RuntimeError("a def handler needs the worker's thread pool (serve() creates it)")
+    thread = executor.submit(contextvars.copy_context().run, run)  # the job's span, if any
+    if delivery is not None:
+        delivery.thread = thread
+    future = asyncio.wrap_future(thread)
+    if timeout is None:
+        await future
+        return
+    loop = asyncio.get_running_loop()
+    timer: asyncio.TimerHandle
+
+    def check() -> None:  # at the deadline: warn about an overrun, or look again when due
+        nonlocal timer
+        if len(span) == 1 and (left := span[0] + timeout - time.monotonic()) > 0:
+            timer = loop.call_later(left, check)
+        elif len(span) == 1:
+            log.warning("job %s (%s): its def handler still runs after handler_timeout=%gs; "
+                        "the job stays reserved by this worker until the thread returns",
+                        job.id, job.topic, timeout, extra={"topic": job.topic, "job_id": job.id,
+                                                            "attempt": job.attempt})
+        elif not span:  # not started yet: the time counts from its start
+            timer = loop.call_later(timeout, check)
+
+    timer = loop.call_later(timeout, check)
+    try:
+        await future
+    except Exception as exc:
+        if span[-1] - span[0] >= timeout:
+            raise asyncio.TimeoutError(f"handler ran longer than {timeout:g}s") from exc
+        raise
+    finally:
+        timer.cancel()
+    if span[-1] - span[0] >= timeout:
+        raise asyncio.TimeoutError(f"handler ran longer than {timeout:g}s")
+
+
+def describe_error(exc: BaseException) -> str:
+    """``Type: message`` plus the head of the traceback, bounded in size."""
+    head = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-4))
+    return f"{type(exc).__name__}: {exc}\n{head}"[:ERROR_TEXT_LIMIT]
+
+
+def outcome_of(
+    exc: BaseException | None, job: Job, backoff: BackoffPolicy, elapsed: float,
+    timeout: float | None,
+) -> Settlement:
+    """Turn a handler's result into a settlement (``Retry``, ``Drop``, timeouts, errors)."""
+    if exc is None:
+        return Settlement("ack")
+    if isinstance(exc, Drop):  # acknowledged like a success; the text tells them apart
+        return Settlement("ack", error=f"Drop: {exc}")
+    if isinstance(exc, Retry):
+        return Settlement("retry", delay_ms(exc.delay), f"Retry: {exc}")
+    if isinstance(exc, BodyDecodeError):
+        return Settlement("dead", error=describe_error(exc))
+    if isinstance(exc, asyncio.TimeoutError) and timeout is not None and elapsed >= timeout:
+        error = f"HandlerTimeout: handler ran longer than handler_timeout={timeout:g}s"
+    else:
+        error = describe_error(exc)
+    return Settlement("retry", delay_ms(retry_delay(backoff, job.attempt)), error)

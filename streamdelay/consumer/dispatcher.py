@@ -1,0 +1,185 @@
+"""The dispatcher: moves due jobs from the delayed set into topic streams, on time.
+
+Per partition it calls ``promoteDue`` (one bounded batch), then sleeps by its own monotonic clock
+for exactly the gap to the next due time the script computed from the server clock. A producer
+that enqueues a new earliest job sets the partition's wake marker; a blocking ``BZPOPMIN`` on a
+dedicated connection turns that into an immediate wake-up. A slow safety tick covers lost
+wake-ups. Any number of dispatchers may run: the script moves each job once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import partial
+
+from ..protocol.keys import PartitionKeys, partition_keys
+from ..protocol.replies import parse_promote
+from ..protocol.scripts import script
+from ..redis_io.agreement import agree_partitions_async
+from ..redis_io.config import QueueConfig
+from ..redis_io.runner import RETRYABLE, call_with_retry
+from ..redis_io.topology import AsyncClient, async_client
+from .supervise import cancel_all, pause_after_failure, supervised
+
+log = logging.getLogger("streamdelay.dispatcher")
+# One promoteDue call must not block Redis for more than ~1 ms (docs/keys.md#batch-sizes). Run of
+# 2026-11-23 (benchmarks/dispatch.py, SLOWLOG median per call, 100k jobs): 300 jobs took 1.7 ms
+# (155k jobs/s), 150 took 0.88 ms (134k jobs/s).
+PROMOTE_BATCH = 150
+# asyncio's timers wake up to 1 ms late: epoll waits whole milliseconds, rounded up. The last
+# millisecond of a sleep is slept in a thread instead, whose timed sleep has µs resolution.
+EPOLL_RESOLUTION = 0.001
+
+
+@dataclass(frozen=True)
+class PromoteResult:
+    """What one ``promoteDue`` call did: jobs moved, the next due time (epoch ms, -1 when the
+    delayed set is empty), the server clock it read, in epoch ms and epoch µs, and how long the
+    call took from send to reply (seconds, local clock)."""
+
+    moved: int
+    next_due: int
+    now: int
+    now_us: int
+    round_trip: float = 0.0
+
+
+class Dispatcher:
+    """Promotes due jobs of every partition of a queue until ``stop()`` is called."""
+
+    def __init__(
+        self,
+        config: QueueConfig,
+        *,
+        batch: int = PROMOTE_BATCH,
+        safety_tick: float = 5.0,
+        client: AsyncClient | None = None,
+    ) -> None:
+        self.config = config
+        self.batch = batch
+        self.safety_tick = safety_tick
+        self.promoted = 0
+        self._client = client
+        self._stopping = asyncio.Event()
+        self._wakes: list[asyncio.Event] = []
+        self._timers: ThreadPoolExecutor | None = None
+
+    @property
+    def client(self) -> AsyncClient:
+        """The command connection pool (created on first use)."""
+        if self._client is None:
+            self._client = async_client(self.config.url, self.config.socket_timeout)
+        return self._client
+
+    async def promote_once(self, keys: PartitionKeys) -> PromoteResult:
+        """Run one ``promoteDue`` batch on a partition (retried on connection errors)."""
+        call = script("promoteDue").call(keys.script_keys(), [self.batch])
+        sent = time.monotonic()
+        reply = await call_with_retry(self.client, call, None, "dispatch")
+        promoted = parse_promote(reply)
+        result = PromoteResult(promoted.moved, promoted.next_due_ms, promoted.now_ms,
+                               promoted.now_us, time.monotonic() - sent)
+        for job_id, why in promoted.dropped:  # foreign garbage, quarantined
+            log.warning("due job %r of queue %s was not promoted: %s", job_id,
+                        self.config.name, why,
+                        extra={"queue": self.config.name, "job_id": job_id})
+        self.promoted += result.moved
+        return result
+
+    def stop(self) -> None:
+        """Ask every partition loop to end."""
+        self._stopping.set()
+        for wake in self._wakes:
+            wake.set()
+
+    async def run(self) -> None:
+        """Serve every partition until ``stop()`` (after checking the partition count).
+
+        May be called again after it returned, in the same or another event loop.
+        """
+        cfg = self.config
+        await agree_partitions_async(self.client, cfg.url, cfg.name, cfg.partitions, None)
+        promoters, wakers = [], []
+        self._timers = ThreadPoolExecutor(cfg.partitions, thread_name_prefix="streamdelay-timer")
+        for keys in partition_keys(cfg.name, cfg.partitions):
+            wake = asyncio.Event()
+            self._wakes.append(wake)
+            # Separately supervised: a crashed promote loop restarts without touching the
+            # wake-up wait (redis-py can swallow a cancel that lands while it connects).
+            promoters.append(asyncio.create_task(supervised(
+                f"dispatch partition {keys.partition}",
+                partial(self._partition_loop, keys, wake), log)))
+            wakers.append(asyncio.create_task(supervised(
+                f"wake-up partition {keys.partition}", partial(self._wake_loop, keys, wake), log)))
+        try:
+            await asyncio.gather(*promoters)
+        finally:
+            await cancel_all([*promoters, *wakers], log)
+            self._timers.shutdown(wait=False)
+            self._timers = None
+            # ready for another run (in this or another event loop): fresh stop flag and wakes
+            self._stopping, self._wakes = asyncio.Event(), []
+
+    def _sleep_for(self, result: PromoteResult) -> float:
+        """Seconds until the next due job, to the µs of the server clock the script read.
+
+        The server read its clock about half the round trip before the reply came back, so that
+        half is already gone. Never negative; the script (due <= server time), not this sleep,
+        keeps jobs from being promoted early: waking a little early costs one more call.
+        """
+        if result.moved >= self.batch:
+            return 0.0
+        if result.next_due < 0:
+            return self.safety_tick
+        gap = (result.next_due * 1000 - result.now_us) / 1e6 - result.round_trip / 2
+        return min(self.safety_tick, max(gap, 0.0))
+
+    async def _partition_loop(self, keys: PartitionKeys, wake: asyncio.Event) -> None:
+        while not self._stopping.is_set():
+            wake.clear()
+            gap = self._sleep_for(await self.promote_once(keys))
+            if gap <= 0:
+                await asyncio.sleep(0)
+                continue
+            await self._wait(wake, gap)
+
+    async def _wait(self, wake: asyncio.Event, gap: float) -> None:
+        """Sleep ``gap`` seconds to the µs, less when ``wake`` is set (the last ms in a thread)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + gap
+        if gap > EPOLL_RESOLUTION:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(wake.wait(), timeout=gap - EPOLL_RESOLUTION)
+            if wake.is_set():
+                return
+        rest = deadline - loop.time()
+        if rest > 0 and not wake.is_set():
+            await loop.run_in_executor(self._timers, time.sleep, rest)
+
+    async def _wake_loop(self, keys: PartitionKeys, wake: asyncio.Event) -> None:
+        blocking = async_client(self.config.url, self.safety_tick + self.config.socket_timeout)
+        failures = 0
+        try:
+            while not self._stopping.is_set():
+                try:
+                    popped = await blocking.bzpopmin([keys.wake], timeout=self.safety_tick)
+                    failures = 0
+                except RETRYABLE as exc:
+                    failures += 1
+                    await pause_after_failure(failures, "wake-up wait", exc, log)
+                    continue
+                if popped:
+                    wake.set()
+        finally:
+            await blocking.aclose()
+
+    async def close(self) -> None:
+        """Close the connection pool."""
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None

@@ -1,0 +1,169 @@
+"""The worker's reading: one read loop per partition, and what sits in this worker's own
+pending list but is not running here.
+
+The read loop asks for as many new entries as the worker has free slots, from every topic at
+once, on its own connection (socket timeout above the block time). With fewer free slots than
+topics it first waits up to ``SUBSET_WAIT`` for a slot to free; still short (long handlers hold
+the slots), it reads the topics in turns without blocking: a read blocking on idle topics would
+leave a backlog in another one waiting a whole block time with a slot free.
+
+Entries land in a consumer's pending list without the worker holding them when an operator
+hands jobs over (``claim --to``) or when a read was cancelled or timed out after Redis had
+delivered it. The read loop of each partition looks every ``reclaim_interval`` (between two
+reads, so no read of its own is in flight) and starts such entries as free slots allow. Entries
+already there when the worker started belonged to an earlier process of the same name; they are
+left for the reclaim after their ttr, which counts the attempt (a job that kills its worker
+must not run again for free at every restart). See docs/worker.md#handed-over-jobs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import Any
+
+from redis.exceptions import ResponseError
+
+from ..producer.pausing import REFRESH_S
+from ..protocol.keys import PartitionKeys
+from ..protocol.replies import text
+from ..redis_io.runner import RETRYABLE
+from ..redis_io.topology import AsyncClient, async_client
+from . import upkeep
+from .delivery import Delivery
+from .supervise import pause_after_failure
+from .upkeep_host import ReadingHost
+
+log = logging.getLogger("streamdelay.worker")
+MAX_LOOK = 10_000  # pending rows read per topic and look
+SUBSET_WAIT = 0.05  # seconds to wait for a slot per topic before reading only some topics
+
+
+async def _own_pending(worker: ReadingHost, keys: PartitionKeys, client: AsyncClient,
+                       count: int) -> tuple[list[tuple[str, str]], bool]:
+    """``(topic, entry id)`` of this consumer's pending entries, oldest first per topic (at most
+    ``count`` per topic), and whether some topic had more."""
+    found: list[tuple[str, str]] = []
+    more = False
+    for topic in sorted(worker.topics):
+        try:
+            rows = await client.xpending_range(keys.stream(topic), worker.group, min="-",
+                                               max="+", count=count,
+                                               consumername=worker.consumer)
+        except ResponseError as exc:  # NOGROUP: the read loop re-creates the group
+            if "NOGROUP" not in str(exc):
+                raise
+            continue
+        found.extend((topic, text(row["message_id"])) for row in rows)
+        more = more or len(rows) >= count
+    return found, more
+
+
+async def start_orphans(worker: ReadingHost, keys: PartitionKeys, client: AsyncClient) -> int:
+    """Start own pending entries of ``keys``' partition that this worker does not hold."""
+    free = worker.free_slots()
+    if free <= 0:
+        return 0
+    part = keys.partition
+    # Held before the look: a delivery settled while it looks (its ack then written) must not
+    # count as an orphan. New deliveries of this partition start only in this loop.
+    held = worker.acks.entries(part) | {(t, e) for p, t, e in worker.inflight if p == part}
+    inherited = worker.inherited.get(part)
+    count = MAX_LOOK if inherited is None else min(MAX_LOOK, len(held) + free)
+    rows, more = await _own_pending(worker, keys, client, count)
+    held |= worker.acks.entries(part)
+    orphans = [(topic, eid) for topic, eid in rows
+               if (topic, eid) not in held and (part, topic, eid) not in worker.inflight]
+    if inherited is None:  # the first look: an earlier process of this name left these
+        worker.inherited[part] = set(orphans)
+        if orphans:
+            log.warning("%d job(s) were pending for consumer %s before this worker started; "
+                        "they are re-queued after their ttr", len(orphans), worker.consumer)
+        return 0
+    if not more:  # forget the ones reclaimed meanwhile
+        inherited.intersection_update(rows)
+    chosen = [entry for entry in orphans if entry not in inherited][:free]
+    if not chosen:
+        return 0
+    pipe = client.pipeline(transaction=False)
+    for topic, eid in chosen:
+        pipe.xrange(keys.stream(topic), eid, eid)
+    replies = await pipe.execute()
+    found = [(topic, entries[0])
+             for (topic, _), entries in zip(chosen, replies, strict=True) if entries]
+    deliveries = [Delivery(part, topic, text(eid)) for topic, (eid, _) in found]
+    if deliveries:  # still ours (not cancelled, rescheduled, reclaimed)? and a fresh idle time
+        await upkeep.touch(worker, deliveries, quiet=True)
+    started = 0
+    held = worker.acks.entries(part)
+    for delivery, (_, (_, fields)) in zip(deliveries, found, strict=True):
+        if (not delivery.lost and (delivery.topic, delivery.entry_id) not in held
+                and worker.start(delivery, fields)):
+            started += 1
+    if started:
+        log.info("started %d job(s) found in consumer %s's own pending list", started,
+                 worker.consumer)
+    return started
+
+
+async def _free_slots_for(worker: ReadingHost, topics: int) -> int:
+    """The free slots, once there is one per topic or ``SUBSET_WAIT`` passed without a slot
+    freed (then fewer: long handlers hold the others)."""
+    free = worker.free_slots()
+    if free < topics:
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(worker.slot_freed(), SUBSET_WAIT)
+        free = worker.free_slots()
+    return free
+
+
+async def read_loop(worker: ReadingHost, keys: PartitionKeys) -> None:
+    """Read new entries of one partition for free slots and start them, until the worker stops;
+    every ``reclaim_interval``, between two reads, start orphans of the own pending list."""
+    blocking = async_client(worker.config.url, worker.block + worker.config.socket_timeout)
+    topics = sorted(worker.topics)
+    turn = 0
+    failures = 0
+    next_look = 0.0
+    try:
+        while not worker.stopping:
+            if worker.free_slots() <= 0:
+                await worker.slot_freed()
+                continue
+            if time.monotonic() >= next_look:  # between reads: no read of ours in flight
+                next_look = time.monotonic() + worker.reclaim_interval
+                try:
+                    await start_orphans(worker, keys, blocking)
+                except RETRYABLE as exc:
+                    log.warning("could not look at the own pending list (%s)", exc)
+                if worker.free_slots() <= 0:
+                    continue
+            active = [t for t in topics if t not in worker.paused]
+            if not active:  # every topic paused: look again when the paused set may change
+                await asyncio.sleep(REFRESH_S)
+                continue
+            free = await _free_slots_for(worker, len(active))
+            chosen = [active[(turn + i) % len(active)] for i in range(min(free, len(active)))]
+            turn += 1
+            streams: dict[Any, Any] = {keys.stream(t): ">" for t in chosen}
+            try:  # a read of only some topics does not block: it must not hold up the others
+                reply: Any = await blocking.xreadgroup(
+                    worker.group, worker.consumer, streams, count=free // len(chosen),
+                    block=int(worker.block * 1000) if len(chosen) == len(active) else None)
+                failures = 0
+            except RETRYABLE as exc:
+                failures += 1
+                await pause_after_failure(failures, "read", exc)
+                continue
+            except ResponseError as exc:
+                # NOGROUP: the group is gone; UNBLOCKED: the stream or group was deleted
+                # while this read blocked (data lost, FLUSHALL): create them again.
+                if "NOGROUP" not in str(exc) and "UNBLOCKED" not in str(exc):
+                    raise
+                await worker.register()
+                continue
+            worker.start_entries(keys.partition, reply or [])
+    finally:
+        await blocking.aclose()

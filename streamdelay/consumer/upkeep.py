@@ -1,0 +1,195 @@
+"""The worker's background duties: heartbeats, reclaiming silent consumers' jobs, idle watch,
+and handing unfinished jobs back at shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from typing import Any
+
+from ..base.errors import GroupNotFound
+from ..producer.plans import prune_consumers_plan, requeue_stuck_plan
+from ..protocol.batching import batches, by_partition
+from ..protocol.replies import parse_stats, texts
+from ..protocol.scripts import script
+from ..redis_io.runner import drive_async
+from ..telemetry.jobs import delivery_fields
+from .delivery import Delivery
+from .upkeep_host import UpkeepHost
+
+log = logging.getLogger("streamdelay.worker")
+HEARTBEAT_TICK = 0.2
+TOUCH_BATCH = 500
+IDLE_TICK = 0.1
+# Consumers that own nothing and were silent PRUNE_IDLE_S are removed (one per worker process
+# that ever read would otherwise pile up, ~170 B each); checked about once a minute.
+PRUNE_EVERY = 60.0
+# Jobs whose def handler's thread outlived a shutdown come back this long after the hand-back,
+# by when the process (which exits right after it) is gone (docs/worker.md#handler_timeout).
+HANDBACK_DELAY = 2.0
+
+
+def _partition(delivery: Delivery) -> int:
+    return delivery.partition
+
+
+async def touch(worker: UpkeepHost, deliveries: list[Delivery], *, quiet: bool = False
+                ) -> None:
+    """Reset the idle time of deliveries still running (one ``touchJobs`` call per batch).
+
+    Deliveries this consumer no longer owns are marked ``lost`` (logged unless ``quiet``).
+    """
+    for partition, batch in by_partition(deliveries, _partition).items():
+        keys = worker.partitions[partition]
+        for chunk in batches(batch, TOUCH_BATCH):
+            args: list[Any] = [worker.group, worker.consumer]
+            for delivery in chunk:
+                args.extend((delivery.topic, delivery.entry_id))
+            now = time.monotonic()
+            lost = await worker.call(script("touchJobs").call(keys.script_keys(), args),
+                                     "heartbeat")
+            lost_ids = set(texts(lost))
+            for delivery in chunk:
+                delivery.last_touch = now
+                if delivery.entry_id in lost_ids and not delivery.lost:
+                    delivery.lost = True
+                    if quiet:
+                        continue
+                    log.warning("job %s is no longer held by this worker (reclaimed or "
+                                "cancelled); its result will be ignored", delivery.job_id,
+                                extra=delivery_fields(worker.config.name, delivery.topic,
+                                                      delivery.job_id, delivery.run))
+
+
+async def heartbeat_loop(worker: UpkeepHost) -> None:
+    """Touch each running delivery once a third of its ttr has passed since the last touch."""
+    while True:
+        await asyncio.sleep(HEARTBEAT_TICK)
+        now = time.monotonic()
+        due = [d for d in list(worker.inflight.values())
+               if not d.lost and now - d.last_touch >= d.ttr_ms / 3000.0]
+        if due:
+            await touch(worker, due)
+
+
+async def reclaim_once(worker: UpkeepHost) -> int:
+    """Re-queue deliveries of silent consumers (idle past their job's ttr) on every topic."""
+    moved = 0
+    for keys in worker.partitions:
+        for topic in sorted(worker.topics):
+            try:  # each job's own ttr, re-queued for anyone: claim's defaults
+                replies = await drive_async(worker.client, requeue_stuck_plan(
+                    keys, worker.group, topic, -1, ""), None, "reclaim")
+            except GroupNotFound:
+                await worker.register()
+                continue
+            reclaimed = sum(len(reply.moved) + len(reply.dead) for reply in replies)
+            moved += reclaimed
+            if worker.metrics is not None and reclaimed:
+                worker.metrics.count(topic, "reclaimed", reclaimed)
+    return moved
+
+
+async def prune_once(worker: UpkeepHost) -> list[str]:
+    """Remove the group's consumers that own nothing and were silent for ``worker.prune_idle``."""
+    removed: list[str] = []
+    idle_ms = int(worker.prune_idle * 1000)
+    for keys in worker.partitions:
+        for topic in sorted(worker.topics):
+            removed.extend(await drive_async(worker.client, prune_consumers_plan(
+                keys, worker.group, topic, idle_ms), None, "prune"))
+    return removed
+
+
+async def reclaim_loop(worker: UpkeepHost) -> None:
+    """Every ``reclaim_interval`` (jittered), reclaim jobs of silent consumers; every
+    ``prune_every`` seconds, remove consumers that are gone and own nothing."""
+    next_prune = time.monotonic() + worker.prune_every * random.uniform(0.1, 1.0)
+    while True:
+        await asyncio.sleep(worker.reclaim_interval * random.uniform(0.8, 1.2))
+        moved = await reclaim_once(worker)
+        if moved:
+            worker.counts["reclaimed"] += moved
+            log.info("re-queued %d job(s) of silent consumers", moved)
+        if time.monotonic() >= next_prune:
+            next_prune = time.monotonic() + worker.prune_every * random.uniform(0.8, 1.2)
+            removed = await prune_once(worker)
+            if removed:
+                log.info("removed %d consumer(s) that were gone and owned nothing: %s",
+                         len(removed), ", ".join(removed[:10]))
+
+
+async def idle_watch(worker: UpkeepHost) -> None:
+    """Stop the worker when its topics have nothing delayed, ready, reserved or in flight."""
+    while True:
+        await asyncio.sleep(IDLE_TICK)
+        if worker.inflight or worker.acks_pending:
+            continue
+        busy = False
+        for keys in worker.partitions:
+            reply = parse_stats(await worker.call(
+                script("readStats").call(keys.script_keys(), []), "stats"))
+            for row in reply.rows:
+                if row.topic in worker.topics and (row.delayed or row.in_stream):
+                    busy = True
+        if not busy and not worker.inflight:
+            worker.stop()
+            return
+
+
+async def release_unfinished(worker: UpkeepHost) -> None:
+    """Cancel handlers still running after the grace period and hand their jobs back at once.
+
+    A job whose def handler's thread still runs is not handed back here: it would run twice at
+    once. ``Worker.run`` hands it back with a delay just before the process exits
+    (``release_later``); under ``serve`` it comes back after its ttr.
+    """
+    unfinished = [d for d in worker.inflight.values() if d.job_id and not d.thread_running]
+    for delivery in worker.inflight.values():
+        if delivery.thread_running:
+            log.warning("job %s (%s): its def handler's thread still runs; its job is not "
+                        "handed back while it does", delivery.job_id, delivery.topic,
+                        extra=delivery_fields(worker.config.name, delivery.topic,
+                                              delivery.job_id, delivery.run))
+        if delivery.task is not None:
+            delivery.task.cancel()
+    for partition, batch in by_partition(unfinished, _partition).items():
+        keys = worker.partitions[partition]
+        args: list[Any] = [worker.group]
+        for delivery in batch:
+            args.extend((delivery.topic, delivery.job_id, delivery.entry_id))
+        try:
+            released = await asyncio.wait_for(
+                worker.call(script("releaseJobs").call(keys.script_keys(), args), "release"), 5.0)
+            worker.counts["released"] += int(released)
+            if worker.metrics is not None:
+                worker.metrics.released(batch, int(released))
+        except (asyncio.TimeoutError, OSError) as exc:
+            log.warning("could not hand back %d job(s) (%s); they return after ttr",
+                        len(batch), exc)
+
+
+async def release_later(worker: UpkeepHost, deliveries: list[Delivery]) -> None:
+    """Hand jobs back due ``HANDBACK_DELAY`` from now, not counted as an attempt: the last step
+    of a process whose def handler threads outlived the shutdown (``releaseJobsLater``)."""
+    delay_ms = int(HANDBACK_DELAY * 1000)
+    try:
+        for partition, batch in by_partition(deliveries, _partition).items():
+            keys = worker.partitions[partition]
+            args: list[Any] = [worker.group, delay_ms]
+            for delivery in batch:
+                args.extend((delivery.topic, delivery.job_id, delivery.entry_id))
+            try:
+                released = await asyncio.wait_for(worker.call(script("releaseJobsLater").call(
+                    keys.script_keys(), args), "release"), 5.0)
+                worker.counts["released"] += int(released)
+                if worker.metrics is not None:
+                    worker.metrics.released(batch, int(released))
+            except (asyncio.TimeoutError, OSError) as exc:
+                log.warning("could not hand back %d job(s) (%s); they return after ttr",
+                            len(batch), exc)
+    finally:
+        await worker.client.aclose()

@@ -1,0 +1,116 @@
+"""The narrow interfaces the upkeep loops (``upkeep.py``) and the read loops (``reading.py``)
+see of a worker: no private attribute, no Worker class, so they and ``worker.py`` do not import
+each other (docs/design.md). ``worker.Worker`` is both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any, Protocol
+
+from ..metrics.worker import WorkerMetrics
+from ..protocol.keys import PartitionKeys
+from ..protocol.scripts import ScriptCall
+from ..redis_io.config import QueueConfig
+from ..redis_io.topology import AsyncClient
+from .acks import PendingAcks
+from .delivery import Delivery
+
+
+class UpkeepHost(Protocol):
+    """What the upkeep loops need of a worker, and nothing more (``worker.Worker`` is one)."""
+
+    @property
+    def config(self) -> QueueConfig:
+        """The queue's settings."""
+
+    @property
+    def metrics(self) -> WorkerMetrics | None:
+        """This process's Prometheus metrics, when served (docs/operations.md#metrics)."""
+
+    @property
+    def group(self) -> str:
+        """The consumer group."""
+
+    @property
+    def consumer(self) -> str:
+        """This worker's consumer name."""
+
+    @property
+    def partitions(self) -> Sequence[PartitionKeys]:
+        """The keys of every partition of the queue."""
+
+    @property
+    def topics(self) -> Collection[str]:
+        """The topics this worker has handlers for."""
+
+    @property
+    def inflight(self) -> Mapping[tuple[int, str, str], Delivery]:
+        """The deliveries whose handlers run now, by (partition, topic, entry id)."""
+
+    @property
+    def client(self) -> AsyncClient:
+        """The worker's command connection pool."""
+
+    @property
+    def acks_pending(self) -> bool:
+        """True while finished jobs wait to be acknowledged."""
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Counters the loops add to (``reclaimed``, ``released``)."""
+
+    @property
+    def reclaim_interval(self) -> float:
+        """Seconds between two reclaim passes."""
+
+    @property
+    def prune_idle(self) -> float:
+        """Consumers silent this long and owning nothing are removed."""
+
+    @property
+    def prune_every(self) -> float:
+        """Seconds between two prune passes."""
+
+    async def call(self, step: ScriptCall, what: str) -> Any:
+        """Run one script call under the retry policy."""
+
+    async def register(self) -> None:
+        """Bind the topics to the group again (after the group was deleted)."""
+
+    def stop(self) -> None:
+        """Ask the worker to stop gracefully."""
+
+
+class ReadingHost(UpkeepHost, Protocol):
+    """What the read loops need of a worker on top of ``UpkeepHost``."""
+
+    paused: frozenset[str]  # topics this worker does not start now (consumer/pausing.py)
+
+    @property
+    def block(self) -> float:
+        """Seconds one blocking read waits."""
+
+    @property
+    def stopping(self) -> bool:
+        """True once ``stop()`` was called."""
+
+    @property
+    def acks(self) -> PendingAcks:
+        """Acknowledgements not written yet."""
+
+    @property
+    def inherited(self) -> dict[int, set[tuple[str, str]]]:
+        """Per partition, own pending entries an earlier process of this name left."""
+
+    def free_slots(self) -> int:
+        """Handlers this worker can start now."""
+
+    async def slot_freed(self) -> None:
+        """Wait until a running delivery ends."""
+
+    def start(self, delivery: Delivery, fields: dict[Any, Any] | None) -> bool:
+        """Start a handler for one delivery, unless the worker already holds it."""
+
+    def start_entries(self, partition: int, reply: list[Any]) -> int:
+        """Start a handler for each entry of an XREADGROUP reply; how many."""

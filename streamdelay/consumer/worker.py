@@ -1,0 +1,457 @@
+"""The worker: reads due jobs of its topics from their streams and runs the handlers.
+
+One asyncio loop per process: a blocking reader per partition (its own connection, socket timeout
+above the block time), handler tasks bounded by ``concurrency``, batched acknowledgements, and the
+upkeep loops from ``upkeep.py`` (heartbeats, reclaiming silent consumers' jobs, idle watch). An
+embedded ``Dispatcher`` runs unless ``dispatch=False``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import inspect
+import logging
+import os
+import signal
+import socket
+import time
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from secrets import token_hex
+from typing import Any, TypeVar
+
+from ..base import validation
+from ..base.errors import ConfigError
+from ..metrics import worker_metrics
+from ..producer.plans import PRUNE_IDLE_S
+from ..protocol.keys import PartitionKeys, partition_keys
+from ..protocol.replies import parse_fail, text
+from ..protocol.scripts import ScriptCall, script
+from ..redis_io.agreement import agree_partitions_async
+from ..redis_io.config import QueueConfig, mask_url
+from ..redis_io.runner import call_with_retry
+from ..redis_io.topology import AsyncClient, async_client
+from ..telemetry.jobs import JobObserver, delivery_fields, log_settled, observe
+from . import pausing, reading, upkeep
+from .acks import PendingAcks
+from .delivery import (
+    Delivery,
+    Handler,
+    HandlerFn,
+    Settlement,
+    call_handler,
+    describe_error,
+    open_delivery,
+    outcome_of,
+)
+from .dispatcher import Dispatcher
+from .supervise import cancel_all, supervised, threads_finish
+
+log = logging.getLogger("streamdelay.worker")
+F = TypeVar("F", bound=HandlerFn)
+FINAL_FLUSH_TIMEOUT = 5.0
+_UNSET: Any = object()
+
+
+def default_consumer_name() -> str:
+    """``host-pid-random``: unique per process, readable in XINFO and logs."""
+    return f"{socket.gethostname()}-{os.getpid()}-{token_hex(2)}"
+
+
+class Worker:
+    """Runs handlers for the topics of one queue as a member of one consumer group."""
+
+    def __init__(
+        self,
+        queue: Any,
+        *,
+        group: str = "workers",
+        concurrency: int = 32,
+        consumer: str | None = None,
+        dispatch: bool = True,
+        handler_timeout: float | None = _UNSET,
+        block: float = 1.0,
+        reclaim_interval: float = 1.0,
+        shutdown_grace: float = 30.0,
+        metrics_port: int | None = None,
+    ) -> None:
+        config = queue if isinstance(queue, QueueConfig) else getattr(queue, "config", None)
+        if not isinstance(config, QueueConfig):
+            raise ConfigError("queue: pass a streamdelay Queue, AsyncQueue or QueueConfig",
+                              field="queue")
+        self.config = config
+        self.group = validation.group(group)
+        self.concurrency = validation.positive_int(concurrency, "concurrency", 100_000)
+        self.consumer = validation.consumer(default_consumer_name() if consumer is None
+                                            else consumer)
+        self.dispatch = bool(dispatch)
+        timeout = config.handler_timeout if handler_timeout is _UNSET else handler_timeout
+        if timeout is not None:
+            validation.seconds(timeout, "handler_timeout", minimum=0.001)
+        self.handler_timeout: float | None = timeout
+        self.block = validation.seconds(block, "block", minimum=0.01, maximum=60)
+        self.reclaim_interval = validation.seconds(reclaim_interval, "reclaim_interval",
+                                                   minimum=0.05, maximum=3600)
+        self.shutdown_grace = validation.seconds(shutdown_grace, "shutdown_grace")
+        # consumers of the group that own nothing and were silent prune_idle seconds are
+        # removed, checked every prune_every seconds (docs/worker.md)
+        self.prune_idle = PRUNE_IDLE_S
+        self.prune_every = upkeep.PRUNE_EVERY
+        self.handlers: dict[str, Handler] = {}
+        self.inflight: dict[tuple[int, str, str], Delivery] = {}
+        self.counts = {"handled": 0, "retried": 0, "dead": 0, "released": 0, "reclaimed": 0}
+        self.partitions: tuple[PartitionKeys, ...] = partition_keys(config.name, config.partitions)
+        self.acks = PendingAcks()
+        # per partition: own pending entries an earlier process of this name left (pending.py)
+        self.inherited: dict[int, set[tuple[str, str]]] = {}
+        # (partition, job id) -> the delivery whose handler runs that job in this process
+        self.running_jobs: dict[tuple[int, str], Delivery] = {}
+        self.paused: frozenset[str] = frozenset()  # topics not started here (consumer/pausing.py)
+        self._ack_wake = asyncio.Event()
+        self._slot_free = asyncio.Event()
+        self._stopping = asyncio.Event()
+        self._signals = 0
+        self._client: AsyncClient | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._dispatcher: Dispatcher | None = None
+        self.metrics_port = metrics_port
+        self.metrics = worker_metrics(config.name, self.group, metrics_port)
+        self.observer = JobObserver(config.name, self.group)  # logs and spans (telemetry/)
+
+    def __repr__(self) -> str:
+        """Queue, group and consumer; the URL with its password masked."""
+        return (f"Worker(queue={self.config.name!r}, group={self.group!r}, "
+                f"consumer={self.consumer!r}, url={mask_url(self.config.url)!r})")
+
+    def replace(self, *, config: QueueConfig | None = None, **changes: Any) -> Worker:
+        """A new worker of the same class and handlers: every constructor argument and tuning
+        attribute as here, except ``changes`` (validated as by the constructor)."""
+        params = [p for p in inspect.signature(Worker.__init__).parameters if p not in
+                  ("self", "queue")]
+        options = {name: getattr(self, name) for name in params}
+        options.update(changes)
+        rebuilt = type(self)(self.config if config is None else config, **options)
+        rebuilt.handlers = dict(self.handlers)
+        rebuilt.prune_idle, rebuilt.prune_every = self.prune_idle, self.prune_every
+        return rebuilt
+
+    # --- registration -------------------------------------------------------------------
+
+    def handler(self, topic: str, *, body: Any = None) -> Callable[[F], F]:
+        """Decorator: run ``fn(job)`` for jobs of ``topic``; ``body=`` a type to decode into."""
+        name = validation.topic(topic)
+
+        def register(fn: F) -> F:
+            if not callable(fn):
+                raise ConfigError("handler: must be a function", field="handler", topic=name)
+            if name in self.handlers:
+                raise ConfigError(f"topic: {name!r} already has a handler", field="topic")
+            self.handlers[name] = Handler.wrap(fn, body)
+            return fn
+
+        return register
+
+    @property
+    def topics(self) -> list[str]:
+        """The topics this worker has handlers for, sorted."""
+        return sorted(self.handlers)
+
+    @property
+    def acks_pending(self) -> bool:
+        """True while finished jobs wait to be acknowledged (the next ack flush sends them)."""
+        return bool(self.acks)
+
+    @property
+    def client(self) -> AsyncClient:
+        """The command connection pool of this worker."""
+        if self._client is None:
+            self._client = async_client(self.config.url, self.config.socket_timeout)
+        return self._client
+
+    async def call(self, step: ScriptCall, what: str) -> Any:
+        """Run one script call under the retry policy (forever: workers ride out outages)."""
+        return await call_with_retry(self.client, step, None, what)
+
+    # --- running ------------------------------------------------------------------------
+
+    def run(self, *, until_idle: bool = False) -> None:
+        """Block serving jobs; SIGINT/SIGTERM stop gracefully, a second signal at once."""
+        gc.freeze()  # start-up objects leave the GC's view: no 15-20 ms gen-2 pauses (lateness)
+        asyncio.run(self.serve(until_idle=until_idle, handle_signals=True))
+        finished = self._executor is None or threads_finish(self._executor, 1.0)
+        if self.running_jobs:  # def handlers cancelled at shutdown: their threads outlived it
+            asyncio.run(upkeep.release_later(self, list(self.running_jobs.values())))
+        if not finished:
+            log.warning("a def handler still runs after the grace period; exiting the process "
+                        "(its job is handed back, due %gs from now)", upkeep.HANDBACK_DELAY)
+            os._exit(0)
+
+    def stop(self) -> None:
+        """Ask the worker to stop gracefully (call from the worker's event loop)."""
+        self._stopping.set()
+        if self._dispatcher is not None:
+            self._dispatcher.stop()
+
+    def _on_signal(self) -> None:
+        self._signals += 1
+        if self._signals == 1:
+            log.info("stopping: finishing running jobs (grace %.1fs)", self.shutdown_grace)
+            self.stop()
+        else:
+            log.warning("second signal: exiting now; unfinished jobs are redelivered after ttr")
+            os._exit(1)
+
+    async def serve(self, *, until_idle: bool = False, handle_signals: bool = False) -> None:
+        """Serve jobs until ``stop()`` (or, with ``until_idle``, until nothing is left to do)."""
+        if not self.handlers:
+            raise ConfigError("handler: register at least one handler before serving",
+                              field="handler")
+        loop = asyncio.get_running_loop()
+        if handle_signals:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, self._on_signal)
+        self._executor = ThreadPoolExecutor(self.concurrency, thread_name_prefix="streamdelay")
+        self._ack_wake, self._slot_free = asyncio.Event(), asyncio.Event()
+        self.inherited = {}
+        if not self._stopping.is_set():
+            self._stopping = asyncio.Event()
+        if not await self._register_unless_stopped():
+            if handle_signals:
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    loop.remove_signal_handler(sig)
+            return
+        await pausing.load(self)  # a paused topic stays paused across restarts
+        upkeep_tasks = self._start_upkeep(until_idle)
+        background = [self._start_loop("read", partial(reading.read_loop, self, k))
+                      for k in self.partitions]
+        try:
+            await self._stopping.wait()
+        finally:
+            await self._shutdown(background, upkeep_tasks)
+            if handle_signals:
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    loop.remove_signal_handler(sig)
+
+    def _start_upkeep(self, until_idle: bool) -> list[asyncio.Task[None]]:
+        """Start the metrics (first: a taken port fails here), the ack, heartbeat and reclaim
+        loops, the idle watch and the dispatcher (those three when asked for)."""
+        dispatcher = Dispatcher(self.config, client=self.client) if self.dispatch else None
+        if self.metrics is not None:  # docs/operations.md#metrics
+            self.metrics.start(self.config, dispatcher)
+        tasks = [self._start_loop("ack", self._ack_loop),
+                 self._start_loop("heartbeat", partial(upkeep.heartbeat_loop, self)),
+                 self._start_loop("reclaim", partial(upkeep.reclaim_loop, self)),
+                 self._start_loop("paused", partial(pausing.watch, self))]
+        if until_idle:
+            tasks.append(asyncio.create_task(upkeep.idle_watch(self)))
+        if dispatcher is not None:
+            self._dispatcher = dispatcher
+            tasks.append(self._start_loop("dispatch", dispatcher.run))
+        return tasks
+
+    @staticmethod
+    def _start_loop(what: str, loop: Callable[[], Awaitable[None]]) -> asyncio.Task[None]:
+        """A background loop as a task that logs and restarts on unexpected errors."""
+        return asyncio.create_task(supervised(what, loop))
+
+    async def _register_unless_stopped(self) -> bool:
+        """Register, unless ``stop()`` comes first (e.g. SIGTERM while Redis is unreachable)."""
+        registering = asyncio.ensure_future(self.register())
+        stopped = asyncio.ensure_future(self._stopping.wait())
+        await asyncio.wait([registering, stopped], return_when=asyncio.FIRST_COMPLETED)
+        stopped.cancel()
+        if registering.done():
+            registering.result()
+            return True
+        registering.cancel()
+        await asyncio.gather(registering, stopped, return_exceptions=True)
+        await self.client.aclose()
+        return False
+
+    async def register(self) -> None:
+        """Bind this worker's topics to its group and create the groups (idempotent)."""
+        cfg = self.config
+        await agree_partitions_async(self.client, cfg.url, cfg.name, cfg.partitions, None)
+        self.observer = await observe(cfg.name, self.group, self.client)  # clock, tracing
+        topics = sorted(self.handlers)
+        for keys in self.partitions:
+            await self.call(script("registerGroup").call(keys.script_keys(),
+                                                          [self.group, *topics]), "register")
+
+    async def _shutdown(self, readers: list[asyncio.Task[Any]], others: list[asyncio.Task[Any]]
+                        ) -> None:
+        self.stop()
+        deadline = time.monotonic() + self.shutdown_grace  # the grace runs from the stop request
+        await asyncio.wait(readers, timeout=self.block + 1.0)  # a read in flight lands first
+        await cancel_all(readers)
+        running = [d.task for d in self.inflight.values() if d.task is not None]
+        if running:
+            await asyncio.wait(running, timeout=max(0.0, deadline - time.monotonic()))
+        await upkeep.release_unfinished(self)
+        self._ack_wake.set()
+        await cancel_all([*readers, *others])
+        try:  # bounded: a stop during an outage must not wait for Redis forever
+            await asyncio.wait_for(self._flush_acks(), FINAL_FLUSH_TIMEOUT)
+        except (asyncio.TimeoutError, OSError) as exc:
+            log.warning("could not acknowledge finished jobs at shutdown (%s); they are "
+                        "redelivered after their ttr", exc)
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+        await self.client.aclose()
+        if self.metrics is not None:
+            self.metrics.stop()
+        self._client = None  # a later call (release_later) opens a pool in its own loop
+
+    # --- reading ------------------------------------------------------------------------
+
+    @property
+    def stopping(self) -> bool:
+        """True once ``stop()`` was called."""
+        return self._stopping.is_set()
+
+    async def slot_freed(self) -> None:
+        """Wait until a running delivery ends."""
+        self._slot_free.clear()
+        await self._slot_free.wait()
+
+    def free_slots(self) -> int:
+        """Handlers this worker can start now (a def handler's thread holds its slot)."""
+        return self.concurrency - len(self.inflight)
+
+    def start_entries(self, partition: int, reply: list[Any]) -> int:
+        """Start a handler task for each entry of an XREADGROUP reply; returns how many."""
+        started = 0
+        for stream, entries in reply:
+            topic = text(stream).split(":t:", 1)[1]
+            for entry_id, fields in entries:
+                eid = text(entry_id)
+                started += self.start(Delivery(partition, topic, eid), fields)
+        return started
+
+    def start(self, delivery: Delivery, fields: dict[Any, Any] | None) -> bool:
+        """Start a handler task for one delivery, unless this worker already holds it."""
+        if delivery.key in self.inflight:
+            return False
+        if delivery.topic in self.paused:  # read just before the pause reached us
+            pausing.hand_back(self, delivery, fields)
+            return False
+        self.inflight[delivery.key] = delivery
+        delivery.task = asyncio.create_task(self._execute(delivery, fields))
+        return True
+
+    # --- running one delivery -----------------------------------------------------------
+
+    async def _execute(self, delivery: Delivery, fields: dict[Any, Any] | None) -> None:
+        """Run one delivery and settle it, whatever is raised (docs/worker.md#handlers)."""
+        try:
+            settlement = await self._run(delivery, fields)
+            if settlement is not None:
+                await self._settle(delivery, settlement)
+        except Exception as exc:  # a fault of the worker or of Redis: say so, never vanish
+            log.exception("job %s (%s): could not settle entry %s (%s); it is re-queued "
+                          "after its ttr", delivery.job_id, delivery.topic, delivery.entry_id,
+                          exc, extra=self._job_fields(delivery))
+        finally:
+            self.inflight.pop(delivery.key, None)
+            self._slot_free.set()
+
+    async def _run(self, delivery: Delivery, fields: dict[Any, Any] | None
+                   ) -> Settlement | None:
+        """Decode, run the handler and decide the settlement (None: nothing to settle)."""
+        handler = self.handlers[delivery.topic]
+        try:
+            job, backoff, settlement = open_delivery(delivery, fields, handler,
+                                                     self.config.max_body_bytes)
+        except Exception as exc:  # cannot be decoded, now or on a retry
+            return Settlement("dead", error=describe_error(exc))
+        if job is None:
+            return settlement
+        job_key = (delivery.partition, job.id)
+        if job_key in self.running_jobs and not await self._after_earlier_run(job_key, delivery):
+            return None
+        self.running_jobs[job_key] = delivery
+        if self.metrics is not None:
+            self.metrics.started(job)
+        run = delivery.run = self.observer.started(job)
+        started = time.monotonic()
+        error: BaseException | None = None
+        try:
+            await call_handler(handler, job, self.handler_timeout, self._executor, delivery)
+        except asyncio.CancelledError as exc:
+            error = exc
+            raise
+        except Exception as exc:  # the handler's failure is data, not a crash
+            error = exc
+        finally:
+            if not delivery.thread_running:
+                del self.running_jobs[job_key]
+            if run is not None:
+                run.ended(error)
+        delivery.handler_s = elapsed = time.monotonic() - started
+        try:
+            return outcome_of(error, job, backoff or self.config.backoff, elapsed,
+                              self.handler_timeout)
+        except Exception as exc:  # e.g. a retry delay that cannot be stored
+            return Settlement("dead", error=f"settling failed: {describe_error(exc)}")
+
+    async def _after_earlier_run(self, job_key: tuple[int, str], delivery: Delivery) -> bool:
+        """Wait for an earlier run of the same job in this process to end; True when the
+        delivery is still this worker's afterwards (docs/guarantees.md: never twice at once)."""
+        while (earlier := self.running_jobs.get(job_key)) is not None:
+            await earlier.finished()
+            if self.running_jobs.get(job_key) is earlier:  # its task was cancelled
+                del self.running_jobs[job_key]
+        await upkeep.touch(self, [delivery], quiet=True)  # still ours after the wait?
+        return not delivery.lost
+
+    async def _settle(self, delivery: Delivery, settlement: Settlement) -> None:
+        if settlement.kind == "ack":
+            self.counts["handled"] += 1
+            if self.metrics is not None:
+                self.metrics.settled(delivery, "dropped" if settlement.error else "handled")
+            log_settled(delivery.run, "handled")
+            self.acks.add(delivery.partition, delivery.topic, delivery.job_id, delivery.entry_id,
+                          delivery.size)
+            self._ack_wake.set()
+            return
+        keys = self.partitions[delivery.partition]
+        args: list[Any] = [self.group, delivery.topic, delivery.job_id, delivery.entry_id,
+                settlement.delay_ms, "1" if settlement.kind == "dead" else "0", settlement.error]
+        reply = await self.call(script("failJob").call(keys.script_keys(), args), "fail")
+        outcome = parse_fail(reply)
+        if self.metrics is not None:
+            self.metrics.settled(delivery, ("dropped", "retried", "dead")[outcome.outcome])
+        if outcome.outcome == 0 and settlement.kind == "dead":  # an entry no job stands behind
+            log.warning("dropped stream entry %s of topic %s (no current job %r): %s",
+                        delivery.entry_id, delivery.topic, delivery.job_id, settlement.error,
+                        extra=self._job_fields(delivery))
+        if outcome.retried:
+            self.counts["retried"] += 1
+            log_settled(delivery.run, "retried", settlement.error)
+        elif outcome.dead:
+            self.counts["dead"] += 1
+            log.warning("job %s (%s) is dead: %s", delivery.job_id, delivery.topic,
+                        settlement.error.splitlines()[0] if settlement.error else "",
+                        extra=self._job_fields(delivery))
+
+    def _job_fields(self, delivery: Delivery) -> dict[str, Any]:
+        """The log fields of a delivery's job (docs/operations.md#logs)."""
+        return delivery_fields(self.config.name, delivery.topic, delivery.job_id, delivery.run)
+
+    # --- acknowledgements ---------------------------------------------------------------
+
+    async def _ack_loop(self) -> None:
+        while True:
+            await self._ack_wake.wait()
+            self._ack_wake.clear()
+            await self._flush_acks()
+
+    async def _flush_acks(self) -> None:
+        await self.acks.flush(self._send_acks)
+
+    async def _send_acks(self, partition: int, flat: list[str]) -> None:
+        keys = self.partitions[partition]
+        args: list[Any] = [self.group, validation.delay_ms(self.config.keep_done), *flat]
+        await self.call(script("ackJobs").call(keys.script_keys(), args), "ack")

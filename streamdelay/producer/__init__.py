@@ -1,0 +1,1 @@
+"""The queue API: enqueue plans, the async coalescer, Queue and AsyncQueue."""

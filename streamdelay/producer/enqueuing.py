@@ -1,0 +1,251 @@
+"""The sans-I/O core of enqueueing: validation, packing into bounded ``enqueueJobs`` calls and
+reply parsing.
+
+``plans.enqueue_plan`` (``Queue``, ``AsyncQueue.enqueue_many``) and the coalescing of concurrent
+``AsyncQueue.enqueue`` calls (``coalesce.py``) both build their calls and read their replies here.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..base import validation
+from ..base.errors import PartialEnqueueError, StreamdelayError, ValidationError
+from ..base.models import At, Backoff, Delay, EnqueueResult, JobSpec
+from ..protocol.batching import partition_batches
+from ..protocol.codec import encode_blob, encode_body
+from ..protocol.keys import partition_keys, partition_of
+from ..protocol.plan import Command, EachCall, Plan
+from ..protocol.replies import parse_enqueue
+from ..protocol.script_errors import error_from_script
+from ..protocol.scripts import Arg, ScriptCall, script
+from ..redis_io.config import QueueConfig
+from ..telemetry.tracing import with_trace_context
+
+# One enqueueJobs call must not block Redis for more than ~1 ms (docs/keys.md#batch-sizes): 240
+# small jobs took 1.3 ms (SLOWLOG median, quiet run of 2026-11-23), so 160 (~0.9 ms); a bigger
+# enqueue_many still goes out in one round trip (a pipeline of bounded calls). Big bodies bound
+# a call by bytes too: at most ENQUEUE_BYTES of job data, yet always at least one job
+# (docs/producer.md#enqueue_many).
+ENQUEUE_BATCH = 160
+ENQUEUE_BYTES = 1 << 20
+PAST_CHECK_SLACK_MS = 60_000  # see round_plan
+Outcome = EnqueueResult | Exception  # a job's result, or the error of the call it rode in
+
+
+def new_job_id() -> str:
+    """A fresh random job id (16 URL-safe characters)."""
+    return secrets.token_urlsafe(12)
+
+
+def when_args(delay: Delay | None, at: At | None) -> tuple[str, int]:
+    """``('r', ms)`` for a relative delay or ``('a', epoch_ms)`` for an absolute time."""
+    if delay is not None and at is not None:
+        raise ValidationError("delay: give either delay or at, not both", field="delay")
+    if at is not None:
+        return "a", validation.at_ms(at)
+    return "r", validation.delay_ms(0 if delay is None else delay)
+
+
+@dataclass(frozen=True)
+class PreparedJob:
+    """A validated job ready to be packed into ``enqueueJobs`` arguments."""
+
+    id: str
+    partition: int
+    args: tuple[Arg, ...]  # id, topic, when_kind, when_ms, ttr_ms, max_attempts, replace, blob
+    size: int  # bytes of job data it adds to a call (its eight values)
+
+    @property
+    def when_kind(self) -> str:
+        """``'r'`` (relative delay) or ``'a'`` (absolute ``at``)."""
+        return str(self.args[2])
+
+    @property
+    def when_ms(self) -> int:
+        """The delay in ms, or the absolute due time in epoch ms."""
+        return int(self.args[3])
+
+
+def prepare_job(cfg: QueueConfig, spec: JobSpec) -> PreparedJob:
+    """Validate one job and pack its eight ``enqueueJobs`` values."""
+    topic = validation.topic(spec.topic)
+    job_id = new_job_id() if spec.id is None else validation.job_id(spec.id)
+    kind, when = when_args(spec.delay, spec.at)
+    ttr = validation.ttr_ms(cfg.ttr if spec.ttr is None else spec.ttr)
+    attempts = validation.max_attempts(
+        cfg.max_attempts if spec.max_attempts is None else spec.max_attempts
+    )
+    backoff = spec.backoff
+    if backoff is not None and not isinstance(backoff, Backoff):
+        backoff = validation.backoff_schedule(backoff)
+    fmt, body = encode_body(spec.body, cfg.serializer, cfg.max_body_bytes)
+    headers = validation.headers(with_trace_context(spec.headers))  # docs/operations.md#tracing
+    blob = encode_blob(fmt, body, headers, backoff)
+    if not isinstance(spec.replace, bool):
+        raise ValidationError("replace: must be a bool", field="replace")
+    args: tuple[Arg, ...] = (
+        job_id, topic, kind, when, ttr, attempts, "1" if spec.replace else "0", blob,
+    )
+    size = len(blob) + len(job_id) + len(topic) + 40  # 40: the five numbers and flags
+    return PreparedJob(job_id, partition_of(job_id, cfg.partitions), args, size)
+
+
+def is_absolute(job: PreparedJob) -> bool:
+    """True when the job's due time is an absolute ``at`` (only those can be in the past)."""
+    return job.when_kind == "a"
+
+
+def past_due(
+    prepared: Sequence[PreparedJob], indexes: Iterable[int], time_reply: Any, tolerance: int
+) -> list[int]:
+    """Of ``indexes``, the jobs whose ``at`` is further in the past than ``tolerance`` ms, by the
+    server clock in ``time_reply`` (a ``TIME`` reply)."""
+    seconds, micros = time_reply
+    now = int(seconds) * 1000 + int(micros) // 1000
+    return [i for i in indexes
+            if is_absolute(prepared[i]) and prepared[i].when_ms < now - tolerance]
+
+
+def at_in_past(job: PreparedJob) -> StreamdelayError:
+    """The error of a job whose ``at`` is too far in the past (as the script reports it)."""
+    return error_from_script("enqueueJobs", f"SDERR AT_IN_PAST {job.id}")
+
+
+def refused_job(
+    prepared: Sequence[PreparedJob], indexes: Sequence[int], error: Exception
+) -> int | None:
+    """The job an ``AT_IN_PAST`` refusal of one ``enqueueJobs`` call (nothing written) was about.
+
+    Of ``indexes``, the absolute-time job with the refused id and the earliest ``at`` (when an id
+    repeats, that one is in the past if any is); None when ``error`` is no such refusal.
+    """
+    if not isinstance(error, ValidationError) or error.field != "at" or error.job_id is None:
+        return None
+    named = [i for i in indexes if prepared[i].id == error.job_id and is_absolute(prepared[i])]
+    return min(named, key=lambda i: prepared[i].when_ms) if named else None
+
+
+@dataclass(frozen=True)
+class EnqueueChunk:
+    """One bounded ``enqueueJobs`` call and the indexes (into the prepared jobs) it carries."""
+
+    call: ScriptCall
+    owners: tuple[int, ...]
+
+
+Split = list[tuple[int, Sequence[int]]]  # (partition, indexes of its jobs) per enqueueJobs call
+
+
+def split_jobs(prepared: Sequence[PreparedJob], indexes: Iterable[int] | None = None) -> Split:
+    """The jobs of each ``enqueueJobs`` call, as (partition, indexes into ``prepared``):
+    partitions in ascending order, the jobs' order kept within a partition, at most
+    ``ENQUEUE_BATCH`` jobs and ``ENQUEUE_BYTES`` of job data per call (but never no job)."""
+    return list(partition_batches(
+        range(len(prepared)) if indexes is None else indexes,
+        lambda index: prepared[index].partition, ENQUEUE_BATCH,
+        lambda index: prepared[index].size, ENQUEUE_BYTES))
+
+
+def enqueue_chunks(
+    cfg: QueueConfig, prepared: Sequence[PreparedJob], tolerance: int, split: Split
+) -> list[EnqueueChunk]:
+    """The bounded ``enqueueJobs`` calls for ``prepared``, as ``split_jobs`` cut them."""
+    keys = partition_keys(cfg.name, cfg.partitions)
+    head = (tolerance, validation.delay_ms(cfg.keep_done))
+    enqueue_jobs = script("enqueueJobs")
+    chunks: list[EnqueueChunk] = []
+    for partition, chunk in split:
+        args: list[Arg] = [*head]
+        for index in chunk:
+            args.extend(prepared[index].args)
+        chunks.append(EnqueueChunk(enqueue_jobs.call(keys[partition].script_keys(), args),
+                                   tuple(chunk)))
+    return chunks
+
+
+def enqueue_results(
+    prepared: Sequence[PreparedJob], chunk: EnqueueChunk, reply: Any
+) -> list[tuple[int, EnqueueResult]]:
+    """Each job of ``chunk`` (its index) with its result, parsed from the call's reply."""
+    return [
+        (index, EnqueueResult(id=prepared[index].id, due=row.due_ms, created=row.created,
+                              state=row.state))
+        for index, row in zip(chunk.owners, parse_enqueue(reply), strict=True)
+    ]
+
+
+def round_plan(
+    cfg: QueueConfig, jobs: Sequence[PreparedJob], outcomes: list[Outcome | None], isolate: bool
+) -> Plan[None]:
+    """Send ``jobs`` as one round of bounded ``enqueueJobs`` calls (one round trip) and fill
+    ``outcomes[i]`` with job ``i``'s result, or the error of the call it rode in.
+
+    The one round logic of ``enqueue_many`` (``isolate=False``) and of the async coalescer
+    (``isolate=True``: each job is a caller of its own). Several calls are not one atomic unit,
+    so then absolute times are checked first against the server clock (a job too far in the
+    past is refused: the whole ``enqueue_many``, or that caller alone) and the scripts get a
+    widened tolerance (their own check stays as a backstop). With ``isolate``, a call that
+    refused one job's ``at`` wrote nothing, and its other jobs go again without it. Connection
+    trouble is the runner's: it retries the round, then raises ``ConnectionFailed``.
+    """
+    live = list(range(len(jobs)))  # the jobs without an outcome yet
+    tolerance = validation.delay_ms(cfg.past_tolerance)
+    split = split_jobs(jobs, live)
+    if len(split) > 1 and any(is_absolute(jobs[i]) for i in live):
+        now = yield Command(("TIME",))
+        for index in past_due(jobs, live, now, tolerance):
+            if not isolate:
+                raise at_in_past(jobs[index])
+            outcomes[index] = at_in_past(jobs[index])
+            live.remove(index)
+        tolerance += PAST_CHECK_SLACK_MS
+        split = split_jobs(jobs, live)
+    while live:
+        chunks = enqueue_chunks(cfg, jobs, tolerance, split)
+        if len(chunks) == 1:  # one call: atomic
+            try:
+                replies: list[Any] = [(yield chunks[0].call)]
+            except StreamdelayError as exc:  # the runner raises a call's refusal here
+                replies = [exc]
+        else:
+            replies = yield EachCall(tuple(chunk.call for chunk in chunks))
+        live = []
+        for chunk, reply in zip(chunks, replies, strict=True):
+            refused = (refused_job(jobs, chunk.owners, reply)
+                       if isolate and isinstance(reply, Exception) else None)
+            if refused is not None:  # that call wrote nothing: the others go again
+                outcomes[refused] = reply
+                live.extend(i for i in chunk.owners if i != refused)
+            elif isinstance(reply, Exception):
+                for index in chunk.owners:
+                    outcomes[index] = reply
+            else:
+                for index, result in enqueue_results(jobs, chunk, reply):
+                    outcomes[index] = result
+        live.sort()  # arrival order
+        split = split_jobs(jobs, live)
+
+
+def enqueue_plan(cfg: QueueConfig, specs: Iterable[JobSpec]) -> Plan[list[EnqueueResult]]:
+    """Enqueue jobs: bounded script calls per partition, all sent in one round trip."""
+    if isinstance(specs, JobSpec) or not isinstance(specs, Iterable):
+        raise ValidationError("specs: pass a list of JobSpec", field="specs")
+    prepared: list[PreparedJob] = []
+    for spec in specs:
+        if not isinstance(spec, JobSpec):
+            raise ValidationError(f"specs: expected JobSpec, got {type(spec).__name__}",
+                                  field="specs")
+        prepared.append(prepare_job(cfg, spec))
+    found: list[Outcome | None] = [None] * len(prepared)
+    yield from round_plan(cfg, prepared, found, isolate=False)
+    outcomes = [o for o in found if o is not None]
+    failed = [o for o in outcomes if isinstance(o, Exception)]
+    if not failed:
+        return [o for o in outcomes if isinstance(o, EnqueueResult)]
+    if len(failed) == len(outcomes):
+        raise failed[0]  # every call failed: nothing was written
+    raise PartialEnqueueError(outcomes)

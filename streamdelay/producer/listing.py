@@ -1,0 +1,133 @@
+"""Listing jobs page by page: the I/O-free plan behind ``Queue.jobs``, ``AsyncQueue.jobs`` and
+``streamdelay jobs`` (docs/operations.md#list-jobs).
+
+Each page is one ``listJobs`` call per partition, sent together. Every call is bounded: at most
+``limit`` rows per topic, ``SCAN`` members of the delayed set examined, ``BYTES`` of records.
+Positions order the whole queue: delayed jobs by (due ms, job id), the streams by (entry id,
+topic, partition), so one cursor spans every partition and topic. A partition that stopped
+early reports how far it looked; the page never goes past the nearest such point, so no job is
+skipped, and a page may hold fewer than ``limit`` jobs while its cursor is not None.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..base import validation
+from ..base.errors import ValidationError
+from ..base.models import JobInfo
+from ..protocol.keys import partition_keys
+from ..protocol.plan import Plan
+from ..protocol.replies import JobReply, parse_job
+from ..protocol.scripts import script
+from ..redis_io.config import QueueConfig
+from .plans import job_info
+
+ListState = Literal["delayed", "ready", "reserved", "dead"]
+STATES: tuple[ListState, ...] = ("delayed", "ready", "reserved", "dead")
+MAX_LIMIT = 1000
+SCAN = 1000  # members of the delayed set one call examines when filtering by topic
+BYTES = 4 << 20  # records one call copies into its reply, about (per partition)
+_LETTER = {"delayed": "d", "ready": "r", "reserved": "v", "dead": "x"}
+
+# A position: delayed (due, id, 0); streams (ms, seq, topic, partition) as a tuple that sorts.
+Position = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class JobPage:
+    """One page of ``Queue.jobs``: the jobs in order and the cursor of the next page (None at
+    the end). A page may be shorter than the limit while ``cursor`` is not None."""
+
+    jobs: list[JobInfo] = field(default_factory=list)
+    cursor: str | None = None
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _found(row: list[Any]) -> JobReply:
+    """The ``getJob``-shaped part of a listed row (record, substate, owner, idle, deliveries,
+    error)."""
+    found = parse_job([row[3], row[4], row[5], row[6], row[7], row[8]])
+    assert found is not None  # a listed row always carries its record
+    return found
+
+
+def _entry(value: str) -> tuple[int, int]:
+    ms, _, seq = value.partition("-")
+    return int(ms), int(seq)
+
+
+def encode_cursor(state: ListState, pos: Position) -> str:
+    """The cursor text of a position (opaque to callers; stable within a release)."""
+    if state == "delayed":
+        return f"d:{pos[0]}:{pos[1]}"
+    return f"{_LETTER[state]}:{pos[0]}-{pos[1]}:{pos[3]}:{pos[2]}"
+
+
+def decode_cursor(state: ListState, cursor: str) -> Position:
+    """The position of a cursor from ``encode_cursor``; ValidationError(field='cursor')."""
+    try:
+        letter, rest = cursor.split(":", 1)
+        if letter != _LETTER[state]:
+            raise ValueError(f"it is a cursor of another state than {state}")
+        if state == "delayed":
+            due, job = rest.split(":", 1)
+            return int(due), validation.job_id(job), 0
+        entry, part, topic = rest.split(":", 2)
+        ms, seq = _entry(entry)
+        return ms, seq, validation.topic(topic), int(part)
+    except (ValueError, ValidationError) as exc:
+        raise ValidationError(f"cursor: {cursor!r} is not a cursor of a {state} page "
+                              f"({exc}); pass the cursor a page returned", field="cursor") from exc
+
+
+def _args(state: ListState, topic: str, limit: int, pos: Position | None, part: int) -> list[Any]:
+    scan = limit if not topic else max(limit, SCAN)
+    if pos is None:
+        return [state, topic, limit, scan, BYTES, "", "", "0"]
+    if state == "delayed":
+        return [state, topic, limit, scan, BYTES, pos[0], pos[1], "0"]
+    return [state, topic, limit, scan, BYTES, f"{pos[0]}-{pos[1]}", pos[2],
+            "1" if part <= pos[3] else "0"]
+
+
+def _position(state: ListState, row: list[Any], part: int) -> Position:
+    if state == "delayed":
+        return int(row[0]), _text(row[1]), 0
+    ms, seq = _entry(_text(row[0]))
+    return ms, seq, _text(row[1]), part
+
+
+def jobs_plan(cfg: QueueConfig, state: str, topic: str | None = None, limit: int = 100,
+              cursor: str | None = None) -> Plan[JobPage]:
+    """One page of the jobs in ``state`` (of ``topic``), after ``cursor``; bounded work."""
+    if state not in STATES:
+        raise ValidationError(f"state: {state!r} is not one of {', '.join(STATES)}",
+                              field="state")
+    chosen: ListState = state
+    only = "" if topic is None else validation.topic(topic)
+    validation.positive_int(limit, "limit", MAX_LIMIT)
+    pos = None if cursor is None else decode_cursor(chosen, cursor)
+    calls = [script("listJobs").call(k.script_keys(), _args(chosen, only, limit, pos, k.partition))
+             for k in partition_keys(cfg.name, cfg.partitions)]
+    replies = [(yield calls[0])] if len(calls) == 1 else (yield calls)
+    rows: list[tuple[Position, list[Any]]] = []
+    bound: Position | None = None
+    for part, reply in enumerate(replies):
+        if reply[1]:
+            reached = _position(chosen, reply[1], part)
+            bound = reached if bound is None else min(bound, reached)
+        rows.extend((_position(chosen, row, part), row) for row in reply[2:])
+    rows.sort(key=lambda item: item[0])
+    if bound is not None:
+        rows = [item for item in rows if item[0] <= bound]
+    next_pos = bound
+    if len(rows) > limit:
+        rows = rows[:limit]
+        next_pos = rows[-1][0]
+    jobs = [job_info(_text(row[2]), _found(row)) for _, row in rows]
+    return JobPage(jobs, None if next_pos is None else encode_cursor(chosen, next_pos))

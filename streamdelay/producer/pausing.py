@@ -1,0 +1,48 @@
+"""Pausing and resuming topics (docs/operations.md#pause-and-resume).
+
+The paused topics of a queue live in one Redis hash, partition 0's ``paused`` key (topic ->
+since when, epoch ms), written by ``setPaused``. Workers read it when they start and every
+``REFRESH_S`` seconds after, so a pause reaches every worker within a second with no round trip
+per job: their read loops leave paused topics out of XREADGROUP, and an entry of a paused topic
+that a read already in flight returns is handed back at once (``releaseJobs``: to the tail of
+its stream, not counted as an attempt). Dispatchers are not affected: due jobs still move into
+their streams, so ``stats`` shows them ready, with a growing lag.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..base import validation
+from ..protocol.keys import PartitionKeys
+from ..protocol.plan import Command, Plan
+from ..protocol.replies import text
+from ..protocol.scripts import script
+from ..redis_io.config import QueueConfig
+
+REFRESH_S = 0.5  # how often workers re-read the paused topics (a pause takes effect within 1 s)
+START_PATIENCE = 10.0  # seconds a starting worker retries its first read of them
+
+
+def paused_key(queue: str) -> str:
+    """The key of a queue's paused topics (partition 0's hash tag)."""
+    return PartitionKeys(queue, 0).paused
+
+
+def set_paused_plan(cfg: QueueConfig, topic: str, paused: bool) -> Plan[bool]:
+    """Pause (or resume) ``topic``; True when this call changed its state."""
+    name = validation.topic(topic)
+    reply = yield script("setPaused").call([paused_key(cfg.name)], [name, 1 if paused else 0])
+    return bool(int(reply))
+
+
+def parse_paused(reply: Any) -> dict[str, int]:
+    """An HGETALL reply of the paused hash (a dict or a flat list) as topic -> since (ms)."""
+    pairs = (reply.items() if isinstance(reply, dict)
+             else zip(reply[::2], reply[1::2], strict=True))
+    return {text(topic): int(since) for topic, since in pairs}
+
+
+def paused_plan(cfg: QueueConfig) -> Plan[dict[str, int]]:
+    """The paused topics of the queue: topic -> paused since (epoch ms, server clock)."""
+    return parse_paused((yield Command(("HGETALL", paused_key(cfg.name)))))

@@ -1,0 +1,297 @@
+"""The sans-I/O core of the producer API: validation, argument packing and reply parsing.
+
+Each operation is a generator *plan*: it yields script calls (or a list of them, sent as one
+pipeline) and receives the replies. ``Queue`` and ``AsyncQueue`` drive the same plans, so the
+sync and async faces never copy logic. The enqueue part lives in ``enqueuing.py``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from typing import TypeVar
+
+from ..base import validation
+from ..base.errors import GroupNotFound, StreamdelayError, ValidationError
+from ..base.models import (
+    At,
+    ClaimResult,
+    DeadJob,
+    Delay,
+    JobInfo,
+    QueueStats,
+    TopicStats,
+)
+from ..protocol.codec import decode_blob, decode_body, parse_record
+from ..protocol.keys import PartitionKeys, partition_keys, partition_of
+from ..protocol.plan import Command, Plan, Step
+from ..protocol.replies import (
+    STATE_NAMES,
+    JobReply,
+    RequeueReply,
+    field_map,
+    parse_job,
+    parse_requeue,
+    parse_reschedule,
+    parse_stats,
+    text,
+    texts,
+)
+from ..protocol.scripts import Arg, script
+from ..redis_io.config import QueueConfig
+from .enqueuing import ENQUEUE_BATCH as ENQUEUE_BATCH  # the enqueue core, re-exported
+from .enqueuing import enqueue_plan as enqueue_plan
+from .enqueuing import when_args
+from .pausing import paused_plan
+
+SCAN_BATCH = 200
+# Consumers of a group that own nothing and were silent this long are removed by workers (about
+# once a minute) and by ``claim`` (which uses its ``min_idle`` instead when given).
+PRUNE_IDLE_S = 3600.0
+PRUNE_BATCH = 100
+T = TypeVar("T")
+
+
+def validated(plan: Plan[T]) -> Plan[T]:
+    """Run ``plan`` up to its first Redis step now, so bad input is refused before any I/O.
+
+    The returned plan yields that first step and then the rest of ``plan`` unchanged.
+    """
+    try:
+        first = next(plan)
+    except StopIteration as done:
+        return _finished(done.value)
+    return _resumed(first, plan)
+
+
+def _finished(value: T) -> Plan[T]:
+    return value
+    yield  # a generator that does no step
+
+
+def _resumed(first: Step, plan: Plan[T]) -> Plan[T]:
+    step = first
+    while True:
+        try:
+            reply = yield step
+        except StreamdelayError as exc:  # a step's refusal goes on to the plan (runner.py)
+            try:
+                step = plan.throw(exc)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+            continue
+        try:
+            step = plan.send(reply)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+
+
+def _keys_for(cfg: QueueConfig, job_id: str) -> PartitionKeys:
+    return PartitionKeys(cfg.name, partition_of(validation.job_id(job_id), cfg.partitions))
+
+
+def cancel_plan(cfg: QueueConfig, job_id: str) -> Plan[bool]:
+    """Cancel one job in any state."""
+    keys = _keys_for(cfg, job_id)
+    reply = yield script("cancelJob").call(keys.script_keys(), [job_id])
+    return bool(int(reply))
+
+
+def reschedule_plan(
+    cfg: QueueConfig, job_id: str, delay: Delay | None, at: At | None
+) -> Plan[bool]:
+    """Give one job a new due time."""
+    keys = _keys_for(cfg, job_id)
+    if delay is None and at is None:
+        raise ValidationError("delay: give delay or at", field="delay")
+    kind, when = when_args(delay, at)
+    tolerance = validation.delay_ms(cfg.past_tolerance)
+    reply = yield script("rescheduleJob").call(keys.script_keys(), [job_id, kind, when, tolerance])
+    return parse_reschedule(reply).found
+
+
+def job_info(job_id: str, found: JobReply) -> JobInfo:
+    """Turn a parsed ``getJob`` reply into a ``JobInfo``."""
+    try:
+        if found.substate == "corrupt":
+            raise StreamdelayError("the record header does not parse")
+        record = parse_record(found.record)
+        blob = decode_blob(record.blob)
+    except StreamdelayError as exc:  # written by a foreign client: cancel(id) removes it
+        raise StreamdelayError(f"id: job {job_id!r} has a malformed record ({exc})",
+                               field="id", job_id=job_id) from exc
+    try:
+        body = decode_body(blob.fmt, blob.body)
+    except (StreamdelayError, RecursionError):  # nested too deep to decode: shown raw
+        body = blob.body
+    state = found.substate if record.state == "s" else STATE_NAMES.get(record.state, "")
+    reserved = state == "reserved"
+    return JobInfo(
+        id=job_id,
+        topic=record.topic,
+        state=state,  # type: ignore[arg-type]
+        due=record.due,
+        created=record.created,
+        attempts=record.attempts,
+        max_attempts=record.max_attempts,
+        ttr=record.ttr_ms / 1000,
+        body=body,
+        headers=blob.headers,
+        consumer=found.owner if reserved else None,
+        idle_ms=found.idle_ms if reserved else None,
+        deliveries=found.deliveries if reserved else None,
+        error=found.error or None,
+        ttr_ms=record.ttr_ms,
+    )
+
+
+def get_plan(cfg: QueueConfig, job_id: str) -> Plan[JobInfo | None]:
+    """Read one job by id."""
+    keys = _keys_for(cfg, job_id)
+    reply = yield script("getJob").call(keys.script_keys(), [job_id])
+    found = parse_job(reply)
+    return None if found is None else job_info(job_id, found)
+
+
+def stats_plan(cfg: QueueConfig) -> Plan[QueueStats]:
+    """Per-topic counts summed over partitions."""
+    calls = [script("readStats").call(k.script_keys(), []) for k in
+             partition_keys(cfg.name, cfg.partitions)]
+    raw = [(yield calls[0])] if len(calls) == 1 else (yield calls)
+    replies = [parse_stats(reply) for reply in raw]
+    now = max(reply.now_ms for reply in replies)
+    topics: dict[str, TopicStats] = {}
+    for reply in replies:
+        for row in reply.rows:
+            name = row.topic
+            delayed, reserved, dead, oldest = row.delayed, row.reserved, row.dead, row.oldest_due_ms
+            lag = now - oldest if oldest >= 0 else 0
+            if reply.head_topic == name and 0 <= reply.head_due_ms < now:
+                lag = max(lag, now - reply.head_due_ms)
+            previous = topics.get(name)
+            row_stats = TopicStats(name, delayed, row.in_stream - reserved, reserved, dead,
+                                   max(lag, 0), row.group or None)
+            if previous is not None:
+                row_stats = TopicStats(
+                    name, previous.delayed + delayed, previous.ready + row_stats.ready,
+                    previous.reserved + reserved, previous.dead + dead,
+                    max(previous.lag_ms, row_stats.lag_ms), previous.group or row_stats.group,
+                )
+            topics[name] = row_stats
+    for name in (yield from paused_plan(cfg)):  # paused topics are marked, known or not yet
+        known = topics.get(name) or TopicStats(name, 0, 0, 0, 0, 0, None)
+        topics[name] = dataclasses.replace(known, paused=True)
+    return QueueStats(cfg.name, now, dict(sorted(topics.items())))
+
+
+def _topics_plan(cfg: QueueConfig, keys: PartitionKeys, topic: str | None) -> Plan[list[str]]:
+    if topic is not None:
+        return [validation.topic(topic)]
+    names = yield Command(("HKEYS", keys.counts))
+    return sorted(texts(names))
+
+
+def dead_list_plan(cfg: QueueConfig, topic: str | None, limit: int) -> Plan[list[DeadJob]]:
+    """The oldest dead-letter entries (at most ``limit``), of one topic or all."""
+    validation.positive_int(limit, "limit")
+    found: list[DeadJob] = []
+    for keys in partition_keys(cfg.name, cfg.partitions):
+        for name in (yield from _topics_plan(cfg, keys, topic)):
+            entries = yield Command(("XRANGE", keys.dead(name), "-", "+", "COUNT", limit))
+            for entry_id, flat in entries:
+                f = field_map(flat)
+                found.append(DeadJob(f.get("id", ""), name, f.get("error", ""),
+                                     int(f.get("attempts", 0)), int(f.get("at", 0)),
+                                     text(entry_id)))
+    found.sort(key=lambda d: d.at)
+    return found[:limit]
+
+
+def _dead_batch_plan(
+    cfg: QueueConfig, name: str, topic: str | None, job_id: str | None, extra: list[Arg]
+) -> Plan[int]:
+    if job_id is not None:
+        validation.job_id(job_id)
+        all_keys: Iterable[PartitionKeys] = [_keys_for(cfg, job_id)]
+    else:
+        all_keys = partition_keys(cfg.name, cfg.partitions)
+    total = 0
+    for keys in all_keys:
+        for topic_name in (yield from _topics_plan(cfg, keys, topic)):
+            while True:
+                args: list[Arg] = [topic_name, SCAN_BATCH, *extra, job_id or ""]
+                done = yield script(name).call(keys.script_keys(), args)
+                total += len(done)
+                if job_id is not None or not done:
+                    break
+    return total
+
+
+def dead_replay_plan(
+    cfg: QueueConfig, topic: str | None, job_id: str | None, delay: Delay | None
+) -> Plan[int]:
+    """Put dead jobs back (attempts reset, due after ``delay``); returns how many."""
+    delay_ms = validation.delay_ms(0 if delay is None else delay)
+    return (yield from _dead_batch_plan(cfg, "replayDead", topic, job_id, [delay_ms]))
+
+
+def dead_purge_plan(cfg: QueueConfig, topic: str | None, job_id: str | None) -> Plan[int]:
+    """Forget dead jobs; returns how many."""
+    return (yield from _dead_batch_plan(cfg, "purgeDead", topic, job_id, []))
+
+
+def requeue_stuck_plan(
+    keys: PartitionKeys, group: str, topic: str, idle_ms: int, target: str
+) -> Plan[list[RequeueReply]]:
+    """Walk one topic's pending list to its end, re-queueing (or handing ``target``) deliveries
+    idle past ``idle_ms`` (-1: each job's ttr); shared by ``claim`` and the worker's reclaim."""
+    replies: list[RequeueReply] = []
+    cursor = "-"
+    while cursor != "0-0":
+        reply = parse_requeue((yield script("requeueStuck").call(
+            keys.script_keys(), [group, topic, cursor, SCAN_BATCH, idle_ms, target])))
+        replies.append(reply)
+        cursor = reply.cursor
+    return replies
+
+
+def prune_consumers_plan(
+    keys: PartitionKeys, group: str, topic: str, idle_ms: int
+) -> Plan[list[str]]:
+    """Remove up to ``PRUNE_BATCH`` consumers of the group that own nothing and were silent
+    ``idle_ms``; shared by ``claim`` and the worker's prune pass."""
+    gone = yield script("pruneConsumers").call(
+        keys.script_keys(), [group, topic, idle_ms, PRUNE_BATCH])
+    return texts(gone)
+
+
+def claim_plan(
+    cfg: QueueConfig, group: str, topic: str | None, min_idle: Delay | None, to: str | None
+) -> Plan[ClaimResult]:
+    """Re-queue (or hand ``to`` a consumer) deliveries idle past ``min_idle`` or their ttr."""
+    validation.group(group)
+    idle_ms = -1 if min_idle is None else validation.delay_ms(min_idle, "min_idle")
+    target = "" if to is None else validation.consumer(to, "to")
+    only = None if topic is None else validation.topic(topic)  # before any Redis call
+    moved: list[str] = []
+    dead: list[str] = []
+    cleaned = 0
+    removed: list[str] = []
+    prune_ms = int(PRUNE_IDLE_S * 1000) if idle_ms < 0 else idle_ms
+    seen_group = False
+    for keys in partition_keys(cfg.name, cfg.partitions):
+        served = field_map((yield Command(("HGETALL", keys.groups))))
+        names = [only] if only is not None else sorted(served)
+        for name in names:
+            if served.get(name) != group:
+                continue
+            seen_group = True
+            for reply in (yield from requeue_stuck_plan(keys, group, name, idle_ms, target)):
+                moved.extend(reply.moved)
+                dead.extend(reply.dead)
+                cleaned += reply.cleaned
+            removed.extend((yield from prune_consumers_plan(keys, group, name, prune_ms)))
+    if not seen_group:
+        raise GroupNotFound(f"group: no topic of queue {cfg.name!r} is served by group {group!r}"
+                            + (f" (topic {topic!r})" if topic else ""), field="group")
+    return ClaimResult(moved, dead, cleaned, removed)

@@ -1,0 +1,330 @@
+"""The producer and operator API: ``Queue`` (blocking) and ``AsyncQueue`` (asyncio).
+
+Both are thin: they validate through and drive the same plans from ``plans.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import fields
+from typing import Any
+
+from ..base.errors import ConfigError
+from ..base.models import (
+    At,
+    BackoffPolicy,
+    ClaimResult,
+    DeadJob,
+    Delay,
+    EnqueueResult,
+    JobInfo,
+    JobSpec,
+    QueueStats,
+)
+from ..protocol.plan import Plan
+from ..redis_io.agreement import agree_partitions_async, agree_partitions_sync
+from ..redis_io.config import QueueConfig, mask_url, resolve_partitions, resolve_url
+from ..redis_io.runner import drive_async, drive_sync
+from ..redis_io.topology import AsyncClient, SyncClient, async_client, sync_client
+from . import plans
+from .coalesce import EnqueueCoalescer
+from .enqueuing import prepare_job
+from .listing import JobPage, jobs_plan
+from .pausing import set_paused_plan
+
+
+def _config(name: str, url: str | None, options: dict[str, Any]) -> QueueConfig:
+    known = {f.name for f in fields(QueueConfig)} - {"name", "url"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise ConfigError(f"{unknown[0]}: unknown queue option (known: "
+                          f"{', '.join(sorted(known))})", field=unknown[0])
+    partitions = resolve_partitions(options.pop("partitions", None))
+    return QueueConfig(name=name, url=resolve_url(url), partitions=partitions, **options)
+
+
+def _spec(topic: str, body: Any, **options: Any) -> JobSpec:
+    return JobSpec(topic, body, **options)
+
+
+class _QueueFace:
+    """What both faces share: the configuration and the argument handling of each method."""
+
+    config: QueueConfig
+
+    @property
+    def name(self) -> str:
+        """The queue name."""
+        return self.config.name
+
+    def __repr__(self) -> str:
+        """Name, partitions and URL with its password masked."""
+        return (f"{type(self).__name__}({self.name!r}, url={mask_url(self.config.url)!r}, "
+                f"partitions={self.config.partitions})")
+
+    def _enqueue(self, topic: str, body: Any, options: dict[str, Any]) -> Plan[EnqueueResult]:
+        results = yield from plans.enqueue_plan(self.config, [_spec(topic, body, **options)])
+        return results[0]
+
+
+class Queue(_QueueFace):
+    """A queue on Redis, blocking API. ``Queue("orders", url="redis://localhost:6379/0")``.
+
+    Options (``ttr``, ``max_attempts``, ``backoff``, ``handler_timeout``, ``keep_done``,
+    ``serializer``, ``max_body_bytes``, ``past_tolerance``, ``partitions``, ``retry_for``) are
+    the queue's defaults; see ``QueueConfig``.
+    """
+
+    def __init__(self, name: str, url: str | None = None, **options: Any) -> None:
+        self.config = _config(name, url, options)
+        self._client: SyncClient | None = None
+
+    @property
+    def client(self) -> SyncClient:
+        """The underlying redis-py client (``RedisCluster`` on a cluster; created on first use)."""
+        if self._client is None:
+            self._client = sync_client(self.config.url, self.config.socket_timeout)
+        return self._client
+
+    def _run(self, plan: Plan[Any], create: bool = True) -> Any:
+        """Drive ``plan``; ``create=False`` (reads, operator commands) never writes the queue's
+        partition count and raises ``NoSuchQueue`` when it is absent (docs/operations.md)."""
+        cfg = self.config
+        plan = plans.validated(plan)  # bad input is refused before Redis is touched
+        agree_partitions_sync(self.client, cfg.url, cfg.name, cfg.partitions, cfg.retry_for,
+                              create)
+        return drive_sync(self.client, plan, cfg.retry_for)
+
+    def _operate(self, plan: Plan[Any]) -> Any:
+        """Drive a read or operator plan: it never creates the queue (``NoSuchQueue``)."""
+        return self._run(plan, create=False)
+
+    def enqueue(
+        self,
+        topic: str,
+        body: Any = None,
+        *,
+        delay: Delay | None = None,
+        at: At | None = None,
+        id: str | None = None,
+        ttr: Delay | None = None,
+        max_attempts: int | None = None,
+        backoff: BackoffPolicy | None = None,
+        headers: dict[str, str] | None = None,
+        replace: bool = False,
+    ) -> EnqueueResult:
+        """Schedule one job ``delay`` seconds from now (server clock) or ``at`` a time."""
+        options = {"delay": delay, "at": at, "id": id, "ttr": ttr, "max_attempts": max_attempts,
+                   "backoff": backoff, "headers": headers, "replace": replace}
+        result: EnqueueResult = self._run(self._enqueue(topic, body, options))
+        return result
+
+    def enqueue_many(self, specs: Iterable[JobSpec]) -> list[EnqueueResult]:
+        """Schedule many jobs in one round trip; results are in the order of ``specs``."""
+        result: list[EnqueueResult] = self._run(plans.enqueue_plan(self.config, specs))
+        return result
+
+    def cancel(self, id: str) -> bool:
+        """Remove a job in any state; False when there was none."""
+        return bool(self._operate(plans.cancel_plan(self.config, id)))
+
+    def reschedule(self, id: str, *, delay: Delay | None = None, at: At | None = None) -> bool:
+        """Give a job a new due time; False when there is no such job."""
+        return bool(self._operate(plans.reschedule_plan(self.config, id, delay, at)))
+
+    def get(self, id: str) -> JobInfo | None:
+        """Read a job by id, with its state; None when there is none."""
+        result: JobInfo | None = self._operate(plans.get_plan(self.config, id))
+        return result
+
+    def stats(self) -> QueueStats:
+        """Per-topic counts: delayed, ready, reserved, dead and lag."""
+        result: QueueStats = self._operate(plans.stats_plan(self.config))
+        return result
+
+    def dead_list(self, topic: str | None = None, limit: int = 100) -> list[DeadJob]:
+        """The oldest dead-letter entries."""
+        result: list[DeadJob] = self._operate(plans.dead_list_plan(self.config, topic, limit))
+        return result
+
+    def dead_replay(
+        self, topic: str | None = None, id: str | None = None, delay: Delay | None = None
+    ) -> int:
+        """Put dead jobs back as new (attempts reset); returns how many."""
+        return int(self._operate(plans.dead_replay_plan(self.config, topic, id, delay)))
+
+    def dead_purge(self, topic: str | None = None, id: str | None = None) -> int:
+        """Forget dead jobs; returns how many."""
+        return int(self._operate(plans.dead_purge_plan(self.config, topic, id)))
+
+    def claim(
+        self, group: str, *, topic: str | None = None, min_idle: Delay | None = None,
+        to: str | None = None,
+    ) -> ClaimResult:
+        """Re-queue stuck deliveries of ``group`` (idle past ``min_idle`` or each job's ttr)."""
+        result: ClaimResult = self._operate(
+            plans.claim_plan(self.config, group, topic, min_idle, to))
+        return result
+
+    def jobs(self, state: str, topic: str | None = None, limit: int = 100,
+             cursor: str | None = None) -> JobPage:
+        """One page of the jobs in ``state`` (delayed, ready, reserved or dead): delayed by due
+        time, the others in stream order; pass ``page.cursor`` for the next page (None: the
+        end). Every call is bounded, whatever the backlog (docs/operations.md#list-jobs)."""
+        result: JobPage = self._operate(jobs_plan(self.config, state, topic, limit, cursor))
+        return result
+
+    def pause(self, topic: str) -> bool:
+        """Within 1 s no worker starts a job of ``topic`` (running ones finish; due jobs still
+        become ready). False when it was paused already. Kept in Redis until ``resume``."""
+        return bool(self._operate(set_paused_plan(self.config, topic, True)))
+
+    def resume(self, topic: str) -> bool:
+        """Let workers start jobs of ``topic`` again; False when it was not paused."""
+        return bool(self._operate(set_paused_plan(self.config, topic, False)))
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def __enter__(self) -> Queue:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncQueue(_QueueFace):
+    """The same queue with awaitable methods, for asyncio producers.
+
+    Concurrent ``enqueue`` calls are coalesced: while one ``enqueueJobs`` call of a partition is
+    in flight, the next calls wait and then go out together (see ``coalesce.py`` and
+    docs/producer.md).
+    """
+
+    def __init__(self, name: str, url: str | None = None, **options: Any) -> None:
+        self.config = _config(name, url, options)
+        self._client: AsyncClient | None = None
+        self._coalescer = EnqueueCoalescer(self.config, lambda: self.client)
+
+    @property
+    def client(self) -> AsyncClient:
+        """The underlying redis-py asyncio client (created on first use)."""
+        if self._client is None:
+            self._client = async_client(self.config.url, self.config.socket_timeout)
+        return self._client
+
+    async def _run(self, plan: Plan[Any], create: bool = True) -> Any:
+        """Drive ``plan``; see ``Queue._run`` for ``create``."""
+        cfg = self.config
+        plan = plans.validated(plan)  # bad input is refused before Redis is touched
+        await agree_partitions_async(self.client, cfg.url, cfg.name, cfg.partitions,
+                                     cfg.retry_for, create)
+        return await drive_async(self.client, plan, cfg.retry_for)
+
+    async def _operate(self, plan: Plan[Any]) -> Any:
+        """Drive a read or operator plan: it never creates the queue (``NoSuchQueue``)."""
+        return await self._run(plan, create=False)
+
+    async def enqueue(
+        self,
+        topic: str,
+        body: Any = None,
+        *,
+        delay: Delay | None = None,
+        at: At | None = None,
+        id: str | None = None,
+        ttr: Delay | None = None,
+        max_attempts: int | None = None,
+        backoff: BackoffPolicy | None = None,
+        headers: dict[str, str] | None = None,
+        replace: bool = False,
+    ) -> EnqueueResult:
+        """Schedule one job; see ``Queue.enqueue``.
+
+        Bad input raises at once. Calls made while another of the same partition is in flight
+        are sent together in the next round trip; each gets its own result or error.
+        """
+        job = prepare_job(self.config, _spec(topic, body, delay=delay, at=at, id=id, ttr=ttr,
+                                             max_attempts=max_attempts, backoff=backoff,
+                                             headers=headers, replace=replace))
+        return await self._coalescer.enqueue(job)
+
+    async def enqueue_many(self, specs: Iterable[JobSpec]) -> list[EnqueueResult]:
+        """Schedule many jobs in one round trip; see ``Queue.enqueue_many``."""
+        result: list[EnqueueResult] = await self._run(plans.enqueue_plan(self.config, specs))
+        return result
+
+    async def cancel(self, id: str) -> bool:
+        """Remove a job in any state; see ``Queue.cancel``."""
+        return bool(await self._operate(plans.cancel_plan(self.config, id)))
+
+    async def reschedule(
+        self, id: str, *, delay: Delay | None = None, at: At | None = None
+    ) -> bool:
+        """Give a job a new due time; see ``Queue.reschedule``."""
+        return bool(await self._operate(plans.reschedule_plan(self.config, id, delay, at)))
+
+    async def get(self, id: str) -> JobInfo | None:
+        """Read a job by id; see ``Queue.get``."""
+        result: JobInfo | None = await self._operate(plans.get_plan(self.config, id))
+        return result
+
+    async def stats(self) -> QueueStats:
+        """Per-topic counts; see ``Queue.stats``."""
+        result: QueueStats = await self._operate(plans.stats_plan(self.config))
+        return result
+
+    async def dead_list(self, topic: str | None = None, limit: int = 100) -> list[DeadJob]:
+        """The oldest dead-letter entries; see ``Queue.dead_list``."""
+        result: list[DeadJob] = await self._operate(plans.dead_list_plan(self.config, topic, limit))
+        return result
+
+    async def dead_replay(
+        self, topic: str | None = None, id: str | None = None, delay: Delay | None = None
+    ) -> int:
+        """Put dead jobs back; see ``Queue.dead_replay``."""
+        return int(await self._operate(plans.dead_replay_plan(self.config, topic, id, delay)))
+
+    async def dead_purge(self, topic: str | None = None, id: str | None = None) -> int:
+        """Forget dead jobs; see ``Queue.dead_purge``."""
+        return int(await self._operate(plans.dead_purge_plan(self.config, topic, id)))
+
+    async def claim(
+        self, group: str, *, topic: str | None = None, min_idle: Delay | None = None,
+        to: str | None = None,
+    ) -> ClaimResult:
+        """Re-queue stuck deliveries; see ``Queue.claim``."""
+        result: ClaimResult = await self._operate(
+            plans.claim_plan(self.config, group, topic, min_idle, to))
+        return result
+
+    async def jobs(self, state: str, topic: str | None = None, limit: int = 100,
+                   cursor: str | None = None) -> JobPage:
+        """One page of the jobs in ``state``; see ``Queue.jobs``."""
+        result: JobPage = await self._operate(
+            jobs_plan(self.config, state, topic, limit, cursor))
+        return result
+
+    async def pause(self, topic: str) -> bool:
+        """Stop workers starting jobs of ``topic``; see ``Queue.pause``."""
+        return bool(await self._operate(set_paused_plan(self.config, topic, True)))
+
+    async def resume(self, topic: str) -> bool:
+        """Let workers start jobs of ``topic`` again; see ``Queue.resume``."""
+        return bool(await self._operate(set_paused_plan(self.config, topic, False)))
+
+    async def close(self) -> None:
+        """Wait for the enqueue calls in flight, then close the connection pool."""
+        await self._coalescer.wait_idle()
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def __aenter__(self) -> AsyncQueue:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

@@ -1,0 +1,87 @@
+"""Every Redis key name streamdelay uses, built in one place (see docs/keys.md).
+
+A queue is split into partitions; every key of one partition carries the hash tag
+``{<queue>#<partition>}`` so all scripts of a partition touch a single Redis Cluster slot.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+KEY_NAMESPACE = "sd"
+
+
+@dataclass(frozen=True)
+class PartitionKeys:
+    """The keys of one partition of a queue."""
+
+    queue: str
+    partition: int
+
+    @property
+    def prefix(self) -> str:
+        """Common prefix of every key of this partition, ending in ``:``."""
+        return f"{KEY_NAMESPACE}:{{{self.queue}#{self.partition}}}:"
+
+    @property
+    def delayed(self) -> str:
+        """Sorted set: job id -> due time (epoch ms, server clock)."""
+        return self.prefix + "delayed"
+
+    @property
+    def jobs(self) -> str:
+        """Hash: job id -> job record (header and producer blob)."""
+        return self.prefix + "jobs"
+
+    @property
+    def wake(self) -> str:
+        """Sorted set used as a marker: set when a new earliest job arrives (BZPOPMIN)."""
+        return self.prefix + "wake"
+
+    @property
+    def counts(self) -> str:
+        """Hash: topic -> number of delayed jobs; its fields are the known topics."""
+        return self.prefix + "counts"
+
+    @property
+    def groups(self) -> str:
+        """Hash: topic -> the consumer group that serves it."""
+        return self.prefix + "groups"
+
+    @property
+    def done(self) -> str:
+        """Sorted set: job id -> tombstone expiry (epoch ms), used when ``keep_done`` > 0."""
+        return self.prefix + "done"
+
+    @property
+    def meta(self) -> str:
+        """Hash of queue-wide settings every process must agree on (``partitions``)."""
+        return self.prefix + "meta"
+
+    @property
+    def paused(self) -> str:
+        """Hash: paused topic -> since when (epoch ms); the queue's is partition 0's."""
+        return self.prefix + "paused"
+
+    def stream(self, topic: str) -> str:
+        """Stream of one topic: ready and reserved jobs."""
+        return self.prefix + "t:" + topic
+
+    def dead(self, topic: str) -> str:
+        """Dead-letter stream of one topic."""
+        return self.prefix + "dead:" + topic
+
+    def script_keys(self) -> tuple[str, str, str, str, str, str]:
+        """The six KEYS every script of this partition receives, in order."""
+        return (self.delayed, self.jobs, self.wake, self.counts, self.groups, self.done)
+
+
+def partition_keys(queue: str, partitions: int) -> tuple[PartitionKeys, ...]:
+    """Keys of every partition of ``queue``."""
+    return tuple(PartitionKeys(queue, p) for p in range(partitions))
+
+
+def partition_of(job_id: str, partitions: int) -> int:
+    """Stable partition of a job id: CRC-32 of its UTF-8 bytes modulo the partition count."""
+    return zlib.crc32(job_id.encode()) % partitions

@@ -1,0 +1,36 @@
+"""What a plan is: a generator that yields steps (script calls, plain commands, pipelines) and
+receives their replies. Plans are I/O-free; ``redis_io.runner`` is the only code that sends
+their steps (docs/design.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from .scripts import ScriptCall
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Command:
+    """A plain Redis command inside a plan (reads such as XRANGE)."""
+
+    args: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class EachCall:
+    """Script calls sent together like a ``list`` step, each with its own outcome: a call's
+    error reply comes back in its place (as a ``StreamdelayError``) instead of being raised.
+    Connection trouble is still raised (and the whole step retried)."""
+
+    calls: tuple[ScriptCall, ...]
+
+
+Step = ScriptCall | Command | list[ScriptCall] | EachCall
+Plan = Generator[Step, Any, T]
+
+__all__ = ["Command", "EachCall", "Plan", "Step"]

@@ -1,0 +1,178 @@
+"""One typed parser per script reply: fields by name, never ``reply[3]`` at a call site.
+
+Each parser turns the raw RESP2 reply of one Lua script (as its header in ``lua/`` documents it)
+into a small frozen dataclass. They are pure, so the fast tests feed them recorded replies
+(tests/test_replies.py); ``text`` is the one bytes-to-str helper of the package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+# What a record's state letter means (docs/keys.md); '?' is enqueueJobs' word for a record it
+# cannot parse. A job in its stream ('s') is 'ready' or 'reserved': getJob tells which.
+STATE_NAMES = {"d": "delayed", "s": "ready", "x": "dead", "c": "done", "?": "corrupt"}
+
+
+def text(value: Any) -> str:
+    """A reply value as str: bytes decoded as UTF-8, anything else through ``str``."""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def lenient_text(value: Any) -> str:
+    """Like ``text``, for bytes that may not be UTF-8 (ids written by foreign clients)."""
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def texts(values: Iterable[Any]) -> list[str]:
+    """Every value of a reply list as str."""
+    return [text(v) for v in values]
+
+
+def field_map(reply: Any) -> dict[str, str]:
+    """A field map from a reply that redis-py gives as a dict or a flat list (HGETALL, XRANGE)."""
+    if isinstance(reply, dict):
+        return {text(k): text(v) for k, v in reply.items()}
+    return {text(reply[i]): text(reply[i + 1]) for i in range(0, len(reply), 2)}
+
+
+@dataclass(frozen=True)
+class PromoteReply:
+    """``promoteDue``: how many moved, the next due time, the server clock, what was dropped."""
+
+    moved: int
+    next_due_ms: int  # -1 when the delayed set is empty
+    now_ms: int
+    dropped: list[tuple[str, str]]  # (job id, reason) of due ids not promoted
+    now_us: int  # the same clock reading as now_ms, in microseconds
+
+
+def parse_promote(reply: Any) -> PromoteReply:
+    """Parse ``{moved, next_due_ms, now_ms, dropped, now_us}``."""
+    moved, next_due, now, dropped, now_us = reply[:5]
+    return PromoteReply(int(moved), int(next_due), int(now),
+                        [(lenient_text(job_id), lenient_text(why)) for job_id, why in dropped],
+                        int(now_us))
+
+
+@dataclass(frozen=True)
+class TopicRow:
+    """One ``readStats`` row: a topic's counts in one partition."""
+
+    topic: str
+    delayed: int
+    in_stream: int  # ready plus reserved
+    reserved: int
+    dead: int
+    oldest_due_ms: int  # due time of the oldest undelivered entry, -1 when none
+    group: str  # '' when no group serves the topic
+
+
+@dataclass(frozen=True)
+class StatsReply:
+    """``readStats``: the server clock, the delayed set's head and one row per topic."""
+
+    now_ms: int
+    head_due_ms: int  # -1 when nothing is delayed
+    head_topic: str
+    rows: list[TopicRow]
+
+
+def parse_stats(reply: Any) -> StatsReply:
+    """Parse ``{now_ms, head_due_ms, head_topic, rows...}``."""
+    rows = [TopicRow(text(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4]), int(r[5]), text(r[6]))
+            for r in reply[3:]]
+    return StatsReply(int(reply[0]), int(reply[1]), text(reply[2]), rows)
+
+
+@dataclass(frozen=True)
+class RequeueReply:
+    """``requeueStuck``: where to go on, and which ids moved back, went dead or were cleaned."""
+
+    cursor: str  # '0-0' when the pending list was walked to its end
+    moved: list[str]
+    dead: list[str]
+    cleaned: int
+
+    @property
+    def done(self) -> bool:
+        """True when the walk is over."""
+        return self.cursor == "0-0"
+
+
+def parse_requeue(reply: Any) -> RequeueReply:
+    """Parse ``{next_cursor, moved ids, dead ids, cleaned count}``."""
+    return RequeueReply(text(reply[0]), texts(reply[1]), texts(reply[2]), int(reply[3]))
+
+
+@dataclass(frozen=True)
+class JobReply:
+    """``getJob``: the raw record and, for a job in its stream, where it is."""
+
+    record: bytes
+    substate: str  # 'ready', 'reserved', 'corrupt' or ''
+    owner: str
+    idle_ms: int
+    deliveries: int
+    error: str
+
+
+def parse_job(reply: Any) -> JobReply | None:
+    """Parse ``{record, substate, owner, idle_ms, deliveries, error, now_ms}`` (None: no job)."""
+    if reply is None:
+        return None
+    raw, sub, owner, idle, deliveries, error = reply[:6]
+    return JobReply(raw, text(sub), text(owner), int(idle or 0), int(deliveries or 0), text(error))
+
+
+@dataclass(frozen=True)
+class EnqueueRow:
+    """One job's row of an ``enqueueJobs`` reply."""
+
+    created: bool
+    due_ms: int
+    state: str  # the existing job's state name when not created
+
+
+def parse_enqueue(reply: Any) -> list[EnqueueRow]:
+    """Parse one ``{created, due_ms, state}`` row per job."""
+    return [EnqueueRow(bool(int(r[0])), int(r[1]), STATE_NAMES.get(text(r[2]), text(r[2])))
+            for r in reply]
+
+
+@dataclass(frozen=True)
+class FailReply:
+    """``failJob``: what became of the delivery."""
+
+    outcome: int  # 0 no current job, 1 retried later, 2 dead
+
+    @property
+    def retried(self) -> bool:
+        """The job waits for its next attempt."""
+        return self.outcome == 1
+
+    @property
+    def dead(self) -> bool:
+        """The job went to the dead-letter stream."""
+        return self.outcome == 2
+
+
+def parse_fail(reply: Any) -> FailReply:
+    """Parse ``{outcome, ...}``."""
+    return FailReply(int(reply[0]))
+
+
+@dataclass(frozen=True)
+class RescheduleReply:
+    """``rescheduleJob``: whether the job was found, and its new due time."""
+
+    found: bool
+    due_ms: int | None
+
+
+def parse_reschedule(reply: Any) -> RescheduleReply:
+    """Parse ``{1, due_ms}`` (rescheduled) or ``{0}`` (no such job)."""
+    found = bool(int(reply[0]))
+    return RescheduleReply(found, int(reply[1]) if found and len(reply) > 1 else None)

@@ -1,0 +1,72 @@
+"""The error codes of the Lua scripts (``SDERR <CODE> <detail>``) and the exception each becomes.
+
+The one list of codes: the scripts in lua/ answer only these, and the table in docs/keys.md
+lists the same (tests/test_replies.py checks both).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..base.errors import (
+    ConfigError,
+    GroupNotFound,
+    ScriptError,
+    StreamdelayError,
+    ValidationError,
+)
+
+
+def _at_in_past(script: str, detail: str, message: str) -> StreamdelayError:
+    return ValidationError(
+        f"at: due time of job {detail!r} is further in the past than the queue's "
+        f"past_tolerance allows (default 1h); give a later time, or a delay to run it now, "
+        f"or a larger past_tolerance (a Queue option) to backfill old jobs",
+        field="at",
+        job_id=detail,
+        script=script,
+    )
+
+
+def _no_group(script: str, detail: str, message: str) -> StreamdelayError:
+    return GroupNotFound(f"group: no such consumer group on topic {detail!r}", topic=detail)
+
+
+def _group_taken(script: str, detail: str, message: str) -> StreamdelayError:
+    topic, _, other = detail.partition(" ")
+    return ConfigError(
+        f"group: topic {topic!r} is already served by group {other!r}; one group per topic "
+        f"(see docs/concepts.md)",
+        field="group",
+        topic=topic,
+    )
+
+
+def _wrong_type(script: str, detail: str, message: str) -> StreamdelayError:
+    key, _, rest = detail.partition(" ")  # detail: "<key> <type> script: ..."
+    return ScriptError(
+        f"redis: key {key} holds a {rest.split(' ', 1)[0]} written by another client, not what "
+        f"streamdelay keeps there (see docs/keys.md); nothing was written", script=script)
+
+
+def _unknown(script: str, detail: str, message: str) -> StreamdelayError:
+    return ScriptError(f"script {script} failed: {message}", script=script)
+
+
+# Every error code a script may answer (``SDERR <CODE> <detail>``) and what it becomes: the one
+# list; the Lua scripts and the table in docs/keys.md follow it (tests/test_replies.py checks).
+SCRIPT_ERRORS: dict[str, Callable[[str, str, str], StreamdelayError]] = {
+    "AT_IN_PAST": _at_in_past,  # <id>: an absolute due time too far in the past, nothing written
+    "NO_GROUP": _no_group,  # <topic>: the topic's stream or consumer group does not exist
+    "GROUP_TAKEN": _group_taken,  # <topic> <group>: the topic belongs to another group
+    "BAD_ARGS": _unknown,  # the ARGV do not follow the script's contract (a client bug)
+    "WRONG_TYPE": _wrong_type,  # <key> <type> ...: a key holds another type, nothing written
+    "PROMOTE_FAILED": _unknown,  # <key> <error>: the first job of a batch could not be moved
+}
+
+
+def error_from_script(script: str, message: str) -> StreamdelayError:
+    """Map a Lua error reply (``SDERR <CODE> <detail>``) to the matching exception."""
+    text = message.split("SDERR ", 1)[1] if "SDERR " in message else message
+    code, _, detail = text.partition(" ")
+    return SCRIPT_ERRORS.get(code, _unknown)(script, detail, message)

@@ -1,0 +1,1 @@
+"""Redis I/O: URLs and topologies, client settings, and the runner that drives plans."""

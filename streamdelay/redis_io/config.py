@@ -1,0 +1,95 @@
+"""Queue configuration: pure settings, checked once; clients are built by ``topology.py``.
+
+The URL chooses the topology (``topology.py``): one server, a Redis Cluster or Sentinel.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from ..base import validation
+from ..base.errors import ConfigError, ValidationError
+from ..base.masking import mask_url as mask_url  # the one masking function, importable here too
+from ..base.models import Backoff, BackoffPolicy
+from ..protocol.codec import Serializer
+from . import topology
+
+DEFAULT_URL = "redis://localhost:6379/0"
+
+
+@dataclass(frozen=True)
+class QueueConfig:
+    """Everything that defines a queue and its defaults; shared by producers and workers."""
+
+    name: str
+    url: str
+    partitions: int = 1
+    serializer: Serializer = "json"
+    ttr: float = 60.0
+    max_attempts: int = 10
+    backoff: BackoffPolicy = field(default_factory=Backoff)
+    handler_timeout: float | None = 300.0
+    keep_done: float = 0.0
+    max_body_bytes: int = 1 << 20
+    past_tolerance: float = 3600.0
+    socket_timeout: float = 10.0
+    retry_for: float | None = 5.0
+
+    def __repr__(self) -> str:
+        """The settings with the URL's password masked (configs end up in logs)."""
+        shown = ", ".join(f"{f}={getattr(self, f)!r}" for f in self.__dataclass_fields__
+                          if f != "url")
+        return f"QueueConfig(url={mask_url(self.url)!r}, {shown})"
+
+    def __post_init__(self) -> None:
+        validation.queue_name(self.name)
+        check_url(self.url)
+        validation.positive_int(self.partitions, "partitions", 1024)
+        if self.serializer not in ("json", "msgpack"):
+            raise ValidationError("serializer: must be 'json' or 'msgpack'", field="serializer")
+        validation.ttr_ms(self.ttr)
+        validation.max_attempts(self.max_attempts)
+        if not isinstance(self.backoff, Backoff):
+            validation.backoff_schedule(self.backoff)
+        if self.handler_timeout is not None:
+            validation.seconds(self.handler_timeout, "handler_timeout", minimum=0.001)
+        validation.seconds(self.keep_done, "keep_done")
+        validation.positive_int(self.max_body_bytes, "max_body_bytes", 512 << 20)
+        validation.seconds(self.past_tolerance, "past_tolerance")
+        validation.seconds(self.socket_timeout, "socket_timeout", minimum=0.1, maximum=3600)
+        if self.retry_for is not None:
+            validation.seconds(self.retry_for, "retry_for")
+
+
+def resolve_url(url: str | None) -> str:
+    """The URL to use: the argument, else ``STREAMDELAY_URL``, else the local default."""
+    return url or os.environ.get("STREAMDELAY_URL") or DEFAULT_URL
+
+
+def resolve_partitions(partitions: int | None) -> int:
+    """The partition count: the argument, else ``STREAMDELAY_PARTITIONS``, else 1.
+
+    The environment variable is what CLI commands read when ``--partitions`` is not given, the
+    same way ``STREAMDELAY_URL`` gives them the URL.
+    """
+    if partitions is not None:
+        return partitions
+    raw = os.environ.get("STREAMDELAY_PARTITIONS", "").strip()
+    if not raw:
+        return 1
+    if not raw.isdigit():
+        raise ConfigError(f"partitions: STREAMDELAY_PARTITIONS={raw!r} is not a whole number",
+                          field="partitions")
+    return int(raw)
+
+
+def check_url(url: object) -> str:
+    """Refuse URLs this version cannot serve (scheme, seed nodes, master name), naming ``url``."""
+    if not isinstance(url, str) or "://" not in url:
+        raise ValidationError(  # the text is not echoed: it may hold a password
+            f"url: not a Redis URL (redis://host:port/db), got a {type(url).__name__} without "
+            "'://'", field="url")
+    topology.parse_url(url)
+    return url
+

@@ -1,0 +1,27 @@
+"""Promote due jobs in a test without a running dispatcher.
+
+A job enqueued with no delay is due at the next whole millisecond of the server clock (a delay
+counts from the enqueue's microsecond, rounded up: docs/guarantees.md), so a ``promote_once``
+sent at once may find it not yet due. ``promote_due`` calls again until ``expected`` jobs moved.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from streamdelay import Dispatcher
+from streamdelay.protocol.keys import PartitionKeys
+
+
+async def promote_due(dispatcher: Dispatcher, keys: PartitionKeys, expected: int = 1,
+                      timeout: float = 2.0) -> int:
+    """Run ``promoteDue`` on ``keys`` until ``expected`` jobs moved; returns how many moved."""
+    moved = 0
+    deadline = time.monotonic() + timeout
+    while moved < expected:
+        moved += (await dispatcher.promote_once(keys)).moved
+        if moved < expected:
+            assert time.monotonic() < deadline, f"only {moved} of {expected} jobs became due"
+            await asyncio.sleep(0.002)
+    return moved
