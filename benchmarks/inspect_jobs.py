@@ -7,7 +7,8 @@ page from a cursor in the middle of the backlog, and the first page filtered to 
 members examined, none of them ``rare``: an empty page with a cursor). Also the Redis-side
 µs of one ``listJobs`` call (``INFO commandstats``, evalsha).
 
-Run: ``.venv/bin/python benchmarks/inspect_jobs.py [SIZE]`` (default 1,000,000); figures in
+Run: ``.venv/bin/python benchmarks/inspect_jobs.py [SIZE]`` (default 1,000,000); a section of
+every ``make bench`` report (1M; 10M with ``--full``), earlier figures in
 docs/benchmarks-inspect.md.
 """
 
@@ -25,7 +26,7 @@ import redis
 
 import streamdelay as sd
 from benchmarks.dispatch import FAR, fill
-from benchmarks.harness import keys_of, redis_server, versions
+from benchmarks.harness import Section, keys_of, redis_server, versions
 
 RUNS = 30
 
@@ -53,6 +54,45 @@ def show(name: str, figures: list[float], page: sd.JobPage) -> None:
     print(f"{name:<34} median {statistics.median(figures):7.2f} ms  "
           f"p90 {figures[int(len(figures) * 0.9) - 1]:7.2f} ms  max {figures[-1]:7.2f} ms  "
           f"jobs {len(page.jobs):4d}  cursor {'yes' if page.cursor else 'no'}")
+
+
+def row(name: str, figures: list[float], page: sd.JobPage) -> list[str]:
+    """A report row: median, p90 and max wall ms and what the page held."""
+    figures = sorted(figures)
+    return [name, f"{statistics.median(figures):.2f}",
+            f"{figures[int(len(figures) * 0.9) - 1]:.2f}", f"{figures[-1]:.2f}",
+            str(len(page.jobs)), "yes" if page.cursor else "no"]
+
+
+def run(size: int) -> Section:
+    """Fill one backlog of ``size`` delayed jobs and time the pages (one report section)."""
+    with redis_server() as server:
+        client = redis.Redis.from_url(server.url)
+        with sd.Queue("inspect", url=server.url) as queue:
+            fill_s = fill(queue, size, "b", FAR)
+            queue.enqueue_many([sd.JobSpec("rare", i, delay=FAR * 2, id=f"rare-{i}")
+                                for i in range(10)])
+            delayed = keys_of("inspect").delayed
+            backlog = client.zcard(delayed)
+            middle, due = client.zrange(delayed, size // 2, size // 2, withscores=True)[0]
+            cursor = f"d:{int(due)}:{middle.decode()}"
+            before, calls_before = evalsha_usec(client), client.info("commandstats").get(
+                "cmdstat_evalsha", {}).get("calls", 0)
+            rows = [row("first page, 100 jobs", *timed(lambda: queue.jobs("delayed", limit=100)))]
+            server_us = (evalsha_usec(client) - before) / (
+                client.info("commandstats")["cmdstat_evalsha"]["calls"] - calls_before)
+            rows.append(row("page after a middle cursor, 100 jobs", *timed(
+                lambda: queue.jobs("delayed", limit=100, cursor=cursor))))
+            rows.append(row("first page of topic 'rare' (1,000 examined)", *timed(
+                lambda: queue.jobs("delayed", topic="rare", limit=100))))
+            rows.append(row("first page, 1000 jobs", *timed(
+                lambda: queue.jobs("delayed", limit=1000))))
+        client.close()
+    return Section(f"Listing jobs: one page of `Queue.jobs` on a {backlog:,}-job delayed backlog",
+                   ["page", "median ms", "p90 ms", "max ms", "jobs", "cursor"], rows,
+                   notes=[f"{RUNS} calls each after a warm-up; backlog filled in {fill_s:.1f} s; "
+                          f"Redis time of one `listJobs` call (first page, 100 jobs): "
+                          f"{server_us:.0f} µs (INFO commandstats)."])
 
 
 def main() -> None:

@@ -29,6 +29,7 @@ from benchmarks import (
     dispatch,
     drain,
     enqueue,
+    inspect_jobs,
     lateness_e2e,
     lateness_rates,
     memory_drain,
@@ -131,6 +132,7 @@ def main() -> None:
         lambda: lateness_rates.run(worker_count=1),
         lambda: cluster_bench.run(memory_jobs=1_000_000 if args.full else 200_000),
         lambda: big_bodies.run([64 << 10, 1 << 20], 150),
+        lambda: inspect_jobs.run(10_000_000 if args.full else 1_000_000),
     ]
     sections = []
     for step in steps:
