@@ -27,14 +27,14 @@ from ..base.errors import ConfigError
 from ..metrics import worker_metrics
 from ..producer.plans import PRUNE_IDLE_S
 from ..protocol.keys import PartitionKeys, partition_keys
-from ..protocol.replies import parse_fail, text
+from ..protocol.replies import text
 from ..protocol.scripts import ScriptCall, script
 from ..redis_io.agreement import agree_partitions_async
 from ..redis_io.config import QueueConfig, mask_url
 from ..redis_io.runner import call_with_retry
 from ..redis_io.topology import AsyncClient, async_client
-from ..telemetry.jobs import JobObserver, delivery_fields, log_settled, observe
-from . import pausing, reading, upkeep
+from ..telemetry.jobs import JobObserver, log_settled, observe
+from . import pausing, reading, settling, upkeep
 from .acks import PendingAcks
 from .delivery import (
     Delivery,
@@ -352,7 +352,7 @@ class Worker:
         except Exception as exc:  # a fault of the worker or of Redis: say so, never vanish
             log.exception("job %s (%s): could not settle entry %s (%s); it is re-queued "
                           "after its ttr", delivery.job_id, delivery.topic, delivery.entry_id,
-                          exc, extra=self._job_fields(delivery))
+                          exc, extra=settling.job_fields(self, delivery))
         finally:
             self.inflight.pop(delivery.key, None)
             self._slot_free.set()
@@ -416,29 +416,7 @@ class Worker:
                           delivery.size)
             self._ack_wake.set()
             return
-        keys = self.partitions[delivery.partition]
-        args: list[Any] = [self.group, delivery.topic, delivery.job_id, delivery.entry_id,
-                settlement.delay_ms, "1" if settlement.kind == "dead" else "0", settlement.error]
-        reply = await self.call(script("failJob").call(keys.script_keys(), args), "fail")
-        outcome = parse_fail(reply)
-        if self.metrics is not None:
-            self.metrics.settled(delivery, ("dropped", "retried", "dead")[outcome.outcome])
-        if outcome.outcome == 0 and settlement.kind == "dead":  # an entry no job stands behind
-            log.warning("dropped stream entry %s of topic %s (no current job %r): %s",
-                        delivery.entry_id, delivery.topic, delivery.job_id, settlement.error,
-                        extra=self._job_fields(delivery))
-        if outcome.retried:
-            self.counts["retried"] += 1
-            log_settled(delivery.run, "retried", settlement.error)
-        elif outcome.dead:
-            self.counts["dead"] += 1
-            log.warning("job %s (%s) is dead: %s", delivery.job_id, delivery.topic,
-                        settlement.error.splitlines()[0] if settlement.error else "",
-                        extra=self._job_fields(delivery))
-
-    def _job_fields(self, delivery: Delivery) -> dict[str, Any]:
-        """The log fields of a delivery's job (docs/operations.md#logs)."""
-        return delivery_fields(self.config.name, delivery.topic, delivery.job_id, delivery.run)
+        await settling.settle_failure(self, delivery, settlement)
 
     # --- acknowledgements ---------------------------------------------------------------
 
@@ -449,9 +427,4 @@ class Worker:
             await self._flush_acks()
 
     async def _flush_acks(self) -> None:
-        await self.acks.flush(self._send_acks)
-
-    async def _send_acks(self, partition: int, flat: list[str]) -> None:
-        keys = self.partitions[partition]
-        args: list[Any] = [self.group, validation.delay_ms(self.config.keep_done), *flat]
-        await self.call(script("ackJobs").call(keys.script_keys(), args), "ack")
+        await self.acks.flush(partial(settling.send_acks, self))

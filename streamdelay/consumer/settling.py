@@ -1,0 +1,54 @@
+"""Settling a delivery in Redis: a failure is retried or dead-lettered by one ``failJob`` call,
+counted and logged; handled deliveries are acknowledged in ``ackJobs`` batches (``acks.py``
+keeps them until written). See docs/worker.md#retries-and-backoff and #acknowledgements.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ..base import validation
+from ..protocol.replies import parse_fail
+from ..protocol.scripts import script
+from ..telemetry.jobs import delivery_fields, log_settled
+from .delivery import Delivery, Settlement
+from .upkeep_host import UpkeepHost
+
+log = logging.getLogger("streamdelay.worker")
+
+
+def job_fields(worker: UpkeepHost, delivery: Delivery) -> dict[str, Any]:
+    """The log fields of a delivery's job (docs/operations.md#logs)."""
+    return delivery_fields(worker.config.name, delivery.topic, delivery.job_id, delivery.run)
+
+
+async def settle_failure(worker: UpkeepHost, delivery: Delivery, settlement: Settlement) -> None:
+    """Retry ``delivery`` after its delay or dead-letter it, as ``settlement`` says."""
+    keys = worker.partitions[delivery.partition]
+    args: list[Any] = [worker.group, delivery.topic, delivery.job_id, delivery.entry_id,
+                       settlement.delay_ms, "1" if settlement.kind == "dead" else "0",
+                       settlement.error]
+    reply = await worker.call(script("failJob").call(keys.script_keys(), args), "fail")
+    outcome = parse_fail(reply)
+    if worker.metrics is not None:
+        worker.metrics.settled(delivery, ("dropped", "retried", "dead")[outcome.outcome])
+    if outcome.outcome == 0 and settlement.kind == "dead":  # an entry no job stands behind
+        log.warning("dropped stream entry %s of topic %s (no current job %r): %s",
+                    delivery.entry_id, delivery.topic, delivery.job_id, settlement.error,
+                    extra=job_fields(worker, delivery))
+    if outcome.retried:
+        worker.counts["retried"] += 1
+        log_settled(delivery.run, "retried", settlement.error)
+    elif outcome.dead:
+        worker.counts["dead"] += 1
+        log.warning("job %s (%s) is dead: %s", delivery.job_id, delivery.topic,
+                    settlement.error.splitlines()[0] if settlement.error else "",
+                    extra=job_fields(worker, delivery))
+
+
+async def send_acks(worker: UpkeepHost, partition: int, flat: list[str]) -> None:
+    """One ``ackJobs`` call for a batch of ``topic, job id, entry id`` of one partition."""
+    keys = worker.partitions[partition]
+    args: list[Any] = [worker.group, validation.delay_ms(worker.config.keep_done), *flat]
+    await worker.call(script("ackJobs").call(keys.script_keys(), args), "ack")
