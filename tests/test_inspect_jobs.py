@@ -8,34 +8,23 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 import streamdelay as sd
 from streamdelay.protocol.keys import PartitionKeys
-from tests.test_queue_api import AsyncFace, Face, fail, promote, register_group, run_worker
+from tests import test_queue_api
+from tests.test_queue_api import (  # the sync and async faces of every producer test
+    Face,
+    fail,
+    promote,
+    register_group,
+    run_worker,
+)
 
 pytestmark = pytest.mark.timeout(90)
-
-
-@pytest.fixture(params=["sync", "async"])
-def make_queue(request: pytest.FixtureRequest, redis_url: str,
-               queue_name: str) -> Iterator[Callable[..., Face]]:
-    """Build queues (fresh names) of the parametrized face (as in test_queue_api.py)."""
-    made: list[Any] = []
-
-    def make(**options: Any) -> Face:
-        name = f"{queue_name}x{len(made)}"
-        face: Any = (sd.Queue(name, url=redis_url, **options) if request.param == "sync"
-                     else AsyncFace(name, redis_url, **options))
-        made.append(face)
-        return face
-
-    yield make
-    for face in made:
-        face.close()
+make_queue = test_queue_api.make_queue  # the sync and async faces fixture, shared
 
 
 def all_pages(q: Face, state: str, limit: int, topic: str | None = None) -> list[sd.JobInfo]:
