@@ -156,20 +156,7 @@ async def release_unfinished(worker: UpkeepHost) -> None:
                                               delivery.job_id, delivery.run))
         if delivery.task is not None:
             delivery.task.cancel()
-    for partition, batch in by_partition(unfinished, _partition).items():
-        keys = worker.partitions[partition]
-        args: list[Any] = [worker.group]
-        for delivery in batch:
-            args.extend((delivery.topic, delivery.job_id, delivery.entry_id))
-        try:
-            released = await asyncio.wait_for(
-                worker.call(script("releaseJobs").call(keys.script_keys(), args), "release"), 5.0)
-            worker.counts["released"] += int(released)
-            if worker.metrics is not None:
-                worker.metrics.released(batch, int(released))
-        except (asyncio.TimeoutError, OSError) as exc:
-            log.warning("could not hand back %d job(s) (%s); they return after ttr",
-                        len(batch), exc)
+    await _release(worker, unfinished, "releaseJobs", [worker.group])
 
 
 async def release_later(worker: UpkeepHost, deliveries: list[Delivery]) -> None:
@@ -177,19 +164,28 @@ async def release_later(worker: UpkeepHost, deliveries: list[Delivery]) -> None:
     of a process whose def handler threads outlived the shutdown (``releaseJobsLater``)."""
     delay_ms = int(HANDBACK_DELAY * 1000)
     try:
-        for partition, batch in by_partition(deliveries, _partition).items():
-            keys = worker.partitions[partition]
-            args: list[Any] = [worker.group, delay_ms]
-            for delivery in batch:
-                args.extend((delivery.topic, delivery.job_id, delivery.entry_id))
-            try:
-                released = await asyncio.wait_for(worker.call(script("releaseJobsLater").call(
-                    keys.script_keys(), args), "release"), 5.0)
-                worker.counts["released"] += int(released)
-                if worker.metrics is not None:
-                    worker.metrics.released(batch, int(released))
-            except (asyncio.TimeoutError, OSError) as exc:
-                log.warning("could not hand back %d job(s) (%s); they return after ttr",
-                            len(batch), exc)
+        await _release(worker, deliveries, "releaseJobsLater", [worker.group, delay_ms])
     finally:
         await worker.client.aclose()
+
+
+async def _release(worker: UpkeepHost, deliveries: list[Delivery], name: str,
+                   head: list[Any]) -> None:
+    """Hand ``deliveries`` back with script ``name`` (``releaseJobs`` / ``releaseJobsLater``,
+    ARGV ``head`` then topic, id, entry per delivery): one call per partition, each bounded to
+    5 s, counted as released; a call that fails leaves its jobs to come back after their ttr."""
+    for partition, batch in by_partition(deliveries, _partition).items():
+        keys = worker.partitions[partition]
+        args: list[Any] = list(head)
+        for delivery in batch:
+            args.extend((delivery.topic, delivery.job_id, delivery.entry_id))
+        try:
+            released = int(await asyncio.wait_for(
+                worker.call(script(name).call(keys.script_keys(), args), "release"), 5.0))
+        except (asyncio.TimeoutError, OSError) as exc:
+            log.warning("could not hand back %d job(s) (%s); they return after ttr",
+                        len(batch), exc)
+            continue
+        worker.counts["released"] += released
+        if worker.metrics is not None:
+            worker.metrics.released(batch, released)
