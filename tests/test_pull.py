@@ -5,17 +5,19 @@ pause) and ``StaleReceipt`` for a delivery that is no longer current."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 import streamdelay as sd
-from streamdelay.protocol.keys import PartitionKeys
+from streamdelay.protocol.keys import PartitionKeys, partition_of
 from tests.promoting import promote_due
 
 pytestmark = pytest.mark.timeout(60)
@@ -33,19 +35,28 @@ def promote(q: sd.Queue, expected: int = 1, partition: int = 0) -> None:
     asyncio.run(run())
 
 
-@pytest.fixture
-def dispatching(queue: sd.Queue) -> Iterator[None]:
-    """A dispatcher running in a thread for the test's queue (as ``streamdelay dispatch``)."""
+@contextlib.contextmanager
+def running_dispatcher(q: sd.Queue) -> Iterator[None]:
+    """A dispatcher running in a thread for ``q`` (as ``streamdelay dispatch`` would)."""
     loop = asyncio.new_event_loop()
-    dispatcher = sd.Dispatcher(queue.config)
+    dispatcher = sd.Dispatcher(q.config)
     thread = threading.Thread(target=loop.run_until_complete, args=(dispatcher.run(),),
                               daemon=True)
     thread.start()
-    yield
-    loop.call_soon_threadsafe(dispatcher.stop)
-    thread.join(10)
-    loop.run_until_complete(dispatcher.close())
-    loop.close()
+    try:
+        yield
+    finally:
+        loop.call_soon_threadsafe(dispatcher.stop)
+        thread.join(10)
+        loop.run_until_complete(dispatcher.close())
+        loop.close()
+
+
+@pytest.fixture
+def dispatching(queue: sd.Queue) -> Iterator[None]:
+    """A dispatcher running for the test's queue."""
+    with running_dispatcher(queue):
+        yield
 
 
 def test_reserve_then_ack(queue: sd.Queue) -> None:
@@ -273,3 +284,30 @@ def test_async_reserve(queue: sd.Queue) -> None:
     promote(queue)
     info = queue.get("a1")
     assert info is not None and info.attempts == 1
+
+
+def test_reserve_reads_every_partition(redis_url: str, queue_name: str) -> None:
+    with sd.Queue(queue_name, url=redis_url, partitions=3) as q:
+        q.enqueue_many([sd.JobSpec("t", i, id=f"j{i}") for i in range(12)])
+        per_partition = Counter(partition_of(f"j{i}", 3) for i in range(12))
+        for partition, expected in per_partition.items():
+            promote(q, expected, partition)
+        first = q.reserve("t", count=5, consumer="c")
+        rest = q.reserve("t", count=100, consumer="c")
+        assert len(first) == 5 and len(rest) == 7
+        assert sorted(r.body for r in first + rest) == list(range(12))
+        for r in first + rest:
+            r.ack()
+        assert q.reserve("t") == []
+
+
+def test_wait_over_partitions_wakes_for_any(redis_url: str, queue_name: str) -> None:
+    with sd.Queue(queue_name, url=redis_url, partitions=3) as q:
+        ids = {partition_of(f"w{i}", 3): f"w{i}" for i in range(30)}
+        with running_dispatcher(q):
+            for partition in (2, 1):
+                q.enqueue("t", partition, id=ids[partition], delay=0.5)
+                began = time.monotonic()
+                [r] = q.reserve("t", wait=10)
+                assert r.body == partition and 0.4 <= time.monotonic() - began < 9
+                r.ack()
