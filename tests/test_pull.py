@@ -12,6 +12,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -311,3 +312,39 @@ def test_wait_over_partitions_wakes_for_any(redis_url: str, queue_name: str) -> 
                 [r] = q.reserve("t", wait=10)
                 assert r.body == partition and 0.4 <= time.monotonic() - began < 9
                 r.ack()
+
+
+def test_a_pause_reaches_a_waiting_reserve(queue: sd.Queue) -> None:
+    queue.enqueue("other", 1)  # the queue exists
+    got: list[list[sd.Reservation]] = []
+    waiting = threading.Thread(target=lambda: got.append(queue.reserve("t", wait=2.5)))
+    waiting.start()
+    time.sleep(0.3)  # blocked in its read now
+    assert queue.pause("t")
+    queue.enqueue("t", 1, id="p")
+    promote(queue)
+    waiting.join(10)
+    assert got == [[]]
+    info = queue.get("p")
+    assert info is not None and info.state == "ready" and info.attempts == 0  # handed back
+    queue.resume("t")
+    [r] = queue.reserve("t", wait=timedelta(seconds=1))
+    assert (r.id, r.attempt) == ("p", 1)
+    r.ack()
+
+
+def test_entries_that_can_never_run_go_dead(queue: sd.Queue, redis_url: str,
+                                            caplog: pytest.LogCaptureFixture) -> None:
+    queue.enqueue("t", "x" * 200, id="big")
+    queue.enqueue("t", "fine", id="ok")
+    promote(queue, 2)
+    stream = PartitionKeys(queue.name, 0).stream("t")
+    queue.client.xadd(stream, {"id": "ghost", "rec": "garbage"})  # a foreign writer's mistake
+    with sd.Queue(queue.name, url=redis_url, max_body_bytes=100) as small:
+        [r] = small.reserve("t", count=10)
+    assert r.id == "ok"
+    r.ack()
+    big = queue.get("big")
+    assert big is not None and big.state == "dead" and "over the limit" in (big.error or "")
+    assert queue.client.xlen(stream) == 0  # the ghost entry is gone too
+    assert any("job big is dead" in m for m in caplog.messages)

@@ -9,6 +9,7 @@ mixins only drive them (docs/pull.md).
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import time
 from typing import Any
@@ -36,6 +37,13 @@ from .reserving import (
     round_plan,
     touch_plan,
 )
+
+log = logging.getLogger("streamdelay.pull")
+
+
+def _log_dropped(found: Round) -> None:
+    for job_id, error in found.dropped:  # as a worker logs them
+        log.warning("job %s is dead: %s", job_id or "(no id)", error.splitlines()[0])
 
 
 class _ReservationData:
@@ -178,6 +186,7 @@ class SyncPull(_PullFace):
             found: Round = drive_sync(client, round_plan(
                 cfg, state, args, _block_ms(deadline), time.monotonic(), is_cluster(client)),
                 cfg.retry_for)
+            _log_dropped(found)
             left = deadline - time.monotonic()
             if found.reserved or left <= 0:
                 return [Reservation(self, r.receipt, r.text, r.job) for r in found.reserved]
@@ -229,6 +238,7 @@ class AsyncPull(_PullFace):
             found: Round = await drive_async(client, round_plan(
                 cfg, state, args, _block_ms(deadline), time.monotonic(), is_cluster(client)),
                 cfg.retry_for)
+            _log_dropped(found)
             left = deadline - time.monotonic()
             if found.reserved or left <= 0:
                 return [AsyncReservation(self, r.receipt, r.text, r.job)

@@ -23,7 +23,7 @@ import msgspec
 
 from ..base import validation
 from ..base.errors import StaleReceipt, StreamdelayError, ValidationError
-from ..base.models import Job
+from ..base.models import BackoffPolicy, Job
 from ..protocol.backoff import failure_delay_ms
 from ..protocol.deliveries import (
     ERROR_TEXT_LIMIT,
@@ -154,10 +154,12 @@ class Reserved:
 
 @dataclass(frozen=True)
 class Round:
-    """What one reserve round found: deliveries, and whether the topic is paused."""
+    """What one reserve round found: deliveries, whether the topic is paused, and the entries
+    it dead-lettered because they can never run (job id, why)."""
 
     reserved: list[Reserved]
     paused: bool = False
+    dropped: list[tuple[str, str]] = field(default_factory=list)
 
 
 Entry = tuple[int, str, dict[Any, Any] | None]  # partition, entry id, fields
@@ -247,14 +249,19 @@ def read_step(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, block_ms
     return _entries((yield _xreadgroup(args, args.count, block, order)), by_stream)
 
 
+def _paused(cfg: QueueConfig, topic: str) -> Plan[bool]:
+    return bool(int((yield Command(("HEXISTS", paused_key(cfg.name), topic)))))
+
+
 def round_plan(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, block_ms: int,
                now: float, cluster: bool) -> Plan[Round]:
     """One reserve round: upkeep, the pause check, one read (``read_step``), then decoding.
 
-    Entries that can never run are dead-lettered as a worker does; entries over ``count`` are
-    handed back (not an attempt)."""
+    Entries that can never run are dead-lettered as a worker does; entries over ``count``, and
+    those a blocking read returned after the topic was paused meanwhile, are handed back (not
+    an attempt), as a worker hands back what it read just before a pause reached it."""
     yield from upkeep_plan(cfg, state, args, now)
-    if int((yield Command(("HEXISTS", paused_key(cfg.name), args.topic)))):
+    if (yield from _paused(cfg, args.topic)):
         return Round([], paused=True)
     try:
         entries = yield from read_step(cfg, state, args, block_ms, cluster)
@@ -265,31 +272,40 @@ def round_plan(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, block_m
         yield from _register_plan(cfg, args.group, args.topic)
         state.registered.add((args.group, args.topic))
         return Round([])
-    reserved: list[Reserved] = []
+    paused = bool(entries) and block_ms > 0 and (yield from _paused(cfg, args.topic))
+    found = Round([], paused)
     settle: dict[int, list[ScriptCall]] = {}
-    extra: dict[int, list[str]] = {}
+    back: dict[int, list[str]] = {}
     for partition, entry_id, fields in entries:
         keys = PartitionKeys(cfg.name, partition)
         opened = open_entry(fields, args.topic, entry_id, partition, None, cfg.max_body_bytes)
         if opened.job is None:  # never runnable: dead now, like a worker's delivery
+            found.dropped.append((opened.job_id, opened.error))
             settle.setdefault(partition, []).append(fail_call(
                 keys, args.group, args.topic, opened.job_id, entry_id, 0, True, opened.error))
-        elif len(reserved) >= args.count:
-            extra.setdefault(partition, []).extend((args.topic, opened.job_id, entry_id))
+        elif paused or len(found.reserved) >= args.count:
+            back.setdefault(partition, []).extend((args.topic, opened.job_id, entry_id))
         else:
-            job = opened.job
-            retry_ms = failure_delay_ms(opened.backoff or cfg.backoff, job.attempt)
-            receipt = Receipt(RECEIPT_VERSION, cfg.name, partition, args.topic, job.id, entry_id,
-                              args.group, args.consumer, job.attempt, job.due, opened.ttr_ms,
-                              retry_ms)
-            reserved.append(Reserved(job, receipt, encode_receipt(receipt)))
-    for partition, flat in extra.items():
+            found.reserved.append(_reserved(cfg, args, opened.job, opened.backoff,
+                                            opened.ttr_ms))
+    for partition, flat in back.items():
         settle.setdefault(partition, []).append(
             release_call(PartitionKeys(cfg.name, partition), args.group, flat))
     calls = [call for per_partition in settle.values() for call in per_partition]
     if calls:
         yield calls if len(calls) > 1 else calls[0]
-    return Round(reserved)
+    return found
+
+
+def _reserved(cfg: QueueConfig, args: ReserveArgs, job: Job, backoff: BackoffPolicy | None,
+              ttr_ms: int) -> Reserved:
+    """A delivery with its receipt; the retry delay of a failure is drawn now (the receipt
+    carries it: a rebuilt reservation fails with the job's backoff without reading the job)."""
+    retry_ms = failure_delay_ms(backoff or cfg.backoff, job.attempt)
+    receipt = Receipt(RECEIPT_VERSION, cfg.name, job.partition, args.topic, job.id,
+                      job.entry_id, args.group, args.consumer, job.attempt, job.due, ttr_ms,
+                      retry_ms)
+    return Reserved(job, receipt, encode_receipt(receipt))
 
 
 def _stale(receipt: Receipt, what: str) -> StaleReceipt:
