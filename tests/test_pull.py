@@ -20,6 +20,8 @@ import pytest
 import streamdelay as sd
 from streamdelay.protocol.keys import PartitionKeys, partition_of
 from tests.promoting import promote_due
+from tests.redis_server import RedisServer
+from tests.test_acl_tls import documented_acl_line
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -348,3 +350,29 @@ def test_entries_that_can_never_run_go_dead(queue: sd.Queue, redis_url: str,
     assert big is not None and big.state == "dead" and "over the limit" in (big.error or "")
     assert queue.client.xlen(stream) == 0  # the ghost entry is gone too
     assert any("job big is dead" in m for m in caplog.messages)
+
+
+def test_the_documented_acl_user_can_pull(own_redis: RedisServer) -> None:
+    admin = own_redis.client()
+    admin.execute_command(*documented_acl_line("pulls", "pw-pull"))
+    admin.acl_log_reset()
+    url = f"redis://sd-pulls:pw-pull@127.0.0.1:{own_redis.port}/0"
+    with sd.Queue("pulls", url=url, retry_for=1.0) as q:
+        q.enqueue_many([sd.JobSpec("t", i, id=f"a{i}", ttr=1) for i in range(3)])
+        promote(q, 3)
+        a, b, c = q.reserve("t", count=3, consumer="one", wait=1)
+        a.touch()
+        a.ack()
+        assert b.fail("no", dead=True) == "dead"
+        time.sleep(1.05)
+        state = q._pull_state
+        assert state is not None
+        state.next_reclaim.clear()
+        state.next_prune = dict.fromkeys(state.next_prune, 0.0)  # the prune pass runs too
+        [again] = q.reserve("t", consumer="two", wait=1)  # c, reclaimed
+        assert (again.id, again.attempt) == (c.id, 2)
+        again.ack()
+        assert q.reserve("t", wait=0.2) == []
+        assert q.pause("t") and q.reserve("t") == []
+    denied = [(e.get("reason"), e.get("object")) for e in admin.acl_log()]
+    assert denied == [], f"the documented ACL is missing {denied}"
