@@ -22,6 +22,7 @@ from streamdelay.protocol.keys import PartitionKeys, partition_of
 from tests.promoting import promote_due
 from tests.redis_server import RedisServer
 from tests.test_acl_tls import documented_acl_line
+from tests.test_docs_examples import example_env, run_example  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -376,3 +377,18 @@ def test_the_documented_acl_user_can_pull(own_redis: RedisServer) -> None:
         assert q.pause("t") and q.reserve("t") == []
     denied = [(e.get("reason"), e.get("object")) for e in admin.acl_log()]
     assert denied == [], f"the documented ACL is missing {denied}"
+
+
+def test_pull_examples_run(example_env: dict[str, str]) -> None:
+    out = run_example("pull_consumer.py", example_env).splitlines()
+    assert out == [
+        "bad: attempt 1 failed, retried",
+        "bad: attempt 2 failed, dead",
+        "nov: attempt 1 built",
+        "oct: attempt 1 built",
+        "dead: ['bad']",
+        "dec acknowledged by its receipt: True",
+        "a second ack: StaleReceipt",
+    ]
+    assert run_example("pull_async.py", example_env).splitlines() == [
+        "10 thumbnails, each once: True"]
