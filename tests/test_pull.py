@@ -19,12 +19,14 @@ import pytest
 
 import streamdelay as sd
 from streamdelay.protocol.keys import PartitionKeys, partition_of
+from tests import test_docs_examples as docs_examples
 from tests.promoting import promote_due
 from tests.redis_server import RedisServer
 from tests.test_acl_tls import documented_acl_line
-from tests.test_docs_examples import example_env, run_example  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.timeout(60)
+example_env = docs_examples.example_env  # the fixture: a private redis-server for the examples
+run_example = docs_examples.run_example
 
 
 def promote(q: sd.Queue, expected: int = 1, partition: int = 0) -> None:
