@@ -394,3 +394,23 @@ def test_pull_examples_run(example_env: dict[str, str]) -> None:
     ]
     assert run_example("pull_async.py", example_env).splitlines() == [
         "10 thumbnails, each once: True"]
+
+
+def test_a_deleted_stream_or_group_is_created_again(queue: sd.Queue) -> None:
+    queue.enqueue("t", 1, id="x")
+    promote(queue)
+    [r] = queue.reserve("t", consumer="c")
+    r.ack()
+    stream = PartitionKeys(queue.name, 0).stream("t")
+    queue.client.xgroup_destroy(stream, "workers")  # the read finds no group
+    assert queue.reserve("t") == []
+    queue.client.delete(stream)  # the reclaim pass finds no stream
+    state = queue._pull_state
+    assert state is not None
+    state.next_reclaim.clear()
+    assert queue.reserve("t") == []
+    queue.enqueue("t", 2, id="y")
+    promote(queue)
+    [r] = queue.reserve("t", wait=1)
+    assert r.id == "y"
+    r.ack()

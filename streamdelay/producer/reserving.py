@@ -22,7 +22,7 @@ from typing import Any
 import msgspec
 
 from ..base import validation
-from ..base.errors import StaleReceipt, StreamdelayError, ValidationError
+from ..base.errors import GroupNotFound, StaleReceipt, StreamdelayError, ValidationError
 from ..base.models import BackoffPolicy, Job
 from ..protocol.backoff import failure_delay_ms
 from ..protocol.deliveries import (
@@ -187,8 +187,12 @@ def upkeep_plan(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, now: f
     if now >= state.next_reclaim.get(key, 0.0):
         state.next_reclaim[key] = now + RECLAIM_EVERY_S
         for keys in partition_keys(cfg.name, cfg.partitions):
-            for reply in (yield from requeue_stuck_plan(keys, args.group, args.topic, -1, "")):
-                moved += len(reply.moved) + len(reply.dead)
+            try:
+                replies = yield from requeue_stuck_plan(keys, args.group, args.topic, -1, "")
+            except GroupNotFound:  # the stream or group was deleted: register again
+                yield from _register_plan(cfg, args.group, args.topic)
+                continue
+            moved += sum(len(reply.moved) + len(reply.dead) for reply in replies)
     if now >= state.next_prune.setdefault(key, now + PRUNE_EVERY_S):
         state.next_prune[key] = now + PRUNE_EVERY_S
         for keys in partition_keys(cfg.name, cfg.partitions):
