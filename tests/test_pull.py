@@ -414,3 +414,21 @@ def test_a_deleted_stream_or_group_is_created_again(queue: sd.Queue) -> None:
     [r] = queue.reserve("t", wait=1)
     assert r.id == "y"
     r.ack()
+
+
+def test_a_receipt_from_a_queue_with_other_partitions_is_refused(redis_url: str,
+                                                                 queue_name: str) -> None:
+    with sd.Queue(queue_name, url=redis_url, partitions=4) as wide:
+        wide.enqueue_many([sd.JobSpec("t", i, id=f"j{i}") for i in range(12)])
+        for partition, expected in Counter(partition_of(f"j{i}", 4) for i in range(12)).items():
+            promote(wide, expected, partition)
+        taken = wide.reserve("t", count=12)
+        far = max(taken, key=lambda r: partition_of(r.id, 4))
+        assert partition_of(far.id, 4) > 0
+        narrow = sd.Queue(queue_name, url=redis_url, partitions=1)
+        with pytest.raises(sd.ValidationError) as err:
+            narrow.reservation(far.receipt)
+        assert err.value.field == "receipt"
+        narrow.close()
+        for r in taken:
+            wide.reservation(r.receipt).ack()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import os
+import re
 import socket
 from dataclasses import dataclass, field
 from secrets import token_hex
@@ -49,6 +50,7 @@ CLUSTER_SLICE_S = 0.25  # a cluster blocks on one partition at a time, in turns
 RECLAIM_EVERY_S = 1.0  # like a worker's reclaim_interval
 PRUNE_EVERY_S = 60.0  # like a worker's prune pass
 RECEIPT_VERSION = 1
+_ENTRY = re.compile(r"^[0-9]{1,20}-[0-9]{1,20}$")  # a stream entry id
 
 
 def default_consumer_name() -> str:
@@ -82,9 +84,9 @@ def encode_receipt(receipt: Receipt) -> str:
     return base64.urlsafe_b64encode(_receipt_encoder.encode(receipt)).rstrip(b"=").decode()
 
 
-def decode_receipt(value: object, queue: str) -> Receipt:
-    """Parse and check a receipt of ``queue``; anything else is a ``ValidationError`` naming
-    the field ``receipt``."""
+def decode_receipt(value: object, queue: str, partitions: int) -> Receipt:
+    """Parse and check a receipt of ``queue`` (of ``partitions`` partitions); anything else is
+    a ``ValidationError`` naming the field ``receipt``."""
     if not isinstance(value, str) or not 0 < len(value) <= 4096:
         raise ValidationError("receipt: must be a non-empty str from a Reservation",
                               field="receipt")
@@ -105,7 +107,8 @@ def decode_receipt(value: object, queue: str) -> Receipt:
         validation.job_id(found.id)
         validation.group(found.group)
         validation.consumer(found.consumer)
-        if found.partition < 0 or found.attempt < 1 or found.ttr_ms < 0 or found.retry_ms < 0:
+        if not (0 <= found.partition < partitions and found.attempt >= 1
+                and found.ttr_ms >= 0 and found.retry_ms >= 0 and _ENTRY.match(found.entry)):
             raise ValidationError("out of range")
     except ValidationError:
         raise ValidationError("receipt: not a receipt of a reservation", field="receipt"
