@@ -432,3 +432,21 @@ def test_a_receipt_from_a_queue_with_other_partitions_is_refused(redis_url: str,
         narrow.close()
         for r in taken:
             wide.reservation(r.receipt).ack()
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [
+    ({"error": 42}, "error"), ({"error": "x", "dead": "yes"}, "dead"),
+    ({"error": "x", "retry_delay": -1}, "retry_delay"),
+    ({"error": "x", "retry_delay": "soon"}, "retry_delay"),
+])
+def test_bad_fail_arguments_change_nothing(queue: sd.Queue, kwargs: dict[str, Any],
+                                           field: str) -> None:
+    queue.enqueue("t", 1, id="v")
+    promote(queue)
+    [r] = queue.reserve("t")
+    with pytest.raises(sd.ValidationError) as err:
+        r.fail(**kwargs)
+    assert err.value.field == field
+    info = queue.get("v")
+    assert info is not None and info.state == "reserved" and info.attempts == 0
+    r.ack()
