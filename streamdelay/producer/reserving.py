@@ -180,8 +180,8 @@ def upkeep_plan(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, now: f
                 ) -> Plan[int]:
     """Register the group once, then (at most every ``RECLAIM_EVERY_S`` per group and topic)
     re-queue deliveries idle past their ttr and (every ``PRUNE_EVERY_S``) remove consumers gone
-    for an hour: a worker's reclaim and prune passes (docs/pull.md#who-reclaims-and-who-promotes). Returns how
-    many deliveries were re-queued or went dead."""
+    for an hour: a worker's reclaim and prune passes (docs/pull.md, "Who reclaims"). Returns
+    how many deliveries were re-queued or went dead."""
     key = (args.group, args.topic)
     if key not in state.registered:
         yield from _register_plan(cfg, args.group, args.topic)
