@@ -10,6 +10,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from ..base import validation
@@ -17,7 +18,7 @@ from ..base.errors import PartialEnqueueError, StreamdelayError, ValidationError
 from ..base.models import At, Backoff, Delay, EnqueueResult, JobSpec
 from ..protocol.batching import partition_batches
 from ..protocol.codec import encode_blob, encode_body
-from ..protocol.keys import partition_keys, partition_of
+from ..protocol.keys import PartitionKeys, partition_keys, partition_of
 from ..protocol.plan import Command, EachCall, Plan
 from ..protocol.replies import parse_enqueue
 from ..protocol.script_errors import error_from_script
@@ -228,6 +229,37 @@ def round_plan(
                     outcomes[index] = result
         live.sort()  # arrival order
         split = split_jobs(jobs, live)
+
+
+@lru_cache(maxsize=1024)
+def _script_keys(queue: str, partition: int) -> tuple[str, ...]:
+    return PartitionKeys(queue, partition).script_keys()
+
+
+def enqueue_one_plan(cfg: QueueConfig, spec: JobSpec) -> Plan[EnqueueResult]:
+    """Enqueue one job: one ``enqueueJob`` call (the minimal one-job script) when its id is free.
+
+    A taken id (an existing job or tombstone, or ``replace``) is sent again through
+    ``enqueueJobs``, which has the whole logic: the fast script wrote nothing then
+    (docs/keys.md#the-one-job-enqueue).
+    """
+    job = prepare_job(cfg, spec)
+    args = job.args
+    if args[6] == "0":  # not replace
+        tolerance = validation.delay_ms(cfg.past_tolerance)
+        keys = _script_keys(cfg.name, job.partition)
+        reply = yield script("enqueueJob").call(
+            keys, (tolerance, args[0], args[1], args[2], args[3], args[4], args[5], args[7]))
+        if reply != 0:
+            row = parse_enqueue(reply)[0]
+            return EnqueueResult(id=job.id, due=row.due_ms, created=row.created, state=row.state)
+    found: list[Outcome | None] = [None]
+    yield from round_plan(cfg, [job], found, isolate=False)
+    outcome = found[0]
+    if isinstance(outcome, Exception):
+        raise outcome
+    assert outcome is not None
+    return outcome
 
 
 def enqueue_plan(cfg: QueueConfig, specs: Iterable[JobSpec]) -> Plan[list[EnqueueResult]]:

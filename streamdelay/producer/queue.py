@@ -28,7 +28,7 @@ from ..redis_io.runner import drive_async, drive_sync
 from ..redis_io.topology import AsyncClient, SyncClient, async_client, sync_client
 from . import plans
 from .coalesce import EnqueueCoalescer
-from .enqueuing import prepare_job
+from .enqueuing import enqueue_one_plan, prepare_job
 from .listing import JobPage, jobs_plan
 from .pausing import set_paused_plan
 from .pull import AsyncPull, SyncPull
@@ -64,8 +64,7 @@ class _QueueFace:
                 f"partitions={self.config.partitions})")
 
     def _enqueue(self, topic: str, body: Any, options: dict[str, Any]) -> Plan[EnqueueResult]:
-        results = yield from plans.enqueue_plan(self.config, [_spec(topic, body, **options)])
-        return results[0]
+        return (yield from enqueue_one_plan(self.config, _spec(topic, body, **options)))
 
 
 class Queue(_QueueFace, SyncPull):
