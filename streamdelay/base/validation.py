@@ -66,6 +66,9 @@ def seconds(
     value: object, field: str, *, minimum: float = 0.0, maximum: float = MAX_DELAY_SECONDS
 ) -> float:
     """A finite number of seconds (int, float or ``timedelta``) within [minimum, maximum]."""
+    kind = type(value)
+    if (kind is float or kind is int) and minimum <= value <= maximum:  # type: ignore[operator]
+        return float(value)  # the common case; NaN, inf, bool and the rest take the checks below
     if isinstance(value, timedelta):
         value = value.total_seconds()
     if isinstance(value, bool) or not isinstance(value, int | float):
