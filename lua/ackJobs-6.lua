@@ -6,6 +6,9 @@
 -- Returns the number of deliveries that were still current (a cancelled, replaced or reclaimed
 -- job's stale delivery is acknowledged in the stream but leaves the job alone).
 -- Also forgets expired tombstones: at least as many as the call could create, plus 100.
+-- Batched: one XACK and one XDEL per topic, one HMGET of every record, one HDEL (or HSET and
+-- ZADD for tombstones) for the batch; a job named twice settles once, as one call per delivery
+-- would.
 -- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
 -- Flags: allow-oom, as it frees memory (a tombstone is a record the call already had).
 -- Retry-safe: a repeated call finds nothing current and returns 0.
@@ -16,27 +19,62 @@
 -- @include purge_done
 -- @include build_record
 -- @include parse_record
+-- @include hmget_many
 
 local now = server_time()
 local group, keep = ARGV[1], tonumber(ARGV[2])
 local settled = 0
 check_partition_keys()
-for b = 3, #ARGV, 3 do refuse_wrong_type(stream_key(ARGV[b]), 'stream') end
+local by_topic, topics, ids = {}, {}, {}
 for b = 3, #ARGV, 3 do
-  local topic, id, eid = ARGV[b], ARGV[b + 1], ARGV[b + 2]
-  local sk = stream_key(topic)
-  redis.call('XACK', sk, group, eid)
-  redis.call('XDEL', sk, eid)
-  local r = parse_record(redis.call('HGET', K_JOBS, id))
-  if r and r.state == 's' and r.entry == eid then
-    if keep > 0 then
-      r.state, r.entry = 'c', ''
-      redis.call('HSET', K_JOBS, id, build_record(r))
-      redis.call('ZADD', K_DONE, now + keep, id)
-    else
-      redis.call('HDEL', K_JOBS, id)
+  local topic = ARGV[b]
+  if not by_topic[topic] then
+    refuse_wrong_type(stream_key(topic), 'stream')
+    by_topic[topic] = {}
+    topics[#topics + 1] = topic
+  end
+  local eids = by_topic[topic]
+  eids[#eids + 1] = ARGV[b + 2]
+  ids[#ids + 1] = ARGV[b + 1]
+end
+local STEP = 1000
+for _, topic in ipairs(topics) do
+  local sk, eids = stream_key(topic), by_topic[topic]
+  for s = 1, #eids, STEP do
+    local e = math.min(s + STEP - 1, #eids)
+    redis.call('XACK', sk, group, unpack(eids, s, e))
+    redis.call('XDEL', sk, unpack(eids, s, e))
+  end
+end
+if #ids > 0 then
+  local raws = hmget_many(K_JOBS, ids)
+  local gone, kept, stones, done = {}, {}, {}, {}
+  for i = 1, #ids do
+    local id, eid = ids[i], ARGV[3 * i + 2]
+    -- only the state and the entry are looked at (no copy of the blob); see parse_record
+    local state, entry = nil, nil
+    if raws[i] and not done[id] then
+      state, entry = string.match(raws[i], '^([dsxc])|%d+|%d+|%d+|%d+|%d+|([%d%-]*)|[^|]+|')
     end
-    settled = settled + 1
+    if state == 's' and entry == eid then
+      done[id] = true
+      if keep > 0 then
+        local r = parse_record(raws[i])
+        r.state, r.entry = 'c', ''
+        kept[#kept + 1] = id
+        kept[#kept + 1] = build_record(r)
+        stones[#stones + 1] = now + keep
+        stones[#stones + 1] = id
+      else
+        gone[#gone + 1] = id
+      end
+      settled = settled + 1
+    end
+  end
+  if #gone > 0 then write_many('HDEL', K_JOBS, gone) end
+  if #kept > 0 then
+    write_many('HSET', K_JOBS, kept)
+    write_many('ZADD', K_DONE, stones)
   end
 end
 purge_done(now, (#ARGV - 2) / 3 + 100)

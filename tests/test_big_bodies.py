@@ -72,7 +72,7 @@ def many(face: str, url: str, name: str, specs: list[sd.JobSpec]) -> list[sd.Enq
     reset = redis.Redis.from_url(url)
     if face == "sync":
         with sd.Queue(name, url=url) as queue:
-            queue.enqueue("t", b"warm", id="warm")  # scripts loaded, partitions agreed
+            queue.enqueue_many([sd.JobSpec("t", b"warm", id="warm")])  # enqueueJobs loaded
             reset.slowlog_reset()
             return queue.enqueue_many(specs)
 

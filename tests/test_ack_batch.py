@@ -1,0 +1,68 @@
+"""``ackJobs`` settles a batch with one XACK/XDEL per topic and one HMGET/HDEL for the batch
+(docs/keys.md#every-script): the outcome is the one of one call per delivery, over several
+topics, with stale deliveries, a job named twice and keep_done tombstones."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+import redis
+
+import streamdelay as sd
+from streamdelay.protocol.keys import PartitionKeys
+from streamdelay.protocol.scripts import script
+from streamdelay.redis_io.runner import run_step_sync
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def call(client: redis.Redis, name: str, keys: PartitionKeys, args: list[Any]) -> Any:
+    """Run one protocol script directly."""
+    return run_step_sync(client, script(name).call(keys.script_keys(), args))
+
+
+def delivered(queue: sd.Queue, topics: list[str], per_topic: int) -> list[tuple[str, str, str]]:
+    """Enqueue, promote and read ``per_topic`` jobs of each topic: (topic, id, entry) each."""
+    c, keys = queue.client, PartitionKeys(queue.name, 0)
+    call(c, "registerGroup", keys, ["g", *topics])
+    for topic in topics:
+        queue.enqueue_many([sd.JobSpec(topic, i, id=f"{topic}-{i}") for i in range(per_topic)])
+    time.sleep(0.01)
+    assert call(c, "promoteDue", keys, [1000])[0] == len(topics) * per_topic
+    out = []
+    for topic in topics:
+        [[_, entries]] = c.xreadgroup("g", "c", {keys.stream(topic): ">"}, count=1000)
+        out += [(topic, f[b"id"].decode(), eid.decode()) for eid, f in entries]
+    return out
+
+
+@pytest.mark.parametrize("keep_done", [0, 60_000])
+def test_a_batch_over_topics_settles_each_current_delivery_once(
+        queue: sd.Queue, keep_done: int) -> None:
+    c, keys = queue.client, PartitionKeys(queue.name, 0)
+    rows = delivered(queue, ["a", "b"], 5)
+    queue.cancel("a-1")  # a stale delivery: acknowledged, the job left alone (it is gone)
+    flat = [v for row in rows for v in row]
+    twice = [*rows[0], *rows[0]]  # the same delivery twice in one batch
+    assert call(c, "ackJobs", keys, ["g", keep_done, *twice, *flat]) == 9
+    for topic in ("a", "b"):
+        assert c.xlen(keys.stream(topic)) == 0
+        assert c.xpending(keys.stream(topic), "g")["pending"] == 0
+    if keep_done:
+        assert c.hlen(keys.jobs) == 9 and c.zcard(keys.done) == 9
+        assert all(r.startswith(b"c|") for r in c.hvals(keys.jobs))
+        assert queue.enqueue("a", 1, id="a-0").created is False  # the id stays taken
+    else:
+        assert c.hlen(keys.jobs) == 0
+    assert call(c, "ackJobs", keys, ["g", keep_done, *flat]) == 0
+
+
+def test_a_delivery_that_is_no_longer_current_is_acknowledged_but_kept(queue: sd.Queue) -> None:
+    c, keys = queue.client, PartitionKeys(queue.name, 0)
+    rows = delivered(queue, ["a"], 2)
+    topic, job, _ = rows[0]
+    assert call(c, "ackJobs", keys, ["g", 0, topic, job, "1-1", *rows[1]]) == 1
+    assert c.hexists(keys.jobs, job)  # its entry is not the job's current one
+    assert not c.hexists(keys.jobs, rows[1][1])
