@@ -68,7 +68,8 @@ def seconds(
     """A finite number of seconds (int, float or ``timedelta``) within [minimum, maximum]."""
     kind = type(value)
     if (kind is float or kind is int) and minimum <= value <= maximum:  # type: ignore[operator]
-        return float(value)  # the common case; NaN, inf, bool and the rest take the checks below
+        return float(value)  # type: ignore[arg-type]  # the common case; NaN, inf, bool and
+        # anything else take the checks below
     if isinstance(value, timedelta):
         value = value.total_seconds()
     if isinstance(value, bool) or not isinstance(value, int | float):

@@ -25,8 +25,8 @@ from redis.asyncio.sentinel import Sentinel as AsyncSentinel
 from redis.cluster import ClusterNode
 from redis.connection import HiredisRespSerializer
 from redis.exceptions import RedisClusterException
-from redis.utils import HIREDIS_AVAILABLE
 from redis.sentinel import Sentinel
+from redis.utils import HIREDIS_AVAILABLE
 
 from ..base.errors import ConfigError
 from ..base.masking import MASK, mask_url
