@@ -78,7 +78,7 @@ def many(face: str, url: str, name: str, specs: list[sd.JobSpec]) -> list[sd.Enq
 
     async def run() -> list[sd.EnqueueResult]:
         async with sd.AsyncQueue(name, url=url) as queue:
-            await queue.enqueue("t", b"warm", id="warm")
+            await queue.enqueue_many([sd.JobSpec("t", b"warm", id="warm")])  # enqueueJobs loaded
             reset.slowlog_reset()
             return await queue.enqueue_many(specs)
 
@@ -110,7 +110,7 @@ def test_coalesced_rounds_are_bounded_by_bytes(logged: RedisServer) -> None:
 
     async def run() -> list[sd.EnqueueResult]:
         async with sd.AsyncQueue("bigc", url=logged.url) as queue:
-            await queue.enqueue("t", b"warm", id="warm")  # scripts loaded, partitions agreed
+            await queue.enqueue_many([sd.JobSpec("t", b"warm", id="warm")])  # enqueueJobs loaded
             client.slowlog_reset()
             return await asyncio.gather(*(queue.enqueue("t", b"x" * BODY, id=f"c{i}")
                                           for i in range(n)))

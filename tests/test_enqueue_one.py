@@ -4,6 +4,7 @@ goes on through ``enqueueJobs``), and a call that fails writes nothing."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -100,3 +101,25 @@ def test_bad_arguments_are_refused(queue: sd.Queue) -> None:
         call(queue.client, "enqueueJob", keys, one("a")[:-1])
     with pytest.raises(sd.ScriptError, match="BAD_ARGS"):
         call(queue.client, "enqueueJob", keys, ["x", *one("a")[1:]])
+
+
+def test_an_async_caller_alone_gets_the_same_outcomes(queue: sd.Queue) -> None:
+    async def run() -> list[sd.EnqueueResult]:
+        async with sd.AsyncQueue(queue.name, url=queue.config.url) as aq:
+            first = await aq.enqueue("t", 1, id="y", delay=60)
+            again = await aq.enqueue("t", 2, id="y", delay=5)
+            replaced = await aq.enqueue("t", 3, id="y", delay=120, replace=True)
+            return [first, again, replaced]
+
+    first, again, replaced = asyncio.run(run())
+    assert first.created and not again.created and again.due == first.due
+    assert replaced.created is False and replaced.due > first.due
+    info = queue.get("y")
+    assert info is not None and info.body == 3
+    with pytest.raises(sd.ValidationError):
+        asyncio.run(_past(queue))
+
+
+async def _past(queue: sd.Queue) -> None:
+    async with sd.AsyncQueue(queue.name, url=queue.config.url) as aq:
+        await aq.enqueue("t", 1, id="old", at=1.0)

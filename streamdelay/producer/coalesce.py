@@ -127,8 +127,13 @@ class EnqueueCoalescer:
             client = self._client()
             await agree_partitions_async(client, cfg.url, cfg.name, cfg.partitions,
                                          cfg.retry_for)
-            await drive_async(client, enqueuing.round_plan(
-                cfg, [job for job, _ in waiters], outcomes, isolate=True), cfg.retry_for, _WHAT)
+            if len(waiters) == 1:  # a caller alone: the one-job script (docs/keys.md)
+                outcomes[0] = await drive_async(client, enqueuing.prepared_one_plan(
+                    cfg, waiters[0][0]), cfg.retry_for, _WHAT)
+            else:
+                await drive_async(client, enqueuing.round_plan(
+                    cfg, [job for job, _ in waiters], outcomes, isolate=True), cfg.retry_for,
+                    _WHAT)
         except Exception as exc:  # connection given up, a server error: every caller left
             outcomes = [exc if outcome is None else outcome for outcome in outcomes]
         shared: dict[int, int] = {}  # callers per error object (a call's error reaches each)

@@ -237,13 +237,18 @@ def _script_keys(queue: str, partition: int) -> tuple[str, ...]:
 
 
 def enqueue_one_plan(cfg: QueueConfig, spec: JobSpec) -> Plan[EnqueueResult]:
-    """Enqueue one job: one ``enqueueJob`` call (the minimal one-job script) when its id is free.
+    """Enqueue one job (``Queue.enqueue``): see ``prepared_one_plan``."""
+    return (yield from prepared_one_plan(cfg, prepare_job(cfg, spec)))
+
+
+def prepared_one_plan(cfg: QueueConfig, job: PreparedJob) -> Plan[EnqueueResult]:
+    """Enqueue one validated job: one ``enqueueJob`` call (the minimal one-job script) when its
+    id is free.
 
     A taken id (an existing job or tombstone, or ``replace``) is sent again through
     ``enqueueJobs``, which has the whole logic: the fast script wrote nothing then
     (docs/keys.md#the-one-job-enqueue).
     """
-    job = prepare_job(cfg, spec)
     args = job.args
     if args[6] == "0":  # not replace
         tolerance = validation.delay_ms(cfg.past_tolerance)
