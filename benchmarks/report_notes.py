@@ -56,23 +56,25 @@ wake-up and task start make "pickup". The tail grows with CPU contention on a sh
 `Worker.run()` calls `gc.freeze()` before serving, so collections of start-up objects do not \
 stall the embedded dispatcher.""",
     """\
-**Lateness at {lateness_rate_high} due/s** (p99 <= {target_high} ms with **one** worker process: \
-{verdict_lateness_20000}, p99 {p99_20000} ms, {steady_20000} ms once past the ramp from idle). \
-"Promote" p99 {promote_20000} ms against "pickup" p99 {pickup_20000} ms: when "pickup" carries \
-the lateness, one process does not keep up, the stream backlog grows through the run and the \
-lateness with it. Bound: the CPU per job of one Python event loop (creating the handler task, \
-parsing the `XREADGROUP` reply, the ack batches), not Redis; a second worker process on its \
-own core lifts it, and on a machine of {cores} cores that core is shared with Redis.""",
+**Lateness at {lateness_rate_high} due/s** (p99 <= {target_high} ms with as many worker \
+processes as the machine has cores: {verdict_lateness_20000}, p99 {p99_20000} ms, {steady_20000} \
+ms once past the ramp from idle). "Promote" p99 {promote_20000} ms against "pickup" p99 \
+{pickup_20000} ms: when "pickup" carries the lateness, the processes do not keep up, the stream \
+backlog grows through the run and the lateness with it. Bound: the CPU per job of the Python \
+event loops (creating the handler task, parsing the `XREADGROUP` reply, the ack batches) and \
+Redis' own, on a machine of {cores} cores that runs both; more cores (or Redis on its \
+own host) lift it.""",
     """\
 **Single enqueue** (>= {target_single_rate}/s and >= {target_single_ratio} of a raw round trip: \
 {verdict_single}, {single_rate}/s, {single_ratio} of {single_raw}/s): one round trip each, \
 like the raw `ZADD`, but {single_us} µs per call against {single_raw_us} µs; Redis CPU \
-{single_redis_us} µs per call (the `enqueueJobs` script: `TIME`, `HMGET`, `HSET`, `ZADD`, \
-`HINCRBY`, `ZRANGE`, plus Lua interpretation and the per-`redis.call` cost); the rest is the \
-client (plan, validation, msgspec encoding, redis-py packing of the `EVALSHA`). \
-{target_single_ratio} of the raw round trip means at most {single_budget_us} µs per call, \
-{single_gap_us} µs less than this run: that needs a thinner one-job script and client path, \
-not tuning.""",
+{single_redis_us} µs per call (the one-job `enqueueJob` script: `TIME`, three `TYPE` checks, \
+`HSETNX`, `ZADD`, `HINCRBY`, the head check, plus the fixed cost of an `EVALSHA` and of each \
+`redis.call`, against one command for the raw `ZADD`); the rest is the client (validation, \
+msgspec encoding, redis-py packing of the `EVALSHA`). {target_single_ratio} of the raw round \
+trip means at most {single_budget_us} µs per call, {single_gap_us} µs less than this run: about \
+what the script alone costs over a `ZADD`, so only a producer that writes with plain commands \
+(no atomic script, no idempotency by id) could close it.""",
     """\
 **enqueue_many** (>= {target_many}/s: {verdict_many}, {many_rate}/s): {many_us} µs of wall time \
 per job, of which {many_redis_us} µs is Redis CPU inside `enqueueJobs` and the rest Python \
@@ -92,6 +94,8 @@ Redis time ({async_redis_us} µs per job) is.""",
 {dispatch_redis_us} µs of Redis CPU per promoted job inside `promoteDue`: one `XADD` per job \
 (a stream entry cannot be added in bulk), the record rewritten with its new state and entry id \
 (one `HSET` per batch), `HMGET`s in growing steps and one `ZREM` per batch of {promote_batch}. \
+Of these the `XADD` is the largest part and the rewrite the smallest (History below): a layout \
+that skipped the rewrite would not change this figure. \
 {target_dispatch}/s would be {dispatch_target_us} µs per job including the client. The raw \
 pipelined `XADD` of the same entries from redis-py: {dispatch_raw}/s in this run (the script \
 avoids the client's per-command packing).""",
@@ -114,8 +118,10 @@ being descheduled, so the median grows with the load.""",
 **Drain** (>= {target_drain}/s with one process: {verdict_drain_10000}, {drain_one}/s; \
 {drain_raw}/s for the raw single-process `XREADGROUP`+`XACK`+`XDEL` consumer of the same run): \
 per job the worker creates a task, parses the `XREADGROUP` reply (redis-py), decodes the record \
-and blob (msgspec), runs the handler under `handler_timeout` and batches the ack; hiredis (the \
-`streamdelay[hiredis]` extra) speeds up the reply parsing. **Scaling with two processes** \
+and blob (msgspec), runs the handler under `handler_timeout` and batches the ack (one `XACK` and \
+one `XDEL` per topic and one `HMGET` and `HDEL` per batch inside `ackJobs`); hiredis (the \
+`streamdelay[hiredis]` extra) parses the replies and packs the commands. **Scaling with two \
+processes** \
 (>= {scaling}x: {verdict_scaling_10000}, {drain_two}/s, {drain_scaling}x): Redis needs \
 {drain_redis_us} µs of CPU per job, i.e. {drain_redis_cores} of a core at the one-process \
 rate, on a machine of {cores} cores that also runs the worker processes; a second process gains \
@@ -140,6 +146,24 @@ what is left is the empty stream's and the group's own structures.""",
 HISTORY = """\
 Quoted from earlier runs, with their date and run; none of these figures is this run's.
 
+- 2026-11-23, 22:25-22:45 UTC, issue 16 (performance round 2), small runs on the shared machine \
+(load average 3-9 from other sessions' tests, so wall-clock rates are noisy; Redis time per call \
+from `INFO commandstats` is the steadier figure): \
+the one-job `enqueueJob` script takes 18-26 µs of Redis time per call against 27-39 µs for a \
+one-job `enqueueJobs` and ~2 µs for a `ZADD` (A/B on one server, 5,000 calls each, 4 rounds); an \
+empty `EVALSHA` with the same arguments costs 3-5 µs. The Python side of `Queue.enqueue` without \
+I/O (a stub client) went from 24.4 to 13.7 µs per call. `benchmarks/enqueue.py --single 3000`, \
+back to back: 46% of the raw `ZADD` round trip (8,309/s) against 22% (5,111/s) for the \
+previous code. Batched `ackJobs`: 3.2-5.2 µs of Redis time per acknowledged job against \
+6.9 µs (20,000 deliveries in calls of 100). redis-py's asyncio connections pack commands in \
+Python: 245 µs for an `ackJobs` call of 64 deliveries against 50 µs with hiredis, now used. \
+`promoteDue` variants on 20,000 due jobs: 4.3 µs of Redis time per job, 4.2 without the record \
+rewrite, 2.6-2.9 without the `XADD`. Memory: a bare `HSET` + `ZADD` of 20,000 ids costs \
+349 B per job with records of 140-156 B and 381 B with 157-170 B (jemalloc's 160 and 192 B \
+classes); the benchmark's record is 161-165 B. Flame graphs (py-spy, 500 Hz, 15,000 single \
+enqueues; a 20,000-job drain by one in-process worker), before and after: \
+[enqueue before](img/flame-enqueue-before.svg), [enqueue after](img/flame-enqueue-after.svg), \
+[worker before](img/flame-worker-before.svg), [worker after](img/flame-worker-after.svg).
 - 2026-11-23, `make bench` quick run of 10:00 UTC against the `bench-full` run of 10:30 (load ~0 \
 both times): this virtual machine itself ran at about half the speed in the second, raw ceilings \
 included (redis-py `ZADD` round trips 8.6k/s against 11.9k/s; `XREADGROUP`+`XACK`+`XDEL` 66k/s \

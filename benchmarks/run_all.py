@@ -129,7 +129,9 @@ def main() -> None:
         lambda: drain.run(10_000),
         *([lambda: drain.run(100_000)] if args.full else []),
         lambda: memory_drain.run(1_000_000 if args.full else 100_000),
-        lambda: lateness_rates.run(worker_count=1),
+        lambda: lateness_rates.run(rates=(200, 2000), worker_count=1),
+        # issue 16: 20k due/s with as many worker processes as the machine has cores
+        lambda: lateness_rates.run(rates=(20000,), worker_count=os.cpu_count() or 1),
         lambda: cluster_bench.run(memory_jobs=1_000_000 if args.full else 200_000),
         lambda: big_bodies.run([64 << 10, 1 << 20], 150),
         lambda: inspect_jobs.run(10_000_000 if args.full else 1_000_000),
