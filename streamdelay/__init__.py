@@ -39,6 +39,8 @@ from .producer.listing import JobPage
 from .producer.queue import AsyncQueue, Queue
 from .protocol import scripts as _scripts
 from .redis_io import config as _config
+from .schedules.plans import ScheduleNotFound
+from .schedules.spec import Schedule
 
 __version__ = "0.1.0"
 
@@ -71,6 +73,8 @@ __all__ = [
     "PartialEnqueueError",
     "Queue",
     "QueueStats",
+    "Schedule",
+    "ScheduleNotFound",
     "Retry",
     "ScriptError",
     "StreamdelayError",

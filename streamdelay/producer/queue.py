@@ -31,6 +31,7 @@ from .coalesce import EnqueueCoalescer
 from .enqueuing import prepare_job
 from .listing import JobPage, jobs_plan
 from .pausing import set_paused_plan
+from .scheduling import AsyncScheduleMethods, ScheduleMethods
 
 
 def _config(name: str, url: str | None, options: dict[str, Any]) -> QueueConfig:
@@ -67,7 +68,7 @@ class _QueueFace:
         return results[0]
 
 
-class Queue(_QueueFace):
+class Queue(_QueueFace, ScheduleMethods):
     """A queue on Redis, blocking API. ``Queue("orders", url="redis://localhost:6379/0")``.
 
     Options (``ttr``, ``max_attempts``, ``backoff``, ``handler_timeout``, ``keep_done``,
@@ -196,7 +197,7 @@ class Queue(_QueueFace):
         self.close()
 
 
-class AsyncQueue(_QueueFace):
+class AsyncQueue(_QueueFace, AsyncScheduleMethods):
     """The same queue with awaitable methods, for asyncio producers.
 
     Concurrent ``enqueue`` calls are coalesced: while one ``enqueueJobs`` call of a partition is
