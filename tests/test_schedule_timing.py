@@ -3,6 +3,7 @@ the missed policies of the firing plan, and validation naming the field."""
 
 from __future__ import annotations
 
+import itertools
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -42,7 +43,7 @@ def test_daily_0230_on_dst_days(tz: str, spring: str, autumn: str, expected: lis
     assert [local(t, tz) for t in got] == expected
     # one tick per day, each strictly after the one before, also when starting inside the
     # repeated hour (02:45 of the second pass) the next tick is the next day's
-    assert all(b > a for a, b in zip(got, got[1:]))
+    assert all(b > a for a, b in itertools.pairwise(got))
     if tz == "Europe/Berlin":
         second_pass = ms("2026-10-25T02:45:00", tz) + 3_600_000  # 02:45 CET, after the repeat
         assert local(timing.next_after(second_pass), tz) == "2026-10-26T02:30:00+01:00"
@@ -51,7 +52,7 @@ def test_daily_0230_on_dst_days(tz: str, spring: str, autumn: str, expected: lis
 def test_every_hour_in_a_fall_back_night_ticks_each_real_hour() -> None:
     tz = "Europe/Berlin"
     ticks = Timing("0 * * * *", None, tz).upcoming(ms("2026-10-25T01:00:00", tz), 4)
-    assert [b - a for a, b in zip(ticks, ticks[1:])] == [3_600_000] * 3
+    assert [b - a for a, b in itertools.pairwise(ticks)] == [3_600_000] * 3
 
 
 def test_every_is_anchored_to_the_epoch_and_does_not_drift() -> None:

@@ -5,6 +5,7 @@ without any dispatcher, a changed spec, pause/resume and unschedule (docs/schedu
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import signal
 import subprocess
@@ -18,7 +19,7 @@ import pytest
 import streamdelay as sd
 from streamdelay.protocol.codec import decode_blob, decode_body, parse_record
 from streamdelay.protocol.keys import PartitionKeys
-from streamdelay.redis_io.runner import drive_sync, run_step_sync
+from streamdelay.redis_io.runner import run_step_sync
 from streamdelay.schedules.firing import GRACE_MS, LEAD_MS, fire_due_plan
 from streamdelay.schedules.spec import home_keys
 from tests.redis_server import wait_until
@@ -62,7 +63,7 @@ def test_declaring_is_idempotent_and_listed(redis_url: str, queue_name: str) -> 
         "reports", "30 2 * * *", "Europe/Berlin", 120.0, 2, "once", {"kind": "daily"}, False)
     assert listed[0].every == 15.0 and listed[0].next_tick % 15000 == 0
     ticks = q.next_ticks("beat", 3)
-    assert [b - a for a, b in zip(ticks, ticks[1:])] == [15000, 15000]
+    assert [b - a for a, b in itertools.pairwise(ticks)] == [15000, 15000]
     assert q.unschedule("beat") is True and q.unschedule("beat") is False
     with pytest.raises(sd.ValidationError) as caught:
         q.schedule("bad", "t", every=5, missed="twice")  # type: ignore[arg-type]
@@ -95,7 +96,7 @@ def test_racing_firings_advance_once(redis_url: str, queue_name: str) -> None:
     steps = [next(p) for p in plans]
     wait_until(lambda: q.schedules()[0].next_tick - LEAD_MS <= time.time() * 1000, timeout=5)
     reads = [run_step_sync(q.client, step) for step in steps]
-    calls = [p.send(r) for p, r in zip(plans, reads)]
+    calls = [p.send(r) for p, r in zip(plans, reads, strict=False)]
     replies = [run_step_sync(q.client, call) for call in calls]
     assert sorted(int(status) for _, status in replies) == [0, 0, 1]
     ticks = tick_ids(q, keys, "race", "t")
