@@ -7,7 +7,10 @@
 -- Flags: allow-oom, as it frees memory.
 -- @include server_time
 -- @include keys
--- @include schedule_record
+-- @include detach
+-- @include parse_record
+-- @include parse_schedule
+-- @include cancel_ahead
 
 local now = server_time()
 local name = ARGV[1]

@@ -14,7 +14,10 @@
 -- @include keys
 -- @include new_record
 -- @include wake_if_head
--- @include schedule_record
+-- @include parse_record
+-- @include parse_schedule
+-- @include build_schedule
+-- @include index_schedule
 
 local now = server_time()
 local name, version = ARGV[1], ARGV[2]

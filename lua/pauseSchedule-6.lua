@@ -11,7 +11,12 @@
 -- Errors: 'SDERR WRONG_TYPE <key> <type>' (nothing written).
 -- @include server_time
 -- @include keys
--- @include schedule_record
+-- @include detach
+-- @include parse_record
+-- @include parse_schedule
+-- @include build_schedule
+-- @include index_schedule
+-- @include cancel_ahead
 
 local now = server_time()
 local name, flag = ARGV[1], ARGV[2]

@@ -10,7 +10,9 @@
 -- Errors: 'SDERR WRONG_TYPE <key> <type>' (nothing written).
 -- Retry-safe: a repeated call finds the new version and returns 0.
 -- @include keys
--- @include schedule_record
+-- @include parse_schedule
+-- @include build_schedule
+-- @include index_schedule
 
 local name, expect, version, nxt, spec = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
 check_partition_keys()

@@ -10,7 +10,7 @@
 -- Flags: no-writes.
 -- @include server_time
 -- @include keys
--- @include schedule_record
+-- @include parse_schedule
 
 local now = server_time()
 local mode = ARGV[1]
