@@ -108,7 +108,7 @@ def test_racing_firings_advance_once(redis_url: str, queue_name: str) -> None:
 
 
 def test_missed_policies_after_a_gap_without_dispatcher(redis_url: str, queue_name: str) -> None:
-    """The issue's 30 s gap, shortened to ~4.5 s with every=1 (docs/schedules.md#missed)."""
+    """The issue's 30 s gap, shortened to ~4.5 s with every=1 (docs/schedules.md#missed-ticks)."""
     q = sd.Queue(queue_name, url=redis_url)
     for missed in ("skip", "once", "all"):
         q.schedule(f"m-{missed}", "t", every=1, missed=missed)  # type: ignore[arg-type]

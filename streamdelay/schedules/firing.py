@@ -4,7 +4,7 @@ A dispatcher that sees a schedule due (``promoteDue`` reports the earliest next 
 due records, evaluates each spec here, and sends one ``fireSchedule`` call per schedule: the call
 enqueues the ticks and advances the schedule's next tick only if that next tick is still the one
 read (compare-and-set), so racing dispatchers, a retry or a crash between two calls never fire a
-tick twice or skip one (docs/schedules.md#exactly-once).
+tick twice or skip one (docs/schedules.md#exactly-once-per-tick).
 """
 
 from __future__ import annotations
