@@ -151,17 +151,18 @@ def test_unschedule_and_pause_cancel_ticks_not_yet_due(redis_url: str, queue_nam
     q.close()
 
 
-def _dispatcher(url: str, queue: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "streamdelay", "dispatch", queue, "--url", url],
+def _dispatcher(url: str, queue: str, partitions: int = 1) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "streamdelay", "dispatch", queue, "--url", url,
+                             "--partitions", str(partitions)],
                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def test_changing_the_spec_takes_effect_without_a_double_fire(
         redis_url: str, queue_name: str) -> None:
-    q = sd.Queue(queue_name, url=redis_url)
+    q = sd.Queue(queue_name, url=redis_url, partitions=3)  # the schedule's home partition
     q.schedule("beat", "t", {"v": 1}, every=1)
-    process = _dispatcher(redis_url, q.name)
-    keys = home_keys(q.name, 1, "beat")
+    process = _dispatcher(redis_url, q.name, partitions=3)
+    keys = home_keys(q.name, 3, "beat")
     try:
         assert wait_until(lambda: len(tick_ids(q, keys, "beat", "t")) >= 3, timeout=10)
         assert q.schedule("beat", "t", {"v": 2}, every=2) is True
