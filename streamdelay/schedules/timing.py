@@ -39,7 +39,7 @@ class Timing:
         self.zone = _tz(tz)
         if cron is not None:
             try:
-                CronSim(cron, datetime.now(self.zone))
+                CronSim(cron, datetime(2000, 1, 1, tzinfo=self.zone))  # parses and checks
             except CronSimError as exc:
                 raise ValidationError(f"cron: {exc} in {cron!r}", field="cron") from exc
 
@@ -56,10 +56,10 @@ class Timing:
         for tick in self._cron(after_ms):
             # cronsim walks local wall time: around a fall-back hour it can yield a wall time
             # that is already past as an instant; those are skipped here
-            if tick > after_ms:
-                return tick
             if tick > after_ms + HORIZON_MS:
                 break
+            if tick > after_ms:
+                return tick
         return -1
 
     def last_before(self, before_ms: int, count: int, floor_ms: int) -> list[int]:

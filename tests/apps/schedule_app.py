@@ -13,7 +13,8 @@ from pathlib import Path
 import streamdelay as sd
 
 queue = sd.Queue(os.environ.get("SCHEDULE_APP_QUEUE", "schedapp"), ttr=30)
-queue.schedule("tick", "sched.tick", {"n": 1}, every=1)
+# missed="all": even a machine so loaded that no dispatcher ran for 3 s loses no tick
+queue.schedule("tick", "sched.tick", {"n": 1}, every=1, missed="all")
 worker = sd.Worker(queue, group="sched-app", concurrency=4, shutdown_grace=10)
 
 
