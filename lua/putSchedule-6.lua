@@ -1,7 +1,7 @@
 #!lua
 -- putSchedule-6: declare a schedule, or change its spec (compare-and-set on the version read).
 -- KEYS: the six partition keys (includes/keys.lua); writes PREFIX..'sched', 'sched:next', wake.
--- ARGV[1] name, ARGV[2] expected current version ('' = no record), ARGV[3] new version,
+-- ARGV[1] name, ARGV[2] expected 'version:next' as read ('' = no record), ARGV[3] new version,
 -- ARGV[4] next tick ms (computed by the caller from the spec, after max(now, last tick)),
 -- ARGV[5] spec (opaque).
 -- Returns {status}: 0 unchanged (same version: declaring again is a no-op), 1 written,
@@ -20,7 +20,7 @@ check_schedule_keys()
 local raw = redis.call('HGET', K_SCHED, name)
 local s = parse_schedule(raw)
 if s and s.version == version then return {0} end
-local current = s and s.version or ''
+local current = s and (s.version .. ':' .. string.format('%d', s.next)) or ''
 if raw and not s then current = '?' end
 if current ~= expect then return {-1} end
 if not s then s = {last = 0, paused = '0', ahead = {}} end

@@ -21,7 +21,8 @@ from streamdelay.protocol.codec import decode_blob, decode_body, parse_record
 from streamdelay.protocol.keys import PartitionKeys
 from streamdelay.redis_io.runner import run_step_sync
 from streamdelay.schedules.firing import GRACE_MS, LEAD_MS, fire_due_plan
-from streamdelay.schedules.spec import home_keys
+from streamdelay.schedules.plans import put_plan
+from streamdelay.schedules.spec import define, home_keys
 from tests.redis_server import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -227,4 +228,30 @@ def test_five_dispatchers_with_kill9_fire_each_tick_once(
     assert len(ticks) >= 14
     assert set(handled.values()) == {1}, [k for k, v in handled.items() if v > 1]
     q.unschedule("tick")
+    q.close()
+
+
+def test_a_spec_change_racing_a_firing_reads_again(redis_url: str, queue_name: str) -> None:
+    """``schedule`` read the record, a dispatcher fired in between: the change is refused
+    (compare-and-set on version and next tick) and computed again from the new last tick."""
+    q = sd.Queue(queue_name, url=redis_url)
+    q.schedule("r", "t", every=1)
+    keys = home_keys(q.name, 1, "r")
+    sdef = define("r", "t", None, every=2, ttr=60, max_attempts=3)
+    plan = put_plan(q.name, 1, sdef)
+    read = next(plan)
+    stale = run_step_sync(q.client, read)
+    wait_until(lambda: q.schedules()[0].next_tick - LEAD_MS <= time.time() * 1000, timeout=5)
+    fire_now(q, keys)  # the dispatcher wins the race
+    fired = tick_ids(q, keys, "r", "t")
+    call = plan.send(stale)
+    assert [int(v) for v in run_step_sync(q.client, call)] == [-1]  # conflict
+    try:
+        step = plan.send([-1])
+        while True:
+            step = plan.send(run_step_sync(q.client, step))
+    except StopIteration as done:
+        assert done.value is True
+    after = q.schedules()[0]
+    assert after.every == 2.0 and after.next_tick > max(fired) and after.last_tick == max(fired)
     q.close()

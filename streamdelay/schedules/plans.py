@@ -39,7 +39,9 @@ def put_plan(queue: str, partitions: int, sdef: ScheduleDef) -> Plan[bool]:
         now, record = yield from _read_one(queue, partitions, sdef.name)
         if record is not None and record.version == sdef.version:
             return False
-        expect = "" if record is None else record.version
+        # compare-and-set on the version and the next tick: a dispatcher that fired in between
+        # moved the last tick the new next tick is computed from
+        expect = "" if record is None else f"{record.version}:{record.next_ms}"
         after = now if record is None else max(now, record.last_ms)
         call = script("putSchedule").call(keys.script_keys(), [
             sdef.name, expect, sdef.version, timing.next_after(after), sdef.encoded])
