@@ -19,6 +19,7 @@ from ..protocol.keys import PartitionKeys
 from ..protocol.plan import Plan
 from ..protocol.scripts import Arg, ScriptCall, script
 from .spec import Record, parse_record, tick_id
+from .timing import Timing
 
 log = logging.getLogger("streamdelay.dispatcher")
 # A tick is enqueued (as a delayed job due at its time) once it is at most LEAD_MS away, so its
@@ -41,10 +42,13 @@ def jitter_ms(name: str, tick: int, jitter: int) -> int:
 
 @dataclass(frozen=True)
 class Firing:
-    """What to enqueue for one schedule now: ``ticks`` and the new next tick."""
+    """What to enqueue for one schedule now: ``ticks``, the new next tick, and how many ticks
+    went by unfired (``missed``) and of those were enqueued all the same (``recovered``)."""
 
     ticks: tuple[int, ...]
     new_next: int
+    missed: int = 0
+    recovered: int = 0
 
 
 def plan_ticks(record: Record, now: int) -> Firing | None:
@@ -60,18 +64,33 @@ def plan_ticks(record: Record, now: int) -> Firing | None:
     timing = record.definition.timing
     ticks: list[int] = []
     cut = now - GRACE_MS
+    missed = 0
     if start < cut:
         policy = record.spec.missed
         if policy != "skip":
             ticks = timing.last_before(cut, 1 if policy == "once" else MISSED_CAP, start)
         start = timing.next_after(cut - 1)
+        missed = _count_between(timing, record.next_ms, cut)
     tick = start
     while 0 <= tick <= now + LEAD_MS and len(ticks) < MISSED_CAP + AHEAD_CAP:
         ticks.append(tick)
         tick = timing.next_after(tick)
     if tick == record.next_ms and not ticks:
         return None
-    return Firing(tuple(ticks), tick)
+    recovered = len([t for t in ticks if t < cut])
+    return Firing(tuple(ticks), tick, missed, recovered)
+
+
+def _count_between(timing: Timing, first: int, cut: int) -> int:
+    """How many ticks lie in ``[first, cut)`` (exact for ``every``; counted up to 10,000 for
+    cron, enough for a log line)."""
+    if timing.every_ms is not None:
+        return (cut - 1 - first) // timing.every_ms + 1
+    count, tick = 0, first
+    while 0 <= tick < cut and count < 10_000:
+        count += 1
+        tick = timing.next_after(tick)
+    return count
 
 
 def fire_call(keys: PartitionKeys, name: str, record: Record, firing: Firing) -> ScriptCall:
@@ -126,4 +145,9 @@ def fire_due_plan(keys: PartitionKeys) -> Plan[FireOutcome]:
         made, status = (yield fire_call(keys, name, record, firing))
         advanced += int(status)
         created += int(made)
+        if int(status) and firing.missed:
+            log.warning("schedule %r of queue %s: %d tick(s) went by with no dispatcher; "
+                        "missed=%s enqueued %d of them", name, keys.queue, firing.missed,
+                        record.spec.missed, firing.recovered,
+                        extra={"queue": keys.queue, "schedule": name})
     return FireOutcome(advanced, created)
