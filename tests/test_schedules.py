@@ -255,3 +255,26 @@ def test_a_spec_change_racing_a_firing_reads_again(redis_url: str, queue_name: s
     after = q.schedules()[0]
     assert after.every == 2.0 and after.next_tick > max(fired) and after.last_tick == max(fired)
     q.close()
+
+
+def test_foreign_values_at_the_schedule_keys_are_refused_before_any_write(
+        redis_url: str, queue_name: str) -> None:
+    q = sd.Queue(queue_name, url=redis_url)
+    keys = home_keys(q.name, 1, "x")
+    q.enqueue("t", 1, id="due-now")
+    q.client.set(keys.schedule_next, "not a sorted set")
+    with pytest.raises(sd.StreamdelayError, match="written by another client"):
+        q.schedule("x", "t", every=5)
+    assert not q.client.exists(keys.schedules)
+
+    async def promote() -> None:
+        dispatcher = sd.Dispatcher(q.config)
+        with pytest.raises(sd.StreamdelayError, match="written by another client"):
+            await dispatcher.promote_once(keys)
+        await dispatcher.close()
+
+    asyncio.run(promote())
+    assert q.get("due-now").state == "delayed"  # type: ignore[union-attr]
+    q.client.delete(keys.schedule_next)
+    assert q.schedule("x", "t", every=5) is True
+    q.close()
