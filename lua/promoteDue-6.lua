@@ -3,7 +3,10 @@
 -- KEYS: the six partition keys (includes/keys.lua); writes PREFIX..'t:'..topic (derived, same tag).
 -- ARGV[1] batch limit (bounded so one call stays around a millisecond); a batch also stops
 -- before its records pass MAX_BATCH_BYTES (1 MiB), always after at least one job.
--- Returns {moved, next_due_ms or -1, now_ms, dropped, now_us}: next_due is the new head of the
+-- ARGV[2] (optional) schedule lead ms: when given, a 6th value reports when the earliest active
+-- schedule wants firing (its next tick minus the lead, epoch ms; -1 when none), see
+-- docs/schedules.md: one ZRANGE of a key that is usually empty.
+-- Returns {moved, next_due_ms or -1, now_ms, dropped, now_us[, schedule_at]}: next_due is the new head of the
 -- delayed set (or, when sooner, when the tombstone sweep wants to run again: now while expired
 -- tombstones are left, else the next expiry but not before a second from now) and now_us the same server clock reading as now_ms in epoch microseconds, so the
 -- caller sleeps (next_due * 1000 - now_us) µs by its own monotonic clock. dropped lists
@@ -32,6 +35,7 @@ local SWEEP, SWEEP_EVERY_MS = 500, 1000
 local now, now_us = server_time()
 local limit = tonumber(ARGV[1])
 check_partition_keys()
+if ARGV[2] then refuse_wrong_type(PREFIX .. 'sched:next', 'zset') end
 local function wrong_type(reply)
   return type(reply) == 'table' and reply.err and string.find(reply.err, 'WRONGTYPE', 1, true)
 end
@@ -130,4 +134,10 @@ else
   if first[2] then sweep_at = math.max(math.ceil(tonumber(first[2])), now + SWEEP_EVERY_MS) end
 end
 if sweep_at and (next_due < 0 or sweep_at < next_due) then next_due = sweep_at end
+if ARGV[2] then
+  local sched = redis.call('ZRANGE', PREFIX .. 'sched:next', 0, 0, 'WITHSCORES')
+  local sched_at = -1
+  if sched[2] then sched_at = tonumber(sched[2]) - tonumber(ARGV[2]) end
+  return {moved, next_due, now, dropped, now_us, sched_at}
+end
 return {moved, next_due, now, dropped, now_us}

@@ -41,6 +41,8 @@ from .producer.pull import AsyncReservation, Reservation
 from .producer.queue import AsyncQueue, Queue
 from .protocol import scripts as _scripts
 from .redis_io import config as _config
+from .schedules.plans import ScheduleNotFound
+from .schedules.spec import Schedule
 
 __version__ = "0.1.0"
 
@@ -76,6 +78,8 @@ __all__ = [
     "QueueStats",
     "Reservation",
     "Retry",
+    "Schedule",
+    "ScheduleNotFound",
     "ScriptError",
     "StaleReceipt",
     "StreamdelayError",

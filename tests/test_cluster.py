@@ -247,3 +247,33 @@ def test_cluster_failover_under_load_loses_nothing_enqueued_after_it(tmp_path: P
     assert report.producer_errors == []
     assert report.accepted_after > 20
     assert report.lost_after == []  # lost_before is reported: the async replication window
+
+
+def test_schedules_fire_on_a_cluster(cluster: LocalCluster) -> None:
+    """Each schedule and its ticks share one slot (docs/schedules.md#storage): the scripts that
+    enqueue a tick and advance the schedule run on the node of the schedule's partition."""
+    name = spread_queue_name(cluster, PARTITIONS)
+    queue = sd.Queue(name, url=cluster.url, partitions=PARTITIONS)
+    names = [f"s{i}" for i in range(6)]
+    for schedule in names:
+        assert queue.schedule(schedule, "t", {"s": schedule}, every=1)
+    assert len({partition_of(f"{s}@0", PARTITIONS) for s in names}) > 2
+
+    async def dispatch() -> None:
+        dispatcher = Dispatcher(queue.config, safety_tick=0.5)
+        running = asyncio.create_task(dispatcher.run())
+        await asyncio.sleep(3.5)
+        dispatcher.stop()
+        await running
+        await dispatcher.close()
+
+    asyncio.run(dispatch())
+    for schedule in names:
+        queue.pause_schedule(schedule)
+        ticks = sorted(int(job.id.split("@")[1]) for job in queue.jobs("ready", topic="t",
+                                                                       limit=1000).jobs
+                       if job.id.startswith(f"{schedule}@"))
+        assert len(ticks) >= 2 and ticks == list(range(ticks[0], ticks[-1] + 1, 1000))
+        assert queue.get(f"{schedule}@{ticks[0]}") is not None
+    assert all(s.paused for s in queue.schedules())
+    queue.close()

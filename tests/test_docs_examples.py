@@ -71,6 +71,20 @@ def test_worker_until_idle_example_runs_jobs_in_due_order(example_env: dict[str,
     assert out[3].startswith("idle: {'handled': 3, 'retried': 0, 'dead': 0")
 
 
+def test_schedule_example_fires_one_job_per_tick(example_env: dict[str, str]) -> None:
+    out = run_example("schedule.py", example_env).splitlines()
+    assert out == [
+        "declared: True",
+        "declared again: False",
+        "schedules: ['heartbeat', 'nightly-report']",
+        "tick 1 of heartbeat: {'target': 'db'}",
+        "tick 2 of heartbeat: {'target': 'db'}, 1000 ms after the one before",
+        "tick 3 of heartbeat: {'target': 'db'}, 1000 ms after the one before",
+        "unschedule: True True",
+        "schedules: []",
+    ]
+
+
 def test_retry_dead_example(example_env: dict[str, str]) -> None:
     out = run_example("retry_dead.py", example_env).splitlines()
     assert out == [

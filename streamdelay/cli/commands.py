@@ -22,6 +22,7 @@ from ..base.masking import mask_url
 from ..producer.queue import Queue
 from ..redis_io.config import DEFAULT_URL, QueueConfig, resolve_url
 from . import inspect as inspect_commands
+from . import schedules as schedule_commands
 from .exporter import exporter
 from .options import (
     json_option,
@@ -409,6 +410,7 @@ def demo(url: str | None, jobs: int, max_delay: float) -> int:
 
 
 cli.add_command(exporter)  # cli/exporter.py
+cli.add_command(schedule_commands.schedule)  # cli/schedules.py
 for _command in (inspect_commands.jobs, inspect_commands.pause, inspect_commands.resume):
     cli.add_command(_command)
 

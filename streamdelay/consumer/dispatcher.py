@@ -22,8 +22,9 @@ from ..protocol.replies import parse_promote
 from ..protocol.scripts import script
 from ..redis_io.agreement import agree_partitions_async
 from ..redis_io.config import QueueConfig
-from ..redis_io.runner import RETRYABLE, call_with_retry
+from ..redis_io.runner import RETRYABLE, call_with_retry, drive_async
 from ..redis_io.topology import AsyncClient, async_client
+from ..schedules.firing import LEAD_MS, fire_due_plan
 from .supervise import cancel_all, pause_after_failure, supervised
 
 log = logging.getLogger("streamdelay.dispatcher")
@@ -34,6 +35,9 @@ PROMOTE_BATCH = 150
 # asyncio's timers wake up to 1 ms late: epoll waits whole milliseconds, rounded up. The last
 # millisecond of a sleep is slept in a thread instead, whose timed sleep has µs resolution.
 EPOLL_RESOLUTION = 0.001
+# A due schedule that could not be advanced (another dispatcher was first, a damaged record) is
+# looked at again after this long, not in a busy loop.
+SCHEDULE_RETRY = 1.0
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,7 @@ class PromoteResult:
     now: int
     now_us: int
     round_trip: float = 0.0
+    schedule_at: int = -1  # when the earliest schedule wants firing, epoch ms (-1: none)
 
 
 class Dispatcher:
@@ -64,6 +69,7 @@ class Dispatcher:
         self.batch = batch
         self.safety_tick = safety_tick
         self.promoted = 0
+        self.ticks_enqueued = 0
         self._client = client
         self._stopping = asyncio.Event()
         self._wakes: list[asyncio.Event] = []
@@ -78,18 +84,25 @@ class Dispatcher:
 
     async def promote_once(self, keys: PartitionKeys) -> PromoteResult:
         """Run one ``promoteDue`` batch on a partition (retried on connection errors)."""
-        call = script("promoteDue").call(keys.script_keys(), [self.batch])
+        call = script("promoteDue").call(keys.script_keys(), [self.batch, LEAD_MS])
         sent = time.monotonic()
         reply = await call_with_retry(self.client, call, None, "dispatch")
         promoted = parse_promote(reply)
         result = PromoteResult(promoted.moved, promoted.next_due_ms, promoted.now_ms,
-                               promoted.now_us, time.monotonic() - sent)
+                               promoted.now_us, time.monotonic() - sent,
+                               promoted.schedule_at_ms)
         for job_id, why in promoted.dropped:  # foreign garbage, quarantined
             log.warning("due job %r of queue %s was not promoted: %s", job_id,
                         self.config.name, why,
                         extra={"queue": self.config.name, "job_id": job_id})
         self.promoted += result.moved
         return result
+
+    async def fire_schedules(self, keys: PartitionKeys) -> int:
+        """Enqueue the due ticks of a partition's schedules; how many schedules advanced."""
+        outcome = await drive_async(self.client, fire_due_plan(keys), None, "schedules")
+        self.ticks_enqueued += outcome.created
+        return outcome.advanced
 
     def stop(self) -> None:
         """Ask every partition loop to end."""
@@ -142,7 +155,13 @@ class Dispatcher:
     async def _partition_loop(self, keys: PartitionKeys, wake: asyncio.Event) -> None:
         while not self._stopping.is_set():
             wake.clear()
-            gap = self._sleep_for(await self.promote_once(keys))
+            result = await self.promote_once(keys)
+            gap = self._sleep_for(result)
+            if result.schedule_at >= 0:  # docs/schedules.md: fired by the dispatchers
+                until = (result.schedule_at - result.now) / 1000
+                if until <= 0:
+                    until = 0.0 if await self.fire_schedules(keys) else SCHEDULE_RETRY
+                gap = min(gap, until)
             if gap <= 0:
                 await asyncio.sleep(0)
                 continue

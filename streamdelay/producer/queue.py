@@ -32,6 +32,7 @@ from .enqueuing import enqueue_one_plan, prepare_job
 from .listing import JobPage, jobs_plan
 from .pausing import set_paused_plan
 from .pull import AsyncPull, SyncPull
+from .scheduling import AsyncScheduleMethods, ScheduleMethods
 
 
 def _config(name: str, url: str | None, options: dict[str, Any]) -> QueueConfig:
@@ -67,7 +68,7 @@ class _QueueFace:
         return (yield from enqueue_one_plan(self.config, _spec(topic, body, **options)))
 
 
-class Queue(_QueueFace, SyncPull):
+class Queue(_QueueFace, SyncPull, ScheduleMethods):
     """A queue on Redis, blocking API. ``Queue("orders", url="redis://localhost:6379/0")``.
 
     Options (``ttr``, ``max_attempts``, ``backoff``, ``handler_timeout``, ``keep_done``,
@@ -197,7 +198,7 @@ class Queue(_QueueFace, SyncPull):
         self.close()
 
 
-class AsyncQueue(_QueueFace, AsyncPull):
+class AsyncQueue(_QueueFace, AsyncPull, AsyncScheduleMethods):
     """The same queue with awaitable methods, for asyncio producers.
 
     Concurrent ``enqueue`` calls are coalesced: while one ``enqueueJobs`` call of a partition is

@@ -64,6 +64,16 @@ class PartitionKeys:
         """Hash: paused topic -> since when (epoch ms); the queue's is partition 0's."""
         return self.prefix + "paused"
 
+    @property
+    def schedules(self) -> str:
+        """Hash: schedule name -> schedule record (docs/schedules.md#storage)."""
+        return self.prefix + "sched"
+
+    @property
+    def schedule_next(self) -> str:
+        """Sorted set: active schedule name -> its next tick not yet enqueued (epoch ms)."""
+        return self.prefix + "sched:next"
+
     def stream(self, topic: str) -> str:
         """Stream of one topic: ready and reserved jobs."""
         return self.prefix + "t:" + topic
@@ -83,5 +93,19 @@ def partition_keys(queue: str, partitions: int) -> tuple[PartitionKeys, ...]:
 
 
 def partition_of(job_id: str, partitions: int) -> int:
-    """Stable partition of a job id: CRC-32 of its UTF-8 bytes modulo the partition count."""
-    return zlib.crc32(job_id.encode()) % partitions
+    """Stable partition of a job id: CRC-32 of its UTF-8 bytes modulo the partition count.
+
+    An id of the form ``<name>@<digits>`` (a schedule's tick) is placed by ``<name>`` alone, so
+    every tick of a schedule shares its schedule's partition (docs/keys.md#partitions).
+    """
+    if partitions == 1:
+        return 0
+    return zlib.crc32(placement_name(job_id).encode()) % partitions
+
+
+def placement_name(job_id: str) -> str:
+    """The part of a job id that picks its partition: ``name`` for ``name@<digits>``, else all."""
+    name, at, tail = job_id.rpartition("@")
+    if at and name and tail.isdigit() and tail.isascii():
+        return name
+    return job_id

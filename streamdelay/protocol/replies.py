@@ -47,14 +47,15 @@ class PromoteReply:
     now_ms: int
     dropped: list[tuple[str, str]]  # (job id, reason) of due ids not promoted
     now_us: int  # the same clock reading as now_ms, in microseconds
+    schedule_at_ms: int = -1  # when the earliest schedule wants firing (-1: none, or not asked)
 
 
 def parse_promote(reply: Any) -> PromoteReply:
-    """Parse ``{moved, next_due_ms, now_ms, dropped, now_us}``."""
+    """Parse ``{moved, next_due_ms, now_ms, dropped, now_us[, schedule_at_ms]}``."""
     moved, next_due, now, dropped, now_us = reply[:5]
     return PromoteReply(int(moved), int(next_due), int(now),
                         [(lenient_text(job_id), lenient_text(why)) for job_id, why in dropped],
-                        int(now_us))
+                        int(now_us), int(reply[5]) if len(reply) > 5 else -1)
 
 
 @dataclass(frozen=True)
