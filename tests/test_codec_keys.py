@@ -168,3 +168,13 @@ def test_memory_per_delayed_job(own_redis: RedisServer) -> None:
     assert 100 < per_job < 600
     q.close()
     client.close()
+
+
+@pytest.mark.parametrize("size", [0, 1, 31, 32, 255, 256, 65_535, 65_536, 70_000])
+@pytest.mark.parametrize("fmt", ["j", "m", "b"])
+def test_a_blob_without_headers_or_backoff_is_packed_as_msgpack_packs_it(fmt: str, size: int
+                                                                         ) -> None:
+    body = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    blob = encode_blob(fmt, body, {}, None)
+    assert blob == msgspec.msgpack.encode([fmt, body])
+    assert decode_blob(blob).body == body and decode_blob(blob).fmt == fmt

@@ -18,6 +18,7 @@ from ..base.models import Backoff, BackoffPolicy
 
 Serializer = Literal["json", "msgpack"]
 FORMAT_JSON, FORMAT_MSGPACK, FORMAT_BYTES = "j", "m", "b"
+_FORMATS = frozenset((FORMAT_JSON, FORMAT_MSGPACK, FORMAT_BYTES))
 # Containers nested deeper than this are refused at enqueue: a worker decodes the body with
 # Python's recursion limit (1,000 frames, some of them its own), so 990 levels crashed it.
 # 128 is also serde_json's default limit, for consumers written in Rust (docs/producer.md).
@@ -146,10 +147,25 @@ def decode_body(fmt: str, data: bytes, body_type: Any = None) -> Any:
     raise BodyDecodeError(f"body: unknown body format {fmt!r}")
 
 
+def _bare_blob(fmt: str, body: bytes) -> bytes:
+    """``[fmt, body]`` in MessagePack, as ``_blob_encoder`` writes it (a fixarray of 2, a
+    one-character fixstr, then bin 8, 16 or 32), without building the list (~3x faster)."""
+    n = len(body)
+    if n < 0x100:
+        head = b"\xc4" + n.to_bytes(1, "big")
+    elif n < 0x10000:
+        head = b"\xc5" + n.to_bytes(2, "big")
+    else:
+        head = b"\xc6" + n.to_bytes(4, "big")
+    return b"".join((b"\x92\xa1", fmt.encode(), head, body))
+
+
 def encode_blob(
     fmt: str, body: bytes, headers: dict[str, str], backoff: BackoffPolicy | None
 ) -> bytes:
     """Pack the producer blob."""
+    if not headers and backoff is None and fmt in _FORMATS:  # the common case, packed by hand
+        return _bare_blob(fmt, body)
     values: list[Any] = [fmt, body, headers, None, None, None, None]
     if isinstance(backoff, Backoff):
         values[4], values[5] = backoff.base, backoff.cap
