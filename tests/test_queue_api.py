@@ -21,6 +21,7 @@ import redis
 import streamdelay as sd
 from streamdelay.producer.plans import ENQUEUE_BATCH
 from streamdelay.protocol.keys import PartitionKeys, partition_of
+from streamdelay.protocol.scripts import script
 
 pytestmark = pytest.mark.timeout(60)
 STATES = ("delayed", "ready", "reserved", "dead", "done")
@@ -256,6 +257,7 @@ def test_enqueue_many_gives_results_in_order_over_several_script_calls(
     n = 600  # 5 bounded script calls
     delays = [(i * 7919) % 101 + 1 for i in range(n)]
     specs = [sd.JobSpec("t", {"i": i}, delay=d, id=f"m{i}") for i, d in enumerate(delays)]
+    q.client.script_load(script("enqueueJobs").source)  # no NOSCRIPT round in the count
     calls = int(q.client.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0))
     before = server_ms(q.client)
     results = q.enqueue_many(specs)

@@ -11,7 +11,7 @@ import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..base import validation
 from ..base.errors import PartialEnqueueError, StreamdelayError, ValidationError
@@ -51,9 +51,9 @@ def when_args(delay: Delay | None, at: At | None) -> tuple[str, int]:
     return "r", validation.delay_ms(0 if delay is None else delay)
 
 
-@dataclass(frozen=True)
-class PreparedJob:
-    """A validated job ready to be packed into ``enqueueJobs`` arguments."""
+class PreparedJob(NamedTuple):
+    """A validated job ready to be packed into ``enqueueJobs`` arguments (a named tuple: built
+    once per job on the enqueue path, where a frozen dataclass costs several times more)."""
 
     id: str
     partition: int
@@ -71,12 +71,18 @@ class PreparedJob:
         return int(self.args[3])
 
 
+@lru_cache(maxsize=64)
+def _default_ttr_ms(ttr: Any) -> int:
+    """A queue's default ttr in ms, validated once per value (the config's is hashable)."""
+    return validation.ttr_ms(ttr)
+
+
 def prepare_job(cfg: QueueConfig, spec: JobSpec) -> PreparedJob:
     """Validate one job and pack its eight ``enqueueJobs`` values."""
     topic = validation.topic(spec.topic)
     job_id = new_job_id() if spec.id is None else validation.job_id(spec.id)
     kind, when = when_args(spec.delay, spec.at)
-    ttr = validation.ttr_ms(cfg.ttr if spec.ttr is None else spec.ttr)
+    ttr = _default_ttr_ms(cfg.ttr) if spec.ttr is None else validation.ttr_ms(spec.ttr)
     attempts = validation.max_attempts(
         cfg.max_attempts if spec.max_attempts is None else spec.max_attempts
     )
