@@ -98,6 +98,9 @@ class Settlement:
     error: str = ""
 
 
+ACKED = Settlement("ack")  # the settlement of every success: one object, not one per job
+
+
 def open_delivery(
     delivery: Delivery, fields: dict[Any, Any] | None, handler: Handler,
     max_body_bytes: int | None = None,
@@ -202,7 +205,7 @@ def outcome_of(
 ) -> Settlement:
     """Turn a handler's result into a settlement (``Retry``, ``Drop``, timeouts, errors)."""
     if exc is None:
-        return Settlement("ack")
+        return ACKED
     if isinstance(exc, Drop):  # acknowledged like a success; the text tells them apart
         return Settlement("ack", error=f"Drop: {exc}")
     if isinstance(exc, Retry):

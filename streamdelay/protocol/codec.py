@@ -8,8 +8,7 @@ producer and never parsed by Redis.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import msgspec
 
@@ -195,9 +194,9 @@ def blob_backoff(blob: Blob) -> BackoffPolicy | None:
     return None
 
 
-@dataclass(frozen=True)
-class Record:
-    """A parsed job record (header fields and the still-packed blob)."""
+class Record(NamedTuple):
+    """A parsed job record (header fields and the still-packed blob); a named tuple, as one is
+    built per delivery on the worker's hot path."""
 
     state: str
     attempts: int

@@ -6,8 +6,7 @@ heartbeat or hand back deliveries. Shared by the worker (``consumer/``) and the 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..base.errors import BodyDecodeError, StreamdelayError
 from ..base.models import BackoffPolicy, Job
@@ -18,10 +17,10 @@ from .scripts import Arg, ScriptCall, script
 ERROR_TEXT_LIMIT = 2000  # characters of an error kept with a retried or dead job
 
 
-@dataclass(frozen=True)
-class OpenedEntry:
+class OpenedEntry(NamedTuple):
     """A stream entry decoded: the job and its own backoff, or why it can never run (``error``:
-    the entry is dead-lettered). ``job_id`` is known as soon as the envelope had one."""
+    the entry is dead-lettered). ``job_id`` is known as soon as the envelope had one. A named
+    tuple: one is built per delivery."""
 
     job_id: str
     job: Job | None
