@@ -38,7 +38,7 @@ def test_every_script_is_named_verb_object_keys_and_documents_its_contract() -> 
     paths = sorted(lua_dir().glob("*.lua"))
     assert {p.stem.split("-")[0] for p in paths} == set(load_scripts())
     for path in paths:
-        assert re.fullmatch(r"[a-z]+[A-Z][A-Za-z]*-\d+", path.stem), path.name
+        assert re.fullmatch(r"[a-z]+[A-Z][A-Za-z]*(V\d+)?-\d+", path.stem), path.name
         text = path.read_text()
         first, _, rest = text.partition("\n")
         if first.startswith("#!"):  # Redis 7 script flags (docs/keys.md); no flags: may write
@@ -250,3 +250,10 @@ def test_a_server_older_than_7_is_named_when_it_cannot_compile_the_flags_line() 
     mapped = _old_server(reply)
     assert isinstance(mapped, sd.ConfigError) and "Redis 7.0 or newer" in str(mapped)
     assert _old_server(ResponseError("ERR something else")) is not None
+
+
+def test_a_new_version_of_a_script_may_carry_a_version_suffix() -> None:
+    from streamdelay.protocol.scripts import _NAME
+    named = _NAME.match("enqueueJobsV2-6")
+    assert named is not None and named.groups() == ("enqueueJobsV2", "6")
+    assert _NAME.match("enqueue2Jobs-6") is None

@@ -16,7 +16,7 @@ from pathlib import Path
 from ..base.errors import ConfigError
 
 _INCLUDE = re.compile(r"^-- @include ([a-z_]+)\s*$", re.MULTILINE)
-_NAME = re.compile(r"^([a-z][A-Za-z]+)-(\d+)$")
+_NAME = re.compile(r"^([a-z][A-Za-z]+(?:V\d+)?)-(\d+)$")  # docs/keys.md#versioning
 Arg = str | bytes | int | float
 
 
