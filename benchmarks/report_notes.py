@@ -154,7 +154,16 @@ one-job `enqueueJobs` and ~2 µs for a `ZADD` (A/B on one server, 5,000 calls ea
 empty `EVALSHA` with the same arguments costs 3-5 µs. The Python side of `Queue.enqueue` without \
 I/O (a stub client) went from 24.4 to 13.7 µs per call. `benchmarks/enqueue.py --single 3000`, \
 back to back: 46% of the raw `ZADD` round trip (8,309/s) against 22% (5,111/s) for the \
-previous code. Batched `ackJobs`: 3.2-5.2 µs of Redis time per acknowledged job against \
+previous code. Back to back at load average 1.1-1.4 (22:48-22:49 UTC), `benchmarks/enqueue.py` \
+defaults: single enqueue 7,786/s and 7,852/s, 88% and 81% of the raw `ZADD` round trip (8,811 and \
+9,710/s), against 4,252/s, 35% of 11,986/s for the previous code; `enqueue_many` 51,639 and \
+48,170/s against 48,697/s; `AsyncQueue` with 100 callers 29,073 and 36,661/s against 30,056/s. \
+`benchmarks/drain.py --jobs 10000`: 21,931/s with one process and 42,537/s with two against \
+20,019 and 16,460/s (`ackJobs` median call 250 against 591 µs); dispatch alone of 100,000 jobs \
+105,168/s against 128,043/s for the unchanged `promoteDue` (the spread of two runs). Lateness at \
+20,000 due/s measured at load average 3.7-4 only (p99 0.8-3 s for both versions, one or two \
+processes): no figure of this round for it. Batched `ackJobs`: 3.2-5.2 µs of Redis time per \
+acknowledged job against \
 6.9 µs (20,000 deliveries in calls of 100). redis-py's asyncio connections pack commands in \
 Python: 245 µs for an `ackJobs` call of 64 deliveries against 50 µs with hiredis, now used. \
 `promoteDue` variants on 20,000 due jobs: 4.3 µs of Redis time per job, 4.2 without the record \
