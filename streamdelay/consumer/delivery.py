@@ -28,6 +28,7 @@ from ..base.validation import delay_ms
 from ..protocol.backoff import failure_delay_ms
 from ..protocol.deliveries import ERROR_TEXT_LIMIT, open_entry
 from ..telemetry.jobs import JobRun
+from .time_limits import run_limited
 
 log = logging.getLogger("streamdelay.worker")
 HandlerFn = Callable[[Job], Awaitable[None]] | Callable[[Job], None]
@@ -129,9 +130,8 @@ async def call_handler(
     awaitable: Awaitable[Any] = handler.fn(job)  # type: ignore[assignment]
     if timeout is None:
         await awaitable
-    elif sys.version_info >= (3, 11):  # no extra task and future per job, unlike wait_for
-        async with asyncio.timeout(timeout):
-            await awaitable
+    elif sys.version_info >= (3, 11):  # shared timers: no timer, task or future per job
+        await run_limited(awaitable, timeout)
     else:
         await asyncio.wait_for(awaitable, timeout)
 

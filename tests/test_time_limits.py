@@ -1,0 +1,64 @@
+"""Handler time limits with shared timers (``consumer/time_limits.py``): a handler past its limit
+gets ``TimeoutError``, never before the limit; a cancel from elsewhere stays a cancel; a handler
+that returns in time leaves nothing behind."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from streamdelay.consumer import time_limits
+from streamdelay.consumer.time_limits import run_limited
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def test_a_handler_past_its_limit_gets_a_timeout_never_early() -> None:
+    async def main() -> float:
+        began = time.monotonic()
+        with pytest.raises(TimeoutError):
+            await run_limited(asyncio.sleep(5), 0.05)
+        return time.monotonic() - began
+
+    assert 0.05 <= asyncio.run(main()) < 2.0
+
+
+def test_a_cancel_from_elsewhere_stays_a_cancel() -> None:
+    async def main() -> None:
+        task = asyncio.create_task(run_limited(asyncio.sleep(5), 3))
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+
+
+def test_handlers_that_return_in_time_leave_no_limit_behind() -> None:
+    async def quick(i: int) -> int:
+        await asyncio.sleep(0)
+        return i
+
+    async def main() -> int:
+        async def one(i: int) -> None:
+            await run_limited(quick(i), 30)
+        await asyncio.gather(*(one(i) for i in range(500)))
+        ticks = time_limits._loops[asyncio.get_running_loop()]
+        return sum(len(limits) for limits in ticks.ticks.values())
+
+    assert asyncio.run(main()) == 0
+
+
+def test_many_limits_in_one_tick_each_time_out() -> None:
+    async def main() -> list[bool]:
+        async def one() -> bool:
+            try:
+                await run_limited(asyncio.sleep(5), 0.05)
+            except TimeoutError:
+                return True
+            return False
+        return await asyncio.gather(*(one() for _ in range(50)))
+
+    assert all(asyncio.run(main()))
