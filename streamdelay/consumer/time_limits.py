@@ -41,15 +41,18 @@ class _Ticks:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.ticks: dict[int, set[_Limit]] = {}
+        self.ticks: dict[int, set[_Limit]] = {}  # ticks with running limits
+        self.timed: set[int] = set()  # ticks with a timer (kept while empty: one timer a tick)
 
     def add(self, limit: _Limit, timeout: float) -> int:
         """Register ``limit`` to expire ``timeout`` s from now; its tick."""
         tick = math.ceil((self.loop.time() + timeout) / GRAIN)
+        if tick not in self.timed:
+            self.timed.add(tick)
+            self.loop.call_at(tick * GRAIN, self._fire, tick)
         limits = self.ticks.get(tick)
         if limits is None:
             limits = self.ticks[tick] = set()
-            self.loop.call_at(tick * GRAIN, self._fire, tick)
         limits.add(limit)
         return tick
 
@@ -58,10 +61,11 @@ class _Ticks:
         limits = self.ticks.get(tick)
         if limits is not None:
             limits.discard(limit)
-            if not limits:  # its timer finds nothing when it fires
+            if not limits:  # its timer, kept, finds nothing when it fires
                 del self.ticks[tick]
 
     def _fire(self, tick: int) -> None:
+        self.timed.discard(tick)
         for limit in self.ticks.pop(tick, ()):
             limit.expire()
 
