@@ -162,7 +162,14 @@ defaults: single enqueue 7,786/s and 7,852/s, 88% and 81% of the raw `ZADD` roun
 20,019 and 16,460/s (`ackJobs` median call 250 against 591 µs); dispatch alone of 100,000 jobs \
 105,168/s against 128,043/s for the unchanged `promoteDue` (the spread of two runs). Lateness at \
 20,000 due/s measured at load average 3.7-4 only (p99 0.8-3 s for both versions, one or two \
-processes): no figure of this round for it. Batched `ackJobs`: 3.2-5.2 µs of Redis time per \
+processes). At load average 1.1-1.7 (22:55-22:56 UTC), `benchmarks/lateness_rates.py`, this \
+round's code against the previous: p99 2.89 against 3.80 ms at 200 due/s and 6.46 against \
+4.58 ms at 2,000 due/s (one process each; "promote" p99 2-5 ms for both: the dispatcher's \
+wake-up under load, unchanged code), and 185 against 464 ms at 20,000 due/s with two processes \
+(one per core). Worker CPU per job in a 20,000-job drain by one in-process worker (`/proc` CPU \
+time, embedded dispatcher included): 24-26 µs against 36-38 µs; of it, the handler time limit \
+went from `asyncio.timeout`'s timer per job (~4.5 µs) to one shared timer per 10 ms (~1 µs). \
+Batched `ackJobs`: 3.2-5.2 µs of Redis time per \
 acknowledged job against \
 6.9 µs (20,000 deliveries in calls of 100). redis-py's asyncio connections pack commands in \
 Python: 245 µs for an `ackJobs` call of 64 deliveries against 50 µs with hiredis, now used. \
