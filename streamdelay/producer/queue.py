@@ -72,7 +72,9 @@ class Queue(_QueueFace):
 
     Options (``ttr``, ``max_attempts``, ``backoff``, ``handler_timeout``, ``keep_done``,
     ``serializer``, ``max_body_bytes``, ``past_tolerance``, ``partitions``, ``retry_for``) are
-    the queue's defaults; see ``QueueConfig``.
+    the queue's defaults; see ``QueueConfig``. ``replicas=N`` (with ``replica_timeout``
+    seconds, and ``local_fsync``) makes every call that creates or changes a job answer only
+    once N replicas have it, else raise ``NotDurable`` (docs/guarantees.md#durability).
     """
 
     def __init__(self, name: str, url: str | None = None, **options: Any) -> None:
@@ -93,7 +95,7 @@ class Queue(_QueueFace):
         plan = plans.validated(plan)  # bad input is refused before Redis is touched
         agree_partitions_sync(self.client, cfg.url, cfg.name, cfg.partitions, cfg.retry_for,
                               create)
-        return drive_sync(self.client, plan, cfg.retry_for)
+        return drive_sync(self.client, plan, cfg.retry_for, cfg.durability)
 
     def _operate(self, plan: Plan[Any]) -> Any:
         """Drive a read or operator plan: it never creates the queue (``NoSuchQueue``)."""
@@ -222,7 +224,7 @@ class AsyncQueue(_QueueFace):
         plan = plans.validated(plan)  # bad input is refused before Redis is touched
         await agree_partitions_async(self.client, cfg.url, cfg.name, cfg.partitions,
                                      cfg.retry_for, create)
-        return await drive_async(self.client, plan, cfg.retry_for)
+        return await drive_async(self.client, plan, cfg.retry_for, durability=cfg.durability)
 
     async def _operate(self, plan: Plan[Any]) -> Any:
         """Drive a read or operator plan: it never creates the queue (``NoSuchQueue``)."""
