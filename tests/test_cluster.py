@@ -28,6 +28,7 @@ from tests.cluster import (
     replica_of,
     spread_queue_name,
 )
+from tests.failover_window import failover_with_stalled_replica
 from tests.redis_server import RedisServer
 
 PARTITIONS = 8
@@ -247,3 +248,44 @@ def test_cluster_failover_under_load_loses_nothing_enqueued_after_it(tmp_path: P
     assert report.producer_errors == []
     assert report.accepted_after > 20
     assert report.lost_after == []  # lost_before is reported: the async replication window
+
+
+@pytest.mark.parametrize("replicas", [1, 0])
+def test_failover_with_a_stalled_replica_loses_nothing_acknowledged_with_replicas_1(
+    replicas: int, record_property: pytest.RecordProperty,
+) -> None:
+    """docs/guarantees.md#durability on a cluster: ``WAIT`` rides the connection to the node
+    that took the write; with ``replicas=1`` nothing acknowledged before the kill is lost,
+    ``replicas=0`` shows the window (recorded, not asserted away)."""
+    with LocalCluster(primaries=3, replicas=1, node_timeout_ms=1000) as local:
+        if replicas:  # durable calls spread over every node: one pipeline + WAIT per node
+            spread = spread_queue_name(local, PARTITIONS)
+            with sd.Queue(spread, url=local.url, partitions=PARTITIONS, replicas=1,
+                          replica_timeout=5) as queue:
+                results = queue.enqueue_many([sd.JobSpec("t", i, id=f"s{i}", delay=60)
+                                              for i in range(400)])
+                assert all(r.created for r in results) and queue.cancel("s1")
+
+            async def concurrent() -> list[sd.EnqueueResult]:
+                async with sd.AsyncQueue(spread, url=local.url, partitions=PARTITIONS,
+                                         replicas=1, replica_timeout=5) as aqueue:
+                    found = await asyncio.gather(*(aqueue.enqueue("t", i, id=f"a{i}", delay=60)
+                                                   for i in range(100)))
+                    assert await aqueue.cancel("a1") and await aqueue.reschedule("a2", delay=9)
+                    return list(found)
+
+            assert all(r.created for r in asyncio.run(concurrent()))
+        name = f"q{uuid.uuid4().hex[:8]}"
+        victim = local.owner_of(f"sd:{{{name}#0}}:jobs")
+        heir = replica_of(local, victim)
+        report = failover_with_stalled_replica(
+            local.url, name, replicas, victim, heir,
+            promoted=lambda: is_primary(heir) and local.healthy())
+    print(f"cluster failover, stalled replica: {report.summary()}")
+    record_property("failover_window", report.summary())
+    assert report.other_errors == []
+    assert report.acknowledged > 20 and not report.cancel_before_ran
+    if replicas:
+        assert report.lost_before == []
+        assert report.unconfirmed > 0 and report.cancel_during == "not durable"
+        assert not report.cancel_during_ran
