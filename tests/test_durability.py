@@ -270,9 +270,9 @@ def test_a_stalled_replica_makes_durable_calls_fail_in_time_and_a_retry_is_safe(
 
 
 def test_local_fsync_needs_waitaof_and_says_so(pair: Pair) -> None:
-    with sd.Queue(_name(), url=pair.primary.url, replicas=1, local_fsync=True) as queue:
-        with pytest.raises(sd.ConfigError) as caught:
-            queue.enqueue("t", 1, id="a", delay=60)
+    with sd.Queue(_name(), url=pair.primary.url, replicas=1, local_fsync=True) as queue, \
+            pytest.raises(sd.ConfigError) as caught:
+        queue.enqueue("t", 1, id="a", delay=60)
     assert caught.value.field == "local_fsync" and "7.2" in str(caught.value)
 
 
