@@ -320,3 +320,38 @@ def test_cli_replicas_option(pair: Pair) -> None:
     assert len(missed.stderr.strip().splitlines()) == 1
     again = _cli("cancel", name, "c1", "--replicas", "1", "--url", url)
     assert again.returncode == 1 and "no job" in again.stderr  # the first cancel was written
+
+
+def test_with_replicas_is_a_per_call_setting_on_the_same_pool(pair: Pair) -> None:
+    name = _name()
+    queue = sd.Queue(name, url=pair.primary.url)  # replicas=0: never waits
+    queue.enqueue("t", 1, id="a", delay=60)
+    durable = queue.with_replicas(1, replica_timeout=WAIT_S)
+    assert durable.client is queue.client and durable.config.replicas == 1
+    assert queue.config.replicas == 0
+    with pytest.raises(sd.ValidationError) as bad:
+        queue.with_replicas(-1)
+    assert bad.value.field == "replicas"
+    pair.stall()
+    try:
+        assert queue.enqueue("t", 1, id="b", delay=60).created  # the plain queue answers
+        with pytest.raises(sd.NotDurable):
+            durable.cancel("a")
+
+        async def through_async() -> tuple[object, object]:
+            async with sd.AsyncQueue(name, url=pair.primary.url) as aqueue:
+                view = aqueue.with_replicas(1, replica_timeout=WAIT_S)
+                plain = await aqueue.enqueue("t", 1, id="c", delay=60)
+                waited = await asyncio.gather(view.enqueue("t", 1, id="d", delay=60),
+                                              return_exceptions=True)
+                await view.close()  # leaves the pool to aqueue
+                assert (await aqueue.get("c")) is not None
+                return plain, waited[0]
+
+        plain, waited = asyncio.run(through_async())
+    finally:
+        pair.resume()
+    assert isinstance(plain, sd.EnqueueResult) and isinstance(waited, sd.NotDurable)
+    durable.close()  # leaves the pool to queue
+    assert queue.get("a") is None and queue.get("d") is not None
+    queue.close()

@@ -5,9 +5,11 @@ Both are thin: they validate through and drive the same plans from ``plans.py``.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import fields
-from typing import Any
+from typing import Any, TypeVar
 
 from ..base.errors import ConfigError
 from ..base.models import (
@@ -43,6 +45,9 @@ def _config(name: str, url: str | None, options: dict[str, Any]) -> QueueConfig:
     return QueueConfig(name=name, url=resolve_url(url), partitions=partitions, **options)
 
 
+_Face = TypeVar("_Face", bound="_QueueFace")
+
+
 def _spec(topic: str, body: Any, **options: Any) -> JobSpec:
     return JobSpec(topic, body, **options)
 
@@ -62,6 +67,18 @@ class _QueueFace:
         return (f"{type(self).__name__}({self.name!r}, url={mask_url(self.config.url)!r}, "
                 f"partitions={self.config.partitions})")
 
+    def _durable_view(self: _Face, replicas: int, replica_timeout: float | None,
+                      local_fsync: bool | None) -> _Face:
+        """A shallow copy with other durability settings (validated, naming the field)."""
+        changes: dict[str, Any] = {"replicas": replicas}
+        if replica_timeout is not None:
+            changes["replica_timeout"] = replica_timeout
+        if local_fsync is not None:
+            changes["local_fsync"] = local_fsync
+        view = copy.copy(self)
+        view.config = dataclasses.replace(self.config, **changes)
+        return view
+
     def _enqueue(self, topic: str, body: Any, options: dict[str, Any]) -> Plan[EnqueueResult]:
         results = yield from plans.enqueue_plan(self.config, [_spec(topic, body, **options)])
         return results[0]
@@ -80,12 +97,24 @@ class Queue(_QueueFace):
     def __init__(self, name: str, url: str | None = None, **options: Any) -> None:
         self.config = _config(name, url, options)
         self._client: SyncClient | None = None
+        self._owns_client = True
+
+    def with_replicas(self, replicas: int, replica_timeout: float | None = None,
+                      local_fsync: bool | None = None) -> Queue:
+        """The same queue on the same connection pool, with another durability setting for the
+        calls made through it: ``queue.with_replicas(1).cancel("close-42")`` answers once one
+        replica has the cancel, else raises ``NotDurable`` (docs/guarantees.md#durability).
+        Closing the view leaves the pool to this queue."""
+        view = self._durable_view(replicas, replica_timeout, local_fsync)
+        view._client, view._owns_client = self.client, False
+        return view
 
     @property
     def client(self) -> SyncClient:
         """The underlying redis-py client (``RedisCluster`` on a cluster; created on first use)."""
         if self._client is None:
             self._client = sync_client(self.config.url, self.config.socket_timeout)
+            self._owns_client = True
         return self._client
 
     def _run(self, plan: Plan[Any], create: bool = True) -> Any:
@@ -186,10 +215,10 @@ class Queue(_QueueFace):
         return bool(self._operate(set_paused_plan(self.config, topic, False)))
 
     def close(self) -> None:
-        """Close the connection pool."""
-        if self._client is not None:
+        """Close the connection pool (a ``with_replicas`` view leaves it to its queue)."""
+        if self._client is not None and self._owns_client:
             self._client.close()
-            self._client = None
+        self._client = None
 
     def __enter__(self) -> Queue:
         return self
@@ -209,13 +238,24 @@ class AsyncQueue(_QueueFace):
     def __init__(self, name: str, url: str | None = None, **options: Any) -> None:
         self.config = _config(name, url, options)
         self._client: AsyncClient | None = None
+        self._owns_client = True
         self._coalescer = EnqueueCoalescer(self.config, lambda: self.client)
+
+    def with_replicas(self, replicas: int, replica_timeout: float | None = None,
+                      local_fsync: bool | None = None) -> AsyncQueue:
+        """The same queue on the same connection pool with another durability setting; see
+        ``Queue.with_replicas`` (its enqueue calls are coalesced among themselves)."""
+        view = self._durable_view(replicas, replica_timeout, local_fsync)
+        view._client, view._owns_client = self.client, False
+        view._coalescer = EnqueueCoalescer(view.config, lambda: view.client)
+        return view
 
     @property
     def client(self) -> AsyncClient:
         """The underlying redis-py asyncio client (created on first use)."""
         if self._client is None:
             self._client = async_client(self.config.url, self.config.socket_timeout)
+            self._owns_client = True
         return self._client
 
     async def _run(self, plan: Plan[Any], create: bool = True) -> Any:
@@ -319,11 +359,12 @@ class AsyncQueue(_QueueFace):
         return bool(await self._operate(set_paused_plan(self.config, topic, False)))
 
     async def close(self) -> None:
-        """Wait for the enqueue calls in flight, then close the connection pool."""
+        """Wait for the enqueue calls in flight, then close the connection pool (a
+        ``with_replicas`` view leaves it to its queue)."""
         await self._coalescer.wait_idle()
-        if self._client is not None:
+        if self._client is not None and self._owns_client:
             await self._client.aclose()
-            self._client = None
+        self._client = None
 
     async def __aenter__(self) -> AsyncQueue:
         return self
