@@ -11,6 +11,7 @@ durable call is idempotent by id. docs/guarantees.md#durability, docs/design.md#
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Sequence
 from typing import Any
@@ -199,15 +200,21 @@ async def _cluster_async(client: redis.asyncio.RedisCluster, calls: list[ScriptC
     for index, call in enumerate(calls):
         node = _node_of(client, call.keys[0])
         by_node.setdefault(node.name, (node, []))[1].append(index)
+
+    async def on_node(node: Any, indexes: list[int]) -> Sent:
+        await _check_version_async(node, node, durability)
+        got, node_waited = await _send_async(node, [calls[i] for i in indexes], durability)
+        _raise_trouble([*got, node_waited])
+        return got, node_waited
+
+    try:  # the nodes concurrently, as the plain cluster path sends partitions
+        sent = await asyncio.gather(*(on_node(node, indexes)
+                                      for node, indexes in by_node.values()))
+    except RETRYABLE:
+        await _refresh_async(client)
+        raise
     waited: Any = None
-    for node, indexes in by_node.values():
-        try:
-            await _check_version_async(node, node, durability)
-            got, node_waited = await _send_async(node, [calls[i] for i in indexes], durability)
-            _raise_trouble([*got, node_waited])
-        except RETRYABLE:
-            await _refresh_async(client)
-            raise
+    for (node, indexes), (got, node_waited) in zip(by_node.values(), sent, strict=True):
         if _redirected(got):
             await _refresh_async(client)
             raise ClusterError(f"slot moved during a durable call on {node.name}; retrying")
