@@ -13,12 +13,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from redis.cluster import key_slot
 
 import streamdelay as sd
 from streamdelay.consumer.dispatcher import Dispatcher
 from streamdelay.protocol.keys import partition_of
 from streamdelay.protocol.scripts import script
 from tests.apps.reliability_app import Workers, count, wait_for
+from tests.chaos.cluster_run import migrate_slot
 from tests.cluster import (
     LocalCluster,
     error_stats,
@@ -265,6 +267,20 @@ def test_failover_with_a_stalled_replica_loses_nothing_acknowledged_with_replica
                 results = queue.enqueue_many([sd.JobSpec("t", i, id=f"s{i}", delay=60)
                                               for i in range(400)])
                 assert all(r.created for r in results) and queue.cancel("s1")
+                # the slot moves while this client's map is stale: MOVED, refresh, retried
+                jobs_key = f"sd:{{{spread}#0}}:jobs"
+                home = local.owner_of(jobs_key)
+                away = next(n for n in local.primaries() if n is not home)
+                migrate_slot(local, key_slot(jobs_key.encode()), home, away)
+                moved_id = next(f"m{i}" for i in range(1000)
+                                if partition_of(f"m{i}", PARTITIONS) == 0)
+                redirected = error_stats(home).get("errorstat_MOVED", "count=0")
+                assert queue.enqueue("t", 1, id=moved_id, delay=60).created
+                assert error_stats(home).get("errorstat_MOVED") != redirected  # it was sent
+                assert local.owner_of(jobs_key) is away
+                with replica_of(local, away).client() as follower:
+                    follower.execute_command("READONLY")  # read the replica's own copy
+                    assert follower.hexists(jobs_key, moved_id)
 
             async def concurrent() -> list[sd.EnqueueResult]:
                 async with sd.AsyncQueue(spread, url=local.url, partitions=PARTITIONS,
