@@ -355,3 +355,30 @@ def test_with_replicas_is_a_per_call_setting_on_the_same_pool(pair: Pair) -> Non
     durable.close()  # leaves the pool to queue
     assert queue.get("a") is None and queue.get("d") is not None
     queue.close()
+
+
+def test_a_retry_from_another_connection_still_waits_for_the_first_write(pair: Pair) -> None:
+    """The retry of a NotDurable call made through another queue (another connection) writes
+    nothing new (the job exists, or is gone already); its WAIT must still cover the first
+    call's write, not answer at once on its own connection's older writes (checked on the
+    Redis this suite runs: WAIT waits for the server's latest offset)."""
+    name = _name()
+    first = sd.Queue(name, url=pair.primary.url, replicas=1, replica_timeout=WAIT_S)
+    other = sd.Queue(name, url=pair.primary.url, replicas=1, replica_timeout=WAIT_S)
+    other.enqueue("t", 0, id="warm", delay=60)  # the other connection's write, confirmed
+    first.enqueue("t", 0, id="gone", delay=60)
+    pair.stall()
+    try:
+        with pytest.raises(sd.NotDurable):
+            first.enqueue("t", 1, id="x", delay=60)
+        with pytest.raises(sd.NotDurable):
+            other.enqueue("t", 1, id="x", delay=60)  # created=False: nothing written
+        with pytest.raises(sd.NotDurable):
+            first.cancel("gone")
+        with pytest.raises(sd.NotDurable):
+            other.cancel("gone")  # found nothing: nothing written
+    finally:
+        pair.resume()
+    assert not other.enqueue("t", 1, id="x", delay=60).created
+    first.close()
+    other.close()
