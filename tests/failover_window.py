@@ -63,13 +63,14 @@ def failover_with_stalled_replica(
     job, kill ``primary``, let ``replica`` take over, bring the old primary back, retry what
     raised ``NotDurable``, run a worker to the end and report what was lost."""
     queue = sd.Queue(name, url=url, replicas=replicas, replica_timeout=0.3, retry_for=30)
+    patient = queue.with_replicas(replicas, replica_timeout=5.0)  # for the calls that must hold
     for job_id in ("cancel-before", "cancel-during"):
-        queue.enqueue("t", job_id, id=job_id, delay=2.0)
+        patient.enqueue("t", job_id, id=job_id, delay=2.0)
     producer = Producer(queue, "j", pause=0.01)
     producer.start()
     try:
-        time.sleep(0.5)
-        assert queue.cancel("cancel-before")  # acknowledged just before the stall and kill
+        wait_for(lambda: len(producer.accepted) >= 30, 60, "jobs acknowledged before the stall")
+        assert patient.cancel("cancel-before")  # acknowledged just before the stall and kill
         _signal(replica, signal.SIGSTOP)
         try:
             with primary.client() as client:  # same slot as the queue: the victim's memory
@@ -95,9 +96,9 @@ def failover_with_stalled_replica(
     unconfirmed = [e for e in producer.errors if isinstance(e, sd.NotDurable)]
     for error in unconfirmed:  # a retry is safe: idempotent by id
         for job_id in error.job_ids:
-            queue.enqueue("t", int(job_id[1:]), id=job_id)
+            patient.enqueue("t", int(job_id[1:]), id=job_id)
     if cancel_during == "not durable":
-        queue.cancel("cancel-during")
+        patient.cancel("cancel-during")
     seen: list[str] = []
     worker = sd.Worker(queue, concurrency=16)
     worker.handler("t")(lambda job: seen.append(job.id))

@@ -78,7 +78,7 @@ class FailoverFault(threading.Thread):
                 primary.kill()
             finally:
                 _signal(replica, signal.SIGCONT)
-            promoted = wait_until(lambda: self.local.master_port() == replica.port, timeout=60,
+            promoted = wait_until(lambda: self.local.failed_over_to(replica), timeout=60,
                                   interval=0.1)
             took = time.time() * 1000 - at
             primary.start()  # back, empty: Sentinel makes it the new primary's replica
