@@ -102,7 +102,7 @@ def test_waitaof_is_detected_from_the_server_version() -> None:
     ({"replicas": -1}, "replicas"), ({"replicas": 1.5}, "replicas"),
     ({"replicas": True}, "replicas"), ({"replicas": 101}, "replicas"),
     ({"replica_timeout": 0}, "replica_timeout"), ({"replica_timeout": "1s"}, "replica_timeout"),
-    ({"replica_timeout": 20.0}, "replica_timeout"),  # longer than the socket timeout
+    ({"replicas": 1, "replica_timeout": 20.0}, "replica_timeout"),  # past the socket timeout
     ({"local_fsync": "yes"}, "local_fsync"),
 ])
 def test_bad_durability_settings_name_their_field(options: dict[str, object], field: str) -> None:
@@ -114,6 +114,8 @@ def test_bad_durability_settings_name_their_field(options: dict[str, object], fi
 
 def test_no_replicas_means_no_wait() -> None:
     assert QueueConfig(name="q", url="redis://127.0.0.1:1/0").durability is None
+    # a short socket timeout is fine while nothing waits (the default replica_timeout is 1 s)
+    assert QueueConfig(name="q", url="redis://127.0.0.1:1/0", socket_timeout=0.5).durability is None
     cfg = QueueConfig(name="q", url="redis://127.0.0.1:1/0", replicas=1, replica_timeout=0.25)
     assert cfg.durability == Durability(1, 250)
 

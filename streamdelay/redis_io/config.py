@@ -69,7 +69,8 @@ class QueueConfig:
         validation.count(self.replicas, "replicas", MAX_REPLICAS)
         validation.seconds(self.replica_timeout, "replica_timeout", minimum=0.001,
                            maximum=3600)
-        if self.replica_timeout >= self.socket_timeout:  # the socket must outlive the WAIT
+        waits = self.replicas > 0 or self.local_fsync is True
+        if waits and self.replica_timeout >= self.socket_timeout:  # the socket outlives WAIT
             raise ValidationError(
                 f"replica_timeout: must be shorter than socket_timeout "
                 f"({self.replica_timeout:g} s >= {self.socket_timeout:g} s)",
