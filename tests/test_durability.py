@@ -83,9 +83,10 @@ def test_wait_and_waitaof_replies_are_read_into_not_durable() -> None:
         check_wait(aof, [0, 1], [call])
     with pytest.raises(sd.NotDurable, match="0 of 1 replicas"):
         check_wait(aof, [1, 0], [call])
-    with pytest.raises(sd.ConfigError, match="appendonly"):
+    with pytest.raises(sd.ConfigError, match="appendonly") as refused:
         check_wait(aof, Exception("ERR WAITAOF cannot be used when numlocal is set but "
                                   "appendonly is disabled."), [call])
+    assert refused.value.field == "local_fsync"
 
 
 def test_waitaof_is_detected_from_the_server_version() -> None:

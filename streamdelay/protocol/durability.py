@@ -98,8 +98,9 @@ def check_wait(durability: Durability, reply: Any, calls: Sequence[ScriptCall]) 
     without ``appendonly yes``) is a ``ConfigError``.
     """
     if isinstance(reply, Exception):
-        raise ConfigError(f"replicas: {durability.command().args[0]} failed: {reply} "
-                          f"(docs/guarantees.md#durability)", field="replicas") from reply
+        name = "local_fsync" if durability.local_fsync else "replicas"
+        raise ConfigError(f"{name}: {durability.command().args[0]} failed: {reply} "
+                          f"(docs/guarantees.md#durability)", field=name) from reply
     if durability.local_fsync:
         local, acked = (int(value) for value in reply)
     else:
