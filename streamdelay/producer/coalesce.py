@@ -128,7 +128,8 @@ class EnqueueCoalescer:
             await agree_partitions_async(client, cfg.url, cfg.name, cfg.partitions,
                                          cfg.retry_for)
             await drive_async(client, enqueuing.round_plan(
-                cfg, [job for job, _ in waiters], outcomes, isolate=True), cfg.retry_for, _WHAT)
+                cfg, [job for job, _ in waiters], outcomes, isolate=True), cfg.retry_for, _WHAT,
+                cfg.durability)
         except Exception as exc:  # connection given up, a server error: every caller left
             outcomes = [exc if outcome is None else outcome for outcome in outcomes]
         shared: dict[int, int] = {}  # callers per error object (a call's error reaches each)
