@@ -28,6 +28,7 @@ from benchmarks import (
     cluster_bench,
     dispatch,
     drain,
+    durable,
     enqueue,
     inspect_jobs,
     lateness_e2e,
@@ -134,6 +135,7 @@ def main() -> None:
         lambda: lateness_rates.run(rates=(20000,), worker_count=os.cpu_count() or 1),
         lambda: cluster_bench.run(memory_jobs=1_000_000 if args.full else 200_000),
         lambda: big_bodies.run([64 << 10, 1 << 20], 150),
+        durable.run,
         lambda: inspect_jobs.run(10_000_000 if args.full else 1_000_000),
     ]
     sections = []

@@ -226,6 +226,23 @@ class LocalSentinel:
             return int(address[1]) if address else None
         return None
 
+    def failed_over_to(self, server: RedisServer) -> bool:
+        """The Sentinel's failover to ``server`` is over: it names ``server`` as master, no
+        failover is in progress any more, and ``server`` itself says it is a master. (During a
+        failover the Sentinel already names the replica it is promoting; an old master that
+        comes back then can make it give up and turn the replica back into its follower.)"""
+        if self.master_port() != server.port:
+            return False
+        with contextlib.suppress(redis.RedisError), self.sentinel_client() as sentinel:
+            state = sentinel.execute_command("SENTINEL", "MASTER", MASTER_NAME)
+            if not isinstance(state, dict):  # a flat reply, when redis-py does not parse it
+                state = dict(zip(state[::2], state[1::2], strict=True))
+            if "failover_in_progress" in str(state.get("flags", "")):
+                return False
+            with server.client() as client:
+                return _info(client, "replication").get("role") == "master"
+        return False
+
     def stop(self) -> None:
         """Kill everything and remove the directories."""
         if self.process is not None and self.process.poll() is None:

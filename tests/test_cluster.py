@@ -13,12 +13,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from redis.cluster import key_slot
 
 import streamdelay as sd
 from streamdelay.consumer.dispatcher import Dispatcher
 from streamdelay.protocol.keys import partition_of
 from streamdelay.protocol.scripts import script
 from tests.apps.reliability_app import Workers, count, wait_for
+from tests.chaos.cluster_run import migrate_slot
 from tests.cluster import (
     LocalCluster,
     error_stats,
@@ -28,6 +30,7 @@ from tests.cluster import (
     replica_of,
     spread_queue_name,
 )
+from tests.failover_window import failover_with_stalled_replica
 from tests.redis_server import RedisServer
 
 PARTITIONS = 8
@@ -277,3 +280,56 @@ def test_schedules_fire_on_a_cluster(cluster: LocalCluster) -> None:
         assert queue.get(f"{schedule}@{ticks[0]}") is not None
     assert all(s.paused for s in queue.schedules())
     queue.close()
+@pytest.mark.parametrize("replicas", [1, 0])
+def test_failover_with_a_stalled_replica_loses_nothing_acknowledged_with_replicas_1(
+    replicas: int, record_property: pytest.RecordProperty,
+) -> None:
+    """docs/guarantees.md#durability on a cluster: ``WAIT`` rides the connection to the node
+    that took the write; with ``replicas=1`` nothing acknowledged before the kill is lost,
+    ``replicas=0`` shows the window (recorded, not asserted away)."""
+    with LocalCluster(primaries=3, replicas=1, node_timeout_ms=1000) as local:
+        if replicas:  # durable calls spread over every node: one pipeline + WAIT per node
+            spread = spread_queue_name(local, PARTITIONS)
+            with sd.Queue(spread, url=local.url, partitions=PARTITIONS, replicas=1,
+                          replica_timeout=5) as queue:
+                results = queue.enqueue_many([sd.JobSpec("t", i, id=f"s{i}", delay=60)
+                                              for i in range(400)])
+                assert all(r.created for r in results) and queue.cancel("s1")
+                # the slot moves while this client's map is stale: MOVED, refresh, retried
+                jobs_key = f"sd:{{{spread}#0}}:jobs"
+                home = local.owner_of(jobs_key)
+                away = next(n for n in local.primaries() if n is not home)
+                migrate_slot(local, key_slot(jobs_key.encode()), home, away)
+                moved_id = next(f"m{i}" for i in range(1000)
+                                if partition_of(f"m{i}", PARTITIONS) == 0)
+                redirected = error_stats(home).get("errorstat_MOVED", "count=0")
+                assert queue.enqueue("t", 1, id=moved_id, delay=60).created
+                assert error_stats(home).get("errorstat_MOVED") != redirected  # it was sent
+                assert local.owner_of(jobs_key) is away
+                with replica_of(local, away).client() as follower:
+                    follower.execute_command("READONLY")  # read the replica's own copy
+                    assert follower.hexists(jobs_key, moved_id)
+
+            async def concurrent() -> list[sd.EnqueueResult]:
+                async with sd.AsyncQueue(spread, url=local.url, partitions=PARTITIONS,
+                                         replicas=1, replica_timeout=5) as aqueue:
+                    found = await asyncio.gather(*(aqueue.enqueue("t", i, id=f"a{i}", delay=60)
+                                                   for i in range(100)))
+                    assert await aqueue.cancel("a1") and await aqueue.reschedule("a2", delay=9)
+                    return list(found)
+
+            assert all(r.created for r in asyncio.run(concurrent()))
+        name = f"q{uuid.uuid4().hex[:8]}"
+        victim = local.owner_of(f"sd:{{{name}#0}}:jobs")
+        heir = replica_of(local, victim)
+        report = failover_with_stalled_replica(
+            local.url, name, replicas, victim, heir,
+            promoted=lambda: is_primary(heir) and local.healthy())
+    print(f"cluster failover, stalled replica: {report.summary()}")
+    record_property("failover_window", report.summary())
+    assert report.other_errors == []
+    assert report.acknowledged > 20 and not report.cancel_before_ran
+    if replicas:
+        assert report.lost_before == []
+        assert report.unconfirmed > 0 and report.cancel_during == "not durable"
+        assert not report.cancel_during_ran

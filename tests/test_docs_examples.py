@@ -210,3 +210,17 @@ def test_mkdocs_build_strict(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "site" / "keys" / "index.html").is_file()
+
+
+def test_durable_producer_example_without_a_replica(example_env: dict[str, str]) -> None:
+    """docs/guarantees.md#durability-across-failover: no replica, so NotDurable each time; the
+    retries with the same id leave exactly one job."""
+    out = run_example("durable_producer.py", example_env).splitlines()
+    assert out == [
+        "attempt 1: not durable (0 of 1 replicas), jobs ['capture-7']",
+        "attempt 2: not durable (0 of 1 replicas), jobs ['capture-7']",
+        "attempt 3: not durable (0 of 1 replicas), jobs ['capture-7']",
+        "capture-7: no replica confirmed it; it is written on the primary only",
+        "get capture-7: state=delayed",
+        "delayed jobs: 1",
+    ]

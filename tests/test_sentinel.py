@@ -14,6 +14,7 @@ import pytest
 
 import streamdelay as sd
 from tests.cluster import LocalSentinel, failover_under_load
+from tests.failover_window import failover_with_stalled_replica
 
 
 @pytest.fixture(scope="module")
@@ -66,3 +67,23 @@ def test_failover_under_load_loses_nothing_enqueued_after_it(tmp_path: Path) -> 
     assert report.producer_errors == []
     assert report.accepted_after > 20
     assert report.lost_after == []  # lost_before is reported: the async replication window
+
+
+@pytest.mark.parametrize("replicas", [1, 0])
+def test_failover_with_a_stalled_replica_loses_nothing_acknowledged_with_replicas_1(
+    replicas: int, record_property: pytest.RecordProperty,
+) -> None:
+    """docs/guarantees.md#durability: with ``replicas=1`` no job acknowledged before the kill
+    is lost and an acknowledged cancel holds; ``replicas=0`` shows the window (recorded)."""
+    with LocalSentinel(down_after_ms=500) as local:
+        report = failover_with_stalled_replica(
+            local.url, f"q{uuid.uuid4().hex[:8]}", replicas, local.master, local.replica,
+            promoted=lambda: local.failed_over_to(local.replica))
+    print(f"sentinel failover, stalled replica: {report.summary()}")
+    record_property("failover_window", report.summary())
+    assert report.other_errors == []
+    assert report.acknowledged > 20 and not report.cancel_before_ran
+    if replicas:
+        assert report.lost_before == []
+        assert report.unconfirmed > 0 and report.cancel_during == "not durable"
+        assert not report.cancel_during_ran

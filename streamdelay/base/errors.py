@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .masking import mask_text
 
@@ -86,6 +86,36 @@ class PartialEnqueueError(StreamdelayError):
     def __reduce__(self) -> tuple[type[PartialEnqueueError], tuple[list[EnqueueResult |
                                                                         Exception]]]:
         return (type(self), (self.outcomes,))
+
+
+class NotDurable(StreamdelayError):
+    """A call that changes jobs was written on the primary, but fewer replicas than the queue's
+    ``replicas=`` (or no local fsync, with ``local_fsync=True``) confirmed it within
+    ``replica_timeout``: the write may exist, and a failover now could lose it.
+
+    Retrying the same call is safe: every call that creates or changes a job is idempotent by
+    id (an enqueue of an id that exists answers ``created=False``). ``job_ids`` names the jobs
+    of an enqueue (including generated ids: enqueue them again with ``id=``); ``acked`` is how
+    many replicas confirmed, ``replicas`` how many were asked for (docs/guarantees.md#durability).
+    """
+
+    def __init__(self, message: str, *, acked: int = 0, replicas: int = 0,
+                 job_ids: tuple[str, ...] = (), script: str | None = None,
+                 job_id: str | None = None) -> None:
+        super().__init__(message, script=script, job_id=job_id)
+        self.acked = acked
+        self.replicas = replicas
+        self.job_ids = job_ids
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_not_durable, (str(self), self.acked, self.replicas, self.job_ids,
+                                       self.script, self.job_id))
+
+
+def _rebuild_not_durable(message: str, acked: int, replicas: int, job_ids: tuple[str, ...],
+                         script: str | None, job_id: str | None) -> NotDurable:
+    return NotDurable(message, acked=acked, replicas=replicas, job_ids=job_ids, script=script,
+                      job_id=job_id)
 
 
 class JobNotFound(StreamdelayError):

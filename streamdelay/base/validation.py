@@ -165,3 +165,10 @@ def positive_int(value: Any, field: str, maximum: int = 1_000_000) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
         raise ValidationError(f"{field}: must be an int in [1, {maximum}]", field=field)
     return value
+
+
+def count(value: Any, field: str, maximum: int = 1_000_000) -> int:
+    """An int in [0, maximum] (a count that may be zero, e.g. ``replicas``)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= maximum:
+        raise ValidationError(f"{field}: must be an int in [0, {maximum}]", field=field)
+    return value

@@ -31,6 +31,7 @@ from .options import (
     partitions_option,
     url_option,
     with_dead_options,
+    with_durability_options,
 )
 from .output import (
     claim_text,
@@ -175,6 +176,7 @@ def dispatch(queue_name: str, url: str | None, partitions: int | None, log_level
               default="json", show_default=True, help="How the body is stored.")
 @url_option
 @partitions_option
+@with_durability_options
 @json_option
 def enqueue(queue_name: str, topic: str, body: Any, delay: float | None,
             at: datetime | float | None, job_id: str | None, ttr: float | None,
@@ -223,6 +225,7 @@ def get(queue_name: str, job_id: str, url: str | None, partitions: int | None,
 @click.argument("job_id", metavar="ID")
 @url_option
 @partitions_option
+@with_durability_options
 def cancel(queue_name: str, job_id: str, url: str | None, partitions: int | None) -> None:
     """Remove a job in any state; it is never delivered afterwards (exit 1 when there is none).
 
@@ -244,6 +247,7 @@ def cancel(queue_name: str, job_id: str, url: str | None, partitions: int | None
 @click.option("--at", "at", type=AtTime(), help="New due time: ISO 8601 or epoch seconds.")
 @url_option
 @partitions_option
+@with_durability_options
 def reschedule(queue_name: str, job_id: str, delay: float | None, at: datetime | float | None,
                url: str | None, partitions: int | None) -> None:
     """Give a job a new due time (exit 1 when there is no such job).
@@ -357,6 +361,7 @@ def dead_list(queue_name: str, topic: str | None, job_id: str | None, url: str |
 @dead.command("replay")
 @with_dead_options
 @click.option("--delay", type=Duration(), help="Due this long from now (default: now).")
+@with_durability_options
 def dead_replay(queue_name: str, topic: str | None, job_id: str | None, url: str | None,
                 partitions: int | None, delay: float | None) -> None:
     """Put dead jobs back as new jobs (attempts reset), due now or after --delay.
@@ -374,6 +379,7 @@ def dead_replay(queue_name: str, topic: str | None, job_id: str | None, url: str
 
 @dead.command("purge")
 @with_dead_options
+@with_durability_options
 def dead_purge(queue_name: str, topic: str | None, job_id: str | None, url: str | None,
                partitions: int | None) -> None:
     """Forget dead jobs for good (all of them, or those of --topic / --id).

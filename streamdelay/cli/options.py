@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from ..redis_io.config import DEFAULT_URL
-from .support import PARTITIONS_ENV, URL_ENV
+from .support import DURABILITY_META, PARTITIONS_ENV, URL_ENV, Duration
 
 LOG_LEVELS = click.Choice(["debug", "info", "warning", "error"], case_sensitive=False)
 
@@ -40,5 +40,31 @@ dead_options = [click.argument("queue_name", metavar="QUEUE"),
 def with_dead_options(fn: Any) -> Any:
     """Apply the QUEUE / --topic / --id / --url / --partitions options of the ``dead`` commands."""
     for option in reversed(dead_options):
+        fn = option(fn)
+    return fn
+
+
+def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Keep ``--replicas`` / ``--replica-timeout`` for ``support.operator_queue``."""
+    if value is not None and param.name is not None:
+        ctx.meta.setdefault(DURABILITY_META, {})[param.name] = value
+    return value
+
+
+durability_options = [
+    click.option("--replicas", type=int, default=None, metavar="N", expose_value=False,
+                 callback=_remember,
+                 help="Answer only once N replicas have the change (WAIT), else fail with "
+                      "NotDurable; retrying is safe [default: 0]."),
+    click.option("--replica-timeout", "replica_timeout", type=Duration(), default=None,
+                 expose_value=False, callback=_remember,
+                 help="How long to wait for the replicas [default: 1s]."),
+]
+
+
+def with_durability_options(fn: Any) -> Any:
+    """Apply ``--replicas`` / ``--replica-timeout`` (docs/guarantees.md#durability) to a command
+    that creates or changes jobs; ``operator_queue`` applies them to its queue."""
+    for option in reversed(durability_options):
         fn = option(fn)
     return fn

@@ -45,6 +45,7 @@ URL_ENV = "STREAMDELAY_URL"
 PARTITIONS_ENV = "STREAMDELAY_PARTITIONS"
 OPERATOR_SOCKET_TIMEOUT = 2.0  # seconds per Redis round trip for operator commands
 OPERATOR_GIVE_UP = 3.0  # operator commands stop retrying an unreachable Redis after this
+DURABILITY_META = "streamdelay.durability"  # --replicas / --replica-timeout (options.py)
 DISPATCH_STOP_GRACE = 2.0
 _SECRETS: list[str] = []  # passwords of the running command's URLs (set by run_cli)
 
@@ -249,9 +250,15 @@ def operator_queue(name: str, url: str | None, partitions: int | None = None,
     """A queue for a one-shot command: gives up on an unreachable Redis within a few seconds;
     ``options`` are further queue options (``serializer`` ...)."""
     quiet_library_logs()
+    context = click.get_current_context(silent=True)
+    durability = dict(context.meta.get(DURABILITY_META, {})) if context is not None else {}
+    wait = durability.get("replica_timeout")
+    socket_timeout = (OPERATOR_SOCKET_TIMEOUT if not isinstance(wait, int | float)
+                      else max(OPERATOR_SOCKET_TIMEOUT, wait + 1.0))  # outlives the WAIT
     queue: Queue = library_call(lambda: Queue(name, url=url, partitions=partitions,
-                                              socket_timeout=OPERATOR_SOCKET_TIMEOUT,
-                                              retry_for=OPERATOR_GIVE_UP, **options))
+                                              socket_timeout=socket_timeout,
+                                              retry_for=OPERATOR_GIVE_UP,
+                                              **durability, **options))
     try:
         yield queue
     except ConnectionFailed as exc:

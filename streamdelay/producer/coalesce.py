@@ -129,11 +129,11 @@ class EnqueueCoalescer:
                                          cfg.retry_for)
             if len(waiters) == 1:  # a caller alone: the one-job script (docs/keys.md)
                 outcomes[0] = await drive_async(client, enqueuing.prepared_one_plan(
-                    cfg, waiters[0][0]), cfg.retry_for, _WHAT)
+                    cfg, waiters[0][0]), cfg.retry_for, _WHAT, cfg.durability)
             else:
                 await drive_async(client, enqueuing.round_plan(
                     cfg, [job for job, _ in waiters], outcomes, isolate=True), cfg.retry_for,
-                    _WHAT)
+                    _WHAT, cfg.durability)
         except Exception as exc:  # connection given up, a server error: every caller left
             outcomes = [exc if outcome is None else outcome for outcome in outcomes]
         shared: dict[int, int] = {}  # callers per error object (a call's error reaches each)

@@ -14,7 +14,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from ..base import validation
-from ..base.errors import PartialEnqueueError, StreamdelayError, ValidationError
+from ..base.errors import NotDurable, PartialEnqueueError, StreamdelayError, ValidationError
 from ..base.models import At, Backoff, Delay, EnqueueResult, JobSpec
 from ..protocol.batching import partition_batches
 from ..protocol.codec import encode_blob, encode_body
@@ -169,8 +169,8 @@ def enqueue_chunks(
         args: list[Arg] = [*head]
         for index in chunk:
             args.extend(prepared[index].args)
-        chunks.append(EnqueueChunk(enqueue_jobs.call(keys[partition].script_keys(), args),
-                                   tuple(chunk)))
+        chunks.append(EnqueueChunk(
+            enqueue_jobs.call(keys[partition].script_keys(), args, durable=True), tuple(chunk)))
     return chunks
 
 
@@ -183,6 +183,31 @@ def enqueue_results(
                               state=row.state))
         for index, row in zip(chunk.owners, parse_enqueue(reply), strict=True)
     ]
+
+
+def settle_chunks(
+    jobs: Sequence[PreparedJob], chunks: Sequence[EnqueueChunk], replies: Sequence[Any],
+    outcomes: list[Outcome | None], isolate: bool,
+) -> list[int]:
+    """Fill the outcomes of each chunk's jobs from its reply; the jobs to send again (those
+    that rode with a job whose ``at`` was refused, with ``isolate``)."""
+    again: list[int] = []
+    for chunk, reply in zip(chunks, replies, strict=True):
+        refused = (refused_job(jobs, chunk.owners, reply)
+                   if isolate and isinstance(reply, Exception) else None)
+        if refused is not None:  # that call wrote nothing: the others go again
+            outcomes[refused] = reply
+            again.extend(i for i in chunk.owners if i != refused)
+        elif isinstance(reply, NotDurable) and isolate:  # each caller: its own job
+            for index in chunk.owners:
+                outcomes[index] = not_durable_for(reply, [jobs[index].id])
+        elif isinstance(reply, Exception):
+            for index in chunk.owners:
+                outcomes[index] = reply
+        else:
+            for index, result in enqueue_results(jobs, chunk, reply):
+                outcomes[index] = result
+    return again
 
 
 def round_plan(
@@ -219,22 +244,22 @@ def round_plan(
             except StreamdelayError as exc:  # the runner raises a call's refusal here
                 replies = [exc]
         else:
-            replies = yield EachCall(tuple(chunk.call for chunk in chunks))
-        live = []
-        for chunk, reply in zip(chunks, replies, strict=True):
-            refused = (refused_job(jobs, chunk.owners, reply)
-                       if isolate and isinstance(reply, Exception) else None)
-            if refused is not None:  # that call wrote nothing: the others go again
-                outcomes[refused] = reply
-                live.extend(i for i in chunk.owners if i != refused)
-            elif isinstance(reply, Exception):
-                for index in chunk.owners:
-                    outcomes[index] = reply
-            else:
-                for index, result in enqueue_results(jobs, chunk, reply):
-                    outcomes[index] = result
+            try:
+                replies = yield EachCall(tuple(chunk.call for chunk in chunks))
+            except NotDurable as exc:  # written, not confirmed: every job of the round
+                replies = [exc] * len(chunks)
+        live = settle_chunks(jobs, chunks, replies, outcomes, isolate)
         live.sort()  # arrival order
         split = split_jobs(jobs, live)
+
+
+def not_durable_for(error: NotDurable, job_ids: Sequence[str]) -> NotDurable:
+    """``error`` naming the jobs it is about (their ids, generated ones too: enqueueing them
+    again with ``id=`` is safe)."""
+    shown = ", ".join(job_ids[:5]) + (f" and {len(job_ids) - 5} more" if len(job_ids) > 5 else "")
+    return NotDurable(f"{error} [jobs: {shown}]", acked=error.acked, replicas=error.replicas,
+                      job_ids=tuple(job_ids), script=error.script,
+                      job_id=job_ids[0] if len(job_ids) == 1 else None)
 
 
 @lru_cache(maxsize=1024)
@@ -259,14 +284,20 @@ def prepared_one_plan(cfg: QueueConfig, job: PreparedJob) -> Plan[EnqueueResult]
     if args[6] == "0":  # not replace
         tolerance = validation.delay_ms(cfg.past_tolerance)
         keys = _script_keys(cfg.name, job.partition)
-        reply = yield script("enqueueJob").call(
-            keys, (tolerance, args[0], args[1], args[2], args[3], args[4], args[5], args[7]))
+        try:
+            reply = yield script("enqueueJob").call(
+                keys, (tolerance, args[0], args[1], args[2], args[3], args[4], args[5], args[7]),
+                durable=True)
+        except NotDurable as exc:  # written, not confirmed by the replicas
+            raise not_durable_for(exc, [job.id]) from exc
         if reply != 0:
             row = parse_enqueue(reply)[0]
             return EnqueueResult(id=job.id, due=row.due_ms, created=row.created, state=row.state)
     found: list[Outcome | None] = [None]
     yield from round_plan(cfg, [job], found, isolate=False)
     outcome = found[0]
+    if isinstance(outcome, NotDurable):
+        raise not_durable_for(outcome, [job.id])
     if isinstance(outcome, Exception):
         raise outcome
     assert outcome is not None
@@ -289,6 +320,10 @@ def enqueue_plan(cfg: QueueConfig, specs: Iterable[JobSpec]) -> Plan[list[Enqueu
     failed = [o for o in outcomes if isinstance(o, Exception)]
     if not failed:
         return [o for o in outcomes if isinstance(o, EnqueueResult)]
+    unconfirmed = [o for o in failed if isinstance(o, NotDurable)]
+    if len(unconfirmed) == len(failed):  # all written, some not confirmed by the replicas
+        raise not_durable_for(unconfirmed[0], [prepared[i].id for i, o in enumerate(outcomes)
+                                               if isinstance(o, NotDurable)])
     if len(failed) == len(outcomes):
         raise failed[0]  # every call failed: nothing was written
     raise PartialEnqueueError(outcomes)

@@ -93,7 +93,7 @@ def _keys_for(cfg: QueueConfig, job_id: str) -> PartitionKeys:
 def cancel_plan(cfg: QueueConfig, job_id: str) -> Plan[bool]:
     """Cancel one job in any state."""
     keys = _keys_for(cfg, job_id)
-    reply = yield script("cancelJob").call(keys.script_keys(), [job_id])
+    reply = yield script("cancelJob").call(keys.script_keys(), [job_id], durable=True)
     return bool(int(reply))
 
 
@@ -106,7 +106,8 @@ def reschedule_plan(
         raise ValidationError("delay: give delay or at", field="delay")
     kind, when = when_args(delay, at)
     tolerance = validation.delay_ms(cfg.past_tolerance)
-    reply = yield script("rescheduleJob").call(keys.script_keys(), [job_id, kind, when, tolerance])
+    reply = yield script("rescheduleJob").call(keys.script_keys(),
+                                              [job_id, kind, when, tolerance], durable=True)
     return parse_reschedule(reply).found
 
 
@@ -220,7 +221,7 @@ def _dead_batch_plan(
         for topic_name in (yield from _topics_plan(cfg, keys, topic)):
             while True:
                 args: list[Arg] = [topic_name, SCAN_BATCH, *extra, job_id or ""]
-                done = yield script(name).call(keys.script_keys(), args)
+                done = yield script(name).call(keys.script_keys(), args, durable=True)
                 total += len(done)
                 if job_id is not None or not done:
                     break

@@ -5,9 +5,11 @@ Both are thin: they validate through and drive the same plans from ``plans.py``.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import fields
-from typing import Any
+from typing import Any, TypeVar
 
 from ..base.errors import ConfigError
 from ..base.models import (
@@ -45,6 +47,9 @@ def _config(name: str, url: str | None, options: dict[str, Any]) -> QueueConfig:
     return QueueConfig(name=name, url=resolve_url(url), partitions=partitions, **options)
 
 
+_Face = TypeVar("_Face", bound="_QueueFace")
+
+
 def _spec(topic: str, body: Any, **options: Any) -> JobSpec:
     return JobSpec(topic, body, **options)
 
@@ -64,6 +69,18 @@ class _QueueFace:
         return (f"{type(self).__name__}({self.name!r}, url={mask_url(self.config.url)!r}, "
                 f"partitions={self.config.partitions})")
 
+    def _durable_view(self: _Face, replicas: int, replica_timeout: float | None,
+                      local_fsync: bool | None) -> _Face:
+        """A shallow copy with other durability settings (validated, naming the field)."""
+        changes: dict[str, Any] = {"replicas": replicas}
+        if replica_timeout is not None:
+            changes["replica_timeout"] = replica_timeout
+        if local_fsync is not None:
+            changes["local_fsync"] = local_fsync
+        view = copy.copy(self)
+        view.config = dataclasses.replace(self.config, **changes)
+        return view
+
     def _enqueue(self, topic: str, body: Any, options: dict[str, Any]) -> Plan[EnqueueResult]:
         return (yield from enqueue_one_plan(self.config, _spec(topic, body, **options)))
 
@@ -73,18 +90,32 @@ class Queue(_QueueFace, SyncPull, ScheduleMethods):
 
     Options (``ttr``, ``max_attempts``, ``backoff``, ``handler_timeout``, ``keep_done``,
     ``serializer``, ``max_body_bytes``, ``past_tolerance``, ``partitions``, ``retry_for``) are
-    the queue's defaults; see ``QueueConfig``.
+    the queue's defaults; see ``QueueConfig``. ``replicas=N`` (with ``replica_timeout``
+    seconds, and ``local_fsync``) makes every call that creates or changes a job answer only
+    once N replicas have it, else raise ``NotDurable`` (docs/guarantees.md#durability).
     """
 
     def __init__(self, name: str, url: str | None = None, **options: Any) -> None:
         self.config = _config(name, url, options)
         self._client: SyncClient | None = None
+        self._owns_client = True
+
+    def with_replicas(self, replicas: int, replica_timeout: float | None = None,
+                      local_fsync: bool | None = None) -> Queue:
+        """The same queue on the same connection pool, with another durability setting for the
+        calls made through it: ``queue.with_replicas(1).cancel("close-42")`` answers once one
+        replica has the cancel, else raises ``NotDurable`` (docs/guarantees.md#durability).
+        Closing the view leaves the pool to this queue."""
+        view = self._durable_view(replicas, replica_timeout, local_fsync)
+        view._client, view._owns_client = self.client, False
+        return view
 
     @property
     def client(self) -> SyncClient:
         """The underlying redis-py client (``RedisCluster`` on a cluster; created on first use)."""
         if self._client is None:
             self._client = sync_client(self.config.url, self.config.socket_timeout)
+            self._owns_client = True
         return self._client
 
     def _run(self, plan: Plan[Any], create: bool = True) -> Any:
@@ -94,7 +125,7 @@ class Queue(_QueueFace, SyncPull, ScheduleMethods):
         plan = plans.validated(plan)  # bad input is refused before Redis is touched
         agree_partitions_sync(self.client, cfg.url, cfg.name, cfg.partitions, cfg.retry_for,
                               create)
-        return drive_sync(self.client, plan, cfg.retry_for)
+        return drive_sync(self.client, plan, cfg.retry_for, cfg.durability)
 
     def _operate(self, plan: Plan[Any]) -> Any:
         """Drive a read or operator plan: it never creates the queue (``NoSuchQueue``)."""
@@ -185,11 +216,11 @@ class Queue(_QueueFace, SyncPull, ScheduleMethods):
         return bool(self._operate(set_paused_plan(self.config, topic, False)))
 
     def close(self) -> None:
-        """Close the connection pools."""
+        """Close the connection pools (a ``with_replicas`` view leaves the shared one alone)."""
         self._close_pull()
-        if self._client is not None:
+        if self._client is not None and self._owns_client:
             self._client.close()
-            self._client = None
+        self._client = None
 
     def __enter__(self) -> Queue:
         return self
@@ -209,13 +240,24 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncScheduleMethods):
     def __init__(self, name: str, url: str | None = None, **options: Any) -> None:
         self.config = _config(name, url, options)
         self._client: AsyncClient | None = None
+        self._owns_client = True
         self._coalescer = EnqueueCoalescer(self.config, lambda: self.client)
+
+    def with_replicas(self, replicas: int, replica_timeout: float | None = None,
+                      local_fsync: bool | None = None) -> AsyncQueue:
+        """The same queue on the same connection pool with another durability setting; see
+        ``Queue.with_replicas`` (its enqueue calls are coalesced among themselves)."""
+        view = self._durable_view(replicas, replica_timeout, local_fsync)
+        view._client, view._owns_client = self.client, False
+        view._coalescer = EnqueueCoalescer(view.config, lambda: view.client)
+        return view
 
     @property
     def client(self) -> AsyncClient:
         """The underlying redis-py asyncio client (created on first use)."""
         if self._client is None:
             self._client = async_client(self.config.url, self.config.socket_timeout)
+            self._owns_client = True
         return self._client
 
     async def _run(self, plan: Plan[Any], create: bool = True) -> Any:
@@ -224,7 +266,7 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncScheduleMethods):
         plan = plans.validated(plan)  # bad input is refused before Redis is touched
         await agree_partitions_async(self.client, cfg.url, cfg.name, cfg.partitions,
                                      cfg.retry_for, create)
-        return await drive_async(self.client, plan, cfg.retry_for)
+        return await drive_async(self.client, plan, cfg.retry_for, durability=cfg.durability)
 
     async def _operate(self, plan: Plan[Any]) -> Any:
         """Drive a read or operator plan: it never creates the queue (``NoSuchQueue``)."""
@@ -319,12 +361,13 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncScheduleMethods):
         return bool(await self._operate(set_paused_plan(self.config, topic, False)))
 
     async def close(self) -> None:
-        """Wait for the enqueue calls in flight, then close the connection pool."""
+        """Wait for the enqueue calls in flight, then close the connection pool (a
+        ``with_replicas`` view leaves it to its queue)."""
         await self._coalescer.wait_idle()
         await self._close_pull()
-        if self._client is not None:
+        if self._client is not None and self._owns_client:
             await self._client.aclose()
-            self._client = None
+        self._client = None
 
     async def __aenter__(self) -> AsyncQueue:
         return self

@@ -50,11 +50,16 @@ class Script:
         """SHA-1 of the assembled source, as EVALSHA wants it (computed once per script)."""
         return hashlib.sha1(self.source.encode()).hexdigest()
 
-    def call(self, keys: Sequence[str], args: Sequence[Arg]) -> ScriptCall:
-        """A call of this script; the key count is checked against the file name."""
+    def call(self, keys: Sequence[str], args: Sequence[Arg], *, durable: bool = False
+             ) -> ScriptCall:
+        """A call of this script; the key count is checked against the file name.
+
+        ``durable=True`` marks a call that creates or changes a job's fate: under a queue's
+        ``replicas=`` setting the runner follows it with ``WAIT`` (docs/design.md#durable-steps).
+        """
         if len(keys) != self.num_keys:
             raise ConfigError(f"script {self.name} takes {self.num_keys} keys, got {len(keys)}")
-        return ScriptCall(self, tuple(keys), tuple(args))
+        return ScriptCall(self, tuple(keys), tuple(args), durable)
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,7 @@ class ScriptCall:
     script: Script
     keys: tuple[str, ...]
     args: tuple[Arg, ...]
+    durable: bool = False  # changes a job's fate: waited on under replicas= (durability.py)
 
 
 def _assemble(path: Path, includes: Path) -> str:

@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ..base import validation
 from ..base.errors import ConfigError, ValidationError
 from ..base.masking import mask_url as mask_url  # the one masking function, importable here too
 from ..base.models import Backoff, BackoffPolicy
 from ..protocol.codec import Serializer
+from ..protocol.durability import Durability
 from . import topology
 
 DEFAULT_URL = "redis://localhost:6379/0"
+MAX_REPLICAS = 100
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,9 @@ class QueueConfig:
     past_tolerance: float = 3600.0
     socket_timeout: float = 10.0
     retry_for: float | None = 5.0
+    replicas: int = 0
+    replica_timeout: float = 1.0
+    local_fsync: bool = False
 
     def __repr__(self) -> str:
         """The settings with the URL's password masked (configs end up in logs)."""
@@ -60,6 +66,26 @@ class QueueConfig:
         validation.seconds(self.socket_timeout, "socket_timeout", minimum=0.1, maximum=3600)
         if self.retry_for is not None:
             validation.seconds(self.retry_for, "retry_for")
+        validation.count(self.replicas, "replicas", MAX_REPLICAS)
+        validation.seconds(self.replica_timeout, "replica_timeout", minimum=0.001,
+                           maximum=3600)
+        waits = self.replicas > 0 or self.local_fsync is True
+        if waits and self.replica_timeout >= self.socket_timeout:  # the socket outlives WAIT
+            raise ValidationError(
+                f"replica_timeout: must be shorter than socket_timeout "
+                f"({self.replica_timeout:g} s >= {self.socket_timeout:g} s)",
+                field="replica_timeout")
+        if not isinstance(self.local_fsync, bool):
+            raise ValidationError("local_fsync: must be a bool", field="local_fsync")
+
+    @cached_property
+    def durability(self) -> Durability | None:
+        """What fate-changing calls wait for (``WAIT``/``WAITAOF``), None when nothing
+        (docs/guarantees.md#durability)."""
+        wanted = Durability(self.replicas, validation.delay_ms(self.replica_timeout,
+                                                               "replica_timeout"),
+                            self.local_fsync)
+        return wanted if wanted.active else None
 
 
 def resolve_url(url: str | None) -> str:

@@ -44,7 +44,7 @@ def put_plan(queue: str, partitions: int, sdef: ScheduleDef) -> Plan[bool]:
         expect = "" if record is None else f"{record.version}:{record.next_ms}"
         after = now if record is None else max(now, record.last_ms)
         call = script("putSchedule").call(keys.script_keys(), [
-            sdef.name, expect, sdef.version, timing.next_after(after), sdef.encoded])
+            sdef.name, expect, sdef.version, timing.next_after(after), sdef.encoded], durable=True)
         (status,) = yield call
         if int(status) >= 0:
             return int(status) == 1
@@ -55,7 +55,8 @@ def put_plan(queue: str, partitions: int, sdef: ScheduleDef) -> Plan[bool]:
 def drop_plan(queue: str, partitions: int, name: str) -> Plan[bool]:
     """Remove a schedule and cancel its ticks not yet due; False when there was none."""
     keys = home_keys(queue, partitions, checked_name(name))
-    existed, _cancelled = yield script("dropSchedule").call(keys.script_keys(), [name])
+    existed, _cancelled = yield script("dropSchedule").call(keys.script_keys(), [name],
+                                                               durable=True)
     return bool(int(existed))
 
 
@@ -63,7 +64,8 @@ def pause_plan(queue: str, partitions: int, name: str, paused: bool) -> Plan[boo
     """Pause or resume a schedule; False when it already was. ``ScheduleNotFound`` if absent."""
     keys = home_keys(queue, partitions, checked_name(name))
     if paused:
-        status, _ = yield script("pauseSchedule").call(keys.script_keys(), [name, "1"])
+        status, _ = yield script("pauseSchedule").call(keys.script_keys(), [name, "1"],
+                                                       durable=True)
         if int(status) == -2:
             raise ScheduleNotFound(f"name: no schedule {name!r}", field="name")
         return int(status) == 1
@@ -78,7 +80,7 @@ def pause_plan(queue: str, partitions: int, name: str, paused: bool) -> Plan[boo
         if nxt < now:
             nxt = record.definition.timing.next_after(now - 1)
         status, _ = yield script("pauseSchedule").call(keys.script_keys(), [
-            name, "0", record.version, record.next_ms, nxt])
+            name, "0", record.version, record.next_ms, nxt], durable=True)
         if int(status) != -1:
             return int(status) == 1
     raise StreamdelayError(f"schedule {name!r}: changed by others while resuming it; try again")
