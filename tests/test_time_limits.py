@@ -5,6 +5,7 @@ that returns in time leaves nothing behind."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 import pytest
@@ -62,3 +63,18 @@ def test_many_limits_in_one_tick_each_time_out() -> None:
         return await asyncio.gather(*(one() for _ in range(50)))
 
     assert all(asyncio.run(main()))
+
+
+def test_a_handler_that_swallows_the_cancel_leaves_its_task_uncancelled() -> None:
+    async def stubborn() -> None:
+        with contextlib.suppress(asyncio.CancelledError):  # swallowed: it returns normally
+            await asyncio.sleep(5)
+
+    async def main() -> int:
+        await run_limited(stubborn(), 0.02)
+        task = asyncio.current_task()
+        assert task is not None
+        await asyncio.sleep(0.01)  # no cancel left pending for the next await either
+        return task.cancelling()
+
+    assert asyncio.run(main()) == 0

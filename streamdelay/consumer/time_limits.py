@@ -100,5 +100,8 @@ async def run_limited(awaitable: Awaitable[Any], timeout: float) -> None:
         if limit.expired and _uncancel(task) == 0:  # our cancel, and no other one pending
             raise TimeoutError(f"handler ran longer than {timeout:g}s") from None
         raise
+    else:
+        if limit.expired:  # the handler swallowed our cancel: take it back (asyncio.timeout too)
+            _uncancel(task)
     finally:
         ticks.remove(limit, tick)
