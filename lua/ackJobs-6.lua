@@ -11,6 +11,7 @@
 -- Retry-safe: a repeated call finds nothing current and returns 0.
 -- @include server_time
 -- @include keys
+-- @include leases
 -- @include read_records
 -- @include write_many
 -- @include purge_done
@@ -21,12 +22,17 @@ local now = server_time()
 local group, keep = ARGV[1], tonumber(ARGV[2])
 local settled = 0
 check_partition_keys()
-for b = 3, #ARGV, 3 do refuse_wrong_type(stream_key(ARGV[b]), 'stream') end
+local checked = {}
+for b = 3, #ARGV, 3 do
+  refuse_wrong_type(stream_key(ARGV[b]), 'stream')
+  if not checked[ARGV[b]] then checked[ARGV[b]] = true; check_lease_keys(ARGV[b]) end
+end
 for b = 3, #ARGV, 3 do
   local topic, id, eid = ARGV[b], ARGV[b + 1], ARGV[b + 2]
   local sk = stream_key(topic)
   redis.call('XACK', sk, group, eid)
   redis.call('XDEL', sk, eid)
+  release_lease(topic, eid)
   local r = parse_record(redis.call('HGET', K_JOBS, id))
   if r and r.state == 's' and r.entry == eid then
     if keep > 0 then

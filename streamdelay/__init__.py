@@ -35,6 +35,7 @@ from .base.models import (
 )
 from .consumer.dispatcher import Dispatcher
 from .consumer.worker import Worker
+from .limits.rates import Rate, TopicLimit
 from .producer.listing import JobPage
 from .producer.queue import AsyncQueue, Queue
 from .protocol import scripts as _scripts
@@ -71,9 +72,11 @@ __all__ = [
     "PartialEnqueueError",
     "Queue",
     "QueueStats",
+    "Rate",
     "Retry",
     "ScriptError",
     "StreamdelayError",
+    "TopicLimit",
     "TopicStats",
     "ValidationError",
     "Worker",

@@ -140,8 +140,9 @@ async def read_loop(worker: ReadingHost, keys: PartitionKeys) -> None:
                     log.warning("could not look at the own pending list (%s)", exc)
                 if worker.free_slots() <= 0:
                     continue
-            active = [t for t in topics if t not in worker.paused]
-            if not active:  # every topic paused: look again when the paused set may change
+            active = [t for t in topics if t not in worker.paused and t not in worker.limited]
+            if not active:  # every topic paused or limited (limiting.py takes those): look
+                # again when the paused set may change
                 await asyncio.sleep(REFRESH_S)
                 continue
             free = await _free_slots_for(worker, len(active))

@@ -21,6 +21,8 @@ from ..base.models import (
     JobSpec,
     QueueStats,
 )
+from ..limits.plans import limits_plan, set_limit_plan
+from ..limits.rates import Rate, TopicLimit
 from ..protocol.plan import Plan
 from ..redis_io.agreement import agree_partitions_async, agree_partitions_sync
 from ..redis_io.config import QueueConfig, mask_url, resolve_partitions, resolve_url
@@ -183,6 +185,18 @@ class Queue(_QueueFace):
         """Let workers start jobs of ``topic`` again; False when it was not paused."""
         return bool(self._operate(set_paused_plan(self.config, topic, False)))
 
+    def limit(self, topic: str, rate: str | Rate | None = None,
+              concurrency: int | None = None) -> bool:
+        """Across all workers, start at most ``rate`` jobs of ``topic`` (``"100/s"``, ``"5/m"``)
+        and run at most ``concurrency`` at once; both None clears the topic's limit. Each call
+        sets the whole limit. False when it already was so (docs/limits.md)."""
+        return bool(self._run(set_limit_plan(self.config, topic, rate, concurrency)))
+
+    def limits(self) -> dict[str, TopicLimit]:
+        """The limited topics and their limits."""
+        result: dict[str, TopicLimit] = self._operate(limits_plan(self.config))
+        return result
+
     def close(self) -> None:
         """Close the connection pool."""
         if self._client is not None:
@@ -315,6 +329,16 @@ class AsyncQueue(_QueueFace):
     async def resume(self, topic: str) -> bool:
         """Let workers start jobs of ``topic`` again; see ``Queue.resume``."""
         return bool(await self._operate(set_paused_plan(self.config, topic, False)))
+
+    async def limit(self, topic: str, rate: str | Rate | None = None,
+                    concurrency: int | None = None) -> bool:
+        """Set or clear a topic's limit; see ``Queue.limit``."""
+        return bool(await self._run(set_limit_plan(self.config, topic, rate, concurrency)))
+
+    async def limits(self) -> dict[str, TopicLimit]:
+        """The limited topics and their limits; see ``Queue.limits``."""
+        result: dict[str, TopicLimit] = await self._operate(limits_plan(self.config))
+        return result
 
     async def close(self) -> None:
         """Wait for the enqueue calls in flight, then close the connection pool."""
