@@ -11,7 +11,7 @@
 -- Retry-safe: a repeated call finds nothing current and returns 0.
 -- @include server_time
 -- @include keys
--- @include leases
+-- @include release_lease
 -- @include read_records
 -- @include write_many
 -- @include purge_done

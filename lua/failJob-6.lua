@@ -10,7 +10,7 @@
 -- Retry-safe: a repeated call finds the delivery no longer current and returns {0}.
 -- @include server_time
 -- @include keys
--- @include leases
+-- @include release_lease
 -- @include wake_if_head
 -- @include build_record
 -- @include due_after

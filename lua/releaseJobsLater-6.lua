@@ -11,7 +11,7 @@
 -- Retry-safe: a repeated call finds the old entries no longer current.
 -- @include server_time
 -- @include keys
--- @include leases
+-- @include release_lease
 -- @include wake_if_head
 -- @include build_record
 -- @include due_after

@@ -16,7 +16,7 @@
 -- @include server_time
 -- @include keys
 -- @include build_record
--- @include leases
+-- @include release_lease
 -- @include requeue_entry
 -- @include parse_record
 

@@ -15,12 +15,12 @@
 local key, topic = KEYS[1], ARGV[1]
 local PFX = string.sub(key, 1, -7)
 local bucket, leases, wake = PFX .. 'bucket:' .. topic, PFX .. 'leases:' .. topic, PFX .. 'limitwake:' .. topic
-local function refuse_wrong_type(k, want)
+local function check_type(k, want)
   local t = redis.call('TYPE', k).ok
   if t ~= 'none' and t ~= want then error({err = 'SDERR WRONG_TYPE ' .. k .. ' ' .. t}) end
 end
-refuse_wrong_type(key, 'hash'); refuse_wrong_type(bucket, 'hash')
-refuse_wrong_type(leases, 'zset'); refuse_wrong_type(wake, 'list')
+check_type(key, 'hash'); check_type(bucket, 'hash')
+check_type(leases, 'zset'); check_type(wake, 'list')
 local value = ARGV[2] .. '|' .. ARGV[3] .. '|' .. ARGV[4]
 local old = redis.call('HGET', key, topic)
 if value == '||' then

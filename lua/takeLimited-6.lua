@@ -19,7 +19,7 @@
 -- (with their leases), where the worker's own-pending look finds them.
 -- @include server_time
 -- @include keys
--- @include leases
+-- @include release_lease
 -- @include parse_record
 
 local now = server_time()

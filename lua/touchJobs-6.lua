@@ -10,7 +10,7 @@
 -- Retry-safe: touching twice only resets the idle time twice.
 -- @include server_time
 -- @include keys
--- @include leases
+-- @include release_lease
 -- @include parse_record
 
 local group, me = ARGV[1], ARGV[2]

@@ -5,7 +5,7 @@
 -- Returns the new entry id, or false when the job went dead. Frees the delivery's limit lease
 -- (callers check the lease keys' types first: check_lease_keys).
 -- @include keys
--- @include leases
+-- @include release_lease
 -- @include build_record
 local function requeue_entry(r, id, old_entry, group, count_attempt, why, now)
   local sk = stream_key(r.topic)

@@ -13,17 +13,25 @@ expires), or for a new entry (XREAD BLOCK from the group's last delivered id).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import Any
 
 from redis.exceptions import ResponseError
 
 from ..base.errors import GroupNotFound, StreamdelayError
-from ..limits.plans import CONCURRENCY, DRAINED, RATE, limits_key, parse_limits, parse_take, \
-    take_call
+from ..limits.plans import (
+    CONCURRENCY,
+    DRAINED,
+    RATE,
+    limits_key,
+    parse_limits,
+    parse_take,
+    take_call,
+)
 from ..producer.pausing import REFRESH_S, START_PATIENCE
-from ..protocol.plan import Command
 from ..protocol.keys import PartitionKeys
+from ..protocol.plan import Command
 from ..redis_io.runner import RETRYABLE, call_with_retry
 from ..redis_io.topology import async_client
 from .supervise import pause_after_failure
@@ -77,10 +85,8 @@ async def take_loop(worker: ReadingHost, keys: PartitionKeys, topic: str) -> Non
         while not worker.stopping:
             if topic not in worker.limited or topic in worker.paused:
                 worker.limits_changed.clear()
-                try:
+                with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(worker.limits_changed.wait(), REFRESH_S)
-                except asyncio.TimeoutError:
-                    pass
                 continue
             wanted = worker.free_slots()
             if wanted <= 0:

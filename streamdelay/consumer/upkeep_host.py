@@ -5,8 +5,8 @@ each other (docs/design.md). ``worker.Worker`` is both.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
 import asyncio
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol
 
 from ..metrics.worker import WorkerMetrics

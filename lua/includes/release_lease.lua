@@ -1,10 +1,11 @@
--- Limits (docs/limits.md): the per-topic keys next to the topic stream, sharing its hash tag.
+-- release_lease(topic, eid): free the limit lease of a delivery (a no-op when it has none) and
+-- wake one waiting worker. Limits (docs/limits.md) keep per-topic keys next to the topic stream,
+-- sharing its hash tag:
 --   PREFIX..'limits'            hash topic -> 'count|per_ms|concurrency' (empty part: no limit)
 --   PREFIX..'bucket:'..topic    hash tokens, ts (ms): the token bucket of a rate limit
 --   PREFIX..'leases:'..topic    zset stream entry id -> lease expiry (ms): one per running job
 --   PREFIX..'limitwake:'..topic list: one element per freed lease, for waiting workers (BLPOP)
--- check_lease_keys(topic) refuses a wrong type before a write; release_lease(topic, eid) frees
--- the lease of a delivery (a no-op when it has none) and wakes one waiting worker.
+-- check_lease_keys(topic) refuses a wrong type of the last two (call it before a write).
 -- @include keys
 local function leases_key(topic) return PREFIX .. 'leases:' .. topic end
 local function limitwake_key(topic) return PREFIX .. 'limitwake:' .. topic end
