@@ -4,6 +4,7 @@ fleet, including after a ``kill -9`` of a process holding leases."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -187,3 +188,53 @@ def fleet_client(url: str) -> object:
     """A plain client on the test server."""
     import redis
     return redis.Redis.from_url(url)
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run the real ``streamdelay`` command."""
+    return subprocess.run([sys.executable, "-m", "streamdelay", *args], capture_output=True,
+                          text=True, timeout=60, cwd=ROOT)
+
+
+def test_cli_sets_shows_and_clears_a_limit_and_stats_shows_it(redis_url: str,
+                                                              queue_name: str) -> None:
+    done = cli("limit", queue_name, "mail", "--rate", "20/s", "--concurrency", "2",
+               "--url", redis_url)
+    assert done.returncode == 0 and done.stdout.strip() == "mail: rate 20/s, concurrency 2"
+    shown = cli("limit", queue_name, "mail", "--url", redis_url, "--json")
+    assert json.loads(shown.stdout) == {"topic": "mail", "changed": None, "rate": "20/s",
+                                        "concurrency": 2}
+    stats = cli("stats", queue_name, "--url", redis_url)
+    assert "LIMIT" in stats.stdout and "20/s, 0/2 running" in stats.stdout
+    assert cli("limit", queue_name, "mail", "--clear", "--url", redis_url).stdout.strip() == (
+        "mail: no limit")
+    assert "LIMIT" not in cli("stats", queue_name, "--url", redis_url).stdout
+
+
+@pytest.mark.parametrize("args", [["--rate", "lots"], ["--concurrency", "0"],
+                                  ["--clear", "--rate", "1/s"]])
+def test_cli_refuses_bad_limits_in_one_line(redis_url: str, queue_name: str,
+                                            args: list[str]) -> None:
+    done = cli("limit", queue_name, "mail", *args, "--url", redis_url)
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+def test_the_exporter_shows_limits_and_leases(redis_url: str, queue_name: str) -> None:
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from streamdelay.metrics.exporter import QueueCollector, exporter_queue
+
+    queue = exporter_queue(queue_name, redis_url, None)
+    try:
+        queue.limit("mail", rate="5/m", concurrency=4)
+        registry = CollectorRegistry()
+        registry.register(QueueCollector(queue))
+        text = generate_latest(registry).decode()
+        labels = f'queue="{queue_name}",topic="mail"'
+        assert f'streamdelay_queue_limit{{kind="concurrency",{labels}}} 4.0' in text
+        rate = f'streamdelay_queue_limit{{kind="rate_per_second",{labels}}} 0.0833'
+        assert rate in text
+        assert f"streamdelay_queue_leases{{{labels}}} 0.0" in text
+    finally:
+        queue.close()

@@ -23,6 +23,7 @@ from ..producer.queue import Queue
 from ..redis_io.config import DEFAULT_URL, QueueConfig, resolve_url
 from . import inspect as inspect_commands
 from .exporter import exporter
+from .limits import limit
 from .options import (
     json_option,
     log_format_option,
@@ -409,6 +410,7 @@ def demo(url: str | None, jobs: int, max_delay: float) -> int:
 
 
 cli.add_command(exporter)  # cli/exporter.py
+cli.add_command(limit)  # cli/limits.py
 for _command in (inspect_commands.jobs, inspect_commands.pause, inspect_commands.resume):
     cli.add_command(_command)
 
