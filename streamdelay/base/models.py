@@ -48,6 +48,7 @@ class JobSpec:
     backoff: BackoffPolicy | None = None
     headers: dict[str, str] | None = None
     replace: bool = False
+    max_wait: Delay | None = None  # with replace: never due later than first enqueue + this
 
 
 @dataclass(frozen=True)

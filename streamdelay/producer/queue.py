@@ -114,10 +114,16 @@ class Queue(_QueueFace):
         backoff: BackoffPolicy | None = None,
         headers: dict[str, str] | None = None,
         replace: bool = False,
+        max_wait: Delay | None = None,
     ) -> EnqueueResult:
-        """Schedule one job ``delay`` seconds from now (server clock) or ``at`` a time."""
+        """Schedule one job ``delay`` seconds from now (server clock) or ``at`` a time.
+
+        ``replace=True`` replaces a job of the same id (body, options, due time);
+        ``max_wait`` with it: the due time never moves past the first enqueue of the id plus
+        ``max_wait`` (debounce, docs/producer.md#debounce)."""
         options = {"delay": delay, "at": at, "id": id, "ttr": ttr, "max_attempts": max_attempts,
-                   "backoff": backoff, "headers": headers, "replace": replace}
+                   "backoff": backoff, "headers": headers, "replace": replace,
+                   "max_wait": max_wait}
         result: EnqueueResult = self._run(self._enqueue(topic, body, options))
         return result
 
@@ -255,6 +261,7 @@ class AsyncQueue(_QueueFace):
         backoff: BackoffPolicy | None = None,
         headers: dict[str, str] | None = None,
         replace: bool = False,
+        max_wait: Delay | None = None,
     ) -> EnqueueResult:
         """Schedule one job; see ``Queue.enqueue``.
 
@@ -263,7 +270,8 @@ class AsyncQueue(_QueueFace):
         """
         job = prepare_job(self.config, _spec(topic, body, delay=delay, at=at, id=id, ttr=ttr,
                                              max_attempts=max_attempts, backoff=backoff,
-                                             headers=headers, replace=replace))
+                                             headers=headers, replace=replace,
+                                             max_wait=max_wait))
         return await self._coalescer.enqueue(job)
 
     async def enqueue_many(self, specs: Iterable[JobSpec]) -> list[EnqueueResult]:
