@@ -113,10 +113,11 @@ async def take_loop(worker: ReadingHost, keys: PartitionKeys, topic: str) -> Non
 
 async def _wait(worker: ReadingHost, blocking: Any, keys: PartitionKeys, topic: str,
                 reason: int, wait_ms: int, last_id: str) -> None:
-    """Wait as the take's reply says (nothing when it got all it wanted)."""
+    """Wait as the take's reply says (nothing when it got all it wanted); never longer than
+    the block time, so a stop or a loosened limit is seen within it."""
     block_ms = int(worker.block * 1000)
     if reason == RATE:
-        await asyncio.sleep(wait_ms / 1000.0)
+        await asyncio.sleep(min(wait_ms, block_ms) / 1000.0)
     elif reason == CONCURRENCY:
         await blocking.blpop([keys.limit_wake(topic)], min(wait_ms, block_ms) / 1000.0)
     elif reason == DRAINED:
