@@ -238,3 +238,50 @@ def test_the_exporter_shows_limits_and_leases(redis_url: str, queue_name: str) -
         assert f"streamdelay_queue_leases{{{labels}}} 0.0" in text
     finally:
         queue.close()
+
+
+def test_take_gives_no_more_than_the_limit_and_every_settle_path_frees_the_lease(
+        queue: sd.Queue) -> None:
+    import asyncio
+
+    from streamdelay.limits import parse_take, take_call
+    from streamdelay.protocol.keys import PartitionKeys
+    from streamdelay.protocol.scripts import script
+    from streamdelay.redis_io.runner import run_step_sync
+    from tests.promoting import promote_due
+
+    c = queue.client
+    keys = PartitionKeys(queue.name, 0)
+
+    def run(name: str, args: list[object]) -> object:
+        return run_step_sync(c, script(name).call(keys.script_keys(), args))
+
+    queue.enqueue_many([sd.JobSpec("t", i, id=f"j{i}", ttr=30, max_attempts=1 if i == 2 else 5)
+                        for i in range(6)])
+    queue.limit("t", concurrency=5)
+    run("registerGroup", ["g", "t"])
+    asyncio.run(promote_due(sd.Dispatcher(queue.config), keys, expected=6))
+    first = parse_take(run_step_sync(c, take_call(keys, "g", "me", "t", 3)))
+    assert (len(first.entries), first.reason) == (3, 0)
+    second = parse_take(run_step_sync(c, take_call(keys, "g", "me", "t", 10)))
+    assert (len(second.entries), second.reason) == (2, 2)  # the concurrency holds back
+    assert 29_000 <= second.wait_ms <= 30_000  # until the earliest lease expires (ttr)
+    assert c.zcard(keys.leases("t")) == 5
+    taken = {f[b"id"].decode(): eid for eid, f in first.entries + second.entries}
+    before = c.zscore(keys.leases("t"), taken["j0"])
+    time.sleep(0.01)
+    run("touchJobs", ["g", "me", "t", taken["j0"]])  # a heartbeat moves the lease on
+    assert c.zscore(keys.leases("t"), taken["j0"]) > before
+    run("ackJobs", ["g", 0, "t", "j0", taken["j0"]])
+    run("failJob", ["g", "t", "j1", taken["j1"], 1000, "0", "boom"])  # retried
+    run("failJob", ["g", "t", "j2", taken["j2"], 1000, "0", "boom"])  # dead: last attempt
+    run("releaseJobs", ["g", "t", "j3", taken["j3"]])  # handed back at shutdown
+    assert c.zcard(keys.leases("t")) == 1
+    assert c.llen(keys.limit_wake("t")) == 1 + 4  # setting the limit, then one per freed lease
+    run("requeueStuck", ["g", "t", "-", 100, 0, ""])  # the reclaim of a silent consumer
+    assert c.zcard(keys.leases("t")) == 0
+    assert queue.get("j2").state == "dead"  # type: ignore[union-attr]
+    queue.limit("t", rate="2/h")
+    rated = parse_take(run_step_sync(c, take_call(keys, "g", "me", "t", 10)))
+    assert (len(rated.entries), rated.reason) == (2, 1)  # a full bucket of 2, then the rate
+    assert 1_790_000 <= rated.wait_ms <= 1_800_000  # half an hour to the next token
