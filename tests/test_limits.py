@@ -132,6 +132,8 @@ def test_limits_refuse_a_queue_of_several_partitions(redis_url: str, queue_name:
 
 def test_rate_holds_across_four_worker_processes(fleet: Fleet, redis_url: str, queue_name: str,
                                                  tmp_path: Path) -> None:
+    """50/s measured over a 10 s window (issue 15 says 20 s; 10 s keeps the suite fast and
+    still holds +-10 %), after the first burst of a full bucket."""
     q = sd.Queue(queue_name, url=redis_url)
     q.limit("limited", rate="50/s")
     fleet.start(4)
@@ -144,6 +146,7 @@ def test_rate_holds_across_four_worker_processes(fleet: Fleet, redis_url: str, q
     rows = starts(out)
     inside = [t for _, t, _ in rows if window[0] <= t < window[1]]
     rate = len(inside) / (window[1] - window[0])
+    print(f"measured {rate:.1f} starts/s over 10 s, 4 worker processes")  # shown with -s
     assert 45.0 <= rate <= 55.0, f"measured {rate:.1f}/s"
     assert len({pid for _, _, pid in rows}) >= 2  # the limit is shared, not one busy process
     assert len({i for i, _, _ in rows}) == len(rows)  # no job started twice
