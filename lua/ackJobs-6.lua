@@ -22,11 +22,7 @@ local now = server_time()
 local group, keep = ARGV[1], tonumber(ARGV[2])
 local settled = 0
 check_partition_keys()
-local checked = {}
-for b = 3, #ARGV, 3 do
-  refuse_wrong_type(stream_key(ARGV[b]), 'stream')
-  if not checked[ARGV[b]] then checked[ARGV[b]] = true; check_lease_keys(ARGV[b]) end
-end
+for b = 3, #ARGV, 3 do refuse_wrong_type(stream_key(ARGV[b]), 'stream'); check_lease_keys(ARGV[b]) end
 for b = 3, #ARGV, 3 do
   local topic, id, eid = ARGV[b], ARGV[b + 1], ARGV[b + 2]
   local sk = stream_key(topic)

@@ -15,14 +15,8 @@
 
 local group, me = ARGV[1], ARGV[2]
 local lost = {}
-local now, limited = nil, {}
-for b = 3, #ARGV, 2 do -- only topics with leases pay for the lease step
-  local topic = ARGV[b]
-  if limited[topic] == nil then
-    check_lease_keys(topic)
-    limited[topic] = redis.call('EXISTS', leases_key(topic)) == 1
-  end
-end
+local now = nil
+for b = 3, #ARGV, 2 do check_lease_keys(ARGV[b]) end -- only topics with leases pay for them
 for b = 3, #ARGV, 2 do
   local sk, eid = stream_key(ARGV[b]), ARGV[b + 1]
   -- pcall: a stream or group deleted meanwhile (data lost, FLUSHALL) means the entry is lost,
@@ -30,7 +24,7 @@ for b = 3, #ARGV, 2 do
   local row = redis.pcall('XPENDING', sk, group, eid, eid, 1)
   if type(row) == 'table' and not row.err and row[1] and row[1][2] == me then
     redis.call('XCLAIM', sk, group, me, 0, eid, 'JUSTID')
-    if limited[ARGV[b]] and redis.call('ZSCORE', leases_key(ARGV[b]), eid) then
+    if check_lease_keys(ARGV[b]) and redis.call('ZSCORE', leases_key(ARGV[b]), eid) then
       now = now or server_time()
       local e = redis.call('XRANGE', sk, eid, eid)[1]
       local r = e and e[2][4] and parse_record(e[2][4])

@@ -88,3 +88,21 @@ def test_bad_max_wait_names_the_field_and_writes_nothing(queue: sd.Queue, option
     assert err.value.field == field
     queue.enqueue("t", 1, id="other", delay=60)
     assert queue.get("bad") is None
+
+
+def test_cli_enqueue_takes_max_wait(queue: sd.Queue) -> None:
+    import subprocess
+    import sys
+
+    def enqueue(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "streamdelay", "enqueue", queue.name, "t",
+                               "{}", "--id", "c", "--delay", "1m", *extra, "--url",
+                               queue.config.url, "--json"], capture_output=True, text=True,
+                              timeout=60)
+
+    done = enqueue("--replace", "--max-wait", "10s")
+    assert done.returncode == 0, done.stderr
+    info = queue.get("c")
+    assert info is not None and info.due == info.created + 10_000
+    refused = enqueue("--max-wait", "10s")  # without --replace
+    assert refused.returncode == 2 and "max_wait" in refused.stderr
