@@ -182,8 +182,8 @@ def dispatch(queue_name: str, url: str | None, partitions: int | None, log_level
 def enqueue(queue_name: str, topic: str, body: Any, delay: float | None,
             at: datetime | float | None, job_id: str | None, ttr: float | None,
             max_attempts: int | None, headers: tuple[tuple[str, str], ...], replace: bool,
-            max_wait: float | None, backoff: Any, body_format: str, url: str | None, partitions: int | None,
-            as_json: bool) -> None:
+            max_wait: float | None, backoff: Any, body_format: str, url: str | None,
+            partitions: int | None, as_json: bool) -> None:
     """Schedule one job of TOPIC on QUEUE with the JSON body BODY_JSON; prints id, due, created.
 
     \b
