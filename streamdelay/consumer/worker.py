@@ -193,6 +193,7 @@ class Worker:
     def stop(self) -> None:
         """Ask the worker to stop gracefully (call from the worker's event loop)."""
         self._stopping.set()
+        self.limits_changed.set()  # idle take loops (consumer/limiting.py) see the stop at once
         if self._dispatcher is not None:
             self._dispatcher.stop()
 
