@@ -288,3 +288,18 @@ def test_take_gives_no_more_than_the_limit_and_every_settle_path_frees_the_lease
     rated = parse_take(run_step_sync(c, take_call(keys, "g", "me", "t", 10)))
     assert (len(rated.entries), rated.reason) == (2, 1)  # a full bucket of 2, then the rate
     assert 1_790_000 <= rated.wait_ms <= 1_800_000  # half an hour to the next token
+
+
+def test_the_async_face_sets_reads_and_clears_limits(redis_url: str, queue_name: str) -> None:
+    import asyncio
+
+    async def run() -> tuple[bool, dict[str, TopicLimit], bool, dict[str, TopicLimit]]:
+        async with sd.AsyncQueue(queue_name, url=redis_url) as aq:
+            changed = await aq.limit("mail", rate=Rate(3, 2000), concurrency=7)
+            limits = await aq.limits()
+            cleared = await aq.limit("mail")
+            return changed, limits, cleared, await aq.limits()
+
+    changed, limits, cleared, after = asyncio.run(run())
+    assert changed and cleared and after == {}
+    assert limits == {"mail": TopicLimit(Rate(3, 2000), 7)} and str(limits["mail"].rate) == "3/2s"
