@@ -303,3 +303,35 @@ def test_the_async_face_sets_reads_and_clears_limits(redis_url: str, queue_name:
     changed, limits, cleared, after = asyncio.run(run())
     assert changed and cleared and after == {}
     assert limits == {"mail": TopicLimit(Rate(3, 2000), 7)} and str(limits["mail"].rate) == "3/2s"
+
+
+def test_a_read_waiting_when_a_limit_is_set_hands_the_topic_back(queue: sd.Queue) -> None:
+    import asyncio
+
+    worker = sd.Worker(queue, group="late", block=3.0, dispatch=True)
+    running, peak, done = 0, 0, []
+
+    @worker.handler("t")
+    async def handle(job: sd.Job) -> None:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await asyncio.sleep(0.2)
+        running -= 1
+        done.append(job.id)
+
+    async def scenario() -> None:
+        serving = asyncio.ensure_future(worker.serve())
+        await asyncio.sleep(0.5)  # the plain read now blocks for 3 s on the unlimited topic
+        queue.limit("t", concurrency=1)
+        await asyncio.sleep(1.0)  # the worker has seen the limit; its read still waits
+        queue.enqueue_many([sd.JobSpec("t", i, id=f"j{i}") for i in range(3)])
+        deadline = time.monotonic() + 20
+        while len(done) < 3 and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        worker.stop()
+        await serving
+
+    asyncio.run(scenario())
+    assert sorted(done) == ["j0", "j1", "j2"] and peak == 1
+    assert all(info is None for info in map(queue.get, ["j0", "j1", "j2"]))  # acknowledged

@@ -32,8 +32,11 @@ from ..limits.plans import (
 from ..producer.pausing import REFRESH_S, START_PATIENCE
 from ..protocol.keys import PartitionKeys
 from ..protocol.plan import Command
+from ..protocol.replies import text
 from ..redis_io.runner import RETRYABLE, call_with_retry
 from ..redis_io.topology import async_client
+from . import pausing
+from .delivery import Delivery
 from .supervise import pause_after_failure
 from .upkeep_host import ReadingHost
 
@@ -75,6 +78,23 @@ async def watch(worker: ReadingHost) -> None:
         except RETRYABLE as exc:
             log.debug("could not read the limited topics (%s)", exc)
         await asyncio.sleep(REFRESH_S)
+
+
+def plain_read(worker: ReadingHost, partition: int, reply: list[Any]) -> list[Any]:
+    """An XREADGROUP reply of the plain read loop without the entries of topics that became
+    limited while the read waited: those are handed straight back to their streams (not an
+    attempt, as for a paused topic) for the take loop to take under the limit."""
+    if not worker.limited:
+        return reply
+    kept = []
+    for stream, entries in reply:
+        topic = text(stream).split(":t:", 1)[1]
+        if topic not in worker.limited:
+            kept.append((stream, entries))
+            continue
+        for entry_id, fields in entries:
+            pausing.hand_back(worker, Delivery(partition, topic, text(entry_id)), fields)
+    return kept
 
 
 async def take_loop(worker: ReadingHost, keys: PartitionKeys, topic: str) -> None:

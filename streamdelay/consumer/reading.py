@@ -31,7 +31,7 @@ from ..protocol.keys import PartitionKeys
 from ..protocol.replies import text
 from ..redis_io.runner import RETRYABLE
 from ..redis_io.topology import AsyncClient, async_client
-from . import upkeep
+from . import limiting, upkeep
 from .delivery import Delivery
 from .supervise import pause_after_failure
 from .upkeep_host import ReadingHost
@@ -165,6 +165,7 @@ async def read_loop(worker: ReadingHost, keys: PartitionKeys) -> None:
                     raise
                 await worker.register()
                 continue
-            worker.start_entries(keys.partition, reply or [])
+            worker.start_entries(keys.partition, limiting.plain_read(worker, keys.partition,
+                                                                    reply or []))
     finally:
         await blocking.aclose()
