@@ -68,7 +68,8 @@ def _start_found(worker: ReadingHost, deliveries: list[Delivery],
     started = 0
     held = worker.acks.entries(deliveries[0].partition) if deliveries else set()
     for delivery, entry_fields in zip(deliveries, fields, strict=True):
-        if delivery.lost or (delivery.topic, delivery.entry_id) in held:
+        if (delivery.lost or (delivery.topic, delivery.entry_id) in held
+                or delivery.key in worker.inflight):  # started meanwhile (by a take)
             continue
         if delivery.topic in worker.limited:
             pausing.hand_back(worker, delivery, entry_fields)
