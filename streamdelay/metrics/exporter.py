@@ -17,6 +17,7 @@ from typing import Any
 from redis.exceptions import RedisError
 
 from ..base.errors import StreamdelayError
+from ..limits.rates import parse_rate
 from ..producer.queue import Queue
 from . import prometheus
 from .serving import MetricsServer
@@ -56,11 +57,22 @@ class QueueCollector:
         lag = core.GaugeMetricFamily("streamdelay_queue_lag_seconds", "How long the oldest due, "
                                      "not yet delivered job of the topic has waited.",
                                      labels=["queue", "topic"])
+        limit = core.GaugeMetricFamily("streamdelay_queue_limit", "The topic's limit across all "
+                                       "workers (docs/limits.md): kind rate_per_second or "
+                                       "concurrency.", labels=["queue", "topic", "kind"])
+        leases = core.GaugeMetricFamily("streamdelay_queue_leases", "Jobs of the topic running "
+                                        "under its concurrency limit (leases held).",
+                                        labels=["queue", "topic"])
         for topic, row in sorted(stats.topics.items()):
             for state in ("delayed", "ready", "reserved", "dead"):
                 jobs.add_metric([name, topic, state], getattr(row, state))
             lag.add_metric([name, topic], row.lag_ms / 1000.0)
-        yield from (jobs, lag, up)
+            if row.rate:
+                limit.add_metric([name, topic, "rate_per_second"], parse_rate(row.rate).per_second)
+            if row.concurrency:
+                limit.add_metric([name, topic, "concurrency"], row.concurrency)
+                leases.add_metric([name, topic], row.leases)
+        yield from (jobs, lag, limit, leases, up)
 
 
 def exporter_queue(name: str, url: str | None, partitions: int | None) -> Queue:
