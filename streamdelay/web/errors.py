@@ -17,6 +17,7 @@ from litestar.status_codes import HTTP_303_SEE_OTHER
 from redis.exceptions import RedisError
 
 from ..base import errors
+from ..base.masking import mask_text
 
 log = logging.getLogger("streamdelay.web")
 
@@ -69,11 +70,16 @@ def _library_status(exc: errors.StreamdelayError) -> tuple[int, str]:
         return 404, "no_such_queue"
     if isinstance(exc, errors.GroupNotFound):
         return 404, "no_such_group"
+    if isinstance(exc, errors.ConfigError) and exc.field == "group":
+        return 409, "group_taken"  # the topic is served by another group
     if isinstance(exc, errors.ConnectionFailed):
         return 503, "redis_unavailable"
     if name == "NotDurable":
         return 503, "not_durable"
     return 503, "failed"
+
+
+_ALIASES = {"job_state": "state"}  # Python names of parameters named otherwise in the API
 
 
 def _field_of(exc: ValidationException) -> str | None:
@@ -82,7 +88,8 @@ def _field_of(exc: ValidationException) -> str | None:
     if isinstance(extra, list) and extra and isinstance(extra[0], dict):
         key = extra[0].get("key")
         if isinstance(key, str) and key:
-            return key.removeprefix("$.") or None
+            key = key.removeprefix("$.")
+            return _ALIASES.get(key, key) or None
     if isinstance(extra, dict) and isinstance(extra.get("field"), str):
         field: str = extra["field"]
         return field
@@ -134,8 +141,9 @@ def on_library_error(_: Request[Any, Any, Any], exc: errors.StreamdelayError
 
 def on_redis_error(_: Request[Any, Any, Any], exc: RedisError) -> Response[ErrorBody]:
     """Redis refused or failed a command outside the retry policy: 503."""
-    log.warning("redis error: %s: %s", type(exc).__name__, exc)
-    return error_response(503, "redis_error", f"redis: {type(exc).__name__}: {exc}")
+    message = mask_text(f"redis: {type(exc).__name__}: {exc}")
+    log.warning("%s", message)
+    return error_response(503, "redis_error", message)
 
 
 def on_unexpected(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:
