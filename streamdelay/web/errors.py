@@ -8,6 +8,7 @@ anything else is a 500 with a generic message, logged here with its traceback an
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 import msgspec
@@ -79,6 +80,7 @@ def _library_status(exc: errors.StreamdelayError) -> tuple[int, str]:
     return 503, "failed"
 
 
+_NAMED = re.compile(r"field `([^`]+)`")
 _ALIASES = {"job_state": "state"}  # Python names of parameters named otherwise in the API
 
 
@@ -86,9 +88,13 @@ def _field_of(exc: ValidationException) -> str | None:
     """The field of a Litestar validation error (``$.topic`` -> ``topic``)."""
     extra = exc.extra
     if isinstance(extra, list) and extra and isinstance(extra[0], dict):
-        key = extra[0].get("key")
+        key, message = extra[0].get("key"), str(extra[0].get("message", ""))
+        named = _NAMED.search(message)  # "missing required field `topic`", "unknown field"
+        if named is not None:
+            where = "" if key in (None, "data", "$") else str(key).removeprefix("$.")
+            return f"{where}.{named.group(1)}" if where else named.group(1)
         if isinstance(key, str) and key:
-            key = key.removeprefix("$.")
+            key = key.removeprefix("$.").replace("[...]", "")  # a map's value: the map
             return _ALIASES.get(key, key) or None
     if isinstance(extra, dict) and isinstance(extra.get("field"), str):
         field: str = extra["field"]

@@ -10,7 +10,10 @@ from litestar import Request, Response, delete, get, post
 from litestar.openapi import ResponseSpec
 from litestar.params import Parameter
 
-from ...base.models import EnqueueResult, JobInfo, QueueStats
+from ...base.errors import ValidationError
+from ...base.models import EnqueueResult, JobInfo, JobSpec, QueueStats
+from ...producer.enqueuing import prepare_job
+from ...producer.queue import AsyncQueue
 from ..auth import requires
 from ..errors import ApiError
 from .common import PREFIX, READ_ERRORS, WRITE_ERRORS, errors, path_value, served
@@ -78,7 +81,21 @@ async def enqueue_batch(request: Request[Any, Any, Any], queue: str, data: Batch
             field = getattr(exc, "field", None)
             raise ApiError(422, "invalid", f"jobs[{index}]: {exc}",
                            f"jobs[{index}].{field}" if field else f"jobs[{index}]") from None
-    return BatchAnswer(await target.enqueue_many(specs))
+    try:
+        return BatchAnswer(await target.enqueue_many(specs))
+    except ValidationError as exc:
+        raise _indexed(target, specs, exc) from None
+
+
+def _indexed(target: AsyncQueue, specs: list[JobSpec], exc: ValidationError) -> Exception:
+    """The refusal of a batch, naming the job (found again on this error path only)."""
+    for index, spec in enumerate(specs):
+        try:
+            prepare_job(target.config, spec)
+        except ValidationError as found:
+            field = f"jobs[{index}].{found.field}" if found.field else f"jobs[{index}]"
+            return ApiError(422, "invalid", f"jobs[{index}]: {found}", field)
+    return exc
 
 
 @get(f"{PREFIX}/jobs/{{id:path}}", guards=[READ], tags=["operators"], operation_id="getJob",
