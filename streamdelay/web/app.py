@@ -77,7 +77,8 @@ async def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
 @get("/openapi.json", include_in_schema=False, media_type=MediaType.JSON)
 async def openapi_document(request: Request[Any, Any, Any]) -> dict[str, Any]:
     """The OpenAPI 3.1 document of the JSON API."""
-    return public_schema(request.app.openapi_schema.to_schema())
+    return public_schema(request.app.openapi_schema.to_schema(),
+                         list(request.app.state.settings.queues))
 
 
 def _openapi() -> OpenAPIConfig:

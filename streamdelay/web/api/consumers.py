@@ -12,7 +12,7 @@ from litestar import Request, Response, post
 from litestar.openapi import ResponseSpec
 
 from ..auth import principal_of, requires
-from .common import PREFIX, WRITE_ERRORS, errors, served
+from .common import PREFIX, WRITE_ERRORS, ReceiptParam, TopicParam, errors, served
 from .models import Delivery, FailBody, ReserveAnswer, ReserveBody, Settled, seconds_of
 
 CONSUME = requires("consume")
@@ -30,7 +30,7 @@ def default_consumer(request: Request[Any, Any, Any]) -> str:
       tags=["consumers"], operation_id="reserve", summary="Take jobs (long poll)",
       responses={204: ResponseSpec(None, description="No job came within wait_ms."),
                  **errors(*WRITE_ERRORS)})
-async def reserve(request: Request[Any, Any, Any], queue: str, topic: str,
+async def reserve(request: Request[Any, Any, Any], queue: str, topic: TopicParam,
                   data: ReserveBody | None = None) -> Response[ReserveAnswer | None]:
     """Take up to ``count`` (<= 100) ready jobs of the topic, waiting up to ``wait_ms``
     (<= 30000) for one; 204 when none came. Settle each by its receipt within its ttr."""
@@ -56,7 +56,7 @@ async def reserve(request: Request[Any, Any, Any], queue: str, topic: str,
 @post(f"{PREFIX}/deliveries/:ack/{{receipt:str}}", guards=[CONSUME], status_code=200,
       tags=["consumers"], operation_id="ack", summary="The job is done",
       responses=errors(*WRITE_ERRORS, 409))
-async def ack(request: Request[Any, Any, Any], queue: str, receipt: str) -> Settled:
+async def ack(request: Request[Any, Any, Any], queue: str, receipt: ReceiptParam) -> Settled:
     """Acknowledge the delivery: the job is forgotten (or kept as ``done``, keep_done)."""
     await served(request, queue).reservation(receipt).ack()
     return Settled("acked")
@@ -65,7 +65,7 @@ async def ack(request: Request[Any, Any, Any], queue: str, receipt: str) -> Sett
 @post(f"{PREFIX}/deliveries/:fail/{{receipt:str}}", guards=[CONSUME], status_code=200,
       tags=["consumers"], operation_id="fail", summary="The attempt failed",
       responses=errors(*WRITE_ERRORS, 409))
-async def fail(request: Request[Any, Any, Any], queue: str, receipt: str, data: FailBody
+async def fail(request: Request[Any, Any, Any], queue: str, receipt: ReceiptParam, data: FailBody
                ) -> Settled:
     """Retry after ``retry_delay`` (else the job's backoff), or dead after the last attempt
     or with ``dead``."""
@@ -78,7 +78,7 @@ async def fail(request: Request[Any, Any, Any], queue: str, receipt: str, data: 
 @post(f"{PREFIX}/deliveries/:touch/{{receipt:str}}", guards=[CONSUME], status_code=200,
       tags=["consumers"], operation_id="touch", summary="Keep the job (heartbeat)",
       responses=errors(*WRITE_ERRORS, 409))
-async def touch(request: Request[Any, Any, Any], queue: str, receipt: str) -> Settled:
+async def touch(request: Request[Any, Any, Any], queue: str, receipt: ReceiptParam) -> Settled:
     """The ttr counts again from now: call it well within each ttr while working."""
     await served(request, queue).reservation(receipt).touch()
     return Settled("touched")

@@ -16,7 +16,16 @@ from ...producer.enqueuing import prepare_job
 from ...producer.queue import AsyncQueue
 from ..auth import requires
 from ..errors import ApiError
-from .common import PREFIX, READ_ERRORS, WRITE_ERRORS, errors, path_value, served
+from .common import (
+    PREFIX,
+    READ_ERRORS,
+    WRITE_ERRORS,
+    JobIdParam,
+    TopicParam,
+    errors,
+    path_value,
+    served,
+)
 from .models import (
     BatchAnswer,
     BatchBody,
@@ -101,7 +110,7 @@ def _indexed(target: AsyncQueue, specs: list[JobSpec], exc: ValidationError) -> 
 @get(f"{PREFIX}/jobs/{{id:path}}", guards=[READ], tags=["operators"], operation_id="getJob",
      summary="Read a job", responses=errors(*READ_ERRORS))
 async def get_job(request: Request[Any, Any, Any], queue: str,
-                  id: str) -> JobInfo:
+                  id: JobIdParam) -> JobInfo:
     """The job with its state, body, attempts and last error."""
     job_id = path_value(id)
     found = await served(request, queue).get(job_id)
@@ -112,7 +121,7 @@ async def get_job(request: Request[Any, Any, Any], queue: str,
 
 @delete(f"{PREFIX}/jobs/{{id:path}}", guards=[WRITE], status_code=200, tags=["producers"],
         operation_id="cancelJob", summary="Cancel a job", responses=errors(*READ_ERRORS))
-async def cancel_job(request: Request[Any, Any, Any], queue: str, id: str) -> Done:
+async def cancel_job(request: Request[Any, Any, Any], queue: str, id: JobIdParam) -> Done:
     """Remove the job in any state; 404 when there is none."""
     job_id = path_value(id)
     if not await served(request, queue).cancel(job_id):
@@ -123,7 +132,7 @@ async def cancel_job(request: Request[Any, Any, Any], queue: str, id: str) -> Do
 @post(f"{PREFIX}/jobs/:reschedule/{{id:path}}", guards=[WRITE], status_code=200,
       tags=["producers"], operation_id="rescheduleJob", summary="Give a job a new due time",
       responses=errors(*WRITE_ERRORS))
-async def reschedule_job(request: Request[Any, Any, Any], queue: str, id: str,
+async def reschedule_job(request: Request[Any, Any, Any], queue: str, id: JobIdParam,
                          data: RescheduleBody | None = None) -> Done:
     """Move the job to ``delay`` seconds from now or ``at`` a time (neither: now)."""
     job_id = path_value(id)
@@ -156,7 +165,7 @@ async def stats(request: Request[Any, Any, Any], queue: str) -> QueueStats:
 
 @get(f"{PREFIX}/dead", guards=[READ], tags=["operators"], operation_id="listDead",
      summary="List dead letters", responses=errors(*READ_ERRORS))
-async def list_dead(request: Request[Any, Any, Any], queue: str, topic: str | None = None,
+async def list_dead(request: Request[Any, Any, Any], queue: str, topic: TopicParam | None = None,
                     limit: DeadLimit = 100) -> DeadAnswer:
     """The oldest dead-letter entries (all topics, or one)."""
     return DeadAnswer(await served(request, queue).dead_list(topic, limit))
@@ -185,7 +194,8 @@ async def purge_dead(request: Request[Any, Any, Any], queue: str,
 @post(f"{PREFIX}/topics/:pause/{{topic:str}}", guards=[ADMIN], status_code=200,
       tags=["operators"], operation_id="pauseTopic", summary="Pause a topic",
       responses=errors(*READ_ERRORS))
-async def pause_topic(request: Request[Any, Any, Any], queue: str, topic: str) -> PauseAnswer:
+async def pause_topic(request: Request[Any, Any, Any], queue: str, topic: TopicParam
+                      ) -> PauseAnswer:
     """Within 1 s no consumer starts a job of the topic (running ones finish)."""
     changed = await served(request, queue).pause(topic)
     return PauseAnswer(topic, True, changed)
@@ -194,7 +204,7 @@ async def pause_topic(request: Request[Any, Any, Any], queue: str, topic: str) -
 @post(f"{PREFIX}/topics/:resume/{{topic:str}}", guards=[ADMIN], status_code=200,
       tags=["operators"], operation_id="resumeTopic", summary="Resume a topic",
       responses=errors(*READ_ERRORS))
-async def resume_topic(request: Request[Any, Any, Any], queue: str, topic: str
+async def resume_topic(request: Request[Any, Any, Any], queue: str, topic: TopicParam
                        ) -> PauseAnswer:
     """Consumers start the topic's jobs again."""
     changed = await served(request, queue).resume(topic)
