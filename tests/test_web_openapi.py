@@ -3,10 +3,10 @@
 answer documented and matching its schema, bodies that break the schema refused with 4xx and
 the error shape (docs/http.md#openapi).
 
-Kept to ~30-60 s: a few examples per operation, and long polls capped at 200 ms by
-tests/schemathesis_hooks.py (the schema allows 30 s). The positive-data check is not run: a value can fit the schema and still be
-refused by the library (a receipt that does not decode, an ``at`` in the past), which is a
-documented 422, not a defect.
+Kept to ~10-30 s: a few examples per operation, and long polls capped at 200 ms by
+tests/schemathesis_hooks.py (the schema allows 30 s). The positive-data check is not run: a
+value can fit the schema and still be refused by the library (a receipt that does not decode,
+an ``at`` in the past), which is a documented 422, not a defect.
 """
 
 from __future__ import annotations
