@@ -30,7 +30,7 @@ from .. import __version__
 from .api import api_routes
 from .api.bodies import document
 from .api.paths import ActionPaths, public_schema
-from .auth import AuthMiddleware, SessionSigner, requires
+from .auth import AuthMiddleware, SessionSigner, needs
 from .dashboard import TEMPLATE_DIR, dashboard_routes
 from .errors import EXCEPTION_HANDLERS
 from .limits import LimitedRequest
@@ -68,7 +68,7 @@ async def healthz(request: Request[Any, Any, Any]) -> Response[Health]:
                     status_code=200 if healthy else 503)
 
 
-@get("/metrics", include_in_schema=False, guards=[requires("read")])
+@get("/metrics", include_in_schema=False, opt=needs("read"))
 async def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
     """Prometheus text: queue gauges, promotions, HTTP request metrics."""
     registry: HttpMetrics = request.app.state.metrics

@@ -11,12 +11,12 @@ from typing import Any
 from litestar import Request, Response, post
 from litestar.openapi import ResponseSpec
 
-from ..auth import principal_of, requires
+from ..auth import needs, principal_of
 from .bodies import body, decode, decode_optional
 from .common import PREFIX, WRITE_ERRORS, ReceiptParam, TopicParam, errors, served
 from .models import Delivery, FailBody, ReserveAnswer, ReserveBody, Settled, seconds_of
 
-CONSUME = requires("consume")
+CONSUME = needs("consume")
 # A long poll waits in slices, so a stopping service answers within one (docs/http.md#serve).
 POLL_SLICE = 1.0
 
@@ -27,7 +27,7 @@ def default_consumer(request: Request[Any, Any, Any]) -> str:
     return f"http-{principal.name if principal else 'anonymous'}"
 
 
-@post(f"{PREFIX}/topics/:reserve/{{topic:str}}", guards=[CONSUME], status_code=200,
+@post(f"{PREFIX}/topics/:reserve/{{topic:str}}", opt=CONSUME, status_code=200,
       tags=["consumers"], operation_id=body("reserve", ReserveBody, False),
       summary="Take jobs (long poll)",
       responses={204: ResponseSpec(None, description="No job came within wait_ms."),
@@ -55,7 +55,7 @@ async def reserve(request: Request[Any, Any, Any], queue: str, topic: TopicParam
         for r in found]))
 
 
-@post(f"{PREFIX}/deliveries/:ack/{{receipt:str}}", guards=[CONSUME], status_code=200,
+@post(f"{PREFIX}/deliveries/:ack/{{receipt:str}}", opt=CONSUME, status_code=200,
       tags=["consumers"], operation_id="ack", summary="The job is done",
       responses=errors(*WRITE_ERRORS, 409))
 async def ack(request: Request[Any, Any, Any], queue: str, receipt: ReceiptParam) -> Settled:
@@ -64,7 +64,7 @@ async def ack(request: Request[Any, Any, Any], queue: str, receipt: ReceiptParam
     return Settled("acked")
 
 
-@post(f"{PREFIX}/deliveries/:fail/{{receipt:str}}", guards=[CONSUME], status_code=200,
+@post(f"{PREFIX}/deliveries/:fail/{{receipt:str}}", opt=CONSUME, status_code=200,
       tags=["consumers"], operation_id=body("fail", FailBody), summary="The attempt failed",
       responses=errors(*WRITE_ERRORS, 409))
 async def fail(request: Request[Any, Any, Any], queue: str, receipt: ReceiptParam
@@ -78,7 +78,7 @@ async def fail(request: Request[Any, Any, Any], queue: str, receipt: ReceiptPara
     return Settled("dead" if outcome == "dead" else "retried")
 
 
-@post(f"{PREFIX}/deliveries/:touch/{{receipt:str}}", guards=[CONSUME], status_code=200,
+@post(f"{PREFIX}/deliveries/:touch/{{receipt:str}}", opt=CONSUME, status_code=200,
       tags=["consumers"], operation_id="touch", summary="Keep the job (heartbeat)",
       responses=errors(*WRITE_ERRORS, 409))
 async def touch(request: Request[Any, Any, Any], queue: str, receipt: ReceiptParam) -> Settled:
