@@ -101,9 +101,12 @@ def create_app(settings: ServeSettings) -> Litestar:
     service = Service(settings)
     signer = SessionSigner(settings.session_secret, SESSION_MAX_AGE)
     registry = HttpMetrics([q.config for q in service.queues.values()], service.promoted)
+    service.on_reclaimed = lambda queue, topic, group, count: registry.settled(
+        queue, topic, group, "reclaimed", count)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
+        await registry.start()
         await service.start()
         try:
             yield

@@ -1,6 +1,7 @@
 """``/metrics`` of ``streamdelay serve``: the queue gauges of every served queue (the same
-collector as ``streamdelay exporter``), the embedded dispatchers' promotions, and the HTTP
-request metrics (docs/http.md#metrics):
+collector as ``streamdelay exporter``), the embedded dispatchers' promotions, the jobs its HTTP
+consumers settled (``streamdelay_jobs_total``, ``streamdelay_lateness_seconds``: the names a
+worker serves, docs/operations.md#metrics), and the HTTP request metrics (docs/http.md#metrics):
 
 - ``streamdelay_http_requests_total{method,route,status}``: requests answered, by route
   template (``/v1/queues/{queue}/jobs``, never the concrete path: bounded label values);
@@ -14,7 +15,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..metrics import prometheus
+from ..metrics import LATENESS_BUCKETS, prometheus
+from ..metrics.clock import ServerClock
 from ..metrics.exporter import QueueCollector, exporter_queue
 from ..producer.queue import Queue
 from ..redis_io.config import QueueConfig
@@ -68,7 +70,34 @@ class HttpMetrics:
             exporter_queue(cfg.name, cfg.url, cfg.partitions) for cfg in configs]
         registry.register(QueueCollector(*self.stat_queues))
         registry.register(_Promoted(client, promoted))
+        self.jobs = client.Counter(
+            "streamdelay_jobs", "Deliveries settled through this service's consumer routes "
+            "(and re-queued by its reclaim), by outcome.",
+            ["queue", "topic", "group", "outcome"], registry=registry)
+        self.lateness = client.Histogram(
+            "streamdelay_lateness_seconds", "Reserve time minus due time of the jobs HTTP "
+            "consumers took (Redis server clock).", ["queue", "topic"],
+            buckets=LATENESS_BUCKETS, registry=registry)
+        first = next(iter(self.stat_queues), None)
+        self.clock = None if first is None else ServerClock(first.config.url,
+                                                            first.config.socket_timeout)
         self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+
+    def settled(self, queue: str, topic: str, group: str, outcome: str, count: int = 1
+                ) -> None:
+        """Count ``count`` deliveries settled (handled, retried, dead) or reclaimed."""
+        self.jobs.labels(queue, topic, group, outcome).inc(count)
+
+    def reserved(self, queue: str, topic: str, due_ms: int) -> None:
+        """A consumer took a job: observe its lateness on the server clock."""
+        now = None if self.clock is None else self.clock.now_ms()
+        if now is not None:
+            self.lateness.labels(queue, topic).observe(max(0.0, (now - due_ms) / 1000.0))
+
+    async def start(self) -> None:
+        """Measure the server clock (in a thread: a few blocking round trips)."""
+        if self.clock is not None:
+            await asyncio.to_thread(self.clock.start)
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
         """Count one answered request."""
@@ -92,7 +121,9 @@ class HttpMetrics:
         return value
 
     def close(self) -> None:
-        """Close the stats queues' connections."""
+        """Stop the clock, close the stats queues' connections."""
+        if self.clock is not None:
+            self.clock.stop()
         for queue in self.stat_queues:
             queue.close()
 

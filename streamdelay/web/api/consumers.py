@@ -11,6 +11,7 @@ from typing import Any
 from litestar import Request, Response, post
 from litestar.openapi import ResponseSpec
 
+from ...producer.reserving import decode_receipt
 from ..auth import needs, principal_of
 from .bodies import body, decode, decode_optional
 from .common import PREFIX, WRITE_ERRORS, ReceiptParam, TopicParam, errors, served
@@ -19,6 +20,13 @@ from .models import Delivery, FailBody, ReserveAnswer, ReserveBody, Settled, sec
 CONSUME = needs("consume")
 # A long poll waits in slices, so a stopping service answers within one (docs/http.md#serve).
 POLL_SLICE = 1.0
+
+
+def _count(request: Request[Any, Any, Any], queue: str, receipt: str, outcome: str) -> None:
+    """``streamdelay_jobs_total`` of a settled delivery (topic and group from its receipt)."""
+    config = served(request, queue).config
+    found = decode_receipt(receipt, config.name, config.partitions)
+    request.app.state.metrics.settled(queue, found.topic, found.group, outcome)
 
 
 def default_consumer(request: Request[Any, Any, Any]) -> str:
@@ -50,6 +58,9 @@ async def reserve(request: Request[Any, Any, Any], queue: str, topic: TopicParam
             break
     if not found:
         return Response(None, status_code=204)  # type: ignore[arg-type]
+    metrics = request.app.state.metrics
+    for reservation in found:
+        metrics.reserved(queue, reservation.topic, reservation.due)
     return Response(ReserveAnswer([
         Delivery(r.id, r.topic, r.body, r.headers, r.attempt, r.due, r.ttr, r.receipt)
         for r in found]))
@@ -60,7 +71,9 @@ async def reserve(request: Request[Any, Any, Any], queue: str, topic: TopicParam
       responses=errors(*WRITE_ERRORS, 409))
 async def ack(request: Request[Any, Any, Any], queue: str, receipt: ReceiptParam) -> Settled:
     """Acknowledge the delivery: the job is forgotten (or kept as ``done``, keep_done)."""
-    await served(request, queue).reservation(receipt).ack()
+    reservation = served(request, queue).reservation(receipt)
+    await reservation.ack()
+    _count(request, queue, receipt, "handled")
     return Settled("acked")
 
 
@@ -75,7 +88,9 @@ async def fail(request: Request[Any, Any, Any], queue: str, receipt: ReceiptPara
     reservation = served(request, queue).reservation(receipt)
     outcome = await reservation.fail(data.error, seconds_of(data.retry_delay, "retry_delay"),
                                      data.dead)
-    return Settled("dead" if outcome == "dead" else "retried")
+    dead = outcome == "dead"
+    _count(request, queue, receipt, "dead" if dead else "retried")
+    return Settled("dead" if dead else "retried")
 
 
 @post(f"{PREFIX}/deliveries/:touch/{{receipt:str}}", opt=CONSUME, status_code=200,
