@@ -205,3 +205,18 @@ def test_metrics_count_what_http_consumers_settle(web_server: WebServer) -> None
                 f'topic="metered"}} 1.0') in text, text[-3000:]
     assert re.search(rf'streamdelay_lateness_seconds_count\{{queue="{queue}",topic="metered"'
                      rf'\}} 3\.0', text)
+
+
+def test_no_token_in_debug_logs_either(shared_redis: RedisServer) -> None:
+    with WebServer(shared_redis.url, ["debugq"], "--log-level", "debug") as server:
+        server.request("POST", "/v1/queues/debugq/jobs", {"topic": "t"}, token="writer")
+        server.request("GET", "/v1/queues/debugq/stats", token="consumer")
+        server.request("GET", "/v1/queues/debugq/stats", headers={
+            "Authorization": "Bearer " + server.token("admin") + "x"})
+        server.request("POST", "/v1/queues/debugq/topics/t:reserve", {"wait_ms": 10},
+                       token="consumer")
+        log = server.log_text()
+    assert '"level":"debug"' in log or '"level": "debug"' in log
+    assert "color_message" not in log
+    for token, _ in server.tokens.values():
+        assert token not in log

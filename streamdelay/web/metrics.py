@@ -11,6 +11,7 @@ worker serves, docs/operations.md#metrics), and the HTTP request metrics (docs/h
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -22,6 +23,7 @@ from ..producer.queue import Queue
 from ..redis_io.config import QueueConfig
 from .api.paths import public_path
 
+log = logging.getLogger("streamdelay.web")
 HTTP_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
                 5.0, 10.0, 30.0)
 FIELD = "metrics"
@@ -129,7 +131,8 @@ class HttpMetrics:
 
 
 class MetricsMiddleware:
-    """Times every HTTP request and counts it by route template and status."""
+    """Times every HTTP request and counts it by route template and status; at
+    ``--log-level debug`` logs one line per request (never a header or a body)."""
 
     def __init__(self, app: Any, metrics: HttpMetrics) -> None:
         self.app = app
@@ -154,5 +157,11 @@ class MetricsMiddleware:
         finally:
             template = scope.get("path_template")
             route = public_path(template) if template else UNMATCHED
-            self.metrics.observe(scope.get("method", "GET"), route, status,
-                                 time.perf_counter() - started)
+            seconds = time.perf_counter() - started
+            method = scope.get("method", "GET")
+            self.metrics.observe(method, route, status, seconds)
+            if log.isEnabledFor(logging.DEBUG):
+                user = scope.get("user")
+                log.debug("%s %s %d", method, route, status, extra={
+                    "status": status, "duration_ms": round(seconds * 1000, 3),
+                    "principal": getattr(user, "name", None)})
