@@ -230,3 +230,10 @@ def test_no_dispatch_leaves_promoting_to_workers(shared_redis: RedisServer) -> N
         assert server.request("GET", f"{base}/jobs/later")[1]["state"] == "delayed"
         text = server.request("GET", "/metrics")[1]
         assert "streamdelay_promoted_total" not in text
+
+
+def test_only_the_public_openapi_document_is_served(web_server: WebServer) -> None:
+    assert web_server.request("GET", "/openapi.json", token=None)[0] == 200
+    for path in ("/schema", "/schema/openapi.json"):
+        status, error = web_server.request("GET", path)
+        assert status == 404 and error["error"]["code"] == "not_found"

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from litestar import Litestar, MediaType, Request, Response, get
+from litestar import Litestar, MediaType, Request, Response, Router, get
 from litestar.config.csrf import CSRFConfig
 from litestar.contrib.jinja import JinjaTemplateEngine
+from litestar.exceptions import NotFoundException
 from litestar.middleware import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin
@@ -85,12 +86,21 @@ async def openapi_document(request: Request[Any, Any, Any]) -> dict[str, Any]:
     return schema
 
 
+async def _hidden(connection: Any, _: Any) -> None:
+    """A guard that answers 404."""
+    raise NotFoundException()
+
+
 def _openapi() -> OpenAPIConfig:
     return OpenAPIConfig(
         title="streamdelay", version=__version__,
         description="Delayed jobs on Redis Streams over HTTP: producers, operators and "
                     "consumers in any language (docs/http.md).",
-        path="/schema", render_plugins=[JsonRenderPlugin()],
+        render_plugins=[JsonRenderPlugin()],
+        # Litestar's own copy shows the internal action paths: hidden (404); /openapi.json
+        # serves the public document
+        openapi_router=Router(path="/schema", route_handlers=[], guards=[_hidden],
+                              include_in_schema=False),
         components=Components(security_schemes={"bearer": SecurityScheme(
             type="http", scheme="bearer", description="A token of --token-file or "
             "STREAMDELAY_TOKENS (name:token:scopes)")}),
