@@ -152,6 +152,26 @@ def test_without_tokens_loopback_is_open_and_said_loudly(shared_redis: RedisServ
     with WebServer(shared_redis.url, ["openq"], tokens={}) as server:
         assert server.request("GET", "/metrics", token=None)[0] == 200
         assert "NO TOKEN CONFIGURED" in server.log_text()
+        job = {"topic": "t"}
+        assert server.request("POST", "/v1/queues/openq/jobs", job, token=None)[0] == 201
+        # what a page in the user's browser could send: refused
+        refused = [
+            ("GET", "/v1/queues/openq/stats", None, {"Host": "rebound.example:8080"}, "host"),
+            ("POST", "/v1/queues/openq/jobs", job, {"Origin": "https://evil.example"},
+             "origin"),
+            ("POST", "/v1/queues/openq/topics/t:pause", None,
+             {"Sec-Fetch-Site": "cross-site"}, "origin"),
+            ("POST", "/v1/queues/openq/dead:purge", None, {"Origin": "null"}, "origin"),
+        ]
+        for method, path, body, headers, field in refused:
+            status, error = server.request(method, path, body, token=None, headers=headers)
+            assert status == 403 and error["error"]["field"] == field, (path, error)
+        # the service's own pages and non-browser clients: fine
+        own = {"Origin": server.url, "Sec-Fetch-Site": "same-origin"}
+        assert server.request("POST", "/v1/queues/openq/jobs", job, token=None,
+                              headers=own)[0] == 201
+        assert server.request("GET", "/v1/queues/openq/stats", token=None,
+                              headers={"Host": "localhost"})[0] == 200
 
 
 def test_sigterm_stops_gracefully(shared_redis: RedisServer) -> None:

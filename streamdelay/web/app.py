@@ -36,6 +36,7 @@ from .dashboard import TEMPLATE_DIR, dashboard_routes
 from .errors import EXCEPTION_HANDLERS
 from .fastpath import FastPaths
 from .limits import LimitedRequest
+from .local import LocalOnly
 from .metrics import HttpMetrics, MetricsMiddleware
 from .service import Service
 from .settings import SESSION_MAX_AGE, ServeSettings
@@ -151,6 +152,9 @@ def create_app(settings: ServeSettings) -> Litestar:
     state.tokens = settings.tokens
     state.signer = signer
     state.metrics = registry
-    app.asgi_handler = MetricsMiddleware(FastPaths(ActionPaths(app.asgi_handler), settings,
-                                                   service.queues, signer, registry), registry)
+    handler: Any = FastPaths(ActionPaths(app.asgi_handler), settings, service.queues, signer,
+                             registry)
+    if not settings.tokens.configured:  # loopback only: refuse what a browser was tricked into
+        handler = LocalOnly(handler)
+    app.asgi_handler = MetricsMiddleware(handler, registry)
     return app
