@@ -257,3 +257,13 @@ def test_only_the_public_openapi_document_is_served(web_server: WebServer) -> No
     for path in ("/schema", "/schema/openapi.json"):
         status, error = web_server.request("GET", path)
         assert status == 404 and error["error"]["code"] == "not_found"
+
+
+def test_a_taken_port_is_one_line_and_exit_1(web_server: WebServer) -> None:
+    done = subprocess.run([sys.executable, "-m", "streamdelay", "serve", "--url",
+                           web_server.redis_url, "--queue", "q", "--port",
+                           str(web_server.port)], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "STREAMDELAY_TOKENS": "a:abcdefghijklmnop:read"},
+                          timeout=60)
+    assert done.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{web_server.port}" in done.stderr.splitlines()[-1]
