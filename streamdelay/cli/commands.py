@@ -46,6 +46,7 @@ from .output import (
     when,
 )
 from .params import BackoffOption, past_at_explained
+from .serve import serve
 from .support import (
     PARTITIONS_ENV,
     URL_ENV,
@@ -423,6 +424,7 @@ def demo(url: str | None, jobs: int, max_delay: float) -> int:
 cli.add_command(exporter)  # cli/exporter.py
 cli.add_command(schedule_commands.schedule)  # cli/schedules.py
 cli.add_command(limit)  # cli/limits.py
+cli.add_command(serve)  # cli/serve.py
 for _command in (inspect_commands.jobs, inspect_commands.pause, inspect_commands.resume):
     cli.add_command(_command)
 
