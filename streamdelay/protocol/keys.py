@@ -64,6 +64,12 @@ class PartitionKeys:
         """Hash: paused topic -> since when (epoch ms); the queue's is partition 0's."""
         return self.prefix + "paused"
 
+    @property
+    def lateness(self) -> str:
+        """Hash: flusher -> last flush applied; ``lateness:<minute>`` hashes hold the counts
+        (partition 0's only, for the whole queue; docs/dashboard.md#lateness)."""
+        return self.prefix + "lateness"
+
     def stream(self, topic: str) -> str:
         """Stream of one topic: ready and reserved jobs."""
         return self.prefix + "t:" + topic
