@@ -1,0 +1,1 @@
+"""The HTTP service and the dashboard of ``streamdelay serve`` (docs/http.md, docs/dashboard.md)."""
