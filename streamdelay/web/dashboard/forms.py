@@ -107,7 +107,7 @@ def to_login(request: Req, exc: NotAuthorizedException) -> Response[Any]:
     if "/fragment/" in path or request.method != "GET":
         return html("log in first", 401)
     where = path + (f"?{request.url.query}" if request.url.query else "")
-    return see_other(f"/login?{urlencode({'next': where})}")
+    return see_other("/login" if where == "/" else f"/login?{urlencode({'next': where})}")
 
 
 def forbidden(request: Req, exc: PermissionDeniedException) -> Response[str]:
