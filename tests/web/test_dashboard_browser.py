@@ -41,7 +41,17 @@ class Dash:
         return self.page.locator(f'tr[data-topic="{topic}"] td[data-count="{column}"]').first
 
     def wait_cell(self, topic: str, column: str, text: str) -> None:
-        """Wait until the live refresh shows ``text`` in that cell."""
+        """Wait until the live refresh shows ``text`` in that cell (the page's text in the
+        error when it does not)."""
+        try:
+            self._wait_cell(topic, column, text)
+        except Exception as exc:
+            row = self.page.locator(f'tr[data-topic="{topic}"]')
+            shown = row.first.inner_text() if row.count() else self.page.inner_text("body")
+            raise AssertionError(f"{topic} {column} never showed {text!r}: {shown!r} "
+                                 f"({self.page.url})") from exc
+
+    def _wait_cell(self, topic: str, column: str, text: str) -> None:
         self.page.wait_for_function(
             "([t, c, v]) => { const e = document.querySelector("
             "`tr[data-topic=\"${t}\"] td[data-count=\"${c}\"]`); "

@@ -147,8 +147,8 @@ async def queue_page(request: Req, queue: str) -> Response[str]:
         data = await read_topics(q)
     except NoSuchQueue as exc:
         return problem(request, f"Queue {queue}", str(exc), 404, queue)
-    return html(render("queue.html", **base_context(request, queue),
-                       **topics_context(queue, data)))
+    return html(render("queue.html", **{**base_context(request, queue),
+                                        **topics_context(queue, data)}))
 
 
 @get("/q/{queue:str}/fragment/topics", include_in_schema=False)
