@@ -15,6 +15,7 @@ Bounded: one hash field per topic and bucket per minute, ``KEEP_MINUTES`` hashes
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from bisect import bisect_left
@@ -94,10 +95,9 @@ class LatenessRecorder:
                 await asyncio.sleep(every)
                 await self.flush(client)
         finally:
-            try:  # shutting down: best effort, bounded (Redis may be away)
+            # shutting down: best effort, bounded (Redis may be away)
+            with contextlib.suppress(asyncio.CancelledError, asyncio.TimeoutError):
                 await asyncio.wait_for(self.flush(client, give_up_after=1.0), 1.0)
-            except (asyncio.CancelledError, asyncio.TimeoutError):
-                pass
 
 
 # --- reading (the dashboard) ----------------------------------------------------------------

@@ -29,7 +29,7 @@ def _info(**changes: object) -> JobInfo:
 
 
 def test_durations_and_times_read_well() -> None:
-    assert views.duration(None) == "–"
+    assert views.duration(None) == views.UNKNOWN
     assert views.duration(0.42) == "0.4 ms" and views.duration(12.4) == "12 ms"
     assert views.duration(2500) == "2.5 s" and views.duration(42_000) == "42 s"
     assert views.duration(200_000) == "3 m 20 s" and views.duration(7_500_000) == "2 h 5 m"
@@ -52,12 +52,12 @@ def test_topic_rows_join_counts_and_lateness() -> None:
     assert (mail.delayed, mail.ready, mail.reserved, mail.dead, mail.paused) == (3, 1, 2, 1, True)
     assert mail.lag == "1.5 s" and mail.started == 100 and mail.group == "workers"
     assert mail.p50 == "4.0 ms" and mail.p99 == "5.0 ms"
-    assert rows[1].p50 == "–" and rows[1].lag == "0" and "<polyline" not in rows[1].chart
+    assert rows[1].p50 == views.UNKNOWN and rows[1].lag == "0" and "<polyline" not in rows[1].chart
     assert rows[0].delayed == 0 and rows[0].started == 2  # lateness of a topic stats lost
     total = views.totals(rows)
     assert (total.delayed, total.dead, total.paused, total.lag) == (3, 1, 1, "1.5 s")
     no_window = views.topic_rows(stats, None)
-    assert [r.p99 for r in no_window] == ["–", "–"]
+    assert [r.p99 for r in no_window] == [views.UNKNOWN, views.UNKNOWN]
 
 
 def test_chart_draws_p50_and_p99_with_gaps_on_a_log_axis() -> None:
@@ -87,7 +87,8 @@ def test_job_view_shows_record_and_actions_by_state() -> None:
 def test_bodies_are_shown_as_text_and_cut() -> None:
     assert views.body_text(b"plain") == "plain"
     assert views.body_text(b"\xff\x00") == "ff 00"
-    assert views.body_text("x" * 50, limit=10) == '"' + "x" * 9 + "\n… (42 more characters not shown)"
+    cut = views.body_text("x" * 50, limit=10)
+    assert cut == '"' + "x" * 9 + "\n… (42 more characters not shown)"
 
 
 def test_page_view_keeps_order_and_cursor() -> None:

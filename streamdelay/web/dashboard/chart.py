@@ -50,7 +50,7 @@ def lateness_chart(p50: Sequence[float | None], p99: Sequence[float | None], *,
             if " " in points:
                 parts.append(f'<polyline class="{css}" points="{points}"/>')
             else:
-                x, y = points.split(",")
-                parts.append(f'<circle class="{css}" cx="{x}" cy="{y}" r="1.8"/>')
+                cx, cy = points.split(",")
+                parts.append(f'<circle class="{css}" cx="{cx}" cy="{cy}" r="1.8"/>')
     parts.append("</svg>")
     return "".join(parts)

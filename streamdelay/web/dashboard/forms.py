@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from litestar import Request, Response, get, post
+from litestar import Response, get, post
 from litestar.enums import RequestEncodingType
 from litestar.exceptions import (
     NotAuthorizedException,

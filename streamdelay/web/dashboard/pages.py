@@ -125,7 +125,7 @@ async def overview(request: Req) -> Response[str]:
     queues: dict[str, AsyncQueue] = request.app.state.queues
     found = await asyncio.gather(*(read_topics(q) for q in queues.values()),
                                  return_exceptions=True)
-    cards = []
+    cards: list[dict[str, Any]] = []
     for name, data in zip(queues, found, strict=True):
         if isinstance(data, NoSuchQueue):
             cards.append({"queue": name, "error": "No such queue yet: nothing was enqueued."})
@@ -162,7 +162,7 @@ async def topics_fragment(request: Req, queue: str) -> Response[str]:
 
 @get("/q/{queue:str}/jobs", include_in_schema=False)
 async def jobs_page(request: Req, queue: str,
-                    listed: str = Parameter(query="state", default="delayed"),  # noqa: B008
+                    listed: str = Parameter(query="state", default="delayed"),
                     topic: str = "", cursor: str | None = None) -> Response[str]:
     """A page of jobs in one state (delayed by due time, the others in stream order)."""
     principal(request)

@@ -18,6 +18,7 @@ from ...telemetry.lateness import LatenessWindow, quantile_ms
 from .chart import lateness_chart
 
 LATENESS_MINUTES = 15  # the window of the p50 / p99 columns and of the chart
+UNKNOWN = "\N{EN DASH}"  # shown where there is no figure (no handler start in the window)
 BODY_CHARS = 20_000  # a job page shows at most this much of a body
 ERROR_CHARS = 300  # a list row shows this much of a last error
 
@@ -33,9 +34,9 @@ ACTIONS_BY_STATE: dict[str, tuple[str, ...]] = {
 
 def duration(ms: float | None) -> str:
     """A duration for people: ``0.8 ms``, ``12 ms``, ``2.5 s``, ``3 m 20 s``, ``2 h 5 m``,
-    ``3 d 4 h``; ``–`` for None."""
+    ``3 d 4 h``; ``UNKNOWN`` for None."""
     if ms is None:
-        return "–"
+        return UNKNOWN
     if ms < 10:
         return f"{ms:.1f} ms"
     if ms < 1000:
@@ -104,8 +105,8 @@ def topic_rows(stats: QueueStats, window: LatenessWindow | None,
             reserved=t.reserved if t else 0, dead=t.dead if t else 0,
             lag=duration(lag_ms) if lag_ms > 0 else "0", lag_ms=lag_ms,
             paused=bool(t and t.paused), group=(t.group or "") if t else "",
-            p50=duration(quantile_ms(merged, 0.5)) if merged else "–",
-            p99=duration(quantile_ms(merged, 0.99)) if merged else "–",
+            p50=duration(quantile_ms(merged, 0.5)) if merged else UNKNOWN,
+            p99=duration(quantile_ms(merged, 0.99)) if merged else UNKNOWN,
             started=sum(merged),
             chart=lateness_chart(p50, p99, title=f"{name}: lateness p50 / p99 per minute, "
                                  f"last {minutes} min"),
