@@ -65,6 +65,13 @@ def principal(request: Req) -> Principal:
     return found
 
 
+def csrf_token(request: Req) -> str:
+    """The CSRF token the forms of this page carry (set by Litestar's CSRF middleware on safe
+    requests; '' on a POST, whose answer is a redirect or an error page)."""
+    token = ScopeState.from_scope(request.scope).csrf_token
+    return token if isinstance(token, str) else ""
+
+
 def base_context(request: Req, queue: str | None = None) -> dict[str, Any]:
     """What every page's frame shows: the queues, who is logged in, the CSRF token."""
     who = principal_of(request)
@@ -72,7 +79,7 @@ def base_context(request: Req, queue: str | None = None) -> dict[str, Any]:
     return {"queues": shown, "queue": queue,
             "user": who.name if who is not None and request.scope.get("auth") == "session"
             else None,
-            "csrf_token": ScopeState.from_scope(request.scope).csrf_token or "",
+            "csrf_token": csrf_token(request),
             "done": request.query_params.get("done")}
 
 
