@@ -27,7 +27,7 @@ class Session:
                                                   _NoRedirect)
         self.csrf = ""
         if name is not None:
-            status, headers, _ = self.post("/login", {"token": server.token(name)})
+            status, _, _ = self.post("/login", {"token": server.token(name)})
             assert status == 303, status
 
     def open(self, request: urllib.request.Request) -> tuple[int, dict[str, str], str]:
