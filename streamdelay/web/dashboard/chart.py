@@ -35,7 +35,7 @@ def _segments(values: Sequence[float | None], width: float, height: float) -> li
 
 
 def lateness_chart(p50: Sequence[float | None], p99: Sequence[float | None], *,
-                   width: int = 160, height: int = 36, title: str = "") -> str:
+                   width: int = 160, height: int = 40, title: str = "") -> str:
     """An inline ``<svg>`` of per-minute p50 (solid) and p99 (dashed) lateness, ms; a single
     point is drawn as a dot."""
     parts = [f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" '
