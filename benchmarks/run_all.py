@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks import (
     big_bodies,
     cluster_bench,
+    dashboard_pages,
     dispatch,
     drain,
     enqueue,
@@ -133,6 +134,7 @@ def main() -> None:
         lambda: cluster_bench.run(memory_jobs=1_000_000 if args.full else 200_000),
         lambda: big_bodies.run([64 << 10, 1 << 20], 150),
         lambda: inspect_jobs.run(10_000_000 if args.full else 1_000_000),
+        lambda: dashboard_pages.run(10_000_000 if args.full else 1_000_000),
     ]
     sections = []
     for step in steps:
