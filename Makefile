@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install tools redis test lint demo bench bench-full bench-peers chaos docs clean
+.PHONY: install tools redis test lint demo demo-dashboard bench bench-full bench-peers chaos docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -62,6 +62,11 @@ chaos-cluster: install redis
 # The visible end-to-end demo (docs/getting-started.md): Redis at STREAMDELAY_URL, else a private one.
 demo: install redis
 	$(BIN)/python -m streamdelay demo
+
+# The same demo, then its queue in the dashboard (docs/dashboard.md) on http://127.0.0.1:8080/
+# until Ctrl-C.
+demo-dashboard: install redis
+	$(BIN)/python -m streamdelay demo --dashboard
 
 # Benchmarks (docs/benchmarks.md): each starts its own redis-server; writes docs/benchmarks.md (~3 min).
 bench: install redis

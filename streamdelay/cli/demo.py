@@ -346,12 +346,42 @@ def drop_queue(url: str, name: str) -> None:
         for keys in partition_keys(name, 1):
             client.delete(*keys.script_keys(), keys.meta, *(keys.stream(t) for t in TOPICS),
                           *(keys.dead(t) for t in TOPICS))
+        # the workers' lateness record (docs/dashboard.md#lateness): the minutes of the demo
+        reply = client.time()
+        seconds = next(iter(reply.values()))[0] if isinstance(reply, dict) else reply[0]
+        minute = int(seconds) // 60
+        base = partition_keys(name, 1)[0].lateness
+        client.delete(base, *(f"{base}:{m}" for m in range(minute - 15, minute + 1)))
     finally:
         client.close()
 
 
-def run_demo(url: str, settings: DemoSettings, out: TextIO | None = None) -> int:
-    """Run the whole demo and return its exit code (0: everything happened as it should)."""
+DASHBOARD_HINT = ("  dashboard `make demo-dashboard` (`streamdelay demo --dashboard`) runs this "
+                  "demo, then shows its queue\n            at http://127.0.0.1:8080/ until Ctrl-C "
+                  "(docs/dashboard.md)")
+
+
+def serve_dashboard(url: str, name: str, port: int, out: TextIO) -> None:
+    """Serve queue ``name``'s dashboard on loopback until SIGINT/SIGTERM (no token: loopback
+    only, as ``streamdelay serve`` does); the demo's Redis stays up meanwhile."""
+    try:
+        import uvicorn
+
+        from ..web.server import run_server
+        from ..web.settings import ServeSettings
+    except ImportError as exc:
+        print(f"  dashboard needs the web extra: pip install 'streamdelay[web]' ({exc.name} is "
+              f"missing)", file=out)
+        return
+    print(f"\n  dashboard http://127.0.0.1:{port}/ shows queue {name}; Ctrl-C stops it",
+          file=out, flush=True)
+    run_server(uvicorn, ServeSettings(url=url, queues=(name,), port=port), 2.0)
+
+
+def run_demo(url: str, settings: DemoSettings, out: TextIO | None = None,
+             dashboard_port: int | None = None) -> int:
+    """Run the whole demo and return its exit code (0: everything happened as it should);
+    with ``dashboard_port``, then serve the demo queue's dashboard until Ctrl-C."""
     stream = out or sys.stdout
     library_log = logging.getLogger("streamdelay")
     library_log.addHandler(logging.StreamHandler(sys.stderr))
@@ -362,7 +392,12 @@ def run_demo(url: str, settings: DemoSettings, out: TextIO | None = None) -> int
     try:
         with demo_redis(url, stream) as usable:
             try:
-                return asyncio.run(play(usable, name, settings, stream))
+                code = asyncio.run(play(usable, name, settings, stream))
+                if dashboard_port is None:
+                    print(DASHBOARD_HINT, file=stream)
+                else:
+                    serve_dashboard(usable, name, dashboard_port, stream)
+                return code
             finally:
                 if usable == url:  # not our private server: leave nothing behind
                     with contextlib.suppress(redis.RedisError):
