@@ -120,9 +120,9 @@ def worker(dash: Dash, worker_env: dict[str, str]) -> Iterator[subprocess.Popen[
 
 def test_counts_and_lateness_change_live_while_a_worker_runs(
         dash: Dash, worker: subprocess.Popen[bytes]) -> None:
+    dash.queue.enqueue_many([sd.JobSpec("work", i, id=f"w{i}", delay=6) for i in range(40)])
     dash.goto(f"/q/{dash.queue.name}")
     dash.page.evaluate("window.__same_page = true")
-    dash.queue.enqueue_many([sd.JobSpec("work", i, id=f"w{i}", delay=4) for i in range(40)])
     dash.wait_cell("work", "delayed", "41")  # the 40 and the seed, before they are due
     dash.wait_cell("work", "delayed", "1")  # the worker ran them: only the seed is left
     dash.wait_cell("work", "ready", "0")
