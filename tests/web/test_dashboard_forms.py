@@ -9,11 +9,14 @@ import re
 import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 import streamdelay as sd
+from tests.redis_server import RedisServer
 from tests.web_server import WebServer
 
 
@@ -136,3 +139,19 @@ def test_bad_requests_are_pages_that_say_what_is_wrong(web_server: WebServer,
     assert status == 303 and "done=job+j1+due+in+2h" in headers["location"]
     info = queue.get("j1")
     assert info is not None and info.state == "delayed"
+
+
+def test_redis_away_is_a_page_that_says_so(own_redis: RedisServer) -> None:
+    name = f"away{uuid.uuid4().hex[:6]}"
+    sd.Queue(name, url=own_redis.url).enqueue("t", id="j1", delay=3600)
+    with WebServer(own_redis.url, [name]) as server:
+        admin = Session(server, "admin")
+        assert admin.get(f"/q/{name}")[0] == 200
+        own_redis.kill()
+        with ThreadPoolExecutor(3) as pool:  # each answers after the queue's 5 s of retries
+            queue_page, overview, fragment = pool.map(
+                admin.get, [f"/q/{name}", "/", f"/q/{name}/fragment/topics"])
+        assert queue_page[0] == 503 and "<h1>Queue " in queue_page[2]
+        assert "Traceback" not in queue_page[2]
+        assert overview[0] == 200 and 'class="error"' in overview[2]  # the card says so
+        assert fragment[0] == 503  # the live script then shows "update failed, retrying"

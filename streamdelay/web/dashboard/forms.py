@@ -19,7 +19,17 @@ from litestar.params import Body
 from ...base.errors import StreamdelayError
 from ..auth import end_session, start_session
 from .actions import ACTIONS, action, confirm_text, perform
-from .pages import Req, base_context, html, local_path, principal, problem, see_other, served
+from .pages import (
+    Req,
+    base_context,
+    html,
+    local_path,
+    principal,
+    problem,
+    see_other,
+    served,
+    status_of,
+)
 from .render import render
 
 # the scope each action needs (docs/http.md#tokens): job changes are "write", the rest "admin"
@@ -95,7 +105,8 @@ async def act(request: Req, queue: str, data: dict[str, str] = Form) -> Response
         said = await perform(q, name, data.get("id") or None, data.get("topic") or None,
                              data.get("delay"))
     except StreamdelayError as exc:
-        return problem(request, "That did not work", str(exc), 400, queue, back=back)
+        return problem(request, "That did not work", str(exc), status_of(exc), queue,
+                       back=back)
     joiner = "&" if "?" in back else "?"
     return see_other(f"{back}{joiner}{urlencode({'done': said})}")
 

@@ -19,7 +19,7 @@ from litestar.params import Parameter
 from litestar.status_codes import HTTP_303_SEE_OTHER
 from litestar.utils.scope.state import ScopeState
 
-from ...base.errors import NoSuchQueue, StreamdelayError
+from ...base.errors import NoSuchQueue, StreamdelayError, ValidationError
 from ...base.models import QueueStats
 from ...producer.listing import STATES
 from ...producer.queue import AsyncQueue
@@ -118,6 +118,14 @@ def topics_context(queue: str, data: TopicsData) -> dict[str, Any]:
             "now": views.moment(data.stats.now)}
 
 
+def status_of(exc: StreamdelayError) -> int:
+    """The status of a page that failed with ``exc``: 404 no such queue, 400 bad input, 503
+    for the rest (Redis away, refused, ...)."""
+    if isinstance(exc, NoSuchQueue):
+        return 404
+    return 400 if isinstance(exc, ValidationError) else 503
+
+
 def problem(request: Req, heading: str, message: str, status: int, queue: str | None = None,
             back: str = "/") -> Response[str]:
     """A page that says what went wrong (never a traceback)."""
@@ -152,8 +160,8 @@ async def queue_page(request: Req, queue: str) -> Response[str]:
     q = served(request, queue)
     try:
         data = await read_topics(q)
-    except NoSuchQueue as exc:
-        return problem(request, f"Queue {queue}", str(exc), 404, queue)
+    except StreamdelayError as exc:
+        return problem(request, f"Queue {queue}", str(exc), status_of(exc), queue)
     return html(render("queue.html", **{**base_context(request, queue),
                                         **topics_context(queue, data)}))
 
@@ -179,7 +187,7 @@ async def jobs_page(request: Req, queue: str,
             q.jobs(listed, topic=topic or None, limit=PAGE_SIZE, cursor=cursor or None),
             q.stats())
     except StreamdelayError as exc:
-        return problem(request, "Cannot list these jobs", str(exc), 400, queue,
+        return problem(request, "Cannot list these jobs", str(exc), status_of(exc), queue,
                        back=f"/q/{quote(queue)}")
     return html(render("jobs.html", **base_context(request, queue), state=listed, topic=topic,
                        cursor=cursor, states=STATES, topics=sorted(stats.topics),
@@ -200,7 +208,7 @@ async def job_page(request: Req, queue: str, id: str) -> Response[str]:
     try:
         job, _ = await _job(q, id)
     except StreamdelayError as exc:
-        return problem(request, "Cannot show this job", str(exc), 400, queue)
+        return problem(request, "Cannot show this job", str(exc), status_of(exc), queue)
     return html(render("job.html", **base_context(request, queue), job_id=id, job=job,
                        labels=LABELS), 200 if job is not None else 404)
 
@@ -224,7 +232,7 @@ async def search(request: Req, queue: str, id: str) -> Response[Any]:
     try:
         info = await q.get(job_id)
     except StreamdelayError as exc:
-        return problem(request, "Search", str(exc), 400, queue)
+        return problem(request, "Search", str(exc), status_of(exc), queue)
     if info is None:
         return problem(request, "Search", f"There is no job {job_id!r} in queue {queue}.", 404,
                        queue, back=f"/q/{quote(queue)}")
