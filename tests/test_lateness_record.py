@@ -11,6 +11,7 @@ import streamdelay as sd
 from streamdelay.protocol.keys import PartitionKeys
 from streamdelay.protocol.scripts import script
 from streamdelay.redis_io.runner import drive_sync
+from streamdelay.redis_io.topology import async_client
 from streamdelay.telemetry.lateness import (
     BOUNDS_MS,
     OVERFLOW,
@@ -129,3 +130,18 @@ def test_a_worker_records_lateness_of_its_jobs(queue: sd.Queue) -> None:
     assert len(seen) == 5
     window = drive_sync(queue.client, lateness_plan(queue.name, 2), None)
     assert sum(window.merged("t")) == 5
+
+
+def test_a_flush_that_cannot_reach_redis_is_dropped_and_logged(
+        caplog: pytest.LogCaptureFixture) -> None:
+    rec = LatenessRecorder("q", "w1")
+    rec.observe("t", 1)
+    client = async_client("redis://127.0.0.1:1/0", 1.0)  # nothing listens on port 1
+
+    async def flush() -> None:
+        await rec.flush(client, give_up_after=0.2)
+        await client.aclose()
+
+    asyncio.run(flush())
+    assert rec.counts == {} and rec.take() is None  # not kept: memory stays bounded
+    assert "could not record lateness for the dashboard" in caplog.text
