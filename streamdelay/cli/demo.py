@@ -37,6 +37,7 @@ from ..consumer.worker import Worker
 from ..producer.queue import AsyncQueue
 from ..protocol.keys import partition_keys
 from ..redis_io.topology import sync_client
+from .demo_dashboard import DASHBOARD_HINT, serve_dashboard
 
 TOPICS = ("demo.work", "demo.flaky", "demo.doomed")
 FLAKY_FAILURES = 2
@@ -354,28 +355,6 @@ def drop_queue(url: str, name: str) -> None:
         client.delete(base, *(f"{base}:{m}" for m in range(minute - 15, minute + 1)))
     finally:
         client.close()
-
-
-DASHBOARD_HINT = ("  dashboard `make demo-dashboard` (`streamdelay demo --dashboard`) runs this "
-                  "demo, then shows its queue\n            at http://127.0.0.1:8080/ until Ctrl-C "
-                  "(docs/dashboard.md)")
-
-
-def serve_dashboard(url: str, name: str, port: int, out: TextIO) -> None:
-    """Serve queue ``name``'s dashboard on loopback until SIGINT/SIGTERM (no token: loopback
-    only, as ``streamdelay serve`` does); the demo's Redis stays up meanwhile."""
-    try:
-        import uvicorn
-
-        from ..web.server import run_server
-        from ..web.settings import ServeSettings
-    except ImportError as exc:
-        print(f"  dashboard needs the web extra: pip install 'streamdelay[web]' ({exc.name} is "
-              f"missing)", file=out)
-        return
-    print(f"\n  dashboard http://127.0.0.1:{port}/ shows queue {name}; Ctrl-C stops it",
-          file=out, flush=True)
-    run_server(uvicorn, ServeSettings(url=url, queues=(name,), port=port), 2.0)
 
 
 def run_demo(url: str, settings: DemoSettings, out: TextIO | None = None,
