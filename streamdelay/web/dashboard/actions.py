@@ -24,23 +24,26 @@ class Action:
     label: str
     on_job: str  # the confirm sentence for one job ("" when it takes no job id)
     on_topic: str  # the confirm sentence for a whole topic ("" when it needs a job id)
+    scope: str  # the token scope it needs (docs/dashboard.md#actions)
     danger: bool = False
 
 
 ACTIONS: dict[str, Action] = {a.name: a for a in (
     Action("cancel", "Cancel", "Remove job {id} from queue {queue}, whatever its state. It will "
-           "not run (a run already started may finish; its ack then does nothing).", "", True),
+           "not run (a run already started may finish; its ack then does nothing).", "", "write",
+           True),
     Action("run_now", "Run now", "Make job {id} due now: the dispatcher moves it to the "
-           "{topic} stream at once and the next free worker runs it.", ""),
+           "{topic} stream at once and the next free worker runs it.", "", "write"),
     Action("reschedule", "Reschedule", "Give job {id} a new due time, counted from now on the "
-           "Redis clock.", ""),
+           "Redis clock.", "", "write"),
     Action("replay", "Replay", "Put dead job {id} back as a new job of {topic}: attempts reset, "
-           "due now.", "Put every dead job of topic {topic} back: attempts reset, due now."),
+           "due now.", "Put every dead job of topic {topic} back: attempts reset, due now.",
+           "admin"),
     Action("purge", "Purge", "Forget dead job {id} for good.",
-           "Forget every dead job of topic {topic} for good.", True),
+           "Forget every dead job of topic {topic} for good.", "admin", True),
     Action("pause", "Pause", "", "Stop workers starting jobs of topic {topic} (within 1 s; "
-           "running ones finish; due jobs still become ready, so its lag grows).", True),
-    Action("resume", "Resume", "", "Let workers start jobs of topic {topic} again."),
+           "running ones finish; due jobs still become ready, so its lag grows).", "admin", True),
+    Action("resume", "Resume", "", "Let workers start jobs of topic {topic} again.", "admin"),
 )}
 
 

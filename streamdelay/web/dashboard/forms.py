@@ -32,16 +32,13 @@ from .pages import (
 )
 from .render import render
 
-# the scope each action needs (docs/http.md#tokens): job changes are "write", the rest "admin"
-ACTION_SCOPES = {"cancel": "write", "reschedule": "write", "run_now": "write",
-                 "replay": "admin", "purge": "admin", "pause": "admin", "resume": "admin"}
 Form = Body(media_type=RequestEncodingType.URL_ENCODED)
 
 
 def _may(request: Req, name: str) -> None:
     """403 unless the principal holds the scope of action ``name``."""
     who = principal(request)
-    scope = ACTION_SCOPES[action(name).name]
+    scope = action(name).scope
     if not who.allows(scope):
         raise PermissionDeniedException(f"the token {who.name!r} lacks the {scope!r} scope")
 
