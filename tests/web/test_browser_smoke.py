@@ -24,7 +24,7 @@ def _topics(delayed: int) -> str:
     stats = QueueStats("q", 0, {"mail": TopicStats("mail", delayed, 0, 0, 0, 0, "workers")})
     rows = views.topic_rows(stats, None)
     return environment().get_template("_topics.html").render(
-        queue="q", rows=rows, total=views.totals(rows), now="t", minutes=15)
+        queue="q", rows=rows, total=views.totals(rows), now="t", minutes=15, can=())
 
 
 @pytest.fixture

@@ -85,13 +85,15 @@ def test_pages_without_a_session_go_to_login_and_fragments_answer_401(
         {"next": f"/q/{queue.name}/job?id=j1"})
     assert anonymous.get(f"/q/{queue.name}/fragment/topics")[0] == 401
     status, _, page = Session(web_server, "admin").get(f"/q/{queue.name}/job?id=j1")
-    assert status == 200 and "j1" in page
+    assert status == 200 and "confirm?action=cancel&amp;id=j1" in page
 
 
 def test_a_reader_sees_but_cannot_act(web_server: WebServer, queue: sd.Queue) -> None:
     reader = Session(web_server, "reader")
     status, _, page = reader.get(f"/q/{queue.name}")
     assert status == 200 and 'data-topic="t"' in page
+    assert "confirm?action" not in page  # it offers no action the token may not do
+    assert "confirm?action" not in reader.get(f"/q/{queue.name}/job?id=j1")[2]
     status, _, page = reader.get(f"/q/{queue.name}/confirm?action=cancel&id=j1")
     assert status == 403 and "lacks the &#39;write&#39; scope" in page
     status, _, _ = reader.post(f"/q/{queue.name}/act", {"action": "cancel", "id": "j1"})

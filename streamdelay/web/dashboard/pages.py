@@ -72,6 +72,14 @@ def csrf_token(request: Req) -> str:
     return token if isinstance(token, str) else ""
 
 
+def allowed(request: Req) -> frozenset[str]:
+    """The actions the request's principal may do: the pages offer only these."""
+    who = principal_of(request)
+    if who is None:
+        return frozenset()
+    return frozenset(name for name, act in ACTIONS.items() if who.allows(act.scope))
+
+
 def base_context(request: Req, queue: str | None = None) -> dict[str, Any]:
     """What every page's frame shows: the queues, who is logged in, the CSRF token."""
     who = principal_of(request)
@@ -80,7 +88,7 @@ def base_context(request: Req, queue: str | None = None) -> dict[str, Any]:
             "user": who.name if who is not None and request.scope.get("auth") == "session"
             else None,
             "csrf_token": csrf_token(request),
-            "done": request.query_params.get("done")}
+            "done": request.query_params.get("done"), "can": allowed(request)}
 
 
 def served(request: Req, name: str) -> AsyncQueue:
@@ -172,7 +180,7 @@ async def topics_fragment(request: Req, queue: str) -> Response[str]:
     principal(request)
     q = served(request, queue)
     data = await read_topics(q)
-    return html(render("_topics.html", **topics_context(queue, data)))
+    return html(render("_topics.html", **topics_context(queue, data), can=allowed(request)))
 
 
 @get("/q/{queue:str}/jobs", include_in_schema=False)
@@ -220,7 +228,8 @@ async def job_fragment(request: Req, queue: str, id: str) -> Response[str]:
     job, _ = await _job(served(request, queue), id)
     if job is None:
         return html(render("_job_gone.html", job_id=id))
-    return html(render("_job.html", queue=queue, job=job, labels=LABELS))
+    return html(render("_job.html", queue=queue, job=job, labels=LABELS,
+                       can=allowed(request)))
 
 
 @get("/search", include_in_schema=False)

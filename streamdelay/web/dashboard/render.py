@@ -24,7 +24,8 @@ def environment() -> Environment:
 # the names every page's base template reads, with their defaults
 PAGE_DEFAULTS: dict[str, Any] = {"static": STATIC, "queues": [], "queue": None, "user": None,
                                  "csrf_field": "_csrf_token", "csrf_token": "", "done": None,
-                                 "minutes": LATENESS_MINUTES}
+                                 "minutes": LATENESS_MINUTES,
+                                 "can": frozenset()}
 
 
 def render(name: str, **context: Any) -> str:
