@@ -59,6 +59,7 @@ class LatenessRecorder:
         # grows per flush; starts at the wall clock so a restarted worker of the same name goes
         # on above the sequence numbers Redis remembers for it
         self.seq = int(time.time() * 1000)
+        self.failing = False  # the last flush failed (its warning was logged)
 
     def observe(self, topic: str, lateness_ms: float) -> None:
         """Count one handler start of ``topic``, ``lateness_ms`` after its due time."""
@@ -86,7 +87,12 @@ class LatenessRecorder:
         try:
             await call_with_retry(client, call, give_up_after, "lateness flush")
         except Exception as exc:  # Redis full or away: the dashboard misses these seconds
-            log.warning("could not record lateness for the dashboard (%s)", exc)
+            # one warning per streak of failures (a full Redis refuses every flush)
+            (log.debug if self.failing else log.warning)(
+                "could not record lateness for the dashboard (%s)", exc)
+            self.failing = True
+        else:
+            self.failing = False
 
     async def run(self, client: Any, every: float = FLUSH_EVERY) -> None:
         """Flush every ``every`` seconds until cancelled, then once more."""
