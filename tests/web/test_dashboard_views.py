@@ -128,3 +128,12 @@ def test_pages_render_escaped_with_their_csrf_field() -> None:
     job = render("job.html", queues=["q"], queue="q", job_id="j1", labels={},
                  job=views.job_view(_info(state="done"), NOW))
     assert "confirm?action" not in job and 'data-live="/q/q/fragment/job?id=j1"' in job
+
+
+def test_only_paths_of_this_site_are_followed_after_login_or_an_action() -> None:
+    from streamdelay.web.dashboard.pages import local_path
+
+    assert local_path("/q/orders/job?id=a") == "/q/orders/job?id=a"
+    for outside in ("https://evil.example/", "//evil.example/x", "/\\evil.example", "", None,
+                    "javascript:alert(1)"):
+        assert local_path(outside, "/home") == "/home"
