@@ -15,7 +15,6 @@ from urllib.parse import quote, urlencode
 
 from litestar import MediaType, Request, Response, get
 from litestar.exceptions import NotAuthorizedException, NotFoundException
-from litestar.params import Parameter
 from litestar.status_codes import HTTP_303_SEE_OTHER
 from litestar.utils.scope.state import ScopeState
 
@@ -184,11 +183,12 @@ async def topics_fragment(request: Req, queue: str) -> Response[str]:
 
 
 @get("/q/{queue:str}/jobs", include_in_schema=False)
-async def jobs_page(request: Req, queue: str,
-                    listed: str = Parameter(query="state", default="delayed"),
-                    topic: str = "", cursor: str | None = None) -> Response[str]:
-    """A page of jobs in one state (delayed by due time, the others in stream order)."""
+async def jobs_page(request: Req, queue: str, topic: str = "",
+                    cursor: str | None = None) -> Response[str]:
+    """A page of jobs in one state (``?state=``: delayed by due time, the others in stream
+    order); ``state`` is read from the query directly, Litestar reserves the name."""
     principal(request)
+    listed = str(request.query_params.get("state") or "delayed")
     q = served(request, queue)
     try:
         page, stats = await asyncio.gather(
