@@ -17,10 +17,11 @@ install: $(STAMP)
 # The system tools the suite and the benchmarks run, as "command:Debian package". Installed when
 # missing (fresh machines, CI): Debian's redis-server does not pull in openssl, which the TLS tests
 # need to make their certificates; redis-cli and redis-benchmark come with redis-tools; the
-# metrics test scrapes with a real Prometheus server (tests/test_metrics_prometheus.py); the
-# dashboard tests drive Debian's headless Chromium with Playwright (tests/web/browser.py).
+# metrics test scrapes with a real Prometheus server (tests/test_metrics_prometheus.py); the curl
+# walkthrough of docs/http.md needs curl and jq (tests/test_web_docs.py); the dashboard tests
+# drive Debian's headless Chromium with Playwright (tests/web/browser.py).
 TOOLS := redis-server:redis-server redis-cli:redis-tools redis-benchmark:redis-tools \
-  openssl:openssl bash:bash prometheus:prometheus chromium:chromium
+  openssl:openssl bash:bash prometheus:prometheus curl:curl jq:jq chromium:chromium
 tools:
 	@missing=""; for pair in $(TOOLS); do \
 	  command -v "$${pair%%:*}" >/dev/null 2>&1 || missing="$$missing $${pair#*:}"; done; \
