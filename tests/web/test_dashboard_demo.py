@@ -44,3 +44,11 @@ def test_demo_then_its_dashboard_until_ctrl_c(shared_redis: RedisServer) -> None
         out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 0, out
     assert shared_redis.client().keys(f"sd:{{{name}#*") == []  # nothing left behind
+
+
+def test_plain_demo_says_how_to_open_the_dashboard(shared_redis: RedisServer) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "streamdelay", "demo", "--jobs", "10", "--max-delay", "1s",
+         "--url", shared_redis.url], capture_output=True, text=True, timeout=90, cwd=ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "`make demo-dashboard`" in result.stdout and "http://127.0.0.1:8080/" in result.stdout
