@@ -405,7 +405,12 @@ def dead_purge(queue_name: str, topic: str | None, job_id: str | None, url: str 
 @url_option
 @click.option("--jobs", type=click.IntRange(1, 100_000), default=300, hidden=True)
 @click.option("--max-delay", type=Duration(), default="10s", hidden=True)
-def demo(url: str | None, jobs: int, max_delay: float) -> int:
+@click.option("--dashboard", is_flag=True,
+              help="Then serve the demo queue's dashboard on http://127.0.0.1:8080/ until "
+                   "Ctrl-C (needs streamdelay[web]).")
+@click.option("--dashboard-port", type=click.IntRange(1, 65535), default=8080, hidden=True)
+def demo(url: str | None, jobs: int, max_delay: float, dashboard: bool,
+         dashboard_port: int) -> int:
     """Watch the main job work: a few hundred delayed jobs, a worker, a retry, a dead job.
 
     Uses the Redis at --url / STREAMDELAY_URL when it answers, else starts a private
@@ -414,11 +419,13 @@ def demo(url: str | None, jobs: int, max_delay: float) -> int:
     \b
     Example:
       streamdelay demo
+      streamdelay demo --dashboard   # then look at its queue on http://127.0.0.1:8080/
     """
     from .demo import DemoSettings, run_demo
 
     settings = library_call(lambda: DemoSettings(jobs=jobs, max_delay=max(max_delay, 0.6)))
-    return run_demo(resolve_url(url), settings)
+    return run_demo(resolve_url(url), settings, dashboard_port=dashboard_port if dashboard
+                    else None)
 
 
 cli.add_command(exporter)  # cli/exporter.py

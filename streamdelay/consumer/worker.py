@@ -33,6 +33,7 @@ from ..redis_io.config import QueueConfig, mask_url
 from ..redis_io.runner import call_with_retry
 from ..redis_io.topology import AsyncClient, async_client
 from ..telemetry.jobs import JobObserver, log_settled, observe
+from ..telemetry.lateness import LatenessRecorder
 from . import limiting, pausing, reading, settling, upkeep
 from .acks import PendingAcks
 from .delivery import (
@@ -115,6 +116,7 @@ class Worker:
         self.metrics_port = metrics_port
         self.metrics = worker_metrics(config.name, self.group, metrics_port)
         self.observer = JobObserver(config.name, self.group)  # logs and spans (telemetry/)
+        self.lateness = LatenessRecorder(config.name, self.consumer)  # docs/dashboard.md
 
     def __repr__(self) -> str:
         """Queue, group and consumer; the URL with its password masked."""
@@ -245,7 +247,8 @@ class Worker:
                  self._start_loop("heartbeat", partial(upkeep.heartbeat_loop, self)),
                  self._start_loop("reclaim", partial(upkeep.reclaim_loop, self)),
                  self._start_loop("paused", partial(pausing.watch, self)),
-                 self._start_loop("limits", partial(limiting.watch, self))]
+                 self._start_loop("limits", partial(limiting.watch, self)),
+                 self._start_loop("lateness", partial(self.lateness.run, self.client))]
         if until_idle:
             tasks.append(asyncio.create_task(upkeep.idle_watch(self)))
         if dispatcher is not None:
@@ -377,6 +380,8 @@ class Worker:
         if self.metrics is not None:
             self.metrics.started(job)
         run = delivery.run = self.observer.started(job)
+        self.lateness.observe(job.topic, time.time() * 1000 + self.observer.clock_offset_ms
+                              - job.due)
         started = time.monotonic()
         error: BaseException | None = None
         try:

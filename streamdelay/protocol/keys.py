@@ -92,6 +92,12 @@ class PartitionKeys:
         """List: one element per freed lease of a topic, for waiting workers (BLPOP)."""
         return self.prefix + "limitwake:" + topic
 
+    @property
+    def lateness(self) -> str:
+        """Hash: flusher -> last flush applied; ``lateness:<minute>`` hashes hold the counts
+        (partition 0's only, for the whole queue; docs/dashboard.md#lateness)."""
+        return self.prefix + "lateness"
+
     def stream(self, topic: str) -> str:
         """Stream of one topic: ready and reserved jobs."""
         return self.prefix + "t:" + topic
