@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install tools redis test lint demo bench bench-full bench-peers chaos docs clean
+.PHONY: install tools redis test lint demo demo-dashboard bench bench-full bench-peers chaos docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,9 +17,11 @@ install: $(STAMP)
 # The system tools the suite and the benchmarks run, as "command:Debian package". Installed when
 # missing (fresh machines, CI): Debian's redis-server does not pull in openssl, which the TLS tests
 # need to make their certificates; redis-cli and redis-benchmark come with redis-tools; the
-# metrics test scrapes with a real Prometheus server (tests/test_metrics_prometheus.py).
+# metrics test scrapes with a real Prometheus server (tests/test_metrics_prometheus.py); the curl
+# walkthrough of docs/http.md needs curl and jq (tests/test_web_docs.py); the dashboard tests
+# drive Debian's headless Chromium with Playwright (tests/web/browser.py).
 TOOLS := redis-server:redis-server redis-cli:redis-tools redis-benchmark:redis-tools \
-  openssl:openssl bash:bash prometheus:prometheus
+  openssl:openssl bash:bash prometheus:prometheus curl:curl jq:jq chromium:chromium
 tools:
 	@missing=""; for pair in $(TOOLS); do \
 	  command -v "$${pair%%:*}" >/dev/null 2>&1 || missing="$$missing $${pair#*:}"; done; \
@@ -69,6 +71,11 @@ chaos-cluster: install redis
 # The visible end-to-end demo (docs/getting-started.md): Redis at STREAMDELAY_URL, else a private one.
 demo: install redis
 	$(BIN)/python -m streamdelay demo
+
+# The same demo, then its queue in the dashboard (docs/dashboard.md) on http://127.0.0.1:8080/
+# until Ctrl-C.
+demo-dashboard: install redis
+	$(BIN)/python -m streamdelay demo --dashboard
 
 # Benchmarks (docs/benchmarks.md): each starts its own redis-server; writes docs/benchmarks.md (~3 min).
 bench: install redis

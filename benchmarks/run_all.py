@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks import (
     big_bodies,
     cluster_bench,
+    dashboard_pages,
     dispatch,
     drain,
     durable,
@@ -137,6 +138,7 @@ def main() -> None:
         lambda: big_bodies.run([64 << 10, 1 << 20], 150),
         durable.run,
         lambda: inspect_jobs.run(10_000_000 if args.full else 1_000_000),
+        lambda: dashboard_pages.run(10_000_000 if args.full else 1_000_000),
     ]
     sections = []
     for step in steps:

@@ -14,6 +14,7 @@
 -- Retry-safe: a repeated call finds nothing current and returns 0.
 -- @include server_time
 -- @include keys
+-- @include release_lease
 -- @include read_records
 -- @include write_many
 -- @include purge_done
@@ -30,6 +31,7 @@ for b = 3, #ARGV, 3 do
   local topic = ARGV[b]
   if not by_topic[topic] then
     refuse_wrong_type(stream_key(topic), 'stream')
+    check_lease_keys(topic)
     by_topic[topic] = {}
     topics[#topics + 1] = topic
   end
@@ -45,6 +47,7 @@ for _, topic in ipairs(topics) do
     redis.call('XACK', sk, group, unpack(eids, s, e))
     redis.call('XDEL', sk, unpack(eids, s, e))
   end
+  for _, eid in ipairs(eids) do release_lease(topic, eid) end
 end
 if #ids > 0 then
   local raws = hmget_many(K_JOBS, ids)

@@ -5,7 +5,10 @@
 -- ARGV[2]  keep_done ms (> 0: acknowledged ids stay taken as tombstones; used here only to purge:
 --          not 0, the call also forgets up to 100 expired tombstones)
 -- then 8 values per job: id, topic, when_kind ('r' relative | 'a' absolute), when_ms,
---                        ttr_ms, max_attempts, replace ('0' | '1'), blob
+--                        ttr_ms, max_attempts, replace ('0' | '1' | '1:<max_wait_ms>'), blob
+-- replace '1:<max_wait_ms>' (debounce, docs/producer.md#debounce): the due time is at most
+-- created + max_wait, where created stays the one of the job replaced while it is delayed (the
+-- first enqueue of the series), else the server time of this call.
 -- Returns one {created (1|0), due_ms, state} per job; state is the existing job's state when
 -- created is 0 and replace is '0'.
 -- A relative due time is counted from the server clock in µs and rounded up to the next ms
@@ -89,16 +92,21 @@ for i = 0, n - 1 do
       old_raw, old = nil, nil
     end
   end
-  if old_raw and ARGV[b + 6] ~= '1' then
+  if old_raw and string.sub(ARGV[b + 6], 1, 1) ~= '1' then
     out[#out + 1] = {0, old and old.due or 0, old and old.state or '?'}
   else
     if old then
       flush()
       detach(old, id)
     end
-    local due = dues[i]
+    local due, born = dues[i], created
+    local max_wait = tonumber(string.match(ARGV[b + 6], '^1:(%d+)$'))
+    if max_wait then
+      if old and old.state == 'd' then born = old.created end
+      if born + max_wait < due then due = born + max_wait end
+    end
     records[#records + 1] = id
-    records[#records + 1] = new_record(due, created, tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]),
+    records[#records + 1] = new_record(due, born, tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]),
                                        topic, ARGV[b + 7])
     entries[#entries + 1] = due
     entries[#entries + 1] = id

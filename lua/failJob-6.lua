@@ -10,6 +10,7 @@
 -- Retry-safe: a repeated call finds the delivery no longer current and returns {0}.
 -- @include server_time
 -- @include keys
+-- @include release_lease
 -- @include wake_if_head
 -- @include build_record
 -- @include due_after
@@ -22,8 +23,10 @@ local sk = stream_key(topic)
 check_partition_keys()
 refuse_wrong_type(sk, 'stream')
 refuse_wrong_type(dead_key(topic), 'stream')
+check_lease_keys(topic)
 redis.call('XACK', sk, group, eid)
 redis.call('XDEL', sk, eid)
+release_lease(topic, eid)
 local r = parse_record(redis.call('HGET', K_JOBS, id))
 if not (r and r.state == 's' and r.entry == eid) then return {0} end
 r.attempts = r.attempts + 1

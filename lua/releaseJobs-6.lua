@@ -9,6 +9,7 @@
 -- @include server_time
 -- @include keys
 -- @include build_record
+-- @include release_lease
 -- @include requeue_entry
 -- @include parse_record
 
@@ -18,6 +19,7 @@ local released = 0
 check_partition_keys()
 for b = 2, #ARGV, 3 do
   refuse_wrong_type(stream_key(ARGV[b]), 'stream'); refuse_wrong_type(dead_key(ARGV[b]), 'stream')
+  check_lease_keys(ARGV[b])
 end
 for b = 2, #ARGV, 3 do
   local topic, id, eid = ARGV[b], ARGV[b + 1], ARGV[b + 2]
@@ -27,6 +29,7 @@ for b = 2, #ARGV, 3 do
     released = released + 1
   else
     redis.call('XACK', stream_key(topic), group, eid)
+    release_lease(topic, eid)
   end
 end
 return released

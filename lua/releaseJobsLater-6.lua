@@ -11,6 +11,7 @@
 -- Retry-safe: a repeated call finds the old entries no longer current.
 -- @include server_time
 -- @include keys
+-- @include release_lease
 -- @include wake_if_head
 -- @include build_record
 -- @include due_after
@@ -20,11 +21,12 @@ local _, now_us = server_time()
 local group, delay = ARGV[1], tonumber(ARGV[2])
 local released = 0
 check_partition_keys()
-for b = 3, #ARGV, 3 do refuse_wrong_type(stream_key(ARGV[b]), 'stream') end
+for b = 3, #ARGV, 3 do refuse_wrong_type(stream_key(ARGV[b]), 'stream'); check_lease_keys(ARGV[b]) end
 for b = 3, #ARGV, 3 do
   local topic, id, eid = ARGV[b], ARGV[b + 1], ARGV[b + 2]
   local sk = stream_key(topic)
   redis.call('XACK', sk, group, eid)
+  release_lease(topic, eid)
   local r = parse_record(redis.call('HGET', K_JOBS, id))
   if r and r.state == 's' and r.entry == eid then
     redis.call('XDEL', sk, eid)

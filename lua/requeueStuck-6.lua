@@ -16,6 +16,7 @@
 -- @include server_time
 -- @include keys
 -- @include build_record
+-- @include release_lease
 -- @include requeue_entry
 -- @include parse_record
 
@@ -27,6 +28,7 @@ local sk = stream_key(topic)
 check_partition_keys()
 refuse_wrong_type(sk, 'stream')
 refuse_wrong_type(dead_key(topic), 'stream')
+check_lease_keys(topic)
 if redis.call('EXISTS', sk) == 0 then return redis.error_reply('SDERR NO_GROUP ' .. topic) end
 local groups = redis.call('XINFO', 'GROUPS', sk)
 local found = false
@@ -54,6 +56,7 @@ for _, row in ipairs(rows) do
   if not (r and r.state == 's' and r.entry == eid) then
     redis.call('XACK', sk, group, eid)
     redis.call('XDEL', sk, eid)
+    release_lease(topic, eid)
     cleaned = cleaned + 1
   else
     local limit = min_idle

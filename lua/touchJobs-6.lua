@@ -6,11 +6,17 @@
 -- Returns the entry ids this consumer no longer owns (reclaimed, cancelled, handed away, or
 -- whose stream or group no longer exists).
 -- Flags: allow-oom (a heartbeat adds nothing, so jobs in flight are not lost while Redis is full).
+-- A delivery holding a limit lease (docs/limits.md) has it moved on to its job's ttr from now.
 -- Retry-safe: touching twice only resets the idle time twice.
+-- @include server_time
 -- @include keys
+-- @include release_lease
+-- @include parse_record
 
 local group, me = ARGV[1], ARGV[2]
 local lost = {}
+local now = nil
+for b = 3, #ARGV, 2 do check_lease_keys(ARGV[b]) end -- only topics with leases pay for them
 for b = 3, #ARGV, 2 do
   local sk, eid = stream_key(ARGV[b]), ARGV[b + 1]
   -- pcall: a stream or group deleted meanwhile (data lost, FLUSHALL) means the entry is lost,
@@ -18,6 +24,12 @@ for b = 3, #ARGV, 2 do
   local row = redis.pcall('XPENDING', sk, group, eid, eid, 1)
   if type(row) == 'table' and not row.err and row[1] and row[1][2] == me then
     redis.call('XCLAIM', sk, group, me, 0, eid, 'JUSTID')
+    if check_lease_keys(ARGV[b]) and redis.call('ZSCORE', leases_key(ARGV[b]), eid) then
+      now = now or server_time()
+      local e = redis.call('XRANGE', sk, eid, eid)[1]
+      local r = e and e[2][4] and parse_record(e[2][4])
+      if r then redis.call('ZADD', leases_key(ARGV[b]), 'XX', now + r.ttr, eid) end
+    end
   else
     lost[#lost + 1] = eid
   end

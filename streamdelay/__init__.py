@@ -37,6 +37,7 @@ from .base.models import (
 )
 from .consumer.dispatcher import Dispatcher
 from .consumer.worker import Worker
+from .limits.rates import Rate, TopicLimit
 from .producer.listing import JobPage
 from .producer.pull import AsyncReservation, Reservation
 from .producer.queue import AsyncQueue, Queue
@@ -78,6 +79,7 @@ __all__ = [
     "PartialEnqueueError",
     "Queue",
     "QueueStats",
+    "Rate",
     "Reservation",
     "Retry",
     "Schedule",
@@ -85,6 +87,7 @@ __all__ = [
     "ScriptError",
     "StaleReceipt",
     "StreamdelayError",
+    "TopicLimit",
     "TopicStats",
     "ValidationError",
     "Worker",

@@ -55,6 +55,8 @@ def test_documented_acl_user_runs_everything_and_touches_nothing_else(
     queue.enqueue("t", {"ok": 1}, id="fine")
     queue.enqueue("t", {"fail": 1}, id="poison", max_attempts=2, backoff=[0.01])
     queue.enqueue_many([sd.JobSpec("t", i, id=f"m{i}", delay=0.05) for i in range(3)])
+    queue.limit("lim", rate="100/s", concurrency=1)  # the limited take and its waits run too
+    queue.enqueue_many([sd.JobSpec("lim", i, id=f"l{i}") for i in range(3)])
     worker = sd.Worker(queue, reclaim_interval=0.2, block=0.2)
     worker.prune_idle, worker.prune_every = 0.0, 0.1  # the consumer pruning path runs too
 
@@ -63,8 +65,12 @@ def test_documented_acl_user_runs_everything_and_touches_nothing_else(
         if isinstance(job.body, dict) and job.body.get("fail"):
             raise RuntimeError("poisoned")
 
+    @worker.handler("lim")
+    async def limited(job: sd.Job) -> None:
+        await asyncio.sleep(0.05)
+
     asyncio.run(asyncio.wait_for(worker.serve(until_idle=True), 60))
-    assert worker.counts["handled"] == 4 and worker.counts["dead"] == 1
+    assert worker.counts["handled"] == 7 and worker.counts["dead"] == 1
     assert queue.stats().topics["t"].dead == 1
     info = queue.get("poison")
     assert info is not None and info.state == "dead" and "poisoned" in (info.error or "")
@@ -77,9 +83,11 @@ def test_documented_acl_user_runs_everything_and_touches_nothing_else(
     readers = [["stats", "shop", "--json"], ["get", "shop", "for-cli"],
                ["enqueue", "shop", "t", "{}", "--delay", "5m"], ["dead", "list", "shop"],
                ["claim", "shop", "--group", "workers"], ["pause", "shop", "t"],
+               ["limit", "shop", "lim"],
                *[["jobs", "shop", "--state", s] for s in ("delayed", "ready", "reserved", "dead")]]
     # The readers run side by side; the cancel of the job `get` reads comes after them.
-    for batch in (readers, [["cancel", "shop", "for-cli"], ["resume", "shop", "t"]]):
+    for batch in (readers, [["cancel", "shop", "for-cli"], ["resume", "shop", "t"],
+                            ["limit", "shop", "lim", "--clear"]]):
         procs = [subprocess.Popen(command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True, env=cli_env(url), cwd=ROOT) for args in batch]
         for args, proc in zip(batch, procs, strict=True):

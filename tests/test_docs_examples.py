@@ -85,6 +85,16 @@ def test_schedule_example_fires_one_job_per_tick(example_env: dict[str, str]) ->
     ]
 
 
+def test_limited_worker_example_holds_its_limits(example_env: dict[str, str]) -> None:
+    out = run_example("limited_worker.py", example_env).splitlines()
+    assert out == [
+        "handled 25 calls, at most 2 at once",
+        "the 25th call started 1.2 s or more after the first: True",
+        "stats: rate 10/s, concurrency 2, 0 running now",
+        "limits after clearing: {}",
+    ]
+
+
 def test_retry_dead_example(example_env: dict[str, str]) -> None:
     out = run_example("retry_dead.py", example_env).splitlines()
     assert out == [

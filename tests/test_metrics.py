@@ -153,6 +153,7 @@ def test_the_docs_and_the_dashboard_name_exactly_the_metrics_served(queue: sd.Qu
     metrics.handler_time.labels(queue.name, "t", "handled").observe(0.1)
     metrics.lateness.labels(queue.name, job.topic).observe(0.001)
     queue.enqueue("t", None, delay=60)
+    queue.limit("t", rate="1/s", concurrency=2)  # the limit gauges show only limited topics
     registry = CollectorRegistry()
     registry.register(QueueCollector(queue))
     served = {line.split("{")[0].split(" ")[0] for text in

@@ -110,13 +110,19 @@ def test_stats_plan_sums_partitions_and_takes_lag_from_the_delayed_head() -> Non
     replies = [[1000, 900, b"mail", [b"mail", 1, 2, 1, 0, -1, b"workers"]],
                [1010, -1, b"", [b"mail", 3, 1, 0, 1, 700, b"workers"]]]
     paused = [b"sms", b"990"]  # HGETALL of the paused topics: sms, not yet seen by any job
+    limits = [b"mail", b"50|1000|3"]  # HGETALL of the limits: mail, 50/s and 3 at once
 
     def answer(step: Step) -> Any:
-        return replies if isinstance(step, list) else paused
+        if isinstance(step, list):
+            return replies
+        args = step.args  # type: ignore[union-attr]
+        return {"HGETALL": paused if args[1].endswith("paused") else limits, "ZCARD": 2}[args[0]]
 
     stats, steps = drive(plans.stats_plan(cfg), answer)
-    assert len(steps) == 2 and isinstance(steps[0], list) and len(steps[0]) == 2
-    assert name_of(steps[1]) == "HGETALL"
+    assert len(steps) == 4 and isinstance(steps[0], list) and len(steps[0]) == 2
+    assert [name_of(s) for s in steps[1:]] == ["HGETALL", "HGETALL", "ZCARD"]
+    assert (stats.topics["mail"].rate, stats.topics["mail"].concurrency,
+            stats.topics["mail"].leases) == ("50/s", 3, 2)
     mail = stats.topics["mail"]
     assert (stats.now, mail.delayed, mail.ready, mail.reserved, mail.dead, mail.group) == (
         1010, 4, 2, 1, 1, "workers")

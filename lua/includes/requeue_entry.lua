@@ -2,13 +2,16 @@
 -- at the tail of its topic stream under a new entry id so any live consumer reads it next; with
 -- count_attempt the delivery counts as a failed attempt and the job goes dead after its last one
 -- (dead-letter entry with error why, at now). Updates r and the jobs hash.
--- Returns the new entry id, or false when the job went dead.
+-- Returns the new entry id, or false when the job went dead. Frees the delivery's limit lease
+-- (callers check the lease keys' types first: check_lease_keys).
 -- @include keys
+-- @include release_lease
 -- @include build_record
 local function requeue_entry(r, id, old_entry, group, count_attempt, why, now)
   local sk = stream_key(r.topic)
   redis.call('XACK', sk, group, old_entry)
   redis.call('XDEL', sk, old_entry)
+  release_lease(r.topic, old_entry)
   if count_attempt then r.attempts = r.attempts + 1 end
   if r.attempts >= r.max then
     r.entry = redis.call('XADD', dead_key(r.topic), '*', 'id', id, 'error', why, 'attempts', r.attempts, 'at', now)

@@ -48,6 +48,7 @@ class JobSpec:
     backoff: BackoffPolicy | None = None
     headers: dict[str, str] | None = None
     replace: bool = False
+    max_wait: Delay | None = None  # with replace: never due later than first enqueue + this
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,9 @@ class TopicStats:
     lag_ms: int
     group: str | None
     paused: bool = False  # set by pause(topic): no worker starts its jobs (docs/operations.md)
+    rate: str | None = None  # the topic's rate limit, e.g. "100/s" (docs/limits.md)
+    concurrency: int | None = None  # the topic's concurrency limit across all workers
+    leases: int = 0  # leases held now under the concurrency limit (jobs running)
 
 
 @dataclass(frozen=True)

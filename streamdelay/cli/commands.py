@@ -24,6 +24,7 @@ from ..redis_io.config import DEFAULT_URL, QueueConfig, resolve_url
 from . import inspect as inspect_commands
 from . import schedules as schedule_commands
 from .exporter import exporter
+from .limits import limit
 from .options import (
     json_option,
     log_format_option,
@@ -45,6 +46,7 @@ from .output import (
     when,
 )
 from .params import BackoffOption, past_at_explained
+from .serve import serve
 from .support import (
     PARTITIONS_ENV,
     URL_ENV,
@@ -169,6 +171,9 @@ def dispatch(queue_name: str, url: str | None, partitions: int | None, log_level
 @click.option("--header", "headers", type=HeaderPair(), multiple=True,
               help="A job header KEY=VALUE (repeatable).")
 @click.option("--replace", is_flag=True, help="If the id exists, reschedule it instead.")
+@click.option("--max-wait", type=Duration(),
+              help="With --replace: never due later than the id's first enqueue plus this "
+                   "(debounce).")
 @click.option("--backoff", type=BackoffOption(),
               help="Retry delays: a list (10s,1m,5m; the last repeats) or exponential BASE/CAP "
                    "(2s/10m). Default: the queue's.")
@@ -181,8 +186,8 @@ def dispatch(queue_name: str, url: str | None, partitions: int | None, log_level
 def enqueue(queue_name: str, topic: str, body: Any, delay: float | None,
             at: datetime | float | None, job_id: str | None, ttr: float | None,
             max_attempts: int | None, headers: tuple[tuple[str, str], ...], replace: bool,
-            backoff: Any, body_format: str, url: str | None, partitions: int | None,
-            as_json: bool) -> None:
+            max_wait: float | None, backoff: Any, body_format: str, url: str | None,
+            partitions: int | None, as_json: bool) -> None:
     """Schedule one job of TOPIC on QUEUE with the JSON body BODY_JSON; prints id, due, created.
 
     \b
@@ -195,7 +200,8 @@ def enqueue(queue_name: str, topic: str, body: Any, delay: float | None,
             past_at_explained(queue, at):
         result = queue.enqueue(topic, body, delay=delay, at=at, id=job_id, ttr=ttr,
                                max_attempts=max_attempts, backoff=backoff,
-                               headers=dict(headers) or None, replace=replace)
+                               headers=dict(headers) or None, replace=replace,
+                               max_wait=max_wait)
     click.echo(to_json(result) if as_json else enqueue_text(result))
 
 
@@ -399,7 +405,12 @@ def dead_purge(queue_name: str, topic: str | None, job_id: str | None, url: str 
 @url_option
 @click.option("--jobs", type=click.IntRange(1, 100_000), default=300, hidden=True)
 @click.option("--max-delay", type=Duration(), default="10s", hidden=True)
-def demo(url: str | None, jobs: int, max_delay: float) -> int:
+@click.option("--dashboard", is_flag=True,
+              help="Then serve the demo queue's dashboard on http://127.0.0.1:8080/ until "
+                   "Ctrl-C (needs streamdelay[web]).")
+@click.option("--dashboard-port", type=click.IntRange(1, 65535), default=8080, hidden=True)
+def demo(url: str | None, jobs: int, max_delay: float, dashboard: bool,
+         dashboard_port: int) -> int:
     """Watch the main job work: a few hundred delayed jobs, a worker, a retry, a dead job.
 
     Uses the Redis at --url / STREAMDELAY_URL when it answers, else starts a private
@@ -408,15 +419,19 @@ def demo(url: str | None, jobs: int, max_delay: float) -> int:
     \b
     Example:
       streamdelay demo
+      streamdelay demo --dashboard   # then look at its queue on http://127.0.0.1:8080/
     """
     from .demo import DemoSettings, run_demo
 
     settings = library_call(lambda: DemoSettings(jobs=jobs, max_delay=max(max_delay, 0.6)))
-    return run_demo(resolve_url(url), settings)
+    return run_demo(resolve_url(url), settings, dashboard_port=dashboard_port if dashboard
+                    else None)
 
 
 cli.add_command(exporter)  # cli/exporter.py
 cli.add_command(schedule_commands.schedule)  # cli/schedules.py
+cli.add_command(limit)  # cli/limits.py
+cli.add_command(serve)  # cli/serve.py
 for _command in (inspect_commands.jobs, inspect_commands.pause, inspect_commands.resume):
     cli.add_command(_command)
 

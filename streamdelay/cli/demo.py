@@ -37,6 +37,7 @@ from ..consumer.worker import Worker
 from ..producer.queue import AsyncQueue
 from ..protocol.keys import partition_keys
 from ..redis_io.topology import sync_client
+from .demo_dashboard import DASHBOARD_HINT, serve_dashboard
 
 TOPICS = ("demo.work", "demo.flaky", "demo.doomed")
 FLAKY_FAILURES = 2
@@ -346,12 +347,20 @@ def drop_queue(url: str, name: str) -> None:
         for keys in partition_keys(name, 1):
             client.delete(*keys.script_keys(), keys.meta, *(keys.stream(t) for t in TOPICS),
                           *(keys.dead(t) for t in TOPICS))
+        # the workers' lateness record (docs/dashboard.md#lateness): the minutes of the demo
+        reply = client.time()
+        seconds = next(iter(reply.values()))[0] if isinstance(reply, dict) else reply[0]
+        minute = int(seconds) // 60
+        base = partition_keys(name, 1)[0].lateness
+        client.delete(base, *(f"{base}:{m}" for m in range(minute - 15, minute + 1)))
     finally:
         client.close()
 
 
-def run_demo(url: str, settings: DemoSettings, out: TextIO | None = None) -> int:
-    """Run the whole demo and return its exit code (0: everything happened as it should)."""
+def run_demo(url: str, settings: DemoSettings, out: TextIO | None = None,
+             dashboard_port: int | None = None) -> int:
+    """Run the whole demo and return its exit code (0: everything happened as it should);
+    with ``dashboard_port``, then serve the demo queue's dashboard until Ctrl-C."""
     stream = out or sys.stdout
     library_log = logging.getLogger("streamdelay")
     library_log.addHandler(logging.StreamHandler(sys.stderr))
@@ -362,7 +371,12 @@ def run_demo(url: str, settings: DemoSettings, out: TextIO | None = None) -> int
     try:
         with demo_redis(url, stream) as usable:
             try:
-                return asyncio.run(play(usable, name, settings, stream))
+                code = asyncio.run(play(usable, name, settings, stream))
+                if dashboard_port is None:
+                    print(DASHBOARD_HINT, file=stream)
+                else:
+                    serve_dashboard(usable, name, dashboard_port, stream)
+                return code
             finally:
                 if usable == url:  # not our private server: leave nothing behind
                     with contextlib.suppress(redis.RedisError):

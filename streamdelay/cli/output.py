@@ -87,14 +87,28 @@ def _stats_row(row: TopicStats) -> list[str]:
             str(row.dead), str(row.lag_ms)]
 
 
+def limit_text(row: TopicStats) -> str:
+    """A topic's limit as the LIMIT column of ``stats`` shows it: ``50/s, 2/3 running``."""
+    parts = [row.rate] if row.rate else []
+    if row.concurrency:
+        parts.append(f"{row.leases}/{row.concurrency} running")
+    return ", ".join(parts) or "-"
+
+
 def stats_text(stats: QueueStats) -> str:
-    """The per-topic table of ``stats`` with a TOTAL row."""
+    """The per-topic table of ``stats`` with a TOTAL row (and a LIMIT column when a topic
+    has a limit, docs/limits.md)."""
     if not stats.topics:
         return f"queue {stats.queue}: no topics yet"
     rows = [_stats_row(row) for row in stats.topics.values()]
     total = _stats_row(stats.total)
     total[0], total[1] = "TOTAL", ""
-    return table(STATS_COLUMNS, [*rows, total], numeric_from=2)
+    if not any(row.rate or row.concurrency for row in stats.topics.values()):
+        return table(STATS_COLUMNS, [*rows, total], numeric_from=2)
+    for cells, row in zip(rows, stats.topics.values(), strict=True):
+        cells.append(limit_text(row))
+    total.append("")
+    return table((*STATS_COLUMNS, "LIMIT"), [*rows, total], numeric_from=2)
 
 
 def stats_json(stats: QueueStats) -> str:

@@ -31,7 +31,7 @@ from ..protocol.keys import PartitionKeys
 from ..protocol.replies import text
 from ..redis_io.runner import RETRYABLE
 from ..redis_io.topology import AsyncClient, async_client
-from . import upkeep
+from . import limiting, pausing, upkeep
 from .delivery import Delivery
 from .supervise import pause_after_failure
 from .upkeep_host import ReadingHost
@@ -59,6 +59,23 @@ async def _own_pending(worker: ReadingHost, keys: PartitionKeys, client: AsyncCl
         found.extend((topic, text(row["message_id"])) for row in rows)
         more = more or len(rows) >= count
     return found, more
+
+
+def _start_found(worker: ReadingHost, deliveries: list[Delivery],
+                 fields: list[Any]) -> int:
+    """Start the orphans still ours and not held; those of a limited topic are handed back
+    instead (only the take loop starts a limited topic's jobs, docs/limits.md)."""
+    started = 0
+    held = worker.acks.entries(deliveries[0].partition) if deliveries else set()
+    for delivery, entry_fields in zip(deliveries, fields, strict=True):
+        if (delivery.lost or (delivery.topic, delivery.entry_id) in held
+                or delivery.key in worker.inflight):  # started meanwhile (by a take)
+            continue
+        if delivery.topic in worker.limited:
+            pausing.hand_back(worker, delivery, entry_fields)
+        elif worker.start(delivery, entry_fields):
+            started += 1
+    return started
 
 
 async def start_orphans(worker: ReadingHost, keys: PartitionKeys, client: AsyncClient) -> int:
@@ -96,12 +113,7 @@ async def start_orphans(worker: ReadingHost, keys: PartitionKeys, client: AsyncC
     deliveries = [Delivery(part, topic, text(eid)) for topic, (eid, _) in found]
     if deliveries:  # still ours (not cancelled, rescheduled, reclaimed)? and a fresh idle time
         await upkeep.touch(worker, deliveries, quiet=True)
-    started = 0
-    held = worker.acks.entries(part)
-    for delivery, (_, (_, fields)) in zip(deliveries, found, strict=True):
-        if (not delivery.lost and (delivery.topic, delivery.entry_id) not in held
-                and worker.start(delivery, fields)):
-            started += 1
+    started = _start_found(worker, deliveries, [fields for _, (_, fields) in found])
     if started:
         log.info("started %d job(s) found in consumer %s's own pending list", started,
                  worker.consumer)
@@ -140,8 +152,9 @@ async def read_loop(worker: ReadingHost, keys: PartitionKeys) -> None:
                     log.warning("could not look at the own pending list (%s)", exc)
                 if worker.free_slots() <= 0:
                     continue
-            active = [t for t in topics if t not in worker.paused]
-            if not active:  # every topic paused: look again when the paused set may change
+            active = [t for t in topics if t not in worker.paused and t not in worker.limited]
+            if not active:  # every topic paused or limited (limiting.py takes those): look
+                # again when the paused set may change
                 await asyncio.sleep(REFRESH_S)
                 continue
             free = await _free_slots_for(worker, len(active))
@@ -164,6 +177,7 @@ async def read_loop(worker: ReadingHost, keys: PartitionKeys) -> None:
                     raise
                 await worker.register()
                 continue
-            worker.start_entries(keys.partition, reply or [])
+            worker.start_entries(keys.partition, limiting.plain_read(worker, keys.partition,
+                                                                    reply or []))
     finally:
         await blocking.aclose()

@@ -5,6 +5,7 @@ each other (docs/design.md). ``worker.Worker`` is both.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -86,6 +87,8 @@ class ReadingHost(UpkeepHost, Protocol):
     """What the read loops need of a worker on top of ``UpkeepHost``."""
 
     paused: frozenset[str]  # topics this worker does not start now (consumer/pausing.py)
+    limited: frozenset[str]  # topics taken through their limit (consumer/limiting.py)
+    limits_changed: asyncio.Event  # set when ``limited`` changes
 
     @property
     def block(self) -> float:

@@ -33,7 +33,8 @@ from ..redis_io.config import QueueConfig, mask_url
 from ..redis_io.runner import call_with_retry
 from ..redis_io.topology import AsyncClient, async_client
 from ..telemetry.jobs import JobObserver, log_settled, observe
-from . import pausing, reading, settling, upkeep
+from ..telemetry.lateness import LatenessRecorder
+from . import limiting, pausing, reading, settling, upkeep
 from .acks import PendingAcks
 from .delivery import (
     Delivery,
@@ -103,6 +104,8 @@ class Worker:
         # (partition, job id) -> the delivery whose handler runs that job in this process
         self.running_jobs: dict[tuple[int, str], Delivery] = {}
         self.paused: frozenset[str] = frozenset()  # topics not started here (consumer/pausing.py)
+        self.limited: frozenset[str] = frozenset()  # taken through a limit (consumer/limiting.py)
+        self.limits_changed = asyncio.Event()
         self._ack_wake = asyncio.Event()
         self._slot_free = asyncio.Event()
         self._stopping = asyncio.Event()
@@ -113,6 +116,7 @@ class Worker:
         self.metrics_port = metrics_port
         self.metrics = worker_metrics(config.name, self.group, metrics_port)
         self.observer = JobObserver(config.name, self.group)  # logs and spans (telemetry/)
+        self.lateness = LatenessRecorder(config.name, self.consumer)  # docs/dashboard.md
 
     def __repr__(self) -> str:
         """Queue, group and consumer; the URL with its password masked."""
@@ -185,6 +189,7 @@ class Worker:
     def stop(self) -> None:
         """Ask the worker to stop gracefully (call from the worker's event loop)."""
         self._stopping.set()
+        self.limits_changed.set()  # idle take loops (consumer/limiting.py) see the stop at once
         if self._dispatcher is not None:
             self._dispatcher.stop()
 
@@ -217,9 +222,13 @@ class Worker:
                     loop.remove_signal_handler(sig)
             return
         await pausing.load(self)  # a paused topic stays paused across restarts
+        self.limits_changed = asyncio.Event()
+        await limiting.load(self)  # a limited topic is never read past its limit
         upkeep_tasks = self._start_upkeep(until_idle)
         background = [self._start_loop("read", partial(reading.read_loop, self, k))
                       for k in self.partitions]
+        background += [self._start_loop("take", partial(limiting.take_loop, self, k, topic))
+                       for k in self.partitions for topic in self.topics]
         try:
             await self._stopping.wait()
         finally:
@@ -237,7 +246,9 @@ class Worker:
         tasks = [self._start_loop("ack", self._ack_loop),
                  self._start_loop("heartbeat", partial(upkeep.heartbeat_loop, self)),
                  self._start_loop("reclaim", partial(upkeep.reclaim_loop, self)),
-                 self._start_loop("paused", partial(pausing.watch, self))]
+                 self._start_loop("paused", partial(pausing.watch, self)),
+                 self._start_loop("limits", partial(limiting.watch, self)),
+                 self._start_loop("lateness", partial(self.lateness.run, self.client))]
         if until_idle:
             tasks.append(asyncio.create_task(upkeep.idle_watch(self)))
         if dispatcher is not None:
@@ -369,6 +380,8 @@ class Worker:
         if self.metrics is not None:
             self.metrics.started(job)
         run = delivery.run = self.observer.started(job)
+        self.lateness.observe(job.topic, time.time() * 1000 + self.observer.clock_offset_ms
+                              - job.due)
         started = time.monotonic()
         error: BaseException | None = None
         try:

@@ -11,18 +11,17 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from ..base.errors import ConfigError
+from ..telemetry.lateness import LATENESS_BUCKETS  # shared with the dashboard's record
 
 if TYPE_CHECKING:
     from .worker import WorkerMetrics
 
-# Handler start minus due time, seconds: fine steps below 25 ms (1 ms apart from 10 ms), then
-# coarser up to a minute.
-LATENESS_BUCKETS = (0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.025, 0.05,
-                    0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 HANDLER_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
                    10.0, 30.0, 60.0, 120.0, 300.0)
 OUTCOMES = ("handled", "retried", "dead", "dropped", "reclaimed", "released")
 STATES = ("delayed", "ready", "reserved", "dead")
+__all__ = ["HANDLER_BUCKETS", "LATENESS_BUCKETS", "OUTCOMES", "STATES", "port", "prometheus",
+           "worker_metrics"]
 
 
 def prometheus(field: str) -> ModuleType:

@@ -77,6 +77,17 @@ def _default_ttr_ms(ttr: Any) -> int:
     return validation.ttr_ms(ttr)
 
 
+def replace_arg(spec: JobSpec) -> str:
+    """The ``replace`` value of ``enqueueJobs``: ``'0'``, ``'1'``, or with ``max_wait``
+    ``'1:<ms>'`` (debounce, docs/producer.md#debounce)."""
+    if spec.max_wait is None:
+        return "1" if spec.replace else "0"
+    if spec.replace is not True:
+        raise ValidationError("max_wait: only with replace=True (it bounds how far replacing "
+                              "moves the due time)", field="max_wait")
+    return f"1:{validation.delay_ms(spec.max_wait, 'max_wait')}"
+
+
 def prepare_job(cfg: QueueConfig, spec: JobSpec) -> PreparedJob:
     """Validate one job and pack its eight ``enqueueJobs`` values."""
     topic = validation.topic(spec.topic)
@@ -95,7 +106,7 @@ def prepare_job(cfg: QueueConfig, spec: JobSpec) -> PreparedJob:
     if not isinstance(spec.replace, bool):
         raise ValidationError("replace: must be a bool", field="replace")
     args: tuple[Arg, ...] = (
-        job_id, topic, kind, when, ttr, attempts, "1" if spec.replace else "0", blob,
+        job_id, topic, kind, when, ttr, attempts, replace_arg(spec), blob,
     )
     size = len(blob) + len(job_id) + len(topic) + 40  # 40: the five numbers and flags
     return PreparedJob(job_id, partition_of(job_id, cfg.partitions), args, size)

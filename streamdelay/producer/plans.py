@@ -22,6 +22,7 @@ from ..base.models import (
     QueueStats,
     TopicStats,
 )
+from ..limits.plans import limits_plan, running_plan
 from ..protocol.codec import decode_blob, decode_body, parse_record
 from ..protocol.keys import PartitionKeys, partition_keys, partition_of
 from ..protocol.plan import Command, Plan, Step
@@ -182,6 +183,13 @@ def stats_plan(cfg: QueueConfig) -> Plan[QueueStats]:
     for name in (yield from paused_plan(cfg)):  # paused topics are marked, known or not yet
         known = topics.get(name) or TopicStats(name, 0, 0, 0, 0, 0, None)
         topics[name] = dataclasses.replace(known, paused=True)
+    limits = yield from limits_plan(cfg)  # limited topics are shown, known or not yet
+    held = yield from running_plan(cfg, sorted(t for t, v in limits.items() if v.concurrency))
+    for name, limit in limits.items():
+        known = topics.get(name) or TopicStats(name, 0, 0, 0, 0, 0, None)
+        topics[name] = dataclasses.replace(
+            known, rate=None if limit.rate is None else str(limit.rate),
+            concurrency=limit.concurrency, leases=held.get(name, 0))
     return QueueStats(cfg.name, now, dict(sorted(topics.items())))
 
 

@@ -23,6 +23,8 @@ from ..base.models import (
     JobSpec,
     QueueStats,
 )
+from ..limits.plans import limits_plan, set_limit_plan
+from ..limits.rates import Rate, TopicLimit
 from ..protocol.plan import Plan
 from ..redis_io.agreement import agree_partitions_async, agree_partitions_sync
 from ..redis_io.config import QueueConfig, mask_url, resolve_partitions, resolve_url
@@ -144,10 +146,16 @@ class Queue(_QueueFace, SyncPull, ScheduleMethods):
         backoff: BackoffPolicy | None = None,
         headers: dict[str, str] | None = None,
         replace: bool = False,
+        max_wait: Delay | None = None,
     ) -> EnqueueResult:
-        """Schedule one job ``delay`` seconds from now (server clock) or ``at`` a time."""
+        """Schedule one job ``delay`` seconds from now (server clock) or ``at`` a time.
+
+        ``replace=True`` replaces a job of the same id (body, options, due time);
+        ``max_wait`` with it: the due time never moves past the first enqueue of the id plus
+        ``max_wait`` (debounce, docs/producer.md#debounce)."""
         options = {"delay": delay, "at": at, "id": id, "ttr": ttr, "max_attempts": max_attempts,
-                   "backoff": backoff, "headers": headers, "replace": replace}
+                   "backoff": backoff, "headers": headers, "replace": replace,
+                   "max_wait": max_wait}
         result: EnqueueResult = self._run(self._enqueue(topic, body, options))
         return result
 
@@ -214,6 +222,18 @@ class Queue(_QueueFace, SyncPull, ScheduleMethods):
     def resume(self, topic: str) -> bool:
         """Let workers start jobs of ``topic`` again; False when it was not paused."""
         return bool(self._operate(set_paused_plan(self.config, topic, False)))
+
+    def limit(self, topic: str, rate: str | Rate | None = None,
+              concurrency: int | None = None) -> bool:
+        """Across all workers, start at most ``rate`` jobs of ``topic`` (``"100/s"``, ``"5/m"``)
+        and run at most ``concurrency`` at once; both None clears the topic's limit. Each call
+        sets the whole limit. False when it already was so (docs/limits.md)."""
+        return bool(self._run(set_limit_plan(self.config, topic, rate, concurrency)))
+
+    def limits(self) -> dict[str, TopicLimit]:
+        """The limited topics and their limits."""
+        result: dict[str, TopicLimit] = self._operate(limits_plan(self.config))
+        return result
 
     def close(self) -> None:
         """Close the connection pools (a ``with_replicas`` view leaves the shared one alone)."""
@@ -285,6 +305,7 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncScheduleMethods):
         backoff: BackoffPolicy | None = None,
         headers: dict[str, str] | None = None,
         replace: bool = False,
+        max_wait: Delay | None = None,
     ) -> EnqueueResult:
         """Schedule one job; see ``Queue.enqueue``.
 
@@ -293,7 +314,8 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncScheduleMethods):
         """
         job = prepare_job(self.config, _spec(topic, body, delay=delay, at=at, id=id, ttr=ttr,
                                              max_attempts=max_attempts, backoff=backoff,
-                                             headers=headers, replace=replace))
+                                             headers=headers, replace=replace,
+                                             max_wait=max_wait))
         return await self._coalescer.enqueue(job)
 
     async def enqueue_many(self, specs: Iterable[JobSpec]) -> list[EnqueueResult]:
@@ -359,6 +381,16 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncScheduleMethods):
     async def resume(self, topic: str) -> bool:
         """Let workers start jobs of ``topic`` again; see ``Queue.resume``."""
         return bool(await self._operate(set_paused_plan(self.config, topic, False)))
+
+    async def limit(self, topic: str, rate: str | Rate | None = None,
+                    concurrency: int | None = None) -> bool:
+        """Set or clear a topic's limit; see ``Queue.limit``."""
+        return bool(await self._run(set_limit_plan(self.config, topic, rate, concurrency)))
+
+    async def limits(self) -> dict[str, TopicLimit]:
+        """The limited topics and their limits; see ``Queue.limits``."""
+        result: dict[str, TopicLimit] = await self._operate(limits_plan(self.config))
+        return result
 
     async def close(self) -> None:
         """Wait for the enqueue calls in flight, then close the connection pool (a

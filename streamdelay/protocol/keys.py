@@ -74,6 +74,30 @@ class PartitionKeys:
         """Sorted set: active schedule name -> its next tick not yet enqueued (epoch ms)."""
         return self.prefix + "sched:next"
 
+    @property
+    def limits(self) -> str:
+        """Hash: limited topic -> ``count|per_ms|concurrency``; the queue's is partition 0's."""
+        return self.prefix + "limits"
+
+    def bucket(self, topic: str) -> str:
+        """Hash ``tokens``, ``ts``: the token bucket of a topic's rate limit (docs/limits.md)."""
+        return self.prefix + "bucket:" + topic
+
+    def leases(self, topic: str) -> str:
+        """Sorted set: stream entry id -> lease expiry (ms), one per running job of a topic with
+        a concurrency limit."""
+        return self.prefix + "leases:" + topic
+
+    def limit_wake(self, topic: str) -> str:
+        """List: one element per freed lease of a topic, for waiting workers (BLPOP)."""
+        return self.prefix + "limitwake:" + topic
+
+    @property
+    def lateness(self) -> str:
+        """Hash: flusher -> last flush applied; ``lateness:<minute>`` hashes hold the counts
+        (partition 0's only, for the whole queue; docs/dashboard.md#lateness)."""
+        return self.prefix + "lateness"
+
     def stream(self, topic: str) -> str:
         """Stream of one topic: ready and reserved jobs."""
         return self.prefix + "t:" + topic

@@ -1,0 +1,94 @@
+"""The plans of limits (docs/limits.md): set or clear a topic's limit, read the limits, and the
+take-with-limit call every taker shares (``take_call`` + ``parse_take``: ``takeLimited``).
+
+Limits live in partition 0's hash tag, next to the topic stream, so the take is one script;
+a queue with limits has one partition (checked here, named in the error).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..base import validation
+from ..base.errors import ConfigError
+from ..protocol.keys import PartitionKeys
+from ..protocol.plan import Command, Plan
+from ..protocol.replies import text
+from ..protocol.scripts import ScriptCall, script
+from ..redis_io.config import QueueConfig
+from .rates import TopicLimit, concurrency, parse_rate
+
+# reasons of a take reply
+GOT_ALL, RATE, CONCURRENCY, DRAINED = 0, 1, 2, 3
+
+
+def limits_key(queue: str) -> str:
+    """The key of a queue's limits (partition 0's hash tag)."""
+    return PartitionKeys(queue, 0).limits
+
+
+def checked_limit(topic: str, rate: Any, conc: Any) -> tuple[str, TopicLimit]:
+    """Validate the arguments of ``limit`` (each wrong one named)."""
+    name = validation.topic(topic)
+    return name, TopicLimit(None if rate is None else parse_rate(rate),
+                            None if conc is None else concurrency(conc))
+
+
+def set_limit_plan(cfg: QueueConfig, topic: str, rate: Any = None,
+                   conc: Any = None) -> Plan[bool]:
+    """Set ``topic``'s limit (both None: clear it); True when this call changed it."""
+    name, limit = checked_limit(topic, rate, conc)
+    if cfg.partitions != 1 and (limit.rate or limit.concurrency):
+        raise ConfigError(f"partitions: limits need a queue of 1 partition (this one has "
+                          f"{cfg.partitions}); see docs/limits.md", field="partitions")
+    reply = yield script("setLimit").call([limits_key(cfg.name)], [name, *limit.stored()])
+    return bool(int(reply))
+
+
+def parse_limits(reply: Any) -> dict[str, TopicLimit]:
+    """An HGETALL reply of the limits hash (a dict or a flat list) as topic -> limit."""
+    pairs = (reply.items() if isinstance(reply, dict)
+             else zip(reply[::2], reply[1::2], strict=True))
+    return {text(topic): TopicLimit.from_stored(text(raw)) for topic, raw in pairs}
+
+
+def limits_plan(cfg: QueueConfig) -> Plan[dict[str, TopicLimit]]:
+    """The limited topics of the queue and their limits."""
+    return parse_limits((yield Command(("HGETALL", limits_key(cfg.name)))))
+
+
+def running_plan(cfg: QueueConfig, topics: list[str]) -> Plan[dict[str, int]]:
+    """Leases held now per topic (jobs running under a concurrency limit; expired ones count
+    until the next take drops them)."""
+    keys = PartitionKeys(cfg.name, 0)
+    held: dict[str, int] = {}
+    for topic in topics:  # one command each: a limited topic or two, seldom more
+        held[topic] = int((yield Command(("ZCARD", keys.leases(topic)))))
+    return held
+
+
+def take_call(keys: PartitionKeys, group: str, consumer: str, topic: str,
+              wanted: int) -> ScriptCall:
+    """The one ``takeLimited`` call: up to ``wanted`` new entries of ``topic`` for
+    ``consumer``, no more than the topic's limit lets start now."""
+    return script("takeLimited").call(keys.script_keys(), [group, consumer, topic, wanted])
+
+
+@dataclass(frozen=True)
+class TakeReply:
+    """What ``takeLimited`` answered: the entries read (stream entry id, fields), why not more
+    (``GOT_ALL``, ``RATE``, ``CONCURRENCY``, ``DRAINED``), how long to wait (ms), and the group's
+    last delivered id (when drained: block on XREAD from there)."""
+
+    entries: list[tuple[str, dict[Any, Any]]]
+    reason: int
+    wait_ms: int
+    last_id: str
+
+
+def parse_take(reply: Any) -> TakeReply:
+    """Parse ``{entries, reason, wait_ms, last_id}``."""
+    entries = [(text(e[0]), dict(zip(e[1][::2], e[1][1::2], strict=True)))
+               for e in (reply[0] or [])]
+    return TakeReply(entries, int(reply[1]), int(reply[2]), text(reply[3]))

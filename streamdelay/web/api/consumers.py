@@ -1,0 +1,131 @@
+"""Consumer routes of the JSON API (docs/http.md#consumers): reserve with a long poll, then
+ack, fail or touch by receipt. They drive ``AsyncQueue.reserve`` and the reservation a receipt
+rebuilds, so an HTTP consumer obeys exactly a Python worker's rules (ttr and reclaim,
+attempts, backoff, dead letters); a stale receipt is a 409."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, Protocol
+
+from litestar import Request, Response, post
+from litestar.openapi import ResponseSpec
+
+from ...producer.queue import AsyncQueue
+from ...producer.reserving import decode_receipt
+from ..auth import needs, principal_of
+from .bodies import body, decode, decode_optional
+from .common import PREFIX, WRITE_ERRORS, ReceiptParam, TopicParam, errors, served
+from .models import Delivery, FailBody, ReserveAnswer, ReserveBody, Settled, seconds_of
+
+CONSUME = needs("consume")
+# A long poll waits in slices, so a stopping service answers within one (docs/http.md#serve).
+POLL_SLICE = 1.0
+
+
+def default_consumer(request: Request[Any, Any, Any]) -> str:
+    """The consumer name of a request that gives none: ``http-<token name>``."""
+    principal = principal_of(request)
+    return f"http-{principal.name if principal else 'anonymous'}"
+
+
+@post(f"{PREFIX}/topics/:reserve/{{topic:str}}", opt=CONSUME, status_code=200,
+      tags=["consumers"], operation_id=body("reserve", ReserveBody, False),
+      summary="Take jobs (long poll)",
+      responses={204: ResponseSpec(None, description="No job came within wait_ms."),
+                 **errors(*WRITE_ERRORS, 409)})
+async def reserve(request: Request[Any, Any, Any], queue: str, topic: TopicParam
+                  ) -> Response[ReserveAnswer]:
+    """Take up to ``count`` (<= 100) ready jobs of the topic, waiting up to ``wait_ms``
+    (<= 30000) for one; 204 when none came. Settle each by its receipt within its ttr."""
+    target = served(request, queue)
+    data = await decode_optional(request, ReserveBody) or ReserveBody()
+    consumer = data.consumer or default_consumer(request)
+    draining = request.app.state.service.draining
+    deadline = time.monotonic() + data.wait_ms / 1000
+    # the body is read: the next message from the server is the client's disconnect
+    gone = asyncio.ensure_future(request.receive()) if data.wait_ms > POLL_SLICE * 1000 \
+        else None
+    try:
+        while True:
+            left = max(0.0, deadline - time.monotonic())
+            wait = min(POLL_SLICE, left)
+            found = await target.reserve(topic, group=data.group, consumer=consumer,
+                                         wait=wait, count=data.count)
+            if found or wait >= left or draining.is_set():
+                break
+            if gone is not None and gone.done():  # nobody waits for an answer any more
+                return Response(None, status_code=204)  # type: ignore[arg-type]
+    finally:
+        if gone is not None:
+            gone.cancel()
+    if not found:
+        return Response(None, status_code=204)  # type: ignore[arg-type]
+    metrics = request.app.state.metrics
+    for reservation in found:
+        metrics.reserved(queue, reservation.topic, reservation.due)
+    return Response(ReserveAnswer([
+        Delivery(r.id, r.topic, r.body, r.headers, r.attempt, r.due, r.ttr, r.receipt)
+        for r in found]))
+
+
+class Counts(Protocol):
+    """What ``settle`` needs of the service's metrics (``web.metrics.HttpMetrics``)."""
+
+    def settled(self, queue: str, topic: str, group: str, outcome: str, count: int = 1
+                ) -> None:
+        """Count settled deliveries."""
+
+
+async def settle(target: AsyncQueue, metrics: Counts, receipt: str, action: str,
+                 data: FailBody | None = None) -> Settled:
+    """Ack, fail or touch the delivery of ``receipt`` and count it (these routes and the fast
+    path of ``web/fastpath.py``)."""
+    reservation = target.reservation(receipt)
+    if action == "touch":
+        await reservation.touch()
+        return Settled("touched")
+    if action == "ack":
+        await reservation.ack()
+        outcome = "handled"
+    else:
+        assert data is not None
+        done = await reservation.fail(data.error, seconds_of(data.retry_delay, "retry_delay"),
+                                      data.dead)
+        outcome = "dead" if done == "dead" else "retried"
+    config = target.config
+    found = decode_receipt(receipt, config.name, config.partitions)
+    metrics.settled(config.name, found.topic, found.group, outcome)
+    return Settled("acked" if outcome == "handled" else outcome)  # type: ignore[arg-type]
+
+
+@post(f"{PREFIX}/deliveries/:ack/{{receipt:str}}", opt=CONSUME, status_code=200,
+      tags=["consumers"], operation_id="ack", summary="The job is done",
+      responses=errors(*WRITE_ERRORS, 409))
+async def ack(request: Request[Any, Any, Any], queue: str, receipt: ReceiptParam) -> Settled:
+    """Acknowledge the delivery: the job is forgotten (or kept as ``done``, keep_done)."""
+    return await settle(served(request, queue), request.app.state.metrics, receipt, "ack")
+
+
+@post(f"{PREFIX}/deliveries/:fail/{{receipt:str}}", opt=CONSUME, status_code=200,
+      tags=["consumers"], operation_id=body("fail", FailBody), summary="The attempt failed",
+      responses=errors(*WRITE_ERRORS, 409))
+async def fail(request: Request[Any, Any, Any], queue: str, receipt: ReceiptParam
+               ) -> Settled:
+    """Retry after ``retry_delay`` (else the job's backoff), or dead after the last attempt
+    or with ``dead``."""
+    data = await decode(request, FailBody)
+    return await settle(served(request, queue), request.app.state.metrics, receipt, "fail",
+                        data)
+
+
+@post(f"{PREFIX}/deliveries/:touch/{{receipt:str}}", opt=CONSUME, status_code=200,
+      tags=["consumers"], operation_id="touch", summary="Keep the job (heartbeat)",
+      responses=errors(*WRITE_ERRORS, 409))
+async def touch(request: Request[Any, Any, Any], queue: str, receipt: ReceiptParam) -> Settled:
+    """The ttr counts again from now: call it well within each ttr while working."""
+    return await settle(served(request, queue), request.app.state.metrics, receipt, "touch")
+
+
+ROUTES = [reserve, ack, fail, touch]

@@ -1,0 +1,248 @@
+"""The dashboard's pages and fragments (docs/dashboard.md): each handler reads the queue through
+``AsyncQueue`` (the same plans as the CLI and the JSON API), turns the answer into a view model
+(``views.py``) and renders a template (``render.py``).
+
+Pages need the ``read`` scope; a page asked for without a session goes to ``/login``, a
+fragment (the live refresh) answers 401 and the script goes to ``/login`` itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from litestar import MediaType, Request, Response, get
+from litestar.exceptions import NotAuthorizedException, NotFoundException
+from litestar.status_codes import HTTP_303_SEE_OTHER
+from litestar.utils.scope.state import ScopeState
+
+from ...base.errors import NoSuchQueue, StreamdelayError, ValidationError
+from ...base.models import QueueStats
+from ...producer.listing import STATES
+from ...producer.queue import AsyncQueue
+from ...redis_io.runner import drive_async
+from ...telemetry.lateness import LatenessWindow, lateness_plan
+from ..auth import principal_of
+from ..tokens import Principal
+from . import views
+from .actions import ACTIONS
+from .render import render
+
+PAGE_SIZE = 50  # rows of a job list page
+LABELS = {name: act.label for name, act in ACTIONS.items()}
+Req = Request[Any, Any, Any]
+
+
+def html(body: str, status: int = 200, headers: dict[str, str] | None = None) -> Response[str]:
+    """An HTML answer that no cache keeps (pages show live state)."""
+    return Response(body, status_code=status, media_type=MediaType.HTML,
+                    headers={"Cache-Control": "no-store", **(headers or {})})
+
+
+def see_other(location: str) -> Response[Any]:
+    """A 303 to a path of this site."""
+    return Response(b"", status_code=HTTP_303_SEE_OTHER, headers={"Location": location})
+
+
+def local_path(value: str | None, default: str = "/") -> str:
+    """``value`` when it is a path of this site (``/x``, not ``//host`` nor a URL), else
+    ``default``: where a login or an action may send the browser back to."""
+    if not value or not value.startswith("/") or value.startswith("//") or "\\" in value:
+        return default
+    return value
+
+
+def principal(request: Req) -> Principal:
+    """The request's principal, or NotAuthorizedException (a page then goes to ``/login``)."""
+    found = principal_of(request)
+    if found is None:
+        raise NotAuthorizedException("log in first")
+    if not found.allows("read"):
+        raise NotAuthorizedException(f"the token {found.name!r} lacks the 'read' scope")
+    return found
+
+
+def csrf_token(request: Req) -> str:
+    """The CSRF token the forms of this page carry (set by Litestar's CSRF middleware on safe
+    requests; '' on a POST, whose answer is a redirect or an error page)."""
+    token = ScopeState.from_scope(request.scope).csrf_token
+    return token if isinstance(token, str) else ""
+
+
+def allowed(request: Req) -> frozenset[str]:
+    """The actions the request's principal may do: the pages offer only these."""
+    who = principal_of(request)
+    if who is None:
+        return frozenset()
+    return frozenset(name for name, act in ACTIONS.items() if who.allows(act.scope))
+
+
+def base_context(request: Req, queue: str | None = None) -> dict[str, Any]:
+    """What every page's frame shows: the queues, who is logged in, the CSRF token."""
+    who = principal_of(request)
+    shown = list(request.app.state.queues) if who is not None else []  # none before login
+    return {"queues": shown, "queue": queue,
+            "user": who.name if who is not None and request.scope.get("auth") == "session"
+            else None,
+            "csrf_token": csrf_token(request),
+            "done": request.query_params.get("done"), "can": allowed(request)}
+
+
+def served(request: Req, name: str) -> AsyncQueue:
+    """The served queue ``name``; 404 for any other."""
+    found: AsyncQueue | None = request.app.state.queues.get(name)
+    if found is None:
+        raise NotFoundException(f"queue {name!r} is not served here")
+    return found
+
+
+@dataclass(frozen=True)
+class TopicsData:
+    """What the topic table needs: counts and the lateness window."""
+
+    stats: QueueStats
+    window: LatenessWindow | None
+
+
+async def read_topics(q: AsyncQueue) -> TopicsData:
+    """Stats and the last minutes of lateness, read together (two round trips in parallel);
+    the table still shows the counts when the lateness read fails."""
+    window_plan = lateness_plan(q.name, views.LATENESS_MINUTES)
+    stats, window = await asyncio.gather(
+        q.stats(), drive_async(q.client, window_plan, q.config.retry_for),
+        return_exceptions=True)
+    if isinstance(stats, BaseException):
+        raise stats
+    return TopicsData(stats, None if isinstance(window, BaseException) else window)
+
+
+def topics_context(queue: str, data: TopicsData) -> dict[str, Any]:
+    """The template names of ``_topics.html``."""
+    rows = views.topic_rows(data.stats, data.window)
+    return {"queue": queue, "rows": rows, "total": views.totals(rows),
+            "now": views.moment(data.stats.now)}
+
+
+def status_of(exc: StreamdelayError) -> int:
+    """The status of a page that failed with ``exc``: 404 no such queue, 400 bad input, 503
+    for the rest (Redis away, refused, ...)."""
+    if isinstance(exc, NoSuchQueue):
+        return 404
+    return 400 if isinstance(exc, ValidationError) else 503
+
+
+def problem(request: Req, heading: str, message: str, status: int, queue: str | None = None,
+            back: str = "/") -> Response[str]:
+    """A page that says what went wrong (never a traceback)."""
+    return html(render("notice.html", **base_context(request, queue), heading=heading,
+                       message=message, css="error", back=back), status)
+
+
+@get("/", include_in_schema=False)
+async def overview(request: Req) -> Response[str]:
+    """Every served queue with its topic table (live)."""
+    principal(request)
+    queues: dict[str, AsyncQueue] = request.app.state.queues
+    found = await asyncio.gather(*(read_topics(q) for q in queues.values()),
+                                 return_exceptions=True)
+    cards: list[dict[str, Any]] = []
+    for name, data in zip(queues, found, strict=True):
+        if isinstance(data, NoSuchQueue):
+            cards.append({"queue": name, "error": "No such queue yet: nothing was enqueued."})
+        elif isinstance(data, StreamdelayError):
+            cards.append({"queue": name, "error": str(data)})
+        elif isinstance(data, BaseException):
+            raise data
+        else:
+            cards.append({"error": None, **topics_context(name, data)})
+    return html(render("overview.html", **base_context(request), cards=cards))
+
+
+@get("/q/{queue:str}", include_in_schema=False)
+async def queue_page(request: Req, queue: str) -> Response[str]:
+    """One queue: its topic table with lateness charts (live) and the job lists."""
+    principal(request)
+    q = served(request, queue)
+    try:
+        data = await read_topics(q)
+    except StreamdelayError as exc:
+        return problem(request, f"Queue {queue}", str(exc), status_of(exc), queue)
+    return html(render("queue.html", **{**base_context(request, queue),
+                                        **topics_context(queue, data)}))
+
+
+@get("/q/{queue:str}/fragment/topics", include_in_schema=False)
+async def topics_fragment(request: Req, queue: str) -> Response[str]:
+    """The topic table alone, for the live refresh."""
+    principal(request)
+    q = served(request, queue)
+    data = await read_topics(q)
+    return html(render("_topics.html", **topics_context(queue, data), can=allowed(request)))
+
+
+@get("/q/{queue:str}/jobs", include_in_schema=False)
+async def jobs_page(request: Req, queue: str, topic: str = "",
+                    cursor: str | None = None) -> Response[str]:
+    """A page of jobs in one state (``?state=``: delayed by due time, the others in stream
+    order); ``state`` is read from the query directly, Litestar reserves the name."""
+    principal(request)
+    listed = str(request.query_params.get("state") or "delayed")
+    q = served(request, queue)
+    try:
+        page, stats = await asyncio.gather(
+            q.jobs(listed, topic=topic or None, limit=PAGE_SIZE, cursor=cursor or None),
+            q.stats())
+    except StreamdelayError as exc:
+        return problem(request, "Cannot list these jobs", str(exc), status_of(exc), queue,
+                       back=f"/q/{quote(queue)}")
+    return html(render("jobs.html", **base_context(request, queue), state=listed, topic=topic,
+                       cursor=cursor, states=STATES, topics=sorted(stats.topics),
+                       page=views.page_view(page, stats.now)))
+
+
+async def _job(q: AsyncQueue, job_id: str) -> tuple[views.JobView | None, int]:
+    """The job page's view of ``job_id`` (None when there is none) and the server time."""
+    info, stats = await asyncio.gather(q.get(job_id), q.stats())
+    return (None if info is None else views.job_view(info, stats.now)), stats.now
+
+
+@get("/q/{queue:str}/job", include_in_schema=False)
+async def job_page(request: Req, queue: str, id: str) -> Response[str]:
+    """One job: record, attempts, last error, due, consumer, body, headers and its actions."""
+    principal(request)
+    q = served(request, queue)
+    try:
+        job, _ = await _job(q, id)
+    except StreamdelayError as exc:
+        return problem(request, "Cannot show this job", str(exc), status_of(exc), queue)
+    return html(render("job.html", **base_context(request, queue), job_id=id, job=job,
+                       labels=LABELS), 200 if job is not None else 404)
+
+
+@get("/q/{queue:str}/fragment/job", include_in_schema=False)
+async def job_fragment(request: Req, queue: str, id: str) -> Response[str]:
+    """The job's record and actions alone, for the live refresh."""
+    principal(request)
+    job, _ = await _job(served(request, queue), id)
+    if job is None:
+        return html(render("_job_gone.html", job_id=id))
+    return html(render("_job.html", queue=queue, job=job, labels=LABELS,
+                       can=allowed(request)))
+
+
+@get("/search", include_in_schema=False)
+async def search(request: Req, queue: str, id: str) -> Response[Any]:
+    """Find a job by id: its page when it exists, else a page that says so."""
+    principal(request)
+    q = served(request, queue)
+    job_id = id.strip()
+    try:
+        info = await q.get(job_id)
+    except StreamdelayError as exc:
+        return problem(request, "Search", str(exc), status_of(exc), queue)
+    if info is None:
+        return problem(request, "Search", f"There is no job {job_id!r} in queue {queue}.", 404,
+                       queue, back=f"/q/{quote(queue)}")
+    return see_other(f"/q/{quote(queue)}/job?{urlencode({'id': job_id})}")

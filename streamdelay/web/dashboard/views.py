@@ -1,0 +1,218 @@
+"""View models of the dashboard: pure functions from what the queue answers (``QueueStats``,
+``JobPage``, ``JobInfo``, a ``LatenessWindow``) to what the templates show (docs/dashboard.md).
+
+Nothing here does I/O, so every page's content is tested without a server or a browser.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import msgspec
+
+from ...base.models import JobInfo, QueueStats
+from ...producer.listing import JobPage
+from ...telemetry.lateness import LatenessWindow, quantile_ms
+from .chart import lateness_chart
+
+LATENESS_MINUTES = 15  # the window of the p50 / p99 columns and of the chart
+UNKNOWN = "\N{EN DASH}"  # shown where there is no figure (no handler start in the window)
+BODY_CHARS = 20_000  # a job page shows at most this much of a body
+ERROR_CHARS = 300  # a list row shows this much of a last error
+
+# what the job page offers in each state (docs/dashboard.md#actions)
+ACTIONS_BY_STATE: dict[str, tuple[str, ...]] = {
+    "delayed": ("run_now", "reschedule", "cancel"),
+    "ready": ("reschedule", "cancel"),
+    "reserved": ("cancel",),
+    "dead": ("replay", "purge"),
+    "done": (),
+}
+
+
+def duration(ms: float | None) -> str:
+    """A duration for people: ``0.8 ms``, ``12 ms``, ``2.5 s``, ``3 m 20 s``, ``2 h 5 m``,
+    ``3 d 4 h``; ``UNKNOWN`` for None."""
+    if ms is None:
+        return UNKNOWN
+    if ms < 10:
+        return f"{ms:.1f} ms"
+    if ms < 1000:
+        return f"{ms:.0f} ms"
+    seconds = ms / 1000
+    if seconds < 60:
+        return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"
+    for unit, size, sub, sub_size in (("d", 86400, "h", 3600), ("h", 3600, "m", 60),
+                                      ("m", 60, "s", 1)):
+        if seconds >= size:
+            whole, rest = divmod(int(seconds), size)
+            part = rest // sub_size
+            return f"{whole} {unit} {part} {sub}" if part else f"{whole} {unit}"
+    return f"{seconds:.0f} s"  # unreachable: seconds >= 60 matched "m"
+
+
+def moment(epoch_ms: int) -> str:
+    """An epoch ms time as ``2026-11-23 22:15:03.120 UTC``."""
+    when = datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc)
+    return when.strftime("%Y-%m-%d %H:%M:%S.") + f"{epoch_ms % 1000:03d} UTC"
+
+
+def relative(epoch_ms: int, now_ms: int) -> str:
+    """``in 30 s`` / ``2 m ago`` / ``now`` relative to ``now_ms`` (both server clock)."""
+    gap = epoch_ms - now_ms
+    if abs(gap) < 1:
+        return "now"
+    return f"in {duration(gap)}" if gap > 0 else f"{duration(-gap)} ago"
+
+
+@dataclass(frozen=True)
+class TopicRow:
+    """One line of a queue's topic table."""
+
+    topic: str
+    delayed: int
+    ready: int
+    reserved: int
+    dead: int
+    lag: str
+    lag_ms: int
+    paused: bool
+    group: str
+    p50: str
+    p99: str
+    started: int  # handler starts in the window
+    chart: str  # inline SVG
+
+
+def topic_rows(stats: QueueStats, window: LatenessWindow | None,
+               minutes: int = LATENESS_MINUTES) -> list[TopicRow]:
+    """The topic table: every topic the queue knows (and any that only has lateness), sorted,
+    with p50 / p99 lateness over the window's last ``minutes`` and a per-minute chart."""
+    late = {} if window is None else window.topics
+    rows = []
+    for name in sorted(set(stats.topics) | set(late)):
+        t = stats.topics.get(name)
+        merged = window.merged(name, minutes) if window is not None else []
+        per_minute = late.get(name, [])[-minutes:]
+        pad: list[float | None] = [None] * (minutes - len(per_minute))  # right-aligned
+        p50 = pad + [quantile_ms(m, 0.5) for m in per_minute]
+        p99 = pad + [quantile_ms(m, 0.99) for m in per_minute]
+        lag_ms = t.lag_ms if t else 0
+        rows.append(TopicRow(
+            topic=name, delayed=t.delayed if t else 0, ready=t.ready if t else 0,
+            reserved=t.reserved if t else 0, dead=t.dead if t else 0,
+            lag=duration(lag_ms) if lag_ms > 0 else "0", lag_ms=lag_ms,
+            paused=bool(t and t.paused), group=(t.group or "") if t else "",
+            p50=duration(quantile_ms(merged, 0.5)) if merged else UNKNOWN,
+            p99=duration(quantile_ms(merged, 0.99)) if merged else UNKNOWN,
+            started=sum(merged),
+            chart=lateness_chart(p50, p99, title=f"{name}: lateness p50 / p99 per minute, "
+                                 f"last {minutes} min"),
+        ))
+    return rows
+
+
+@dataclass(frozen=True)
+class Totals:
+    """A queue's counts over all topics."""
+
+    delayed: int
+    ready: int
+    reserved: int
+    dead: int
+    lag: str
+    paused: int
+
+
+def totals(rows: list[TopicRow]) -> Totals:
+    """The queue's line of the overview: sums, the largest lag, how many topics are paused."""
+    lag = max((r.lag_ms for r in rows), default=0)
+    return Totals(sum(r.delayed for r in rows), sum(r.ready for r in rows),
+                  sum(r.reserved for r in rows), sum(r.dead for r in rows),
+                  duration(lag) if lag else "0", sum(r.paused for r in rows))
+
+
+def body_text(body: Any, limit: int = BODY_CHARS) -> str:
+    """A job body for a page: indented JSON, or for raw bytes their UTF-8 text (else a hex
+    dump), cut at ``limit`` characters with a note."""
+    if isinstance(body, bytes):
+        try:
+            text = body.decode()
+        except UnicodeDecodeError:
+            text = body.hex(" ")
+    else:
+        try:
+            text = msgspec.json.format(msgspec.json.encode(body), indent=2).decode()
+        except (TypeError, msgspec.EncodeError):
+            text = repr(body)
+    if len(text) > limit:
+        return text[:limit] + f"\n… ({len(text) - limit} more characters not shown)"
+    return text
+
+
+@dataclass(frozen=True)
+class JobView:
+    """What the job page shows: labelled fields, body, headers, last error, actions."""
+
+    id: str
+    topic: str
+    state: str
+    fields: list[tuple[str, str]]
+    body: str
+    headers: list[tuple[str, str]]
+    error: str | None
+    actions: tuple[str, ...]
+
+
+def job_view(info: JobInfo, now_ms: int) -> JobView:
+    """The job page of ``info`` (read at ``now_ms``, server clock)."""
+    fields = [
+        ("state", info.state),
+        ("topic", info.topic),
+        ("due", f"{moment(info.due)} ({relative(info.due, now_ms)})"),
+        ("created", f"{moment(info.created)} ({relative(info.created, now_ms)})"),
+        ("attempts", f"{info.attempts} failed of at most {info.max_attempts}"),
+        ("ttr", duration(info.ttr_ms or info.ttr * 1000)),
+    ]
+    if info.consumer is not None:
+        fields.append(("consumer", info.consumer))
+    if info.idle_ms is not None:
+        fields.append(("idle", duration(info.idle_ms)))
+    if info.deliveries is not None:
+        fields.append(("deliveries", str(info.deliveries)))
+    return JobView(id=info.id, topic=info.topic, state=info.state, fields=fields,
+                   body=body_text(info.body), headers=sorted(info.headers.items()),
+                   error=info.error, actions=ACTIONS_BY_STATE.get(info.state, ()))
+
+
+@dataclass(frozen=True)
+class JobRow:
+    """One line of a job list."""
+
+    id: str
+    topic: str
+    state: str
+    due: str
+    due_in: str
+    attempts: str
+    consumer: str
+    error: str
+
+
+@dataclass(frozen=True)
+class PageView:
+    """A page of a job list and the link parameters of the next one."""
+
+    rows: list[JobRow] = field(default_factory=list)
+    next_cursor: str | None = None
+
+
+def page_view(page: JobPage, now_ms: int) -> PageView:
+    """The rows of one ``q.jobs`` page (in its order) and the cursor of the next."""
+    rows = [JobRow(id=j.id, topic=j.topic, state=j.state, due=moment(j.due),
+                   due_in=relative(j.due, now_ms), attempts=f"{j.attempts}/{j.max_attempts}",
+                   consumer=j.consumer or "", error=(j.error or "")[:ERROR_CHARS])
+            for j in page.jobs]
+    return PageView(rows, page.cursor)

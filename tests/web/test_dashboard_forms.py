@@ -1,0 +1,159 @@
+"""The dashboard's pages and forms over plain HTTP against a real ``streamdelay serve``
+(docs/dashboard.md#security): scopes per action, CSRF on every POST, nothing changes on a GET,
+no open redirect, errors as pages, fragments answer 401 without a session."""
+
+from __future__ import annotations
+
+import http.cookiejar
+import re
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+import streamdelay as sd
+from tests.redis_server import RedisServer
+from tests.web_server import WebServer
+
+
+class Session:
+    """A cookie-keeping client that does not follow redirects, logged in as one token."""
+
+    def __init__(self, server: WebServer, name: str | None) -> None:
+        self.server = server
+        self.jar = http.cookiejar.CookieJar()
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar),
+                                                  _NoRedirect)
+        self.csrf = ""
+        if name is not None:
+            status, _, _ = self.post("/login", {"token": server.token(name)})
+            assert status == 303, status
+
+    def open(self, request: urllib.request.Request) -> tuple[int, dict[str, str], str]:
+        """Send ``request``; (status, headers, body). Keeps the page's CSRF token."""
+        try:
+            with self.opener.open(request, timeout=10) as answer:
+                result = answer.status, dict(answer.headers), answer.read().decode()
+        except urllib.error.HTTPError as exc:
+            result = exc.code, dict(exc.headers), exc.read().decode()
+        found = re.search(r'name="_csrf_token" value="([^"]+)"', result[2])
+        if found:
+            self.csrf = found.group(1)
+        return result
+
+    def get(self, path: str) -> tuple[int, dict[str, str], str]:
+        """GET a dashboard path."""
+        return self.open(urllib.request.Request(self.server.url + path,
+                                                headers={"Accept": "text/html"}))
+
+    def post(self, path: str, fields: dict[str, str], csrf: bool = True
+             ) -> tuple[int, dict[str, str], str]:
+        """POST a form (with the CSRF token of the last page unless ``csrf=False``)."""
+        if csrf and not self.csrf:
+            self.get("/login")
+        data = dict(fields, **({"_csrf_token": self.csrf} if csrf else {}))
+        return self.open(urllib.request.Request(
+            self.server.url + path, data=urllib.parse.urlencode(data).encode(), method="POST",
+            headers={"Content-Type": "application/x-www-form-urlencoded"}))
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
+@pytest.fixture
+def queue(web_server: WebServer) -> Iterator[sd.Queue]:
+    """The first served queue, with a delayed job ``j1``."""
+    q = sd.Queue(web_server.queues[0], url=web_server.redis_url)
+    q.enqueue("t", {"n": 1}, id="j1", delay=3600)
+    yield q
+    q.cancel("j1")
+    q.close()
+
+
+def test_pages_without_a_session_go_to_login_and_fragments_answer_401(
+        web_server: WebServer, queue: sd.Queue) -> None:
+    anonymous = Session(web_server, None)
+    status, headers, _ = anonymous.get(f"/q/{queue.name}/job?id=j1")
+    assert status == 303
+    assert headers["location"] == "/login?" + urllib.parse.urlencode(
+        {"next": f"/q/{queue.name}/job?id=j1"})
+    assert anonymous.get(f"/q/{queue.name}/fragment/topics")[0] == 401
+    status, _, page = Session(web_server, "admin").get(f"/q/{queue.name}/job?id=j1")
+    assert status == 200 and "confirm?action=cancel&amp;id=j1" in page
+
+
+def test_a_reader_sees_but_cannot_act(web_server: WebServer, queue: sd.Queue) -> None:
+    reader = Session(web_server, "reader")
+    status, _, page = reader.get(f"/q/{queue.name}")
+    assert status == 200 and 'data-topic="t"' in page
+    assert "confirm?action" not in page  # it offers no action the token may not do
+    assert "confirm?action" not in reader.get(f"/q/{queue.name}/job?id=j1")[2]
+    status, _, page = reader.get(f"/q/{queue.name}/confirm?action=cancel&id=j1")
+    assert status == 403 and "lacks the &#39;write&#39; scope" in page
+    status, _, _ = reader.post(f"/q/{queue.name}/act", {"action": "cancel", "id": "j1"})
+    assert status == 403
+    writer = Session(web_server, "writer")  # write: cancel yes, pause no
+    assert writer.get(f"/q/{queue.name}/confirm?action=pause&topic=t")[0] == 403
+    assert queue.get("j1") is not None
+
+
+def test_every_post_needs_the_csrf_token_and_a_get_changes_nothing(
+        web_server: WebServer, queue: sd.Queue) -> None:
+    admin = Session(web_server, "admin")
+    status, _, page = admin.get(f"/q/{queue.name}/confirm?action=cancel&id=j1")
+    assert status == 200 and 'action="/q/' in page and queue.get("j1") is not None
+    status, _, _ = admin.post(f"/q/{queue.name}/act", {"action": "cancel", "id": "j1"},
+                              csrf=False)
+    assert status == 403 and queue.get("j1") is not None
+    status, headers, _ = admin.post(f"/q/{queue.name}/act", {
+        "action": "cancel", "id": "j1", "back": "https://evil.example/x"})
+    assert status == 303 and queue.get("j1") is None, _
+    assert headers["location"] == f"/q/{queue.name}?done=job+j1+cancelled"  # no open redirect
+    status, _, _ = admin.post("/logout", {}, csrf=False)
+    assert status == 403  # log-out is a form too
+
+
+def test_bad_requests_are_pages_that_say_what_is_wrong(web_server: WebServer,
+                                                       queue: sd.Queue) -> None:
+    admin = Session(web_server, "admin")
+    status, _, page = admin.get(f"/q/{queue.name}/confirm?action=drop&id=j1")
+    assert status == 400 and "action: &#39;drop&#39; is not one of" in page
+    status, _, page = admin.get(f"/q/{queue.name}/jobs?state=delayed&cursor=nonsense")
+    assert status == 400 and "cursor" in page
+    status, _, page = admin.get("/q/not-served/jobs")
+    assert status == 404 and "is not served here" in page
+    status, _, page = admin.get(f"/search?queue={queue.name}&id=nope")
+    assert status == 404 and "There is no job" in page
+    status, headers, _ = admin.get(f"/search?queue={queue.name}&id=j1")
+    assert status == 303 and headers["location"] == f"/q/{queue.name}/job?id=j1"
+    status, _, page = admin.post(f"/q/{queue.name}/act", {
+        "action": "reschedule", "id": "j1", "delay": "soon"})
+    assert status == 400 and "delay: &#39;soon&#39; is not a duration" in page
+    status, headers, _ = admin.post(f"/q/{queue.name}/act", {
+        "action": "reschedule", "id": "j1", "delay": "2h",
+        "back": f"/q/{queue.name}/job?id=j1"})
+    assert status == 303 and "done=job+j1+due+in+2h" in headers["location"]
+    info = queue.get("j1")
+    assert info is not None and info.state == "delayed"
+
+
+def test_redis_away_is_a_page_that_says_so(own_redis: RedisServer) -> None:
+    name = f"away{uuid.uuid4().hex[:6]}"
+    sd.Queue(name, url=own_redis.url).enqueue("t", id="j1", delay=3600)
+    with WebServer(own_redis.url, [name]) as server:
+        admin = Session(server, "admin")
+        assert admin.get(f"/q/{name}")[0] == 200
+        own_redis.kill()
+        with ThreadPoolExecutor(3) as pool:  # each answers after the queue's 5 s of retries
+            queue_page, overview, fragment = pool.map(
+                admin.get, [f"/q/{name}", "/", f"/q/{name}/fragment/topics"])
+        assert queue_page[0] == 503 and "<h1>Queue " in queue_page[2]
+        assert "Traceback" not in queue_page[2]
+        assert overview[0] == 200 and 'class="error"' in overview[2]  # the card says so
+        assert fragment[0] == 503  # the live script then shows "update failed, retrying"
