@@ -323,9 +323,17 @@ def packed_in_c(pool: Any) -> None:
 
 @cache
 def _packed_class(base: type) -> type:
+    import hiredis  # present: only called when redis-py found it
+
     serializer = HiredisRespSerializer()
 
     def pack_command(self: Any, *args: Any) -> list[bytes]:
+        first = args[0]
+        if isinstance(first, str) and " " not in first:  # the common case: straight to C
+            try:
+                return [hiredis.pack_command(args)]
+            except TypeError:  # bytearray, memoryview, ...: redis-py's own way below
+                pass
         packed: list[bytes] = serializer.pack(*args)
         return packed
 
