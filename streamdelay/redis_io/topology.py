@@ -274,7 +274,9 @@ def sync_client(url: str, socket_timeout: float) -> SyncClient:
     topology = parse_url(url)
     options = node_options(topology, socket_timeout)
     if topology.kind == "single":
-        return redis.Redis.from_url(url, **options)
+        single = redis.Redis.from_url(url, **options)
+        packed_in_c(single.connection_pool)
+        return single
     if topology.kind == "cluster":
         seeds = [ClusterNode(host, port) for host, port in topology.nodes]  # type: ignore[no-untyped-call]
         return redis.RedisCluster(startup_nodes=seeds, **options)
@@ -282,6 +284,7 @@ def sync_client(url: str, socket_timeout: float) -> SyncClient:
         list(topology.nodes), sentinel_kwargs=_sentinel_options(topology))
     client: redis.Redis = sentinel.master_for(  # type: ignore[no-untyped-call]
         topology.master, redis_class=redis.Redis, db=topology.db, **options)
+    packed_in_c(client.connection_pool)
     return client
 
 
@@ -310,12 +313,13 @@ def async_client(url: str, socket_timeout: float) -> AsyncClient:
 
 
 def packed_in_c(pool: Any) -> None:
-    """Let hiredis pack the commands of ``pool``'s connections, when it is installed.
+    """Let hiredis pack the commands of ``pool``'s connections (sync or asyncio), when it is
+    installed.
 
     redis-py's asyncio connections pack every command in Python, one join per argument: an
-    ``ackJobs`` call of 64 deliveries took ~245 µs against ~50 µs with hiredis (its sync
-    connections already use hiredis), a few µs per job on the worker's and ``AsyncQueue``'s hot
-    paths (docs/benchmarks.md#what-bounds-the-figures).
+    ``ackJobs`` call of 64 deliveries took ~245 µs against ~50 µs with hiredis, a few µs per job
+    on the worker's and ``AsyncQueue``'s hot paths; its sync connections use hiredis but look
+    at every argument in a Python generator first (docs/benchmarks.md#what-bounds-the-figures).
     """
     if HIREDIS_AVAILABLE:
         pool.connection_class = _packed_class(pool.connection_class)
