@@ -20,6 +20,7 @@ DRAIN_MIN = 20_000
 SCALING = 1.2  # "scaling with 2 processes": 2 processes at least 1.2x the jobs/s of one
 DISPATCH_MIN = 250_000
 LATENESS_P99_MS = {200: 2.0, 2000: 2.0, 20000: 50.0}
+PER_CORE_RATES = (20000,)  # issue 16: measured with as many worker processes as cores (run_all)
 NEVER_EARLY_SOURCES = ("e2e", *(str(rate) for rate in LATENESS_P99_MS))
 MEMORY_MAX_B = 250
 FLAT_MAX = 1.5
@@ -88,7 +89,9 @@ def issue_targets(figures: dict[str, float], full: bool) -> dict[str, Check]:
         p99 = get(f, f"lateness_p99_{per_second}")
         found[f"lateness_{per_second}"] = judge(
             f"lateness p99 <= {limit:g} ms at {per_second:,} due/s", p99 <= limit,
-            f"p99 {number(p99)} ms, one worker process", p99)
+            f"p99 {number(p99)} ms, "
+            + ("a worker process per core" if per_second in PER_CORE_RATES
+               else "one worker process"), p99)
     found["never_early"] = never_early(f)
     memory, backlog = get(f, "memory_per_job"), get(f, "backlog_large")
     found["memory"] = judge(
