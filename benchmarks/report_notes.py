@@ -146,6 +146,15 @@ what is left is the empty stream's and the group's own structures.""",
 HISTORY = """\
 Quoted from earlier runs, with their date and run; none of these figures is this run's.
 
+- 2026-11-23, 23:27-23:29 UTC (load average 0.7-1.1), issue 16, right after the `make bench` \
+of 23:26: `benchmarks/drain.py --jobs 100000` with 1, 2 and 3 worker processes: 37,964, 39,137 \
+and 39,234 jobs/s (Redis CPU 11.8-14.5 µs per job); the previous release's code 20,060 and \
+28,585 jobs/s with 1 and 2 (24.1 and 19.6 µs): one process now takes about a core and Redis \
+half of one, so on 2 cores the curve is flat from the second process on (bound: cores, not \
+Redis). The single-enqueue ratio to the raw `ZADD` round trip moves with the machine far more \
+than with the code: 78% in that `make bench`, 47-62% in seven `benchmarks/enqueue.py` runs \
+minutes later (Redis CPU 67-86 µs per call, against 42-46 µs at 22:48, the same code), 81-88% \
+at 22:48; the previous release's code 35-42% in the same hours.
 - 2026-11-23, 22:25-22:45 UTC, issue 16 (performance round 2), small runs on the shared machine \
 (load average 3-9 from other sessions' tests, so wall-clock rates are noisy; Redis time per call \
 from `INFO commandstats` is the steadier figure): \
