@@ -82,8 +82,8 @@ def test_concurrency_is_held_across_reserving_consumers(redis_url: str) -> None:
 
 def test_over_the_concurrency_reserve_waits_and_a_freed_lease_wakes_it(redis_url: str) -> None:
     """At the limit, reserve(wait) returns nothing after its wait and burns nothing; a settle
-    (here a failure, retried later) elsewhere wakes a waiting reserve at once (no poll interval); a lease not settled expires
-    with the ttr and the job is taken again."""
+    elsewhere (here a failure, retried later) wakes a waiting reserve at once (no poll
+    interval)."""
 
     async def main() -> None:
         aq = await _ready_queue(redis_url, 3, concurrency=1)
