@@ -326,7 +326,9 @@ def round_plan(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, block_m
         yield from _register_plan(cfg, args.group, args.topic)
         state.registered.add((args.group, args.topic))
         return Round([])
-    paused = bool(entries) and block_ms > 0 and (yield from _paused(cfg, args.topic))
+    # a blocking read may return after a pause began (a take never blocks: no second look)
+    paused = (bool(entries) and block_ms > 0 and not limited
+              and (yield from _paused(cfg, args.topic)))
     found = Round([], paused, rest_s=state.rest_s)
     settle: dict[int, list[ScriptCall]] = {}
     back: dict[int, list[str]] = {}
