@@ -19,12 +19,19 @@ import pytest
 import redis
 
 import streamdelay as sd
+from streamdelay.protocol.keys import PartitionKeys
 from tests.redis_server import RedisServer, free_port
 from tests.test_cli import cli_env, command
 
 ROOT = Path(__file__).resolve().parents[1]
 SECURITY_DOC = ROOT / "docs" / "security.md"
 DOC_QUEUE, DOC_PASSWORD = "orders", "CHANGE-ME"
+
+
+async def queue_stats_ready(queue: sd.Queue) -> int:
+    """Jobs ready on the topics ``pull`` and ``lim`` (the tick's topic not counted)."""
+    topics = (await asyncio.to_thread(queue.stats)).topics
+    return sum(topics[t].ready for t in ("pull", "lim") if t in topics)
 
 
 def documented_acl_line(queue: str, password: str) -> list[str]:
@@ -79,15 +86,50 @@ def test_documented_acl_user_runs_everything_and_touches_nothing_else(
     assert queue.reschedule("poison", delay=300) is True
     assert queue.claim("workers", min_idle=0).moved == []
     assert queue.cancel("poison") is True and queue.dead_purge() == 0
+    # schedules: declared, listed, paused, resumed and fired by a dispatcher under this user
+    assert queue.schedule("beat", "tick", {"n": 1}, every=1) is True
+    assert queue.pause_schedule("beat") is True and queue.pause_schedule("beat", False) is True
+    assert [s.name for s in queue.schedules()] == ["beat"]
+    # the pull API: reserve / touch / ack / fail, plain and on the limited topic (the take,
+    # and the waits of a drained and of a full limited topic)
+    queue.enqueue("pull", 1, id="p1")
+    queue.enqueue("lim", 1, id="l9")
+
+    async def dispatch_and_pull() -> int:
+        dispatcher = sd.Dispatcher(queue.config)
+        keys = PartitionKeys("shop", 0)
+        fired, deadline = 0, time.monotonic() + 10
+        try:
+            while fired == 0 or (await queue_stats_ready(queue)) < 2:
+                assert time.monotonic() < deadline, "nothing became ready"
+                fired += await dispatcher.fire_schedules(keys)
+                await dispatcher.promote_once(keys)
+                await asyncio.sleep(0.1)
+        finally:
+            await dispatcher.close()
+        return fired
+
+    assert asyncio.run(dispatch_and_pull()) >= 1
+    [pulled] = queue.reserve("pull", wait=2)
+    pulled.touch()
+    assert pulled.fail("once", retry_delay=60) == "retried"
+    [lim] = queue.reserve("lim", wait=2)
+    assert queue.reserve("lim", wait=0.3) == []  # concurrency 1 is held: BLPOP wait
+    lim.touch()
+    lim.ack()
+    assert queue.reserve("lim", wait=0.3) == []  # drained: XREAD wait
     queue.enqueue("t", 1, id="for-cli", delay=300)
-    readers = [["stats", "shop", "--json"], ["get", "shop", "for-cli"],
+    readers = [["schedule", "list", "shop"],["stats", "shop", "--json"], ["get", "shop", "for-cli"],
                ["enqueue", "shop", "t", "{}", "--delay", "5m"], ["dead", "list", "shop"],
                ["claim", "shop", "--group", "workers"], ["pause", "shop", "t"],
                ["limit", "shop", "lim"],
                *[["jobs", "shop", "--state", s] for s in ("delayed", "ready", "reserved", "dead")]]
     # The readers run side by side; the cancel of the job `get` reads comes after them.
     for batch in (readers, [["cancel", "shop", "for-cli"], ["resume", "shop", "t"],
-                            ["limit", "shop", "lim", "--clear"]]):
+                            ["limit", "shop", "lim", "--clear"],
+                            ["schedule", "pause", "shop", "beat"]],
+                  [["schedule", "resume", "shop", "beat"]], [["schedule", "remove", "shop",
+                                                              "beat"]]):
         procs = [subprocess.Popen(command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True, env=cli_env(url), cwd=ROOT) for args in batch]
         for args, proc in zip(batch, procs, strict=True):

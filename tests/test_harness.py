@@ -85,10 +85,24 @@ def _fake_path(tmp_path: Path, present: list[str]) -> tuple[dict[str, str], Path
     return {**os.environ, "PATH": str(bin_dir)}, log
 
 
-@pytest.mark.parametrize("missing", ["openssl", "redis-cli", "prometheus", None])
+def _makefile_tools() -> dict[str, str]:
+    """The Makefile's TOOLS list: command -> Debian package."""
+    text = (ROOT / "Makefile").read_text().replace("\\\n", " ")
+    line = next(ln for ln in text.splitlines() if ln.startswith("TOOLS :="))
+    return dict(pair.split(":", 1) for pair in line.split(":=", 1)[1].split())
+
+
+def test_makefile_lists_every_tool_the_suite_runs() -> None:
+    tools = _makefile_tools()
+    for command in ("redis-server", "redis-cli", "openssl", "prometheus", "chromium", "curl",
+                    "jq"):
+        assert command in tools, command
+
+
+@pytest.mark.parametrize("missing", ["openssl", "redis-cli", "prometheus", "chromium", None])
 def test_make_tools_installs_what_is_missing_and_only_that(tmp_path: Path,
                                                            missing: str | None) -> None:
-    tools = ["redis-server", "redis-cli", "redis-benchmark", "openssl", "bash", "prometheus"]
+    tools = list(_makefile_tools())
     env, log = _fake_path(tmp_path, [t for t in tools if t != missing])
     make = shutil.which("make")
     assert make is not None
@@ -99,8 +113,7 @@ def test_make_tools_installs_what_is_missing_and_only_that(tmp_path: Path,
     if missing is None:
         assert calls == []
     else:
-        package = {"openssl": "openssl", "redis-cli": "redis-tools",
-                   "prometheus": "prometheus"}[missing]
+        package = _makefile_tools()[missing]
         installs = [c.split() for c in calls if c.split()[:1] == ["install"]]
         assert installs and package in installs[0], calls
 

@@ -24,9 +24,11 @@ FAILS = {**{f"ok-{i}": 0 for i in range(6)}, **{f"flaky-{i}": 1 + i % 2 for i in
 Outcome = tuple[dict[str, list[int]], dict[str, int], set[str]]
 
 
-def fresh_queue(url: str) -> sd.Queue:
-    """A new queue holding the job set, all due now."""
+def fresh_queue(url: str, limit: int | None = None) -> sd.Queue:
+    """A new queue holding the job set, all due now (with a concurrency ``limit`` on TOPIC)."""
     q = sd.Queue(f"q{uuid.uuid4().hex[:10]}", url=url, max_attempts=3, backoff=[0.05])
+    if limit is not None:
+        q.limit(TOPIC, concurrency=limit)
     q.enqueue_many([sd.JobSpec(TOPIC, {"fails": fails}, id=job_id)
                     for job_id, fails in FAILS.items()])
     return q
@@ -52,8 +54,8 @@ def decide(job_id: str, attempt: int, fails: int) -> tuple[str, float | None]:
     return "fail", (0.1 if job_id.startswith("retry-") else None)
 
 
-def run_worker(url: str) -> Outcome:
-    q = fresh_queue(url)
+def run_worker(url: str, limit: int | None = None) -> Outcome:
+    q = fresh_queue(url, limit)
     runs: dict[str, list[int]] = defaultdict(list)
     worker = sd.Worker(q, group=GROUP, concurrency=8)
 
@@ -72,8 +74,8 @@ def run_worker(url: str) -> Outcome:
     return result
 
 
-def run_sync_consumers(url: str, consumers: int = 2) -> Outcome:
-    q = fresh_queue(url)
+def run_sync_consumers(url: str, consumers: int = 2, limit: int | None = None) -> Outcome:
+    q = fresh_queue(url, limit)
     runs: dict[str, list[int]] = defaultdict(list)
     lock = threading.Lock()
     loop = asyncio.new_event_loop()
@@ -119,8 +121,8 @@ def run_sync_consumers(url: str, consumers: int = 2) -> Outcome:
     return result
 
 
-def run_async_consumers(url: str, consumers: int = 3) -> Outcome:
-    q = fresh_queue(url)
+def run_async_consumers(url: str, consumers: int = 3, limit: int | None = None) -> Outcome:
+    q = fresh_queue(url, limit)
     runs: dict[str, list[int]] = defaultdict(list)
 
     async def consume(aq: sd.AsyncQueue, name: str) -> None:
@@ -164,3 +166,12 @@ def test_worker_and_reserve_consumers_end_the_same(redis_url: str) -> None:
     assert by_worker == expected  # the job set itself behaves as designed
     assert run_sync_consumers(redis_url) == by_worker
     assert run_async_consumers(redis_url) == by_worker
+
+
+def test_the_same_under_a_concurrency_limit(redis_url: str) -> None:
+    """With concurrency 2 on the topic, the worker (concurrency 8) and reserve consumers
+    (count 3 and 4) end the job set the same way as without: the limit spends no attempt."""
+    by_worker = run_worker(redis_url, limit=2)
+    assert by_worker == run_worker(redis_url)
+    assert run_sync_consumers(redis_url, limit=2) == by_worker
+    assert run_async_consumers(redis_url, limit=2) == by_worker

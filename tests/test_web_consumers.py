@@ -102,6 +102,21 @@ def test_worker_and_http_consumers_end_the_same(shared_redis: RedisServer) -> No
     assert set(by_http[0]) == set(FAILS)
 
 
+def test_the_same_under_a_concurrency_limit(shared_redis: RedisServer) -> None:
+    """With concurrency 2 on the topic (docs/limits.md), HTTP consumers reserving 4 at a time
+    end the job set as a worker does: the limit spends no attempt."""
+    by_worker = run_worker(shared_redis.url, limit=2)
+    q = fresh_queue(shared_redis.url, limit=2)
+    try:
+        with WebServer(shared_redis.url, [q.name]) as server:
+            runs = run_http_consumers(server, q.name)
+        by_http: Outcome = outcome(q, runs)
+        assert q.stats().topics[TOPIC].leases == 0  # every settle gave its lease back
+    finally:
+        q.close()
+    assert by_http == by_worker
+
+
 def test_a_long_poll_ends_when_the_service_stops(shared_redis: RedisServer) -> None:
     server = WebServer(shared_redis.url, ["drainq"]).start()
     answers: list[tuple[int, Any]] = []

@@ -15,19 +15,40 @@ from typing import Any
 import click
 
 from ..base.errors import ConfigError
-from .options import log_format_option, log_level_option, partitions_option, url_option
-from .support import OperationFailed, UsageProblem, library_call, service_logging
+from .options import (
+    log_format_option,
+    log_level_option,
+    partitions_option,
+    url_option,
+    with_durability_options,
+)
+from .support import (
+    DURABILITY_META,
+    OperationFailed,
+    UsageProblem,
+    library_call,
+    service_logging,
+)
 
 log = logging.getLogger("streamdelay.web")
 SERVE_GRACE = 10.0
+SOCKET_TIMEOUT = 10.0  # QueueConfig's default; raised above a longer --replica-timeout
 
 
 def _queue_options(partitions: int | None) -> dict[str, Any]:
-    """The options of every served ``AsyncQueue``. Durability options (``--replicas``,
-    docs/guarantees.md) join here as further keys."""
+    """The options of every served ``AsyncQueue``: ``--partitions`` and the durability options
+    ``--replicas`` / ``--replica-timeout`` (docs/guarantees.md#durability-across-failover; a
+    call that changes jobs answers 503 ``not_durable`` when the replicas miss). The socket
+    timeout is raised above the replica timeout, so the socket outlives the WAIT."""
     options: dict[str, Any] = {}
     if partitions is not None:
         options["partitions"] = partitions
+    context = click.get_current_context(silent=True)
+    durability = dict(context.meta.get(DURABILITY_META, {})) if context is not None else {}
+    options.update(durability)
+    wait = durability.get("replica_timeout")
+    if isinstance(wait, int | float) and wait + 1.0 > SOCKET_TIMEOUT:
+        options["socket_timeout"] = wait + 1.0
     return options
 
 
@@ -60,6 +81,7 @@ def _web() -> Any:
 @click.option("--graceful-timeout", type=click.FloatRange(0, 600), default=SERVE_GRACE,
               show_default=True, help="Seconds requests in flight get to finish at shutdown.")
 @partitions_option
+@with_durability_options
 @log_level_option
 @log_format_option
 def serve(url: str | None, queues: tuple[str, ...], host: str, listen_port: int,

@@ -192,6 +192,8 @@ class SyncPull(_PullFace):
                 return [Reservation(self, r.receipt, r.text, r.job) for r in found.reserved]
             if found.paused:
                 time.sleep(min(REFRESH_S, left))
+            elif found.rest_s:  # a limited topic's rate holds back: until the next token
+                time.sleep(min(found.rest_s, left))
 
     def reservation(self, receipt: str) -> Reservation:
         """Rebuild a reservation from its ``receipt`` (no I/O) to ack, fail or touch it, in
@@ -245,6 +247,8 @@ class AsyncPull(_PullFace):
                         for r in found.reserved]
             if found.paused:
                 await asyncio.sleep(min(REFRESH_S, left))
+            elif found.rest_s:  # a limited topic's rate holds back: until the next token
+                await asyncio.sleep(min(found.rest_s, left))
 
     def reservation(self, receipt: str) -> AsyncReservation:
         """Rebuild a reservation from its ``receipt``; see ``Queue.reservation``."""

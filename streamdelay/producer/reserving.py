@@ -25,6 +25,8 @@ import msgspec
 from ..base import validation
 from ..base.errors import GroupNotFound, StaleReceipt, StreamdelayError, ValidationError
 from ..base.models import BackoffPolicy, Job
+from ..limits.plans import CONCURRENCY, DRAINED, RATE, limits_key, parse_take, take_call
+from ..limits.rates import TopicLimit
 from ..protocol.backoff import failure_delay_ms
 from ..protocol.deliveries import (
     ERROR_TEXT_LIMIT,
@@ -144,6 +146,7 @@ class ReserveState:
     next_reclaim: dict[tuple[str, str], float] = field(default_factory=dict)  # monotonic s
     next_prune: dict[tuple[str, str], float] = field(default_factory=dict)
     turn: int = 0  # the partition a round starts at, in turns
+    rest_s: float = 0.0  # set by a limited read held back by the rate: sleep this long
 
 
 @dataclass(frozen=True)
@@ -163,6 +166,7 @@ class Round:
     reserved: list[Reserved]
     paused: bool = False
     dropped: list[tuple[str, str]] = field(default_factory=list)
+    rest_s: float = 0.0  # the rate limit holds the topic back: the caller sleeps this long
 
 
 Entry = tuple[int, str, dict[Any, Any] | None]  # partition, entry id, fields
@@ -223,10 +227,47 @@ def _xreadgroup(args: ReserveArgs, count: int, block_ms: int | None,
     return Command((*head, "STREAMS", *streams, *[">"] * len(streams)))
 
 
+def _limited(cfg: QueueConfig, topic: str) -> Plan[bool]:
+    """Whether ``topic`` has a rate or concurrency limit now (one HGET; limits need a queue of
+    one partition, so a partitioned queue asks nothing)."""
+    if cfg.partitions != 1:
+        return False
+    raw = yield Command(("HGET", limits_key(cfg.name), topic))
+    if raw is None:
+        return False
+    limit = TopicLimit.from_stored(text(raw))
+    return bool(limit.rate or limit.concurrency)
+
+
+def _take_step(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, block_ms: int
+               ) -> Plan[list[Entry]]:
+    """The read of a limited topic: the shared take (``takeLimited``, as a worker's take loop
+    calls it), which hands out no more than the limit lets start now. When it gives nothing
+    and the caller may wait, wait as its reply says, never longer than ``block_ms``: for a
+    freed lease (BLPOP on the topic's ``limitwake`` list), for a new entry (XREAD BLOCK from
+    the group's last delivered id), or, held back by the rate, ``state.rest_s`` tells the
+    caller to sleep until the next token (docs/limits.md)."""
+    keys = PartitionKeys(cfg.name, 0)
+    reply = parse_take((yield take_call(keys, args.group, args.consumer, args.topic,
+                                        args.count)))
+    if reply.entries or block_ms <= 0:
+        return [(0, eid, fields) for eid, fields in reply.entries]
+    wait_ms = max(1, min(reply.wait_ms, block_ms))
+    if reply.reason == RATE:
+        state.rest_s = wait_ms / 1000
+    elif reply.reason == CONCURRENCY:
+        yield Command(("BLPOP", keys.limit_wake(args.topic), f"{wait_ms / 1000:.3f}"))
+    elif reply.reason == DRAINED:  # at once when an entry came after the take
+        yield Command(("XREAD", "COUNT", 1, "BLOCK", block_ms, "STREAMS",
+                       keys.stream(args.topic), reply.last_id or "$"))
+    return []
+
+
 def read_step(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, block_ms: int,
-              cluster: bool) -> Plan[list[Entry]]:
+              cluster: bool, limited: bool = False) -> Plan[list[Entry]]:
     """THE read of the pull API: new entries of the topic for this consumer, from every
-    partition, blocking up to ``block_ms`` (0: not at all) when none is there.
+    partition, blocking up to ``block_ms`` (0: not at all) when none is there. A ``limited``
+    topic is read only through the shared take (``_take_step``), exactly as a worker reads it.
 
     One partition: one ``XREADGROUP`` (with ``BLOCK`` when waiting). Several: a non-blocking
     read per partition (starting at a different one each round) until ``count`` came; then, if
@@ -234,6 +275,8 @@ def read_step(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, block_ms
     in turns, ``CLUSTER_SLICE_S`` at most). May return more than ``count`` (a blocking read over
     several streams): the caller hands the extra ones back.
     """
+    if limited:
+        return (yield from _take_step(cfg, state, args, block_ms))
     parts = list(partition_keys(cfg.name, cfg.partitions))
     by_stream = {k.stream(args.topic): k.partition for k in parts}
     block = block_ms if block_ms > 0 else None
@@ -262,7 +305,8 @@ def _paused(cfg: QueueConfig, topic: str) -> Plan[bool]:
 
 def round_plan(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, block_ms: int,
                now: float, cluster: bool) -> Plan[Round]:
-    """One reserve round: upkeep, the pause check, one read (``read_step``), then decoding.
+    """One reserve round: upkeep, the pause check, the limit check, one read (``read_step``),
+    then decoding.
 
     Entries that can never run are dead-lettered as a worker does; entries over ``count``, and
     those a blocking read returned after the topic was paused meanwhile, are handed back (not
@@ -270,17 +314,22 @@ def round_plan(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, block_m
     yield from upkeep_plan(cfg, state, args, now)
     if (yield from _paused(cfg, args.topic)):
         return Round([], paused=True)
+    state.rest_s = 0.0
     try:
-        entries = yield from read_step(cfg, state, args, block_ms, cluster)
+        limited = yield from _limited(cfg, args.topic)
+        entries = yield from read_step(cfg, state, args, block_ms, cluster, limited)
     except StreamdelayError as exc:  # the group or stream was deleted: register again
-        if "NOGROUP" not in str(exc) and "UNBLOCKED" not in str(exc):
+        if (not isinstance(exc, GroupNotFound) and "NOGROUP" not in str(exc)
+                and "UNBLOCKED" not in str(exc)):
             raise
         state.registered.discard((args.group, args.topic))
         yield from _register_plan(cfg, args.group, args.topic)
         state.registered.add((args.group, args.topic))
         return Round([])
-    paused = bool(entries) and block_ms > 0 and (yield from _paused(cfg, args.topic))
-    found = Round([], paused)
+    # a blocking read may return after a pause began (a take never blocks: no second look)
+    paused = (bool(entries) and block_ms > 0 and not limited
+              and (yield from _paused(cfg, args.topic)))
+    found = Round([], paused, rest_s=state.rest_s)
     settle: dict[int, list[ScriptCall]] = {}
     back: dict[int, list[str]] = {}
     for partition, entry_id, fields in entries:

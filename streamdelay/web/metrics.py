@@ -90,11 +90,15 @@ class HttpMetrics:
         """Count ``count`` deliveries settled (handled, retried, dead) or reclaimed."""
         self.jobs.labels(queue, topic, group, outcome).inc(count)
 
-    def reserved(self, queue: str, topic: str, due_ms: int) -> None:
-        """A consumer took a job: observe its lateness on the server clock."""
+    def reserved(self, queue: str, topic: str, due_ms: int) -> float | None:
+        """A consumer took a job: observe its lateness on the server clock; returns it in ms
+        (None while the server clock is not known)."""
         now = None if self.clock is None else self.clock.now_ms()
-        if now is not None:
-            self.lateness.labels(queue, topic).observe(max(0.0, (now - due_ms) / 1000.0))
+        if now is None:
+            return None
+        late_ms = max(0.0, float(now - due_ms))
+        self.lateness.labels(queue, topic).observe(late_ms / 1000.0)
+        return late_ms
 
     async def start(self) -> None:
         """Measure the server clock (in a thread: a few blocking round trips)."""

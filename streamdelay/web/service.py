@@ -20,11 +20,13 @@ from ..base.errors import GroupNotFound, StreamdelayError
 from ..consumer.dispatcher import Dispatcher
 from ..producer.plans import requeue_stuck_plan
 from ..producer.queue import AsyncQueue
+from ..producer.reserving import default_consumer_name
 from ..protocol.keys import partition_keys
 from ..protocol.plan import Command, Plan
 from ..protocol.replies import field_map
 from ..redis_io.config import QueueConfig
 from ..redis_io.runner import drive_async
+from ..telemetry.lateness import LatenessRecorder
 from .settings import ServeSettings
 
 log = logging.getLogger("streamdelay.web")
@@ -54,6 +56,11 @@ class Service:
             name: AsyncQueue(name, url=settings.url, **settings.queue_options)
             for name in settings.queues}
         self.dispatchers: dict[str, Dispatcher] = {}
+        # the lateness of the jobs handed out on :reserve, for the dashboard, as a worker
+        # records its handler starts (docs/dashboard.md#lateness)
+        flusher = f"serve-{default_consumer_name()}"
+        self.lateness = {name: LatenessRecorder(name, flusher) for name in settings.queues}
+        self._flushers: list[asyncio.Task[Any]] = []
         self.draining = asyncio.Event()  # set on SIGTERM: long polls answer at once
         self._tasks: list[asyncio.Task[Any]] = []
         self._reclaim: asyncio.Task[Any] | None = None
@@ -64,8 +71,18 @@ class Service:
         """Jobs promoted so far by each embedded dispatcher."""
         return {name: d.promoted for name, d in self.dispatchers.items()}
 
+    def observe_lateness(self, queue: str, topic: str, late_ms: float) -> None:
+        """Count one job handed out on ``:reserve``, ``late_ms`` after its due time (server
+        clock), in the queue's lateness record (flushed every few seconds)."""
+        recorder = self.lateness.get(queue)
+        if recorder is not None:
+            recorder.observe(topic, late_ms)
+
     async def start(self) -> None:
-        """Start the dispatchers and the reclaim loop (not with ``dispatch=False``)."""
+        """Start the lateness flushes, then the dispatchers and the reclaim loop (not with
+        ``dispatch=False``)."""
+        self._flushers = [asyncio.create_task(recorder.run(self.queues[name].client))
+                          for name, recorder in self.lateness.items()]
         if not self.settings.dispatch:
             return
         for name, queue in self.queues.items():
@@ -115,6 +132,9 @@ class Service:
     async def stop(self) -> None:
         """Stop the duties and close every connection pool."""
         self.draining.set()
+        for flusher in self._flushers:  # each flushes what it counted once more
+            flusher.cancel()
+        await asyncio.gather(*self._flushers, return_exceptions=True)
         if self._reclaim is not None:
             self._reclaim.cancel()
             await asyncio.gather(self._reclaim, return_exceptions=True)

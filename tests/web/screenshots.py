@@ -2,10 +2,11 @@
 ``python -m tests.web.screenshots [--out docs/img]``.
 
 Starts its own redis-server and ``streamdelay serve``, fills a queue ``orders`` (a delayed
-backlog, jobs a real worker ran, dead letters, a paused topic), then opens the pages in headless
-Chromium. The current minute's lateness comes from that worker run; so that the chart has a
-history to show, the 14 minutes before it are seeded with synthetic bucket counts written to
-the same per-minute hashes the workers write (docs/dashboard.md#lateness).
+backlog, jobs a real worker ran, dead letters, a paused topic, a limited topic, schedules),
+then opens the pages in headless Chromium. The current minute's lateness comes from that
+worker run; so that the chart has a history to show, the 14 minutes before it are seeded
+with synthetic bucket counts written to the same per-minute hashes the workers write
+(docs/dashboard.md#lateness).
 """
 
 from __future__ import annotations
@@ -57,6 +58,12 @@ def fill(url: str) -> None:
     q.enqueue_many([sd.JobSpec("report.build", {"day": i}, id=f"report-{i}", delay=3600 * i)
                     for i in range(1, 8)])
     q.pause("report.build")
+    q.limit("webhook.send", rate="10/s", concurrency=4)  # the limit column (docs/limits.md)
+    q.schedule("nightly-report", "report.build", {"kind": "daily"}, cron="0 3 * * *",
+               tz="Europe/Paris")
+    q.schedule("digest", "mail.send", {"kind": "digest"}, every=3600)
+    q.schedule("cleanup", "order.close", every=900)
+    q.pause_schedule("cleanup")
     seed_history(q)
     q.close()
 

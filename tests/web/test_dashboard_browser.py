@@ -190,3 +190,31 @@ def test_pause_then_resume_a_topic(dash: Dash, worker: subprocess.Popen[bytes]) 
     assert dash.flash() == "topic work resumed"
     dash.wait_cell("work", "ready", "0")
     dash.wait_cell("work", "reserved", "0")
+
+
+def test_limits_and_schedules_are_shown(dash: Dash) -> None:
+    """A limited topic shows its rate, concurrency and leases held in the topic table; the
+    queue page lists the schedules (name, topic, cron / every, next tick, paused)."""
+    q = dash.queue
+    q.limit("capped", rate="20/s", concurrency=2)
+    q.enqueue("capped", id="cap-1", delay=3600)
+    q.schedule("nightly-report", "report", cron="0 3 * * *", tz="Europe/Paris")
+    q.schedule("heartbeat", "ping", every=30)
+    q.pause_schedule("heartbeat")
+    dash.goto(f"/q/{q.name}")
+    dash.page.wait_for_function(
+        """() => { const c = document.querySelector('tr[data-topic="capped"] td[data-limit]');
+                   return c !== null && c.textContent.trim() === '20/s, 0/2 running'; }""",
+        timeout=WAIT_MS)
+    nightly = dash.page.locator('tr[data-schedule="nightly-report"]')
+    assert "report" in nightly.inner_text() and "cron 0 3 * * * (Europe/Paris)" in \
+        nightly.inner_text()
+    assert "UTC" in str(nightly.locator("td[data-next]").text_content())
+    assert "active" in str(nightly.locator("td[data-state]").text_content())
+    beat = dash.page.locator('tr[data-schedule="heartbeat"]')
+    assert "every 30 s" in beat.inner_text()
+    assert "paused" in str(beat.locator("td[data-state]").text_content())
+    dash.goto("/")  # the overview's tables show the limit too
+    assert dash.page.locator(
+        f'[data-live="/q/{q.name}/fragment/topics"] tr[data-topic="capped"] td[data-limit]'
+    ).first.text_content() == "20/s, 0/2 running"

@@ -137,3 +137,22 @@ def test_only_paths_of_this_site_are_followed_after_login_or_an_action() -> None
     for outside in ("https://evil.example/", "//evil.example/x", "/\\evil.example", "", None,
                     "javascript:alert(1)"):
         assert local_path(outside, "/home") == "/home"
+
+
+def test_limits_and_schedules_read_well() -> None:
+    stats = QueueStats("q", NOW, {
+        "api": TopicStats("api", 0, 4, 2, 0, 0, "workers", rate="20/s", concurrency=3,
+                          leases=2),
+        "mail": TopicStats("mail", 0, 0, 0, 0, 0, None)})
+    rows = views.topic_rows(stats, None)
+    assert [r.limit for r in rows] == ["20/s, 2/3 running", ""]
+    assert views.limit_text(None, 5, 0) == "0/5 running" and views.limit_text("1/h", None, 0) \
+        == "1/h"
+    nightly = sd.Schedule("nightly", "report", "0 3 * * *", None, "Europe/Paris", 60, 3,
+                          "skip", 0, False, NOW + 90_000, 0, None)
+    beat = sd.Schedule("beat", "ping", None, 30.0, "UTC", 60, 3, "skip", 0, True, NOW + 5, 0,
+                       None)
+    listed = views.schedule_rows([nightly, beat], NOW)
+    assert [(r.name, r.when, r.paused) for r in listed] == [
+        ("beat", "every 30 s", True), ("nightly", "cron 0 3 * * * (Europe/Paris)", False)]
+    assert listed[0].next == views.UNKNOWN and listed[1].next.endswith("(in 1 m 30 s)")

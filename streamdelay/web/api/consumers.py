@@ -63,8 +63,11 @@ async def reserve(request: Request[Any, Any, Any], queue: str, topic: TopicParam
     if not found:
         return Response(None, status_code=204)  # type: ignore[arg-type]
     metrics = request.app.state.metrics
-    for reservation in found:
-        metrics.reserved(queue, reservation.topic, reservation.due)
+    service = request.app.state.service
+    for reservation in found:  # Prometheus, and the dashboard's lateness record
+        late_ms = metrics.reserved(queue, reservation.topic, reservation.due)
+        if late_ms is not None:
+            service.observe_lateness(queue, reservation.topic, late_ms)
     return Response(ReserveAnswer([
         Delivery(r.id, r.topic, r.body, r.headers, r.attempt, r.due, r.ttr, r.receipt)
         for r in found]))

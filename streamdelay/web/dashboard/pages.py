@@ -122,7 +122,7 @@ def topics_context(queue: str, data: TopicsData) -> dict[str, Any]:
     """The template names of ``_topics.html``."""
     rows = views.topic_rows(data.stats, data.window)
     return {"queue": queue, "rows": rows, "total": views.totals(rows),
-            "now": views.moment(data.stats.now)}
+            "now": views.moment(data.stats.now), "limited": any(r.limit for r in rows)}
 
 
 def status_of(exc: StreamdelayError) -> int:
@@ -165,12 +165,20 @@ async def queue_page(request: Req, queue: str) -> Response[str]:
     """One queue: its topic table with lateness charts (live) and the job lists."""
     principal(request)
     q = served(request, queue)
-    try:
-        data = await read_topics(q)
-    except StreamdelayError as exc:
-        return problem(request, f"Queue {queue}", str(exc), status_of(exc), queue)
+    found, listed = await asyncio.gather(read_topics(q), q.schedules(),
+                                         return_exceptions=True)
+    if isinstance(found, StreamdelayError):
+        return problem(request, f"Queue {queue}", str(found), status_of(found), queue)
+    if isinstance(found, BaseException):
+        raise found
+    if isinstance(listed, BaseException) and not isinstance(listed, StreamdelayError):
+        raise listed
+    schedules = (None if isinstance(listed, BaseException)
+                 else views.schedule_rows(listed, found.stats.now))
     return html(render("queue.html", **{**base_context(request, queue),
-                                        **topics_context(queue, data)}))
+                                        **topics_context(queue, found)},
+                       schedules=schedules,
+                       schedules_error=str(listed) if isinstance(listed, BaseException) else ""))
 
 
 @get("/q/{queue:str}/fragment/topics", include_in_schema=False)

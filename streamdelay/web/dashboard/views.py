@@ -84,6 +84,7 @@ class TopicRow:
     p99: str
     started: int  # handler starts in the window
     chart: str  # inline SVG
+    limit: str = ""  # the topic's limit (docs/limits.md), e.g. "20/s, 1/2 running"; "" none
 
 
 def topic_rows(stats: QueueStats, window: LatenessWindow | None,
@@ -110,7 +111,39 @@ def topic_rows(stats: QueueStats, window: LatenessWindow | None,
             started=sum(merged),
             chart=lateness_chart(p50, p99, title=f"{name}: lateness p50 / p99 per minute, "
                                  f"last {minutes} min"),
+            limit=limit_text(t.rate, t.concurrency, t.leases) if t else "",
         ))
+    return rows
+
+
+def limit_text(rate: str | None, concurrency: int | None, leases: int) -> str:
+    """A topic's limit as the stats table shows it: ``50/s, 2/3 running`` ("" without one)."""
+    parts = [rate] if rate else []
+    if concurrency:
+        parts.append(f"{leases}/{concurrency} running")
+    return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class ScheduleRow:
+    """One line of a queue's schedule list (read-only, docs/schedules.md)."""
+
+    name: str
+    topic: str
+    when: str  # "cron 0 9 * * 1-5 (Europe/Paris)" or "every 30 s"
+    next: str  # the next tick and how far away, or UNKNOWN (paused, never again)
+    paused: bool
+
+
+def schedule_rows(schedules: list[Any], now_ms: int) -> list[ScheduleRow]:
+    """The schedule list of ``Queue.schedules()`` (``Schedule`` objects), by name."""
+    rows = []
+    for s in sorted(schedules, key=lambda s: s.name):
+        when = (f"cron {s.cron} ({s.tz})" if s.cron else
+                f"every {duration(s.every * 1000) if s.every else UNKNOWN}")
+        upcoming = (UNKNOWN if s.paused or s.next_tick < 0 else
+                    f"{moment(s.next_tick)} ({relative(s.next_tick, now_ms)})")
+        rows.append(ScheduleRow(s.name, s.topic, when, upcoming, bool(s.paused)))
     return rows
 
 
