@@ -29,6 +29,7 @@ from benchmarks import (
     dispatch,
     drain,
     enqueue,
+    http_bench,
     inspect_jobs,
     lateness_e2e,
     lateness_rates,
@@ -124,6 +125,8 @@ def main() -> None:
         raw_redis_benchmark,
         lateness_e2e.run,
         enqueue.run,
+        lambda: (http_bench.run(single=20_000, batches=200, backlog=100_000, pairs=10_000)
+                 if args.full else http_bench.run()),
         lambda: dispatch.dispatch_alone(100_000),
         lambda: dispatch.backlog([10_000, 1_000_000] + ([10_000_000] if args.full else [])),
         lambda: drain.run(10_000),
