@@ -10,6 +10,7 @@ import pytest
 import streamdelay as sd
 from tests.no_skips import pytest_runtest_makereport  # noqa: F401  (a skip fails the run)
 from tests.redis_server import RedisServer
+from tests.web_server import web_server  # noqa: F401  (streamdelay serve, tests/web_server.py)
 
 
 @pytest.fixture(scope="session")

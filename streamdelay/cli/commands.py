@@ -43,6 +43,7 @@ from .output import (
     when,
 )
 from .params import BackoffOption, past_at_explained
+from .serve import serve
 from .support import (
     PARTITIONS_ENV,
     URL_ENV,
@@ -409,6 +410,7 @@ def demo(url: str | None, jobs: int, max_delay: float) -> int:
 
 
 cli.add_command(exporter)  # cli/exporter.py
+cli.add_command(serve)  # cli/serve.py
 for _command in (inspect_commands.jobs, inspect_commands.pause, inspect_commands.resume):
     cli.add_command(_command)
 

@@ -155,10 +155,12 @@ def quiet_library_logs() -> None:
     logging.getLogger("streamdelay").propagate = False
 
 
-def service_logging(level: str, fmt: str = "text") -> None:
+def service_logging(level: str, fmt: str = "text", extra_secrets: Sequence[str] = ()) -> None:
     """Log lines on stderr for the long-running commands (``worker``, ``dispatch``): ``text``
-    or ``json`` (``telemetry.logs``), secrets of the command line and environment masked."""
-    telemetry_logging(level, fmt, _SECRETS or _secrets(sys.argv[1:]))
+    or ``json`` (``telemetry.logs``), secrets of the command line and environment masked, and
+    ``extra_secrets`` too (``serve``'s bearer tokens)."""
+    secrets = [*(_SECRETS or _secrets(sys.argv[1:])), *extra_secrets]
+    telemetry_logging(level, fmt, sorted(set(secrets), key=len, reverse=True))
 
 
 # --- worker loading ------------------------------------------------------------------------

@@ -30,37 +30,42 @@ STATS_GIVE_UP = 3.0
 
 class QueueCollector:
     """``streamdelay_queue_jobs``, ``streamdelay_queue_lag_seconds`` and
-    ``streamdelay_exporter_up`` of one queue, read at scrape time."""
+    ``streamdelay_exporter_up`` of one or more queues (``streamdelay serve`` passes every queue
+    it serves), read at scrape time."""
 
-    def __init__(self, queue: Queue) -> None:
-        self.queue = queue
+    def __init__(self, *queues: Queue) -> None:
+        self.queues = queues
         self.client = prometheus(FIELD)
 
     def collect(self) -> Iterable[Any]:
-        """The gauges of every topic (only ``streamdelay_exporter_up`` 0 when Redis failed)."""
+        """The gauges of every topic (a queue whose stats failed: only its ``up`` at 0)."""
         core = self.client.metrics_core
-        name = self.queue.name
         up = core.GaugeMetricFamily("streamdelay_exporter_up", "1 when the last read of the "
                                     "queue's stats succeeded, else 0.", labels=["queue"])
-        try:
-            stats = self.queue.stats()
-        except (StreamdelayError, RedisError, OSError) as exc:
-            log.warning("could not read the stats of queue %s (%s)", name, exc)
-            up.add_metric([name], 0)
-            yield up
-            return
-        up.add_metric([name], 1)
         jobs = core.GaugeMetricFamily("streamdelay_queue_jobs", "Jobs of the queue by topic and "
                                       "state, summed over its partitions.",
                                       labels=["queue", "topic", "state"])
         lag = core.GaugeMetricFamily("streamdelay_queue_lag_seconds", "How long the oldest due, "
                                      "not yet delivered job of the topic has waited.",
                                      labels=["queue", "topic"])
-        for topic, row in sorted(stats.topics.items()):
-            for state in ("delayed", "ready", "reserved", "dead"):
-                jobs.add_metric([name, topic, state], getattr(row, state))
-            lag.add_metric([name, topic], row.lag_ms / 1000.0)
-        yield from (jobs, lag, up)
+        read = False
+        for queue in self.queues:
+            name = queue.name
+            try:
+                stats = queue.stats()
+            except (StreamdelayError, RedisError, OSError) as exc:
+                log.warning("could not read the stats of queue %s (%s)", name, exc)
+                up.add_metric([name], 0)
+                continue
+            up.add_metric([name], 1)
+            read = True
+            for topic, row in sorted(stats.topics.items()):
+                for state in ("delayed", "ready", "reserved", "dead"):
+                    jobs.add_metric([name, topic, state], getattr(row, state))
+                lag.add_metric([name, topic], row.lag_ms / 1000.0)
+        if read:
+            yield from (jobs, lag)
+        yield up
 
 
 def exporter_queue(name: str, url: str | None, partitions: int | None) -> Queue:

@@ -1,0 +1,107 @@
+"""The ``streamdelay serve`` command: the HTTP service of docs/http.md, on uvicorn.
+
+Needs the extra ``streamdelay[web]``. One process serves the queues named with ``--queue``,
+runs their dispatcher and reclaim upkeep unless ``--no-dispatch``, and stops gracefully on
+SIGINT/SIGTERM: it stops accepting connections, answers waiting long polls at once (204),
+lets requests in flight finish (``--graceful-timeout``), then stops its dispatchers.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+import click
+
+from ..base.errors import ConfigError
+from .options import log_format_option, log_level_option, partitions_option, url_option
+from .support import OperationFailed, UsageProblem, library_call, service_logging
+
+log = logging.getLogger("streamdelay.web")
+SERVE_GRACE = 10.0
+
+
+def _queue_options(partitions: int | None) -> dict[str, Any]:
+    """The options of every served ``AsyncQueue``. Durability options (``--replicas``,
+    docs/guarantees.md) join here as further keys."""
+    options: dict[str, Any] = {}
+    if partitions is not None:
+        options["partitions"] = partitions
+    return options
+
+
+def _web() -> Any:
+    try:
+        import litestar  # noqa: F401
+        import uvicorn
+    except ImportError as exc:
+        raise UsageProblem(f"serve needs the web extra: pip install 'streamdelay[web]' "
+                           f"({exc.name} is missing)") from None
+    return uvicorn
+
+
+@click.command()
+@url_option
+@click.option("--queue", "queues", multiple=True, required=True, metavar="QUEUE",
+              help="A queue to serve (repeat for more); any other answers 404.")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on; beyond loopback only with tokens configured.")
+@click.option("--port", "listen_port", type=click.IntRange(0, 65535), default=8080,
+              show_default=True, help="TCP port to listen on.")
+@click.option("--token-file", type=click.Path(dir_okay=False), default=None,
+              help="Tokens, name:token:scope,scope per line (also STREAMDELAY_TOKENS).")
+@click.option("--dispatch/--no-dispatch", default=True, show_default=True,
+              help="Run the dispatcher and reclaim upkeep of the served queues here.")
+@click.option("--max-body-bytes", type=click.IntRange(1024, 1 << 30), default=None,
+              help="Largest request body accepted (413 above) [default: 8 MiB].")
+@click.option("--secure-cookies", is_flag=True,
+              help="Mark the dashboard's cookies Secure (behind an HTTPS proxy).")
+@click.option("--graceful-timeout", type=click.FloatRange(0, 600), default=SERVE_GRACE,
+              show_default=True, help="Seconds requests in flight get to finish at shutdown.")
+@partitions_option
+@log_level_option
+@log_format_option
+def serve(url: str | None, queues: tuple[str, ...], host: str, listen_port: int,
+          token_file: str | None, dispatch: bool, max_body_bytes: int | None,
+          secure_cookies: bool, graceful_timeout: float, partitions: int | None,
+          log_level: str, log_format: str) -> int:
+    """Serve QUEUEs over HTTP: the JSON API at /v1, a dashboard at /, /metrics, /healthz.
+
+    Producers enqueue, operators inspect and steer, and consumers in any language reserve
+    jobs and ack / fail / touch them by receipt (docs/http.md). Clients authenticate with
+    Authorization: Bearer TOKEN; with no token configured it listens on loopback only.
+
+    \b
+    Example:
+      STREAMDELAY_TOKENS='app:s3cret-token-123456:write,consume' \\
+        streamdelay serve --queue orders --url redis://redis:6379/0 --host 0.0.0.0
+    """
+    uvicorn = _web()
+    from ..redis_io.config import resolve_url
+    from ..web.settings import ServeSettings, session_secret
+    from ..web.tokens import TOKENS_ENV, load_tokens
+
+    tokens = library_call(lambda: load_tokens(token_file, os.environ.get(TOKENS_ENV)))
+    service_logging(log_level, log_format, tokens.secrets)
+    options: dict[str, Any] = {"max_body_bytes": max_body_bytes} if max_body_bytes else {}
+    settings = library_call(lambda: ServeSettings(
+        url=resolve_url(url), queues=queues, host=host, port=listen_port, tokens=tokens,
+        dispatch=dispatch, session_secret=session_secret(), secure_cookies=secure_cookies,
+        queue_options=_queue_options(partitions), **options))
+    try:
+        settings.check_bind()
+    except ConfigError as exc:
+        log.error("REFUSED: %s", exc)
+        raise UsageProblem(str(exc)) from exc
+    if not tokens.configured:
+        log.warning("NO TOKEN CONFIGURED: every request on %s:%d is allowed every scope; "
+                    "listening on loopback only (give tokens with --token-file or %s)",
+                    host, listen_port, TOKENS_ENV)
+    from ..web.server import run_server
+
+    try:
+        run_server(uvicorn, settings, graceful_timeout)
+    except OSError as exc:
+        raise OperationFailed(f"cannot listen on {host}:{listen_port}: {exc}") from exc
+    return 0

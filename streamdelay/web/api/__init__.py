@@ -1,0 +1,10 @@
+"""The JSON API under ``/v1`` (docs/http.md): producer, operator and consumer routes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def api_routes() -> list[Any]:
+    """Every route handler of the JSON API."""
+    return []

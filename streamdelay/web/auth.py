@@ -1,0 +1,167 @@
+"""Who is calling: bearer tokens, the dashboard's signed session cookie, and the scope guards.
+
+``AuthMiddleware`` resolves every request to a ``Principal`` (or None) in ``scope["user"]``;
+the guards made by ``requires(scope)`` turn that into 401 (nobody) or 403 (wrong scope).
+
+- ``Authorization: Bearer TOKEN`` works on every route; a wrong token is a 401 even when a
+  session cookie is present.
+- The session cookie (``streamdelay_session``, HttpOnly, SameSite=Strict, HMAC-SHA256 signed
+  with the settings' secret, expiring) carries the token's *name* and an expiry, never the
+  token. It authenticates the dashboard's routes, whose state-changing requests pass Litestar's
+  CSRF check, and only the safe (GET/HEAD) requests of ``/v1``: the ``/v1`` routes are exempt
+  from CSRF, so a cookie must never make a state change there (docs/http.md#security).
+- With no token configured every request is ``ANONYMOUS`` (all scopes): the service then
+  listens on loopback only (``ServeSettings.check_bind``).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import time
+from typing import Any
+
+from litestar.connection import ASGIConnection
+from litestar.exceptions import NotAuthorizedException, PermissionDeniedException
+from litestar.handlers.base import BaseRouteHandler
+from litestar.response import Response
+from litestar.types import ASGIApp, Receive, Scope, Send
+
+from .tokens import ANONYMOUS, Principal, TokenTable
+
+SESSION_COOKIE = "streamdelay_session"
+API_PREFIX = "/v1"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="streamdelay"'}
+
+
+class SessionSigner:
+    """Signs and checks session cookie values: ``name.expiry.signature`` (base64url)."""
+
+    def __init__(self, secret: bytes, max_age: int) -> None:
+        self._key = hashlib.sha256(b"streamdelay-session\0" + secret).digest()
+        self.max_age = max_age
+
+    def _mac(self, payload: str) -> str:
+        digest = hmac.new(self._key, payload.encode(), hashlib.sha256).digest()
+        return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+    def sign(self, name: str, now: float | None = None) -> str:
+        """A cookie value for the principal ``name``, valid ``max_age`` seconds."""
+        expires = int((time.time() if now is None else now) + self.max_age)
+        encoded = base64.urlsafe_b64encode(name.encode()).rstrip(b"=").decode()
+        payload = f"{encoded}.{expires}"
+        return f"{payload}.{self._mac(payload)}"
+
+    def verify(self, value: str, now: float | None = None) -> str | None:
+        """The name in a genuine, unexpired cookie value; None for anything else."""
+        parts = value.split(".")
+        if len(parts) != 3:
+            return None
+        encoded, expires, mac = parts
+        if not hmac.compare_digest(mac, self._mac(f"{encoded}.{expires}")):
+            return None
+        try:
+            if int(expires) < (time.time() if now is None else now):
+                return None
+            return base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode()
+        except (ValueError, UnicodeDecodeError):
+            return None
+
+
+def _bearer(scope: Scope) -> str | None:
+    """The token of the Authorization header ('' for a header that is not a bearer token)."""
+    for key, value in scope.get("headers", ()):
+        if key == b"authorization":
+            kind, _, token = value.decode("latin-1").partition(" ")
+            return token.strip() if kind.lower() == "bearer" else ""
+    return None
+
+
+def _cookie(scope: Scope, name: str) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key == b"cookie":
+            for part in value.decode("latin-1").split(";"):
+                cookie_name, _, cookie_value = part.strip().partition("=")
+                if cookie_name == name:
+                    return cookie_value
+    return None
+
+
+def resolve(scope: Scope, tokens: TokenTable, signer: SessionSigner) -> tuple[Principal | None,
+                                                                                str]:
+    """The principal of a request and how it was found: ``open`` (no tokens configured),
+    ``bearer``, ``session``, ``bad-token`` or ``none``."""
+    if not tokens.configured:
+        return ANONYMOUS, "open"
+    token = _bearer(scope)
+    if token is not None:
+        principal = tokens.authenticate(token)
+        return (principal, "bearer") if principal is not None else (None, "bad-token")
+    value = _cookie(scope, SESSION_COOKIE)
+    if value:
+        path: str = scope.get("path", "")
+        if path.startswith(API_PREFIX + "/") and scope.get("method") not in SAFE_METHODS:
+            return None, "none"  # /v1 is CSRF-exempt: a cookie never changes state there
+        name = signer.verify(value)
+        principal = tokens.principal(name) if name is not None else None
+        if principal is not None:
+            return principal, "session"
+    return None, "none"
+
+
+class AuthMiddleware:
+    """Puts the request's principal (or None) in ``scope["user"]`` and how in
+    ``scope["auth"]``; it rejects nothing itself (the guards do)."""
+
+    def __init__(self, app: ASGIApp, tokens: TokenTable, signer: SessionSigner) -> None:
+        self.app = app
+        self.tokens = tokens
+        self.signer = signer
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Resolve the principal, then call the app."""
+        if scope["type"] in ("http", "websocket"):
+            principal, how = resolve(scope, self.tokens, self.signer)
+            scope["user"] = principal
+            scope["auth"] = how
+        await self.app(scope, receive, send)
+
+
+def principal_of(connection: ASGIConnection[Any, Any, Any, Any]) -> Principal | None:
+    """The principal of a request (None: not authenticated)."""
+    user = connection.scope.get("user")
+    return user if isinstance(user, Principal) else None
+
+
+def requires(scope_name: str) -> Any:
+    """A route guard: 401 without a valid token or session, 403 without ``scope_name``."""
+
+    def guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
+        principal = principal_of(connection)
+        if principal is None:
+            bad = connection.scope.get("auth") == "bad-token"
+            raise NotAuthorizedException(
+                "the bearer token is not valid" if bad else
+                "authentication required: send Authorization: Bearer TOKEN",
+                headers=_CHALLENGE)
+        if not principal.allows(scope_name):
+            raise PermissionDeniedException(
+                f"the token {principal.name!r} lacks the {scope_name!r} scope",
+                extra={"field": "scope"})
+
+    guard.__name__ = f"requires_{scope_name}"
+    return guard
+
+
+def start_session(response: Response[Any], principal: Principal, signer: SessionSigner,
+                  secure: bool) -> None:
+    """Set the signed session cookie of ``principal`` on ``response`` (the dashboard's login)."""
+    response.set_cookie(SESSION_COOKIE, signer.sign(principal.name), max_age=signer.max_age,
+                        path="/", httponly=True, samesite="strict", secure=secure)
+
+
+def end_session(response: Response[Any]) -> None:
+    """Clear the session cookie (the dashboard's logout)."""
+    response.delete_cookie(SESSION_COOKIE, path="/")

@@ -1,0 +1,152 @@
+"""Every failure of the HTTP service as ``{"error": {"code", "message", "field"}}``.
+
+One exception handler per family (docs/http.md#errors): a library error keeps its message and
+``field``; Litestar's own errors (bad JSON, a wrong type, 401, 403, 404, 405, 413) get a code;
+anything else is a 500 with a generic message, logged here with its traceback and never sent.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import msgspec
+from litestar import MediaType, Request, Response
+from litestar.exceptions import HTTPException, ValidationException
+from litestar.status_codes import HTTP_303_SEE_OTHER
+from redis.exceptions import RedisError
+
+from ..base import errors
+
+log = logging.getLogger("streamdelay.web")
+
+
+class ErrorDetail(msgspec.Struct):
+    """What went wrong: a stable ``code``, a readable ``message`` and the ``field`` at fault."""
+
+    code: str
+    message: str
+    field: str | None = None
+
+
+class ErrorBody(msgspec.Struct):
+    """The body of every 4xx and 5xx answer."""
+
+    error: ErrorDetail
+
+
+class ApiError(HTTPException):
+    """An error the routes raise with their own status, code and field."""
+
+    def __init__(self, status: int, code: str, message: str, field: str | None = None) -> None:
+        super().__init__(detail=message, status_code=status)
+        self.code = code
+        self.field = field
+
+
+_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
+          405: "method_not_allowed", 409: "conflict", 413: "too_large", 415: "unsupported_media",
+          422: "invalid", 429: "too_many_requests", 500: "internal", 503: "unavailable"}
+
+
+def error_response(status: int, code: str, message: str, field: str | None = None,
+                   headers: dict[str, str] | None = None) -> Response[ErrorBody]:
+    """The JSON error answer."""
+    return Response(ErrorBody(ErrorDetail(code, message, field)), status_code=status,
+                    media_type=MediaType.JSON, headers=headers)
+
+
+def _library_status(exc: errors.StreamdelayError) -> tuple[int, str]:
+    """The status and code of a library error (by class name for the ones added later)."""
+    name = type(exc).__name__
+    if name == "StaleReceipt":
+        return 409, "stale_receipt"
+    if isinstance(exc, errors.ValidationError):
+        return 422, "invalid"
+    if isinstance(exc, errors.JobNotFound):
+        return 404, "no_such_job"
+    if isinstance(exc, errors.NoSuchQueue):
+        return 404, "no_such_queue"
+    if isinstance(exc, errors.GroupNotFound):
+        return 404, "no_such_group"
+    if isinstance(exc, errors.ConnectionFailed):
+        return 503, "redis_unavailable"
+    if name == "NotDurable":
+        return 503, "not_durable"
+    return 503, "failed"
+
+
+def _field_of(exc: ValidationException) -> str | None:
+    """The field of a Litestar validation error (``$.topic`` -> ``topic``)."""
+    extra = exc.extra
+    if isinstance(extra, list) and extra and isinstance(extra[0], dict):
+        key = extra[0].get("key")
+        if isinstance(key, str) and key:
+            return key.removeprefix("$.") or None
+    if isinstance(extra, dict) and isinstance(extra.get("field"), str):
+        field: str = extra["field"]
+        return field
+    return None
+
+
+def _message_of(exc: ValidationException) -> str:
+    extra = exc.extra
+    if isinstance(extra, list) and extra and isinstance(extra[0], dict):
+        found = extra[0].get("message")
+        if isinstance(found, str) and found:
+            return f"{exc.detail}: {found}"
+    return str(exc.detail)
+
+
+def _wants_html(request: Request[Any, Any, Any]) -> bool:
+    return (not request.url.path.startswith("/v1/") and request.method == "GET"
+            and "text/html" in request.headers.get("accept", ""))
+
+
+def on_http_exception(request: Request[Any, Any, Any], exc: HTTPException) -> Response[Any]:
+    """Litestar's errors and ``ApiError`` as the JSON error body (a dashboard page that needs
+    a login redirects to it instead)."""
+    status = exc.status_code
+    if isinstance(exc, ApiError):
+        return error_response(status, exc.code, exc.detail, exc.field, exc.headers)
+    if status == 401 and _wants_html(request):
+        return Response(content=None, status_code=HTTP_303_SEE_OTHER,
+                        headers={"Location": "/login"})
+    if isinstance(exc, ValidationException):
+        return error_response(status, "bad_request", _message_of(exc), _field_of(exc))
+    field = exc.extra.get("field") if isinstance(exc.extra, dict) else None
+    message = exc.detail or _CODES.get(status, "error")
+    if status == 413:
+        message = "the request body is larger than the service accepts (--max-body-bytes)"
+        field = "body"
+    return error_response(status, _CODES.get(status, "error"), message,
+                          field if isinstance(field, str) else None, exc.headers)
+
+
+def on_library_error(_: Request[Any, Any, Any], exc: errors.StreamdelayError
+                     ) -> Response[ErrorBody]:
+    """A ``StreamdelayError`` with its message and field."""
+    status, code = _library_status(exc)
+    if status >= 500:
+        log.warning("request failed: %s: %s", type(exc).__name__, exc)
+    return error_response(status, code, str(exc), exc.field)
+
+
+def on_redis_error(_: Request[Any, Any, Any], exc: RedisError) -> Response[ErrorBody]:
+    """Redis refused or failed a command outside the retry policy: 503."""
+    log.warning("redis error: %s: %s", type(exc).__name__, exc)
+    return error_response(503, "redis_error", f"redis: {type(exc).__name__}: {exc}")
+
+
+def on_unexpected(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:
+    """Anything else: logged with its traceback, answered 500 without one."""
+    log.error("internal error on %s %s", request.method, request.url.path, exc_info=exc)
+    return error_response(500, "internal", "internal error (logged by the service)")
+
+
+EXCEPTION_HANDLERS: dict[Any, Any] = {
+    HTTPException: on_http_exception,
+    errors.StreamdelayError: on_library_error,
+    RedisError: on_redis_error,
+    Exception: on_unexpected,
+}

@@ -1,0 +1,125 @@
+"""``/metrics`` of ``streamdelay serve``: the queue gauges of every served queue (the same
+collector as ``streamdelay exporter``), the embedded dispatchers' promotions, and the HTTP
+request metrics (docs/http.md#metrics):
+
+- ``streamdelay_http_requests_total{method,route,status}``: requests answered, by route
+  template (``/v1/queues/{queue}/jobs``, never the concrete path: bounded label values);
+- ``streamdelay_http_request_seconds{method,route}``: time to the response's start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..metrics import prometheus
+from ..metrics.exporter import QueueCollector, exporter_queue
+from ..producer.queue import Queue
+from ..redis_io.config import QueueConfig
+
+HTTP_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+                5.0, 10.0, 30.0)
+FIELD = "metrics"
+UNMATCHED = "(unmatched)"
+
+
+class _Promoted:
+    """``streamdelay_promoted_total{queue}`` of the embedded dispatchers, read at scrape."""
+
+    def __init__(self, client: Any, counts: Callable[[], dict[str, int]]) -> None:
+        self.client, self.counts = client, counts
+
+    def collect(self) -> Iterable[Any]:
+        """One sample per served queue with a dispatcher."""
+        counts = self.counts()
+        if not counts:
+            return
+        family = self.client.metrics_core.CounterMetricFamily(
+            "streamdelay_promoted", "Jobs moved from the delayed set into their topic stream "
+            "by this process's embedded dispatcher.", labels=["queue"])
+        for queue, promoted in sorted(counts.items()):
+            family.add_metric([queue], promoted)
+        yield family
+
+
+class HttpMetrics:
+    """The registry of one service process."""
+
+    def __init__(self, configs: Iterable[QueueConfig],
+                 promoted: Callable[[], dict[str, int]]) -> None:
+        client = self.client = prometheus(FIELD)
+        self.registry = registry = client.CollectorRegistry()
+        for collector in (client.ProcessCollector, client.PlatformCollector,
+                          client.GCCollector):
+            collector(registry=registry)
+        self.requests = client.Counter(
+            "streamdelay_http_requests", "HTTP requests answered, by route template and status.",
+            ["method", "route", "status"], registry=registry)
+        self.seconds = client.Histogram(
+            "streamdelay_http_request_seconds", "Time from a request's arrival to its "
+            "response's start, by route template.", ["method", "route"], buckets=HTTP_BUCKETS,
+            registry=registry)
+        # a blocking twin of each served queue: the collector reads stats at scrape time, in a
+        # thread (``render``), with the exporter's short timeouts
+        self.stat_queues: list[Queue] = [
+            exporter_queue(cfg.name, cfg.url, cfg.partitions) for cfg in configs]
+        registry.register(QueueCollector(*self.stat_queues))
+        registry.register(_Promoted(client, promoted))
+        self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+
+    def observe(self, method: str, route: str, status: int, seconds: float) -> None:
+        """Count one answered request."""
+        key = (method, route, status)
+        children = self._children.get(key)
+        if children is None:
+            children = self._children[key] = (self.requests.labels(method, route, str(status)),
+                                              self.seconds.labels(method, route))
+        children[0].inc()
+        children[1].observe(seconds)
+
+    async def render(self) -> bytes:
+        """The Prometheus text of the registry (stats are read in a thread)."""
+        data: bytes = await asyncio.to_thread(self.client.generate_latest, self.registry)
+        return data
+
+    @property
+    def content_type(self) -> str:
+        """The exposition format's content type."""
+        value: str = self.client.CONTENT_TYPE_LATEST
+        return value
+
+    def close(self) -> None:
+        """Close the stats queues' connections."""
+        for queue in self.stat_queues:
+            queue.close()
+
+
+class MetricsMiddleware:
+    """Times every HTTP request and counts it by route template and status."""
+
+    def __init__(self, app: Any, metrics: HttpMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """Pass the request on; observe it when its response starts."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def sending(message: Any) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            route = scope.get("path_template") or UNMATCHED
+            self.metrics.observe(scope.get("method", "GET"), route, status,
+                                 time.perf_counter() - started)

@@ -1,0 +1,52 @@
+"""Running the app on uvicorn with a graceful stop (used by ``streamdelay serve``)."""
+
+from __future__ import annotations
+
+import logging
+import signal
+from typing import Any
+
+from ..base.masking import mask_url
+from .app import create_app
+from .settings import ServeSettings
+
+log = logging.getLogger("streamdelay.web")
+
+
+def _stopped(signum: int, frame: Any) -> None:
+    """The signal that stopped the server, re-raised by uvicorn: already handled."""
+
+
+def run_server(uvicorn: Any, settings: ServeSettings, graceful_timeout: float) -> None:
+    """Serve until SIGINT/SIGTERM. On the signal, long polls answer at once (``draining``),
+    requests in flight get ``graceful_timeout`` seconds, then the lifespan stops the
+    dispatchers and closes the connections."""
+    app = create_app(settings)
+    service = app.state.service
+
+    class Server(uvicorn.Server):  # type: ignore[misc]
+        """uvicorn's server, telling the long polls to end when a stop is asked."""
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            service.draining.set()
+            super().handle_exit(sig, frame)
+
+    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_config=None,
+                            access_log=False, lifespan="on", server_header=False,
+                            timeout_graceful_shutdown=graceful_timeout, proxy_headers=False)
+    server = Server(config)
+    log.info("serving queue(s) %s from %s on http://%s:%d (dispatch %s, tokens: %s)",
+             ", ".join(settings.queues), mask_url(settings.url), settings.host, settings.port,
+             "on" if settings.dispatch else "off",
+             ", ".join(settings.tokens.names) or "none")
+    # uvicorn re-raises the stop signal once it has shut down; with these handlers in place
+    # that ends the command with exit code 0 instead of death by signal
+    previous = {sig: signal.signal(sig, _stopped) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        server.run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    log.info("stopped")
+    if not server.started:
+        raise OSError(f"the server did not start on {settings.host}:{settings.port}")

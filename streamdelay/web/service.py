@@ -1,0 +1,124 @@
+"""What one ``streamdelay serve`` process runs besides answering requests: an ``AsyncQueue``
+per served queue, and (unless ``--no-dispatch``) a dispatcher and the reclaim upkeep for each,
+so a fleet of HTTP consumers needs nothing else (docs/http.md#serve).
+
+The reclaim pass re-queues deliveries idle past their job's ttr for every (topic, group) the
+queue records, the same ``requeueStuck`` plan as ``streamdelay claim`` and the worker's own
+pass: an HTTP consumer that stops calling ``:touch`` loses its jobs to the next consumer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from typing import Any
+
+from ..base.errors import GroupNotFound, StreamdelayError
+from ..consumer.dispatcher import Dispatcher
+from ..producer.plans import requeue_stuck_plan
+from ..producer.queue import AsyncQueue
+from ..protocol.keys import partition_keys
+from ..protocol.plan import Command, Plan
+from ..protocol.replies import field_map
+from ..redis_io.config import QueueConfig
+from ..redis_io.runner import drive_async
+from .settings import ServeSettings
+
+log = logging.getLogger("streamdelay.web")
+STOP_GRACE = 3.0
+
+
+def reclaim_plan(cfg: QueueConfig) -> Plan[int]:
+    """Re-queue, for every topic and the group that serves it, deliveries idle past their ttr;
+    returns how many moved (or went dead)."""
+    moved = 0
+    for keys in partition_keys(cfg.name, cfg.partitions):
+        served = field_map((yield Command(("HGETALL", keys.groups))))
+        for topic, group in sorted(served.items()):
+            for reply in (yield from requeue_stuck_plan(keys, group, topic, -1, "")):
+                moved += len(reply.moved) + len(reply.dead)
+    return moved
+
+
+class Service:
+    """The served queues and their background duties, for the app's lifespan."""
+
+    def __init__(self, settings: ServeSettings) -> None:
+        self.settings = settings
+        self.queues: dict[str, AsyncQueue] = {
+            name: AsyncQueue(name, url=settings.url, **settings.queue_options)
+            for name in settings.queues}
+        self.dispatchers: dict[str, Dispatcher] = {}
+        self.draining = asyncio.Event()  # set on SIGTERM: long polls answer at once
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._reclaim: asyncio.Task[Any] | None = None
+
+    def promoted(self) -> dict[str, int]:
+        """Jobs promoted so far by each embedded dispatcher."""
+        return {name: d.promoted for name, d in self.dispatchers.items()}
+
+    async def start(self) -> None:
+        """Start the dispatchers and the reclaim loop (not with ``dispatch=False``)."""
+        if not self.settings.dispatch:
+            return
+        for name, queue in self.queues.items():
+            dispatcher = self.dispatchers[name] = Dispatcher(queue.config)
+            self._tasks.append(asyncio.create_task(self._supervised(
+                dispatcher.run, f"dispatcher of {name}")))
+        self._reclaim = asyncio.create_task(self._supervised(self._reclaim_loop, "reclaim"))
+
+    async def _supervised(self, run: Any, what: str) -> None:
+        """Run a duty; on an unexpected error log it and start again after a pause."""
+        while True:
+            try:
+                await run()
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.error("%s failed (%s: %s); restarting in 1 s", what, type(exc).__name__,
+                          exc)
+                await asyncio.sleep(1.0)
+
+    async def reclaim_once(self) -> int:
+        """One reclaim pass over every served queue."""
+        moved = 0
+        for queue in self.queues.values():
+            with contextlib.suppress(GroupNotFound):
+                moved += await drive_async(queue.client, reclaim_plan(queue.config), None,
+                                           "reclaim")
+        return moved
+
+    async def _reclaim_loop(self) -> None:
+        interval = self.settings.reclaim_interval
+        while True:
+            await asyncio.sleep(interval * random.uniform(0.8, 1.2))
+            try:
+                moved = await self.reclaim_once()
+            except StreamdelayError as exc:
+                log.warning("reclaim pass failed: %s", exc)
+                continue
+            if moved:
+                log.info("re-queued %d job(s) of silent consumers", moved)
+
+    async def stop(self) -> None:
+        """Stop the duties and close every connection pool."""
+        self.draining.set()
+        if self._reclaim is not None:
+            self._reclaim.cancel()
+            await asyncio.gather(self._reclaim, return_exceptions=True)
+        for dispatcher in self.dispatchers.values():
+            dispatcher.stop()
+        if self._tasks:
+            _, pending = await asyncio.wait(self._tasks, timeout=STOP_GRACE)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        for dispatcher in self.dispatchers.values():
+            with contextlib.suppress(Exception):
+                await dispatcher.close()
+        for queue in self.queues.values():
+            with contextlib.suppress(Exception):
+                await queue.close()

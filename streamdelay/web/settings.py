@@ -1,0 +1,90 @@
+"""The settings of ``streamdelay serve``: one frozen ``ServeSettings`` handed to ``create_app``.
+
+Plain Python (no Litestar import), so the CLI builds and checks it before the web stack loads.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..base import validation
+from ..base.errors import ConfigError, ValidationError
+from .tokens import TokenTable
+
+SESSION_SECRET_ENV = "STREAMDELAY_SESSION_SECRET"
+DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024  # a batch of ~1000 jobs of a few KiB; 413 above
+DEFAULT_MAX_JSON_DEPTH = 160  # the body's own limit (128, codec.MAX_BODY_DEPTH) + the envelope
+SESSION_MAX_AGE = 12 * 3600
+LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
+
+
+def is_loopback(host: str) -> bool:
+    """True when ``host`` only listens on this machine (127.0.0.0/8, ::1, localhost)."""
+    if host.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def session_secret(value: str | None = None) -> bytes:
+    """The key that signs dashboard session cookies and CSRF tokens: ``value``, else
+    ``STREAMDELAY_SESSION_SECRET``, else random for this process (sessions then end with it)."""
+    text = value if value is not None else os.environ.get(SESSION_SECRET_ENV)
+    if text is None or text == "":
+        return secrets.token_bytes(32)
+    if len(text) < 16:
+        raise ConfigError("session_secret: use at least 16 characters", field="session_secret")
+    return text.encode()
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """What ``streamdelay serve`` serves and how (docs/http.md#serve).
+
+    ``queue_options`` are passed to every served ``AsyncQueue`` (``partitions``, and later
+    durability options such as ``replicas``); ``dispatch=False`` (``--no-dispatch``) leaves
+    promoting and reclaiming to workers.
+    """
+
+    url: str
+    queues: tuple[str, ...]
+    host: str = "127.0.0.1"
+    port: int = 8080
+    tokens: TokenTable = field(default_factory=TokenTable)
+    dispatch: bool = True
+    session_secret: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
+    secure_cookies: bool = False  # Secure flag on the session cookie (set it behind HTTPS)
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    max_json_depth: int = DEFAULT_MAX_JSON_DEPTH
+    reclaim_interval: float = 1.0
+    queue_options: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.queues:
+            raise ConfigError("queue: name at least one queue to serve (--queue Q)",
+                              field="queue")
+        for name in self.queues:
+            try:
+                validation.queue_name(name)
+            except ValidationError as exc:
+                raise ConfigError(f"queue: {exc}", field="queue") from None
+        if len(set(self.queues)) != len(self.queues):
+            raise ConfigError("queue: a queue is named twice", field="queue")
+        validation.positive_int(self.max_body_bytes, "max_body_bytes", 1 << 30)
+        validation.positive_int(self.max_json_depth, "max_json_depth", 10_000)
+        validation.seconds(self.reclaim_interval, "reclaim_interval", minimum=0.05,
+                           maximum=3600.0)
+
+    def check_bind(self) -> None:
+        """Refuse to listen beyond loopback when no token is configured."""
+        if not self.tokens.configured and not is_loopback(self.host):
+            raise ConfigError(
+                f"host: refusing to listen on {self.host} with no token configured: anyone "
+                f"who reaches it could enqueue, cancel and purge. Give tokens with "
+                f"--token-file or STREAMDELAY_TOKENS, or listen on 127.0.0.1", field="host")

@@ -1,0 +1,160 @@
+"""The HTTP service as a process: health, metrics, the loopback rule, a graceful stop, and the
+dashboard's session cookie and CSRF wiring (docs/http.md#serve, docs/http.md#security)."""
+
+from __future__ import annotations
+
+import http.cookiejar
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+from tests.redis_server import RedisServer
+from tests.web_server import ROOT, WebServer
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
+def _browser() -> tuple[urllib.request.OpenerDirector, http.cookiejar.CookieJar]:
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), _NoRedirect)
+    return opener, jar
+
+
+def _open(opener: urllib.request.OpenerDirector, request: urllib.request.Request
+          ) -> tuple[int, dict[str, str], str]:
+    try:
+        with opener.open(request, timeout=10) as answer:
+            return answer.status, dict(answer.headers), answer.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read().decode()
+
+
+def _form(url: str, fields: dict[str, str], **headers: str) -> urllib.request.Request:
+    data = urllib.parse.urlencode(fields).encode()
+    return urllib.request.Request(url, data=data, method="POST", headers={
+        "Content-Type": "application/x-www-form-urlencoded", **headers})
+
+
+def test_health_and_metrics(web_server: WebServer) -> None:
+    status, body = web_server.request("GET", "/healthz", token=None)
+    assert status == 200 and body["status"] == "ok"
+    assert body["queues"] == {name: True for name in web_server.queues}
+    assert web_server.request("GET", "/metrics", token=None)[0] == 401
+    assert web_server.request("GET", "/metrics", token="consumer")[0] == 403
+    status, text = web_server.request("GET", "/metrics", token="reader")
+    assert status == 200
+    assert re.search(r'streamdelay_http_requests_total\{method="GET",route="/healthz",'
+                     r'status="200"\} [1-9]', text), text[:2000]
+    assert 'streamdelay_http_request_seconds_bucket{le="0.0005",method="GET",route="/healthz"}' \
+        in text
+    for name in web_server.queues:
+        assert f'streamdelay_exporter_up{{queue="{name}"}} 1.0' in text
+        assert f'streamdelay_promoted_total{{queue="{name}"}}' in text
+
+
+def test_openapi_document_is_served(web_server: WebServer) -> None:
+    status, document = web_server.request("GET", "/openapi.json", token=None)
+    assert status == 200 and document["openapi"].startswith("3.1")
+
+
+def test_static_files_are_shipped(web_server: WebServer) -> None:
+    status, text = web_server.request("GET", "/static/streamdelay.css", token=None)
+    assert status == 200 and "font-family" in text
+
+
+def test_dashboard_login_sets_a_signed_httponly_session(web_server: WebServer) -> None:
+    opener, _ = _browser()
+    html = {"Accept": "text/html"}
+    status, headers, _ = _open(opener, urllib.request.Request(web_server.url + "/",
+                                                              headers=html))
+    assert status == 303 and headers["location"] == "/login"
+    status, _, page = _open(opener, urllib.request.Request(web_server.url + "/login"))
+    assert status == 200
+    csrf = re.search(r'name="_csrf_token" value="([^"]+)"', page)
+    assert csrf is not None
+    # a wrong token: no session
+    status, _, page = _open(opener, _form(web_server.url + "/login", {
+        "token": "not-a-token-at-all", "_csrf_token": csrf.group(1)}))
+    assert status == 401 and "not valid" in page
+    # the right one
+    status, headers, _ = _open(opener, _form(web_server.url + "/login", {
+        "token": web_server.token("reader"), "_csrf_token": csrf.group(1)}))
+    assert status == 303 and headers["location"] == "/"
+    cookie = headers["set-cookie"]
+    assert "streamdelay_session=" in cookie and "HttpOnly" in cookie
+    assert "samesite=strict" in cookie.lower()
+    assert web_server.token("reader") not in cookie
+    status, _, page = _open(opener, urllib.request.Request(web_server.url + "/", headers=html))
+    assert status == 200 and "reader" in page
+
+
+def test_forged_or_tampered_session_cookie_is_refused(web_server: WebServer) -> None:
+    opener, _ = _browser()
+    _open(opener, urllib.request.Request(web_server.url + "/login"))
+    page = _open(opener, urllib.request.Request(web_server.url + "/login"))[2]
+    csrf = re.search(r'name="_csrf_token" value="([^"]+)"', page)
+    assert csrf is not None
+    headers = _open(opener, _form(web_server.url + "/login", {
+        "token": web_server.token("reader"), "_csrf_token": csrf.group(1)}))[1]
+    value = re.search(r"streamdelay_session=([^;]+)", headers["set-cookie"])
+    assert value is not None
+    name, expires, mac = value.group(1).split(".")
+    admin_name = "YWRtaW4"  # base64url("admin"): the same signature cannot cover it
+    for forged in (f"{admin_name}.{expires}.{mac}", f"{name}.{int(expires) + 9999}.{mac}",
+                   f"{name}.{expires}.{'A' * len(mac)}", "garbage"):
+        request = urllib.request.Request(web_server.url + "/", headers={
+            "Accept": "text/html", "Cookie": f"streamdelay_session={forged}"})
+        status, headers, _ = _open(urllib.request.build_opener(_NoRedirect), request)
+        assert status == 303 and headers["location"] == "/login", forged
+
+
+def test_cross_site_post_without_csrf_token_is_refused(web_server: WebServer) -> None:
+    opener, _ = _browser()
+    _open(opener, urllib.request.Request(web_server.url + "/login"))  # sets the CSRF cookie
+    status, _, body = _open(opener, _form(web_server.url + "/login", {
+        "token": web_server.token("admin")}, Origin="https://evil.example"))
+    assert status == 403 and "CSRF" in body
+    # a token forged without the server's secret fails as well
+    status, _, _ = _open(opener, _form(web_server.url + "/login", {
+        "token": web_server.token("admin"), "_csrf_token": "x" * 64 + "y" * 64}))
+    assert status == 403
+
+
+def test_tokens_never_reach_the_logs(web_server: WebServer) -> None:
+    web_server.request("GET", "/metrics", token="reader")
+    web_server.request("GET", "/healthz", headers={"Authorization": "Bearer wrong-token-xyz"})
+    log = web_server.log_text()
+    assert "serving queue(s)" in log
+    for token, _ in web_server.tokens.values():
+        assert token not in log
+
+
+def test_non_loopback_bind_is_refused_without_tokens(redis_url: str) -> None:
+    env = {key: value for key, value in os.environ.items() if key != "STREAMDELAY_TOKENS"}
+    done = subprocess.run([sys.executable, "-m", "streamdelay", "serve", "--url", redis_url,
+                           "--queue", "q", "--host", "0.0.0.0", "--port", "0"],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+    assert done.returncode == 2
+    assert "refusing to listen on 0.0.0.0 with no token configured" in done.stderr
+    assert "REFUSED" in done.stderr
+
+
+def test_without_tokens_loopback_is_open_and_said_loudly(shared_redis: RedisServer) -> None:
+    with WebServer(shared_redis.url, ["openq"], tokens={}) as server:
+        assert server.request("GET", "/metrics", token=None)[0] == 200
+        assert "NO TOKEN CONFIGURED" in server.log_text()
+
+
+def test_sigterm_stops_gracefully(shared_redis: RedisServer) -> None:
+    server = WebServer(shared_redis.url, ["stopq"]).start()
+    started = time.monotonic()
+    assert server.stop() == 0
+    assert time.monotonic() - started < 10
