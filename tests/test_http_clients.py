@@ -19,7 +19,7 @@ import pytest
 
 import streamdelay as sd
 from tests.redis_server import RedisServer
-from tests.web_server import WebServer, web_server  # noqa: F401  (the fixture)
+from tests.web_server import WebServer
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples" / "http"
 NODE, PHP = shutil.which("node"), shutil.which("php")
@@ -33,7 +33,7 @@ def topic() -> str:
 
 
 @pytest.fixture
-def queue(web_server: WebServer, shared_redis: RedisServer) -> Iterator[sd.Queue]:  # noqa: F811
+def queue(web_server: WebServer, shared_redis: RedisServer) -> Iterator[sd.Queue]:
     """The Python face of the first served queue, to check outcomes in Redis."""
     q = sd.Queue(web_server.queues[0], url=shared_redis.url)
     yield q
@@ -82,7 +82,7 @@ def assert_settled(queue: sd.Queue, topic: str, acked: list[str], poison: str) -
     assert (stats.delayed, stats.ready, stats.reserved, stats.dead) == (0, 0, 0, 1)
 
 
-def test_node_producer_and_consumer(web_server: WebServer, queue: sd.Queue,  # noqa: F811
+def test_node_producer_and_consumer(web_server: WebServer, queue: sd.Queue,
                                     topic: str) -> None:
     """producer.mjs enqueues one job per request, two by the batch route and a poison job;
     consumer.mjs acks the good ones (touching the slow one first) and fails the poison job
@@ -108,7 +108,7 @@ def test_node_producer_and_consumer(web_server: WebServer, queue: sd.Queue,  # n
     assert_settled(queue, topic, ids[:3], ids[3])
 
 
-def test_php_consumer(web_server: WebServer, queue: sd.Queue, topic: str) -> None:  # noqa: F811
+def test_php_consumer(web_server: WebServer, queue: sd.Queue, topic: str) -> None:
     """consumer.php enqueues the demo jobs (one request, one batch), then consumes them: acks,
     and fail -> retry -> dead for the poison job."""
     env = client_env(web_server, topic)
@@ -127,7 +127,7 @@ def test_php_consumer(web_server: WebServer, queue: sd.Queue, topic: str) -> Non
 
 
 def test_php_consumer_takes_jobs_a_python_producer_enqueued(
-        web_server: WebServer, queue: sd.Queue, topic: str) -> None:  # noqa: F811
+        web_server: WebServer, queue: sd.Queue, topic: str) -> None:
     """Jobs enqueued with the library come out of the PHP consumer with their JSON body, and
     the Node consumer with the write-only token is refused (403) and exits 1."""
     queue.enqueue_many([sd.JobSpec(topic, {"order_id": n}, id=f"{topic}-py-{n}")
