@@ -17,6 +17,7 @@ from .base.errors import (
     NoSuchQueue,
     PartialEnqueueError,
     ScriptError,
+    StaleReceipt,
     StreamdelayError,
     ValidationError,
 )
@@ -36,6 +37,7 @@ from .base.models import (
 from .consumer.dispatcher import Dispatcher
 from .consumer.worker import Worker
 from .producer.listing import JobPage
+from .producer.pull import AsyncReservation, Reservation
 from .producer.queue import AsyncQueue, Queue
 from .protocol import scripts as _scripts
 from .redis_io import config as _config
@@ -51,6 +53,7 @@ for _name, _module in (("scripts", _scripts), ("masking", _masking), ("config", 
 
 __all__ = [
     "AsyncQueue",
+    "AsyncReservation",
     "Backoff",
     "BodyDecodeError",
     "BodyEncodeError",
@@ -71,8 +74,10 @@ __all__ = [
     "PartialEnqueueError",
     "Queue",
     "QueueStats",
+    "Reservation",
     "Retry",
     "ScriptError",
+    "StaleReceipt",
     "StreamdelayError",
     "TopicStats",
     "ValidationError",

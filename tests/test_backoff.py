@@ -8,7 +8,7 @@ import statistics
 import pytest
 
 import streamdelay as sd
-from streamdelay.consumer.backoff import retry_delay
+from streamdelay.protocol.backoff import retry_delay
 from streamdelay.protocol.codec import blob_backoff, decode_blob, encode_blob
 from streamdelay.redis_io.config import QueueConfig
 

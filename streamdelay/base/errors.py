@@ -101,3 +101,9 @@ class NoSuchQueue(StreamdelayError):
 
 class GroupNotFound(StreamdelayError):
     """An operation named a consumer group that does not exist on the topic."""
+
+
+class StaleReceipt(StreamdelayError):
+    """A reservation's ``ack``, ``fail`` or ``touch`` came too late: its delivery was reclaimed
+    after its ttr (and redelivered), cancelled, replaced or already settled. Nothing was
+    changed; the HTTP service answers 409 (docs/pull.md)."""

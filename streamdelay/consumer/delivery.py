@@ -22,16 +22,15 @@ from typing import Any
 
 import msgspec
 
-from ..base.errors import BodyDecodeError, ConfigError, StreamdelayError
+from ..base.errors import BodyDecodeError, ConfigError
 from ..base.models import BackoffPolicy, Drop, Job, Retry
 from ..base.validation import delay_ms
-from ..protocol.codec import blob_backoff, decode_blob, decode_body, parse_record
+from ..protocol.backoff import failure_delay_ms
+from ..protocol.deliveries import ERROR_TEXT_LIMIT, open_entry
 from ..telemetry.jobs import JobRun
-from .backoff import retry_delay
 
 log = logging.getLogger("streamdelay.worker")
 HandlerFn = Callable[[Job], Awaitable[None]] | Callable[[Job], None]
-ERROR_TEXT_LIMIT = 2000
 
 
 @dataclass(frozen=True)
@@ -103,38 +102,14 @@ def open_delivery(
     delivery: Delivery, fields: dict[Any, Any] | None, handler: Handler,
     max_body_bytes: int | None = None,
 ) -> tuple[Job | None, BackoffPolicy | None, Settlement | None]:
-    """Decode a stream entry into a ``Job``; a bad entry gives a dead ``Settlement`` instead.
-
-    A body over ``max_body_bytes`` (written by a foreign producer) is dead, never run, and so
-    is one nested too deeply to decode (``RecursionError``): no retry can decode it.
-    """
-    if not fields or b"id" not in fields:
-        return None, None, Settlement("dead", error="envelope: stream entry without a job id")
-    raw_id = bytes(fields[b"id"])
-    delivery.job_id = raw_id.decode(errors="replace")
-    if not raw_id or delivery.job_id.encode() != raw_id:  # no producer writes such an id
-        return None, None, Settlement("dead", error="envelope: job id is empty or not UTF-8")
-    try:
-        raw_record = fields.get(b"rec", b"")
-        record = parse_record(raw_record)
-        delivery.ttr_ms, delivery.size = record.ttr_ms, len(raw_record)
-        blob = decode_blob(record.blob)
-        if max_body_bytes is not None and len(blob.body) > max_body_bytes:
-            raise BodyDecodeError(f"body: {len(blob.body)} bytes is over the limit of "
-                                  f"{max_body_bytes}")
-        body = decode_body(blob.fmt, blob.body, handler.body_type)
-    except StreamdelayError as exc:
-        return None, None, Settlement("dead", error=f"{type(exc).__name__}: {exc}")
-    except RecursionError as exc:
-        return None, None, Settlement("dead", error=f"BodyDecodeError: body: nested too deeply "
-                                                    f"to decode (RecursionError: {exc})")
-    job = Job(
-        id=delivery.job_id, topic=delivery.topic, body=body, due=record.due,
-        created=record.created, attempt=record.attempts + 1, max_attempts=record.max_attempts,
-        ttr=record.ttr_ms / 1000, headers=blob.headers, entry_id=delivery.entry_id,
-        partition=delivery.partition,
-    )
-    return job, blob_backoff(blob), None
+    """Decode a stream entry into a ``Job`` (``protocol.deliveries.open_entry``); a bad entry
+    gives a dead ``Settlement`` instead."""
+    opened = open_entry(fields, delivery.topic, delivery.entry_id, delivery.partition,
+                        handler.body_type, max_body_bytes)
+    delivery.job_id, delivery.ttr_ms, delivery.size = opened.job_id, opened.ttr_ms, opened.size
+    if opened.job is None:
+        return None, None, Settlement("dead", error=opened.error)
+    return opened.job, opened.backoff, None
 
 
 async def call_handler(
@@ -238,4 +213,4 @@ def outcome_of(
         error = f"HandlerTimeout: handler ran longer than handler_timeout={timeout:g}s"
     else:
         error = describe_error(exc)
-    return Settlement("retry", delay_ms(retry_delay(backoff, job.attempt)), error)
+    return Settlement("retry", failure_delay_ms(backoff, job.attempt), error)

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..base.errors import StreamdelayError
 from ..producer.pausing import REFRESH_S, START_PATIENCE, parse_paused, paused_key
+from ..protocol.deliveries import release_call
 from ..protocol.plan import Command
 from ..protocol.replies import text
-from ..protocol.scripts import script
 from ..redis_io.runner import RETRYABLE, call_with_retry
 
 if TYPE_CHECKING:
@@ -71,10 +71,9 @@ def hand_back(worker: Worker, delivery: Delivery, fields: dict[Any, Any] | None)
 
 async def _release(worker: Worker, delivery: Delivery, job_id: str) -> None:
     keys = worker.partitions[delivery.partition]
-    args = [worker.group, delivery.topic, job_id, delivery.entry_id]
+    call = release_call(keys, worker.group, [delivery.topic, job_id, delivery.entry_id])
     try:
-        released = await worker.call(script("releaseJobs").call(keys.script_keys(), args),
-                                     "release")
+        released = await worker.call(call, "release")
         worker.counts["released"] += int(released)
     except (OSError, *RETRYABLE) as exc:
         log.warning("could not hand back job %s of paused topic %s (%s); it returns after its "

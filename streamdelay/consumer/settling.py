@@ -9,8 +9,8 @@ import logging
 from typing import Any
 
 from ..base import validation
+from ..protocol.deliveries import ack_call, fail_call
 from ..protocol.replies import parse_fail
-from ..protocol.scripts import script
 from ..telemetry.jobs import delivery_fields, log_settled
 from .delivery import Delivery, Settlement
 from .upkeep_host import UpkeepHost
@@ -26,10 +26,9 @@ def job_fields(worker: UpkeepHost, delivery: Delivery) -> dict[str, Any]:
 async def settle_failure(worker: UpkeepHost, delivery: Delivery, settlement: Settlement) -> None:
     """Retry ``delivery`` after its delay or dead-letter it, as ``settlement`` says."""
     keys = worker.partitions[delivery.partition]
-    args: list[Any] = [worker.group, delivery.topic, delivery.job_id, delivery.entry_id,
-                       settlement.delay_ms, "1" if settlement.kind == "dead" else "0",
-                       settlement.error]
-    reply = await worker.call(script("failJob").call(keys.script_keys(), args), "fail")
+    call = fail_call(keys, worker.group, delivery.topic, delivery.job_id, delivery.entry_id,
+                     settlement.delay_ms, settlement.kind == "dead", settlement.error)
+    reply = await worker.call(call, "fail")
     outcome = parse_fail(reply)
     if worker.metrics is not None:
         worker.metrics.settled(delivery, ("dropped", "retried", "dead")[outcome.outcome])
@@ -50,5 +49,5 @@ async def settle_failure(worker: UpkeepHost, delivery: Delivery, settlement: Set
 async def send_acks(worker: UpkeepHost, partition: int, flat: list[str]) -> None:
     """One ``ackJobs`` call for a batch of ``topic, job id, entry id`` of one partition."""
     keys = worker.partitions[partition]
-    args: list[Any] = [worker.group, validation.delay_ms(worker.config.keep_done), *flat]
-    await worker.call(script("ackJobs").call(keys.script_keys(), args), "ack")
+    keep_ms = validation.delay_ms(worker.config.keep_done)
+    await worker.call(ack_call(keys, worker.group, keep_ms, flat), "ack")

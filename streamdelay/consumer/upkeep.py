@@ -13,6 +13,7 @@ from typing import Any
 from ..base.errors import GroupNotFound
 from ..producer.plans import prune_consumers_plan, requeue_stuck_plan
 from ..protocol.batching import batches, by_partition
+from ..protocol.deliveries import touch_call
 from ..protocol.replies import parse_stats, texts
 from ..protocol.scripts import script
 from ..redis_io.runner import drive_async
@@ -45,11 +46,11 @@ async def touch(worker: UpkeepHost, deliveries: list[Delivery], *, quiet: bool =
     for partition, batch in by_partition(deliveries, _partition).items():
         keys = worker.partitions[partition]
         for chunk in batches(batch, TOUCH_BATCH):
-            args: list[Any] = [worker.group, worker.consumer]
+            flat: list[str] = []
             for delivery in chunk:
-                args.extend((delivery.topic, delivery.entry_id))
+                flat.extend((delivery.topic, delivery.entry_id))
             now = time.monotonic()
-            lost = await worker.call(script("touchJobs").call(keys.script_keys(), args),
+            lost = await worker.call(touch_call(keys, worker.group, worker.consumer, flat),
                                      "heartbeat")
             lost_ids = set(texts(lost))
             for delivery in chunk:

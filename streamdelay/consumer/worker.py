@@ -14,18 +14,17 @@ import inspect
 import logging
 import os
 import signal
-import socket
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from secrets import token_hex
 from typing import Any, TypeVar
 
 from ..base import validation
 from ..base.errors import ConfigError
 from ..metrics import worker_metrics
 from ..producer.plans import PRUNE_IDLE_S
+from ..producer.reserving import DEFAULT_GROUP, default_consumer_name
 from ..protocol.keys import PartitionKeys, partition_keys
 from ..protocol.replies import text
 from ..protocol.scripts import ScriptCall, script
@@ -55,11 +54,6 @@ FINAL_FLUSH_TIMEOUT = 5.0
 _UNSET: Any = object()
 
 
-def default_consumer_name() -> str:
-    """``host-pid-random``: unique per process, readable in XINFO and logs."""
-    return f"{socket.gethostname()}-{os.getpid()}-{token_hex(2)}"
-
-
 class Worker:
     """Runs handlers for the topics of one queue as a member of one consumer group."""
 
@@ -67,7 +61,7 @@ class Worker:
         self,
         queue: Any,
         *,
-        group: str = "workers",
+        group: str = DEFAULT_GROUP,
         concurrency: int = 32,
         consumer: str | None = None,
         dispatch: bool = True,

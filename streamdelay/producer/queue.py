@@ -31,6 +31,7 @@ from .coalesce import EnqueueCoalescer
 from .enqueuing import prepare_job
 from .listing import JobPage, jobs_plan
 from .pausing import set_paused_plan
+from .pull import AsyncPull, SyncPull
 
 
 def _config(name: str, url: str | None, options: dict[str, Any]) -> QueueConfig:
@@ -67,7 +68,7 @@ class _QueueFace:
         return results[0]
 
 
-class Queue(_QueueFace):
+class Queue(_QueueFace, SyncPull):
     """A queue on Redis, blocking API. ``Queue("orders", url="redis://localhost:6379/0")``.
 
     Options (``ttr``, ``max_attempts``, ``backoff``, ``handler_timeout``, ``keep_done``,
@@ -184,7 +185,8 @@ class Queue(_QueueFace):
         return bool(self._operate(set_paused_plan(self.config, topic, False)))
 
     def close(self) -> None:
-        """Close the connection pool."""
+        """Close the connection pools."""
+        self._close_pull()
         if self._client is not None:
             self._client.close()
             self._client = None
@@ -196,7 +198,7 @@ class Queue(_QueueFace):
         self.close()
 
 
-class AsyncQueue(_QueueFace):
+class AsyncQueue(_QueueFace, AsyncPull):
     """The same queue with awaitable methods, for asyncio producers.
 
     Concurrent ``enqueue`` calls are coalesced: while one ``enqueueJobs`` call of a partition is
@@ -319,6 +321,7 @@ class AsyncQueue(_QueueFace):
     async def close(self) -> None:
         """Wait for the enqueue calls in flight, then close the connection pool."""
         await self._coalescer.wait_idle()
+        await self._close_pull()
         if self._client is not None:
             await self._client.aclose()
             self._client = None

@@ -28,6 +28,7 @@ from litestar.template.config import TemplateConfig
 
 from .. import __version__
 from .api import api_routes
+from .api.paths import ActionPaths, public_schema
 from .auth import AuthMiddleware, SessionSigner, requires
 from .dashboard import TEMPLATE_DIR, dashboard_routes
 from .errors import EXCEPTION_HANDLERS
@@ -76,8 +77,7 @@ async def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
 @get("/openapi.json", include_in_schema=False, media_type=MediaType.JSON)
 async def openapi_document(request: Request[Any, Any, Any]) -> dict[str, Any]:
     """The OpenAPI 3.1 document of the JSON API."""
-    schema: dict[str, Any] = request.app.openapi_schema.to_schema()
-    return schema
+    return public_schema(request.app.openapi_schema.to_schema())
 
 
 def _openapi() -> OpenAPIConfig:
@@ -123,6 +123,7 @@ def create_app(settings: ServeSettings) -> Litestar:
         request_class=LimitedRequest,
         request_max_body_size=settings.max_body_bytes,
         debug=False,
+        logging_config=None,  # the CLI's handlers (--log-format) stay in charge
         state=None,
     )
     state = app.state
@@ -133,5 +134,5 @@ def create_app(settings: ServeSettings) -> Litestar:
     state.signer = signer
     state.metrics = registry
     state[DEPTH_STATE_KEY] = settings.max_json_depth
-    app.asgi_handler = MetricsMiddleware(app.asgi_handler, registry)
+    app.asgi_handler = MetricsMiddleware(ActionPaths(app.asgi_handler), registry)
     return app

@@ -8,6 +8,7 @@ anything else is a 500 with a generic message, logged here with its traceback an
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 import msgspec
@@ -17,6 +18,7 @@ from litestar.status_codes import HTTP_303_SEE_OTHER
 from redis.exceptions import RedisError
 
 from ..base import errors
+from ..base.masking import mask_text
 
 log = logging.getLogger("streamdelay.web")
 
@@ -69,6 +71,8 @@ def _library_status(exc: errors.StreamdelayError) -> tuple[int, str]:
         return 404, "no_such_queue"
     if isinstance(exc, errors.GroupNotFound):
         return 404, "no_such_group"
+    if isinstance(exc, errors.ConfigError) and exc.field == "group":
+        return 409, "group_taken"  # the topic is served by another group
     if isinstance(exc, errors.ConnectionFailed):
         return 503, "redis_unavailable"
     if name == "NotDurable":
@@ -76,13 +80,22 @@ def _library_status(exc: errors.StreamdelayError) -> tuple[int, str]:
     return 503, "failed"
 
 
+_NAMED = re.compile(r"field `([^`]+)`")
+_ALIASES = {"job_state": "state"}  # Python names of parameters named otherwise in the API
+
+
 def _field_of(exc: ValidationException) -> str | None:
     """The field of a Litestar validation error (``$.topic`` -> ``topic``)."""
     extra = exc.extra
     if isinstance(extra, list) and extra and isinstance(extra[0], dict):
-        key = extra[0].get("key")
+        key, message = extra[0].get("key"), str(extra[0].get("message", ""))
+        named = _NAMED.search(message)  # "missing required field `topic`", "unknown field"
+        if named is not None:
+            where = "" if key in (None, "data", "$") else str(key).removeprefix("$.")
+            return f"{where}.{named.group(1)}" if where else named.group(1)
         if isinstance(key, str) and key:
-            return key.removeprefix("$.") or None
+            key = key.removeprefix("$.").replace("[...]", "")  # a map's value: the map
+            return _ALIASES.get(key, key) or None
     if isinstance(extra, dict) and isinstance(extra.get("field"), str):
         field: str = extra["field"]
         return field
@@ -134,8 +147,9 @@ def on_library_error(_: Request[Any, Any, Any], exc: errors.StreamdelayError
 
 def on_redis_error(_: Request[Any, Any, Any], exc: RedisError) -> Response[ErrorBody]:
     """Redis refused or failed a command outside the retry policy: 503."""
-    log.warning("redis error: %s: %s", type(exc).__name__, exc)
-    return error_response(503, "redis_error", f"redis: {type(exc).__name__}: {exc}")
+    message = mask_text(f"redis: {type(exc).__name__}: {exc}")
+    log.warning("%s", message)
+    return error_response(503, "redis_error", message)
 
 
 def on_unexpected(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:

@@ -18,6 +18,7 @@ from ..metrics import prometheus
 from ..metrics.exporter import QueueCollector, exporter_queue
 from ..producer.queue import Queue
 from ..redis_io.config import QueueConfig
+from .api.paths import public_path
 
 HTTP_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
                 5.0, 10.0, 30.0)
@@ -120,6 +121,7 @@ class MetricsMiddleware:
         try:
             await self.app(scope, receive, sending)
         finally:
-            route = scope.get("path_template") or UNMATCHED
+            template = scope.get("path_template")
+            route = public_path(template) if template else UNMATCHED
             self.metrics.observe(scope.get("method", "GET"), route, status,
                                  time.perf_counter() - started)

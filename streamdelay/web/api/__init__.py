@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import consumers, jobs
+
 
 def api_routes() -> list[Any]:
     """Every route handler of the JSON API."""
-    return []
+    return [*jobs.ROUTES, *consumers.ROUTES]

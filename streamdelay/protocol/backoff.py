@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from ..base.models import Backoff, BackoffPolicy
-from ..base.validation import MAX_DELAY_SECONDS
+from ..base.validation import MAX_DELAY_SECONDS, delay_ms
 
 
 def retry_delay(policy: BackoffPolicy, attempt: int, rng: random.Random | None = None) -> float:
@@ -25,3 +25,8 @@ def retry_delay(policy: BackoffPolicy, attempt: int, rng: random.Random | None =
         return (rng or random).uniform(0.0, ceiling)
     schedule = list(policy) or [0.0]
     return min(MAX_DELAY_SECONDS, max(0.0, float(schedule[min(step, len(schedule)) - 1])))
+
+
+def failure_delay_ms(policy: BackoffPolicy, attempt: int) -> int:
+    """``retry_delay`` in whole milliseconds (rounded up), as ``failJob`` takes it."""
+    return delay_ms(retry_delay(policy, attempt))

@@ -1,0 +1,256 @@
+"""The pull API: ``Queue.reserve`` / ``AsyncQueue.reserve`` and the reservations they return.
+
+A consumer without a ``Worker`` takes jobs with ``reserve``, then settles each with ``ack``,
+``fail`` or keeps it with ``touch``; the receipt rebuilds a reservation in any process
+(``Queue.reservation``). The rules are a worker's, the plans are in ``reserving.py``; these two
+mixins only drive them (docs/pull.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from typing import Any
+
+from ..base.models import Delay, Job
+from ..protocol.plan import Plan
+from ..redis_io.agreement import agree_partitions_async, agree_partitions_sync
+from ..redis_io.config import QueueConfig
+from ..redis_io.runner import drive_async, drive_sync
+from ..redis_io.topology import AsyncClient, SyncClient, async_client, is_cluster, sync_client
+from .pausing import REFRESH_S
+from .reserving import (
+    DEFAULT_GROUP,
+    MAX_WAIT_S,
+    READ_SLICE_S,
+    Receipt,
+    ReserveArgs,
+    ReserveState,
+    Round,
+    ack_plan,
+    decode_receipt,
+    default_consumer_name,
+    fail_plan,
+    reserve_args,
+    round_plan,
+    touch_plan,
+)
+
+log = logging.getLogger("streamdelay.pull")
+
+
+def _log_dropped(found: Round) -> None:
+    for job_id, error in found.dropped:  # as a worker logs them
+        log.warning("job %s is dead: %s", job_id or "(no id)", error.splitlines()[0])
+
+
+class _ReservationData:
+    """What a reservation shows: the job's ``id``, ``topic``, ``body``, ``headers``,
+    ``attempt`` (1-based, every delivery counts), ``due`` (epoch ms, server clock), ``ttr``
+    (seconds) and the opaque, URL-safe ``receipt``. A reservation rebuilt from a receipt has no
+    body (None) and no headers."""
+
+    __slots__ = ("_receipt", "attempt", "body", "due", "headers", "id", "receipt", "topic", "ttr")
+
+    def __init__(self, receipt: Receipt, text: str, job: Job | None) -> None:
+        self._receipt = receipt
+        self.receipt = text
+        self.id = receipt.id
+        self.topic = receipt.topic
+        self.attempt = receipt.attempt
+        self.due = receipt.due
+        self.ttr = receipt.ttr_ms / 1000
+        self.body: Any = None if job is None else job.body
+        self.headers: dict[str, str] = {} if job is None else job.headers
+
+    def __repr__(self) -> str:
+        """Topic, id and attempt (the body may be large or secret)."""
+        return (f"{type(self).__name__}(topic={self.topic!r}, id={self.id!r}, "
+                f"attempt={self.attempt})")
+
+
+class Reservation(_ReservationData):
+    """One delivery taken by ``Queue.reserve``: settle it with ``ack`` or ``fail`` within its
+    ttr, or ``touch`` it to keep it longer. Each raises ``StaleReceipt`` when the delivery is no
+    longer current (reclaimed after its ttr, cancelled, replaced or settled)."""
+
+    __slots__ = ("_queue",)
+
+    def __init__(self, queue: SyncPull, receipt: Receipt, text: str, job: Job | None) -> None:
+        super().__init__(receipt, text, job)
+        self._queue = queue
+
+    def ack(self) -> None:
+        """The job is done: it is forgotten (or kept as a ``done`` tombstone, ``keep_done``)."""
+        self._queue._settle(ack_plan(self._queue.config, self._receipt))
+
+    def fail(self, error: str, retry_delay: Delay | None = None, dead: bool = False) -> str:
+        """The attempt failed: the job comes back after ``retry_delay`` seconds (None: its
+        backoff), or goes to the dead letters after its last attempt or with ``dead=True``.
+        Returns ``"retried"`` or ``"dead"``."""
+        result: str = self._queue._settle(fail_plan(self._queue.config, self._receipt, error,
+                                                    retry_delay, dead))
+        return result
+
+    def touch(self) -> None:
+        """Heartbeat: the ttr counts again from now (a worker does this every ttr/3)."""
+        self._queue._settle(touch_plan(self._queue.config, self._receipt))
+
+
+class AsyncReservation(_ReservationData):
+    """One delivery taken by ``AsyncQueue.reserve``; the methods of ``Reservation``, awaitable."""
+
+    __slots__ = ("_queue",)
+
+    def __init__(self, queue: AsyncPull, receipt: Receipt, text: str, job: Job | None) -> None:
+        super().__init__(receipt, text, job)
+        self._queue = queue
+
+    async def ack(self) -> None:
+        """The job is done; see ``Reservation.ack``."""
+        await self._queue._settle(ack_plan(self._queue.config, self._receipt))
+
+    async def fail(self, error: str, retry_delay: Delay | None = None, dead: bool = False
+                   ) -> str:
+        """The attempt failed; see ``Reservation.fail``."""
+        result: str = await self._queue._settle(fail_plan(
+            self._queue.config, self._receipt, error, retry_delay, dead))
+        return result
+
+    async def touch(self) -> None:
+        """Heartbeat; see ``Reservation.touch``."""
+        await self._queue._settle(touch_plan(self._queue.config, self._receipt))
+
+
+def _block_ms(deadline: float) -> int:
+    """How long the next read may block: the time left, at most ``READ_SLICE_S`` (0: none)."""
+    left = deadline - time.monotonic()
+    return math.ceil(min(left, READ_SLICE_S) * 1000) if left > 0 else 0
+
+
+class _PullFace:
+    """State both faces keep for the pull API (per queue object)."""
+
+    config: QueueConfig
+    _pull_state: ReserveState | None = None
+    _pull_consumer: str | None = None
+
+    def _args(self, topic: str, group: str, consumer: str | None, wait: Delay, count: int
+              ) -> tuple[ReserveArgs, ReserveState]:
+        if self._pull_state is None:
+            self._pull_state = ReserveState()
+            self._pull_consumer = default_consumer_name()
+        return (reserve_args(topic, group, self._pull_consumer if consumer is None else consumer,
+                             wait, count), self._pull_state)
+
+    def _receipt(self, receipt: str) -> Receipt:
+        return decode_receipt(receipt, self.config.name)
+
+
+class SyncPull(_PullFace):
+    """``reserve`` and ``reservation`` of ``Queue`` (blocking)."""
+
+    _pull_client: SyncClient | None = None
+
+    @property
+    def client(self) -> SyncClient:
+        """The queue's command client (``Queue.client``)."""
+        raise NotImplementedError
+
+    def _reading_client(self) -> SyncClient:
+        """A client whose socket timeout is above the longest wait (created on first use)."""
+        if self._pull_client is None:
+            self._pull_client = sync_client(self.config.url,
+                                            MAX_WAIT_S + self.config.socket_timeout)
+        return self._pull_client
+
+    def _settle(self, plan: Plan[Any]) -> Any:
+        return drive_sync(self.client, plan, self.config.retry_for)
+
+    def reserve(self, topic: str, *, group: str = DEFAULT_GROUP, consumer: str | None = None,
+                wait: Delay = 0, count: int = 1) -> list[Reservation]:
+        """Take up to ``count`` (≤ 100) ready jobs of ``topic`` as consumer ``consumer`` of
+        ``group``, waiting up to ``wait`` seconds (≤ 30) for one when none is ready; ``[]``
+        when none came. A paused topic gives none. Settle each within its ttr (docs/pull.md).
+
+        ``consumer`` defaults to one ``host-pid-random`` name per queue object.
+        """
+        args, state = self._args(topic, group, consumer, wait, count)
+        cfg = self.config
+        client = self._reading_client()
+        agree_partitions_sync(client, cfg.url, cfg.name, cfg.partitions, cfg.retry_for)
+        deadline = time.monotonic() + args.wait
+        while True:
+            found: Round = drive_sync(client, round_plan(
+                cfg, state, args, _block_ms(deadline), time.monotonic(), is_cluster(client)),
+                cfg.retry_for)
+            _log_dropped(found)
+            left = deadline - time.monotonic()
+            if found.reserved or left <= 0:
+                return [Reservation(self, r.receipt, r.text, r.job) for r in found.reserved]
+            if found.paused:
+                time.sleep(min(REFRESH_S, left))
+
+    def reservation(self, receipt: str) -> Reservation:
+        """Rebuild a reservation from its ``receipt`` (no I/O) to ack, fail or touch it, in
+        any process; a receipt that does not parse raises ``ValidationError`` (field
+        ``receipt``). The rebuilt one has no body and no headers."""
+        return Reservation(self, self._receipt(receipt), receipt, None)
+
+    def _close_pull(self) -> None:
+        if self._pull_client is not None:
+            self._pull_client.close()
+            self._pull_client = None
+
+
+class AsyncPull(_PullFace):
+    """``reserve`` and ``reservation`` of ``AsyncQueue`` (asyncio)."""
+
+    _pull_client: AsyncClient | None = None
+
+    @property
+    def client(self) -> AsyncClient:
+        """The queue's command client (``AsyncQueue.client``)."""
+        raise NotImplementedError
+
+    def _reading_client(self) -> AsyncClient:
+        if self._pull_client is None:
+            self._pull_client = async_client(self.config.url,
+                                             MAX_WAIT_S + self.config.socket_timeout)
+        return self._pull_client
+
+    async def _settle(self, plan: Plan[Any]) -> Any:
+        return await drive_async(self.client, plan, self.config.retry_for)
+
+    async def reserve(self, topic: str, *, group: str = DEFAULT_GROUP,
+                      consumer: str | None = None, wait: Delay = 0, count: int = 1
+                      ) -> list[AsyncReservation]:
+        """Take up to ``count`` ready jobs of ``topic``; see ``Queue.reserve``. Concurrent
+        calls each hold a connection of their own while they wait."""
+        args, state = self._args(topic, group, consumer, wait, count)
+        cfg = self.config
+        client = self._reading_client()
+        await agree_partitions_async(client, cfg.url, cfg.name, cfg.partitions, cfg.retry_for)
+        deadline = time.monotonic() + args.wait
+        while True:
+            found: Round = await drive_async(client, round_plan(
+                cfg, state, args, _block_ms(deadline), time.monotonic(), is_cluster(client)),
+                cfg.retry_for)
+            _log_dropped(found)
+            left = deadline - time.monotonic()
+            if found.reserved or left <= 0:
+                return [AsyncReservation(self, r.receipt, r.text, r.job)
+                        for r in found.reserved]
+            if found.paused:
+                await asyncio.sleep(min(REFRESH_S, left))
+
+    def reservation(self, receipt: str) -> AsyncReservation:
+        """Rebuild a reservation from its ``receipt``; see ``Queue.reservation``."""
+        return AsyncReservation(self, self._receipt(receipt), receipt, None)
+
+    async def _close_pull(self) -> None:
+        if self._pull_client is not None:
+            await self._pull_client.aclose()
+            self._pull_client = None

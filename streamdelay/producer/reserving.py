@@ -1,0 +1,353 @@
+"""The pull API's sans-I/O core: reserve rounds, receipts, and the ack / fail / touch plans.
+
+A reservation follows exactly the rules of a worker's delivery (docs/pull.md): it is read from
+the topic stream by a member of the consumer group (``XREADGROUP``), decoded and dead-lettered
+like a worker does (``protocol/deliveries.py``), acknowledged by ``ackJobs``, failed by
+``failJob`` with the job's backoff, heartbeated by ``touchJobs``, and reclaimed after its ttr by
+``requeueStuck`` (the worker's reclaim plan, which ``reserve`` also runs for its group at most
+once a second per topic before reading). ``sync`` and ``async`` faces (``pull.py``) drive these
+plans.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import socket
+from dataclasses import dataclass, field
+from secrets import token_hex
+from typing import Any
+
+import msgspec
+
+from ..base import validation
+from ..base.errors import StaleReceipt, StreamdelayError, ValidationError
+from ..base.models import BackoffPolicy, Job
+from ..protocol.backoff import failure_delay_ms
+from ..protocol.deliveries import (
+    ERROR_TEXT_LIMIT,
+    ack_call,
+    fail_call,
+    open_entry,
+    release_call,
+    touch_call,
+)
+from ..protocol.keys import PartitionKeys, partition_keys
+from ..protocol.plan import Command, Plan
+from ..protocol.replies import parse_fail, text, texts
+from ..protocol.scripts import ScriptCall, script
+from ..redis_io.config import QueueConfig
+from .pausing import paused_key
+from .plans import PRUNE_IDLE_S, prune_consumers_plan, requeue_stuck_plan
+
+DEFAULT_GROUP = "workers"  # the group a Worker joins unless told otherwise
+MAX_WAIT_S = 30.0
+MAX_COUNT = 100
+READ_SLICE_S = 1.0  # longest single blocking read: a pause is seen within about a second
+CLUSTER_SLICE_S = 0.25  # a cluster blocks on one partition at a time, in turns
+RECLAIM_EVERY_S = 1.0  # like a worker's reclaim_interval
+PRUNE_EVERY_S = 60.0  # like a worker's prune pass
+RECEIPT_VERSION = 1
+
+
+def default_consumer_name() -> str:
+    """``host-pid-random``: unique per process, readable in XINFO and logs."""
+    return f"{socket.gethostname()}-{os.getpid()}-{token_hex(2)}"
+
+
+class Receipt(msgspec.Struct, array_like=True, frozen=True):
+    """Everything needed to settle one delivery, in any process (packed into ``receipt``)."""
+
+    version: int
+    queue: str
+    partition: int
+    topic: str
+    id: str
+    entry: str
+    group: str
+    consumer: str
+    attempt: int
+    due: int
+    ttr_ms: int
+    retry_ms: int  # the retry delay a failure without retry_delay gets (the job's backoff)
+
+
+_receipt_encoder = msgspec.msgpack.Encoder()
+_receipt_decoder = msgspec.msgpack.Decoder(Receipt)
+
+
+def encode_receipt(receipt: Receipt) -> str:
+    """The receipt as URL-safe text (base64url of MessagePack, no padding)."""
+    return base64.urlsafe_b64encode(_receipt_encoder.encode(receipt)).rstrip(b"=").decode()
+
+
+def decode_receipt(value: object, queue: str) -> Receipt:
+    """Parse and check a receipt of ``queue``; anything else is a ``ValidationError`` naming
+    the field ``receipt``."""
+    if not isinstance(value, str) or not 0 < len(value) <= 4096:
+        raise ValidationError("receipt: must be a non-empty str from a Reservation",
+                              field="receipt")
+    try:
+        raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
+        found = _receipt_decoder.decode(raw)
+    except (binascii.Error, ValueError, msgspec.DecodeError, msgspec.ValidationError):
+        raise ValidationError("receipt: not a receipt of a reservation", field="receipt"
+                              ) from None
+    if found.version != RECEIPT_VERSION:
+        raise ValidationError(f"receipt: version {found.version} is not supported",
+                              field="receipt")
+    if found.queue != queue:
+        raise ValidationError(f"receipt: belongs to queue {found.queue!r}, not {queue!r}",
+                              field="receipt")
+    try:
+        validation.topic(found.topic)
+        validation.job_id(found.id)
+        validation.group(found.group)
+        validation.consumer(found.consumer)
+        if found.partition < 0 or found.attempt < 1 or found.ttr_ms < 0 or found.retry_ms < 0:
+            raise ValidationError("out of range")
+    except ValidationError:
+        raise ValidationError("receipt: not a receipt of a reservation", field="receipt"
+                              ) from None
+    return found
+
+
+@dataclass(frozen=True)
+class ReserveArgs:
+    """Validated arguments of one ``reserve`` call."""
+
+    topic: str
+    group: str
+    consumer: str
+    wait: float
+    count: int
+
+
+def reserve_args(topic: object, group: object, consumer: object, wait: object, count: object
+                 ) -> ReserveArgs:
+    """Check ``reserve``'s arguments, each error naming its field."""
+    return ReserveArgs(validation.topic(topic), validation.group(group),
+                       validation.consumer(consumer),
+                       validation.seconds(wait, "wait", maximum=MAX_WAIT_S),
+                       validation.positive_int(count, "count", MAX_COUNT))
+
+
+@dataclass
+class ReserveState:
+    """What one queue object remembers between reserve calls (in memory, per process)."""
+
+    registered: set[tuple[str, str]] = field(default_factory=set)  # (group, topic)
+    next_reclaim: dict[tuple[str, str], float] = field(default_factory=dict)  # monotonic s
+    next_prune: dict[tuple[str, str], float] = field(default_factory=dict)
+    turn: int = 0  # the partition a round starts at, in turns
+
+
+@dataclass(frozen=True)
+class Reserved:
+    """One delivery a reserve round took: the decoded job and its receipt (and as text)."""
+
+    job: Job
+    receipt: Receipt
+    text: str
+
+
+@dataclass(frozen=True)
+class Round:
+    """What one reserve round found: deliveries, whether the topic is paused, and the entries
+    it dead-lettered because they can never run (job id, why)."""
+
+    reserved: list[Reserved]
+    paused: bool = False
+    dropped: list[tuple[str, str]] = field(default_factory=list)
+
+
+Entry = tuple[int, str, dict[Any, Any] | None]  # partition, entry id, fields
+
+
+def _register_plan(cfg: QueueConfig, group: str, topic: str) -> Plan[None]:
+    """Bind ``topic`` to ``group`` and create the group on every partition (``registerGroup``,
+    as a worker does when it starts: a topic served by another group raises ConfigError)."""
+    calls = [script("registerGroup").call(k.script_keys(), [group, topic])
+             for k in partition_keys(cfg.name, cfg.partitions)]
+    yield calls if len(calls) > 1 else calls[0]
+
+
+def upkeep_plan(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, now: float
+                ) -> Plan[int]:
+    """Register the group once, then (at most every ``RECLAIM_EVERY_S`` per group and topic)
+    re-queue deliveries idle past their ttr and (every ``PRUNE_EVERY_S``) remove consumers gone
+    for an hour: a worker's reclaim and prune passes (docs/pull.md#who-reclaims). Returns how
+    many deliveries were re-queued or went dead."""
+    key = (args.group, args.topic)
+    if key not in state.registered:
+        yield from _register_plan(cfg, args.group, args.topic)
+        state.registered.add(key)
+    moved = 0
+    if now >= state.next_reclaim.get(key, 0.0):
+        state.next_reclaim[key] = now + RECLAIM_EVERY_S
+        for keys in partition_keys(cfg.name, cfg.partitions):
+            for reply in (yield from requeue_stuck_plan(keys, args.group, args.topic, -1, "")):
+                moved += len(reply.moved) + len(reply.dead)
+    if now >= state.next_prune.setdefault(key, now + PRUNE_EVERY_S):
+        state.next_prune[key] = now + PRUNE_EVERY_S
+        for keys in partition_keys(cfg.name, cfg.partitions):
+            yield from prune_consumers_plan(keys, args.group, args.topic,
+                                            int(PRUNE_IDLE_S * 1000))
+    return moved
+
+
+def _entries(reply: Any, by_stream: dict[str, int]) -> list[Entry]:
+    """The entries of an XREADGROUP reply as (partition, entry id, fields)."""
+    found: list[Entry] = []
+    rows = reply.items() if isinstance(reply, dict) else (reply or [])
+    for stream, entries in rows:
+        partition = by_stream[text(stream)]
+        found.extend((partition, text(eid), fields) for eid, fields in entries)
+    return found
+
+
+def _xreadgroup(args: ReserveArgs, count: int, block_ms: int | None,
+                keys: list[PartitionKeys]) -> Command:
+    head: tuple[Any, ...] = ("XREADGROUP", "GROUP", args.group, args.consumer, "COUNT", count)
+    if block_ms is not None:
+        head += ("BLOCK", max(1, block_ms))
+    streams = [k.stream(args.topic) for k in keys]
+    return Command((*head, "STREAMS", *streams, *[">"] * len(streams)))
+
+
+def read_step(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, block_ms: int,
+              cluster: bool) -> Plan[list[Entry]]:
+    """THE read of the pull API: new entries of the topic for this consumer, from every
+    partition, blocking up to ``block_ms`` (0: not at all) when none is there.
+
+    One partition: one ``XREADGROUP`` (with ``BLOCK`` when waiting). Several: a non-blocking
+    read per partition (starting at a different one each round) until ``count`` came; then, if
+    none did, one blocking read over all partitions (a cluster blocks on one partition per round,
+    in turns, ``CLUSTER_SLICE_S`` at most). May return more than ``count`` (a blocking read over
+    several streams): the caller hands the extra ones back.
+    """
+    parts = list(partition_keys(cfg.name, cfg.partitions))
+    by_stream = {k.stream(args.topic): k.partition for k in parts}
+    block = block_ms if block_ms > 0 else None
+    if len(parts) == 1:
+        return _entries((yield _xreadgroup(args, args.count, block, parts)), by_stream)
+    start = state.turn % len(parts)
+    state.turn += 1
+    order = parts[start:] + parts[:start]
+    found: list[Entry] = []
+    for keys in order:
+        found.extend(_entries((yield _xreadgroup(args, args.count - len(found), None, [keys])),
+                              by_stream))
+        if len(found) >= args.count:
+            return found
+    if found or block is None:
+        return found
+    if cluster:
+        slice_ms = min(block, int(CLUSTER_SLICE_S * 1000))
+        return _entries((yield _xreadgroup(args, args.count, slice_ms, order[:1])), by_stream)
+    return _entries((yield _xreadgroup(args, args.count, block, order)), by_stream)
+
+
+def _paused(cfg: QueueConfig, topic: str) -> Plan[bool]:
+    return bool(int((yield Command(("HEXISTS", paused_key(cfg.name), topic)))))
+
+
+def round_plan(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, block_ms: int,
+               now: float, cluster: bool) -> Plan[Round]:
+    """One reserve round: upkeep, the pause check, one read (``read_step``), then decoding.
+
+    Entries that can never run are dead-lettered as a worker does; entries over ``count``, and
+    those a blocking read returned after the topic was paused meanwhile, are handed back (not
+    an attempt), as a worker hands back what it read just before a pause reached it."""
+    yield from upkeep_plan(cfg, state, args, now)
+    if (yield from _paused(cfg, args.topic)):
+        return Round([], paused=True)
+    try:
+        entries = yield from read_step(cfg, state, args, block_ms, cluster)
+    except StreamdelayError as exc:  # the group or stream was deleted: register again
+        if "NOGROUP" not in str(exc) and "UNBLOCKED" not in str(exc):
+            raise
+        state.registered.discard((args.group, args.topic))
+        yield from _register_plan(cfg, args.group, args.topic)
+        state.registered.add((args.group, args.topic))
+        return Round([])
+    paused = bool(entries) and block_ms > 0 and (yield from _paused(cfg, args.topic))
+    found = Round([], paused)
+    settle: dict[int, list[ScriptCall]] = {}
+    back: dict[int, list[str]] = {}
+    for partition, entry_id, fields in entries:
+        keys = PartitionKeys(cfg.name, partition)
+        opened = open_entry(fields, args.topic, entry_id, partition, None, cfg.max_body_bytes)
+        if opened.job is None:  # never runnable: dead now, like a worker's delivery
+            found.dropped.append((opened.job_id, opened.error))
+            settle.setdefault(partition, []).append(fail_call(
+                keys, args.group, args.topic, opened.job_id, entry_id, 0, True, opened.error))
+        elif paused or len(found.reserved) >= args.count:
+            back.setdefault(partition, []).extend((args.topic, opened.job_id, entry_id))
+        else:
+            found.reserved.append(_reserved(cfg, args, opened.job, opened.backoff,
+                                            opened.ttr_ms))
+    for partition, flat in back.items():
+        settle.setdefault(partition, []).append(
+            release_call(PartitionKeys(cfg.name, partition), args.group, flat))
+    calls = [call for per_partition in settle.values() for call in per_partition]
+    if calls:
+        yield calls if len(calls) > 1 else calls[0]
+    return found
+
+
+def _reserved(cfg: QueueConfig, args: ReserveArgs, job: Job, backoff: BackoffPolicy | None,
+              ttr_ms: int) -> Reserved:
+    """A delivery with its receipt; the retry delay of a failure is drawn now (the receipt
+    carries it: a rebuilt reservation fails with the job's backoff without reading the job)."""
+    retry_ms = failure_delay_ms(backoff or cfg.backoff, job.attempt)
+    receipt = Receipt(RECEIPT_VERSION, cfg.name, job.partition, args.topic, job.id,
+                      job.entry_id, args.group, args.consumer, job.attempt, job.due, ttr_ms,
+                      retry_ms)
+    return Reserved(job, receipt, encode_receipt(receipt))
+
+
+def _stale(receipt: Receipt, what: str) -> StaleReceipt:
+    return StaleReceipt(f"receipt: the delivery of job {receipt.id!r} is no longer current "
+                        f"({what}: it was reclaimed, cancelled, replaced or settled)",
+                        field="receipt", job_id=receipt.id, topic=receipt.topic)
+
+
+def ack_plan(cfg: QueueConfig, receipt: Receipt) -> Plan[None]:
+    """Acknowledge a reservation (``ackJobs``); ``StaleReceipt`` when it was not current."""
+    keys = PartitionKeys(cfg.name, receipt.partition)
+    keep_ms = validation.delay_ms(cfg.keep_done)
+    done = yield ack_call(keys, receipt.group, keep_ms, [receipt.topic, receipt.id,
+                                                         receipt.entry])
+    if not int(done):
+        raise _stale(receipt, "ack")
+
+
+def fail_plan(cfg: QueueConfig, receipt: Receipt, error: object, retry_delay: object,
+              dead: object) -> Plan[str]:
+    """Fail a reservation (``failJob``): retried after ``retry_delay`` (None: the job's backoff)
+    or dead after its last attempt or with ``dead``. Returns ``"retried"`` or ``"dead"``."""
+    if not isinstance(error, str):
+        raise ValidationError("error: must be a str", field="error")
+    if not isinstance(dead, bool):
+        raise ValidationError("dead: must be a bool", field="dead")
+    delay = (receipt.retry_ms if retry_delay is None
+             else validation.delay_ms(retry_delay, "retry_delay"))
+    keys = PartitionKeys(cfg.name, receipt.partition)
+    reply = yield fail_call(keys, receipt.group, receipt.topic, receipt.id, receipt.entry,
+                            delay, dead, error[:ERROR_TEXT_LIMIT])
+    outcome = parse_fail(reply)
+    if outcome.outcome == 0:
+        raise _stale(receipt, "fail")
+    return "dead" if outcome.dead else "retried"
+
+
+def touch_plan(cfg: QueueConfig, receipt: Receipt) -> Plan[None]:
+    """Heartbeat a reservation (``touchJobs``: its idle time starts again, so its ttr counts
+    from now); ``StaleReceipt`` when its consumer no longer holds it."""
+    keys = PartitionKeys(cfg.name, receipt.partition)
+    lost = yield touch_call(keys, receipt.group, receipt.consumer,
+                            [receipt.topic, receipt.entry])
+    if texts(lost):
+        raise _stale(receipt, "touch")

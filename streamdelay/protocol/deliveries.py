@@ -1,0 +1,98 @@
+"""One delivery of a job, I/O-free: decoding a stream entry, and the script calls that settle,
+heartbeat or hand back deliveries. Shared by the worker (``consumer/``) and the pull API
+(``producer/reserving.py``), so both follow exactly the same rules (docs/pull.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..base.errors import BodyDecodeError, StreamdelayError
+from ..base.models import BackoffPolicy, Job
+from .codec import blob_backoff, decode_blob, decode_body, parse_record
+from .keys import PartitionKeys
+from .scripts import Arg, ScriptCall, script
+
+ERROR_TEXT_LIMIT = 2000  # characters of an error kept with a retried or dead job
+
+
+@dataclass(frozen=True)
+class OpenedEntry:
+    """A stream entry decoded: the job and its own backoff, or why it can never run (``error``:
+    the entry is dead-lettered). ``job_id`` is known as soon as the envelope had one."""
+
+    job_id: str
+    job: Job | None
+    backoff: BackoffPolicy | None
+    error: str
+    ttr_ms: int = 60_000
+    size: int = 0  # bytes of the job record
+
+
+def open_entry(
+    fields: dict[Any, Any] | None, topic: str, entry_id: str, partition: int,
+    body_type: Any = None, max_body_bytes: int | None = None,
+) -> OpenedEntry:
+    """Decode the fields of a topic stream entry into a ``Job``.
+
+    A body over ``max_body_bytes`` (written by a foreign producer) gives an error, never a job,
+    and so does one nested too deeply to decode (``RecursionError``): no retry can decode it.
+    """
+    if not fields or b"id" not in fields:
+        return OpenedEntry("", None, None, "envelope: stream entry without a job id")
+    raw_id = bytes(fields[b"id"])
+    job_id = raw_id.decode(errors="replace")
+    if not raw_id or job_id.encode() != raw_id:  # no producer writes such an id
+        return OpenedEntry(job_id, None, None, "envelope: job id is empty or not UTF-8")
+    ttr_ms, size = 60_000, 0
+    try:
+        raw_record = fields.get(b"rec", b"")
+        record = parse_record(raw_record)
+        ttr_ms, size = record.ttr_ms, len(raw_record)
+        blob = decode_blob(record.blob)
+        if max_body_bytes is not None and len(blob.body) > max_body_bytes:
+            raise BodyDecodeError(f"body: {len(blob.body)} bytes is over the limit of "
+                                  f"{max_body_bytes}")
+        body = decode_body(blob.fmt, blob.body, body_type)
+    except StreamdelayError as exc:
+        return OpenedEntry(job_id, None, None, f"{type(exc).__name__}: {exc}", ttr_ms, size)
+    except RecursionError as exc:
+        return OpenedEntry(job_id, None, None, f"BodyDecodeError: body: nested too deeply to "
+                                               f"decode (RecursionError: {exc})", ttr_ms, size)
+    job = Job(
+        id=job_id, topic=topic, body=body, due=record.due, created=record.created,
+        attempt=record.attempts + 1, max_attempts=record.max_attempts, ttr=record.ttr_ms / 1000,
+        headers=blob.headers, entry_id=entry_id, partition=partition,
+    )
+    return OpenedEntry(job_id, job, blob_backoff(blob), "", ttr_ms, size)
+
+
+def fail_call(keys: PartitionKeys, group: str, topic: str, job_id: str, entry_id: str,
+              delay_ms: int, dead: bool, error: str) -> ScriptCall:
+    """``failJob``: retry the delivery after ``delay_ms``, or dead-letter it (``dead`` or its
+    last attempt); the reply is read by ``replies.parse_fail`` (outcome 0: stale delivery)."""
+    args: list[Arg] = [group, topic, job_id, entry_id, delay_ms, "1" if dead else "0",
+                       error[:ERROR_TEXT_LIMIT]]
+    return script("failJob").call(keys.script_keys(), args)
+
+
+def ack_call(keys: PartitionKeys, group: str, keep_done_ms: int, flat: Sequence[str]
+             ) -> ScriptCall:
+    """``ackJobs`` for ``topic, job id, entry id`` triples of one partition; the reply is how
+    many were still current."""
+    return script("ackJobs").call(keys.script_keys(), [group, keep_done_ms, *flat])
+
+
+def touch_call(keys: PartitionKeys, group: str, consumer: str, flat: Sequence[str]
+               ) -> ScriptCall:
+    """``touchJobs`` (heartbeat) for ``topic, entry id`` pairs of ``consumer``; the reply is the
+    entry ids it no longer owns."""
+    return script("touchJobs").call(keys.script_keys(), [group, consumer, *flat])
+
+
+def release_call(keys: PartitionKeys, group: str, flat: Sequence[str]) -> ScriptCall:
+    """``releaseJobs``: hand ``topic, job id, entry id`` triples back to the tail of their
+    streams at once, not counted as an attempt; the reply is how many were still current."""
+    return script("releaseJobs").call(keys.script_keys(), [group, *flat])

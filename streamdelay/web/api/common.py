@@ -1,0 +1,49 @@
+"""What every route of the JSON API shares: the served-queue lookup and the documented errors."""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+from typing import Any
+
+from litestar import Request
+from litestar.openapi import ResponseSpec
+
+from ...producer.queue import AsyncQueue
+from ..errors import ApiError, ErrorBody
+
+PREFIX = "/v1/queues/{queue:str}"
+_WHY = {
+    400: "The request is malformed: not JSON, a wrong type, an unknown field, a query "
+         "parameter out of range, or JSON nested too deep.",
+    401: "No valid bearer token.",
+    403: "The token lacks the scope this route needs.",
+    404: "The queue is not served here, or the job (group, queue) does not exist.",
+    409: "The receipt's delivery was reclaimed, cancelled, replaced or already settled.",
+    413: "The request body is larger than the service accepts.",
+    422: "A value the library refuses (the field is named).",
+    503: "Redis is unreachable or refused the operation; retrying is safe.",
+}
+READ_ERRORS = (400, 401, 403, 404, 422, 503)
+WRITE_ERRORS = (400, 401, 403, 404, 413, 422, 503)
+
+
+def errors(*codes: int) -> dict[int, ResponseSpec]:
+    """The documented error answers of a route."""
+    return {code: ResponseSpec(data_container=ErrorBody, description=_WHY[code],
+                               generate_examples=False) for code in codes}
+
+
+def served(request: Request[Any, Any, Any], queue: str) -> AsyncQueue:
+    """The served queue named ``queue``; 404 for any other."""
+    found: AsyncQueue | None = request.app.state.queues.get(queue)
+    if found is None:
+        raise ApiError(404, "no_such_queue", f"queue: {queue[:80]!r} is not served here",
+                       "queue")
+    return found
+
+
+def path_value(value: Any) -> str:
+    """A ``{name:path}`` parameter as the text it was (job ids may contain ``/``)."""
+    if isinstance(value, PurePosixPath):
+        return str(value).lstrip("/")
+    return str(value).lstrip("/")

@@ -1,0 +1,205 @@
+"""Producer and operator routes of the JSON API (docs/http.md#producers): enqueue, batch, get,
+cancel, reschedule, list, stats, dead letters, pause and resume. Each calls the same
+``AsyncQueue`` method a Python producer calls."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from litestar import Request, Response, delete, get, post
+from litestar.openapi import ResponseSpec
+from litestar.params import Parameter
+
+from ...base.errors import ValidationError
+from ...base.models import EnqueueResult, JobInfo, JobSpec, QueueStats
+from ...producer.enqueuing import prepare_job
+from ...producer.queue import AsyncQueue
+from ..auth import requires
+from ..errors import ApiError
+from .common import PREFIX, READ_ERRORS, WRITE_ERRORS, errors, path_value, served
+from .models import (
+    BatchAnswer,
+    BatchBody,
+    DeadAnswer,
+    DeadPurgeBody,
+    DeadReplayBody,
+    Done,
+    EnqueueBody,
+    JobsAnswer,
+    PauseAnswer,
+    RescheduleBody,
+    at_of,
+    seconds_of,
+    to_spec,
+)
+from .models import Count as CountAnswer
+
+READ, WRITE, ADMIN = requires("read"), requires("write"), requires("admin")
+Limit = Annotated[int, Parameter(ge=1, le=1000, description="At most this many jobs.")]
+JobStateParam = Annotated[Literal["delayed", "ready", "reserved", "dead"],
+                         Parameter(query="state", description="Which jobs to list.")]
+DeadLimit = Annotated[int, Parameter(ge=1, le=10_000, description="At most this many.")]
+
+
+def _missing(job_id: str) -> ApiError:
+    return ApiError(404, "no_such_job", f"id: no job {job_id[:128]!r}", "id")
+
+
+@post(f"{PREFIX}/jobs", guards=[WRITE], status_code=201, tags=["producers"],
+      operation_id="enqueue", summary="Enqueue a job",
+      responses={200: ResponseSpec(EnqueueResult, description="The id existed: nothing was "
+                                   "created (or it was rescheduled with replace)."),
+                 **errors(*WRITE_ERRORS)})
+async def enqueue(request: Request[Any, Any, Any], queue: str, data: EnqueueBody
+                  ) -> Response[EnqueueResult]:
+    """Schedule one job; 201 when created, 200 when its id existed."""
+    target = served(request, queue)
+    spec = to_spec(data)
+    result = await target.enqueue(spec.topic, spec.body, delay=spec.delay, at=spec.at,
+                                  id=spec.id, ttr=spec.ttr, max_attempts=spec.max_attempts,
+                                  backoff=spec.backoff, headers=spec.headers,
+                                  replace=spec.replace)
+    return Response(result, status_code=201 if result.created else 200)
+
+
+@post(f"{PREFIX}/jobs/:batch", guards=[WRITE], status_code=200, tags=["producers"],
+      operation_id="enqueueBatch", summary="Enqueue many jobs",
+      responses=errors(*WRITE_ERRORS))
+async def enqueue_batch(request: Request[Any, Any, Any], queue: str, data: BatchBody
+                        ) -> BatchAnswer:
+    """Schedule many jobs in one round trip; one result per job, in order. A job the library
+    refuses fails the whole request (422 with its index in the message) before any is
+    written."""
+    target = served(request, queue)
+    specs = []
+    for index, job in enumerate(data.jobs):
+        try:
+            specs.append(to_spec(job))
+        except ApiError:
+            raise
+        except Exception as exc:
+            field = getattr(exc, "field", None)
+            raise ApiError(422, "invalid", f"jobs[{index}]: {exc}",
+                           f"jobs[{index}].{field}" if field else f"jobs[{index}]") from None
+    try:
+        return BatchAnswer(await target.enqueue_many(specs))
+    except ValidationError as exc:
+        raise _indexed(target, specs, exc) from None
+
+
+def _indexed(target: AsyncQueue, specs: list[JobSpec], exc: ValidationError) -> Exception:
+    """The refusal of a batch, naming the job (found again on this error path only)."""
+    for index, spec in enumerate(specs):
+        try:
+            prepare_job(target.config, spec)
+        except ValidationError as found:
+            field = f"jobs[{index}].{found.field}" if found.field else f"jobs[{index}]"
+            return ApiError(422, "invalid", f"jobs[{index}]: {found}", field)
+    return exc
+
+
+@get(f"{PREFIX}/jobs/{{id:path}}", guards=[READ], tags=["operators"], operation_id="getJob",
+     summary="Read a job", responses=errors(*READ_ERRORS))
+async def get_job(request: Request[Any, Any, Any], queue: str,
+                  id: str) -> JobInfo:
+    """The job with its state, body, attempts and last error."""
+    job_id = path_value(id)
+    found = await served(request, queue).get(job_id)
+    if found is None:
+        raise _missing(job_id)
+    return found
+
+
+@delete(f"{PREFIX}/jobs/{{id:path}}", guards=[WRITE], status_code=200, tags=["producers"],
+        operation_id="cancelJob", summary="Cancel a job", responses=errors(*READ_ERRORS))
+async def cancel_job(request: Request[Any, Any, Any], queue: str, id: str) -> Done:
+    """Remove the job in any state; 404 when there is none."""
+    job_id = path_value(id)
+    if not await served(request, queue).cancel(job_id):
+        raise _missing(job_id)
+    return Done(job_id)
+
+
+@post(f"{PREFIX}/jobs/:reschedule/{{id:path}}", guards=[WRITE], status_code=200,
+      tags=["producers"], operation_id="rescheduleJob", summary="Give a job a new due time",
+      responses=errors(*WRITE_ERRORS))
+async def reschedule_job(request: Request[Any, Any, Any], queue: str, id: str,
+                         data: RescheduleBody | None = None) -> Done:
+    """Move the job to ``delay`` seconds from now or ``at`` a time (neither: now)."""
+    job_id = path_value(id)
+    body = data or RescheduleBody()
+    delay, at = seconds_of(body.delay, "delay"), at_of(body.at)
+    if delay is None and at is None:
+        delay = 0
+    if not await served(request, queue).reschedule(job_id, delay=delay, at=at):
+        raise _missing(job_id)
+    return Done(job_id)
+
+
+@get(f"{PREFIX}/jobs", guards=[READ], tags=["operators"], operation_id="listJobs",
+     summary="List jobs by state", responses=errors(*READ_ERRORS))
+async def list_jobs(request: Request[Any, Any, Any], queue: str,
+                    job_state: JobStateParam,
+                    topic: str | None = None, limit: Limit = 100,
+                    cursor: str | None = None) -> JobsAnswer:
+    """One page of the jobs in ``state``: delayed by due time, the others in stream order."""
+    page = await served(request, queue).jobs(job_state, topic=topic, limit=limit, cursor=cursor)
+    return JobsAnswer(page.jobs, page.cursor)
+
+
+@get(f"{PREFIX}/stats", guards=[READ], tags=["operators"], operation_id="stats",
+     summary="Counts per topic", responses=errors(*READ_ERRORS))
+async def stats(request: Request[Any, Any, Any], queue: str) -> QueueStats:
+    """Per topic: delayed, ready, reserved, dead, lag_ms, group and paused."""
+    return await served(request, queue).stats()
+
+
+@get(f"{PREFIX}/dead", guards=[READ], tags=["operators"], operation_id="listDead",
+     summary="List dead letters", responses=errors(*READ_ERRORS))
+async def list_dead(request: Request[Any, Any, Any], queue: str, topic: str | None = None,
+                    limit: DeadLimit = 100) -> DeadAnswer:
+    """The oldest dead-letter entries (all topics, or one)."""
+    return DeadAnswer(await served(request, queue).dead_list(topic, limit))
+
+
+@post(f"{PREFIX}/dead/:replay", guards=[ADMIN], status_code=200, tags=["operators"],
+      operation_id="replayDead", summary="Put dead jobs back", responses=errors(*WRITE_ERRORS))
+async def replay_dead(request: Request[Any, Any, Any], queue: str,
+                      data: DeadReplayBody | None = None) -> CountAnswer:
+    """Dead jobs (all, a topic's, or one id) become new attempts, due after ``delay``."""
+    body = data or DeadReplayBody()
+    count = await served(request, queue).dead_replay(body.topic, body.id,
+                                                     seconds_of(body.delay, "delay"))
+    return CountAnswer(count)
+
+
+@post(f"{PREFIX}/dead/:purge", guards=[ADMIN], status_code=200, tags=["operators"],
+      operation_id="purgeDead", summary="Forget dead jobs", responses=errors(*WRITE_ERRORS))
+async def purge_dead(request: Request[Any, Any, Any], queue: str,
+                     data: DeadPurgeBody | None = None) -> CountAnswer:
+    """Forget dead jobs (all, a topic's, or one id)."""
+    body = data or DeadPurgeBody()
+    return CountAnswer(await served(request, queue).dead_purge(body.topic, body.id))
+
+
+@post(f"{PREFIX}/topics/:pause/{{topic:str}}", guards=[ADMIN], status_code=200,
+      tags=["operators"], operation_id="pauseTopic", summary="Pause a topic",
+      responses=errors(*READ_ERRORS))
+async def pause_topic(request: Request[Any, Any, Any], queue: str, topic: str) -> PauseAnswer:
+    """Within 1 s no consumer starts a job of the topic (running ones finish)."""
+    changed = await served(request, queue).pause(topic)
+    return PauseAnswer(topic, True, changed)
+
+
+@post(f"{PREFIX}/topics/:resume/{{topic:str}}", guards=[ADMIN], status_code=200,
+      tags=["operators"], operation_id="resumeTopic", summary="Resume a topic",
+      responses=errors(*READ_ERRORS))
+async def resume_topic(request: Request[Any, Any, Any], queue: str, topic: str
+                       ) -> PauseAnswer:
+    """Consumers start the topic's jobs again."""
+    changed = await served(request, queue).resume(topic)
+    return PauseAnswer(topic, False, changed)
+
+
+ROUTES = [enqueue, enqueue_batch, get_job, cancel_job, reschedule_job, list_jobs, stats,
+          list_dead, replay_dead, purge_dead, pause_topic, resume_topic]

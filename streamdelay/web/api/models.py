@@ -1,0 +1,194 @@
+"""The request and response bodies of the JSON API (docs/http.md), as msgspec Structs: Litestar
+decodes and checks their shape (400 naming the field) and the OpenAPI document is generated from
+them. Values are checked by the library itself (``base/validation.py``, 422 naming the field);
+``to_spec`` only turns JSON forms (duration strings, ISO times, a backoff object) into the
+arguments ``Queue.enqueue`` takes.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from ...base.durations import parse_duration
+from ...base.errors import ValidationError
+from ...base.models import Backoff, BackoffPolicy, DeadJob, EnqueueResult, JobInfo, JobSpec
+
+Seconds = Annotated[float | str, msgspec.Meta(
+    description="Seconds as a number, or a duration such as \"250ms\", \"30s\", \"5m\", "
+                "\"2h\", \"1d\".")]
+AtTime = Annotated[float | str, msgspec.Meta(
+    description="Epoch seconds, or an ISO 8601 time with an offset "
+                "(\"2030-01-31T09:30:00Z\"), on the Redis server clock.")]
+MAX_BATCH = 10_000
+
+
+class BackoffBody(msgspec.Struct, forbid_unknown_fields=True):
+    """Exponential backoff: ``base * 2**(attempt-1)`` seconds, full jitter, capped."""
+
+    base: float = 1.0
+    cap: float = 3600.0
+    jitter: bool = True
+
+
+class EnqueueBody(msgspec.Struct, forbid_unknown_fields=True):
+    """One job: ``topic`` and ``body``, due after ``delay`` or ``at`` a time (else now)."""
+
+    topic: str
+    body: Any = None
+    delay: Seconds | None = None
+    at: AtTime | None = None
+    id: str | None = None
+    ttr: Seconds | None = None
+    max_attempts: int | None = None
+    backoff: list[float] | BackoffBody | None = None
+    headers: dict[str, str] | None = None
+    replace: bool = False
+
+
+class BatchBody(msgspec.Struct, forbid_unknown_fields=True):
+    """Many jobs in one request (one round trip to Redis per partition)."""
+
+    jobs: Annotated[list[EnqueueBody], msgspec.Meta(max_length=MAX_BATCH)]
+
+
+class BatchAnswer(msgspec.Struct):
+    """One result per job, in the order sent."""
+
+    results: list[EnqueueResult]
+
+
+class RescheduleBody(msgspec.Struct, forbid_unknown_fields=True):
+    """The new due time: after ``delay`` or ``at`` a time (neither: now)."""
+
+    delay: Seconds | None = None
+    at: AtTime | None = None
+
+
+class Done(msgspec.Struct):
+    """The job was found and the change made."""
+
+    id: str
+    done: bool = True
+
+
+class JobsAnswer(msgspec.Struct):
+    """One page of jobs; pass ``cursor`` for the next (null: the end)."""
+
+    jobs: list[JobInfo]
+    cursor: str | None
+
+
+class DeadAnswer(msgspec.Struct):
+    """The oldest dead-letter entries."""
+
+    jobs: list[DeadJob]
+
+
+class DeadReplayBody(msgspec.Struct, forbid_unknown_fields=True):
+    """Which dead jobs to put back (all by default), due after ``delay`` (else now)."""
+
+    topic: str | None = None
+    id: str | None = None
+    delay: Seconds | None = None
+
+
+class DeadPurgeBody(msgspec.Struct, forbid_unknown_fields=True):
+    """Which dead jobs to forget (all by default)."""
+
+    topic: str | None = None
+    id: str | None = None
+
+
+class Count(msgspec.Struct):
+    """How many jobs the operation touched."""
+
+    count: int
+
+
+class PauseAnswer(msgspec.Struct):
+    """The topic's state now; ``changed`` is false when it was so already."""
+
+    topic: str
+    paused: bool
+    changed: bool
+
+
+class ReserveBody(msgspec.Struct, forbid_unknown_fields=True):
+    """Take up to ``count`` jobs as ``consumer`` of ``group``, waiting up to ``wait_ms``."""
+
+    group: str = "workers"
+    consumer: str | None = None
+    wait_ms: Annotated[int, msgspec.Meta(ge=0, le=30_000)] = 0
+    count: Annotated[int, msgspec.Meta(ge=1, le=100)] = 1
+
+
+class Delivery(msgspec.Struct):
+    """One reserved job: settle it by ``receipt`` within ``ttr`` seconds (or touch it)."""
+
+    id: str
+    topic: str
+    body: Any
+    headers: dict[str, str]
+    attempt: int
+    due: int
+    ttr: float
+    receipt: str
+
+
+class ReserveAnswer(msgspec.Struct):
+    """The jobs taken."""
+
+    deliveries: list[Delivery]
+
+
+class FailBody(msgspec.Struct, forbid_unknown_fields=True):
+    """Why the attempt failed; retry after ``retry_delay`` (else the job's backoff) or send it
+    to the dead letters with ``dead``."""
+
+    error: str
+    retry_delay: Seconds | None = None
+    dead: bool = False
+
+
+class Settled(msgspec.Struct):
+    """What became of the delivery."""
+
+    outcome: Literal["acked", "retried", "dead", "touched"]
+
+
+def seconds_of(value: float | str | None, field: str) -> float | None:
+    """A number of seconds, or a duration string parsed as the CLI does."""
+    if isinstance(value, str):
+        return parse_duration(value, field=field)
+    return value
+
+
+def at_of(value: float | str | None) -> datetime | float | None:
+    """Epoch seconds, or an ISO 8601 time (``Z`` allowed; a naive one is refused later)."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    try:
+        return datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z"))
+                                      else text)
+    except ValueError:
+        raise ValidationError(f"at: {value[:80]!r} is not epoch seconds or an ISO 8601 time "
+                              f"(example: 2030-01-31T09:30:00Z)", field="at") from None
+
+
+def backoff_of(value: list[float] | BackoffBody | None) -> BackoffPolicy | None:
+    """The library's backoff policy."""
+    if isinstance(value, BackoffBody):
+        return Backoff(base=value.base, cap=value.cap, jitter=value.jitter)
+    return value
+
+
+def to_spec(job: EnqueueBody) -> JobSpec:
+    """The ``JobSpec`` of one request job."""
+    return JobSpec(job.topic, job.body, delay=seconds_of(job.delay, "delay"),
+                   at=at_of(job.at), id=job.id, ttr=seconds_of(job.ttr, "ttr"),
+                   max_attempts=job.max_attempts, backoff=backoff_of(job.backoff),
+                   headers=job.headers, replace=job.replace)

@@ -1,0 +1,60 @@
+"""The ``:action`` suffixes of the public paths (``/jobs/{id}:reschedule``, ``/jobs:batch``).
+
+Litestar matches whole path segments, and job ids may contain ``:`` and ``/``, so a request's
+public path is rewritten before routing to an internal one with the action as its own segment
+(``/jobs/:reschedule/{id}``); ``public_path`` maps the internal templates back for the OpenAPI
+document and the metrics' route label. Only POST requests carry actions.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_COLLECTION = re.compile(r"^(/v1/queues/[^/]+/(?:jobs|dead)):(batch|replay|purge)$")
+_MEMBER = re.compile(r"^(/v1/queues/[^/]+/(?:jobs|topics|deliveries))/(.+):"
+                     r"(reschedule|pause|resume|reserve|ack|fail|touch)$", re.DOTALL)
+_INTERNAL_MEMBER = re.compile(r"/:(\w+)/\{(\w+)(?::\w+)?\}$")
+_INTERNAL_COLLECTION = re.compile(r"/:(\w+)$")
+
+
+def internal_path(method: str, path: str) -> str:
+    """The internal path of a public request path."""
+    if method != "POST" or not path.startswith("/v1/"):
+        return path
+    found = _COLLECTION.match(path)
+    if found is not None:
+        return f"{found.group(1)}/:{found.group(2)}"
+    found = _MEMBER.match(path)
+    if found is not None:
+        return f"{found.group(1)}/:{found.group(3)}/{found.group(2)}"
+    return path
+
+
+def public_path(template: str) -> str:
+    """The public form of an internal route template (``/jobs/:batch`` -> ``/jobs:batch``)."""
+    template = _INTERNAL_MEMBER.sub(r"/{\2}:\1", template)
+    return _INTERNAL_COLLECTION.sub(r":\1", template)
+
+
+class ActionPaths:
+    """ASGI wrapper: rewrites ``scope["path"]`` of action requests before routing."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """Rewrite, then pass on."""
+        if scope["type"] == "http":
+            path = scope.get("path", "")
+            rewritten = internal_path(scope.get("method", ""), path)
+            if rewritten != path:
+                scope["path"] = rewritten
+        await self.app(scope, receive, send)
+
+
+def public_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The OpenAPI document with the public paths."""
+    paths = schema.get("paths", {})
+    schema["paths"] = {public_path(path): item for path, item in paths.items()}
+    return schema
