@@ -62,6 +62,7 @@ async function handle(delivery) {
   if (body.slow) {
     await sleep(100);
     if (!(await settle(delivery, "touch"))) return; // heartbeat: the ttr starts again
+    log({ event: "touched", id: delivery.id, attempt: delivery.attempt });
     await sleep(100);
   }
   if (body.fail) {
