@@ -335,15 +335,14 @@ def by_package(collapsed: str) -> list[tuple[str, float]]:
 
 
 def package_of(path: str) -> str:
-    """``litestar``, ``uvicorn``, ``streamdelay``, ``redis``, ``asyncio``... for a source path."""
+    """``litestar``, ``uvicorn``, ``streamdelay``, ``redis``, ``asyncio``... for a source path as
+    py-spy names it (relative to its ``sys.path`` entry: ``litestar/routes/http.py``)."""
     if "site-packages/" in path:
-        return path.split("site-packages/", 1)[1].split("/", 1)[0]
-    if "/streamdelay/" in path or path.startswith("streamdelay/"):
-        return "streamdelay"
-    parts = Path(path).parts
-    if "asyncio" in parts:
-        return "asyncio (stdlib)"
-    return f"{Path(path).stem} (stdlib or other)"
+        path = path.split("site-packages/", 1)[1]
+    head, _, rest = path.partition("/")
+    if not rest:
+        return f"{Path(path).stem} (stdlib module)" if path.endswith(".py") else path
+    return head
 
 
 def main() -> None:
