@@ -102,7 +102,8 @@ def test_node_producer_and_consumer(web_server: WebServer, queue: sd.Queue,
 
     consumed = run_client([NODE, "consumer.mjs"], env)  # type: ignore[list-item]
     assert sorted(events(consumed, "acked")) == [(i, 1) for i in ids[:3]]
-    assert events(consumed, "touched") == [(ids[2], 1)]  # the slow one, before its ack
+    # ok-3: 1.5 s of work with a ttr of 1 s, touched every third of its ttr
+    assert events(consumed, "touched") == [(ids[2], 1)] * 4
     assert events(consumed, "failed") == [(ids[3], 1), (ids[3], 2), (ids[3], 3)]
     assert not events(consumed, "stale")
     assert consumed[-1]["event"] == "stopped"
@@ -139,5 +140,52 @@ def test_php_consumer_takes_jobs_a_python_producer_enqueued(
     consumed = run_client([PHP, "consumer.php"],  # type: ignore[list-item]
                           client_env(web_server, topic, token="consumer"))
     assert sorted(events(consumed, "acked")) == sorted((f"{topic}-py-{n}", 1) for n in range(5))
+    stats = queue.stats().topics[topic]
+    assert (stats.delayed, stats.ready, stats.reserved, stats.dead) == (0, 0, 0, 0)
+
+
+def test_node_consumer_heartbeat_keeps_a_long_job_and_a_stale_receipt_answers_409(
+        web_server: WebServer, queue: sd.Queue, topic: str) -> None:
+    """Two jobs with a ttr of 1 s and 3 s of work each, one consumer per job at once: the one
+    that touches every third of the ttr acks its job at attempt 1; the one without heartbeats
+    loses its job to the server's reclaim (its only attempt: dead) and its ack answers 409."""
+    other = f"{topic}.nobeat"
+    for name in (topic, other):
+        queue.enqueue(name, {"order_id": 1, "work_ms": 3000}, id=f"{name}-long", ttr=1,
+                      max_attempts=1)
+    beating = subprocess.Popen([NODE, "consumer.mjs"], cwd=EXAMPLES,  # type: ignore[list-item]
+                               env=client_env(web_server, topic), stdout=subprocess.PIPE,
+                               text=True)
+    silent = run_client([NODE, "consumer.mjs"],  # type: ignore[list-item]
+                        client_env(web_server, other, STREAMDELAY_HEARTBEAT="0"))
+    out, _ = beating.communicate(timeout=CLIENT_TIMEOUT)
+    assert beating.returncode == 0, out
+    kept = [json.loads(line) for line in out.splitlines() if line.strip()]
+    assert events(kept, "acked") == [(f"{topic}-long", 1)]
+    assert len(events(kept, "touched")) >= 3 and not events(kept, "stale")
+    assert queue.get(f"{topic}-long") is None
+
+    assert [line for line in silent if line.get("event") == "stale"] == [
+        {"event": "stale", "id": f"{other}-long", "action": "ack"}]
+    assert not events(silent, "acked") and not events(silent, "touched")
+    assert [(d.id, d.attempts) for d in queue.dead_list(other)] == [(f"{other}-long", 1)]
+
+
+def test_node_and_php_consumers_share_a_group(web_server: WebServer, queue: sd.Queue,
+                                              topic: str) -> None:
+    """A Node and a PHP consumer of one group at once (competing consumers): each of 30 jobs
+    is acknowledged exactly once, by one of them."""
+    ids = [f"{topic}-{n}" for n in range(30)]
+    queue.enqueue_many([sd.JobSpec(topic, {"order_id": n}, id=job_id)
+                        for n, job_id in enumerate(ids)])
+    env = client_env(web_server, topic, token="consumer")
+    node = subprocess.Popen([NODE, "consumer.mjs"], cwd=EXAMPLES,  # type: ignore[list-item]
+                            env=env, stdout=subprocess.PIPE, text=True)
+    php = run_client([PHP, "consumer.php"], env)  # type: ignore[list-item]
+    out, _ = node.communicate(timeout=CLIENT_TIMEOUT)
+    assert node.returncode == 0, out
+    acked = events(php, "acked") + events(
+        [json.loads(line) for line in out.splitlines() if line.strip()], "acked")
+    assert sorted(acked) == sorted((job_id, 1) for job_id in ids)
     stats = queue.stats().topics[topic]
     assert (stats.delayed, stats.ready, stats.reserved, stats.dead) == (0, 0, 0, 0)

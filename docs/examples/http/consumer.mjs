@@ -8,7 +8,9 @@
 //   - a body with "fail": true fails (POST .../deliveries/{receipt}:fail): the server retries it
 //     with backoff (or after STREAMDELAY_RETRY_DELAY seconds when set) and makes it a dead letter
 //     after its max_attempts;
-//   - a body with "slow": true is touched (:touch) while it works, as a heartbeat within its ttr;
+//   - a body with "work_ms": N takes N ms of work, and the delivery is touched (:touch) every
+//     third of its ttr meanwhile: the heartbeat that keeps a long job from being reclaimed
+//     (STREAMDELAY_HEARTBEAT=0 leaves the touches out, to watch the receipt go stale);
 //   - everything else is acknowledged (:ack).
 // A 409 means the receipt went stale (the delivery was reclaimed after its ttr, cancelled or
 // replaced): the job is someone else's now, so it is only logged. The same at-least-once rules as a
@@ -27,6 +29,7 @@ const consumer = process.env.STREAMDELAY_CONSUMER ?? `node-${os.hostname()}-${pr
 const waitMs = Number(process.env.STREAMDELAY_WAIT_MS ?? 5000); // long poll, at most 30000
 const idleExit = Number(process.env.STREAMDELAY_IDLE_EXIT ?? 0);
 const retryDelay = process.env.STREAMDELAY_RETRY_DELAY; // seconds; unset: the server's backoff
+const heartbeat = process.env.STREAMDELAY_HEARTBEAT !== "0";
 
 let stopping = false;
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => { stopping = true; });
@@ -56,15 +59,26 @@ async function settle(delivery, action, body) {
   return true;
 }
 
-/** The work itself: here a stand-in that fails poison jobs and is slow for some. */
+/** Work for `ms` milliseconds, touching the delivery every third of its ttr (seconds) so the
+ * server does not reclaim it; false when the receipt went stale meanwhile. */
+async function work(delivery, ms) {
+  const every = Math.max(50, (delivery.ttr * 1000) / 3);
+  for (let done = 0; done < ms;) {
+    const step = Math.min(every, ms - done);
+    await sleep(step); // stands for a slice of real work
+    done += step;
+    if (heartbeat && done < ms) {
+      if (!(await settle(delivery, "touch"))) return false; // the ttr counts again from now
+      log({ event: "touched", id: delivery.id, attempt: delivery.attempt });
+    }
+  }
+  return true;
+}
+
+/** The work itself: here a stand-in that fails poison jobs and takes a while for some. */
 async function handle(delivery) {
   const body = delivery.body ?? {};
-  if (body.slow) {
-    await sleep(100);
-    if (!(await settle(delivery, "touch"))) return; // heartbeat: the ttr starts again
-    log({ event: "touched", id: delivery.id, attempt: delivery.attempt });
-    await sleep(100);
-  }
+  if (body.work_ms && !(await work(delivery, Number(body.work_ms)))) return;
   if (body.fail) {
     const failure = { error: `order ${body.order_id} cannot be closed` };
     if (retryDelay !== undefined) failure.retry_delay = Number(retryDelay);

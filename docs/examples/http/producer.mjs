@@ -6,7 +6,8 @@
 // (default "order.close"):
 //   - <prefix>ok-1 one job per request (POST /v1/queues/{queue}/jobs), due in a moment;
 //   - <prefix>ok-2 and <prefix>ok-3 with one request (POST /v1/queues/{queue}/jobs:batch); the
-//     body of ok-3 says "slow", so the consumer touches it (a heartbeat) before it acks;
+//     ok-3 has a ttr of 1 s and takes 1.5 s of work ("work_ms"), so the consumer touches it
+//     (the heartbeat) while it works, else the server would reclaim it and deliver it again;
 //   - <prefix>poison, a job whose body says "fail": the consumers fail it each time, so after
 //     max_attempts (3) deliveries it is a dead letter.
 // Enqueueing an id again is a no-op (200 instead of 201, "created": false).
@@ -45,7 +46,8 @@ console.log(JSON.stringify({ route: "jobs", status, ...one }));
 const [batchStatus, batch] = await post("/jobs:batch", {
   jobs: [
     { topic, id: `${prefix}ok-2`, body: { order_id: 2 } },
-    { topic, id: `${prefix}ok-3`, body: { order_id: 3, slow: true }, headers: { source: "node" } },
+    { topic, id: `${prefix}ok-3`, body: { order_id: 3, work_ms: 1500 }, ttr: 1,
+      headers: { source: "node" } },
   ],
 });
 console.log(JSON.stringify({ route: "jobs:batch", status: batchStatus, ...batch }));
