@@ -9,6 +9,7 @@ from .errors import ValidationError
 
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$", re.ASCII)
+DURATION_PATTERN = _DURATION.pattern  # the accepted form, for the HTTP schema (docs/http.md)
 
 
 def parse_duration(text: str, *, field: str = "duration") -> float:

@@ -28,6 +28,7 @@ from litestar.template.config import TemplateConfig
 
 from .. import __version__
 from .api import api_routes
+from .api.bodies import document
 from .api.paths import ActionPaths, public_schema
 from .auth import AuthMiddleware, SessionSigner, requires
 from .dashboard import TEMPLATE_DIR, dashboard_routes
@@ -77,7 +78,10 @@ async def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
 @get("/openapi.json", include_in_schema=False, media_type=MediaType.JSON)
 async def openapi_document(request: Request[Any, Any, Any]) -> dict[str, Any]:
     """The OpenAPI 3.1 document of the JSON API."""
-    return public_schema(request.app.openapi_schema.to_schema())
+    schema = public_schema(request.app.openapi_schema.to_schema(),
+                           list(request.app.state.settings.queues))
+    document(schema)
+    return schema
 
 
 def _openapi() -> OpenAPIConfig:

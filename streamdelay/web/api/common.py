@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Annotated, Any
 
 from litestar import Request
 from litestar.openapi import ResponseSpec
+from litestar.params import Parameter
 
+from ...base import validation
 from ...producer.queue import AsyncQueue
 from ..errors import ApiError, ErrorBody
 
 PREFIX = "/v1/queues/{queue:str}"
+TopicParam = Annotated[str, Parameter(pattern=validation.TOPIC.pattern,
+                                      description="The topic.")]
+JobIdParam = Annotated[str, Parameter(pattern=validation.JOB_ID.pattern, description=(
+    "The job id (a \"/\" in it may be sent as is or as %2F)."))]
+ReceiptParam = Annotated[str, Parameter(pattern=r"^[A-Za-z0-9_-]{1,2048}$", description=(
+    "The receipt of a delivery, as reserve returned it."))]
 _WHY = {
     400: "The request is malformed: not JSON, a wrong type, an unknown field, a query "
          "parameter out of range, or JSON nested too deep.",

@@ -12,7 +12,8 @@ from litestar import Request, Response, post
 from litestar.openapi import ResponseSpec
 
 from ..auth import principal_of, requires
-from .common import PREFIX, WRITE_ERRORS, errors, served
+from .bodies import body, decode, decode_optional
+from .common import PREFIX, WRITE_ERRORS, ReceiptParam, TopicParam, errors, served
 from .models import Delivery, FailBody, ReserveAnswer, ReserveBody, Settled, seconds_of
 
 CONSUME = requires("consume")
@@ -27,27 +28,28 @@ def default_consumer(request: Request[Any, Any, Any]) -> str:
 
 
 @post(f"{PREFIX}/topics/:reserve/{{topic:str}}", guards=[CONSUME], status_code=200,
-      tags=["consumers"], operation_id="reserve", summary="Take jobs (long poll)",
+      tags=["consumers"], operation_id=body("reserve", ReserveBody, False),
+      summary="Take jobs (long poll)",
       responses={204: ResponseSpec(None, description="No job came within wait_ms."),
-                 **errors(*WRITE_ERRORS)})
-async def reserve(request: Request[Any, Any, Any], queue: str, topic: str,
-                  data: ReserveBody | None = None) -> Response[ReserveAnswer | None]:
+                 **errors(*WRITE_ERRORS, 409)})
+async def reserve(request: Request[Any, Any, Any], queue: str, topic: TopicParam
+                  ) -> Response[ReserveAnswer]:
     """Take up to ``count`` (<= 100) ready jobs of the topic, waiting up to ``wait_ms``
     (<= 30000) for one; 204 when none came. Settle each by its receipt within its ttr."""
     target = served(request, queue)
-    body = data or ReserveBody()
-    consumer = body.consumer or default_consumer(request)
+    data = await decode_optional(request, ReserveBody) or ReserveBody()
+    consumer = data.consumer or default_consumer(request)
     draining = request.app.state.service.draining
-    deadline = time.monotonic() + body.wait_ms / 1000
+    deadline = time.monotonic() + data.wait_ms / 1000
     while True:
         left = max(0.0, deadline - time.monotonic())
         wait = min(POLL_SLICE, left)
-        found = await target.reserve(topic, group=body.group, consumer=consumer, wait=wait,
-                                     count=body.count)
+        found = await target.reserve(topic, group=data.group, consumer=consumer, wait=wait,
+                                     count=data.count)
         if found or wait >= left or draining.is_set():
             break
     if not found:
-        return Response(None, status_code=204)
+        return Response(None, status_code=204)  # type: ignore[arg-type]
     return Response(ReserveAnswer([
         Delivery(r.id, r.topic, r.body, r.headers, r.attempt, r.due, r.ttr, r.receipt)
         for r in found]))
@@ -56,19 +58,20 @@ async def reserve(request: Request[Any, Any, Any], queue: str, topic: str,
 @post(f"{PREFIX}/deliveries/:ack/{{receipt:str}}", guards=[CONSUME], status_code=200,
       tags=["consumers"], operation_id="ack", summary="The job is done",
       responses=errors(*WRITE_ERRORS, 409))
-async def ack(request: Request[Any, Any, Any], queue: str, receipt: str) -> Settled:
+async def ack(request: Request[Any, Any, Any], queue: str, receipt: ReceiptParam) -> Settled:
     """Acknowledge the delivery: the job is forgotten (or kept as ``done``, keep_done)."""
     await served(request, queue).reservation(receipt).ack()
     return Settled("acked")
 
 
 @post(f"{PREFIX}/deliveries/:fail/{{receipt:str}}", guards=[CONSUME], status_code=200,
-      tags=["consumers"], operation_id="fail", summary="The attempt failed",
+      tags=["consumers"], operation_id=body("fail", FailBody), summary="The attempt failed",
       responses=errors(*WRITE_ERRORS, 409))
-async def fail(request: Request[Any, Any, Any], queue: str, receipt: str, data: FailBody
+async def fail(request: Request[Any, Any, Any], queue: str, receipt: ReceiptParam
                ) -> Settled:
     """Retry after ``retry_delay`` (else the job's backoff), or dead after the last attempt
     or with ``dead``."""
+    data = await decode(request, FailBody)
     reservation = served(request, queue).reservation(receipt)
     outcome = await reservation.fail(data.error, seconds_of(data.retry_delay, "retry_delay"),
                                      data.dead)
@@ -78,7 +81,7 @@ async def fail(request: Request[Any, Any, Any], queue: str, receipt: str, data: 
 @post(f"{PREFIX}/deliveries/:touch/{{receipt:str}}", guards=[CONSUME], status_code=200,
       tags=["consumers"], operation_id="touch", summary="Keep the job (heartbeat)",
       responses=errors(*WRITE_ERRORS, 409))
-async def touch(request: Request[Any, Any, Any], queue: str, receipt: str) -> Settled:
+async def touch(request: Request[Any, Any, Any], queue: str, receipt: ReceiptParam) -> Settled:
     """The ttr counts again from now: call it well within each ttr while working."""
     await served(request, queue).reservation(receipt).touch()
     return Settled("touched")

@@ -16,7 +16,17 @@ from ...producer.enqueuing import prepare_job
 from ...producer.queue import AsyncQueue
 from ..auth import requires
 from ..errors import ApiError
-from .common import PREFIX, READ_ERRORS, WRITE_ERRORS, errors, path_value, served
+from .bodies import body, decode, decode_optional
+from .common import (
+    PREFIX,
+    READ_ERRORS,
+    WRITE_ERRORS,
+    JobIdParam,
+    TopicParam,
+    errors,
+    path_value,
+    served,
+)
 from .models import (
     BatchAnswer,
     BatchBody,
@@ -46,15 +56,14 @@ def _missing(job_id: str) -> ApiError:
 
 
 @post(f"{PREFIX}/jobs", guards=[WRITE], status_code=201, tags=["producers"],
-      operation_id="enqueue", summary="Enqueue a job",
+      operation_id=body("enqueue", EnqueueBody), summary="Enqueue a job",
       responses={200: ResponseSpec(EnqueueResult, description="The id existed: nothing was "
                                    "created (or it was rescheduled with replace)."),
                  **errors(*WRITE_ERRORS)})
-async def enqueue(request: Request[Any, Any, Any], queue: str, data: EnqueueBody
-                  ) -> Response[EnqueueResult]:
+async def enqueue(request: Request[Any, Any, Any], queue: str) -> Response[EnqueueResult]:
     """Schedule one job; 201 when created, 200 when its id existed."""
     target = served(request, queue)
-    spec = to_spec(data)
+    spec = to_spec(await decode(request, EnqueueBody))
     result = await target.enqueue(spec.topic, spec.body, delay=spec.delay, at=spec.at,
                                   id=spec.id, ttr=spec.ttr, max_attempts=spec.max_attempts,
                                   backoff=spec.backoff, headers=spec.headers,
@@ -63,14 +72,14 @@ async def enqueue(request: Request[Any, Any, Any], queue: str, data: EnqueueBody
 
 
 @post(f"{PREFIX}/jobs/:batch", guards=[WRITE], status_code=200, tags=["producers"],
-      operation_id="enqueueBatch", summary="Enqueue many jobs",
+      operation_id=body("enqueueBatch", BatchBody), summary="Enqueue many jobs",
       responses=errors(*WRITE_ERRORS))
-async def enqueue_batch(request: Request[Any, Any, Any], queue: str, data: BatchBody
-                        ) -> BatchAnswer:
+async def enqueue_batch(request: Request[Any, Any, Any], queue: str) -> BatchAnswer:
     """Schedule many jobs in one round trip; one result per job, in order. A job the library
     refuses fails the whole request (422 with its index in the message) before any is
     written."""
     target = served(request, queue)
+    data = await decode(request, BatchBody)
     specs = []
     for index, job in enumerate(data.jobs):
         try:
@@ -101,7 +110,7 @@ def _indexed(target: AsyncQueue, specs: list[JobSpec], exc: ValidationError) -> 
 @get(f"{PREFIX}/jobs/{{id:path}}", guards=[READ], tags=["operators"], operation_id="getJob",
      summary="Read a job", responses=errors(*READ_ERRORS))
 async def get_job(request: Request[Any, Any, Any], queue: str,
-                  id: str) -> JobInfo:
+                  id: JobIdParam) -> JobInfo:
     """The job with its state, body, attempts and last error."""
     job_id = path_value(id)
     found = await served(request, queue).get(job_id)
@@ -112,7 +121,7 @@ async def get_job(request: Request[Any, Any, Any], queue: str,
 
 @delete(f"{PREFIX}/jobs/{{id:path}}", guards=[WRITE], status_code=200, tags=["producers"],
         operation_id="cancelJob", summary="Cancel a job", responses=errors(*READ_ERRORS))
-async def cancel_job(request: Request[Any, Any, Any], queue: str, id: str) -> Done:
+async def cancel_job(request: Request[Any, Any, Any], queue: str, id: JobIdParam) -> Done:
     """Remove the job in any state; 404 when there is none."""
     job_id = path_value(id)
     if not await served(request, queue).cancel(job_id):
@@ -121,14 +130,15 @@ async def cancel_job(request: Request[Any, Any, Any], queue: str, id: str) -> Do
 
 
 @post(f"{PREFIX}/jobs/:reschedule/{{id:path}}", guards=[WRITE], status_code=200,
-      tags=["producers"], operation_id="rescheduleJob", summary="Give a job a new due time",
+      tags=["producers"], operation_id=body("rescheduleJob", RescheduleBody, False),
+      summary="Give a job a new due time",
       responses=errors(*WRITE_ERRORS))
-async def reschedule_job(request: Request[Any, Any, Any], queue: str, id: str,
-                         data: RescheduleBody | None = None) -> Done:
+async def reschedule_job(request: Request[Any, Any, Any], queue: str, id: JobIdParam
+                         ) -> Done:
     """Move the job to ``delay`` seconds from now or ``at`` a time (neither: now)."""
     job_id = path_value(id)
-    body = data or RescheduleBody()
-    delay, at = seconds_of(body.delay, "delay"), at_of(body.at)
+    data = await decode_optional(request, RescheduleBody) or RescheduleBody()
+    delay, at = seconds_of(data.delay, "delay"), at_of(data.at)
     if delay is None and at is None:
         delay = 0
     if not await served(request, queue).reschedule(job_id, delay=delay, at=at):
@@ -156,36 +166,37 @@ async def stats(request: Request[Any, Any, Any], queue: str) -> QueueStats:
 
 @get(f"{PREFIX}/dead", guards=[READ], tags=["operators"], operation_id="listDead",
      summary="List dead letters", responses=errors(*READ_ERRORS))
-async def list_dead(request: Request[Any, Any, Any], queue: str, topic: str | None = None,
+async def list_dead(request: Request[Any, Any, Any], queue: str, topic: TopicParam | None = None,
                     limit: DeadLimit = 100) -> DeadAnswer:
     """The oldest dead-letter entries (all topics, or one)."""
     return DeadAnswer(await served(request, queue).dead_list(topic, limit))
 
 
 @post(f"{PREFIX}/dead/:replay", guards=[ADMIN], status_code=200, tags=["operators"],
-      operation_id="replayDead", summary="Put dead jobs back", responses=errors(*WRITE_ERRORS))
-async def replay_dead(request: Request[Any, Any, Any], queue: str,
-                      data: DeadReplayBody | None = None) -> CountAnswer:
+      operation_id=body("replayDead", DeadReplayBody, False), summary="Put dead jobs back",
+      responses=errors(*WRITE_ERRORS))
+async def replay_dead(request: Request[Any, Any, Any], queue: str) -> CountAnswer:
     """Dead jobs (all, a topic's, or one id) become new attempts, due after ``delay``."""
-    body = data or DeadReplayBody()
-    count = await served(request, queue).dead_replay(body.topic, body.id,
-                                                     seconds_of(body.delay, "delay"))
+    data = await decode_optional(request, DeadReplayBody) or DeadReplayBody()
+    count = await served(request, queue).dead_replay(data.topic, data.id,
+                                                     seconds_of(data.delay, "delay"))
     return CountAnswer(count)
 
 
 @post(f"{PREFIX}/dead/:purge", guards=[ADMIN], status_code=200, tags=["operators"],
-      operation_id="purgeDead", summary="Forget dead jobs", responses=errors(*WRITE_ERRORS))
-async def purge_dead(request: Request[Any, Any, Any], queue: str,
-                     data: DeadPurgeBody | None = None) -> CountAnswer:
+      operation_id=body("purgeDead", DeadPurgeBody, False), summary="Forget dead jobs",
+      responses=errors(*WRITE_ERRORS))
+async def purge_dead(request: Request[Any, Any, Any], queue: str) -> CountAnswer:
     """Forget dead jobs (all, a topic's, or one id)."""
-    body = data or DeadPurgeBody()
-    return CountAnswer(await served(request, queue).dead_purge(body.topic, body.id))
+    data = await decode_optional(request, DeadPurgeBody) or DeadPurgeBody()
+    return CountAnswer(await served(request, queue).dead_purge(data.topic, data.id))
 
 
 @post(f"{PREFIX}/topics/:pause/{{topic:str}}", guards=[ADMIN], status_code=200,
       tags=["operators"], operation_id="pauseTopic", summary="Pause a topic",
       responses=errors(*READ_ERRORS))
-async def pause_topic(request: Request[Any, Any, Any], queue: str, topic: str) -> PauseAnswer:
+async def pause_topic(request: Request[Any, Any, Any], queue: str, topic: TopicParam
+                      ) -> PauseAnswer:
     """Within 1 s no consumer starts a job of the topic (running ones finish)."""
     changed = await served(request, queue).pause(topic)
     return PauseAnswer(topic, True, changed)
@@ -194,7 +205,7 @@ async def pause_topic(request: Request[Any, Any, Any], queue: str, topic: str) -
 @post(f"{PREFIX}/topics/:resume/{{topic:str}}", guards=[ADMIN], status_code=200,
       tags=["operators"], operation_id="resumeTopic", summary="Resume a topic",
       responses=errors(*READ_ERRORS))
-async def resume_topic(request: Request[Any, Any, Any], queue: str, topic: str
+async def resume_topic(request: Request[Any, Any, Any], queue: str, topic: TopicParam
                        ) -> PauseAnswer:
     """Consumers start the topic's jobs again."""
     changed = await served(request, queue).resume(topic)

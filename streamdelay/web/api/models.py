@@ -12,39 +12,51 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from ...base.durations import parse_duration
+from ...base import validation
+from ...base.durations import DURATION_PATTERN, parse_duration
 from ...base.errors import ValidationError
 from ...base.models import Backoff, BackoffPolicy, DeadJob, EnqueueResult, JobInfo, JobSpec
 
-Seconds = Annotated[float | str, msgspec.Meta(
+# The shapes below carry the library's own limits (base/validation.py) so the OpenAPI document
+# states them; the library checks the values again (422 naming the field).
+Duration = Annotated[str, msgspec.Meta(pattern=DURATION_PATTERN, examples=["30s"])]
+Seconds = Annotated[Annotated[float, msgspec.Meta(ge=0, le=validation.MAX_DELAY_SECONDS)]
+                    | Duration, msgspec.Meta(
     description="Seconds as a number, or a duration such as \"250ms\", \"30s\", \"5m\", "
                 "\"2h\", \"1d\".")]
-AtTime = Annotated[float | str, msgspec.Meta(
+AtTime = Annotated[Annotated[float, msgspec.Meta(ge=0, le=1e11)] | str, msgspec.Meta(
     description="Epoch seconds, or an ISO 8601 time with an offset "
                 "(\"2030-01-31T09:30:00Z\"), on the Redis server clock.")]
+Topic = Annotated[str, msgspec.Meta(pattern=validation.TOPIC.pattern, examples=["order.close"])]
+JobId = Annotated[str, msgspec.Meta(pattern=validation.JOB_ID.pattern, examples=["close-42"])]
+Group = Annotated[str, msgspec.Meta(pattern=validation.GROUP.pattern)]
+Consumer = Annotated[str, msgspec.Meta(pattern=validation.CONSUMER.pattern)]
+Attempts = Annotated[int, msgspec.Meta(ge=1, le=validation.MAX_ATTEMPTS_LIMIT)]
+Headers = Annotated[dict[str, str], msgspec.Meta(max_length=validation.MAX_HEADERS)]
 MAX_BATCH = 10_000
 
 
 class BackoffBody(msgspec.Struct, forbid_unknown_fields=True):
     """Exponential backoff: ``base * 2**(attempt-1)`` seconds, full jitter, capped."""
 
-    base: float = 1.0
-    cap: float = 3600.0
+    base: Annotated[float, msgspec.Meta(ge=0)] = 1.0
+    cap: Annotated[float, msgspec.Meta(ge=0)] = 3600.0
     jitter: bool = True
 
 
 class EnqueueBody(msgspec.Struct, forbid_unknown_fields=True):
     """One job: ``topic`` and ``body``, due after ``delay`` or ``at`` a time (else now)."""
 
-    topic: str
+    topic: Topic
     body: Any = None
     delay: Seconds | None = None
     at: AtTime | None = None
-    id: str | None = None
+    id: JobId | None = None
     ttr: Seconds | None = None
-    max_attempts: int | None = None
-    backoff: list[float] | BackoffBody | None = None
-    headers: dict[str, str] | None = None
+    max_attempts: Attempts | None = None
+    backoff: Annotated[list[Annotated[float, msgspec.Meta(ge=0)]], msgspec.Meta(
+        min_length=1, max_length=validation.MAX_ATTEMPTS_LIMIT)] | BackoffBody | None = None
+    headers: Headers | None = None
     replace: bool = False
 
 
@@ -90,16 +102,16 @@ class DeadAnswer(msgspec.Struct):
 class DeadReplayBody(msgspec.Struct, forbid_unknown_fields=True):
     """Which dead jobs to put back (all by default), due after ``delay`` (else now)."""
 
-    topic: str | None = None
-    id: str | None = None
+    topic: Topic | None = None
+    id: JobId | None = None
     delay: Seconds | None = None
 
 
 class DeadPurgeBody(msgspec.Struct, forbid_unknown_fields=True):
     """Which dead jobs to forget (all by default)."""
 
-    topic: str | None = None
-    id: str | None = None
+    topic: Topic | None = None
+    id: JobId | None = None
 
 
 class Count(msgspec.Struct):
@@ -119,8 +131,8 @@ class PauseAnswer(msgspec.Struct):
 class ReserveBody(msgspec.Struct, forbid_unknown_fields=True):
     """Take up to ``count`` jobs as ``consumer`` of ``group``, waiting up to ``wait_ms``."""
 
-    group: str = "workers"
-    consumer: str | None = None
+    group: Group = "workers"
+    consumer: Consumer | None = None
     wait_ms: Annotated[int, msgspec.Meta(ge=0, le=30_000)] = 0
     count: Annotated[int, msgspec.Meta(ge=1, le=100)] = 1
 
@@ -148,7 +160,7 @@ class FailBody(msgspec.Struct, forbid_unknown_fields=True):
     """Why the attempt failed; retry after ``retry_delay`` (else the job's backoff) or send it
     to the dead letters with ``dead``."""
 
-    error: str
+    error: Annotated[str, msgspec.Meta(max_length=65536)]
     retry_delay: Seconds | None = None
     dead: bool = False
 
