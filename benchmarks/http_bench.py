@@ -45,7 +45,15 @@ import redis
 
 import streamdelay as sd
 from benchmarks import enqueue as library
-from benchmarks.harness import ROOT, Section, percentile, redis_cpu_seconds, redis_server, verdict
+from benchmarks.harness import (
+    LISTED_TARGET,
+    ROOT,
+    Section,
+    percentile,
+    redis_cpu_seconds,
+    redis_server,
+    verdict,
+)
 from benchmarks.http_load import (
     BodyOf,
     Connection,
@@ -288,15 +296,18 @@ def section(rows: list[list[str]], f: dict[str, float], backlog: int) -> Section
                 f"{f['http_server_share']:.2f} core and the client at "
                 f"{f['http_client_share']:.2f}; {f['http_single_cpu_us']:.0f} µs of server "
                 f"CPU per request, i.e. ~{per_core:,.0f}/s for a whole core; bare HTTP stack "
-                f"{f['http_bare']:,.0f}/s, library async {f['http_lib_async']:,.0f}/s"),
+                f"{f['http_bare']:,.0f}/s, library async {f['http_lib_async']:,.0f}/s",
+                f"{LISTED_TARGET}http_single"),
         verdict(f"HTTP batch route >= {BATCH_MIN / 1000:g}k jobs/s",
                 f["http_enqueue_batch"] >= BATCH_MIN,
                 f"{f['http_enqueue_batch']:,.0f}/s, {f['http_batch_cpu_us']:.1f} µs of server "
-                f"CPU per job; library `enqueue_many` {f['http_lib_many']:,.0f}/s"),
+                f"CPU per job; library `enqueue_many` {f['http_lib_many']:,.0f}/s",
+                f"{LISTED_TARGET}http_batch"),
         verdict(f"HTTP reserve + ack p99 <= {PAIR_P99_MAX_MS:g} ms on loopback with a backlog",
                 f["http_pair_p99_ms"] <= PAIR_P99_MAX_MS,
                 f"p99 {f['http_pair_p99_ms']:.2f} ms (reserve {f['http_reserve_p99_ms']:.2f}, "
-                f"ack {f['http_ack_p99_ms']:.2f}), p50 {f['http_pair_p50_ms']:.2f} ms"),
+                f"ack {f['http_ack_p99_ms']:.2f}), p50 {f['http_pair_p50_ms']:.2f} ms",
+                f"{LISTED_TARGET}http_pair_p99"),
     ]
     return Section(
         "HTTP service (`streamdelay serve`)",

@@ -14,6 +14,7 @@ import pytest
 
 import streamdelay as sd
 from benchmarks import http_bench
+from benchmarks.harness import LISTED_TARGET
 from benchmarks.http_load import close_all, drive, open_all
 from tests.redis_server import RedisServer, free_port
 
@@ -31,6 +32,7 @@ def test_the_section_runs_and_its_jobs_reach_redis(own_redis: RedisServer,
         f"HTTP enqueue, batch route ({http_bench.BATCH:,} per request)",
         "reserve + ack (1 consumer, count 1)"]
     assert len(section.verdicts) == 3 and all(v.met is not None for v in section.verdicts)
+    assert all(v.key.startswith(LISTED_TARGET) for v in section.verdicts)  # in "Targets"
     for name in ("http_enqueue_single", "http_enqueue_batch", "http_pair_p99_ms",
                  "http_bare", "http_lib_async", "http_lib_many", "http_single_cpu_us"):
         assert not math.isnan(section.figures[name]) and section.figures[name] > 0, name
