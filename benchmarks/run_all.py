@@ -3,7 +3,8 @@
 Each benchmark starts its own redis-server on a free port; the raw ceilings are measured in the
 same run, next to our figures. ``--full`` adds the long variants (100k drain, 10M backlog,
 1M backlog drained back to the memory baseline). The "Targets" list judges the issue-5 targets
-(``targets.py``); a target or check with no figure is "not measured" and the run exits 1. The
+(``targets.py``) and the HTTP service's (``http_bench.py``, keyed ``listed-target:``); a target
+or check with no figure is "not measured" and the run exits 1. The
 "Peers" section written by ``benchmarks/peers/run.py`` (``make bench-full``) is kept, dated,
 under the report's History heading.
 
