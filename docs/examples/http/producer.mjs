@@ -10,7 +10,7 @@
 //     (the heartbeat) while it works, else the server would reclaim it and deliver it again;
 //   - <prefix>poison, a job whose body says "fail": the consumers fail it each time, so after
 //     max_attempts (3) deliveries it is a dead letter.
-// Enqueueing an id again is a no-op (200 instead of 201, "created": false).
+// Enqueueing an id whose job still waits is a no-op (200 instead of 201, "created": false).
 // Each result is printed as one JSON line. See docs/http.md for the API.
 
 const base = (process.env.STREAMDELAY_HTTP_URL ?? "http://127.0.0.1:8080").replace(/\/+$/, "");
