@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import uuid
@@ -189,3 +190,16 @@ def test_node_and_php_consumers_share_a_group(web_server: WebServer, queue: sd.Q
     assert sorted(acked) == sorted((job_id, 1) for job_id in ids)
     stats = queue.stats().topics[topic]
     assert (stats.delayed, stats.ready, stats.reserved, stats.dead) == (0, 0, 0, 0)
+
+
+def test_readme_lists_every_setting_the_clients_read() -> None:
+    """The settings table of docs/examples/http/README.md names exactly the environment
+    variables the three programs read."""
+    read: set[str] = set()
+    for name in ("producer.mjs", "consumer.mjs", "consumer.php"):
+        text = (EXAMPLES / name).read_text()
+        read |= set(re.findall(r"process\.env\.(STREAMDELAY_[A-Z_]+)", text))
+        read |= set(re.findall(r"getenv\('(STREAMDELAY_[A-Z_]+)'\)", text))
+    table = (EXAMPLES / "README.md").read_text().split("## Settings", 1)[1].split("\n## ")[0]
+    assert set(re.findall(r"^\| `(STREAMDELAY_[A-Z_]+)`", table, re.MULTILINE)) == read
+    assert len(read) >= 9
