@@ -19,11 +19,14 @@ import pytest
 
 import streamdelay as sd
 from streamdelay.protocol.keys import PartitionKeys, partition_of
+from tests import test_docs_examples as docs_examples
 from tests.promoting import promote_due
 from tests.redis_server import RedisServer
 from tests.test_acl_tls import documented_acl_line
 
 pytestmark = pytest.mark.timeout(60)
+example_env = docs_examples.example_env  # the fixture: a private redis-server for the examples
+run_example = docs_examples.run_example
 
 
 def promote(q: sd.Queue, expected: int = 1, partition: int = 0) -> None:
@@ -376,3 +379,74 @@ def test_the_documented_acl_user_can_pull(own_redis: RedisServer) -> None:
         assert q.pause("t") and q.reserve("t") == []
     denied = [(e.get("reason"), e.get("object")) for e in admin.acl_log()]
     assert denied == [], f"the documented ACL is missing {denied}"
+
+
+def test_pull_examples_run(example_env: dict[str, str]) -> None:
+    out = run_example("pull_consumer.py", example_env).splitlines()
+    assert out == [
+        "bad: attempt 1 failed, retried",
+        "bad: attempt 2 failed, dead",
+        "nov: attempt 1 built",
+        "oct: attempt 1 built",
+        "dead: ['bad']",
+        "dec acknowledged by its receipt: True",
+        "a second ack: StaleReceipt",
+    ]
+    assert run_example("pull_async.py", example_env).splitlines() == [
+        "10 thumbnails, each once: True"]
+
+
+def test_a_deleted_stream_or_group_is_created_again(queue: sd.Queue) -> None:
+    queue.enqueue("t", 1, id="x")
+    promote(queue)
+    [r] = queue.reserve("t", consumer="c")
+    r.ack()
+    stream = PartitionKeys(queue.name, 0).stream("t")
+    queue.client.xgroup_destroy(stream, "workers")  # the read finds no group
+    assert queue.reserve("t") == []
+    queue.client.delete(stream)  # the reclaim pass finds no stream
+    state = queue._pull_state
+    assert state is not None
+    state.next_reclaim.clear()
+    assert queue.reserve("t") == []
+    queue.enqueue("t", 2, id="y")
+    promote(queue)
+    [r] = queue.reserve("t", wait=1)
+    assert r.id == "y"
+    r.ack()
+
+
+def test_a_receipt_from_a_queue_with_other_partitions_is_refused(redis_url: str,
+                                                                 queue_name: str) -> None:
+    with sd.Queue(queue_name, url=redis_url, partitions=4) as wide:
+        wide.enqueue_many([sd.JobSpec("t", i, id=f"j{i}") for i in range(12)])
+        for partition, expected in Counter(partition_of(f"j{i}", 4) for i in range(12)).items():
+            promote(wide, expected, partition)
+        taken = wide.reserve("t", count=12)
+        far = max(taken, key=lambda r: partition_of(r.id, 4))
+        assert partition_of(far.id, 4) > 0
+        narrow = sd.Queue(queue_name, url=redis_url, partitions=1)
+        with pytest.raises(sd.ValidationError) as err:
+            narrow.reservation(far.receipt)
+        assert err.value.field == "receipt"
+        narrow.close()
+        for r in taken:
+            wide.reservation(r.receipt).ack()
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [
+    ({"error": 42}, "error"), ({"error": "x", "dead": "yes"}, "dead"),
+    ({"error": "x", "retry_delay": -1}, "retry_delay"),
+    ({"error": "x", "retry_delay": "soon"}, "retry_delay"),
+])
+def test_bad_fail_arguments_change_nothing(queue: sd.Queue, kwargs: dict[str, Any],
+                                           field: str) -> None:
+    queue.enqueue("t", 1, id="v")
+    promote(queue)
+    [r] = queue.reserve("t")
+    with pytest.raises(sd.ValidationError) as err:
+        r.fail(**kwargs)
+    assert err.value.field == field
+    info = queue.get("v")
+    assert info is not None and info.state == "reserved" and info.attempts == 0
+    r.ack()

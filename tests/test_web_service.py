@@ -4,6 +4,7 @@ dashboard's session cookie and CSRF wiring (docs/http.md#serve, docs/http.md#sec
 from __future__ import annotations
 
 import http.cookiejar
+import json
 import os
 import re
 import subprocess
@@ -158,3 +159,22 @@ def test_sigterm_stops_gracefully(shared_redis: RedisServer) -> None:
     started = time.monotonic()
     assert server.stop() == 0
     assert time.monotonic() - started < 10
+
+
+def test_redis_away_is_a_503_then_service_resumes(durable_redis: RedisServer) -> None:
+    with WebServer(durable_redis.url, ["awayq"]) as server:
+        assert server.request("POST", "/v1/queues/awayq/jobs", {"topic": "t", "id": "a"})[0] \
+            == 201
+        durable_redis.kill()
+        status, body = server.request("GET", "/healthz", token=None)
+        assert status == 503 and body == {"status": "unavailable", "queues": {"awayq": False}}
+        status, error = server.request("POST", "/v1/queues/awayq/jobs", {"topic": "t"})
+        assert status == 503 and error["error"]["code"] in ("redis_unavailable", "redis_error")
+        assert "Traceback" not in json.dumps(error)
+        durable_redis.start()
+        deadline = time.monotonic() + 30
+        while server.request("GET", "/healthz", token=None)[0] != 200:
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        status, job = server.request("GET", "/v1/queues/awayq/jobs/a")
+        assert status == 200 and job["id"] == "a"

@@ -146,7 +146,7 @@ class _PullFace:
                              wait, count), self._pull_state)
 
     def _receipt(self, receipt: str) -> Receipt:
-        return decode_receipt(receipt, self.config.name)
+        return decode_receipt(receipt, self.config.name, self.config.partitions)
 
 
 class SyncPull(_PullFace):

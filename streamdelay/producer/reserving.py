@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import os
+import re
 import socket
 from dataclasses import dataclass, field
 from secrets import token_hex
@@ -22,7 +23,7 @@ from typing import Any
 import msgspec
 
 from ..base import validation
-from ..base.errors import StaleReceipt, StreamdelayError, ValidationError
+from ..base.errors import GroupNotFound, StaleReceipt, StreamdelayError, ValidationError
 from ..base.models import BackoffPolicy, Job
 from ..protocol.backoff import failure_delay_ms
 from ..protocol.deliveries import (
@@ -49,6 +50,7 @@ CLUSTER_SLICE_S = 0.25  # a cluster blocks on one partition at a time, in turns
 RECLAIM_EVERY_S = 1.0  # like a worker's reclaim_interval
 PRUNE_EVERY_S = 60.0  # like a worker's prune pass
 RECEIPT_VERSION = 1
+_ENTRY = re.compile(r"^[0-9]{1,20}-[0-9]{1,20}$")  # a stream entry id
 
 
 def default_consumer_name() -> str:
@@ -82,9 +84,9 @@ def encode_receipt(receipt: Receipt) -> str:
     return base64.urlsafe_b64encode(_receipt_encoder.encode(receipt)).rstrip(b"=").decode()
 
 
-def decode_receipt(value: object, queue: str) -> Receipt:
-    """Parse and check a receipt of ``queue``; anything else is a ``ValidationError`` naming
-    the field ``receipt``."""
+def decode_receipt(value: object, queue: str, partitions: int) -> Receipt:
+    """Parse and check a receipt of ``queue`` (of ``partitions`` partitions); anything else is
+    a ``ValidationError`` naming the field ``receipt``."""
     if not isinstance(value, str) or not 0 < len(value) <= 4096:
         raise ValidationError("receipt: must be a non-empty str from a Reservation",
                               field="receipt")
@@ -105,7 +107,8 @@ def decode_receipt(value: object, queue: str) -> Receipt:
         validation.job_id(found.id)
         validation.group(found.group)
         validation.consumer(found.consumer)
-        if found.partition < 0 or found.attempt < 1 or found.ttr_ms < 0 or found.retry_ms < 0:
+        if not (0 <= found.partition < partitions and found.attempt >= 1
+                and found.ttr_ms >= 0 and found.retry_ms >= 0 and _ENTRY.match(found.entry)):
             raise ValidationError("out of range")
     except ValidationError:
         raise ValidationError("receipt: not a receipt of a reservation", field="receipt"
@@ -177,8 +180,8 @@ def upkeep_plan(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, now: f
                 ) -> Plan[int]:
     """Register the group once, then (at most every ``RECLAIM_EVERY_S`` per group and topic)
     re-queue deliveries idle past their ttr and (every ``PRUNE_EVERY_S``) remove consumers gone
-    for an hour: a worker's reclaim and prune passes (docs/pull.md#who-reclaims). Returns how
-    many deliveries were re-queued or went dead."""
+    for an hour: a worker's reclaim and prune passes (docs/pull.md, "Who reclaims"). Returns
+    how many deliveries were re-queued or went dead."""
     key = (args.group, args.topic)
     if key not in state.registered:
         yield from _register_plan(cfg, args.group, args.topic)
@@ -187,8 +190,12 @@ def upkeep_plan(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, now: f
     if now >= state.next_reclaim.get(key, 0.0):
         state.next_reclaim[key] = now + RECLAIM_EVERY_S
         for keys in partition_keys(cfg.name, cfg.partitions):
-            for reply in (yield from requeue_stuck_plan(keys, args.group, args.topic, -1, "")):
-                moved += len(reply.moved) + len(reply.dead)
+            try:
+                replies = yield from requeue_stuck_plan(keys, args.group, args.topic, -1, "")
+            except GroupNotFound:  # the stream or group was deleted: register again
+                yield from _register_plan(cfg, args.group, args.topic)
+                continue
+            moved += sum(len(reply.moved) + len(reply.dead) for reply in replies)
     if now >= state.next_prune.setdefault(key, now + PRUNE_EVERY_S):
         state.next_prune[key] = now + PRUNE_EVERY_S
         for keys in partition_keys(cfg.name, cfg.partitions):
