@@ -166,11 +166,11 @@ average 3-8 (the machine was shared: read the rates as low bounds; the CPU per r
 steadier figure): one `streamdelay serve` process spent 283-370 µs of CPU per one-job enqueue \
 request with uvicorn on httptools + uvloop, 420-545 µs on h11 + asyncio (what \
 `streamdelay[web]` installs today: `uvicorn` without its `standard` extra); a no-op ASGI app \
-under the same uvicorn 33-37 µs (httptools) and ~190 µs (h11). So one core answered at most \
+under the same uvicorn 33-37 µs (httptools) and 180-190 µs (h11). So one core answered at most \
 ~2.7-3.5k enqueue requests/s (5k/s target: not met), the batch route cost 29-35 µs of server CPU \
-per job (8.8-20.3k jobs/s measured, ~30k/s per core; 50k/s target: not met) and reserve + ack \
-p99 was 2.8-7.2 ms over the runs without a profiler (5 ms target: met in the quieter runs \
-only).
+per job (8.8-27.2k jobs/s measured, ~30k/s per core; 50k/s target: not met) and reserve + ack \
+p99 was 2.8-7.2 ms on httptools + uvloop and 4.2-10.3 ms on h11 + asyncio over the runs \
+without a profiler (5 ms target: met in the quieter runs only).
 - 2026-11-23, py-spy (samples holding the GIL) on `serve` during one-job enqueues, httptools + \
 uvloop: uvicorn writing responses 17-19 % (headers and body go out as two `send` calls), \
 Litestar's routing, middlewares, signature parsing and response 25 %, the route guards 15 % \
