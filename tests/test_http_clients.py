@@ -10,7 +10,9 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -203,3 +205,22 @@ def test_readme_lists_every_setting_the_clients_read() -> None:
     table = (EXAMPLES / "README.md").read_text().split("## Settings", 1)[1].split("\n## ")[0]
     assert set(re.findall(r"^\| `(STREAMDELAY_[A-Z_]+)`", table, re.MULTILINE)) == read
     assert len(read) >= 9
+
+
+@pytest.mark.parametrize("program", ["consumer.mjs", "consumer.php"])
+def test_consumer_stops_on_sigterm(web_server: WebServer, topic: str, program: str) -> None:
+    """SIGTERM during a long poll: the consumer finishes the poll and exits 0 with "stopped"."""
+    args = [NODE if program.endswith(".mjs") else PHP, program]
+    assert args[0] is not None
+    env = client_env(web_server, topic, STREAMDELAY_IDLE_EXIT="0", STREAMDELAY_WAIT_MS="1000")
+    child = subprocess.Popen(args, cwd=EXAMPLES, env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.5)  # inside a reserve's long poll, or between two
+        assert child.poll() is None, "the consumer stopped on its own"
+        child.send_signal(signal.SIGTERM)
+        out, _ = child.communicate(timeout=15)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode == 0, out
+    assert json.loads(out.splitlines()[-1])["event"] == "stopped"
