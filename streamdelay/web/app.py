@@ -33,7 +33,7 @@ from .api.paths import ActionPaths, public_schema
 from .auth import AuthMiddleware, SessionSigner, requires
 from .dashboard import TEMPLATE_DIR, dashboard_routes
 from .errors import EXCEPTION_HANDLERS
-from .limits import DEPTH_STATE_KEY, LimitedRequest
+from .limits import LimitedRequest
 from .metrics import HttpMetrics, MetricsMiddleware
 from .service import Service
 from .settings import SESSION_MAX_AGE, ServeSettings
@@ -137,6 +137,5 @@ def create_app(settings: ServeSettings) -> Litestar:
     state.tokens = settings.tokens
     state.signer = signer
     state.metrics = registry
-    state[DEPTH_STATE_KEY] = settings.max_json_depth
     app.asgi_handler = MetricsMiddleware(ActionPaths(app.asgi_handler), registry)
     return app

@@ -138,7 +138,8 @@ def principal_of(connection: ASGIConnection[Any, Any, Any, Any]) -> Principal | 
 def requires(scope_name: str) -> Any:
     """A route guard: 401 without a valid token or session, 403 without ``scope_name``."""
 
-    def guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
+    async def guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler
+                    ) -> None:  # async: Litestar runs a plain def guard in a thread
         principal = principal_of(connection)
         if principal is None:
             bad = connection.scope.get("auth") == "bad-token"

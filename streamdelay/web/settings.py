@@ -17,7 +17,6 @@ from .tokens import TokenTable
 
 SESSION_SECRET_ENV = "STREAMDELAY_SESSION_SECRET"
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024  # a batch of ~1000 jobs of a few KiB; 413 above
-DEFAULT_MAX_JSON_DEPTH = 160  # the body's own limit (128, codec.MAX_BODY_DEPTH) + the envelope
 SESSION_MAX_AGE = 12 * 3600
 LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
 
@@ -61,7 +60,6 @@ class ServeSettings:
     session_secret: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
     secure_cookies: bool = False  # Secure flag on the session cookie (set it behind HTTPS)
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
-    max_json_depth: int = DEFAULT_MAX_JSON_DEPTH
     reclaim_interval: float = 1.0
     queue_options: dict[str, Any] = field(default_factory=dict)
 
@@ -77,7 +75,6 @@ class ServeSettings:
         if len(set(self.queues)) != len(self.queues):
             raise ConfigError("queue: a queue is named twice", field="queue")
         validation.positive_int(self.max_body_bytes, "max_body_bytes", 1 << 30)
-        validation.positive_int(self.max_json_depth, "max_json_depth", 10_000)
         validation.seconds(self.reclaim_interval, "reclaim_interval", minimum=0.05,
                            maximum=3600.0)
 

@@ -15,6 +15,7 @@ import msgspec
 from litestar import Request
 
 from ..errors import ApiError
+from ..limits import too_deep
 
 T = TypeVar("T")
 _AT = re.compile(r" - at `\$\.?([^`]*)`$")
@@ -53,6 +54,8 @@ async def decode_optional(request: Request[Any, Any, Any], kind: type[T]) -> T |
         return None
     try:
         decoded: T = msgspec.json.decode(data, type=kind)
+    except RecursionError:
+        raise too_deep() from None
     except msgspec.ValidationError as exc:
         message = str(exc)
         raise ApiError(400, "bad_request", message, _field(message)) from None
