@@ -161,30 +161,34 @@ promoted job 6.0 µs at 10k, 7.2 at 1M, 7.7 at 4M, 5.7 at 8M (not rehashing), 10
 (rehashing past 8,388,608 entries: 1.7x).
 - 2026-11-23, a 30k drain with one process, 2 runs each in the same hour: 9,860-10,740 jobs/s \
 with hiredis, 8,560-9,034 without.
-- 2026-11-23, `benchmarks/http_bench.py` at its small default size, 22:24-22:33 UTC, load \
-average 3-8 (the machine was shared: read the rates as low bounds; the CPU per request is the \
-steadier figure): one `streamdelay serve` process spent 283-370 µs of CPU per one-job enqueue \
-request with uvicorn on httptools + uvloop, 420-545 µs on h11 + asyncio (what \
-`streamdelay[web]` installs today: `uvicorn` without its `standard` extra); a no-op ASGI app \
-under the same uvicorn 33-37 µs (httptools) and 180-190 µs (h11). So one core answered at most \
-~2.7-3.5k enqueue requests/s (5k/s target: not met), the batch route cost 29-35 µs of server CPU \
-per job (8.8-27.2k jobs/s measured, ~30k/s per core; 50k/s target: not met) and reserve + ack \
-p99 was 2.8-7.2 ms on httptools + uvloop and 4.2-10.3 ms on h11 + asyncio over the runs \
-without a profiler (5 ms target: met in the quieter runs only).
+- 2026-11-23, `benchmarks/http_bench.py` at its small default size, 22:24-22:42 UTC, load \
+average 3-8 (the machine was shared: read the rates as low bounds; CPU per request is the \
+steadier figure, though it too grows under contention). Before the fixes below: one \
+`streamdelay serve` process spent 283-370 µs of CPU per one-job enqueue request on httptools + \
+uvloop and 420-545 µs on h11 + asyncio (then what `streamdelay[web]` installed); a no-op ASGI \
+app under the same uvicorn 30-37 µs (httptools) and 180-190 µs (h11). After them (async \
+guards, httptools + uvloop in the extra, no JSON pre-scan): 230-317 µs per request, 4.2k \
+requests/s with the server at 0.97 core in the quietest run (5k/s target: not met on this \
+machine); the batch route 25-26 µs of server CPU per job (13.5-32.1k jobs/s measured, the \
+library's own `enqueue_many` 13-40k/s in the same runs: 50k/s not met); reserve + ack p50 \
+1.2-2.0 ms in every run, p99 2.1-7.2 ms in the quieter runs and 10-20 ms at load 4-5 (one \
+consumer in a closed loop: every preemption of the client, the server or Redis is in its tail).
 - 2026-11-23, py-spy (samples holding the GIL) on `serve` during one-job enqueues, httptools + \
-uvloop: uvicorn writing responses 17-19 % (headers and body go out as two `send` calls), \
-Litestar's routing, middlewares, signature parsing and response 25 %, the route guards 15 % \
-(Litestar runs a plain `def` guard in a worker thread for every request, `sync_to_thread`, \
-and copies the route handler per guard), the route handler 24 % (the library's coalescer 13 %, \
-redis-py 14 %), the event loop the rest. With the `requires()` guard made `async def` (an \
-experiment, back to back with the current code): 213-230 µs per request instead of 283-310 \
-(4.2-4.7k/s with the server at one core) and reserve + ack p99 2.06 ms instead of 2.95.
-- 2026-11-23, py-spy on the batch route (1,000 jobs per request): the JSON nesting check \
-(`json_depth_exceeds`, a regex over the whole 150 kB body) 13 %, the library's encoding and \
-redis-py's command packing ~30 %, JSON decode and encode 7 %; the library's own \
-`enqueue_many` did 26-48k jobs/s in the same runs, so the route cannot reach 50k/s before the \
-library does. Reserve + ack cost 1.2-1.9 ms of server CPU per pair (2 requests, 3 Redis round \
-trips), most of it in socket writes (4 to the client, 3 to Redis) on this virtual machine.
+uvloop, before the fixes: uvicorn writing responses 17-19 % (headers and body go out as two \
+`send` calls), Litestar's routing, middlewares, signature parsing and response 25 %, the route \
+guards 15 % (Litestar ran the plain `def` guard in a worker thread for every request, \
+`sync_to_thread`, and copies the route handler per guard), the route handler 24 % (the \
+library's coalescer 13 %, redis-py 14 %), the event loop the rest. An `async def` guard (an \
+experiment, back to back with the code of then): 213-230 µs per request instead of 283-310 and \
+reserve + ack p99 2.06 ms instead of 2.95. After the fixes the guards still take 9 %: Litestar \
+copies the route handler (`copy.copy`) for every guard call; a scope check in the \
+authentication middleware instead of a guard would save it.
+- 2026-11-23, py-spy on the batch route (1,000 jobs per request) before the fixes: the JSON \
+nesting pre-scan (a regex over the whole 150 kB body, 6-7 ms per request) 13 %, the library's \
+encoding and redis-py's command packing ~30 %, JSON decode and encode 7 %; the route cannot \
+be faster than the library's `enqueue_many` in the same process. Reserve + ack cost 1.2-1.9 ms \
+of server CPU per pair (2 requests, 3 Redis round trips), most of it in socket writes (4 to \
+the client, 3 to Redis) on this virtual machine.
 """
 
 
