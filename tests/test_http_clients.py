@@ -105,8 +105,8 @@ def test_node_producer_and_consumer(web_server: WebServer, queue: sd.Queue,
 
     consumed = run_client([NODE, "consumer.mjs"], env)  # type: ignore[list-item]
     assert sorted(events(consumed, "acked")) == [(i, 1) for i in ids[:3]]
-    # ok-3: 1.5 s of work with a ttr of 1 s, touched every third of its ttr
-    assert events(consumed, "touched") == [(ids[2], 1)] * 4
+    # ok-3: 2 s of work with a ttr of 2 s, touched every third of its ttr
+    assert events(consumed, "touched") == [(ids[2], 1)] * 2
     assert events(consumed, "failed") == [(ids[3], 1), (ids[3], 2), (ids[3], 3)]
     assert not events(consumed, "stale")
     assert consumed[-1]["event"] == "stopped"
@@ -149,12 +149,12 @@ def test_php_consumer_takes_jobs_a_python_producer_enqueued(
 
 def test_node_consumer_heartbeat_keeps_a_long_job_and_a_stale_receipt_answers_409(
         web_server: WebServer, queue: sd.Queue, topic: str) -> None:
-    """Two jobs with a ttr of 1 s and 3 s of work each, one consumer per job at once: the one
-    that touches every third of the ttr acks its job at attempt 1; the one without heartbeats
-    loses its job to the server's reclaim (its only attempt: dead) and its ack answers 409."""
+    """Two jobs of 4 s of work, one consumer per job at once: the one that touches every third
+    of the ttr (2 s) acks its job at attempt 1; the one without heartbeats loses its job (ttr
+    1 s) to the server's reclaim (its only attempt: dead) and its ack answers 409."""
     other = f"{topic}.nobeat"
-    for name in (topic, other):
-        queue.enqueue(name, {"order_id": 1, "work_ms": 3000}, id=f"{name}-long", ttr=1,
+    for name, ttr in ((topic, 2), (other, 1)):
+        queue.enqueue(name, {"order_id": 1, "work_ms": 4000}, id=f"{name}-long", ttr=ttr,
                       max_attempts=1)
     beating = subprocess.Popen([NODE, "consumer.mjs"], cwd=EXAMPLES,  # type: ignore[list-item]
                                env=client_env(web_server, topic), stdout=subprocess.PIPE,

@@ -6,7 +6,7 @@
 // (default "order.close"):
 //   - <prefix>ok-1 one job per request (POST /v1/queues/{queue}/jobs), due in a moment;
 //   - <prefix>ok-2 and <prefix>ok-3 with one request (POST /v1/queues/{queue}/jobs:batch); the
-//     ok-3 has a ttr of 1 s and takes 1.5 s of work ("work_ms"), so the consumer touches it
+//     ok-3 has a ttr of 2 s and takes 2 s of work ("work_ms"), so the consumer touches it
 //     (the heartbeat) while it works, else the server would reclaim it and deliver it again;
 //   - <prefix>poison, a job whose body says "fail": the consumers fail it each time, so after
 //     max_attempts (3) deliveries it is a dead letter.
@@ -46,7 +46,7 @@ console.log(JSON.stringify({ route: "jobs", status, ...one }));
 const [batchStatus, batch] = await post("/jobs:batch", {
   jobs: [
     { topic, id: `${prefix}ok-2`, body: { order_id: 2 } },
-    { topic, id: `${prefix}ok-3`, body: { order_id: 3, work_ms: 1500 }, ttr: 1,
+    { topic, id: `${prefix}ok-3`, body: { order_id: 3, work_ms: 2000 }, ttr: 2,
       headers: { source: "node" } },
   ],
 });
