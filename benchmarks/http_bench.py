@@ -252,12 +252,16 @@ def run(single: int = 3000, batches: int = 40, backlog: int = 10_000, pairs: int
                      http_single_cpu_us=cpu * 1e6 / single,
                      http_client_share=result.client_share,
                      http_server_share=cpu / result.seconds)
+            # each ceiling right after its HTTP step, so both see the same machine load
+            lib_async = asyncio.run(library._sd_async(server.url, 100, single))
             result, cpu, rcpu = run_async(load(port, token, 2, batches, f"{jobs_path}:batch",
                                                batch_body("m"), child.pid, client))
             rows.append(_row(f"HTTP enqueue, batch route ({BATCH:,} per request)", result,
                              batches * BATCH, cpu, rcpu, 2))
             f.update(http_enqueue_batch=batches * BATCH / result.seconds,
                      http_batch_cpu_us=cpu * 1e6 / (batches * BATCH))
+            with sd.Queue("lib", url=server.url) as lib:
+                lib_many = library._sd_many(lib, batches * BATCH)
             queue = sd.Queue(QUEUE, url=server.url)
             _fill_backlog(queue, backlog + pairs + 100)
             cpu = cpu_seconds(child.pid)
@@ -274,8 +278,6 @@ def run(single: int = 3000, batches: int = 40, backlog: int = 10_000, pairs: int
             if profile:
                 profile_server(child.pid, port, token, connections, single, Path(profile))
             queue.close()
-        lib_many = library._sd_many(sd.Queue("lib", url=server.url), batches * BATCH)
-        lib_async = asyncio.run(library._sd_async(server.url, 100, single))
         client.close()
     rows.append(_library_row("library `AsyncQueue.enqueue`, 100 callers, no HTTP (ceiling)",
                              single, lib_async))
@@ -323,7 +325,8 @@ def section(rows: list[list[str]], f: dict[str, float], backlog: int) -> Section
                "its column). Server CPU per job does not depend on that load as much as jobs/s "
                f"does: 1,000,000 / it is what one whole core could do. Reserve + ack ran with "
                f"{backlog:,} ready jobs in the stream and the jobs of the enqueue steps in the "
-               "delayed set. Where the server's time goes (py-spy, `--profile DIR`): History, "
+               "delayed set; each library ceiling ran right after the HTTP step it bounds. "
+               "Where the server's time goes (py-spy, `--profile DIR`): History, "
                "below."],
         figures=f)
 
