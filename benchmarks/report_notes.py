@@ -167,10 +167,10 @@ steadier figure, though it too grows under contention). Before the fixes below: 
 `streamdelay serve` process spent 283-370 µs of CPU per one-job enqueue request on httptools + \
 uvloop and 420-545 µs on h11 + asyncio (then what `streamdelay[web]` installed); a no-op ASGI \
 app under the same uvicorn 30-37 µs (httptools) and 180-190 µs (h11). After them (async \
-guards, httptools + uvloop in the extra, no JSON pre-scan): 230-317 µs per request, 4.2k \
+guards, httptools + uvloop in the extra, no JSON pre-scan): 230-327 µs per request, 4.2k \
 requests/s with the server at 0.97 core in the quietest run (5k/s target: not met on this \
-machine); the batch route 25-26 µs of server CPU per job (13.5-32.1k jobs/s measured, the \
-library's own `enqueue_many` 13-40k/s in the same runs: 50k/s not met); reserve + ack p50 \
+machine); the batch route 23-26 µs of server CPU per job (13.5-32.1k jobs/s measured, the \
+library's own `enqueue_many` 13-41k/s in the same runs: 50k/s not met); reserve + ack p50 \
 1.2-2.0 ms in every run, p99 2.1-7.2 ms in the quieter runs and 10-20 ms at load 4-5 (one \
 consumer in a closed loop: every preemption of the client, the server or Redis is in its tail).
 - 2026-11-23, py-spy (samples holding the GIL) on `serve` during one-job enqueues, httptools + \
