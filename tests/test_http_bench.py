@@ -13,7 +13,7 @@ import math
 import pytest
 
 import streamdelay as sd
-from benchmarks import http_bench
+from benchmarks import http_bench, http_profile
 from benchmarks.harness import LISTED_TARGET
 from benchmarks.http_load import close_all, drive, open_all
 from tests.redis_server import RedisServer, free_port
@@ -69,8 +69,8 @@ def test_profile_summary_groups_samples_by_package() -> None:
         "run (uvicorn/server.py:1);handle (litestar/routes/http.py:2) 3",
         "_worker (concurrent/futures/thread.py:81) 1",
     ])
-    assert http_bench.by_package(collapsed) == [("redis", 0.6), ("litestar", 0.3),
+    assert http_profile.by_package(collapsed) == [("redis", 0.6), ("litestar", 0.3),
                                                  ("concurrent", 0.1)]
-    stages = http_bench.by_stage(collapsed)
+    stages = http_profile.by_stage(collapsed)
     assert stages["litestar"] == 0.9 and stages["redis-py"] == 0.6
     assert stages["the streamdelay library (producer, plans, Redis I/O)"] == 0.6
