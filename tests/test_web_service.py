@@ -178,3 +178,45 @@ def test_redis_away_is_a_503_then_service_resumes(durable_redis: RedisServer) ->
             time.sleep(0.2)
         status, job = server.request("GET", "/v1/queues/awayq/jobs/a")
         assert status == 200 and job["id"] == "a"
+
+
+def test_metrics_count_what_http_consumers_settle(web_server: WebServer) -> None:
+    queue = web_server.queues[1]
+    base = f"/v1/queues/{queue}"
+    for job_id in ("m-ok", "m-retry", "m-dead"):
+        web_server.request("POST", f"{base}/jobs", {"topic": "metered", "id": job_id,
+                                                    "backoff": [600]})
+    outcomes = {"m-ok": ("ack", None), "m-retry": ("fail", {"error": "e"}),
+                "m-dead": ("fail", {"error": "e", "dead": True})}
+    taken = 0
+    deadline = time.monotonic() + 20
+    while taken < 3 and time.monotonic() < deadline:
+        status, answer = web_server.request("POST", f"{base}/topics/metered:reserve", {
+            "group": "meter", "wait_ms": 2000, "count": 3}, token="consumer")
+        for delivery in answer["deliveries"] if status == 200 else []:
+            action, body = outcomes[delivery["id"]]
+            assert web_server.request("POST", f"{base}/deliveries/{delivery['receipt']}:"
+                                      f"{action}", body, token="consumer")[0] == 200
+            taken += 1
+    assert taken == 3
+    text = web_server.request("GET", "/metrics", token="reader")[1]
+    for outcome in ("handled", "retried", "dead"):
+        assert (f'streamdelay_jobs_total{{group="meter",outcome="{outcome}",queue="{queue}",'
+                f'topic="metered"}} 1.0') in text, text[-3000:]
+    assert re.search(rf'streamdelay_lateness_seconds_count\{{queue="{queue}",topic="metered"'
+                     rf'\}} 3\.0', text)
+
+
+def test_no_token_in_debug_logs_either(shared_redis: RedisServer) -> None:
+    with WebServer(shared_redis.url, ["debugq"], "--log-level", "debug") as server:
+        server.request("POST", "/v1/queues/debugq/jobs", {"topic": "t"}, token="writer")
+        server.request("GET", "/v1/queues/debugq/stats", token="consumer")
+        server.request("GET", "/v1/queues/debugq/stats", headers={
+            "Authorization": "Bearer " + server.token("admin") + "x"})
+        server.request("POST", "/v1/queues/debugq/topics/t:reserve", {"wait_ms": 10},
+                       token="consumer")
+        log = server.log_text()
+    assert '"level":"debug"' in log or '"level": "debug"' in log
+    assert "color_message" not in log
+    for token, _ in server.tokens.values():
+        assert token not in log

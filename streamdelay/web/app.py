@@ -30,7 +30,7 @@ from .. import __version__
 from .api import api_routes
 from .api.bodies import document
 from .api.paths import ActionPaths, public_schema
-from .auth import AuthMiddleware, SessionSigner, requires
+from .auth import AuthMiddleware, SessionSigner, needs
 from .dashboard import TEMPLATE_DIR, dashboard_routes
 from .errors import EXCEPTION_HANDLERS
 from .limits import LimitedRequest
@@ -68,7 +68,7 @@ async def healthz(request: Request[Any, Any, Any]) -> Response[Health]:
                     status_code=200 if healthy else 503)
 
 
-@get("/metrics", include_in_schema=False, guards=[requires("read")])
+@get("/metrics", include_in_schema=False, opt=needs("read"))
 async def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
     """Prometheus text: queue gauges, promotions, HTTP request metrics."""
     registry: HttpMetrics = request.app.state.metrics
@@ -101,9 +101,12 @@ def create_app(settings: ServeSettings) -> Litestar:
     service = Service(settings)
     signer = SessionSigner(settings.session_secret, SESSION_MAX_AGE)
     registry = HttpMetrics([q.config for q in service.queues.values()], service.promoted)
+    service.on_reclaimed = lambda queue, topic, group, count: registry.settled(
+        queue, topic, group, "reclaimed", count)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
+        await registry.start()
         await service.start()
         try:
             yield

@@ -1,6 +1,7 @@
 """``/metrics`` of ``streamdelay serve``: the queue gauges of every served queue (the same
-collector as ``streamdelay exporter``), the embedded dispatchers' promotions, and the HTTP
-request metrics (docs/http.md#metrics):
+collector as ``streamdelay exporter``), the embedded dispatchers' promotions, the jobs its HTTP
+consumers settled (``streamdelay_jobs_total``, ``streamdelay_lateness_seconds``: the names a
+worker serves, docs/operations.md#metrics), and the HTTP request metrics (docs/http.md#metrics):
 
 - ``streamdelay_http_requests_total{method,route,status}``: requests answered, by route
   template (``/v1/queues/{queue}/jobs``, never the concrete path: bounded label values);
@@ -10,16 +11,19 @@ request metrics (docs/http.md#metrics):
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..metrics import prometheus
+from ..metrics import LATENESS_BUCKETS, prometheus
+from ..metrics.clock import ServerClock
 from ..metrics.exporter import QueueCollector, exporter_queue
 from ..producer.queue import Queue
 from ..redis_io.config import QueueConfig
 from .api.paths import public_path
 
+log = logging.getLogger("streamdelay.web")
 HTTP_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
                 5.0, 10.0, 30.0)
 FIELD = "metrics"
@@ -68,7 +72,34 @@ class HttpMetrics:
             exporter_queue(cfg.name, cfg.url, cfg.partitions) for cfg in configs]
         registry.register(QueueCollector(*self.stat_queues))
         registry.register(_Promoted(client, promoted))
+        self.jobs = client.Counter(
+            "streamdelay_jobs", "Deliveries settled through this service's consumer routes "
+            "(and re-queued by its reclaim), by outcome.",
+            ["queue", "topic", "group", "outcome"], registry=registry)
+        self.lateness = client.Histogram(
+            "streamdelay_lateness_seconds", "Reserve time minus due time of the jobs HTTP "
+            "consumers took (Redis server clock).", ["queue", "topic"],
+            buckets=LATENESS_BUCKETS, registry=registry)
+        first = next(iter(self.stat_queues), None)
+        self.clock = None if first is None else ServerClock(first.config.url,
+                                                            first.config.socket_timeout)
         self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+
+    def settled(self, queue: str, topic: str, group: str, outcome: str, count: int = 1
+                ) -> None:
+        """Count ``count`` deliveries settled (handled, retried, dead) or reclaimed."""
+        self.jobs.labels(queue, topic, group, outcome).inc(count)
+
+    def reserved(self, queue: str, topic: str, due_ms: int) -> None:
+        """A consumer took a job: observe its lateness on the server clock."""
+        now = None if self.clock is None else self.clock.now_ms()
+        if now is not None:
+            self.lateness.labels(queue, topic).observe(max(0.0, (now - due_ms) / 1000.0))
+
+    async def start(self) -> None:
+        """Measure the server clock (in a thread: a few blocking round trips)."""
+        if self.clock is not None:
+            await asyncio.to_thread(self.clock.start)
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
         """Count one answered request."""
@@ -92,13 +123,16 @@ class HttpMetrics:
         return value
 
     def close(self) -> None:
-        """Close the stats queues' connections."""
+        """Stop the clock, close the stats queues' connections."""
+        if self.clock is not None:
+            self.clock.stop()
         for queue in self.stat_queues:
             queue.close()
 
 
 class MetricsMiddleware:
-    """Times every HTTP request and counts it by route template and status."""
+    """Times every HTTP request and counts it by route template and status; at
+    ``--log-level debug`` logs one line per request (never a header or a body)."""
 
     def __init__(self, app: Any, metrics: HttpMetrics) -> None:
         self.app = app
@@ -123,5 +157,11 @@ class MetricsMiddleware:
         finally:
             template = scope.get("path_template")
             route = public_path(template) if template else UNMATCHED
-            self.metrics.observe(scope.get("method", "GET"), route, status,
-                                 time.perf_counter() - started)
+            seconds = time.perf_counter() - started
+            method = scope.get("method", "GET")
+            self.metrics.observe(method, route, status, seconds)
+            if log.isEnabledFor(logging.DEBUG):
+                user = scope.get("user")
+                log.debug("%s %s %d", method, route, status, extra={
+                    "status": status, "duration_ms": round(seconds * 1000, 3),
+                    "principal": getattr(user, "name", None)})

@@ -13,6 +13,15 @@ from .settings import ServeSettings
 log = logging.getLogger("streamdelay.web")
 
 
+class _NoColor(logging.Filter):
+    """Drops uvicorn's ``color_message`` extra (terminal escapes) from its log records."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Keep the record, without the field."""
+        record.__dict__.pop("color_message", None)
+        return True
+
+
 def _stopped(signum: int, frame: Any) -> None:
     """The signal that stopped the server, re-raised by uvicorn: already handled."""
 
@@ -22,6 +31,8 @@ def run_server(uvicorn: Any, settings: ServeSettings, graceful_timeout: float) -
     requests in flight get ``graceful_timeout`` seconds, then the lifespan stops the
     dispatchers and closes the connections."""
     app = create_app(settings)
+    for name in ("uvicorn.error", "uvicorn"):
+        logging.getLogger(name).addFilter(_NoColor())
     service = app.state.service
 
     class Server(uvicorn.Server):  # type: ignore[misc]

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import random
+from collections.abc import Callable
 from typing import Any
 
 from ..base.errors import GroupNotFound, StreamdelayError
@@ -30,15 +31,17 @@ log = logging.getLogger("streamdelay.web")
 STOP_GRACE = 3.0
 
 
-def reclaim_plan(cfg: QueueConfig) -> Plan[int]:
+def reclaim_plan(cfg: QueueConfig) -> Plan[dict[tuple[str, str], int]]:
     """Re-queue, for every topic and the group that serves it, deliveries idle past their ttr;
-    returns how many moved (or went dead)."""
-    moved = 0
+    returns how many moved (or went dead) per (topic, group)."""
+    moved: dict[tuple[str, str], int] = {}
     for keys in partition_keys(cfg.name, cfg.partitions):
         served = field_map((yield Command(("HGETALL", keys.groups))))
         for topic, group in sorted(served.items()):
             for reply in (yield from requeue_stuck_plan(keys, group, topic, -1, "")):
-                moved += len(reply.moved) + len(reply.dead)
+                count = len(reply.moved) + len(reply.dead)
+                if count:
+                    moved[topic, group] = moved.get((topic, group), 0) + count
     return moved
 
 
@@ -54,6 +57,8 @@ class Service:
         self.draining = asyncio.Event()  # set on SIGTERM: long polls answer at once
         self._tasks: list[asyncio.Task[Any]] = []
         self._reclaim: asyncio.Task[Any] | None = None
+        # called with (queue, topic, group, count) after each reclaim that moved jobs
+        self.on_reclaimed: Callable[[str, str, str, int], None] | None = None
 
     def promoted(self) -> dict[str, int]:
         """Jobs promoted so far by each embedded dispatcher."""
@@ -85,10 +90,14 @@ class Service:
     async def reclaim_once(self) -> int:
         """One reclaim pass over every served queue."""
         moved = 0
-        for queue in self.queues.values():
+        for name, queue in self.queues.items():
             with contextlib.suppress(GroupNotFound):
-                moved += await drive_async(queue.client, reclaim_plan(queue.config), None,
-                                           "reclaim")
+                found = await drive_async(queue.client, reclaim_plan(queue.config), None,
+                                          "reclaim")
+                for (topic, group), count in found.items():
+                    moved += count
+                    if self.on_reclaimed is not None:
+                        self.on_reclaimed(name, topic, group, count)
         return moved
 
     async def _reclaim_loop(self) -> None:

@@ -11,14 +11,22 @@ from typing import Any
 from litestar import Request, Response, post
 from litestar.openapi import ResponseSpec
 
-from ..auth import principal_of, requires
+from ...producer.reserving import decode_receipt
+from ..auth import needs, principal_of
 from .bodies import body, decode, decode_optional
 from .common import PREFIX, WRITE_ERRORS, ReceiptParam, TopicParam, errors, served
 from .models import Delivery, FailBody, ReserveAnswer, ReserveBody, Settled, seconds_of
 
-CONSUME = requires("consume")
+CONSUME = needs("consume")
 # A long poll waits in slices, so a stopping service answers within one (docs/http.md#serve).
 POLL_SLICE = 1.0
+
+
+def _count(request: Request[Any, Any, Any], queue: str, receipt: str, outcome: str) -> None:
+    """``streamdelay_jobs_total`` of a settled delivery (topic and group from its receipt)."""
+    config = served(request, queue).config
+    found = decode_receipt(receipt, config.name, config.partitions)
+    request.app.state.metrics.settled(queue, found.topic, found.group, outcome)
 
 
 def default_consumer(request: Request[Any, Any, Any]) -> str:
@@ -27,7 +35,7 @@ def default_consumer(request: Request[Any, Any, Any]) -> str:
     return f"http-{principal.name if principal else 'anonymous'}"
 
 
-@post(f"{PREFIX}/topics/:reserve/{{topic:str}}", guards=[CONSUME], status_code=200,
+@post(f"{PREFIX}/topics/:reserve/{{topic:str}}", opt=CONSUME, status_code=200,
       tags=["consumers"], operation_id=body("reserve", ReserveBody, False),
       summary="Take jobs (long poll)",
       responses={204: ResponseSpec(None, description="No job came within wait_ms."),
@@ -50,21 +58,26 @@ async def reserve(request: Request[Any, Any, Any], queue: str, topic: TopicParam
             break
     if not found:
         return Response(None, status_code=204)  # type: ignore[arg-type]
+    metrics = request.app.state.metrics
+    for reservation in found:
+        metrics.reserved(queue, reservation.topic, reservation.due)
     return Response(ReserveAnswer([
         Delivery(r.id, r.topic, r.body, r.headers, r.attempt, r.due, r.ttr, r.receipt)
         for r in found]))
 
 
-@post(f"{PREFIX}/deliveries/:ack/{{receipt:str}}", guards=[CONSUME], status_code=200,
+@post(f"{PREFIX}/deliveries/:ack/{{receipt:str}}", opt=CONSUME, status_code=200,
       tags=["consumers"], operation_id="ack", summary="The job is done",
       responses=errors(*WRITE_ERRORS, 409))
 async def ack(request: Request[Any, Any, Any], queue: str, receipt: ReceiptParam) -> Settled:
     """Acknowledge the delivery: the job is forgotten (or kept as ``done``, keep_done)."""
-    await served(request, queue).reservation(receipt).ack()
+    reservation = served(request, queue).reservation(receipt)
+    await reservation.ack()
+    _count(request, queue, receipt, "handled")
     return Settled("acked")
 
 
-@post(f"{PREFIX}/deliveries/:fail/{{receipt:str}}", guards=[CONSUME], status_code=200,
+@post(f"{PREFIX}/deliveries/:fail/{{receipt:str}}", opt=CONSUME, status_code=200,
       tags=["consumers"], operation_id=body("fail", FailBody), summary="The attempt failed",
       responses=errors(*WRITE_ERRORS, 409))
 async def fail(request: Request[Any, Any, Any], queue: str, receipt: ReceiptParam
@@ -75,10 +88,12 @@ async def fail(request: Request[Any, Any, Any], queue: str, receipt: ReceiptPara
     reservation = served(request, queue).reservation(receipt)
     outcome = await reservation.fail(data.error, seconds_of(data.retry_delay, "retry_delay"),
                                      data.dead)
-    return Settled("dead" if outcome == "dead" else "retried")
+    dead = outcome == "dead"
+    _count(request, queue, receipt, "dead" if dead else "retried")
+    return Settled("dead" if dead else "retried")
 
 
-@post(f"{PREFIX}/deliveries/:touch/{{receipt:str}}", guards=[CONSUME], status_code=200,
+@post(f"{PREFIX}/deliveries/:touch/{{receipt:str}}", opt=CONSUME, status_code=200,
       tags=["consumers"], operation_id="touch", summary="Keep the job (heartbeat)",
       responses=errors(*WRITE_ERRORS, 409))
 async def touch(request: Request[Any, Any, Any], queue: str, receipt: ReceiptParam) -> Settled:

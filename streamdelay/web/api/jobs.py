@@ -14,7 +14,7 @@ from ...base.errors import ValidationError
 from ...base.models import EnqueueResult, JobInfo, JobSpec, QueueStats
 from ...producer.enqueuing import prepare_job
 from ...producer.queue import AsyncQueue
-from ..auth import requires
+from ..auth import needs
 from ..errors import ApiError
 from .bodies import body, decode, decode_optional
 from .common import (
@@ -44,7 +44,7 @@ from .models import (
 )
 from .models import Count as CountAnswer
 
-READ, WRITE, ADMIN = requires("read"), requires("write"), requires("admin")
+READ, WRITE, ADMIN = needs("read"), needs("write"), needs("admin")
 Limit = Annotated[int, Parameter(ge=1, le=1000, description="At most this many jobs.")]
 JobStateParam = Annotated[Literal["delayed", "ready", "reserved", "dead"],
                          Parameter(query="state", description="Which jobs to list.")]
@@ -55,7 +55,7 @@ def _missing(job_id: str) -> ApiError:
     return ApiError(404, "no_such_job", f"id: no job {job_id[:128]!r}", "id")
 
 
-@post(f"{PREFIX}/jobs", guards=[WRITE], status_code=201, tags=["producers"],
+@post(f"{PREFIX}/jobs", opt=WRITE, status_code=201, tags=["producers"],
       operation_id=body("enqueue", EnqueueBody), summary="Enqueue a job",
       responses={200: ResponseSpec(EnqueueResult, description="The id existed: nothing was "
                                    "created (or it was rescheduled with replace)."),
@@ -71,7 +71,7 @@ async def enqueue(request: Request[Any, Any, Any], queue: str) -> Response[Enque
     return Response(result, status_code=201 if result.created else 200)
 
 
-@post(f"{PREFIX}/jobs/:batch", guards=[WRITE], status_code=200, tags=["producers"],
+@post(f"{PREFIX}/jobs/:batch", opt=WRITE, status_code=200, tags=["producers"],
       operation_id=body("enqueueBatch", BatchBody), summary="Enqueue many jobs",
       responses=errors(*WRITE_ERRORS))
 async def enqueue_batch(request: Request[Any, Any, Any], queue: str) -> BatchAnswer:
@@ -107,7 +107,7 @@ def _indexed(target: AsyncQueue, specs: list[JobSpec], exc: ValidationError) -> 
     return exc
 
 
-@get(f"{PREFIX}/jobs/{{id:path}}", guards=[READ], tags=["operators"], operation_id="getJob",
+@get(f"{PREFIX}/jobs/{{id:path}}", opt=READ, tags=["operators"], operation_id="getJob",
      summary="Read a job", responses=errors(*READ_ERRORS))
 async def get_job(request: Request[Any, Any, Any], queue: str,
                   id: JobIdParam) -> JobInfo:
@@ -119,7 +119,7 @@ async def get_job(request: Request[Any, Any, Any], queue: str,
     return found
 
 
-@delete(f"{PREFIX}/jobs/{{id:path}}", guards=[WRITE], status_code=200, tags=["producers"],
+@delete(f"{PREFIX}/jobs/{{id:path}}", opt=WRITE, status_code=200, tags=["producers"],
         operation_id="cancelJob", summary="Cancel a job", responses=errors(*READ_ERRORS))
 async def cancel_job(request: Request[Any, Any, Any], queue: str, id: JobIdParam) -> Done:
     """Remove the job in any state; 404 when there is none."""
@@ -129,7 +129,7 @@ async def cancel_job(request: Request[Any, Any, Any], queue: str, id: JobIdParam
     return Done(job_id)
 
 
-@post(f"{PREFIX}/jobs/:reschedule/{{id:path}}", guards=[WRITE], status_code=200,
+@post(f"{PREFIX}/jobs/:reschedule/{{id:path}}", opt=WRITE, status_code=200,
       tags=["producers"], operation_id=body("rescheduleJob", RescheduleBody, False),
       summary="Give a job a new due time",
       responses=errors(*WRITE_ERRORS))
@@ -146,7 +146,7 @@ async def reschedule_job(request: Request[Any, Any, Any], queue: str, id: JobIdP
     return Done(job_id)
 
 
-@get(f"{PREFIX}/jobs", guards=[READ], tags=["operators"], operation_id="listJobs",
+@get(f"{PREFIX}/jobs", opt=READ, tags=["operators"], operation_id="listJobs",
      summary="List jobs by state", responses=errors(*READ_ERRORS))
 async def list_jobs(request: Request[Any, Any, Any], queue: str,
                     job_state: JobStateParam,
@@ -157,14 +157,14 @@ async def list_jobs(request: Request[Any, Any, Any], queue: str,
     return JobsAnswer(page.jobs, page.cursor)
 
 
-@get(f"{PREFIX}/stats", guards=[READ], tags=["operators"], operation_id="stats",
+@get(f"{PREFIX}/stats", opt=READ, tags=["operators"], operation_id="stats",
      summary="Counts per topic", responses=errors(*READ_ERRORS))
 async def stats(request: Request[Any, Any, Any], queue: str) -> QueueStats:
     """Per topic: delayed, ready, reserved, dead, lag_ms, group and paused."""
     return await served(request, queue).stats()
 
 
-@get(f"{PREFIX}/dead", guards=[READ], tags=["operators"], operation_id="listDead",
+@get(f"{PREFIX}/dead", opt=READ, tags=["operators"], operation_id="listDead",
      summary="List dead letters", responses=errors(*READ_ERRORS))
 async def list_dead(request: Request[Any, Any, Any], queue: str, topic: TopicParam | None = None,
                     limit: DeadLimit = 100) -> DeadAnswer:
@@ -172,7 +172,7 @@ async def list_dead(request: Request[Any, Any, Any], queue: str, topic: TopicPar
     return DeadAnswer(await served(request, queue).dead_list(topic, limit))
 
 
-@post(f"{PREFIX}/dead/:replay", guards=[ADMIN], status_code=200, tags=["operators"],
+@post(f"{PREFIX}/dead/:replay", opt=ADMIN, status_code=200, tags=["operators"],
       operation_id=body("replayDead", DeadReplayBody, False), summary="Put dead jobs back",
       responses=errors(*WRITE_ERRORS))
 async def replay_dead(request: Request[Any, Any, Any], queue: str) -> CountAnswer:
@@ -183,7 +183,7 @@ async def replay_dead(request: Request[Any, Any, Any], queue: str) -> CountAnswe
     return CountAnswer(count)
 
 
-@post(f"{PREFIX}/dead/:purge", guards=[ADMIN], status_code=200, tags=["operators"],
+@post(f"{PREFIX}/dead/:purge", opt=ADMIN, status_code=200, tags=["operators"],
       operation_id=body("purgeDead", DeadPurgeBody, False), summary="Forget dead jobs",
       responses=errors(*WRITE_ERRORS))
 async def purge_dead(request: Request[Any, Any, Any], queue: str) -> CountAnswer:
@@ -192,7 +192,7 @@ async def purge_dead(request: Request[Any, Any, Any], queue: str) -> CountAnswer
     return CountAnswer(await served(request, queue).dead_purge(data.topic, data.id))
 
 
-@post(f"{PREFIX}/topics/:pause/{{topic:str}}", guards=[ADMIN], status_code=200,
+@post(f"{PREFIX}/topics/:pause/{{topic:str}}", opt=ADMIN, status_code=200,
       tags=["operators"], operation_id="pauseTopic", summary="Pause a topic",
       responses=errors(*READ_ERRORS))
 async def pause_topic(request: Request[Any, Any, Any], queue: str, topic: TopicParam
@@ -202,7 +202,7 @@ async def pause_topic(request: Request[Any, Any, Any], queue: str, topic: TopicP
     return PauseAnswer(topic, True, changed)
 
 
-@post(f"{PREFIX}/topics/:resume/{{topic:str}}", guards=[ADMIN], status_code=200,
+@post(f"{PREFIX}/topics/:resume/{{topic:str}}", opt=ADMIN, status_code=200,
       tags=["operators"], operation_id="resumeTopic", summary="Resume a topic",
       responses=errors(*READ_ERRORS))
 async def resume_topic(request: Request[Any, Any, Any], queue: str, topic: TopicParam

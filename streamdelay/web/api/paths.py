@@ -8,6 +8,7 @@ document and the metrics' route label. Only POST requests carry actions.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -31,6 +32,7 @@ def internal_path(method: str, path: str) -> str:
     return path
 
 
+@functools.lru_cache(maxsize=256)
 def public_path(template: str) -> str:
     """The public form of an internal route template (``/jobs/:batch`` -> ``/jobs:batch``)."""
     template = _INTERNAL_MEMBER.sub(r"/{\2}:\1", template)
