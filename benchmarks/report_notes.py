@@ -166,10 +166,10 @@ average 2-8 (the machine was shared: read the rates as low bounds; CPU per reque
 steadier figure, though it too grows under contention). Before the fixes below: one \
 `streamdelay serve` process spent 283-370 µs of CPU per one-job enqueue request on httptools + \
 uvloop and 420-545 µs on h11 + asyncio (then what `streamdelay[web]` installed); a no-op ASGI \
-app under the same uvicorn 30-37 µs (httptools) and 180-190 µs (h11). After them (scopes checked \
-without Litestar guards, httptools + uvloop in the extra, no JSON pre-scan): 230-327 µs per request, 4.2k \
-requests/s with the server at 0.97 core in the quietest run (5k/s target: not met on this \
-machine); the batch route 23-26 µs of server CPU per job (13.5-35.2k jobs/s measured, the \
+app under the same uvicorn 30-37 µs (httptools) and 180-190 µs (h11). After them (async \
+guards, later scopes checked without Litestar guards, httptools + uvloop in the extra, no \
+JSON pre-scan): 230-327 µs per request, 4.2k requests/s with the server at 0.97 core in the \
+quietest run (5k/s target: not met on this machine); the batch route 23-26 µs of server CPU per job (13.5-35.2k jobs/s measured, the \
 library's own `enqueue_many` 13-48k/s in the same runs: 50k/s not met); reserve + ack p50 \
 1.2-2.0 ms in every run, p99 2.1-20 ms across the runs, under 5 ms in about half of them (one \
 consumer in a closed loop: every preemption of the client, the server or Redis is in its tail).
