@@ -115,7 +115,11 @@ while (!stopping) {
   idle = 0;
   for (const delivery of reply.deliveries) {
     log({ event: "reserved", id: delivery.id, attempt: delivery.attempt });
-    await handle(delivery);
+    try {
+      await handle(delivery);
+    } catch (error) { // unsettled: the server delivers it again after its ttr
+      log({ event: "error", id: delivery.id, error: String(error.cause ?? error) });
+    }
   }
 }
 log({ event: "stopped", consumer });

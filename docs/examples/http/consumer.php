@@ -155,7 +155,11 @@ while (!$stopping) {
     $idle = 0;
     foreach ($reply['deliveries'] as $delivery) {
         event(['event' => 'reserved', 'id' => $delivery['id'], 'attempt' => $delivery['attempt']]);
-        handle($delivery);
+        try {
+            handle($delivery);
+        } catch (RuntimeException $error) { // unsettled: delivered again after its ttr
+            event(['event' => 'error', 'id' => $delivery['id'], 'error' => $error->getMessage()]);
+        }
     }
 }
 event(['event' => 'stopped', 'consumer' => $consumer]);
