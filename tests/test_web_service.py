@@ -220,3 +220,13 @@ def test_no_token_in_debug_logs_either(shared_redis: RedisServer) -> None:
     assert "color_message" not in log
     for token, _ in server.tokens.values():
         assert token not in log
+
+
+def test_no_dispatch_leaves_promoting_to_workers(shared_redis: RedisServer) -> None:
+    with WebServer(shared_redis.url, ["nodispq"], "--no-dispatch") as server:
+        base = "/v1/queues/nodispq"
+        server.request("POST", f"{base}/jobs", {"topic": "t", "id": "later", "delay": 0.1})
+        assert server.request("POST", f"{base}/topics/t:reserve", {"wait_ms": 1500})[0] == 204
+        assert server.request("GET", f"{base}/jobs/later")[1]["state"] == "delayed"
+        text = server.request("GET", "/metrics")[1]
+        assert "streamdelay_promoted_total" not in text

@@ -116,51 +116,53 @@ def _wants_html(request: Request[Any, Any, Any]) -> bool:
             and "text/html" in request.headers.get("accept", ""))
 
 
-def on_http_exception(request: Request[Any, Any, Any], exc: HTTPException) -> Response[Any]:
-    """Litestar's errors and ``ApiError`` as the JSON error body (a dashboard page that needs
-    a login redirects to it instead)."""
-    status = exc.status_code
+Described = tuple[int, str, str, "str | None", "dict[str, str] | None"]
+
+
+def describe(exc: Exception, where: str = "") -> Described:
+    """(status, code, message, field, headers) of any exception a route may raise; logs the
+    ones that are the service's or Redis's fault. Shared by the exception handlers below and
+    the enqueue fast path (``web/fastpath.py``)."""
     if isinstance(exc, ApiError):
-        return error_response(status, exc.code, exc.detail, exc.field, exc.headers)
-    if status == 401 and _wants_html(request):
+        return exc.status_code, exc.code, exc.detail, exc.field, exc.headers
+    if isinstance(exc, ValidationException):
+        return exc.status_code, "bad_request", _message_of(exc), _field_of(exc), None
+    if isinstance(exc, HTTPException):
+        status = exc.status_code
+        field = exc.extra.get("field") if isinstance(exc.extra, dict) else None
+        message = exc.detail or _CODES.get(status, "error")
+        if status == 413:
+            message = "the request body is larger than the service accepts (--max-body-bytes)"
+            field = "body"
+        return (status, _CODES.get(status, "error"), message,
+                field if isinstance(field, str) else None, exc.headers)
+    if isinstance(exc, errors.StreamdelayError):
+        status, code = _library_status(exc)
+        if status >= 500:
+            log.warning("request failed: %s: %s", type(exc).__name__, exc)
+        return status, code, str(exc), exc.field, None
+    if isinstance(exc, RedisError):
+        message = mask_text(f"redis: {type(exc).__name__}: {exc}")
+        log.warning("%s", message)
+        return 503, "redis_error", message, None, None
+    log.error("internal error on %s", where or "a request", exc_info=exc)
+    return 500, "internal", "internal error (logged by the service)", None, None
+
+
+def on_exception(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+    """Every exception as the JSON error body (a dashboard page that needs a login redirects
+    to it instead)."""
+    if isinstance(exc, HTTPException) and exc.status_code == 401 and _wants_html(request):
         return Response(content=None, status_code=HTTP_303_SEE_OTHER,
                         headers={"Location": "/login"})
-    if isinstance(exc, ValidationException):
-        return error_response(status, "bad_request", _message_of(exc), _field_of(exc))
-    field = exc.extra.get("field") if isinstance(exc.extra, dict) else None
-    message = exc.detail or _CODES.get(status, "error")
-    if status == 413:
-        message = "the request body is larger than the service accepts (--max-body-bytes)"
-        field = "body"
-    return error_response(status, _CODES.get(status, "error"), message,
-                          field if isinstance(field, str) else None, exc.headers)
-
-
-def on_library_error(_: Request[Any, Any, Any], exc: errors.StreamdelayError
-                     ) -> Response[ErrorBody]:
-    """A ``StreamdelayError`` with its message and field."""
-    status, code = _library_status(exc)
-    if status >= 500:
-        log.warning("request failed: %s: %s", type(exc).__name__, exc)
-    return error_response(status, code, str(exc), exc.field)
-
-
-def on_redis_error(_: Request[Any, Any, Any], exc: RedisError) -> Response[ErrorBody]:
-    """Redis refused or failed a command outside the retry policy: 503."""
-    message = mask_text(f"redis: {type(exc).__name__}: {exc}")
-    log.warning("%s", message)
-    return error_response(503, "redis_error", message)
-
-
-def on_unexpected(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:
-    """Anything else: logged with its traceback, answered 500 without one."""
-    log.error("internal error on %s %s", request.method, request.url.path, exc_info=exc)
-    return error_response(500, "internal", "internal error (logged by the service)")
+    status, code, message, field, headers = describe(
+        exc, f"{request.method} {request.url.path}")
+    return error_response(status, code, message, field, headers)
 
 
 EXCEPTION_HANDLERS: dict[Any, Any] = {
-    HTTPException: on_http_exception,
-    errors.StreamdelayError: on_library_error,
-    RedisError: on_redis_error,
-    Exception: on_unexpected,
+    HTTPException: on_exception,
+    errors.StreamdelayError: on_exception,
+    RedisError: on_exception,
+    Exception: on_exception,
 }

@@ -41,7 +41,11 @@ def _field(message: str) -> str | None:
 
 async def decode(request: Request[Any, Any, Any], kind: type[T]) -> T:
     """The body as ``kind``; 400 naming the field when it is missing or does not fit."""
-    found = await decode_optional(request, kind)
+    return required(await decode_optional(request, kind))
+
+
+def required(found: T | None) -> T:
+    """A body that must be there: 400 when it is empty."""
     if found is None:
         raise ApiError(400, "bad_request", "the request needs a JSON body", "body")
     return found
@@ -49,7 +53,12 @@ async def decode(request: Request[Any, Any, Any], kind: type[T]) -> T:
 
 async def decode_optional(request: Request[Any, Any, Any], kind: type[T]) -> T | None:
     """The body as ``kind``, or None when there is none."""
-    data = await request.body()
+    return decode_bytes(await request.body(), kind)
+
+
+def decode_bytes(data: bytes, kind: type[T]) -> T | None:
+    """``data`` (JSON) as ``kind``, None when empty; 400 naming the field when it does not
+    fit, 400 ``too_deep`` when nested deeper than the decoder's recursion allows."""
     if not data.strip():
         return None
     try:

@@ -43,7 +43,12 @@ def errors(*codes: int) -> dict[int, ResponseSpec]:
 
 def served(request: Request[Any, Any, Any], queue: str) -> AsyncQueue:
     """The served queue named ``queue``; 404 for any other."""
-    found: AsyncQueue | None = request.app.state.queues.get(queue)
+    return lookup(request.app.state.queues, queue)
+
+
+def lookup(queues: dict[str, AsyncQueue], queue: str) -> AsyncQueue:
+    """The queue named ``queue`` of ``queues``; 404 for any other."""
+    found = queues.get(queue)
     if found is None:
         raise ApiError(404, "no_such_queue", f"queue: {queue[:80]!r} is not served here",
                        "queue")

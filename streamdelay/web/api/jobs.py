@@ -62,13 +62,17 @@ def _missing(job_id: str) -> ApiError:
                  **errors(*WRITE_ERRORS)})
 async def enqueue(request: Request[Any, Any, Any], queue: str) -> Response[EnqueueResult]:
     """Schedule one job; 201 when created, 200 when its id existed."""
-    target = served(request, queue)
-    spec = to_spec(await decode(request, EnqueueBody))
-    result = await target.enqueue(spec.topic, spec.body, delay=spec.delay, at=spec.at,
-                                  id=spec.id, ttr=spec.ttr, max_attempts=spec.max_attempts,
-                                  backoff=spec.backoff, headers=spec.headers,
-                                  replace=spec.replace)
+    result = await enqueue_job(served(request, queue), await decode(request, EnqueueBody))
     return Response(result, status_code=201 if result.created else 200)
+
+
+async def enqueue_job(target: AsyncQueue, data: EnqueueBody) -> EnqueueResult:
+    """Enqueue one request job (this route and the fast path of ``web/fastpath.py``)."""
+    spec = to_spec(data)
+    return await target.enqueue(spec.topic, spec.body, delay=spec.delay, at=spec.at,
+                                id=spec.id, ttr=spec.ttr, max_attempts=spec.max_attempts,
+                                backoff=spec.backoff, headers=spec.headers,
+                                replace=spec.replace)
 
 
 @post(f"{PREFIX}/jobs/:batch", opt=WRITE, status_code=200, tags=["producers"],
