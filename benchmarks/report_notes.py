@@ -191,6 +191,16 @@ encoding and redis-py's command packing ~30 %, JSON decode and encode 7 %; the r
 faster than the library's `enqueue_many` in the same process. Reserve + ack cost 1.2-1.9 ms of \
 server CPU per pair (2 requests, 3 Redis round trips), most of it in socket writes (4 to the \
 client, 3 to Redis) on this virtual machine.
+- 2026-11-23, `benchmarks/http_bench.py` after the one-job enqueue was answered before Litestar \
+routes it, 22:50-22:51 UTC, load average 3.5-3.9: 127-147 µs of server CPU per request, 4.4-5.2k \
+requests/s with the server at 0.65-0.66 core (the client took 0.20-0.22, Redis 0.12-0.13, other \
+people's processes the rest of the 2 cores), i.e. ~6.8-7.9k/s for a whole core; the batch route \
+22 µs per job, 37.4-38.3k jobs/s (the library's `enqueue_many` 53-59k/s in the same runs); \
+reserve + ack p50 1.2 ms, p99 2.9-5.6 ms. py-spy on the one-job enqueue: uvicorn writing \
+responses 38 % (two `send` calls per response: headers, then body), its parsing 12 %, the \
+library's coalescer 15 % and redis-py 21 % (its write to Redis 9 %), Litestar no longer on that \
+path. A reserve is 3 Redis round trips (`HEXISTS` of the pause flag, `XREADGROUP`, `HEXISTS` \
+again) and an ack 1: sent as one pipeline, the three of a reserve would be one.
 """
 
 
