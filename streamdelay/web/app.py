@@ -33,7 +33,7 @@ from .api.paths import ActionPaths, public_schema
 from .auth import AuthMiddleware, SessionSigner, needs
 from .dashboard import TEMPLATE_DIR, dashboard_routes
 from .errors import EXCEPTION_HANDLERS
-from .fastpath import FastEnqueue
+from .fastpath import FastPaths
 from .limits import LimitedRequest
 from .metrics import HttpMetrics, MetricsMiddleware
 from .service import Service
@@ -141,6 +141,6 @@ def create_app(settings: ServeSettings) -> Litestar:
     state.tokens = settings.tokens
     state.signer = signer
     state.metrics = registry
-    app.asgi_handler = MetricsMiddleware(FastEnqueue(ActionPaths(app.asgi_handler), settings,
-                                                     service.queues, signer), registry)
+    app.asgi_handler = MetricsMiddleware(FastPaths(ActionPaths(app.asgi_handler), settings,
+                                                   service.queues, signer, registry), registry)
     return app

@@ -6,11 +6,12 @@ attempts, backoff, dead letters); a stale receipt is a 409."""
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Protocol
 
 from litestar import Request, Response, post
 from litestar.openapi import ResponseSpec
 
+from ...producer.queue import AsyncQueue
 from ...producer.reserving import decode_receipt
 from ..auth import needs, principal_of
 from .bodies import body, decode, decode_optional
@@ -20,13 +21,6 @@ from .models import Delivery, FailBody, ReserveAnswer, ReserveBody, Settled, sec
 CONSUME = needs("consume")
 # A long poll waits in slices, so a stopping service answers within one (docs/http.md#serve).
 POLL_SLICE = 1.0
-
-
-def _count(request: Request[Any, Any, Any], queue: str, receipt: str, outcome: str) -> None:
-    """``streamdelay_jobs_total`` of a settled delivery (topic and group from its receipt)."""
-    config = served(request, queue).config
-    found = decode_receipt(receipt, config.name, config.partitions)
-    request.app.state.metrics.settled(queue, found.topic, found.group, outcome)
 
 
 def default_consumer(request: Request[Any, Any, Any]) -> str:
@@ -66,15 +60,42 @@ async def reserve(request: Request[Any, Any, Any], queue: str, topic: TopicParam
         for r in found]))
 
 
+class Counts(Protocol):
+    """What ``settle`` needs of the service's metrics (``web.metrics.HttpMetrics``)."""
+
+    def settled(self, queue: str, topic: str, group: str, outcome: str, count: int = 1
+                ) -> None:
+        """Count settled deliveries."""
+
+
+async def settle(target: AsyncQueue, metrics: Counts, receipt: str, action: str,
+                 data: FailBody | None = None) -> Settled:
+    """Ack, fail or touch the delivery of ``receipt`` and count it (these routes and the fast
+    path of ``web/fastpath.py``)."""
+    reservation = target.reservation(receipt)
+    if action == "touch":
+        await reservation.touch()
+        return Settled("touched")
+    if action == "ack":
+        await reservation.ack()
+        outcome = "handled"
+    else:
+        assert data is not None
+        done = await reservation.fail(data.error, seconds_of(data.retry_delay, "retry_delay"),
+                                      data.dead)
+        outcome = "dead" if done == "dead" else "retried"
+    config = target.config
+    found = decode_receipt(receipt, config.name, config.partitions)
+    metrics.settled(config.name, found.topic, found.group, outcome)
+    return Settled("acked" if outcome == "handled" else outcome)  # type: ignore[arg-type]
+
+
 @post(f"{PREFIX}/deliveries/:ack/{{receipt:str}}", opt=CONSUME, status_code=200,
       tags=["consumers"], operation_id="ack", summary="The job is done",
       responses=errors(*WRITE_ERRORS, 409))
 async def ack(request: Request[Any, Any, Any], queue: str, receipt: ReceiptParam) -> Settled:
     """Acknowledge the delivery: the job is forgotten (or kept as ``done``, keep_done)."""
-    reservation = served(request, queue).reservation(receipt)
-    await reservation.ack()
-    _count(request, queue, receipt, "handled")
-    return Settled("acked")
+    return await settle(served(request, queue), request.app.state.metrics, receipt, "ack")
 
 
 @post(f"{PREFIX}/deliveries/:fail/{{receipt:str}}", opt=CONSUME, status_code=200,
@@ -85,12 +106,8 @@ async def fail(request: Request[Any, Any, Any], queue: str, receipt: ReceiptPara
     """Retry after ``retry_delay`` (else the job's backoff), or dead after the last attempt
     or with ``dead``."""
     data = await decode(request, FailBody)
-    reservation = served(request, queue).reservation(receipt)
-    outcome = await reservation.fail(data.error, seconds_of(data.retry_delay, "retry_delay"),
-                                     data.dead)
-    dead = outcome == "dead"
-    _count(request, queue, receipt, "dead" if dead else "retried")
-    return Settled("dead" if dead else "retried")
+    return await settle(served(request, queue), request.app.state.metrics, receipt, "fail",
+                        data)
 
 
 @post(f"{PREFIX}/deliveries/:touch/{{receipt:str}}", opt=CONSUME, status_code=200,
@@ -98,8 +115,7 @@ async def fail(request: Request[Any, Any, Any], queue: str, receipt: ReceiptPara
       responses=errors(*WRITE_ERRORS, 409))
 async def touch(request: Request[Any, Any, Any], queue: str, receipt: ReceiptParam) -> Settled:
     """The ttr counts again from now: call it well within each ttr while working."""
-    await served(request, queue).reservation(receipt).touch()
-    return Settled("touched")
+    return await settle(served(request, queue), request.app.state.metrics, receipt, "touch")
 
 
 ROUTES = [reserve, ack, fail, touch]
