@@ -377,3 +377,47 @@ def test_a_session_cookie_reads_v1_but_never_changes_it(web_server: WebServer) -
     status, _ = web_server.request("POST", f"{base}/jobs", {"topic": "t"}, token=None,
                                    headers={"Cookie": cookie})
     assert status == 401
+
+
+@pytest.mark.parametrize(("body", "token"), [
+    ({"topic": "par", "id": "par-1", "delay": 60}, "writer"),
+    ({"topic": "par", "id": "par-1"}, "writer"),
+    ({"topic": "par", "ttr": 0.5}, "writer"),
+    ({"topic": "bad topic"}, "writer"),
+    ({"topic": "par", "extra": 1}, "writer"),
+    (None, "writer"),
+    ({"topic": "par"}, "reader"),
+    ({"topic": "par"}, None),
+])
+def test_the_enqueue_fast_path_answers_as_the_route(web_server: WebServer, body: Any,
+                                                    token: str | None) -> None:
+    """``/jobs`` is answered by web/fastpath.py, ``/jobs/`` by the Litestar route."""
+    queues = web_server.queues
+    answers = []
+    for queue, suffix in ((queues[0], ""), (queues[1], "/")):
+        raw = b"" if body is None else None
+        answers.append(web_server.request("POST", f"/v1/queues/{queue}/jobs{suffix}", body,
+                                          token=token, raw=raw))
+    (fast_status, fast), (route_status, route) = answers
+    assert fast_status == route_status
+    if fast_status < 300:
+        assert set(fast) == set(route) and fast["created"] == route["created"]
+    else:
+        assert fast == route
+
+
+@pytest.mark.parametrize("action", ["ack", "touch", "fail"])
+def test_the_settle_fast_path_answers_as_the_route(web_server: WebServer, action: str) -> None:
+    """``/deliveries/R:ack`` goes through web/fastpath.py; a receipt the fast path's pattern
+    does not take (a ``.`` in it) reaches the Litestar route, which refuses it by its
+    pattern."""
+    base = f"/v1/queues/{web_server.queues[0]}"
+    body = {"error": "x"} if action == "fail" else None
+    status, error = web_server.request("POST", f"{base}/deliveries/bad.receipt:{action}", body,
+                                       token="consumer")
+    assert status == 400 and error["error"]["field"] == "receipt"
+    status, error = web_server.request("POST", f"{base}/deliveries/badreceipt:{action}", body,
+                                       token="consumer")
+    assert status == 422 and error["error"]["field"] == "receipt"
+    assert web_server.request("POST", f"{base}/deliveries/badreceipt:{action}", body,
+                              token="writer")[0] == 403

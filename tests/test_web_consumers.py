@@ -6,6 +6,7 @@ sets (docs/http.md#consumers). And a long poll ends at once when the service sto
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 import urllib.error
@@ -113,3 +114,21 @@ def test_a_long_poll_ends_when_the_service_stops(shared_redis: RedisServer) -> N
     poll.join(10)
     assert answers == [(204, None)]
     assert time.monotonic() - started < 8  # not the 30 s of the poll
+
+
+def test_an_abandoned_long_poll_takes_no_job(web_server: WebServer) -> None:
+    """A consumer that hangs up during a long poll: the service stops polling for it, so a job
+    that becomes ready afterwards stays ready for the next consumer."""
+    base = f"/v1/queues/{web_server.queues[0]}"
+    body = json.dumps({"wait_ms": 20000}).encode()
+    with socket.create_connection(("127.0.0.1", web_server.port), timeout=10) as sock:
+        sock.sendall(f"POST {base}/topics/abandoned:reserve HTTP/1.1\r\nHost: x\r\n"
+                     f"Authorization: Bearer {web_server.token('consumer')}\r\n"
+                     f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+                     .encode() + body)
+        time.sleep(0.5)  # the poll is waiting
+    time.sleep(2.5)  # the service notices within a poll slice (1 s)
+    assert _call(web_server, "POST", f"{base}/jobs", {"topic": "abandoned", "id": "ab-1"})[0] \
+        == 201
+    time.sleep(1.5)
+    assert _call(web_server, "GET", f"{base}/jobs/ab-1")[1]["state"] == "ready"

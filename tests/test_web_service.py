@@ -152,6 +152,26 @@ def test_without_tokens_loopback_is_open_and_said_loudly(shared_redis: RedisServ
     with WebServer(shared_redis.url, ["openq"], tokens={}) as server:
         assert server.request("GET", "/metrics", token=None)[0] == 200
         assert "NO TOKEN CONFIGURED" in server.log_text()
+        job = {"topic": "t"}
+        assert server.request("POST", "/v1/queues/openq/jobs", job, token=None)[0] == 201
+        # what a page in the user's browser could send: refused
+        refused = [
+            ("GET", "/v1/queues/openq/stats", None, {"Host": "rebound.example:8080"}, "host"),
+            ("POST", "/v1/queues/openq/jobs", job, {"Origin": "https://evil.example"},
+             "origin"),
+            ("POST", "/v1/queues/openq/topics/t:pause", None,
+             {"Sec-Fetch-Site": "cross-site"}, "origin"),
+            ("POST", "/v1/queues/openq/dead:purge", None, {"Origin": "null"}, "origin"),
+        ]
+        for method, path, body, headers, field in refused:
+            status, error = server.request(method, path, body, token=None, headers=headers)
+            assert status == 403 and error["error"]["field"] == field, (path, error)
+        # the service's own pages and non-browser clients: fine
+        own = {"Origin": server.url, "Sec-Fetch-Site": "same-origin"}
+        assert server.request("POST", "/v1/queues/openq/jobs", job, token=None,
+                              headers=own)[0] == 201
+        assert server.request("GET", "/v1/queues/openq/stats", token=None,
+                              headers={"Host": "localhost"})[0] == 200
 
 
 def test_sigterm_stops_gracefully(shared_redis: RedisServer) -> None:
@@ -230,3 +250,20 @@ def test_no_dispatch_leaves_promoting_to_workers(shared_redis: RedisServer) -> N
         assert server.request("GET", f"{base}/jobs/later")[1]["state"] == "delayed"
         text = server.request("GET", "/metrics")[1]
         assert "streamdelay_promoted_total" not in text
+
+
+def test_only_the_public_openapi_document_is_served(web_server: WebServer) -> None:
+    assert web_server.request("GET", "/openapi.json", token=None)[0] == 200
+    for path in ("/schema", "/schema/openapi.json"):
+        status, error = web_server.request("GET", path)
+        assert status == 404 and error["error"]["code"] == "not_found"
+
+
+def test_a_taken_port_is_one_line_and_exit_1(web_server: WebServer) -> None:
+    done = subprocess.run([sys.executable, "-m", "streamdelay", "serve", "--url",
+                           web_server.redis_url, "--queue", "q", "--port",
+                           str(web_server.port)], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "STREAMDELAY_TOKENS": "a:abcdefghijklmnop:read"},
+                          timeout=60)
+    assert done.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{web_server.port}" in done.stderr.splitlines()[-1]

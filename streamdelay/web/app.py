@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from litestar import Litestar, MediaType, Request, Response, get
+from litestar import Litestar, MediaType, Request, Response, Router, get
 from litestar.config.csrf import CSRFConfig
 from litestar.contrib.jinja import JinjaTemplateEngine
+from litestar.exceptions import NotFoundException
 from litestar.middleware import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin
@@ -35,6 +36,7 @@ from .dashboard import TEMPLATE_DIR, dashboard_routes
 from .errors import EXCEPTION_HANDLERS
 from .fastpath import FastPaths
 from .limits import LimitedRequest
+from .local import LocalOnly
 from .metrics import HttpMetrics, MetricsMiddleware
 from .service import Service
 from .settings import SESSION_MAX_AGE, ServeSettings
@@ -85,12 +87,21 @@ async def openapi_document(request: Request[Any, Any, Any]) -> dict[str, Any]:
     return schema
 
 
+async def _hidden(connection: Any, _: Any) -> None:
+    """A guard that answers 404."""
+    raise NotFoundException()
+
+
 def _openapi() -> OpenAPIConfig:
     return OpenAPIConfig(
         title="streamdelay", version=__version__,
         description="Delayed jobs on Redis Streams over HTTP: producers, operators and "
                     "consumers in any language (docs/http.md).",
-        path="/schema", render_plugins=[JsonRenderPlugin()],
+        render_plugins=[JsonRenderPlugin()],
+        # Litestar's own copy shows the internal action paths: hidden (404); /openapi.json
+        # serves the public document
+        openapi_router=Router(path="/schema", route_handlers=[], guards=[_hidden],
+                              include_in_schema=False),
         components=Components(security_schemes={"bearer": SecurityScheme(
             type="http", scheme="bearer", description="A token of --token-file or "
             "STREAMDELAY_TOKENS (name:token:scopes)")}),
@@ -141,6 +152,9 @@ def create_app(settings: ServeSettings) -> Litestar:
     state.tokens = settings.tokens
     state.signer = signer
     state.metrics = registry
-    app.asgi_handler = MetricsMiddleware(FastPaths(ActionPaths(app.asgi_handler), settings,
-                                                   service.queues, signer, registry), registry)
+    handler: Any = FastPaths(ActionPaths(app.asgi_handler), settings, service.queues, signer,
+                             registry)
+    if not settings.tokens.configured:  # loopback only: refuse what a browser was tricked into
+        handler = LocalOnly(handler)
+    app.asgi_handler = MetricsMiddleware(handler, registry)
     return app

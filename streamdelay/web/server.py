@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import socket
 from typing import Any
 
 from ..base.masking import mask_url
@@ -26,6 +27,22 @@ def _stopped(signum: int, frame: Any) -> None:
     """The signal that stopped the server, re-raised by uvicorn: already handled."""
 
 
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (port 0: any free one)."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
 def run_server(uvicorn: Any, settings: ServeSettings, graceful_timeout: float) -> None:
     """Serve until SIGINT/SIGTERM. On the signal, long polls answer at once (``draining``),
     requests in flight get ``graceful_timeout`` seconds, then the lifespan stops the
@@ -42,20 +59,23 @@ def run_server(uvicorn: Any, settings: ServeSettings, graceful_timeout: float) -
             service.draining.set()
             super().handle_exit(sig, frame)
 
-    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_config=None,
+    listening = bind(settings.host, settings.port)  # an OSError here: exit 1, one line
+    port = listening.getsockname()[1]
+    config = uvicorn.Config(app, host=settings.host, port=port, log_config=None,
                             access_log=False, lifespan="on", server_header=False,
                             timeout_graceful_shutdown=graceful_timeout, proxy_headers=False)
     server = Server(config)
     log.info("serving queue(s) %s from %s on http://%s:%d (dispatch %s, tokens: %s)",
-             ", ".join(settings.queues), mask_url(settings.url), settings.host, settings.port,
+             ", ".join(settings.queues), mask_url(settings.url), settings.host, port,
              "on" if settings.dispatch else "off",
              ", ".join(settings.tokens.names) or "none")
     # uvicorn re-raises the stop signal once it has shut down; with these handlers in place
     # that ends the command with exit code 0 instead of death by signal
     previous = {sig: signal.signal(sig, _stopped) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        server.run()
+        server.run(sockets=[listening])
     finally:
+        listening.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     log.info("stopped")

@@ -70,8 +70,9 @@ class ServeSettings:
         for name in self.queues:
             try:
                 validation.queue_name(name)
-            except ValidationError as exc:
-                raise ConfigError(f"queue: {exc}", field="queue") from None
+            except ValidationError:
+                raise ConfigError(f"queue: {str(name)[:80]!r} is not a valid queue name (1-64 "
+                                  f"letters, digits, _ . -)", field="queue") from None
         if len(set(self.queues)) != len(self.queues):
             raise ConfigError("queue: a queue is named twice", field="queue")
         validation.positive_int(self.max_body_bytes, "max_body_bytes", 1 << 30)

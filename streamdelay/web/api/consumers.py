@@ -5,6 +5,7 @@ attempts, backoff, dead letters); a stale receipt is a 409."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any, Protocol
 
@@ -43,13 +44,22 @@ async def reserve(request: Request[Any, Any, Any], queue: str, topic: TopicParam
     consumer = data.consumer or default_consumer(request)
     draining = request.app.state.service.draining
     deadline = time.monotonic() + data.wait_ms / 1000
-    while True:
-        left = max(0.0, deadline - time.monotonic())
-        wait = min(POLL_SLICE, left)
-        found = await target.reserve(topic, group=data.group, consumer=consumer, wait=wait,
-                                     count=data.count)
-        if found or wait >= left or draining.is_set():
-            break
+    # the body is read: the next message from the server is the client's disconnect
+    gone = asyncio.ensure_future(request.receive()) if data.wait_ms > POLL_SLICE * 1000 \
+        else None
+    try:
+        while True:
+            left = max(0.0, deadline - time.monotonic())
+            wait = min(POLL_SLICE, left)
+            found = await target.reserve(topic, group=data.group, consumer=consumer,
+                                         wait=wait, count=data.count)
+            if found or wait >= left or draining.is_set():
+                break
+            if gone is not None and gone.done():  # nobody waits for an answer any more
+                return Response(None, status_code=204)  # type: ignore[arg-type]
+    finally:
+        if gone is not None:
+            gone.cancel()
     if not found:
         return Response(None, status_code=204)  # type: ignore[arg-type]
     metrics = request.app.state.metrics
