@@ -19,9 +19,12 @@ install: $(STAMP)
 # need to make their certificates; redis-cli and redis-benchmark come with redis-tools; the
 # metrics test scrapes with a real Prometheus server (tests/test_metrics_prometheus.py); the curl
 # walkthrough of docs/http.md needs curl and jq (tests/test_web_docs.py); the dashboard tests
-# drive Debian's headless Chromium with Playwright (tests/web/browser.py).
+# drive Debian's headless Chromium with Playwright (tests/web/browser.py); the HTTP client examples
+# run under real node and php (tests/test_http_clients.py; Debian's nodejs 18 has the built-in
+# fetch they use).
 TOOLS := redis-server:redis-server redis-cli:redis-tools redis-benchmark:redis-tools \
-  openssl:openssl bash:bash prometheus:prometheus curl:curl jq:jq chromium:chromium
+  openssl:openssl bash:bash prometheus:prometheus curl:curl jq:jq chromium:chromium \
+  node:nodejs php:php-cli
 tools:
 	@missing=""; for pair in $(TOOLS); do \
 	  command -v "$${pair%%:*}" >/dev/null 2>&1 || missing="$$missing $${pair#*:}"; done; \

@@ -35,6 +35,7 @@ GROUP = "bench"
 
 
 NOT_MEASURED = "not measured"
+LISTED_TARGET = "listed-target:"  # key prefix of a section's verdict the Targets list shows too
 
 
 @dataclass(frozen=True)

@@ -217,6 +217,46 @@ promoted job 6.0 µs at 10k, 7.2 at 1M, 7.7 at 4M, 5.7 at 8M (not rehashing), 10
 (rehashing past 8,388,608 entries: 1.7x).
 - 2026-11-23, a 30k drain with one process, 2 runs each in the same hour: 9,860-10,740 jobs/s \
 with hiredis, 8,560-9,034 without.
+- 2026-11-23, `benchmarks/http_bench.py` at its small default size, 22:24-22:42 UTC, load average \
+2-8 (the machine was shared: read the rates as low bounds; CPU per request is the steadier \
+figure, though it too grows under contention). Before the fixes below: one `streamdelay serve` \
+process spent 283-370 µs of CPU per one-job enqueue request on httptools + uvloop and 420-545 µs \
+on h11 + asyncio (then what `streamdelay[web]` installed); a no-op ASGI app under the same \
+uvicorn 30-37 µs (httptools) and 180-190 µs (h11). After them (async guards, later scopes checked \
+without Litestar guards, httptools + uvloop in the extra, no JSON pre-scan): 230-327 µs per \
+request, 4.2k requests/s with the server at 0.97 core in the quietest run (5k/s target: not met \
+on this machine); the batch route 23-26 µs of server CPU per job (13.5-35.2k jobs/s measured, the \
+library's own `enqueue_many` 13-48k/s in the same runs: 50k/s not met); reserve + ack p50 1.2-2.0 \
+ms in every run, p99 2.1-20 ms across the runs, under 5 ms in about half of them (one consumer in \
+a closed loop: every preemption of the client, the server or Redis is in its tail).
+- 2026-11-23, py-spy (samples holding the GIL) on `serve` during one-job enqueues, httptools + \
+uvloop, before the fixes: uvicorn writing responses 17-19 % (headers and body go out as two \
+`send` calls), Litestar's routing, middlewares, signature parsing and response 25 %, the route \
+guards 15 % (Litestar ran the plain `def` guard in a worker thread for every request, \
+`sync_to_thread`, and copies the route handler per guard), the route handler 24 % (the library's \
+coalescer 13 %, redis-py 14 %), the event loop the rest. An `async def` guard (an experiment, \
+back to back with the code of then): 213-230 µs per request instead of 283-310 and reserve + ack \
+p99 2.06 ms instead of 2.95. Async guards still took 9 %, Litestar copying the route handler \
+(`copy.copy`) for every guard call; with the scopes checked in the authentication middleware \
+instead, the 22:46 profile: socket writes ~31 % (uvicorn's two `send` calls per response 21 %, \
+the one to Redis 9.5 %), the route handler with the library and redis-py 28 % (the coalescer 15 \
+%), Litestar's routing, middlewares and response ~30 %, uvicorn's parsing 6 %.
+- 2026-11-23, py-spy on the batch route (1,000 jobs per request) before the fixes: the JSON \
+nesting pre-scan (a regex over the whole 150 kB body, 6-7 ms per request) 13 %, the library's \
+encoding and redis-py's command packing ~30 %, JSON decode and encode 7 %; the route cannot be \
+faster than the library's `enqueue_many` in the same process. Reserve + ack cost 1.2-1.9 ms of \
+server CPU per pair (2 requests, 3 Redis round trips), most of it in socket writes (4 to the \
+client, 3 to Redis) on this virtual machine.
+- 2026-11-23, `benchmarks/http_bench.py` after the one-job enqueue was answered before Litestar \
+routes it, 22:50-22:51 UTC, load average 3.5-3.9: 127-147 µs of server CPU per request, 4.4-5.2k \
+requests/s with the server at 0.65-0.66 core (the client took 0.20-0.22, Redis 0.12-0.13, other \
+people's processes the rest of the 2 cores), i.e. ~6.8-7.9k/s for a whole core; the batch route \
+22 µs per job, 37.4-38.3k jobs/s (the library's `enqueue_many` 53-59k/s in the same runs); \
+reserve + ack p50 1.2 ms, p99 2.9-5.6 ms. py-spy on the one-job enqueue: uvicorn writing \
+responses 38 % (two `send` calls per response: headers, then body), its parsing 12 %, the \
+library's coalescer 15 % and redis-py 21 % (its write to Redis 9 %), Litestar no longer on that \
+path. A reserve is 3 Redis round trips (`HEXISTS` of the pause flag, `XREADGROUP`, `HEXISTS` \
+again) and an ack 1: sent as one pipeline, the three of a reserve would be one.
 """
 
 

@@ -195,3 +195,18 @@ def test_constants_in_the_notes_are_the_code_s() -> None:
 def test_checks_render_their_state() -> None:
     assert str(Check("x", None, "no figure")) == "x: **not measured** (no figure)"
     assert str(Check("x", False, "1")) == "x: **NOT met** (1)"
+
+
+def test_a_section_s_listed_targets_are_in_the_targets_list() -> None:
+    """The HTTP section's targets (issue 14) show in the Targets list, not in the other checks;
+    one it could not judge still makes the run exit non-zero."""
+    listed = [Check("HTTP x >= 1/s", True, "2/s", key="listed-target:x"),
+              Check("HTTP y >= 1/s", None, "no figure", key="listed-target:y")]
+    sections = [*sections_for(full_figures(), {}), Section("HTTP", ["x"], [["1"]],
+                                                           verdicts=listed)]
+    text, unmeasured = report(sections, dict(INFO), False, 0.0, "")
+    targets_part = text[text.index("## Targets"):text.index("Other checks")]
+    others = text[text.index("Other checks"):text.index("\n## ", text.index("Other checks"))]
+    assert "HTTP x >= 1/s: **met** (2/s)" in targets_part and "HTTP x" not in others
+    assert "HTTP y >= 1/s: **not measured**" in targets_part
+    assert exit_code(sections, unmeasured) == 1

@@ -95,7 +95,7 @@ def _makefile_tools() -> dict[str, str]:
 def test_makefile_lists_every_tool_the_suite_runs() -> None:
     tools = _makefile_tools()
     for command in ("redis-server", "redis-cli", "openssl", "prometheus", "chromium", "curl",
-                    "jq"):
+                    "jq", "node", "php"):
         assert command in tools, command
 
 
