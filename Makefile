@@ -67,6 +67,13 @@ chaos: install redis
 chaos-failover: install redis
 	$(BIN)/python -m tests.chaos.failover_run --jobs 5000 --spread 20 --out chaos-results/failover
 
+# The tests whose issues name longer runs than `make test` affords, at those lengths (tests/soak.py):
+# five dispatchers with kill -9 over a 60 s schedule, a 30 s gap with no dispatcher, a 20 s rate window.
+.PHONY: soak
+soak: install tools
+	STREAMDELAY_SOAK=1 $(BIN)/python -m pytest -q -s tests/test_schedules.py tests/test_limits.py \
+	  -k "five_dispatchers or missed_policies or rate_holds" -o timeout=300
+
 .PHONY: chaos-cluster
 chaos-cluster: install redis
 	$(BIN)/python -m tests.chaos.cluster_run --jobs 10000 --spread 30 --out chaos-results/cluster
