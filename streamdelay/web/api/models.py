@@ -200,7 +200,12 @@ def backoff_of(value: list[float] | BackoffBody | None) -> BackoffPolicy | None:
 
 def to_spec(job: EnqueueBody) -> JobSpec:
     """The ``JobSpec`` of one request job."""
-    return JobSpec(job.topic, job.body, delay=seconds_of(job.delay, "delay"),
-                   at=at_of(job.at), id=job.id, ttr=seconds_of(job.ttr, "ttr"),
-                   max_attempts=job.max_attempts, backoff=backoff_of(job.backoff),
-                   headers=job.headers, replace=job.replace)
+    delay, at, ttr, backoff = job.delay, job.at, job.ttr, job.backoff
+    # the common values need no conversion; positional: a frozen dataclass built by keyword
+    # costs ~1 µs more per job (the batch route builds thousands)
+    return JobSpec(job.topic, job.body,
+                   parse_duration(delay, field="delay") if isinstance(delay, str) else delay,
+                   None if at is None else at_of(at), job.id,
+                   parse_duration(ttr, field="ttr") if isinstance(ttr, str) else ttr,
+                   job.max_attempts, None if backoff is None else backoff_of(backoff),
+                   job.headers, job.replace)
