@@ -32,7 +32,7 @@ from ..redis_io.runner import drive_async, drive_sync
 from ..redis_io.topology import AsyncClient, SyncClient, async_client, sync_client
 from . import plans
 from .coalesce import EnqueueCoalescer
-from .enqueuing import PreparedJob, enqueue_one_plan, enqueue_prepared_plan, prepare_values
+from .enqueuing import PreparedJob, enqueue_prepared_plan, prepare_values, prepared_one_plan
 from .listing import JobPage, jobs_plan
 from .pausing import set_paused_plan
 from .pull import AsyncPull, SyncPull
@@ -50,10 +50,6 @@ def _config(name: str, url: str | None, options: dict[str, Any]) -> QueueConfig:
 
 
 _Face = TypeVar("_Face", bound="_QueueFace")
-
-
-def _spec(topic: str, body: Any, **options: Any) -> JobSpec:
-    return JobSpec(topic, body, **options)
 
 
 class _QueueFace:
@@ -84,7 +80,8 @@ class _QueueFace:
         return view
 
     def _enqueue(self, topic: str, body: Any, options: dict[str, Any]) -> Plan[EnqueueResult]:
-        return (yield from enqueue_one_plan(self.config, _spec(topic, body, **options)))
+        job = prepare_values(self.config, topic, body, **options)  # no JobSpec: ~1.5 µs
+        return (yield from prepared_one_plan(self.config, job))
 
 
 class Queue(_QueueFace, SyncPull, ScheduleMethods):
