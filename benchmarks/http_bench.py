@@ -26,6 +26,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import math
 import os
 import secrets
 import signal
@@ -291,7 +292,7 @@ def run(single: int = 3000, batches: int = 40, backlog: int = 10_000, pairs: int
 def section(rows: list[list[str]], f: dict[str, float], backlog: int) -> Section:
     """The table, the three targets judged and the notes that say what bounds them."""
     load = "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
-    per_core = 1e6 / f["http_single_cpu_us"]
+    per_core = 1e6 / f["http_single_cpu_us"] if f["http_single_cpu_us"] else math.nan
     verdicts = [
         verdict(f"HTTP enqueue one job per request (keep-alive) >= {SINGLE_MIN / 1000:g}k "
                 "jobs/s from one server process", f["http_enqueue_single"] >= SINGLE_MIN,

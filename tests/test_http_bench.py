@@ -26,7 +26,10 @@ def test_the_section_runs_and_its_jobs_reach_redis(own_redis: RedisServer,
     """A tiny run: the table has every row, the three targets are judged (met or not, never
     "not measured"), and the jobs the HTTP steps enqueued and acked are so in Redis."""
     monkeypatch.setattr(http_bench, "redis_server", lambda: contextlib.nullcontext(own_redis))
-    section = http_bench.run(single=40, batches=2, backlog=30, pairs=20, connections=4)
+    # 300 single requests: ~40 ms of server CPU, a few clock ticks (/proc counts in 10 ms
+    # ticks: 40 requests could read 0)
+    single = 300
+    section = http_bench.run(single=single, batches=2, backlog=30, pairs=20, connections=4)
     assert [row[0] for row in section.rows][:4] == [
         "bare uvicorn, no-op ASGI app (ceiling)", "HTTP enqueue, 1 job per request",
         f"HTTP enqueue, batch route ({http_bench.BATCH:,} per request)",
@@ -39,7 +42,8 @@ def test_the_section_runs_and_its_jobs_reach_redis(own_redis: RedisServer,
     with sd.Queue(http_bench.QUEUE, url=own_redis.url) as queue:
         stats = queue.stats().topics
     # warm-up (as many requests as the run, at most 20 per connection) and the run itself
-    assert stats[http_bench.TOPIC].delayed == 2 * 40 + 2 * 2 * http_bench.BATCH
+    warm_up = min(single, 4 * 20)
+    assert stats[http_bench.TOPIC].delayed == warm_up + single + 2 * 2 * http_bench.BATCH
     ready = stats[http_bench.READY_TOPIC]
     assert (ready.ready, ready.reserved, ready.delayed) == (30 + 100, 0, 0)  # 20 acked
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -59,5 +60,38 @@ def test_reserve_on_a_cluster(cluster: LocalCluster) -> None:
         assert job_id == "late" and 0.5 <= waited < 9
         row = q.stats().topics["t"]
         assert (row.delayed, row.ready, row.reserved, row.dead) == (0, 0, 0, 0)
+    for node in cluster.primaries():
+        assert "errorstat_CROSSSLOT" not in error_stats(node)
+
+
+def test_one_partition_reserve_pipelines_its_checks_on_a_cluster(cluster: LocalCluster) -> None:
+    """A queue of one partition on a cluster: the one-round-trip read (the pause flag, the
+    limit, ``XREADGROUP`` and the pause flag in one pipeline, docs/pull.md) goes to the node of
+    the queue's slot, sync and async, and a pause still holds."""
+    name = f"q{uuid.uuid4().hex[:8]}"
+    with sd.Queue(name, url=cluster.url, backoff=[0]) as q, running_dispatcher(q):
+        q.enqueue_many([sd.JobSpec("t", i, id=f"j{i}") for i in range(6)])
+        taken: list[sd.Reservation] = []
+        deadline = time.monotonic() + 30
+        while len(taken) < 3 and time.monotonic() < deadline:  # later rounds: one pipeline
+            taken.extend(q.reserve("t", wait=1))
+        assert len(taken) == 3
+        for r in taken:
+            r.ack()
+        assert q.pause("t")
+        assert q.reserve("t", wait=0.3) == []
+
+        async def take_rest() -> list[str]:
+            async with sd.AsyncQueue(name, url=cluster.url) as aq:
+                assert await aq.reserve("t") == []  # paused
+                await aq.resume("t")
+                got: list[str] = []
+                while len(got) < 3 and time.monotonic() < deadline:
+                    for r in await aq.reserve("t", wait=1):
+                        got.append(r.id)
+                        await r.ack()
+                return got
+
+        assert len(asyncio.run(take_rest())) == 3
     for node in cluster.primaries():
         assert "errorstat_CROSSSLOT" not in error_stats(node)

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from ..base import validation
 from ..base.errors import NotDurable, PartialEnqueueError, StreamdelayError, ValidationError
-from ..base.models import At, Backoff, Delay, EnqueueResult, JobSpec
+from ..base.models import At, Backoff, BackoffPolicy, Delay, EnqueueResult, JobSpec
 from ..protocol.batching import partition_batches
 from ..protocol.codec import encode_blob, encode_body
 from ..protocol.keys import PartitionKeys, partition_keys, partition_of
@@ -77,36 +77,49 @@ def _default_ttr_ms(ttr: Any) -> int:
     return validation.ttr_ms(ttr)
 
 
-def replace_arg(spec: JobSpec) -> str:
+def replace_arg(replace: bool, max_wait: Delay | None) -> str:
     """The ``replace`` value of ``enqueueJobs``: ``'0'``, ``'1'``, or with ``max_wait``
     ``'1:<ms>'`` (debounce, docs/producer.md#debounce)."""
-    if spec.max_wait is None:
-        return "1" if spec.replace else "0"
-    if spec.replace is not True:
+    if max_wait is None:
+        return "1" if replace else "0"
+    if replace is not True:
         raise ValidationError("max_wait: only with replace=True (it bounds how far replacing "
                               "moves the due time)", field="max_wait")
-    return f"1:{validation.delay_ms(spec.max_wait, 'max_wait')}"
+    return f"1:{validation.delay_ms(max_wait, 'max_wait')}"
 
 
 def prepare_job(cfg: QueueConfig, spec: JobSpec) -> PreparedJob:
     """Validate one job and pack its eight ``enqueueJobs`` values."""
-    topic = validation.topic(spec.topic)
-    job_id = new_job_id() if spec.id is None else validation.job_id(spec.id)
-    kind, when = when_args(spec.delay, spec.at)
-    ttr = _default_ttr_ms(cfg.ttr) if spec.ttr is None else validation.ttr_ms(spec.ttr)
+    return prepare_values(cfg, spec.topic, spec.body, spec.delay, spec.at, spec.id, spec.ttr,
+                          spec.max_attempts, spec.backoff, spec.headers, spec.replace,
+                          spec.max_wait)
+
+
+def prepare_values(
+    cfg: QueueConfig, topic: Any, body: Any, delay: Delay | None, at: At | None,
+    id: str | None, ttr: Delay | None, max_attempts: int | None,
+    backoff: BackoffPolicy | None, headers: dict[str, str] | None, replace: bool,
+    max_wait: Delay | None,
+) -> PreparedJob:
+    """``prepare_job`` of the fields of a ``JobSpec`` given one by one: the one validation of
+    every enqueue path, without building a frozen ``JobSpec`` per job (~1.5 µs) where the
+    caller has the values already (``enqueue``, the HTTP batch route)."""
+    topic = validation.topic(topic)
+    job_id = new_job_id() if id is None else validation.job_id(id)
+    kind, when = when_args(delay, at)
+    ttr_ms = _default_ttr_ms(cfg.ttr) if ttr is None else validation.ttr_ms(ttr)
     attempts = validation.max_attempts(
-        cfg.max_attempts if spec.max_attempts is None else spec.max_attempts
+        cfg.max_attempts if max_attempts is None else max_attempts
     )
-    backoff = spec.backoff
     if backoff is not None and not isinstance(backoff, Backoff):
         backoff = validation.backoff_schedule(backoff)
-    fmt, body = encode_body(spec.body, cfg.serializer, cfg.max_body_bytes)
-    headers = validation.headers(with_trace_context(spec.headers))  # docs/operations.md#tracing
-    blob = encode_blob(fmt, body, headers, backoff)
-    if not isinstance(spec.replace, bool):
+    fmt, data = encode_body(body, cfg.serializer, cfg.max_body_bytes)
+    checked = validation.headers(with_trace_context(headers))  # docs/operations.md#tracing
+    blob = encode_blob(fmt, data, checked, backoff)
+    if not isinstance(replace, bool):
         raise ValidationError("replace: must be a bool", field="replace")
     args: tuple[Arg, ...] = (
-        job_id, topic, kind, when, ttr, attempts, replace_arg(spec), blob,
+        job_id, topic, kind, when, ttr_ms, attempts, replace_arg(replace, max_wait), blob,
     )
     size = len(blob) + len(job_id) + len(topic) + 40  # 40: the five numbers and flags
     return PreparedJob(job_id, partition_of(job_id, cfg.partitions), args, size)
@@ -189,9 +202,9 @@ def enqueue_results(
     prepared: Sequence[PreparedJob], chunk: EnqueueChunk, reply: Any
 ) -> list[tuple[int, EnqueueResult]]:
     """Each job of ``chunk`` (its index) with its result, parsed from the call's reply."""
+    # positional: a frozen dataclass built by keyword costs ~0.6 µs more per job
     return [
-        (index, EnqueueResult(id=prepared[index].id, due=row.due_ms, created=row.created,
-                              state=row.state))
+        (index, EnqueueResult(prepared[index].id, row.due_ms, row.created, row.state))
         for index, row in zip(chunk.owners, parse_enqueue(reply), strict=True)
     ]
 
@@ -303,7 +316,7 @@ def prepared_one_plan(cfg: QueueConfig, job: PreparedJob) -> Plan[EnqueueResult]
             raise not_durable_for(exc, [job.id]) from exc
         if reply != 0:
             row = parse_enqueue(reply)[0]
-            return EnqueueResult(id=job.id, due=row.due_ms, created=row.created, state=row.state)
+            return EnqueueResult(job.id, row.due_ms, row.created, row.state)
     found: list[Outcome | None] = [None]
     yield from round_plan(cfg, [job], found, isolate=False)
     outcome = found[0]
@@ -325,6 +338,12 @@ def enqueue_plan(cfg: QueueConfig, specs: Iterable[JobSpec]) -> Plan[list[Enqueu
             raise ValidationError(f"specs: expected JobSpec, got {type(spec).__name__}",
                                   field="specs")
         prepared.append(prepare_job(cfg, spec))
+    return (yield from enqueue_prepared_plan(cfg, prepared))
+
+
+def enqueue_prepared_plan(cfg: QueueConfig, prepared: Sequence[PreparedJob]
+                          ) -> Plan[list[EnqueueResult]]:
+    """``enqueue_plan`` of jobs ``prepare_job`` / ``prepare_values`` validated already."""
     found: list[Outcome | None] = [None] * len(prepared)
     yield from round_plan(cfg, prepared, found, isolate=False)
     outcomes = [o for o in found if o is not None]

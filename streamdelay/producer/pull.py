@@ -21,16 +21,15 @@ from ..redis_io.config import QueueConfig
 from ..redis_io.runner import drive_async, drive_sync
 from ..redis_io.topology import AsyncClient, SyncClient, async_client, is_cluster, sync_client
 from .pausing import REFRESH_S
+from .receipts import Receipt, decode_receipt
 from .reserving import (
     DEFAULT_GROUP,
     MAX_WAIT_S,
     READ_SLICE_S,
-    Receipt,
     ReserveArgs,
     ReserveState,
     Round,
     ack_plan,
-    decode_receipt,
     default_consumer_name,
     fail_plan,
     reserve_args,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import fields
 from typing import Any, TypeVar
 
@@ -32,7 +32,7 @@ from ..redis_io.runner import drive_async, drive_sync
 from ..redis_io.topology import AsyncClient, SyncClient, async_client, sync_client
 from . import plans
 from .coalesce import EnqueueCoalescer
-from .enqueuing import enqueue_one_plan, prepare_job
+from .enqueuing import PreparedJob, enqueue_prepared_plan, prepare_values, prepared_one_plan
 from .listing import JobPage, jobs_plan
 from .pausing import set_paused_plan
 from .pull import AsyncPull, SyncPull
@@ -50,10 +50,6 @@ def _config(name: str, url: str | None, options: dict[str, Any]) -> QueueConfig:
 
 
 _Face = TypeVar("_Face", bound="_QueueFace")
-
-
-def _spec(topic: str, body: Any, **options: Any) -> JobSpec:
-    return JobSpec(topic, body, **options)
 
 
 class _QueueFace:
@@ -84,7 +80,8 @@ class _QueueFace:
         return view
 
     def _enqueue(self, topic: str, body: Any, options: dict[str, Any]) -> Plan[EnqueueResult]:
-        return (yield from enqueue_one_plan(self.config, _spec(topic, body, **options)))
+        job = prepare_values(self.config, topic, body, **options)  # no JobSpec: ~1.5 µs
+        return (yield from prepared_one_plan(self.config, job))
 
 
 class Queue(_QueueFace, SyncPull, ScheduleMethods):
@@ -312,15 +309,19 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncScheduleMethods):
         Bad input raises at once. Calls made while another of the same partition is in flight
         are sent together in the next round trip; each gets its own result or error.
         """
-        job = prepare_job(self.config, _spec(topic, body, delay=delay, at=at, id=id, ttr=ttr,
-                                             max_attempts=max_attempts, backoff=backoff,
-                                             headers=headers, replace=replace,
-                                             max_wait=max_wait))
+        job = prepare_values(self.config, topic, body, delay, at, id, ttr, max_attempts,
+                             backoff, headers, replace, max_wait)
         return await self._coalescer.enqueue(job)
 
     async def enqueue_many(self, specs: Iterable[JobSpec]) -> list[EnqueueResult]:
         """Schedule many jobs in one round trip; see ``Queue.enqueue_many``."""
         result: list[EnqueueResult] = await self._run(plans.enqueue_plan(self.config, specs))
+        return result
+
+    async def enqueue_prepared(self, jobs: Sequence[PreparedJob]) -> list[EnqueueResult]:
+        """``enqueue_many`` of jobs validated by ``producer.enqueuing.prepare_values`` (the
+        HTTP batch route: no ``JobSpec`` built per job)."""
+        result: list[EnqueueResult] = await self._run(enqueue_prepared_plan(self.config, jobs))
         return result
 
     async def cancel(self, id: str) -> bool:

@@ -1,4 +1,5 @@
-"""The pull API's sans-I/O core: reserve rounds, receipts, and the ack / fail / touch plans.
+"""The pull API's sans-I/O core: reserve rounds and the ack / fail / touch plans (receipts:
+``receipts.py``).
 
 A reservation follows exactly the rules of a worker's delivery (docs/pull.md): it is read from
 the topic stream by a member of the consumer group (``XREADGROUP``), decoded and dead-lettered
@@ -11,16 +12,11 @@ plans.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import os
-import re
 import socket
 from dataclasses import dataclass, field
 from secrets import token_hex
 from typing import Any
-
-import msgspec
 
 from ..base import validation
 from ..base.errors import GroupNotFound, StaleReceipt, StreamdelayError, ValidationError
@@ -37,12 +33,13 @@ from ..protocol.deliveries import (
     touch_call,
 )
 from ..protocol.keys import PartitionKeys, partition_keys
-from ..protocol.plan import Command, Plan
+from ..protocol.plan import Command, Commands, Plan
 from ..protocol.replies import parse_fail, text, texts
 from ..protocol.scripts import ScriptCall, script
 from ..redis_io.config import QueueConfig
 from .pausing import paused_key
 from .plans import PRUNE_IDLE_S, prune_consumers_plan, requeue_stuck_plan
+from .receipts import RECEIPT_VERSION, Receipt, encode_receipt
 
 DEFAULT_GROUP = "workers"  # the group a Worker joins unless told otherwise
 MAX_WAIT_S = 30.0
@@ -51,71 +48,11 @@ READ_SLICE_S = 1.0  # longest single blocking read: a pause is seen within about
 CLUSTER_SLICE_S = 0.25  # a cluster blocks on one partition at a time, in turns
 RECLAIM_EVERY_S = 1.0  # like a worker's reclaim_interval
 PRUNE_EVERY_S = 60.0  # like a worker's prune pass
-RECEIPT_VERSION = 1
-_ENTRY = re.compile(r"^[0-9]{1,20}-[0-9]{1,20}$")  # a stream entry id
 
 
 def default_consumer_name() -> str:
     """``host-pid-random``: unique per process, readable in XINFO and logs."""
     return f"{socket.gethostname()}-{os.getpid()}-{token_hex(2)}"
-
-
-class Receipt(msgspec.Struct, array_like=True, frozen=True):
-    """Everything needed to settle one delivery, in any process (packed into ``receipt``)."""
-
-    version: int
-    queue: str
-    partition: int
-    topic: str
-    id: str
-    entry: str
-    group: str
-    consumer: str
-    attempt: int
-    due: int
-    ttr_ms: int
-    retry_ms: int  # the retry delay a failure without retry_delay gets (the job's backoff)
-
-
-_receipt_encoder = msgspec.msgpack.Encoder()
-_receipt_decoder = msgspec.msgpack.Decoder(Receipt)
-
-
-def encode_receipt(receipt: Receipt) -> str:
-    """The receipt as URL-safe text (base64url of MessagePack, no padding)."""
-    return base64.urlsafe_b64encode(_receipt_encoder.encode(receipt)).rstrip(b"=").decode()
-
-
-def decode_receipt(value: object, queue: str, partitions: int) -> Receipt:
-    """Parse and check a receipt of ``queue`` (of ``partitions`` partitions); anything else is
-    a ``ValidationError`` naming the field ``receipt``."""
-    if not isinstance(value, str) or not 0 < len(value) <= 4096:
-        raise ValidationError("receipt: must be a non-empty str from a Reservation",
-                              field="receipt")
-    try:
-        raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
-        found = _receipt_decoder.decode(raw)
-    except (binascii.Error, ValueError, msgspec.DecodeError, msgspec.ValidationError):
-        raise ValidationError("receipt: not a receipt of a reservation", field="receipt"
-                              ) from None
-    if found.version != RECEIPT_VERSION:
-        raise ValidationError(f"receipt: version {found.version} is not supported",
-                              field="receipt")
-    if found.queue != queue:
-        raise ValidationError(f"receipt: belongs to queue {found.queue!r}, not {queue!r}",
-                              field="receipt")
-    try:
-        validation.topic(found.topic)
-        validation.job_id(found.id)
-        validation.group(found.group)
-        validation.consumer(found.consumer)
-        if not (0 <= found.partition < partitions and found.attempt >= 1
-                and found.ttr_ms >= 0 and found.retry_ms >= 0 and _ENTRY.match(found.entry)):
-            raise ValidationError("out of range")
-    except ValidationError:
-        raise ValidationError("receipt: not a receipt of a reservation", field="receipt"
-                              ) from None
-    return found
 
 
 @dataclass(frozen=True)
@@ -147,6 +84,7 @@ class ReserveState:
     next_prune: dict[tuple[str, str], float] = field(default_factory=dict)
     turn: int = 0  # the partition a round starts at, in turns
     rest_s: float = 0.0  # set by a limited read held back by the rate: sleep this long
+    plain: set[str] = field(default_factory=set)  # topics last found neither paused nor limited
 
 
 @dataclass(frozen=True)
@@ -227,16 +165,27 @@ def _xreadgroup(args: ReserveArgs, count: int, block_ms: int | None,
     return Command((*head, "STREAMS", *streams, *[">"] * len(streams)))
 
 
-def _limited(cfg: QueueConfig, topic: str) -> Plan[bool]:
-    """Whether ``topic`` has a rate or concurrency limit now (one HGET; limits need a queue of
-    one partition, so a partitioned queue asks nothing)."""
-    if cfg.partitions != 1:
-        return False
-    raw = yield Command(("HGET", limits_key(cfg.name), topic))
-    if raw is None:
+def _is_limited(cfg: QueueConfig, raw: Any) -> bool:
+    """Whether the stored limit of a topic (an HGET reply) holds it back (a rate or a
+    concurrency); a partitioned queue has none (limits need one partition)."""
+    if cfg.partitions != 1 or raw is None:
         return False
     limit = TopicLimit.from_stored(text(raw))
     return bool(limit.rate or limit.concurrency)
+
+
+def _paused_cmd(cfg: QueueConfig, topic: str) -> Command:
+    return Command(("HEXISTS", paused_key(cfg.name), topic))
+
+
+def _look_plan(cfg: QueueConfig, topic: str) -> Plan[tuple[bool, bool]]:
+    """Whether ``topic`` is paused, and limited: one round trip (``HEXISTS`` and, on a queue of
+    one partition, ``HGET`` of the limits, in one pipeline)."""
+    if cfg.partitions != 1:
+        return (bool(int((yield _paused_cmd(cfg, topic)))), False)
+    paused, raw = yield Commands((_paused_cmd(cfg, topic),
+                                  Command(("HGET", limits_key(cfg.name), topic))))
+    return (bool(int(paused)), _is_limited(cfg, raw))
 
 
 def _take_step(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, block_ms: int
@@ -300,24 +249,60 @@ def read_step(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, block_ms
 
 
 def _paused(cfg: QueueConfig, topic: str) -> Plan[bool]:
-    return bool(int((yield Command(("HEXISTS", paused_key(cfg.name), topic)))))
+    return bool(int((yield _paused_cmd(cfg, topic))))
+
+
+def _plain_read(cfg: QueueConfig, args: ReserveArgs, block_ms: int
+                ) -> Plan[tuple[list[Entry], bool, bool]]:
+    """The read of a topic the last round found neither paused nor limited, on a queue of one
+    partition, in ONE round trip: a pipeline of the pause flag, the limit, the ``XREADGROUP``
+    (blocking up to ``block_ms``) and the pause flag again. Returns the entries, whether the
+    topic was paused before or after the read, and whether it is limited now: in either case
+    the caller hands every entry back (not an attempt), as a worker does with what it read
+    just before a pause or a limit reached it."""
+    parts = [PartitionKeys(cfg.name, 0)]
+    stream = parts[0].stream(args.topic)
+    before, raw, reply, after = yield Commands((
+        _paused_cmd(cfg, args.topic), Command(("HGET", limits_key(cfg.name), args.topic)),
+        _xreadgroup(args, args.count, block_ms if block_ms > 0 else None, parts),
+        _paused_cmd(cfg, args.topic)))
+    entries = _entries(reply, {stream: 0})
+    return entries, bool(int(before)) or bool(int(after)), _is_limited(cfg, raw)
 
 
 def round_plan(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, block_ms: int,
                now: float, cluster: bool) -> Plan[Round]:
-    """One reserve round: upkeep, the pause check, the limit check, one read (``read_step``),
-    then decoding.
+    """One reserve round: upkeep, the pause and limit checks, one read (``read_step``), then
+    decoding.
+
+    A topic the previous round found neither paused nor limited, on a queue of one partition,
+    is checked and read in one round trip (``_plain_read``); otherwise the checks come first
+    (one round trip) and a paused topic is not read at all.
 
     Entries that can never run are dead-lettered as a worker does; entries over ``count``, and
-    those a blocking read returned after the topic was paused meanwhile, are handed back (not
-    an attempt), as a worker hands back what it read just before a pause reached it."""
+    those read while the topic was paused (or limited: a limited topic is read only through
+    the take), are handed back (not an attempt), as a worker hands back what it read just
+    before a pause reached it."""
     yield from upkeep_plan(cfg, state, args, now)
-    if (yield from _paused(cfg, args.topic)):
-        return Round([], paused=True)
     state.rest_s = 0.0
+    back_all = False
     try:
-        limited = yield from _limited(cfg, args.topic)
-        entries = yield from read_step(cfg, state, args, block_ms, cluster, limited)
+        if cfg.partitions == 1 and args.topic in state.plain:
+            entries, paused, limited = yield from _plain_read(cfg, args, block_ms)
+            back_all = paused or limited
+            if back_all:
+                state.plain.discard(args.topic)
+        else:
+            paused, limited = yield from _look_plan(cfg, args.topic)
+            if paused:
+                return Round([], paused=True)
+            if not limited:
+                state.plain.add(args.topic)
+            entries = yield from read_step(cfg, state, args, block_ms, cluster, limited)
+            # a blocking read may return after a pause began (a take never blocks: no second
+            # look)
+            paused = back_all = (bool(entries) and block_ms > 0 and not limited
+                                 and (yield from _paused(cfg, args.topic)))
     except StreamdelayError as exc:  # the group or stream was deleted: register again
         if (not isinstance(exc, GroupNotFound) and "NOGROUP" not in str(exc)
                 and "UNBLOCKED" not in str(exc)):
@@ -326,9 +311,6 @@ def round_plan(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, block_m
         yield from _register_plan(cfg, args.group, args.topic)
         state.registered.add((args.group, args.topic))
         return Round([])
-    # a blocking read may return after a pause began (a take never blocks: no second look)
-    paused = (bool(entries) and block_ms > 0 and not limited
-              and (yield from _paused(cfg, args.topic)))
     found = Round([], paused, rest_s=state.rest_s)
     settle: dict[int, list[ScriptCall]] = {}
     back: dict[int, list[str]] = {}
@@ -339,7 +321,7 @@ def round_plan(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, block_m
             found.dropped.append((opened.job_id, opened.error))
             settle.setdefault(partition, []).append(fail_call(
                 keys, args.group, args.topic, opened.job_id, entry_id, 0, True, opened.error))
-        elif paused or len(found.reserved) >= args.count:
+        elif back_all or len(found.reserved) >= args.count:
             back.setdefault(partition, []).extend((args.topic, opened.job_id, entry_id))
         else:
             found.reserved.append(_reserved(cfg, args, opened.job, opened.backoff,

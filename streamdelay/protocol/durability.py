@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base.errors import ConfigError, NotDurable
-from .plan import Command, EachCall, Step
+from .plan import Command, Commands, EachCall, Step
 from .scripts import ScriptCall
 
 WAITAOF_VERSION = (7, 2)  # the first Redis with WAITAOF
@@ -48,7 +48,7 @@ def step_calls(step: Step) -> list[ScriptCall]:
         return [step]
     if isinstance(step, EachCall):
         return list(step.calls)
-    if isinstance(step, Command):
+    if isinstance(step, (Command, Commands)):
         return []
     return list(step)
 

@@ -30,7 +30,16 @@ class EachCall:
     calls: tuple[ScriptCall, ...]
 
 
-Step = ScriptCall | Command | list[ScriptCall] | EachCall
+@dataclass(frozen=True)
+class Commands:
+    """Plain commands sent as one pipeline (one round trip, no transaction): the step's reply
+    is the list of their replies, in order; the first error reply is raised. Only reads, or
+    writes a plan may repeat (a blocking ``XREADGROUP``), belong in one."""
+
+    commands: tuple[Command, ...]
+
+
+Step = ScriptCall | Command | list[ScriptCall] | EachCall | Commands
 Plan = Generator[Step, Any, T]
 
-__all__ = ["Command", "EachCall", "Plan", "Step"]
+__all__ = ["Command", "Commands", "EachCall", "Plan", "Step"]

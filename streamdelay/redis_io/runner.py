@@ -16,7 +16,7 @@ from redis.exceptions import AuthenticationError, NoScriptError, ResponseError
 
 from ..base.errors import StreamdelayError
 from ..protocol.durability import Durability, is_durable
-from ..protocol.plan import Command, EachCall, Plan, Step
+from ..protocol.plan import Command, Commands, EachCall, Plan, Step
 from ..protocol.scripts import Script, ScriptCall
 from .calls import (
     RETRYABLE,
@@ -110,6 +110,24 @@ def _run_pipeline_sync(client: SyncClient, calls: list[ScriptCall]) -> list[Any]
     return call_outcomes(calls, replies)
 
 
+def _command_replies(step: Commands, replies: list[Any]) -> list[Any]:
+    """The replies of a ``Commands`` step; connection trouble, then the first error, raised."""
+    for reply in replies:
+        if isinstance(reply, RETRYABLE):
+            raise reply
+    for command_step, reply in zip(step.commands, replies, strict=True):
+        if isinstance(reply, ResponseError):
+            raise command_error(command_step, reply)
+    return replies
+
+
+def _run_commands_sync(client: SyncClient, step: Commands) -> list[Any]:
+    pipe = client.pipeline(transaction=False)
+    for each in step.commands:
+        command(pipe)(*each.args)
+    return _command_replies(step, pipe.execute(raise_on_error=False))
+
+
 def run_step_sync(client: SyncClient, step: Step, durability: Durability | None = None) -> Any:
     """Execute one step on a synchronous client (no retry); a durable step under
     ``durability`` is followed by ``WAIT`` in the same pipeline (``waiting.py``)."""
@@ -122,6 +140,8 @@ def run_step_sync(client: SyncClient, step: Step, durability: Durability | None 
             return command(client)(*step.args)
         except ResponseError as exc:
             raise command_error(step, exc) from exc
+    if isinstance(step, Commands):
+        return _run_commands_sync(client, step)
     if isinstance(step, EachCall):
         return _run_pipeline_sync(client, list(step.calls))
     return first_error(_run_pipeline_sync(client, step))
@@ -238,6 +258,13 @@ async def _run_pipeline_async(client: AsyncClient, calls: list[ScriptCall]) -> l
     return call_outcomes(calls, replies)
 
 
+async def _run_commands_async(client: AsyncClient, step: Commands) -> list[Any]:
+    pipe = client.pipeline(transaction=False)
+    for each in step.commands:
+        command(pipe)(*each.args)
+    return _command_replies(step, await pipe.execute(raise_on_error=False))
+
+
 async def run_step_async(client: AsyncClient, step: Step,
                          durability: Durability | None = None) -> Any:
     """Execute one step on an asyncio client (no retry); see ``run_step_sync``."""
@@ -250,6 +277,8 @@ async def run_step_async(client: AsyncClient, step: Step,
             return await command(client)(*step.args)
         except ResponseError as exc:
             raise command_error(step, exc) from exc
+    if isinstance(step, Commands):
+        return await _run_commands_async(client, step)
     if isinstance(step, EachCall):
         return await _run_pipeline_async(client, list(step.calls))
     return first_error(await _run_pipeline_async(client, step))

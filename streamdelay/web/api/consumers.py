@@ -13,7 +13,7 @@ from litestar import Request, Response, post
 from litestar.openapi import ResponseSpec
 
 from ...producer.queue import AsyncQueue
-from ...producer.reserving import decode_receipt
+from ...producer.receipts import decode_receipt
 from ..auth import needs, principal_of
 from .bodies import body, decode, decode_optional
 from .common import PREFIX, WRITE_ERRORS, ReceiptParam, TopicParam, errors, served

@@ -10,9 +10,8 @@ from litestar import Request, Response, delete, get, post
 from litestar.openapi import ResponseSpec
 from litestar.params import Parameter
 
-from ...base.errors import ValidationError
-from ...base.models import EnqueueResult, JobInfo, JobSpec, QueueStats
-from ...producer.enqueuing import prepare_job
+from ...base.models import EnqueueResult, JobInfo, QueueStats
+from ...producer.enqueuing import prepare_values
 from ...producer.queue import AsyncQueue
 from ..auth import needs
 from ..errors import ApiError
@@ -39,6 +38,7 @@ from .models import (
     PauseAnswer,
     RescheduleBody,
     at_of,
+    job_values,
     seconds_of,
     to_spec,
 )
@@ -84,31 +84,18 @@ async def enqueue_batch(request: Request[Any, Any, Any], queue: str) -> BatchAns
     written."""
     target = served(request, queue)
     data = await decode(request, BatchBody)
-    specs = []
-    for index, job in enumerate(data.jobs):
+    cfg = target.config
+    prepared = []
+    for index, job in enumerate(data.jobs):  # the library's own validation, job by job
         try:
-            specs.append(to_spec(job))
+            prepared.append(prepare_values(cfg, *job_values(job)))
         except ApiError:
             raise
         except Exception as exc:
             field = getattr(exc, "field", None)
             raise ApiError(422, "invalid", f"jobs[{index}]: {exc}",
                            f"jobs[{index}].{field}" if field else f"jobs[{index}]") from None
-    try:
-        return BatchAnswer(await target.enqueue_many(specs))
-    except ValidationError as exc:
-        raise _indexed(target, specs, exc) from None
-
-
-def _indexed(target: AsyncQueue, specs: list[JobSpec], exc: ValidationError) -> Exception:
-    """The refusal of a batch, naming the job (found again on this error path only)."""
-    for index, spec in enumerate(specs):
-        try:
-            prepare_job(target.config, spec)
-        except ValidationError as found:
-            field = f"jobs[{index}].{found.field}" if found.field else f"jobs[{index}]"
-            return ApiError(422, "invalid", f"jobs[{index}]: {found}", field)
-    return exc
+    return BatchAnswer(await target.enqueue_prepared(prepared))
 
 
 @get(f"{PREFIX}/jobs/{{id:path}}", opt=READ, tags=["operators"], operation_id="getJob",

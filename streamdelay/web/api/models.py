@@ -198,9 +198,19 @@ def backoff_of(value: list[float] | BackoffBody | None) -> BackoffPolicy | None:
     return value
 
 
+def job_values(job: EnqueueBody) -> tuple[Any, ...]:
+    """The ``JobSpec`` fields of one request job, in their order (``JobSpec(*values)``, or
+    ``prepare_values(cfg, *values)`` without building the spec)."""
+    delay, at, ttr, backoff = job.delay, job.at, job.ttr, job.backoff
+    # the common values need no conversion
+    return (job.topic, job.body,
+            parse_duration(delay, field="delay") if isinstance(delay, str) else delay,
+            None if at is None else at_of(at), job.id,
+            parse_duration(ttr, field="ttr") if isinstance(ttr, str) else ttr,
+            job.max_attempts, None if backoff is None else backoff_of(backoff),
+            job.headers, job.replace, None)
+
+
 def to_spec(job: EnqueueBody) -> JobSpec:
     """The ``JobSpec`` of one request job."""
-    return JobSpec(job.topic, job.body, delay=seconds_of(job.delay, "delay"),
-                   at=at_of(job.at), id=job.id, ttr=seconds_of(job.ttr, "ttr"),
-                   max_attempts=job.max_attempts, backoff=backoff_of(job.backoff),
-                   headers=job.headers, replace=job.replace)
+    return JobSpec(*job_values(job))

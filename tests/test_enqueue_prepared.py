@@ -1,0 +1,63 @@
+"""``prepare_values`` is ``prepare_job`` on the fields of a ``JobSpec`` (one validation core for
+the library and the HTTP batch route), and ``AsyncQueue.enqueue_prepared`` sends prepared jobs
+as ``enqueue_many`` does (docs/producer.md#enqueue_many)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import fields
+from typing import Any
+
+import pytest
+
+import streamdelay as sd
+from streamdelay.producer.enqueuing import prepare_job, prepare_values
+from streamdelay.redis_io.config import QueueConfig
+
+
+def values_of(spec: sd.JobSpec) -> list[Any]:
+    """The fields of ``spec``, in order (not ``astuple``: it would unpack a ``Backoff``)."""
+    return [getattr(spec, f.name) for f in fields(spec)]
+
+
+CFG = QueueConfig("orders", "redis://127.0.0.1:1/0")
+SPECS = [
+    sd.JobSpec("mail", {"a": 1}, delay=5, id="x"),
+    sd.JobSpec("mail", b"raw", at=2_000_000_000, id="y", ttr=30, max_attempts=3,
+               backoff=sd.Backoff(base=2, cap=60, jitter=False), headers={"k": "v"}),
+    sd.JobSpec("mail", None, id="z", backoff=[1, 5], replace=True, max_wait=60),
+]
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_prepare_values_is_prepare_job(spec: sd.JobSpec) -> None:
+    assert prepare_values(CFG, *values_of(spec)) == prepare_job(CFG, spec)
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    ({"topic": "bad topic"}, "topic"), ({"id": ""}, "id"), ({"ttr": -1}, "ttr"),
+    ({"replace": "yes"}, "replace"), ({"max_wait": 5}, "max_wait"),
+])
+def test_prepare_values_refuses_like_prepare_job(change: dict[str, object], field: str) -> None:
+    values = {f.name: getattr(SPECS[0], f.name) for f in fields(SPECS[0])}
+    values.update(change)
+    with pytest.raises(sd.ValidationError) as refused:
+        prepare_values(CFG, *values.values())
+    assert refused.value.field == field
+
+
+def test_enqueue_prepared_writes_like_enqueue_many(redis_url: str, queue_name: str) -> None:
+    async def run() -> None:
+        aq = sd.AsyncQueue(queue_name, url=redis_url)
+        try:
+            prepared = [prepare_values(aq.config, *values_of(spec)) for spec in SPECS[:2]]
+            results = await aq.enqueue_prepared(prepared)
+            assert [(r.id, r.created) for r in results] == [("x", True), ("y", True)]
+            again = await aq.enqueue_many(SPECS[:2])
+            assert [r.created for r in again] == [False, False]
+            job = await aq.get("y")
+            assert job is not None and job.body == b"raw" and job.max_attempts == 3
+        finally:
+            await aq.close()
+
+    asyncio.run(run())
