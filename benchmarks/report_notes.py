@@ -146,6 +146,13 @@ what is left is the empty stream's and the group's own structures.""",
 HISTORY = """\
 Quoted from earlier runs, with their date and run; none of these figures is this run's.
 
+- 2026-11-24, 00:07-00:08 UTC (load average 0.33-0.42), the hot path before and after this \
+round's features (schedules, limits, the lateness record, durability, the pull API, the \
+one-job enqueue and batched ack), same hour, `lateness_rates.run(rates=(200, 2000))`, one \
+worker process, alternating: the start-of-round code (5cf9d6f) p99 1.99 / 1.97 ms at 200 due/s \
+and 2.36 / 2.31 ms at 2,000 due/s; the merged code 2.17 / 2.03 ms and 2.00 / 2.07 ms. Within \
+the noise of this machine at 200/s, lower at 2,000/s: topics without limits or schedules pay \
+nothing measurable.
 - 2026-11-23, 23:27-23:29 UTC (load average 0.7-1.1), issue 16, right after the `make bench` \
 of 23:26: `benchmarks/drain.py --jobs 100000` with 1, 2 and 3 worker processes: 37,964, 39,137 \
 and 39,234 jobs/s (Redis CPU 11.8-14.5 µs per job); the previous release's code 20,060 and \
