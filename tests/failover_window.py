@@ -57,7 +57,7 @@ def _signal(server: RedisServer, sig: signal.Signals) -> None:
 
 def failover_with_stalled_replica(
     url: str, name: str, replicas: int, primary: RedisServer, replica: RedisServer,
-    promoted: Callable[[], bool],
+    promoted: Callable[[], bool], rejoin_as_replica: bool = False,
 ) -> WindowReport:
     """Produce on queue ``name`` (one partition) with ``replicas``; stall ``replica``, cancel a
     job, kill ``primary``, let ``replica`` take over, bring the old primary back, retry what
@@ -88,6 +88,8 @@ def failover_with_stalled_replica(
             _signal(replica, signal.SIGCONT)
         wait_for(promoted, 60, "the replica to take over")
         promotion = time.monotonic() - killed
+        if rejoin_as_replica:  # under Sentinel: never an empty master the promoted one could follow
+            primary.extra += ["--replicaof", "127.0.0.1", str(replica.port)]
         primary.start()  # back, empty: it follows the new primary (so WAIT 1 can succeed)
         count = len(producer.accepted)
         wait_for(lambda: len(producer.accepted) > count + 20, 60, "acknowledged calls again")

@@ -78,7 +78,7 @@ def test_failover_with_a_stalled_replica_loses_nothing_acknowledged_with_replica
     with LocalSentinel(down_after_ms=500) as local:
         report = failover_with_stalled_replica(
             local.url, f"q{uuid.uuid4().hex[:8]}", replicas, local.master, local.replica,
-            promoted=lambda: local.failed_over_to(local.replica))
+            promoted=lambda: local.failed_over_to(local.replica), rejoin_as_replica=True)
     print(f"sentinel failover, stalled replica: {report.summary()}")
     record_property("failover_window", report.summary())
     assert report.other_errors == []
