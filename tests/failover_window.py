@@ -39,6 +39,8 @@ class WindowReport:
     cancel_during_ran: bool  # the job cancelled during the stall ran anyway
     duplicates: int  # deliveries beyond the first
     promotion_s: float
+    found_before_worker: int  # acknowledged jobs the new primary still held before the worker ran
+    handled: int  # deliveries the worker made in all
     other_errors: list[BaseException] = field(default_factory=list)
 
     def summary(self) -> str:
@@ -47,7 +49,8 @@ class WindowReport:
                 f"lost_before={len(self.lost_before)} not_durable={self.unconfirmed} "
                 f"cancel_before_ran={self.cancel_before_ran} cancel_during={self.cancel_during} "
                 f"cancel_during_ran={self.cancel_during_ran} duplicates={self.duplicates} "
-                f"promotion={self.promotion_s:.1f}s other_errors={len(self.other_errors)}")
+                f"promotion={self.promotion_s:.1f}s found_before_worker={self.found_before_worker} "
+                f"handled={self.handled} other_errors={len(self.other_errors)}")
 
 
 def _signal(server: RedisServer, sig: signal.Signals) -> None:
@@ -101,6 +104,7 @@ def failover_with_stalled_replica(
             patient.enqueue("t", int(job_id[1:]), id=job_id)
     if cancel_during == "not durable":
         patient.cancel("cancel-during")
+    found = sum(patient.get(job_id) is not None for job_id in acknowledged)
     seen: list[str] = []
     worker = sd.Worker(queue, concurrency=16)
     worker.handler("t")(lambda job: seen.append(job.id))
@@ -109,5 +113,5 @@ def failover_with_stalled_replica(
     return WindowReport(
         replicas, len(acknowledged), sorted(acknowledged - set(seen)), len(unconfirmed),
         "cancel-before" in seen, cancel_during, "cancel-during" in seen,
-        len(seen) - len(set(seen)), promotion,
+        len(seen) - len(set(seen)), promotion, found, len(seen),
         [e for e in producer.errors if not isinstance(e, sd.NotDurable)])
