@@ -52,6 +52,10 @@ READING = [  # what explains the columns, from each library's source (versions a
     "- Celery fetches ETA tasks into the worker at once and holds them in memory on timers: low "
     "lateness, at the price of worker memory and of the Redis broker's visibility timeout "
     "caveat (see [Comparison](comparison.md#celery)).",
+    "- Huey's `schedule` pushes the message onto its queue list (one `LPUSH`); its consumer "
+    "moves a job that is not due yet into its schedule sorted set when it reads it. The "
+    "enqueue workload runs no worker, so Huey's bytes per delayed job are a list entry's; "
+    "with its consumer running they are a sorted-set member's, which costs more.",
     "- BullMQ's `Worker` runs one job at a time by default (`concurrency` 1), each with several "
     "round trips: at ~240 jobs/s it barely keeps up with 200 due/s.",
     "- streamdelay's dispatcher sleeps until the next due time, moves due jobs with one Lua "
@@ -177,7 +181,8 @@ def section(payload: dict[str, Any], heading: str = "##") -> str:
                                  if p in versions)
         + (f"; redis-py {', '.join(peers_redis_py)} for the peers" if peers_redis_py else "")
         + (f", {redis_py['streamdelay']} for streamdelay" if "streamdelay" in redis_py else "")
-        + " (each library's raw ceiling is measured with its own redis-py).", "",
+        + (" (each library's raw ceiling is measured with its own redis-py)" if redis_py else "")
+        + ".", "",
         "How: each library and each workload gets its own fresh `redis-server` (7.0, no "
         "persistence). Every library runs the same no-op handler: it appends the job id and "
         "`time.time()` to a file (not Redis, so the Redis figures are the library's own). Job "
@@ -213,6 +218,17 @@ def put_section(path: Path, text: str, before: str | None) -> None:
     else:
         doc = doc.rstrip("\n") + "\n\n" + text
     path.write_text(doc)
+
+
+def write_docs(payload: dict[str, Any], docs: Path) -> list[Path]:
+    """The Peers section into ``docs``'s benchmarks.md and comparison.md, between the markers;
+    nothing for a ``--quick`` run (its sizes are a check of the pipeline, not the table)."""
+    if payload.get("quick"):
+        return []
+    text = section(payload)
+    put_section(docs / "benchmarks.md", text, "## What bounds the figures")
+    put_section(docs / "comparison.md", text, "## At a glance")
+    return [docs / "benchmarks.md", docs / "comparison.md"]
 
 
 def interpreters(sd_python: str, peers_python: str, peers: list[str]) -> dict[str, Path]:
@@ -271,13 +287,10 @@ def main() -> None:
         out.write_text(json.dumps(payload, indent=1) + "\n")
         print(f"wrote {out}")
     print("\n".join(table(payload["results"], payload["peers"], payload.get("sizes", FULL))))
-    if payload.get("quick"):
-        print("a --quick run: docs/benchmarks.md and docs/comparison.md left as they are")
-    elif not args.no_docs:
-        put_section(ROOT / "docs" / "benchmarks.md", section(payload),
-                    "## What bounds the figures")
-        put_section(ROOT / "docs" / "comparison.md", section(payload), "## At a glance")
-        print("updated docs/benchmarks.md and docs/comparison.md")
+    if not args.no_docs:
+        written = write_docs(payload, ROOT / "docs")
+        print(f"updated {' and '.join(str(p.relative_to(ROOT)) for p in written)}" if written
+              else "a --quick run: docs/benchmarks.md and docs/comparison.md left as they are")
 
 
 if __name__ == "__main__":
