@@ -96,3 +96,9 @@ def test_a_full_run_replaces_the_marked_section_only(tmp_path: Path) -> None:
         assert "| 4,321 |" in inside and "| 242 |" in inside and "| 8,765 |" in inside
         assert f"body, {FULL['enqueue_jobs']:,} jobs)" in inside
         assert "redis-py 5.3.1 for the peers" in inside
+
+
+def test_an_early_start_under_a_millisecond_shows_its_tenths() -> None:
+    result = {"early": 1, "min_ms": -0.3, "jobs": 400, "done": 400}
+    assert run._cell(result, "early") == "1 (earliest -0.3 ms)"
+    assert run._cell({**result, "min_ms": -718.4}, "early") == "1 (earliest -718 ms)"

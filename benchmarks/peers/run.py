@@ -26,6 +26,7 @@ import re
 import signal
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,7 @@ def run_child(peer: str, workload: str, python: Path, quick: bool) -> dict[str, 
     limit = WORKLOADS[workload]
     argv = [str(python), "-m", "benchmarks.peers.workload", "--peer", peer, "--workload",
             workload, *(["--quick"] if quick else [])]
+    began = time.monotonic()
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     try:
@@ -83,7 +85,8 @@ def run_child(peer: str, workload: str, python: Path, quick: bool) -> dict[str, 
         return {"peer": peer, "workload": workload, "error": f"timeout >{limit} s"}
     for line in out.splitlines():
         if line.startswith("RESULT "):
-            return dict(json.loads(line[len("RESULT "):]))
+            return {**json.loads(line[len("RESULT "):]),
+                    "child_s": round(time.monotonic() - began, 1)}  # the child's wall time
     last = (err.strip().splitlines() or ["no output"])[-1]
     return {"peer": peer, "workload": workload, "error": f"failed: {last[:160]}"}
 
@@ -121,7 +124,8 @@ def _cell(result: dict[str, Any] | None, row: str) -> str:
         return f"{figure} ({missing:,} not run in time)" if short else figure
     if row == "early":
         earliest = result.get("min_ms", math.nan)
-        return f"{result['early']:,}" + (f" (earliest {earliest:+,.0f} ms)"
+        shown = f"{earliest:+,.1f}" if abs(earliest) < 10 else f"{earliest:+,.0f}"
+        return f"{result['early']:,}" + (f" (earliest {shown} ms)"
                                          if result["early"] and not math.isnan(earliest) else "")
     raise ValueError(row)
 
