@@ -91,25 +91,37 @@ demo-dashboard: install redis
 bench: install redis
 	$(BIN)/python benchmarks/run_all.py
 
-# The peer libraries, pinned, in their own venv: never runtime or dev dependencies of streamdelay.
-# (celery 5.5: celery/kombu 5.6+ need redis-py >= 6.1, arq 0.28 and bullmq 2.15 need redis-py < 6.)
+# The peer libraries, pinned, in their own venv WITHOUT streamdelay: never runtime or dev
+# dependencies, and they cannot share a venv with it (arq 0.28 and bullmq 2.15 need redis-py < 6,
+# streamdelay needs >= 6.2; celery 5.5: celery/kombu 5.6+ need redis-py >= 6.1). The peers run
+# (benchmarks/peers/run.py) starts each peer's processes with .bench-venv/bin/python and
+# streamdelay's with $(BIN)/python, so streamdelay's column is this checkout's code. Recreated
+# from scratch when this Makefile changes, so an older .bench-venv (which held streamdelay) goes.
 BENCH_VENV := .bench-venv
 BENCH_PEERS := arq==0.28.0 rq==3.0.0 dramatiq==2.2.1 celery==5.5.3 kombu==5.5.4 saq==0.26.4 \
   bullmq==2.15.0 huey==3.5.4 redis==5.3.1 packaging
-$(BENCH_VENV)/.installed: Makefile pyproject.toml
+$(BENCH_VENV)/.installed: Makefile
+	rm -rf $(BENCH_VENV)
 	$(PYTHON) -m venv $(BENCH_VENV)
-	$(BENCH_VENV)/bin/pip install -q -e . $(BENCH_PEERS)
+	$(BENCH_VENV)/bin/pip install -q $(BENCH_PEERS)
 	touch $@
 
 # The long variants too: 100k drain, 1M drained back to baseline, 10M delayed backlog (several GB
 # of RAM), then the peers comparison (docs/comparison.md). ~40+ min.
 bench-full: install redis $(BENCH_VENV)/.installed
 	$(BIN)/python benchmarks/run_all.py --full
-	$(BENCH_VENV)/bin/python -m benchmarks.peers.run
+	$(BIN)/python -m benchmarks.peers.run --peers-python $(BENCH_VENV)/bin/python
 
-# The peers comparison alone: arq, RQ, Dramatiq, Celery, SAQ, BullMQ, Huey and streamdelay (~15 min).
-bench-peers: redis $(BENCH_VENV)/.installed
-	$(BENCH_VENV)/bin/python -m benchmarks.peers.run
+# The peers comparison alone: arq, RQ, Dramatiq, Celery, SAQ, BullMQ, Huey and streamdelay in one
+# run (~15 min); writes benchmarks/peers/last_run.json and the Peers section of docs/comparison.md
+# and docs/benchmarks.md. `make bench-peers-quick`: every library and workload at small sizes
+# (~4 min), to check the pipeline; its JSON goes to a temporary file, never to the docs.
+bench-peers: install redis $(BENCH_VENV)/.installed
+	$(BIN)/python -m benchmarks.peers.run --peers-python $(BENCH_VENV)/bin/python
+
+.PHONY: bench-peers-quick
+bench-peers-quick: install redis $(BENCH_VENV)/.installed
+	$(BIN)/python -m benchmarks.peers.run --quick --peers-python $(BENCH_VENV)/bin/python
 
 # The documentation site (mkdocs); --strict turns every broken link or anchor into an error.
 docs: install

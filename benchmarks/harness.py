@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,10 +26,11 @@ if str(ROOT) not in sys.path:
 import redis  # noqa: E402
 
 import streamdelay as sd  # noqa: E402
+from benchmarks.stats import percentile  # noqa: E402
 from streamdelay.protocol.keys import PartitionKeys  # noqa: E402
 from tests.redis_server import RedisServer  # noqa: E402
 
-__all__ = ["ROOT", "RedisServer"]
+__all__ = ["ROOT", "RedisServer", "percentile"]
 TOPIC = "bench.job"
 GROUP = "bench"
 
@@ -96,15 +97,6 @@ class Section:
         for note in self.notes:
             print(f"  {note}")
         sys.stdout.flush()
-
-
-def percentile(values: Sequence[float], p: float) -> float:
-    """The p-th percentile (nearest rank) of ``values``; NaN when empty."""
-    if not values:
-        return math.nan
-    ordered = sorted(values)
-    rank = max(1, math.ceil(p / 100.0 * len(ordered)))
-    return ordered[rank - 1]
 
 
 def rate(count: float, seconds: float) -> str:

@@ -1,11 +1,17 @@
 """The peers comparison: every library through the same workloads, then the table in the docs.
 
-Runs in ``.bench-venv`` (``make bench-full`` creates it; the peer libraries are never runtime or
-dev dependencies). One child process per (library, workload), each on a fresh redis-server
-(``workload.py``); the results go to ``benchmarks/peers/last_run.json`` and to a "Peers" section
-in ``docs/benchmarks.md`` and ``docs/comparison.md``.
+One child process per (library, workload), each on a fresh redis-server (``workload.py``), each
+under its library's own interpreter: the peers' under ``.bench-venv`` (the pinned peer libraries,
+no streamdelay: they need redis-py < 6, streamdelay >= 6.2; ``make bench-peers`` creates it),
+streamdelay's under the project's ``.venv`` (this checkout's code, installed editable), which
+runs this process too. The results go to ``benchmarks/peers/last_run.json`` and
+to a "Peers" section in ``docs/benchmarks.md`` and ``docs/comparison.md``.
 
-Run: ``.bench-venv/bin/python -m benchmarks.peers.run [--peers arq rq] [--from-json FILE]``.
+``--quick`` runs every library and workload at the ``QUICK`` sizes (a few minutes: a check of the
+pipeline, not figures) and writes its JSON elsewhere (``--out``, default a temporary file), never
+the docs nor ``last_run.json``.
+
+Run: ``.venv/bin/python -m benchmarks.peers.run [--quick] [--peers arq rq] [--from-json FILE]``.
 """
 
 from __future__ import annotations
@@ -19,25 +25,21 @@ import platform
 import re
 import signal
 import subprocess
-import sys
+import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.peers.workload import (
-    DRAIN_JOBS,
-    ENQUEUE_JOBS,
-    LATENESS_RATE,
-    LATENESS_SECONDS,
-    PEERS,
-    ROOT,
-)
+from benchmarks.peers.workload import FULL, PEERS, QUICK, ROOT
 
 WORKLOADS = {"enqueue": 180, "drain": 420, "lateness": 300}  # child time limits, s
 TITLES = {"streamdelay": "**streamdelay**", "arq": "arq", "rq": "RQ", "dramatiq": "Dramatiq",
           "celery": "Celery", "saq": "SAQ", "bullmq": "BullMQ (py)", "huey": "Huey"}
 START, END = "<!-- peers:start -->", "<!-- peers:end -->"
 JSON_OUT = ROOT / "benchmarks" / "peers" / "last_run.json"
-COMMAND = "make bench-full"
+COMMAND = "make bench-peers"
+PYTHONS = {"streamdelay": ROOT / ".venv" / "bin" / "python"}  # the others: PEERS_PYTHON
+PEERS_PYTHON = ROOT / ".bench-venv" / "bin" / "python"
 READING = [  # what explains the columns, from each library's source (versions above)
     "Reading the table (the mechanisms, from each library's source):", "",
     "- arq, SAQ and Huey find due jobs by polling: arq's worker every `poll_delay` (0.5 s), "
@@ -51,6 +53,10 @@ READING = [  # what explains the columns, from each library's source (versions a
     "- Celery fetches ETA tasks into the worker at once and holds them in memory on timers: low "
     "lateness, at the price of worker memory and of the Redis broker's visibility timeout "
     "caveat (see [Comparison](comparison.md#celery)).",
+    "- Huey's `schedule` pushes the message onto its queue list (one `LPUSH`); its consumer "
+    "moves a job that is not due yet into its schedule sorted set when it reads it. The "
+    "enqueue workload runs no worker, so Huey's bytes per delayed job are a list entry's; "
+    "with its consumer running they are a sorted-set member's, which costs more.",
     "- BullMQ's `Worker` runs one job at a time by default (`concurrency` 1), each with several "
     "round trips: at ~240 jobs/s it barely keeps up with 200 due/s.",
     "- streamdelay's dispatcher sleeps until the next due time, moves due jobs with one Lua "
@@ -58,12 +64,15 @@ READING = [  # what explains the columns, from each library's source (versions a
 ]
 
 
-def run_child(peer: str, workload: str) -> dict[str, Any]:
-    """One workload of one library in a child process, bounded by ``WORKLOADS[workload]``."""
+def run_child(peer: str, workload: str, python: Path, quick: bool) -> dict[str, Any]:
+    """One workload of one library in a child process under ``python`` (the library's venv),
+    bounded by ``WORKLOADS[workload]``."""
     limit = WORKLOADS[workload]
-    proc = subprocess.Popen([sys.executable, "-m", "benchmarks.peers.workload", "--peer", peer,
-                             "--workload", workload], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    argv = [str(python), "-m", "benchmarks.peers.workload", "--peer", peer, "--workload",
+            workload, *(["--quick"] if quick else [])]
+    began = time.monotonic()
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
     try:
         out, err = proc.communicate(timeout=limit)
     except subprocess.TimeoutExpired:
@@ -76,7 +85,8 @@ def run_child(peer: str, workload: str) -> dict[str, Any]:
         return {"peer": peer, "workload": workload, "error": f"timeout >{limit} s"}
     for line in out.splitlines():
         if line.startswith("RESULT "):
-            return dict(json.loads(line[len("RESULT "):]))
+            return {**json.loads(line[len("RESULT "):]),
+                    "child_s": round(time.monotonic() - began, 1)}  # the child's wall time
     last = (err.strip().splitlines() or ["no output"])[-1]
     return {"peer": peer, "workload": workload, "error": f"failed: {last[:160]}"}
 
@@ -114,31 +124,38 @@ def _cell(result: dict[str, Any] | None, row: str) -> str:
         return f"{figure} ({missing:,} not run in time)" if short else figure
     if row == "early":
         earliest = result.get("min_ms", math.nan)
-        return f"{result['early']:,}" + (f" (earliest {earliest:+,.0f} ms)"
+        shown = f"{earliest:+,.1f}" if abs(earliest) < 10 else f"{earliest:+,.0f}"
+        return f"{result['early']:,}" + (f" (earliest {shown} ms)"
                                          if result["early"] and not math.isnan(earliest) else "")
     raise ValueError(row)
 
 
-ROWS = [  # (label, workload, cell kind)
-    ("enqueue, one call per job (jobs/s)", "enqueue", "enqueue"),
-    ("raw ceiling at that moment: redis-py `ZADD`, 1 per call (ops/s)", "enqueue", "raw"),
-    (f"Redis bytes per delayed job (~100 B body, {ENQUEUE_JOBS:,} jobs)", "enqueue", "memory"),
-    (f"drain: {DRAIN_JOBS // 1000}k jobs due at once (jobs/s)", "drain", "drain"),
-    (f"lateness, {LATENESS_RATE} due/s: p50 (ms)", "lateness", "p50"),
-    (f"lateness, {LATENESS_RATE} due/s: p99 (ms)", "lateness", "p99"),
-    (f"lateness, {LATENESS_RATE} due/s: max (ms)", "lateness", "max"),
-    (f"started before due (of {int(LATENESS_RATE * LATENESS_SECONDS):,} lateness jobs)",
-     "lateness", "early"),
-    (f"started before due (of {DRAIN_JOBS:,} drain jobs)", "drain", "early"),
-]
+def rows(sizes: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The table's rows for a run's sizes: (label, workload, cell kind)."""
+    enqueue, drain = int(sizes["enqueue_jobs"]), int(sizes["drain_jobs"])
+    rate, lateness_jobs = sizes["lateness_rate"], int(sizes["lateness_rate"]
+                                                      * sizes["lateness_seconds"])
+    drained = f"{drain // 1000}k" if drain % 1000 == 0 else f"{drain:,}"
+    return [
+        ("enqueue, one call per job (jobs/s)", "enqueue", "enqueue"),
+        ("raw ceiling at that moment: redis-py `ZADD`, 1 per call (ops/s)", "enqueue", "raw"),
+        (f"Redis bytes per delayed job (~100 B body, {enqueue:,} jobs)", "enqueue", "memory"),
+        (f"drain: {drained} jobs due at once (jobs/s)", "drain", "drain"),
+        (f"lateness, {rate} due/s: p50 (ms)", "lateness", "p50"),
+        (f"lateness, {rate} due/s: p99 (ms)", "lateness", "p99"),
+        (f"lateness, {rate} due/s: max (ms)", "lateness", "max"),
+        (f"started before due (of {lateness_jobs:,} lateness jobs)", "lateness", "early"),
+        (f"started before due (of {drain:,} drain jobs)", "drain", "early"),
+    ]
 
 
-def table(results: list[dict[str, Any]], peers: list[str]) -> list[str]:
+def table(results: list[dict[str, Any]], peers: list[str],
+          sizes: dict[str, Any] = FULL) -> list[str]:
     """The markdown table: one row per workload, one column per library."""
     found = {(r["peer"], r["workload"]): r for r in results}
     lines = ["| workload | " + " | ".join(TITLES[p] for p in peers) + " |",
              "|---|" + "---|" * len(peers)]
-    for label, workload, kind in ROWS:
+    for label, workload, kind in rows(sizes):
         cells = [_cell(found.get((p, workload)), kind) for p in peers]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return lines
@@ -147,31 +164,42 @@ def table(results: list[dict[str, Any]], peers: list[str]) -> list[str]:
 def section(payload: dict[str, Any], heading: str = "##") -> str:
     """The "Peers" markdown section (between markers, so a later run replaces it)."""
     results, peers = payload["results"], payload["peers"]
+    sizes = payload.get("sizes", FULL)
     versions = {r["peer"]: r["version"] for r in results if "version" in r}
+    redis_py = {p: r["redis_py"] for r in results for p in [r["peer"]] if "redis_py" in r}
+    peers_redis_py = sorted({v for p, v in redis_py.items() if p != "streamdelay"})
     workers = {r["peer"]: r["worker"] for r in results if "worker" in r}
     loads = [r["load_at_start"] for r in results if "load_at_start" in r]
     lines = [
         START, f"{heading} Peers: the same workloads in arq, RQ, Dramatiq, Celery, SAQ, BullMQ "
         "and Huey", "",
-        f"Measured by `{COMMAND}` (`benchmarks/peers/run.py`, in `.bench-venv`) on "
+        f"Measured by `{COMMAND}` (`benchmarks/peers/run.py`: the peers in `.bench-venv`, "
+        "streamdelay in the project's `.venv`, this checkout's code) on "
         f"{payload['date']} UTC, {payload['machine']}, Redis {payload['redis']}, Python "
         f"{payload['python']}; load average {min(loads, default=0):.1f}-"
         f"{max(loads, default=0):.1f} at the start of the workloads (other processes shared "
         "the 2 cores: read the figures as noisy, and compare each enqueue figure with the raw "
         "ceiling measured at the same moment).", "",
-        *table(results, peers), "",
+        *table(results, peers, sizes), "",
         "Versions: " + ", ".join(f"{TITLES[p].strip('*')} {versions[p]}" for p in peers
-                                 if p in versions) + ".", "",
+                                 if p in versions)
+        + (f"; redis-py {', '.join(peers_redis_py)} for the peers" if peers_redis_py else "")
+        + (f", {redis_py['streamdelay']} for streamdelay" if "streamdelay" in redis_py else "")
+        + (" (each library's raw ceiling is measured with its own redis-py)" if redis_py else "")
+        + ".", "",
         "How: each library and each workload gets its own fresh `redis-server` (7.0, no "
         "persistence). Every library runs the same no-op handler: it appends the job id and "
         "`time.time()` to a file (not Redis, so the Redis figures are the library's own). Job "
         "bodies are ~100 B of JSON. *enqueue*: "
-        f"{ENQUEUE_JOBS:,} jobs due in an hour, one library call per job, no worker; memory = "
+        f"{int(sizes['enqueue_jobs']):,} jobs due in an hour, one library call per job, no "
+        "worker; memory = "
         "`INFO used_memory` after - before, divided by the jobs. *drain*: one worker process "
         "started as the library documents, warmed up, then "
-        f"{DRAIN_JOBS:,} jobs all due at one instant T0 (enqueued before T0); jobs / (last "
+        f"{int(sizes['drain_jobs']):,} jobs all due at one instant T0 (enqueued before T0); "
+        "jobs / (last "
         "handler start - T0). *lateness*: one worker process, "
-        f"{LATENESS_RATE} jobs due per second for {LATENESS_SECONDS:g} s, all enqueued ahead; "
+        f"{sizes['lateness_rate']} jobs due per second for {sizes['lateness_seconds']:g} s, "
+        "all enqueued ahead; "
         "lateness = handler start - due, both from the wall clock of this one machine "
         "(streamdelay's own lateness benchmarks use the Redis server clock instead). A workload "
         "that does not finish within its bound shows `timeout`.", "",
@@ -196,38 +224,77 @@ def put_section(path: Path, text: str, before: str | None) -> None:
     path.write_text(doc)
 
 
+def write_docs(payload: dict[str, Any], docs: Path) -> list[Path]:
+    """The Peers section into ``docs``'s benchmarks.md and comparison.md, between the markers;
+    nothing for a ``--quick`` run (its sizes are a check of the pipeline, not the table)."""
+    if payload.get("quick"):
+        return []
+    text = section(payload)
+    put_section(docs / "benchmarks.md", text, "## What bounds the figures")
+    put_section(docs / "comparison.md", text, "## At a glance")
+    return [docs / "benchmarks.md", docs / "comparison.md"]
+
+
+def interpreters(sd_python: str, peers_python: str, peers: list[str]) -> dict[str, Path]:
+    """Each library's interpreter; exits with one line when one is missing."""
+    chosen = {p: Path(sd_python if p == "streamdelay" else peers_python) for p in peers}
+    for peer, python in chosen.items():
+        if not python.exists():
+            hint = "make install" if peer == "streamdelay" else "make bench-peers"
+            raise SystemExit(f"{peer}: no interpreter {python} (run `{hint}` first)")
+    return chosen
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """Run every chosen (library, workload), each child under its library's interpreter."""
+    pythons = interpreters(args.sd_python, args.peers_python, args.peers)
+    results = []
+    for peer in args.peers:
+        for workload in args.workloads:
+            result = run_child(peer, workload, pythons[peer], args.quick)
+            print(json.dumps(result), flush=True)
+            results.append(result)
+    return {
+        "date": f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M}",
+        "machine": f"{os.cpu_count()} cores, {platform.machine()}, {platform.system()} "
+                   f"{platform.release()}",
+        "python": platform.python_version(),
+        "redis": next((r["redis"] for r in results if "redis" in r), "?"),
+        "quick": args.quick, "sizes": QUICK if args.quick else FULL,
+        "peers": args.peers, "results": results}
+
+
 def main() -> None:
     """Run every (library, workload), save the JSON, print the table, update the docs."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--peers", nargs="+", default=list(PEERS), choices=list(PEERS))
     parser.add_argument("--workloads", nargs="+", default=list(WORKLOADS),
                         choices=list(WORKLOADS))
+    parser.add_argument("--quick", action="store_true",
+                        help="small sizes to check the pipeline: no docs, JSON to --out")
+    parser.add_argument("--out", help="the JSON file (default: benchmarks/peers/last_run.json; "
+                        "with --quick, a temporary file)")
+    parser.add_argument("--sd-python", default=str(PYTHONS["streamdelay"]),
+                        help="streamdelay's interpreter (default: the project's .venv)")
+    parser.add_argument("--peers-python", default=str(PEERS_PYTHON),
+                        help="the peers' interpreter (default: .bench-venv)")
     parser.add_argument("--from-json", help="render the docs from a saved run instead")
     parser.add_argument("--no-docs", action="store_true")
     args = parser.parse_args()
     if args.from_json:
         payload = json.loads(Path(args.from_json).read_text())
     else:
-        results = []
-        for peer in args.peers:
-            for workload in args.workloads:
-                result = run_child(peer, workload)
-                print(json.dumps(result), flush=True)
-                results.append(result)
-        payload = {
-            "date": f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M}",
-            "machine": f"{os.cpu_count()} cores, {platform.machine()}, {platform.system()} "
-                       f"{platform.release()}",
-            "python": platform.python_version(),
-            "redis": next((r["redis"] for r in results if "redis" in r), "?"),
-            "peers": args.peers, "results": results}
-        JSON_OUT.write_text(json.dumps(payload, indent=1) + "\n")
-    print("\n".join(table(payload["results"], payload["peers"])))
+        payload = measure(args)
+        out = Path(args.out) if args.out else (
+            Path(tempfile.mkstemp(prefix="peers-quick-", suffix=".json")[1]) if args.quick
+            else JSON_OUT)
+        out.write_text(json.dumps(payload, indent=1) + "\n")
+        print(f"wrote {out}")
+    print("\n".join(table(payload["results"], payload["peers"], payload.get("sizes", FULL))))
     if not args.no_docs:
-        put_section(ROOT / "docs" / "benchmarks.md", section(payload),
-                    "## What bounds the figures")
-        put_section(ROOT / "docs" / "comparison.md", section(payload), "## At a glance")
-        print("updated docs/benchmarks.md and docs/comparison.md")
+        written = write_docs(payload, ROOT / "docs")
+        print(f"updated {' and '.join(str(p.relative_to(ROOT)) for p in written)}" if written
+              else "a --quick run: docs/benchmarks.md and docs/comparison.md left as they are")
 
 
 if __name__ == "__main__":

@@ -1,13 +1,24 @@
 """streamdelay in the peers harness: ``Queue.enqueue`` one call per job; one
-``streamdelay worker`` process with default settings (concurrency 32, embedded dispatcher)."""
+``streamdelay worker`` process with default settings (concurrency 32, embedded dispatcher).
+
+Runs under the project's ``.venv`` (``run.py``), so it is this checkout's code: ``describe``
+fails the workload when ``streamdelay`` is imported from anywhere else, and lists the scripts
+the workload loaded into Redis (with the enqueue workload's commands per job, the one-job
+enqueue script shows as one ``evalsha`` per job).
+"""
 
 from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
+from typing import Any
 
 import streamdelay as sd
 from benchmarks.peers.record import body, record, url
+from streamdelay.protocol.scripts import load_scripts
+
+ROOT = Path(__file__).resolve().parent.parent.parent
 
 DIST = "streamdelay"
 WORKER_NOTE = "`streamdelay worker benchmarks.peers.sd_peer:worker` (defaults: 1 process, " \
@@ -39,3 +50,15 @@ def worker_command() -> list[str]:
     """The worker process, as the docs start it."""
     return [sys.executable, "-m", "streamdelay", "worker", "benchmarks.peers.sd_peer:worker",
             "--url", url(), "--log-level", "warning"]
+
+
+def describe(client: Any) -> dict[str, Any]:
+    """The code that ran: streamdelay's package directory (this checkout's, or an error) and the
+    streamdelay scripts now loaded in the benchmark's Redis."""
+    package = Path(sd.__file__).resolve().parent
+    if not package.is_relative_to(ROOT):
+        raise RuntimeError(f"streamdelay imported from {package}, not from this checkout {ROOT}")
+    scripts = load_scripts()
+    loaded = client.script_exists(*(s.sha for s in scripts.values()))
+    return {"package": str(package),
+            "scripts_loaded": [name for name, ok in zip(scripts, loaded, strict=True) if ok]}

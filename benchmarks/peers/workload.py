@@ -1,22 +1,28 @@
 """One workload against one library, in this process, on its own fresh redis-server.
 
-``python -m benchmarks.peers.workload --peer arq --workload drain`` prints one line
+``python -m benchmarks.peers.workload --peer arq --workload drain [--quick]`` prints one line
 ``RESULT {json}``. ``run.py`` starts one such child per (library, workload), so every library
-and every workload gets a fresh server, and a library that hangs costs one bounded child.
+and every workload gets a fresh server, and a library that hangs costs one bounded child. The
+child runs under its library's own interpreter (``.bench-venv`` for the peers, which has no
+streamdelay; the project's ``.venv`` for streamdelay), and starts the library's worker with it,
+so this module imports only the standard library, redis-py and ``tests/redis_server``.
 
 Workloads (the same for every library; job bodies ~100 B, see ``record.body``):
 
-- ``enqueue``: ``ENQUEUE_JOBS`` delayed jobs (due in an hour), one library call per job, no
-  worker running: jobs/s, and Redis ``INFO used_memory`` after - before, per job;
+- ``enqueue``: ``enqueue_jobs`` delayed jobs (due in an hour), one library call per job, no
+  worker running: jobs/s, Redis ``INFO used_memory`` after - before, per job, the Redis commands
+  per job (``INFO commandstats``: the commands a Lua script runs count too), then the raw
+  ceiling of that moment (redis-py ``ZADD``, one round trip per call);
 - ``drain``: one worker process of the library, started as its docs say and idle (a warm-up
-  batch proves it runs), then ``DRAIN_JOBS`` jobs all due at one instant T0, enqueued before T0:
+  batch proves it runs), then ``drain_jobs`` jobs all due at one instant T0, enqueued before T0:
   jobs / (last handler start - T0);
-- ``lateness``: one worker process; ``LATENESS_RATE`` due jobs/s for ``LATENESS_SECONDS``
+- ``lateness``: one worker process; ``lateness_rate`` due jobs/s for ``lateness_seconds``
   (all enqueued ahead): handler start - due, p50/p99/max, and how many started early.
 
 Times are the wall clock of this machine (``time.time()``) in the handler and here: one clock.
 Each wait is bounded (``DRAIN_TIMEOUT``, ``LATENESS_TAIL``); a library that does not finish in time
-reports how many jobs it handled.
+reports how many jobs it handled. The sizes are ``FULL`` (the documented table) or, with
+``--quick``, ``QUICK`` (a check of the whole pipeline in a few minutes; never for the docs).
 """
 
 from __future__ import annotations
@@ -39,17 +45,21 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.harness import percentile, redis_server  # noqa: E402
+import redis  # noqa: E402
+
+from benchmarks.stats import percentile  # noqa: E402
+from tests.redis_server import RedisServer  # noqa: E402
 
 PEERS = {  # library -> module in benchmarks/peers
     "streamdelay": "sd_peer", "arq": "arq_peer", "rq": "rq_peer", "dramatiq": "dramatiq_peer",
     "celery": "celery_peer", "saq": "saq_peer", "bullmq": "bullmq_peer", "huey": "huey_peer",
 }
-ENQUEUE_JOBS = 10_000
-DRAIN_JOBS = 10_000
+FULL = {"enqueue_jobs": 10_000, "drain_jobs": 10_000, "lateness_rate": 200,
+        "lateness_seconds": 10.0}
+QUICK = {"enqueue_jobs": 500, "drain_jobs": 500, "lateness_rate": 200, "lateness_seconds": 2.0}
+ENQUEUE_JOBS, DRAIN_JOBS = int(FULL["enqueue_jobs"]), int(FULL["drain_jobs"])
+LATENESS_RATE, LATENESS_SECONDS = int(FULL["lateness_rate"]), float(FULL["lateness_seconds"])
 DRAIN_TIMEOUT = 150.0
-LATENESS_RATE = 200
-LATENESS_SECONDS = 10.0
 LATENESS_TAIL = 60.0
 WARM_UP_JOBS = 200
 FAR = 3600.0
@@ -125,6 +135,12 @@ def used_memory(client: Any) -> int:
     return int(client.info("memory")["used_memory"])
 
 
+def command_calls(client: Any) -> dict[str, int]:
+    """Redis ``INFO commandstats``: calls per command (``evalsha``, ``zadd``, ...)."""
+    return {name.removeprefix("cmdstat_"): int(stats["calls"])
+            for name, stats in client.info("commandstats").items()}
+
+
 def raw_round_trips(client: Any, n: int = 2000) -> float:
     """The raw ceiling of the moment: redis-py ``ZADD`` round trips per second, one per call."""
     began = time.perf_counter()
@@ -135,15 +151,19 @@ def raw_round_trips(client: Any, n: int = 2000) -> float:
     return n / seconds
 
 
-def run_enqueue(peer: ModuleType, client: Any) -> dict[str, Any]:
-    """Delayed jobs one call each, no worker: jobs/s and used_memory per job."""
+def run_enqueue(peer: ModuleType, client: Any, jobs: int) -> dict[str, Any]:
+    """Delayed jobs one call each, no worker: jobs/s, used_memory and commands per job, and the
+    raw ceiling right after."""
     peer.enqueue([(f"warm{i}", time.time() + FAR) for i in range(20)])  # connect, load scripts
-    before = used_memory(client)
+    before, calls_before = used_memory(client), command_calls(client)
     far = time.time() + FAR
-    seconds = peer.enqueue([(f"e{i}", far + i / 1000) for i in range(ENQUEUE_JOBS)])
-    after = used_memory(client)
-    return {"jobs": ENQUEUE_JOBS, "seconds": seconds, "jobs_per_s": ENQUEUE_JOBS / seconds,
-            "bytes_per_job": (after - before) / ENQUEUE_JOBS, "keys": client.dbsize(),
+    seconds = peer.enqueue([(f"e{i}", far + i / 1000) for i in range(jobs)])
+    after, calls_after = used_memory(client), command_calls(client)
+    per_job = {name: round((count - calls_before.get(name, 0)) / jobs, 3)
+               for name, count in sorted(calls_after.items()) if name != "info"}
+    return {"jobs": jobs, "seconds": seconds, "jobs_per_s": jobs / seconds,
+            "bytes_per_job": (after - before) / jobs, "keys": client.dbsize(),
+            "commands_per_job": {k: v for k, v in per_job.items() if v},
             "raw_zadd_per_s": raw_round_trips(client)}
 
 
@@ -157,33 +177,37 @@ def _warm_up(peer: ModuleType, records: Records, worker: WorkerProcess) -> float
     return WARM_UP_JOBS / seconds
 
 
-def run_drain(peer: ModuleType, worker: WorkerProcess, records: Records) -> dict[str, Any]:
-    """DRAIN_JOBS due at T0, one worker: jobs/s from T0 to the last handler start."""
+def run_drain(peer: ModuleType, worker: WorkerProcess, records: Records,
+              sizes: dict[str, float]) -> dict[str, Any]:
+    """``drain_jobs`` due at T0, one worker: jobs/s from T0 to the last handler start."""
     rate = _warm_up(peer, records, worker)
-    t0 = time.time() + 1.5 + 1.3 * DRAIN_JOBS / rate
-    ids = [f"d{i}" for i in range(DRAIN_JOBS)]
+    count = int(sizes["drain_jobs"])
+    t0 = time.time() + 1.5 + 1.3 * count / rate
+    ids = [f"d{i}" for i in range(count)]
     enqueue_s = peer.enqueue([(i, t0) for i in ids])
     late_enqueue = time.time() - t0
     got = records.wait(ids, t0 + DRAIN_TIMEOUT, worker)
     seconds = max(got.values()) - t0 if got else float("nan")
-    return {"jobs": DRAIN_JOBS, "done": len(got), "seconds": seconds,
+    return {"jobs": count, "done": len(got), "seconds": seconds,
             "jobs_per_s": len(got) / seconds if got else 0.0, "timeout_s": DRAIN_TIMEOUT,
             "enqueue_s": enqueue_s, "enqueue_past_t0_s": max(0.0, late_enqueue),
             "early": sum(1 for s in got.values() if s < t0), "duplicates": records.duplicates,
             "min_ms": (min(got.values()) - t0) * 1000 if got else float("nan")}
 
 
-def run_lateness(peer: ModuleType, worker: WorkerProcess, records: Records) -> dict[str, Any]:
-    """LATENESS_RATE due jobs/s for LATENESS_SECONDS: handler start - due."""
+def run_lateness(peer: ModuleType, worker: WorkerProcess, records: Records,
+                 sizes: dict[str, float]) -> dict[str, Any]:
+    """``lateness_rate`` due jobs/s for ``lateness_seconds``: handler start - due."""
     rate = _warm_up(peer, records, worker)
-    count = int(LATENESS_RATE * LATENESS_SECONDS)
+    per_s, span = int(sizes["lateness_rate"]), float(sizes["lateness_seconds"])
+    count = int(per_s * span)
     t0 = time.time() + 1.5 + 1.3 * count / rate
-    jobs = [(f"l{i}", t0 + i / LATENESS_RATE) for i in range(count)]
+    jobs = [(f"l{i}", t0 + i / per_s) for i in range(count)]
     peer.enqueue(jobs)
     late_enqueue = time.time() - t0
-    got = records.wait([j for j, _ in jobs], t0 + LATENESS_SECONDS + LATENESS_TAIL, worker)
+    got = records.wait([j for j, _ in jobs], t0 + span + LATENESS_TAIL, worker)
     lateness = [(got[j] - due) * 1000 for j, due in jobs if j in got]
-    return {"jobs": count, "done": len(got), "rate": LATENESS_RATE,
+    return {"jobs": count, "done": len(got), "rate": per_s,
             "p50_ms": percentile(lateness, 50), "p99_ms": percentile(lateness, 99),
             "max_ms": max(lateness, default=float("nan")),
             "min_ms": min(lateness, default=float("nan")),
@@ -191,10 +215,19 @@ def run_lateness(peer: ModuleType, worker: WorkerProcess, records: Records) -> d
             "enqueue_past_t0_s": max(0.0, late_enqueue), "duplicates": records.duplicates}
 
 
-def run(peer_name: str, workload: str) -> dict[str, Any]:
+def interpreter() -> dict[str, Any]:
+    """The interpreter of this child (and of the worker it starts), and its redis-py."""
+    try:
+        hiredis: str | None = metadata.version("hiredis")
+    except metadata.PackageNotFoundError:
+        hiredis = None
+    return {"python_exe": sys.executable, "redis_py": redis.__version__, "hiredis": hiredis}
+
+
+def run(peer_name: str, workload: str, sizes: dict[str, float]) -> dict[str, Any]:
     """Start a fresh redis-server, load the peer module against it, run one workload."""
     logdir = Path(tempfile.mkdtemp(prefix=f"peer-{peer_name}-{workload}-"))
-    with redis_server() as server:
+    with RedisServer() as server:
         os.environ.update(BENCH_URL=server.url, STREAMDELAY_URL=server.url,
                           BENCH_RECORDS=str(logdir / "records.txt"),
                           PYTHONPATH=os.pathsep.join([str(ROOT),
@@ -204,17 +237,19 @@ def run(peer_name: str, workload: str) -> dict[str, Any]:
         result: dict[str, Any] = {"peer": peer_name, "workload": workload,
                                   "version": metadata.version(peer.DIST),
                                   "worker": " ".join(peer.WORKER_NOTE.split()),
-                                  "load_at_start": os.getloadavg()[0]}
+                                  "load_at_start": os.getloadavg()[0], **interpreter()}
         if workload == "enqueue":
-            result.update(run_enqueue(peer, client))
+            result.update(run_enqueue(peer, client, int(sizes["enqueue_jobs"])))
         else:
             worker = WorkerProcess(peer.worker_command(), dict(os.environ), logdir / "worker.log")
             try:
                 records = Records(logdir / "records.txt")
                 result.update((run_drain if workload == "drain" else run_lateness)(
-                    peer, worker, records))
+                    peer, worker, records, sizes))
             finally:
                 worker.stop()
+        if hasattr(peer, "describe"):  # what code ran (streamdelay: this checkout's)
+            result["code"] = peer.describe(client)
         result["redis"] = client.info("server")["redis_version"]
     return result
 
@@ -228,9 +263,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--peer", required=True, choices=sorted(PEERS))
     parser.add_argument("--workload", required=True, choices=["enqueue", "drain", "lateness"])
+    parser.add_argument("--quick", action="store_true", help="the QUICK sizes (no docs)")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, _terminate)
-    print("RESULT " + json.dumps(run(args.peer, args.workload)), flush=True)
+    result = run(args.peer, args.workload, QUICK if args.quick else FULL)
+    print("RESULT " + json.dumps(result), flush=True)
 
 
 if __name__ == "__main__":
