@@ -30,7 +30,7 @@ def delivered(queue: sd.Queue, topics: list[str], per_topic: int) -> list[tuple[
     for topic in topics:
         queue.enqueue_many([sd.JobSpec(topic, i, id=f"{topic}-{i}") for i in range(per_topic)])
     time.sleep(0.01)
-    assert call(c, "promoteDue", keys, [1000])[0] == len(topics) * per_topic
+    assert call(c, "promoteDueV2", keys, [1000])[0] == len(topics) * per_topic
     out = []
     for topic in topics:
         [[_, entries]] = c.xreadgroup("g", "c", {keys.stream(topic): ">"}, count=1000)
