@@ -234,7 +234,7 @@ def test_partition_check_refuses_another_count_naming_partitions() -> None:
                         lambda step: None if name_of(step) == "HGET" else 1)
     # the creator also sets the record layout (docs/keys.md#layouts)
     assert done is None and [name_of(s) for s in steps] == ["HGET", "HSETNX", "HSETNX"] * 2
-    assert [s[1:] for s in steps if name_of(s) == "HSETNX"][1::2] == [
+    assert [s.args[1:] for s in steps if name_of(s) == "HSETNX"][1::2] == [  # type: ignore[union-attr]
         ("sd:{orders#0}:meta", "layout", 2), ("sd:{orders#1}:meta", "layout", 2)]
     _, steps = drive(partition_check_plan("orders", 2), lambda step: b"2")
     assert [name_of(s) for s in steps] == ["HGET", "HGET"]  # an agreed queue costs no write

@@ -173,7 +173,7 @@ def test_tombstones_expire_at_any_rate(own_redis: Any) -> None:
         args: list[Any] = ["g", 50]
         for eid, fields in read[0][1]:
             args += ["t", fields[b"id"], eid]
-        call(client, "ackJobs", keys, args)
+        call(client, "ackJobsV2", keys, args)
     time.sleep(0.1)
     call(client, "promoteDueV2", keys, [1000])  # the dispatcher's sweep
     left = (client.hlen(keys.jobs), client.zcard(keys.done))

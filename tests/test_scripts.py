@@ -214,8 +214,8 @@ def test_scripts_run_twice_change_nothing_the_second_time(queue: sd.Queue) -> No
     read = c.xreadgroup("workers", "c1", {keys.stream("t"): ">"}, count=10)
     entry = {f[b"id"].decode(): eid.decode() for eid, f in read[0][1]}
     ack = ["workers", 0, "t", "j1", entry["j1"]]
-    assert call(c, "ackJobs", keys, ack) == 1
-    assert call(c, "ackJobs", keys, ack) == 0
+    assert call(c, "ackJobsV2", keys, ack) == 1
+    assert call(c, "ackJobsV2", keys, ack) == 0
     fail = ["workers", "t", "j2", entry["j2"], 0, "0", "boom"]
     assert call(c, "failJobV2", keys, fail)[0] == 2
     assert call(c, "failJobV2", keys, fail) == [0]

@@ -81,7 +81,7 @@ def ack_call(keys: PartitionKeys, group: str, keep_done_ms: int, flat: Sequence[
              ) -> ScriptCall:
     """``ackJobs`` for ``topic, job id, entry id`` triples of one partition; the reply is how
     many were still current."""
-    return script("ackJobs").call(keys.script_keys(), [group, keep_done_ms, *flat])
+    return script("ackJobsV2").call(keys.script_keys(), [group, keep_done_ms, *flat])
 
 
 def touch_call(keys: PartitionKeys, group: str, consumer: str, flat: Sequence[str]
