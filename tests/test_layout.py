@@ -44,7 +44,8 @@ def header_only(raw: bytes | None) -> bool:
     return raw.split(b"|", 8)[8] == b""
 
 
-def take(client: redis.Redis, keys: PartitionKeys, topic: str = "t") -> dict[str, tuple[str, bytes]]:
+def take(client: redis.Redis, keys: PartitionKeys, topic: str = "t"
+         ) -> dict[str, tuple[str, bytes]]:
     """Read every new entry of ``topic`` for consumer c of group g: job id -> (entry, rec)."""
     read = client.xreadgroup("g", "c", {keys.stream(topic): ">"}, count=100)
     return {f[b"id"].decode(): (eid.decode(), f[b"rec"]) for eid, f in read[0][1]} if read else {}
@@ -107,7 +108,8 @@ def test_retry_release_reclaim_and_reschedule_carry_the_body(
     taken = take(c, keys)
     assert all(header_only(c.hget(keys.jobs, n)) for n in full)
     # a retry goes back to the delayed set with its whole record
-    assert call(c, "failJobV2", keys, ["g", "t", "retry", taken["retry"][0], 0, "0", "boom"])[0] == 1
+    retry = ["g", "t", "retry", taken["retry"][0], 0, "0", "boom"]
+    assert call(c, "failJobV2", keys, retry)[0] == 1
     retried = c.hget(keys.jobs, "retry")
     assert retried is not None and retried.startswith(b"d|1|")
     assert retried.split(b"|", 8)[8] == full["retry"].split(b"|", 8)[8]  # type: ignore[union-attr]
@@ -186,7 +188,8 @@ def test_migrate_command(redis_url: str, queue: sd.Queue, keys: PartitionKeys) -
     first = subprocess.run([*run, queue.name], capture_output=True, text=True, env=env, cwd=ROOT,
                            timeout=60)
     assert first.returncode == 0, first.stderr
-    assert first.stdout.strip() == f"{queue.name}: layout 2 on 1 partition(s), 1 moved from layout 1"
+    moved = f"{queue.name}: layout 2 on 1 partition(s), 1 moved from layout 1"
+    assert first.stdout.strip() == moved
     assert queue.client.hget(keys.meta, "layout") == b"2"
     again = subprocess.run([*run, queue.name], capture_output=True, text=True, env=env, cwd=ROOT,
                            timeout=60)
