@@ -27,6 +27,8 @@ from tests.redis_server import RedisServer
 pytestmark = pytest.mark.timeout(180)
 V1_COMMIT = "3fcfe6b"  # the last commit before the one-job enqueue script and the batched ack
 LAYOUT1_COMMIT = "63b32df"  # the last commit of record layout 1 (docs/keys.md#layouts)
+# tests/data/release-<commit>.tar.gz: git archive --format=tar.gz <commit> streamdelay lua
+# (for LAYOUT1_COMMIT with ':(exclude)streamdelay/web': the workers here need no web code)
 
 
 def unpack(tmp_path_factory: pytest.TempPathFactory, commit: str) -> Path:
