@@ -134,13 +134,13 @@ def test_claim_plan_walks_the_pending_list_to_its_end_then_prunes() -> None:
     cursors = iter([[b"5-0", [b"a"], [], 1], [b"0-0", [b"b"], [b"c"], 0]])
 
     def answer(step: Step) -> Any:
-        return {"HGETALL": [b"mail", b"workers"], "requeueStuck": None,
+        return {"HGETALL": [b"mail", b"workers"], "requeueStuckV2": None,
                 "pruneConsumers": [b"gone-1"]}[name_of(step)] or next(cursors)
 
     result, steps = drive(plans.claim_plan(CFG, "workers", None, None, None), answer)
     assert (result.moved, result.dead, result.cleaned, result.removed) == (
         ["a", "b"], ["c"], 1, ["gone-1"])
-    walks = [s for s in steps if name_of(s) == "requeueStuck"]
+    walks = [s for s in steps if name_of(s) == "requeueStuckV2"]
     assert [w.args[2] for w in walks if isinstance(w, ScriptCall)] == ["-", "5-0"]
     assert all(isinstance(w, ScriptCall) and w.args[3:] == (plans.SCAN_BATCH, -1, "")
                for w in walks)
@@ -158,7 +158,7 @@ def test_get_plan_reads_a_reserved_job() -> None:
     record = b"s|1|100|90|30000|5|7-0|mail|" + encode_blob(fmt, body, {}, None)
     info, steps = drive(plans.get_plan(CFG, "job-1"),
                         lambda step: [record, b"reserved", b"w1", 12, 1, b"", 1000])
-    assert [name_of(s) for s in steps] == ["getJob"]
+    assert [name_of(s) for s in steps] == ["getJobV2"]
     assert info is not None and (info.state, info.consumer, info.idle_ms, info.body) == (
         "reserved", "w1", 12, {"n": 1})
     missing, _ = drive(plans.get_plan(CFG, "job-1"), lambda step: None)
@@ -232,7 +232,10 @@ def test_partition_check_refuses_another_count_naming_partitions() -> None:
     assert refused.value.field == "partitions"
     done, steps = drive(partition_check_plan("orders", 2),
                         lambda step: None if name_of(step) == "HGET" else 1)
-    assert done is None and [name_of(s) for s in steps] == ["HGET", "HSETNX"] * 2
+    # the creator also sets the record layout (docs/keys.md#layouts)
+    assert done is None and [name_of(s) for s in steps] == ["HGET", "HSETNX", "HSETNX"] * 2
+    assert [s.args[1:] for s in steps if name_of(s) == "HSETNX"][1::2] == [  # type: ignore[union-attr]
+        ("sd:{orders#0}:meta", "layout", 2), ("sd:{orders#1}:meta", "layout", 2)]
     _, steps = drive(partition_check_plan("orders", 2), lambda step: b"2")
     assert [name_of(s) for s in steps] == ["HGET", "HGET"]  # an agreed queue costs no write
 
@@ -348,7 +351,7 @@ def test_error_codes_are_listed_once_and_scripts_and_docs_follow_the_list() -> N
     doc_codes = set(re.findall(r"^\| `([A-Z_]+)` \|", table, re.MULTILINE))
     assert lua_codes == set(SCRIPT_ERRORS) == doc_codes
     assert isinstance(error_from_script("enqueueJobs", "SDERR AT_IN_PAST j1"), sd.ValidationError)
-    assert isinstance(error_from_script("requeueStuck", "SDERR NO_GROUP mail"), sd.GroupNotFound)
+    assert isinstance(error_from_script("requeueStuckV2", "SDERR NO_GROUP mail"), sd.GroupNotFound)
     taken = error_from_script("registerGroup", "SDERR GROUP_TAKEN mail others")
     assert isinstance(taken, sd.ConfigError) and taken.field == "group"
     assert type(error_from_script("x", "SDERR SOMETHING new")) is sd.ScriptError

@@ -41,7 +41,7 @@ def test_promote_reply_carries_the_server_clock_in_microseconds(queue: sd.Queue)
     keys = PartitionKeys(queue.name, 0)
     queue.enqueue("t", id="later", delay=60)
     before = server_us(queue.client)
-    reply = call(queue.client, "promoteDue", keys, [10])
+    reply = call(queue.client, "promoteDueV2", keys, [10])
     after = server_us(queue.client)
     moved, next_due, now, dropped, now_us = reply
     assert (moved, dropped) == (0, [])
@@ -91,7 +91,7 @@ def test_batches_longer_than_one_bulk_piece(queue: sd.Queue) -> None:
     assert all(r[0] == 0 for r in call(c, "enqueueJobs", keys, args))
     assert c.zcard(keys.delayed) == 1100 and c.hget(keys.counts, "t") == b"1100"
     delayed = c.hget(keys.jobs, "j7")
-    moved, next_due, _, dropped, _ = call(c, "promoteDue", keys, [1100])
+    moved, next_due, _, dropped, _ = call(c, "promoteDueV2", keys, [1100])
     assert (moved, next_due, dropped) == (1100, -1, [])
     assert c.zcard(keys.delayed) == 0 and c.hget(keys.counts, "t") == b"0"
     entries = {f[b"id"]: (eid, f[b"rec"]) for eid, f in c.xrange(keys.stream("t"))}

@@ -52,7 +52,7 @@ def test_every_script_is_named_verb_object_keys_and_documents_its_contract() -> 
         if "flags=" in first:
             assert "Flags:" in header, path.name
     flags = {name: s.flags for name, s in load_scripts().items()}
-    assert flags["getJob"] == flags["readStats"] == ("no-writes",)
+    assert flags["getJobV2"] == flags["readStats"] == ("no-writes",)
     assert flags["cancelJob"] == flags["purgeDead"] == ("allow-oom",)
 
 
@@ -69,7 +69,7 @@ def test_includes_are_inlined_and_the_sha_is_what_redis_computes(queue: sd.Queue
 
 def test_key_count_is_checked_on_every_call() -> None:
     with pytest.raises(sd.ConfigError, match="takes 6 keys"):
-        script("promoteDue").call(["only-one"], [1])
+        script("promoteDueV2").call(["only-one"], [1])
 
 
 # --- NOSCRIPT recovery -----------------------------------------------------------------------
@@ -118,10 +118,10 @@ def test_every_queue_operation_survives_script_flush(queue: sd.Queue) -> None:
     assert queue.claim("workers", min_idle=0, to="c2").moved == ["a"]
     flush()
     assert queue.get("a").consumer == "c2"  # type: ignore[union-attr]
-    assert call(queue.client, "requeueStuck", keys,
+    assert call(queue.client, "requeueStuckV2", keys,
                 ["workers", "t", "-", 10, 0, ""])[1] == [b"a"]
     flush()
-    replies = call(queue.client, "failJob", keys, ["workers", "t", "a", "0-1", 0, "1", "x"])
+    replies = call(queue.client, "failJobV2", keys, ["workers", "t", "a", "0-1", 0, "1", "x"])
     assert replies == [0]  # a stale entry id: nothing happens, but the script ran
 
 
@@ -208,25 +208,25 @@ def test_scripts_run_twice_change_nothing_the_second_time(queue: sd.Queue) -> No
     queue.enqueue("t", id="j3")
     call(c, "registerGroup", keys, ["workers", "t"])
     assert call(c, "registerGroup", keys, ["workers", "t"]) == 1
-    first = call(c, "promoteDue", keys, [100])
-    again = call(c, "promoteDue", keys, [100])
+    first = call(c, "promoteDueV2", keys, [100])
+    again = call(c, "promoteDueV2", keys, [100])
     assert (first[0], again[0]) == (3, 0)
     read = c.xreadgroup("workers", "c1", {keys.stream("t"): ">"}, count=10)
     entry = {f[b"id"].decode(): eid.decode() for eid, f in read[0][1]}
     ack = ["workers", 0, "t", "j1", entry["j1"]]
-    assert call(c, "ackJobs", keys, ack) == 1
-    assert call(c, "ackJobs", keys, ack) == 0
+    assert call(c, "ackJobsV2", keys, ack) == 1
+    assert call(c, "ackJobsV2", keys, ack) == 0
     fail = ["workers", "t", "j2", entry["j2"], 0, "0", "boom"]
-    assert call(c, "failJob", keys, fail)[0] == 2
-    assert call(c, "failJob", keys, fail) == [0]
+    assert call(c, "failJobV2", keys, fail)[0] == 2
+    assert call(c, "failJobV2", keys, fail) == [0]
     assert c.xlen(keys.dead("t")) == 1
     assert call(c, "cancelJob", keys, ["j3"]) == 1
     assert call(c, "cancelJob", keys, ["j3"]) == 0
     assert call(c, "replayDead", keys, ["t", 10, 0, ""]) == [b"j2"]
     assert call(c, "replayDead", keys, ["t", 10, 0, ""]) == []
     now = server_ms(c)
-    first_due = call(c, "rescheduleJob", keys, ["j2", "a", now + 5000, 0])
-    assert call(c, "rescheduleJob", keys, ["j2", "a", now + 5000, 0]) == first_due
+    first_due = call(c, "rescheduleJobV2", keys, ["j2", "a", now + 5000, 0])
+    assert call(c, "rescheduleJobV2", keys, ["j2", "a", now + 5000, 0]) == first_due
     assert c.zcard(keys.delayed) == 1 and c.hget(keys.counts, "t") == b"1"
     assert c.xlen(keys.stream("t")) == 0 and c.hlen(keys.jobs) == 1
 

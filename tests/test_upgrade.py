@@ -1,8 +1,9 @@
 """Upgrading in place (docs/operations.md#upgrading-a-running-queue): a queue filled and served
-by the previous release keeps working while processes of this one roll in. The previous
-release's code is taken from tests/data (``git archive`` of ``V1_COMMIT``) and run with the
-same interpreter, ahead of this tree on ``sys.path``; every job, whichever version enqueued,
-promoted or handled it, is handled exactly once."""
+by an older release keeps working while processes of this one roll in. The older releases'
+code is taken from tests/data (``git archive`` of ``V1_COMMIT``, and of ``LAYOUT1_COMMIT``, the
+last commit of record layout 1) and run with the same interpreter, ahead of this tree on
+``sys.path``; every job, whichever version enqueued, promoted or handled it, is handled exactly
+once, and after ``streamdelay migrate`` a job in its stream keeps its body once."""
 
 from __future__ import annotations
 
@@ -25,17 +26,30 @@ from tests.redis_server import RedisServer
 
 pytestmark = pytest.mark.timeout(180)
 V1_COMMIT = "3fcfe6b"  # the last commit before the one-job enqueue script and the batched ack
-V1_ARCHIVE = ROOT / "tests" / "data" / f"release-{V1_COMMIT}.tar.gz"
+LAYOUT1_COMMIT = "63b32df"  # the last commit of record layout 1 (docs/keys.md#layouts)
+# tests/data/release-<commit>.tar.gz: git archive --format=tar.gz <commit> streamdelay lua
+# (for LAYOUT1_COMMIT with ':(exclude)streamdelay/web': the workers here need no web code)
+
+
+def unpack(tmp_path_factory: pytest.TempPathFactory, commit: str) -> Path:
+    """An older release's ``streamdelay`` package and ``lua`` scripts: ``git archive`` of
+    ``commit``, kept in tests/data so a shallow clone runs the test too."""
+    out = tmp_path_factory.mktemp(f"v1-{commit}")
+    with tarfile.open(ROOT / "tests" / "data" / f"release-{commit}.tar.gz", "r:gz") as tar:
+        tar.extractall(out, filter="data")
+    return out
 
 
 @pytest.fixture(scope="module")
 def v1_code(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The previous release's ``streamdelay`` package and ``lua`` scripts: ``git archive`` of
-    ``V1_COMMIT``, kept in tests/data so a shallow clone runs the test too."""
-    out = tmp_path_factory.mktemp("v1")
-    with tarfile.open(V1_ARCHIVE, "r:gz") as tar:
-        tar.extractall(out, filter="data")
-    return out
+    """The release of ``V1_COMMIT``."""
+    return unpack(tmp_path_factory, V1_COMMIT)
+
+
+@pytest.fixture(scope="module")
+def layout1_code(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The release of ``LAYOUT1_COMMIT``."""
+    return unpack(tmp_path_factory, LAYOUT1_COMMIT)
 
 
 def v1_env(v1: Path) -> dict[str, str]:
@@ -138,9 +152,125 @@ def test_a_rolling_deploy_from_the_previous_release_handles_every_job_once(
             assert sum(queue.client.hlen(k) for k in jobs_keys) == 0
             # both releases really ran: each one's own ackJobs text is in the script cache
             old_ack = v1_sha(v1_code, "ackJobs")
-            assert old_ack != script("ackJobs").sha
-            assert queue.client.script_exists(old_ack, script("ackJobs").sha,
+            assert old_ack != script("ackJobsV2").sha
+            assert queue.client.script_exists(old_ack, script("ackJobsV2").sha,
                                               script("enqueueJob").sha) == [True, True, True]
             stats = queue.stats()
             assert all(t.delayed == 0 and t.ready == 0 and t.reserved == 0
                        for t in stats.topics.values()), stats
+
+
+LAYOUT1_FILL = """
+import time, streamdelay as sd
+from streamdelay.protocol.keys import PartitionKeys
+from streamdelay.protocol.scripts import script
+from streamdelay.redis_io.runner import run_step_sync
+assert sd.__file__.startswith(V1), sd.__file__
+q = sd.Queue(NAME, url=URL)
+c, k = q.client, PartitionKeys(NAME, 0)
+def call(name, args):
+    return run_step_sync(c, script(name).call(k.script_keys(), args))
+def promote(n):
+    moved = 0
+    while moved < n:
+        moved += call("promoteDue", [1000])[0]
+        time.sleep(0.002)
+pad = "x" * 100
+call("registerGroup", ["workers", "fast"])
+q.enqueue_many([sd.JobSpec("fast", {"pad": pad}, id=f"dead-{i}") for i in range(20)]
+               + [sd.JobSpec("fast", {"pad": pad}, id=f"stuck-{i}", ttr=1) for i in range(20)])
+promote(40)
+read = c.xreadgroup("workers", "ghost", {k.stream("fast"): ">"}, count=40)[0][1]
+for eid, f in read:  # dead letters; the stuck ones stay with a consumer that went away
+    if f[b"id"].startswith(b"dead-"):
+        assert call("failJob", ["workers", "fast", f[b"id"], eid, 0, "1", "boom"])[0] == 2
+q.enqueue_many([sd.JobSpec("fast", {"pad": pad}, id=f"ready-{i}") for i in range(60)])
+promote(60)
+q.enqueue_many([sd.JobSpec("fast", {"pad": pad}, id=f"delayed-{i}", delay=1 + 3 * i / 200)
+                for i in range(200)]
+               + [sd.JobSpec("flaky", {"succeed_on": 3, "pad": pad}, id=f"flaky-{i}",
+                             delay=1 + 2 * i / 40, backoff=[0.05]) for i in range(40)])
+"""
+
+
+def header_only(raw: bytes) -> bool:
+    """A record that ends with its 8th ``|``: layout 2 while in the stream."""
+    return raw.split(b"|", 8)[8] == b""
+
+
+def wait_done(out: Path, expected: set[str], timeout: float = 60) -> None:
+    """Until every job of ``expected`` was handled; then each exactly once."""
+    deadline = time.monotonic() + timeout
+    while not expected <= set(count(read_events(out), "done")):
+        assert time.monotonic() < deadline, sorted(expected - set(
+            count(read_events(out), "done")))[:10]
+        time.sleep(0.1)
+    done = count(read_events(out), "done")
+    assert [i for i in expected if done[i] != 1] == []
+
+
+def test_a_mixed_fleet_on_layout_1_then_migrate_to_layout_2_handles_every_job_once(
+        layout1_code: Path, tmp_path: Path, workers: list[Worker]) -> None:
+    with RedisServer() as server:
+        url, name, out = server.url, "layout", tmp_path
+        code = f"V1, NAME, URL = {str(layout1_code)!r}, {name!r}, {url!r}\n" + LAYOUT1_FILL
+        subprocess.run([sys.executable, "-c", code], cwd=layout1_code, env=v1_env(layout1_code),
+                       check=True, timeout=60)
+        with sd.Queue(name, url=url) as queue:
+            keys = PartitionKeys(name, 0)
+            c = queue.client
+            assert c.hget(keys.meta, "layout") is None  # created by layout 1 code
+            assert c.xlen(keys.dead("fast")) == 20 and c.xlen(keys.stream("fast")) == 80
+            assert not any(header_only(r) for r in c.hvals(keys.jobs))
+            # a rolling deploy: one old and one new worker process side by side (both dispatch)
+            old = Worker(url, name, out, "old", layout1_code)
+            new = Worker(url, name, out, "new", None)
+            workers += [old, new]
+            old.wait_ready(out)
+            new.wait_ready(out)
+            first = ({f"stuck-{i}" for i in range(20)} | {f"ready-{i}" for i in range(60)}
+                     | {f"delayed-{i}" for i in range(200)} | {f"flaky-{i}" for i in range(40)})
+            wait_done(out, first)
+            assert not any(header_only(r) for r in c.hvals(keys.jobs))  # layout 1 kept
+            events = read_events(out)
+            by_pid = {e.pid for e in events if e.ev == "done"}
+            assert by_pid == {old.process.pid, new.process.pid}  # both releases handled jobs
+            starts = count(events, "start")  # every flaky job ran 3 times: retries carried it
+            assert all(starts[f"flaky-{i}"] == 3 for i in range(40))
+            old.process.send_signal(signal.SIGTERM)  # rolled: the old process drains and exits
+            assert old.process.wait(30) == 0, old.log.read_text()
+            # migrate while the new worker runs
+            done = subprocess.run([sys.executable, "-m", "streamdelay", "migrate", name],
+                                  env={**os.environ, "STREAMDELAY_URL": url}, cwd=ROOT,
+                                  capture_output=True, text=True, timeout=60)
+            assert done.returncode == 0, done.stderr
+            assert c.hget(keys.meta, "layout") == b"2"
+            # new promotions are header-only: watched while the topic is paused
+            queue.pause("fast")
+            time.sleep(1.1)  # workers see the pause within 1 s
+            queue.enqueue_many([sd.JobSpec("fast", {"pad": "y" * 100}, id=f"after-{i}")
+                                for i in range(50)])
+            deadline = time.monotonic() + 10
+            while queue.stats().topics["fast"].ready < 50:
+                assert time.monotonic() < deadline, queue.stats()
+                time.sleep(0.05)
+            for i in range(50):
+                raw = c.hget(keys.jobs, f"after-{i}")
+                assert raw is not None and raw.startswith(b"s|") and header_only(raw)
+            after = queue.get("after-7")
+            assert after is not None and after.body == {"pad": "y" * 100}
+            # the old dead letters come back (whole records) next to retries on layout 2
+            assert queue.dead_replay("fast") == 20
+            queue.enqueue_many([sd.JobSpec("flaky", {"succeed_on": 3, "pad": "z"}, id=f"f2-{i}",
+                                           backoff=[0.05]) for i in range(20)])
+            queue.resume("fast")
+            second = ({f"after-{i}" for i in range(50)} | {f"dead-{i}" for i in range(20)}
+                      | {f"f2-{i}" for i in range(20)})
+            wait_done(out, first | second)
+            starts = count(read_events(out), "start")
+            assert all(starts[f"f2-{i}"] == 3 for i in range(20))
+            deadline = time.monotonic() + 10  # the last acks go out in their batch
+            while c.hlen(keys.jobs) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert c.hlen(keys.jobs) == 0 and c.xlen(keys.dead("fast")) == 0
+            assert c.xlen(keys.dead("flaky")) == 0

@@ -4,16 +4,23 @@
 -- (dead-letter entry with error why, at now). Updates r and the jobs hash.
 -- Returns the new entry id, or false when the job went dead. Frees the delivery's limit lease
 -- (callers check the lease keys' types first: check_lease_keys).
+-- Layout 2: a header-only record (docs/keys.md#layouts) gets its blob from the old entry (or
+-- from the caller, who may have fetched it with full_record already) for the new entry and
+-- stays header-only in the jobs hash; a dead record is full. When the old entry is gone the
+-- job goes dead ('stream entry lost').
 -- @include keys
 -- @include release_lease
 -- @include build_record
+-- @include full_record
 local function requeue_entry(r, id, old_entry, group, count_attempt, why, now)
   local sk = stream_key(r.topic)
+  local whole = full_record(r) -- read before the entry is deleted
   redis.call('XACK', sk, group, old_entry)
   redis.call('XDEL', sk, old_entry)
   release_lease(r.topic, old_entry)
   if count_attempt then r.attempts = r.attempts + 1 end
-  if r.attempts >= r.max then
+  if not whole then why = STREAM_ENTRY_LOST .. '; ' .. why end
+  if r.attempts >= r.max or not whole then
     r.entry = redis.call('XADD', dead_key(r.topic), '*', 'id', id, 'error', why, 'attempts', r.attempts, 'at', now)
     r.state = 'x'
     redis.call('HSET', K_JOBS, id, build_record(r))
@@ -22,6 +29,9 @@ local function requeue_entry(r, id, old_entry, group, count_attempt, why, now)
   r.state = 's'
   r.entry = ''
   r.entry = redis.call('XADD', sk, '*', 'id', id, 'rec', build_record(r))
+  local blob = r.blob
+  if r.header_only then r.blob = '' end
   redis.call('HSET', K_JOBS, id, build_record(r))
+  r.blob = blob
   return r.entry
 end

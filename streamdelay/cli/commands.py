@@ -432,7 +432,8 @@ cli.add_command(exporter)  # cli/exporter.py
 cli.add_command(schedule_commands.schedule)  # cli/schedules.py
 cli.add_command(limit)  # cli/limits.py
 cli.add_command(serve)  # cli/serve.py
-for _command in (inspect_commands.jobs, inspect_commands.pause, inspect_commands.resume):
+for _command in (inspect_commands.jobs, inspect_commands.pause, inspect_commands.resume,
+                 inspect_commands.migrate):
     cli.add_command(_command)
 
 

@@ -1,4 +1,4 @@
-"""The ``jobs``, ``pause`` and ``resume`` commands of the ``streamdelay`` CLI
+"""The ``jobs``, ``pause``, ``resume`` and ``migrate`` commands of the ``streamdelay`` CLI
 (docs/cli.md); ``cli.py`` adds them to its group."""
 
 from __future__ import annotations
@@ -93,3 +93,22 @@ def resume(queue_name: str, topic: str, url: str | None, partitions: int | None)
     with operator_queue(queue_name, url, partitions) as queue:
         changed = queue.resume(topic)
     click.echo(f"resumed {topic}" if changed else f"{topic} was not paused")
+
+
+@click.command()
+@click.argument("queue_name", metavar="QUEUE")
+@url_option
+@partitions_option
+def migrate(queue_name: str, url: str | None, partitions: int | None) -> None:
+    """Move QUEUE to record layout 2 (a waiting job's body kept once in Redis). Run it once
+    every process of the queue runs this release; safe while they run, and to run again.
+
+    \b
+    Example:
+      streamdelay migrate orders
+    """
+    with operator_queue(queue_name, url, partitions) as queue:
+        before = queue.migrate()
+    moved = sum(1 for layout in before if layout != 2)
+    click.echo(f"{queue_name}: layout 2 on {len(before)} partition(s)"
+               + (f", {moved} moved from layout 1" if moved else ", already so"))

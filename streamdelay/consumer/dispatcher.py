@@ -84,7 +84,7 @@ class Dispatcher:
 
     async def promote_once(self, keys: PartitionKeys) -> PromoteResult:
         """Run one ``promoteDue`` batch on a partition (retried on connection errors)."""
-        call = script("promoteDue").call(keys.script_keys(), [self.batch, LEAD_MS])
+        call = script("promoteDueV2").call(keys.script_keys(), [self.batch, LEAD_MS])
         sent = time.monotonic()
         reply = await call_with_retry(self.client, call, None, "dispatch")
         promoted = parse_promote(reply)

@@ -157,7 +157,7 @@ async def release_unfinished(worker: UpkeepHost) -> None:
                                               delivery.job_id, delivery.run))
         if delivery.task is not None:
             delivery.task.cancel()
-    await _release(worker, unfinished, "releaseJobs", [worker.group])
+    await _release(worker, unfinished, "releaseJobsV2", [worker.group])
 
 
 async def release_later(worker: UpkeepHost, deliveries: list[Delivery]) -> None:
@@ -165,7 +165,7 @@ async def release_later(worker: UpkeepHost, deliveries: list[Delivery]) -> None:
     of a process whose def handler threads outlived the shutdown (``releaseJobsLater``)."""
     delay_ms = int(HANDBACK_DELAY * 1000)
     try:
-        await _release(worker, deliveries, "releaseJobsLater", [worker.group, delay_ms])
+        await _release(worker, deliveries, "releaseJobsLaterV2", [worker.group, delay_ms])
     finally:
         await worker.client.aclose()
 

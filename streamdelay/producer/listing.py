@@ -112,7 +112,8 @@ def jobs_plan(cfg: QueueConfig, state: str, topic: str | None = None, limit: int
     only = "" if topic is None else validation.topic(topic)
     validation.positive_int(limit, "limit", MAX_LIMIT)
     pos = None if cursor is None else decode_cursor(chosen, cursor)
-    calls = [script("listJobs").call(k.script_keys(), _args(chosen, only, limit, pos, k.partition))
+    listing = script("listJobsV2")
+    calls = [listing.call(k.script_keys(), _args(chosen, only, limit, pos, k.partition))
              for k in partition_keys(cfg.name, cfg.partitions)]
     replies = [(yield calls[0])] if len(calls) == 1 else (yield calls)
     rows: list[tuple[Position, list[Any]]] = []

@@ -23,7 +23,7 @@ from ..base.models import (
     TopicStats,
 )
 from ..limits.plans import limits_plan, running_plan
-from ..protocol.codec import decode_blob, decode_body, parse_record
+from ..protocol.codec import Blob, decode_blob, decode_body, parse_record
 from ..protocol.keys import PartitionKeys, partition_keys, partition_of
 from ..protocol.plan import Command, Plan, Step
 from ..protocol.replies import (
@@ -107,7 +107,7 @@ def reschedule_plan(
         raise ValidationError("delay: give delay or at", field="delay")
     kind, when = when_args(delay, at)
     tolerance = validation.delay_ms(cfg.past_tolerance)
-    reply = yield script("rescheduleJob").call(keys.script_keys(),
+    reply = yield script("rescheduleJobV2").call(keys.script_keys(),
                                               [job_id, kind, when, tolerance], durable=True)
     return parse_reschedule(reply).found
 
@@ -118,12 +118,14 @@ def job_info(job_id: str, found: JobReply) -> JobInfo:
         if found.substate == "corrupt":
             raise StreamdelayError("the record header does not parse")
         record = parse_record(found.record)
-        blob = decode_blob(record.blob)
+        # an empty blob: a job whose stream entry was lost while its body was kept only there
+        # (docs/keys.md#layouts), or a tombstone of such a job: shown without a body
+        blob = decode_blob(record.blob) if record.blob else Blob("b", b"")
     except StreamdelayError as exc:  # written by a foreign client: cancel(id) removes it
         raise StreamdelayError(f"id: job {job_id!r} has a malformed record ({exc})",
                                field="id", job_id=job_id) from exc
     try:
-        body = decode_body(blob.fmt, blob.body)
+        body = decode_body(blob.fmt, blob.body) if record.blob else None
     except (StreamdelayError, RecursionError):  # nested too deep to decode: shown raw
         body = blob.body
     state = found.substate if record.state == "s" else STATE_NAMES.get(record.state, "")
@@ -150,7 +152,7 @@ def job_info(job_id: str, found: JobReply) -> JobInfo:
 def get_plan(cfg: QueueConfig, job_id: str) -> Plan[JobInfo | None]:
     """Read one job by id."""
     keys = _keys_for(cfg, job_id)
-    reply = yield script("getJob").call(keys.script_keys(), [job_id])
+    reply = yield script("getJobV2").call(keys.script_keys(), [job_id])
     found = parse_job(reply)
     return None if found is None else job_info(job_id, found)
 
@@ -257,7 +259,7 @@ def requeue_stuck_plan(
     replies: list[RequeueReply] = []
     cursor = "-"
     while cursor != "0-0":
-        reply = parse_requeue((yield script("requeueStuck").call(
+        reply = parse_requeue((yield script("requeueStuckV2").call(
             keys.script_keys(), [group, topic, cursor, SCAN_BATCH, idle_ms, target])))
         replies.append(reply)
         cursor = reply.cursor

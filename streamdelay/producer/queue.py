@@ -25,6 +25,7 @@ from ..base.models import (
 )
 from ..limits.plans import limits_plan, set_limit_plan
 from ..limits.rates import Rate, TopicLimit
+from ..protocol.partitions import migrate_plan
 from ..protocol.plan import Plan
 from ..redis_io.agreement import agree_partitions_async, agree_partitions_sync
 from ..redis_io.config import QueueConfig, mask_url, resolve_partitions, resolve_url
@@ -232,6 +233,13 @@ class Queue(_QueueFace, SyncPull, ScheduleMethods):
         result: dict[str, TopicLimit] = self._operate(limits_plan(self.config))
         return result
 
+    def migrate(self) -> list[int]:
+        """Move every partition to record layout 2 (one copy of a body in Redis) once no older
+        process is left; idempotent. The layouts before, per partition
+        (docs/operations.md#upgrading-a-running-queue)."""
+        result: list[int] = self._operate(migrate_plan(self.config.name, self.config.partitions))
+        return result
+
     def close(self) -> None:
         """Close the connection pools (a ``with_replicas`` view leaves the shared one alone)."""
         self._close_pull()
@@ -391,6 +399,12 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncScheduleMethods):
     async def limits(self) -> dict[str, TopicLimit]:
         """The limited topics and their limits; see ``Queue.limits``."""
         result: dict[str, TopicLimit] = await self._operate(limits_plan(self.config))
+        return result
+
+    async def migrate(self) -> list[int]:
+        """Move every partition to record layout 2; see ``Queue.migrate``."""
+        result: list[int] = await self._operate(
+            migrate_plan(self.config.name, self.config.partitions))
         return result
 
     async def close(self) -> None:

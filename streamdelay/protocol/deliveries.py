@@ -74,14 +74,14 @@ def fail_call(keys: PartitionKeys, group: str, topic: str, job_id: str, entry_id
     last attempt); the reply is read by ``replies.parse_fail`` (outcome 0: stale delivery)."""
     args: list[Arg] = [group, topic, job_id, entry_id, delay_ms, "1" if dead else "0",
                        error[:ERROR_TEXT_LIMIT]]
-    return script("failJob").call(keys.script_keys(), args)
+    return script("failJobV2").call(keys.script_keys(), args)
 
 
 def ack_call(keys: PartitionKeys, group: str, keep_done_ms: int, flat: Sequence[str]
              ) -> ScriptCall:
     """``ackJobs`` for ``topic, job id, entry id`` triples of one partition; the reply is how
     many were still current."""
-    return script("ackJobs").call(keys.script_keys(), [group, keep_done_ms, *flat])
+    return script("ackJobsV2").call(keys.script_keys(), [group, keep_done_ms, *flat])
 
 
 def touch_call(keys: PartitionKeys, group: str, consumer: str, flat: Sequence[str]
@@ -94,4 +94,4 @@ def touch_call(keys: PartitionKeys, group: str, consumer: str, flat: Sequence[st
 def release_call(keys: PartitionKeys, group: str, flat: Sequence[str]) -> ScriptCall:
     """``releaseJobs``: hand ``topic, job id, entry id`` triples back to the tail of their
     streams at once, not counted as an attempt; the reply is how many were still current."""
-    return script("releaseJobs").call(keys.script_keys(), [group, *flat])
+    return script("releaseJobsV2").call(keys.script_keys(), [group, *flat])

@@ -1,5 +1,5 @@
 #!lua flags=no-writes
--- listJobs-6: one bounded page of the jobs of one partition in one state (read only).
+-- listJobsV2-6: one bounded page of the jobs of one partition in one state (read only).
 -- KEYS: the six partition keys (includes/keys.lua); reads the topic and dead-letter streams.
 -- ARGV[1] state: 'delayed', 'ready', 'reserved' or 'dead'
 -- ARGV[2] topic, or '' for every topic the counts hash knows
@@ -16,10 +16,13 @@
 -- missing from this reply. A row: {pos1, pos2, job id, record, substate, owner, idle_ms,
 -- deliveries, error}, pos1/pos2 as in reached. Entries whose record is gone, does not parse or
 -- points elsewhere (stale) are skipped. Order: bytes, never the locale (lt below).
+-- Layout 2: a header-only record (docs/keys.md#layouts) is given whole, its blob taken from the
+-- stream entry read for the row (full_record).
 -- @include server_time
 -- @include keys
 -- @include parse_record
 -- @include read_records
+-- @include full_record
 
 local now = server_time()
 local state, only, rows_max = ARGV[1], ARGV[2], tonumber(ARGV[3])
@@ -141,7 +144,9 @@ for _, topic in ipairs(topics) do
       local r = parse_record(raws[i])
       if r and r.state == want and r.entry == e[1] then
         local sub = state == 'ready' and 'ready' or (state == 'reserved' and 'reserved' or '')
-        out[#out + 1] = {e[1], topic, e[6], raws[i], sub, e[3], e[4], e[5], e[7]}
+        local raw = raws[i]
+        if r.blob == '' and full_record(r, e[2]) then raw = raw .. r.blob end
+        out[#out + 1] = {e[1], topic, e[6], raw, sub, e[3], e[4], e[5], e[7]}
       end
     end
     if covered > 0 and (covered < #entries or #entries >= rows_max) then

@@ -1,15 +1,19 @@
 #!lua
--- releaseJobs-6: hand deliveries back at once (graceful shutdown): each goes to the tail of its
+-- releaseJobsV2-6: hand deliveries back at once (graceful shutdown): each goes to the tail of its
 -- topic stream under a new entry id, not counted as an attempt, for any live consumer to read.
 -- KEYS: the six partition keys (includes/keys.lua); touches PREFIX..'t:'..topic.
 -- ARGV[1] group, then 3 values per delivery: topic, job id, stream entry id
--- Returns the number handed back (stale deliveries are only acknowledged).
+-- Returns the number handed back (stale deliveries are only acknowledged; a job that went dead
+-- instead, its stream entry lost, is not counted).
 -- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
 -- Retry-safe: a repeated call finds the old entries no longer current.
+-- Layout 2: a header-only record keeps its blob through the move (requeue_entry); a job whose
+-- entry is gone goes dead ('stream entry lost').
 -- @include server_time
 -- @include keys
 -- @include build_record
 -- @include release_lease
+-- @include full_record
 -- @include requeue_entry
 -- @include parse_record
 
@@ -25,8 +29,7 @@ for b = 2, #ARGV, 3 do
   local topic, id, eid = ARGV[b], ARGV[b + 1], ARGV[b + 2]
   local r = parse_record(redis.call('HGET', K_JOBS, id))
   if r and r.state == 's' and r.entry == eid then
-    requeue_entry(r, id, eid, group, false, 'released', now)
-    released = released + 1
+    if requeue_entry(r, id, eid, group, false, 'released', now) then released = released + 1 end
   else
     redis.call('XACK', stream_key(topic), group, eid)
     release_lease(topic, eid)

@@ -1,5 +1,5 @@
 #!lua
--- releaseJobsLater-6: hand deliveries back after a delay, not counted as an attempt: each goes to
+-- releaseJobsLaterV2-6: hand deliveries back after a delay, not counted as an attempt: each goes to
 -- the delayed set, due ARGV[2] ms from now. Used by a worker process that exits while def handler
 -- threads still run (they cannot be stopped): no other worker may start those jobs before the
 -- process is gone.
@@ -9,6 +9,9 @@
 -- The due time is counted from the server clock in µs and rounded up to the next ms.
 -- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
 -- Retry-safe: a repeated call finds the old entries no longer current.
+-- Layout 2: a header-only record gets its blob back from the entry (full_record) and the
+-- delayed record is full; a job whose entry is gone goes dead ('stream entry lost') and is not
+-- counted as handed back.
 -- @include server_time
 -- @include keys
 -- @include release_lease
@@ -16,19 +19,31 @@
 -- @include build_record
 -- @include due_after
 -- @include parse_record
+-- @include full_record
 
-local _, now_us = server_time()
+local now, now_us = server_time()
 local group, delay = ARGV[1], tonumber(ARGV[2])
 local released = 0
 check_partition_keys()
-for b = 3, #ARGV, 3 do refuse_wrong_type(stream_key(ARGV[b]), 'stream'); check_lease_keys(ARGV[b]) end
+for b = 3, #ARGV, 3 do
+  refuse_wrong_type(stream_key(ARGV[b]), 'stream'); refuse_wrong_type(dead_key(ARGV[b]), 'stream')
+  check_lease_keys(ARGV[b])
+end
 for b = 3, #ARGV, 3 do
   local topic, id, eid = ARGV[b], ARGV[b + 1], ARGV[b + 2]
   local sk = stream_key(topic)
+  local r = parse_record(redis.call('HGET', K_JOBS, id))
+  local current = r and r.state == 's' and r.entry == eid
+  local whole = current and full_record(r) -- read before the entry is deleted
   redis.call('XACK', sk, group, eid)
   release_lease(topic, eid)
-  local r = parse_record(redis.call('HGET', K_JOBS, id))
-  if r and r.state == 's' and r.entry == eid then
+  if current and not whole then
+    redis.call('XDEL', sk, eid)
+    r.entry = redis.call('XADD', dead_key(topic), '*', 'id', id, 'error', STREAM_ENTRY_LOST,
+                         'attempts', r.attempts, 'at', now)
+    r.state = 'x'
+    redis.call('HSET', K_JOBS, id, build_record(r))
+  elseif current then
     redis.call('XDEL', sk, eid)
     r.state, r.entry, r.due = 'd', '', due_after(now_us, delay)
     redis.call('HSET', K_JOBS, id, build_record(r))

@@ -1,5 +1,5 @@
 #!lua flags=allow-oom
--- ackJobs-6: settle a batch of successfully handled deliveries.
+-- ackJobsV2-6: settle a batch of successfully handled deliveries.
 -- KEYS: the six partition keys (includes/keys.lua); touches PREFIX..'t:'..topic.
 -- ARGV[1] group, ARGV[2] keep_done ms (0: forget the job; > 0: keep a 'c' tombstone that long)
 -- then 3 values per delivery: topic, job id, stream entry id
@@ -12,6 +12,9 @@
 -- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
 -- Flags: allow-oom, as it frees memory (a tombstone is a record the call already had).
 -- Retry-safe: a repeated call finds nothing current and returns 0.
+-- Layout 2: with keep_done, a header-only record (docs/keys.md#layouts) gets its blob from its
+-- stream entry before the entry is deleted, so the tombstone keeps the body as in layout 1; a
+-- call without keep_done reads no entry.
 -- @include server_time
 -- @include keys
 -- @include release_lease
@@ -21,6 +24,7 @@
 -- @include build_record
 -- @include parse_record
 -- @include hmget_many
+-- @include full_record
 
 local now = server_time()
 local group, keep = ARGV[1], tonumber(ARGV[2])
@@ -39,6 +43,17 @@ for b = 3, #ARGV, 3 do
   eids[#eids + 1] = ARGV[b + 2]
   ids[#ids + 1] = ARGV[b + 1]
 end
+local raws = {}
+local whole = {} -- keep_done: header-only records made whole, read before their entry goes
+if #ids > 0 then raws = hmget_many(K_JOBS, ids) end
+if keep > 0 then
+  for i = 1, #ids do
+    local r = parse_record(raws[i])
+    if r and r.state == 's' and r.entry == ARGV[3 * i + 2] and r.blob == '' and full_record(r) then
+      whole[i] = raws[i] .. r.blob
+    end
+  end
+end
 local STEP = 1000
 for _, topic in ipairs(topics) do
   local sk, eids = stream_key(topic), by_topic[topic]
@@ -50,7 +65,6 @@ for _, topic in ipairs(topics) do
   for _, eid in ipairs(eids) do release_lease(topic, eid) end
 end
 if #ids > 0 then
-  local raws = hmget_many(K_JOBS, ids)
   local gone, kept, stones, done = {}, {}, {}, {}
   for i = 1, #ids do
     local id, eid = ids[i], ARGV[3 * i + 2]
@@ -62,7 +76,7 @@ if #ids > 0 then
     if state == 's' and entry == eid then
       done[id] = true
       if keep > 0 then
-        local r = parse_record(raws[i])
+        local r = parse_record(whole[i] or raws[i])
         r.state, r.entry = 'c', ''
         kept[#kept + 1] = id
         kept[#kept + 1] = build_record(r)

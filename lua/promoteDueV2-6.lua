@@ -1,5 +1,5 @@
 #!lua
--- promoteDue-6: move due jobs, earliest first, from the delayed set into their topic streams.
+-- promoteDueV2-6: move due jobs, earliest first, from the delayed set into their topic streams.
 -- KEYS: the six partition keys (includes/keys.lua); writes PREFIX..'t:'..topic (derived, same tag).
 -- ARGV[1] batch limit (bounded so one call stays around a millisecond); a batch also stops
 -- before its records pass MAX_BATCH_BYTES (1 MiB), always after at least one job.
@@ -19,6 +19,10 @@
 -- the call whole under maxmemory (docs/operations.md).
 -- Also forgets up to 500 expired keep_done tombstones (the periodic sweep, see next_due).
 -- Stream entry fields: 'id' job id, 'rec' the job record as it was when delayed.
+-- Layout (docs/keys.md#layouts): field 'layout' of PREFIX..'meta' (read once per call). Absent or
+-- '1': the jobs hash gets the full record in state s (what a version 1 process reads). '2': it
+-- gets the header only (the record up to its 8th '|', empty blob), so the body is kept once,
+-- in the stream entry; scripts that take a job out of its stream fetch it back (full_record).
 -- Errors: 'SDERR WRONG_TYPE <key> <type>' (a KEYS key of another type; nothing written).
 -- Retry-safe: a job moves once; a repeated call finds it gone from the delayed set.
 -- @include server_time
@@ -36,6 +40,8 @@ local now, now_us = server_time()
 local limit = tonumber(ARGV[1])
 check_partition_keys()
 if ARGV[2] then refuse_wrong_type(PREFIX .. 'sched:next', 'zset') end
+refuse_wrong_type(PREFIX .. 'meta', 'hash')
+local header_only = redis.call('HGET', PREFIX .. 'meta', 'layout') == '2'
 local function wrong_type(reply)
   return type(reply) == 'table' and reply.err and string.find(reply.err, 'WRONGTYPE', 1, true)
 end
@@ -62,10 +68,10 @@ if n > 0 then
     end
     -- the same shape parse_record accepts; positions instead of copies, as only the state and
     -- the entry change: the rest of the record is kept byte for byte
-    local state, entry_at, entry_end, topic
+    local state, entry_at, entry_end, topic, blob_at
     if raw then
-      state, entry_at, entry_end, topic = string.match(raw,
-        '^([dsxc])|%d+|%d+|%d+|%d+|%d+|()[%d%-]*()|([^|]+)|')
+      state, entry_at, entry_end, topic, blob_at = string.match(raw,
+        '^([dsxc])|%d+|%d+|%d+|%d+|%d+|()[%d%-]*()|([^|]+)|()')
     end
     if state == 'd' then
       local sk = streams[topic]
@@ -75,8 +81,9 @@ if n > 0 then
       local entry = redis.pcall('XADD', sk, '*', 'id', id, 'rec', raw)
       if type(entry) == 'string' then
         writes[#writes + 1] = id
+        -- layout 2: the header only, up to and with the 8th '|' (the blob is not copied)
         writes[#writes + 1] = 's' .. string.sub(raw, 2, entry_at - 1) .. entry
-                              .. string.sub(raw, entry_end)
+                              .. string.sub(raw, entry_end, header_only and blob_at - 1 or -1)
         leaving[#leaving + 1] = id
         per_topic[topic] = (per_topic[topic] or 0) + 1
         moved = moved + 1

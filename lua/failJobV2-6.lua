@@ -1,5 +1,5 @@
 #!lua
--- failJob-6: settle a failed delivery: back to the delayed set after a delay, or dead.
+-- failJobV2-6: settle a failed delivery: back to the delayed set after a delay, or dead.
 -- KEYS: the six partition keys (includes/keys.lua); touches PREFIX..'t:'..topic and PREFIX..'dead:'..topic.
 -- ARGV[1] group, ARGV[2] topic, ARGV[3] job id, ARGV[4] stream entry id,
 -- ARGV[5] retry delay ms, ARGV[6] '1' = dead now (no retry), ARGV[7] error text
@@ -8,6 +8,10 @@
 -- The retry's due time is counted from the server clock in µs and rounded up to the next ms.
 -- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
 -- Retry-safe: a repeated call finds the delivery no longer current and returns {0}.
+-- Layout 2: a header-only record gets its blob back from the stream entry before the entry is
+-- deleted (full_record); the delayed or dead record written is full. When that entry is gone
+-- (trimmed) the job goes dead whatever its attempts, error 'stream entry lost: ...' (its body is
+-- unknown, so it cannot run again).
 -- @include server_time
 -- @include keys
 -- @include release_lease
@@ -15,6 +19,7 @@
 -- @include build_record
 -- @include due_after
 -- @include parse_record
+-- @include full_record
 
 local now, now_us = server_time()
 local group, topic, id, eid = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -24,13 +29,16 @@ check_partition_keys()
 refuse_wrong_type(sk, 'stream')
 refuse_wrong_type(dead_key(topic), 'stream')
 check_lease_keys(topic)
+local r = parse_record(redis.call('HGET', K_JOBS, id))
+local current = r and r.state == 's' and r.entry == eid
+local whole = current and full_record(r) -- read before the entry is deleted
 redis.call('XACK', sk, group, eid)
 redis.call('XDEL', sk, eid)
 release_lease(topic, eid)
-local r = parse_record(redis.call('HGET', K_JOBS, id))
-if not (r and r.state == 's' and r.entry == eid) then return {0} end
+if not current then return {0} end
 r.attempts = r.attempts + 1
-if dead_now or r.attempts >= r.max then
+if not whole then err = STREAM_ENTRY_LOST .. '; last error: ' .. err end
+if dead_now or r.attempts >= r.max or not whole then
   r.entry = redis.call('XADD', dead_key(topic), '*', 'id', id, 'error', err, 'attempts', r.attempts, 'at', now)
   r.state = 'x'
   redis.call('HSET', K_JOBS, id, build_record(r))

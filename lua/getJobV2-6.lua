@@ -1,5 +1,5 @@
 #!lua flags=no-writes
--- getJob-6: read one job by id with where it is (read only).
+-- getJobV2-6: read one job by id with where it is (read only).
 -- KEYS: the six partition keys (includes/keys.lua); reads the topic and dead-letter streams.
 -- ARGV[1] job id
 -- Flags: no-writes (runs while Redis is full, and on a replica).
@@ -7,9 +7,12 @@
 -- {record, substate, owner, idle_ms, deliveries, error, now_ms}: substate is 'ready' or
 -- 'reserved' for a job in its stream, else ''; owner/idle/deliveries describe a reservation;
 -- error is the last error of a dead job.
+-- Layout 2: the record of a job in its stream is given whole (its blob read from the stream
+-- entry, full_record); when that entry is gone it is given as stored, header only (empty blob).
 -- @include server_time
 -- @include keys
 -- @include parse_record
+-- @include full_record
 
 local now = server_time()
 local id = ARGV[1]
@@ -25,6 +28,7 @@ if r.state == 'c' then
 end
 local sub, owner, idle, deliveries, err = '', '', 0, 0, ''
 if r.state == 's' then
+  if r.blob == '' and full_record(r) then raw = raw .. r.blob end
   sub = 'ready'
   local group = redis.call('HGET', K_GROUPS, r.topic)
   if group and redis.call('EXISTS', stream_key(r.topic)) == 1 then

@@ -1,5 +1,5 @@
 #!lua
--- requeueStuck-6: find deliveries whose consumer went silent and put them back.
+-- requeueStuckV2-6: find deliveries whose consumer went silent and put them back.
 -- Walks one topic's pending list from a cursor (bounded); an entry idle at least its job's own ttr
 -- (or ARGV[5] when >= 0) is re-queued at the stream tail as a new attempt (dead after the last), or
 -- with ARGV[6] handed to that consumer (XCLAIM). Pending ids whose entry or job is gone are acked.
@@ -13,10 +13,13 @@
 -- Errors: 'SDERR NO_GROUP <topic>' when the stream or group does not exist, 'SDERR WRONG_TYPE
 -- <key> <type>' (checked before any write).
 -- Retry-safe: a moved delivery has a fresh idle time and is not moved again.
+-- Layout 2: a header-only record takes its blob from the entry read here into the new entry
+-- (requeue_entry); the byte budget counts it.
 -- @include server_time
 -- @include keys
 -- @include build_record
 -- @include release_lease
+-- @include full_record
 -- @include requeue_entry
 -- @include parse_record
 
@@ -44,11 +47,8 @@ local bytes, last = 0, nil
 for _, row in ipairs(rows) do
   local eid, owner, idle = row[1], row[2], tonumber(row[3])
   local entries = redis.call('XRANGE', sk, eid, eid)
-  local id = nil
-  if entries[1] then
-    local f = entries[1][2]
-    for i = 1, #f, 2 do if f[i] == 'id' then id = f[i + 1] end end
-  end
+  local id, f = nil, entries[1] and entries[1][2]
+  for i = 1, #(f or {}), 2 do if f[i] == 'id' then id = f[i + 1] end end
   local raw = id and redis.call('HGET', K_JOBS, id)
   if raw and bytes > 0 and bytes + #raw > MAX_BATCH_BYTES then break end
   last = eid
@@ -69,7 +69,8 @@ for _, row in ipairs(rows) do
         end
       else
         local why = 'ttr expired: consumer ' .. owner .. ' silent for ' .. idle .. ' ms'
-        bytes = bytes + #raw
+        full_record(r, f) -- the blob of a header-only record, from the entry read above
+        bytes = bytes + #raw + #r.blob
         if requeue_entry(r, id, eid, group, true, why, now) then moved[#moved + 1] = id
         else dead[#dead + 1] = id end
       end

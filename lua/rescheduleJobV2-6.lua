@@ -1,5 +1,5 @@
 #!lua
--- rescheduleJob-6: give one job a new due time, from any state but done. A ready or reserved job
+-- rescheduleJobV2-6: give one job a new due time, from any state but done. A ready or reserved job
 -- leaves its stream (a running handler's acknowledgement becomes a no-op); a dead job comes back
 -- with its attempts reset to 0.
 -- KEYS: the six partition keys (includes/keys.lua).
@@ -8,6 +8,9 @@
 -- Errors: 'SDERR AT_IN_PAST <id>' (nothing written). Retry-safe: a repeat sets the same due
 -- (relative delays are measured again from the server clock, in µs, rounded up to the next ms).
 -- Errors also: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
+-- Layout 2: a header-only record gets its blob back from its stream entry (full_record) and the
+-- delayed record is full. When that entry is gone the job goes dead instead ('stream entry
+-- lost': its body is unknown) and the reply is {0}.
 -- @include server_time
 -- @include keys
 -- @include wake_if_head
@@ -16,6 +19,7 @@
 -- @include resolve_due
 -- @include build_record
 -- @include parse_record
+-- @include full_record
 
 local now, now_us = server_time()
 local id = ARGV[1]
@@ -25,8 +29,16 @@ local r = parse_record(redis.call('HGET', K_JOBS, id))
 if not r or r.state == 'c' then return {0} end
 check_partition_keys()
 if r.state == 's' then refuse_wrong_type(stream_key(r.topic), 'stream') end
-if r.state == 'x' then refuse_wrong_type(dead_key(r.topic), 'stream') end
+if r.state == 's' or r.state == 'x' then refuse_wrong_type(dead_key(r.topic), 'stream') end
+local whole = r.state ~= 's' or full_record(r) -- read before the entry is deleted
 detach(r, id)
+if not whole then
+  r.entry = redis.call('XADD', dead_key(r.topic), '*', 'id', id, 'error', STREAM_ENTRY_LOST,
+                       'attempts', r.attempts, 'at', now)
+  r.state = 'x'
+  redis.call('HSET', K_JOBS, id, build_record(r))
+  return {0}
+end
 if r.state == 'x' then r.attempts = 0 end
 r.state, r.entry, r.due = 'd', '', due
 redis.call('HSET', K_JOBS, id, build_record(r))
