@@ -62,8 +62,9 @@ READING = [  # what explains the columns, from each library's source (versions a
     "lateness, at the price of worker memory and of the Redis broker's visibility timeout "
     "caveat (see [Comparison](comparison.md#celery)). In Redis a fetched task leaves the queue "
     "list for the `unacked` hash (the whole message) and the `unacked_index` sorted set, where "
-    "it stays until the task runs: Celery's *while it waits* row is those two structures, the "
-    "copy kept for redelivery; the worker's own memory holds the task too and is not counted.",
+    "it stays until the worker starts the task (or the visibility timeout puts it back on the "
+    "list): Celery's *while it waits* row is those two structures, the copy Redis keeps for "
+    "redelivery; the copy in the worker's own memory is not counted.",
     "- Dramatiq's `send_with_options(delay=...)` puts the message in the delay queue (a list, "
     "the body in a hash); its worker prefetches up to `worker_threads * 1000` (8,000 here) "
     "delayed messages into memory, moving their ids from the list to its per-worker ack set: "
@@ -74,6 +75,9 @@ READING = [  # what explains the columns, from each library's source (versions a
     "- arq, RQ, SAQ, BullMQ and streamdelay write a delayed job once, where it waits (a sorted "
     "set scored by due time, and the job's key or hash field); their workers leave it there "
     "until it is due.",
+    "- BullMQ's `addDelayedJob` also appends a `delayed` event to the queue's events stream, "
+    "trimmed to about `maxLenEvents` (10,000) entries: in its memory rows, a share that stops "
+    "growing past 10,000 jobs.",
     "- BullMQ's `Worker` runs one job at a time by default (`concurrency` 1), each with several "
     "round trips: at ~240 jobs/s it barely keeps up with 200 due/s.",
     "- streamdelay's dispatcher sleeps until the next due time, moves due jobs with one Lua "
