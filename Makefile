@@ -113,7 +113,7 @@ bench-full: install redis $(BENCH_VENV)/.installed
 	$(BIN)/python -m benchmarks.peers.run --peers-python $(BENCH_VENV)/bin/python
 
 # The peers comparison alone: arq, RQ, Dramatiq, Celery, SAQ, BullMQ, Huey and streamdelay in one
-# run (~15 min); writes benchmarks/peers/last_run.json and the Peers section of docs/comparison.md
+# run (~20 min); writes benchmarks/peers/last_run.json and the Peers section of docs/comparison.md
 # and docs/benchmarks.md. `make bench-peers-quick`: every library and workload at small sizes
 # (~4 min), to check the pipeline; its JSON goes to a temporary file, never to the docs.
 bench-peers: install redis $(BENCH_VENV)/.installed

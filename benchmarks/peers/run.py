@@ -30,9 +30,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.peers.workload import FULL, PEERS, QUICK, ROOT
+from benchmarks.peers.workload import (
+    FULL,
+    PEERS,
+    QUICK,
+    ROOT,
+    SETTLE_TIMEOUT,
+    SETTLE_TOLERANCE,
+    SETTLE_WINDOW,
+)
 
-WORKLOADS = {"enqueue": 180, "drain": 420, "lateness": 300}  # child time limits, s
+WORKLOADS = {"enqueue": 180, "memory": 360, "drain": 420, "lateness": 300}  # child time limits, s
 TITLES = {"streamdelay": "**streamdelay**", "arq": "arq", "rq": "RQ", "dramatiq": "Dramatiq",
           "celery": "Celery", "saq": "SAQ", "bullmq": "BullMQ (py)", "huey": "Huey"}
 START, END = "<!-- peers:start -->", "<!-- peers:end -->"
@@ -52,11 +60,24 @@ READING = [  # what explains the columns, from each library's source (versions a
     "so a job can start up to 1 s early: the drain row counts them.",
     "- Celery fetches ETA tasks into the worker at once and holds them in memory on timers: low "
     "lateness, at the price of worker memory and of the Redis broker's visibility timeout "
-    "caveat (see [Comparison](comparison.md#celery)).",
+    "caveat (see [Comparison](comparison.md#celery)). In Redis a fetched task leaves the queue "
+    "list for the `unacked` hash (the whole message) and the `unacked_index` sorted set, where "
+    "it stays until the worker starts the task (or the visibility timeout puts it back on the "
+    "list): Celery's *while it waits* row is those two structures, the copy Redis keeps for "
+    "redelivery; the copy in the worker's own memory is not counted.",
+    "- Dramatiq's `send_with_options(delay=...)` puts the message in the delay queue (a list, "
+    "the body in a hash); its worker prefetches up to `worker_threads * 1000` (8,000 here) "
+    "delayed messages into memory, moving their ids from the list to its per-worker ack set: "
+    "with more delayed jobs than that, the rest wait in the list.",
     "- Huey's `schedule` pushes the message onto its queue list (one `LPUSH`); its consumer "
-    "moves a job that is not due yet into its schedule sorted set when it reads it. The "
-    "enqueue workload runs no worker, so Huey's bytes per delayed job are a list entry's; "
-    "with its consumer running they are a sorted-set member's, which costs more.",
+    "moves a job that is not due yet into its schedule sorted set when it reads it, so Huey's "
+    "*as enqueued* row is a list entry's and its *while it waits* row a sorted-set member's.",
+    "- arq, RQ, SAQ, BullMQ and streamdelay write a delayed job once, where it waits (a sorted "
+    "set scored by due time, and the job's key or hash field); their workers leave it there "
+    "until it is due.",
+    "- BullMQ's `addDelayedJob` also appends a `delayed` event to the queue's events stream, "
+    "trimmed to about `maxLenEvents` (10,000) entries: in its memory rows, a share that stops "
+    "growing past 10,000 jobs.",
     "- BullMQ's `Worker` runs one job at a time by default (`concurrency` 1), each with several "
     "round trips: at ~240 jobs/s it barely keeps up with 200 due/s.",
     "- streamdelay's dispatcher sleeps until the next due time, moves due jobs with one Lua "
@@ -112,6 +133,12 @@ def _cell(result: dict[str, Any] | None, row: str) -> str:
         return _num(result["raw_zadd_per_s"])
     if row == "memory":
         return _num(result["bytes_per_job"])
+    if row == "waiting":
+        figure = _num(result["bytes_per_job"])
+        notes = ([] if result["settled"] else
+                 [f"still changing after {result['settle_s']:.0f} s"]) + (
+            [f"{result['ran']:,} ran"] if result["ran"] else [])
+        return f"{figure} ({', '.join(notes)})" if notes else figure
     if row == "drain":
         figure = _num(result["jobs_per_s"])
         if short:
@@ -139,7 +166,10 @@ def rows(sizes: dict[str, Any]) -> list[tuple[str, str, str]]:
     return [
         ("enqueue, one call per job (jobs/s)", "enqueue", "enqueue"),
         ("raw ceiling at that moment: redis-py `ZADD`, 1 per call (ops/s)", "enqueue", "raw"),
-        (f"Redis bytes per delayed job (~100 B body, {enqueue:,} jobs)", "enqueue", "memory"),
+        ("Redis bytes per delayed job while it waits: worker running, settled (~100 B "
+         f"body, {enqueue:,} jobs)", "memory", "waiting"),
+        (f"Redis bytes per delayed job as enqueued, no worker (~100 B body, {enqueue:,} jobs)",
+         "enqueue", "memory"),
         (f"drain: {drained} jobs due at once (jobs/s)", "drain", "drain"),
         (f"lateness, {rate} due/s: p50 (ms)", "lateness", "p50"),
         (f"lateness, {rate} due/s: p99 (ms)", "lateness", "p99"),
@@ -192,8 +222,20 @@ def section(payload: dict[str, Any], heading: str = "##") -> str:
         "`time.time()` to a file (not Redis, so the Redis figures are the library's own). Job "
         "bodies are ~100 B of JSON. *enqueue*: "
         f"{int(sizes['enqueue_jobs']):,} jobs due in an hour, one library call per job, no "
-        "worker; memory = "
-        "`INFO used_memory` after - before, divided by the jobs. *drain*: one worker process "
+        "worker; its memory row (*as enqueued*) = Redis memory after - before, divided by the "
+        "jobs: the state the producer leaves, kept because it is cheap and shows the libraries "
+        "whose worker moves a delayed job. *memory* (the row *while it waits*, the one to "
+        "compare): one worker process started as the library documents (with its scheduler), "
+        "warmed up, Redis memory once it stops changing, then "
+        f"{int(sizes['enqueue_jobs']):,} jobs due in an hour (none runs), and Redis memory "
+        f"again once it stops changing (every sample of {SETTLE_WINDOW:g} s within "
+        f"{SETTLE_TOLERANCE // 1024} KiB, at most {SETTLE_TIMEOUT:g} s): the state a delayed "
+        "job spends most of its delay in, divided by the jobs. A library whose worker moves a "
+        "waiting job elsewhere is measured after the move (see below); the JSON records where "
+        "the bytes sit (keys grouped by name, `MEMORY USAGE`). Redis memory is `INFO memory` "
+        "`used_memory` less the connections' buffers (`mem_clients_normal`), which come and go "
+        "with the traffic (a worker blocked on a read holds a 20 KB query buffer at times). "
+        "*drain*: one worker process "
         "started as the library documents, warmed up, then "
         f"{int(sizes['drain_jobs']):,} jobs all due at one instant T0 (enqueued before T0); "
         "jobs / (last "

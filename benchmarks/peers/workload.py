@@ -10,9 +10,15 @@ so this module imports only the standard library, redis-py and ``tests/redis_ser
 Workloads (the same for every library; job bodies ~100 B, see ``record.body``):
 
 - ``enqueue``: ``enqueue_jobs`` delayed jobs (due in an hour), one library call per job, no
-  worker running: jobs/s, Redis ``INFO used_memory`` after - before, per job, the Redis commands
+  worker running: jobs/s, Redis ``stored_memory`` after - before, per job, the Redis commands
   per job (``INFO commandstats``: the commands a Lua script runs count too), then the raw
   ceiling of that moment (redis-py ``ZADD``, one round trip per call);
+- ``memory``: the state a delayed job waits in: one worker process of the library (with its
+  scheduler, as its docs prescribe), warmed up, then ``enqueue_jobs`` jobs due in an hour (none
+  runs); ``stored_memory`` once it stops changing (``settle``: the worker may move a job to a
+  second structure, e.g. Huey's consumer from its queue list to its schedule sorted set, Celery's
+  and Dramatiq's into their unacked/ack structures) - before, per job, and where the bytes sit
+  (``layout``: keys grouped by name with digits masked, ``MEMORY USAGE``);
 - ``drain``: one worker process of the library, started as its docs say and idle (a warm-up
   batch proves it runs), then ``drain_jobs`` jobs all due at one instant T0, enqueued before T0:
   jobs / (last handler start - T0);
@@ -31,6 +37,7 @@ import argparse
 import importlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -63,6 +70,9 @@ DRAIN_TIMEOUT = 150.0
 LATENESS_TAIL = 60.0
 WARM_UP_JOBS = 200
 FAR = 3600.0
+SETTLE_TIMEOUT = 120.0  # s: the bound on waiting for stored_memory to stop changing
+SETTLE_WINDOW = 3.0  # s: longer than every peer's poll interval (1 s at most)
+SETTLE_TOLERANCE = 16384  # bytes: max - min over the window at most this: settled
 
 
 class WorkerProcess:
@@ -130,9 +140,13 @@ class Records:
             time.sleep(0.05)
 
 
-def used_memory(client: Any) -> int:
-    """Redis ``INFO memory`` used_memory."""
-    return int(client.info("memory")["used_memory"])
+def stored_memory(client: Any) -> int:
+    """Redis ``INFO memory`` used_memory less the clients' buffers (``mem_clients_normal``,
+    ``mem_clients_slaves``): what the data costs, without the query and output buffers of the
+    connections, which come and go with the traffic (a blocked worker's 20 KB query buffer)."""
+    info = client.info("memory")
+    return int(info["used_memory"]) - int(info.get("mem_clients_normal", 0)) - int(
+        info.get("mem_clients_slaves", 0))
 
 
 def command_calls(client: Any) -> dict[str, int]:
@@ -152,19 +166,85 @@ def raw_round_trips(client: Any, n: int = 2000) -> float:
 
 
 def run_enqueue(peer: ModuleType, client: Any, jobs: int) -> dict[str, Any]:
-    """Delayed jobs one call each, no worker: jobs/s, used_memory and commands per job, and the
+    """Delayed jobs one call each, no worker: jobs/s, stored_memory and commands per job, and the
     raw ceiling right after."""
     peer.enqueue([(f"warm{i}", time.time() + FAR) for i in range(20)])  # connect, load scripts
-    before, calls_before = used_memory(client), command_calls(client)
+    before, calls_before = stored_memory(client), command_calls(client)
     far = time.time() + FAR
     seconds = peer.enqueue([(f"e{i}", far + i / 1000) for i in range(jobs)])
-    after, calls_after = used_memory(client), command_calls(client)
+    after, calls_after = stored_memory(client), command_calls(client)
     per_job = {name: round((count - calls_before.get(name, 0)) / jobs, 3)
                for name, count in sorted(calls_after.items()) if name != "info"}
     return {"jobs": jobs, "seconds": seconds, "jobs_per_s": jobs / seconds,
             "bytes_per_job": (after - before) / jobs, "keys": client.dbsize(),
             "commands_per_job": {k: v for k, v in per_job.items() if v},
             "raw_zadd_per_s": raw_round_trips(client)}
+
+
+def settle(client: Any, worker: WorkerProcess | None, timeout: float,
+           window: float = SETTLE_WINDOW, tolerance: int = SETTLE_TOLERANCE,
+           interval: float = 0.25) -> tuple[int, float, bool]:
+    """Wait until ``stored_memory`` stops changing: every sample of the last ``window`` seconds
+    within ``tolerance`` bytes. Returns (stored_memory, seconds waited, settled in ``timeout``)."""
+    began = time.monotonic()
+    samples: list[tuple[float, int]] = []
+    while True:
+        now = time.monotonic()
+        samples.append((now, stored_memory(client)))
+        recent = [m for t, m in samples if t >= now - window]
+        covered = now - samples[0][0] >= window
+        if covered and max(recent) - min(recent) <= tolerance:
+            return samples[-1][1], now - began, True
+        if now - began > timeout:
+            return samples[-1][1], now - began, False
+        if worker is not None:
+            worker.check_alive()
+        time.sleep(interval)
+
+
+def key_pattern(key: str) -> str:
+    """A key's name with every run of digits masked: one pattern per structure of a library
+    (``arq:job:e17`` and ``arq:job:e4242`` are both ``arq:job:eN``)."""
+    return re.sub(r"\d+", "N", key)
+
+
+def layout(client: Any) -> dict[str, dict[str, Any]]:
+    """Where the bytes sit: keys grouped by ``key_pattern``, each group's type, key count and
+    ``MEMORY USAGE ... SAMPLES 0`` total, largest first."""
+    keys = [k.decode() if isinstance(k, bytes) else k for k in client.scan_iter(count=1000)]
+    pipe = client.pipeline(transaction=False)
+    for key in keys:
+        pipe.type(key)
+        pipe.memory_usage(key, samples=0)
+    replies = pipe.execute()
+    groups: dict[str, dict[str, Any]] = {}
+    for key, kind, size in zip(keys, replies[::2], replies[1::2], strict=True):
+        kind = kind.decode() if isinstance(kind, bytes) else kind
+        group = groups.setdefault(key_pattern(key), {"type": kind, "keys": 0, "bytes": 0})
+        group["keys"] += 1
+        group["bytes"] += size or 0
+    return dict(sorted(groups.items(), key=lambda item: -item[1]["bytes"]))
+
+
+def run_memory(peer: ModuleType, worker: WorkerProcess, records: Records,
+               sizes: dict[str, float]) -> dict[str, Any]:
+    """``enqueue_jobs`` jobs due in an hour with the worker running: stored_memory once it
+    settles - before, per job, and the keys they sit in."""
+    _warm_up(peer, records, worker)
+    client = redis.Redis.from_url(os.environ["BENCH_URL"])
+    before, _, base_settled = settle(client, worker, SETTLE_TIMEOUT / 4)
+    jobs = int(sizes["enqueue_jobs"])
+    far = time.time() + FAR
+    seconds = peer.enqueue([(f"e{i}", far + i / 1000) for i in range(jobs)])
+    enqueued = stored_memory(client)
+    after, waited, settled = settle(client, worker, SETTLE_TIMEOUT)
+    records.poll()
+    return {"jobs": jobs, "enqueue_s": seconds, "bytes_per_job": (after - before) / jobs,
+            "bytes_per_job_at_enqueue_end": (enqueued - before) / jobs,
+            "settle_s": waited, "settled": settled, "baseline_settled": base_settled,
+            "settle_window_s": SETTLE_WINDOW, "settle_tolerance_bytes": SETTLE_TOLERANCE,
+            "ran": sum(1 for job_id in records.starts if job_id.startswith("e")),
+            "keys": client.dbsize(), "layout": layout(client)}
 
 
 def _warm_up(peer: ModuleType, records: Records, worker: WorkerProcess) -> float:
@@ -215,6 +295,9 @@ def run_lateness(peer: ModuleType, worker: WorkerProcess, records: Records,
             "enqueue_past_t0_s": max(0.0, late_enqueue), "duplicates": records.duplicates}
 
 
+WORKER_WORKLOADS = {"memory": run_memory, "drain": run_drain, "lateness": run_lateness}
+
+
 def interpreter() -> dict[str, Any]:
     """The interpreter of this child (and of the worker it starts), and its redis-py."""
     try:
@@ -244,8 +327,7 @@ def run(peer_name: str, workload: str, sizes: dict[str, float]) -> dict[str, Any
             worker = WorkerProcess(peer.worker_command(), dict(os.environ), logdir / "worker.log")
             try:
                 records = Records(logdir / "records.txt")
-                result.update((run_drain if workload == "drain" else run_lateness)(
-                    peer, worker, records, sizes))
+                result.update(WORKER_WORKLOADS[workload](peer, worker, records, sizes))
             finally:
                 worker.stop()
         if hasattr(peer, "describe"):  # what code ran (streamdelay: this checkout's)
@@ -262,7 +344,7 @@ def main() -> None:
     """Command line entry point (started by ``run.py``)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--peer", required=True, choices=sorted(PEERS))
-    parser.add_argument("--workload", required=True, choices=["enqueue", "drain", "lateness"])
+    parser.add_argument("--workload", required=True, choices=["enqueue", *WORKER_WORKLOADS])
     parser.add_argument("--quick", action="store_true", help="the QUICK sizes (no docs)")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, _terminate)
