@@ -109,7 +109,7 @@ tables (`benchmarks/backlog_ramp.py` shows it with `DEBUG HTSTATS-KEY`). That is
 cost for any structure of that size, transient, not the queue's layout.""",
     """\
 **Bounded script calls** ({verdict_calls}; bound applied: median call <= {call_bound_us} µs): \
-median `promoteDue` call ({promote_batch} jobs) {call_promote_us} µs, median `enqueueJobs` call \
+median `promoteDueV2` call ({promote_batch} jobs) {call_promote_us} µs, median `enqueueJobs` call \
 ({enqueue_batch} jobs) {call_enqueue_us} µs (SLOWLOG of the dispatch-alone run). \
 `dispatcher.PROMOTE_BATCH` and `enqueuing.ENQUEUE_BATCH` set these sizes; a larger batch promotes \
 faster per job but blocks Redis longer per call. On a loaded machine a call's wall time includes \
@@ -327,7 +327,7 @@ def fill_values(figures: Mapping[str, float], checks: Mapping[str, Check],
         "backlog_small": _fmt(g("backlog_small"), ",.0f"),
         "backlog_large": _fmt(g("backlog_large"), ",.0f"),
         "call_bound_us": f"{CALL_BOUND_US:,}",
-        "call_promote_us": _fmt(g("call_median_us_promoteDue"), ",.0f"),
+        "call_promote_us": _fmt(g("call_median_us_promoteDueV2"), ",.0f"),
         "call_enqueue_us": _fmt(g("call_median_us_enqueueJobs"), ",.0f"),
         "target_drain": f"{targets.DRAIN_MIN:,}", "drain_one": _fmt(one, ",.0f"),
         "drain_two": _fmt(two, ",.0f"), "drain_raw": _fmt(g("drain_10000_raw"), ",.0f"),

@@ -34,7 +34,7 @@ def full_figures() -> dict[str, float]:
               "enqueue_async": 17345.6, "enqueue_async_raw": 7890.1,
               "enqueue_async_ratio": 2.2, "enqueue_async_redis_us": 9.7})
     f.update({"dispatch_alone": 131313.1, "dispatch_alone_raw": 97531.2,
-              "dispatch_alone_redis_us": 6.37, "call_median_us_promoteDue": 913.0,
+              "dispatch_alone_redis_us": 6.37, "call_median_us_promoteDueV2": 913.0,
               "call_median_us_enqueueJobs": 877.0})
     f.update({"backlog_small": 10_000.0, "backlog_large": 1_000_000.0,
               "backlog_cpu_small": 6.13, "backlog_cpu_large": 7.29,
@@ -43,6 +43,9 @@ def full_figures() -> dict[str, float]:
               "memory_raw_floor": 347.0, "record_bytes": 161.0})
     f.update({"drain_10000_1p": 11111.0, "drain_10000_2p": 12345.0, "drain_10000_raw": 65432.0,
               "drain_10000_1p_redis_us": 21.9, "drain_10000_2p_redis_us": 23.1})
+    f.update({"drain_100000_1p": 21111.0, "drain_100000_2p": 22345.0, "drain_100000_3p": 21345.0,
+              "drain_100000_raw": 66432.0, "drain_100000_1p_redis_us": 20.9,
+              "drain_100000_2p_redis_us": 22.1, "drain_100000_3p_redis_us": 22.9})
     f.update({"memory_left": 4321.0, "memory_grew": 35_700_000.0, "memory_back": 1.0})
     for rate, base in ((200, 1.71), (2000, 1.88), (20000, 87.3)):
         f.update({f"lateness_p99_{rate}": base, f"steady_p99_{rate}": base + 0.11,
@@ -105,7 +108,7 @@ def test_without_results_no_figure_appears_and_nothing_is_met() -> None:
 
 def test_every_verdict_in_the_notes_is_the_targets_verdict_of_the_same_run() -> None:
     figures = full_figures()
-    text, unmeasured = report(sections_for(figures, {"promoteDue": [913] * 3,
+    text, unmeasured = report(sections_for(figures, {"promoteDueV2": [913] * 3,
                                                      "enqueueJobs": [877]}),
                               dict(INFO), False, 0.0, "")
     assert unmeasured == [] and f"**{NOT_MEASURED}**" not in text
@@ -133,7 +136,7 @@ def test_a_missing_figure_reads_not_measured_in_the_notes() -> None:
     figures = full_figures()
     for rate in targets.LATENESS_P99_MS:
         del figures[f"lateness_p99_{rate}"]
-    text, unmeasured = report(sections_for(figures, {"promoteDue": [913],
+    text, unmeasured = report(sections_for(figures, {"promoteDueV2": [913],
                                                      "enqueueJobs": [877]}),
                               dict(INFO), False, 0.0, "")
     assert {c.name for c in unmeasured} == {
@@ -162,9 +165,9 @@ def test_never_early_with_no_lateness_figures_is_not_measured() -> None:
 
 @pytest.mark.parametrize(("times", "met"), [
     ({}, None),  # an empty SLOWLOG judges nothing
-    ({"promoteDue": [900, 950, 990]}, None),  # one script without calls
-    ({"promoteDue": [900, 950, 990], "enqueueJobs": [800]}, True),
-    ({"promoteDue": [900, CALL_BOUND_US + 1, CALL_BOUND_US + 5], "enqueueJobs": [800]}, False),
+    ({"promoteDueV2": [900, 950, 990]}, None),  # one script without calls
+    ({"promoteDueV2": [900, 950, 990], "enqueueJobs": [800]}, True),
+    ({"promoteDueV2": [900, CALL_BOUND_US + 1, CALL_BOUND_US + 5], "enqueueJobs": [800]}, False),
 ])
 def test_script_call_bound_is_stated_and_needs_data(times: dict[str, list[int]],
                                                     met: bool | None) -> None:
