@@ -91,11 +91,11 @@ validation and encoding (as for `enqueue_many`, {many_us} µs per job in this ru
 Redis time ({async_redis_us} µs per job) is.""",
     """\
 **Dispatch alone** (>= {target_dispatch}/s: {verdict_dispatch}, {dispatch_rate}/s): \
-{dispatch_redis_us} µs of Redis CPU per promoted job inside `promoteDue`: one `XADD` per job \
+{dispatch_redis_us} µs of Redis CPU per promoted job inside `promoteDueV2`: one `XADD` per job \
 (a stream entry cannot be added in bulk), the record rewritten with its new state and entry id \
-(one `HSET` per batch), `HMGET`s in growing steps and one `ZREM` per batch of {promote_batch}. \
-Of these the `XADD` is the largest part and the rewrite the smallest (History below): a layout \
-that skipped the rewrite would not change this figure. \
+(one `HSET` per batch; on the current layout only the record's header, the body staying in \
+the stream entry), `HMGET`s in growing steps and one `ZREMRANGEBYRANK` per batch of {promote_batch} (the \
+batch is the head of the delayed set). Of these the `XADD` is the largest part (History below). \
 {target_dispatch}/s would be {dispatch_target_us} µs per job including the client. The raw \
 pipelined `XADD` of the same entries from redis-py: {dispatch_raw}/s in this run (the script \
 avoids the client's per-command packing).""",
@@ -105,8 +105,12 @@ avoids the client's per-command packing).""",
 {backlog_small} to a {backlog_large} backlog): the head read (`ZRANGEBYSCORE ... LIMIT`) is \
 O(log N) and every other command takes constant time per job, but Redis' dicts double at \
 each power of two and rehash incrementally, and until a rehash is done every lookup probes two \
-tables (`benchmarks/backlog_ramp.py` shows it with `DEBUG HTSTATS-KEY`). That is Redis' own \
-cost for any structure of that size, transient, not the queue's layout.""",
+tables (`benchmarks/backlog_ramp.py` shows it with `DEBUG HTSTATS-KEY`, and measures again \
+once it has driven the rehash to its end: History below). A big hash is rehashed only by the \
+commands that touch it (Redis' background rehashing covers the keyspace, not a hash's own \
+table), so after crossing a power of two the cost stays higher until that many lookups have \
+passed; with the rehash done, what is left is the memory: the same few lookups per job in a \
+working set of gigabytes miss the CPU caches more often.""",
     """\
 **Bounded script calls** ({verdict_calls}; bound applied: median call <= {call_bound_us} µs): \
 median `promoteDueV2` call ({promote_batch} jobs) {call_promote_us} µs, median `enqueueJobs` call \
@@ -119,14 +123,18 @@ being descheduled, so the median grows with the load.""",
 {drain_raw}/s for the raw single-process `XREADGROUP`+`XACK`+`XDEL` consumer of the same run): \
 per job the worker creates a task, parses the `XREADGROUP` reply (redis-py), decodes the record \
 and blob (msgspec), runs the handler under `handler_timeout` and batches the ack (one `XACK` and \
-one `XDEL` per topic and one `HMGET` and `HDEL` per batch inside `ackJobs`); hiredis (the \
-`streamdelay[hiredis]` extra) parses the replies and packs the commands. **Scaling with two \
-processes** \
-(>= {scaling}x: {verdict_scaling_10000}, {drain_two}/s, {drain_scaling}x): Redis needs \
+one `XDEL` per topic and one `HMGET` and `HDEL` per batch inside `ackJobsV2`); hiredis (the \
+`streamdelay[hiredis]` extra) parses the replies and packs the commands. \
+**{target_drain_jobs_big} due jobs** (>= {target_drain}/s with one process: \
+{verdict_drain_100000}, {drain_100k_one}/s); the curve over worker processes: {drain_curve}. \
+**Scaling with two processes** \
+(>= {scaling}x: {verdict_scaling_10000} with {target_drain_jobs_small} jobs ({drain_two}/s, \
+{drain_scaling}x), {verdict_scaling_100000} with {target_drain_jobs_big} jobs \
+({drain_100k_scaling}x)): Redis needs \
 {drain_redis_us} µs of CPU per job, i.e. {drain_redis_cores} of a core at the one-process \
 rate, on a machine of {cores} cores that also runs the worker processes; a second process gains \
-only the CPU left over, and a drain this short lasts about as long as the processes take to \
-reach full speed. Bound: cores (worker processes and Redis).""",
+only the CPU left over, and a third only adds switching. Bound: cores (worker processes and \
+Redis); the curve rises while cores are free.""",
     """\
 **Memory per delayed job** (<= {target_memory} B with the benchmark's body of {body_bytes} B of \
 JSON: {verdict_memory}, \
@@ -146,6 +154,17 @@ what is left is the empty stream's and the group's own structures.""",
 HISTORY = """\
 Quoted from earlier runs, with their date and run; none of these figures is this run's.
 
+- 2026-11-24, 01:22-01:40 UTC (load average 1.8-2.5, other work on the machine), issue 16, \
+`benchmarks/backlog_ramp.py 10000 10000000`, one server grown to 10M delayed jobs (fill \
+155-190 s), 10,000 due jobs promoted on top, Redis CPU per promoted job: with one `ZREM` per \
+batch 3.1 µs at 10k, 7.3 µs at 10M while the jobs hash was still rehashing into 2^24 buckets \
+(2.4x) and 4.9 µs once the script had driven the rehash to its end (1.58x); with the range \
+removal (`ZREMRANGEBYRANK`, this code) 3.1, 6.0 (1.94x) and 4.3 µs (1.39x; wall 3.7 -> 4.8 µs \
+per job, 1.30x). Finishing that rehash took 400,000 lookups (1.4 s of Redis time). \
+Dispatch alone on the same machine at 01:19 (50,000 due jobs, three runs): 249,486-266,262 \
+jobs/s (Redis 3.2-3.4 µs per job) when client and Redis ran on separate cores, 117,138 when one \
+shared a core with another process: the dispatch figure of a run moves with where the \
+scheduler puts the two processes.
 - 2026-11-24, 00:07-00:08 UTC (load average 0.33-0.42), the hot path before and after this \
 round's features (schedules, limits, the lateness record, durability, the pull API, the \
 one-job enqueue and batched ack), same hour, `lateness_rates.run(rates=(200, 2000))`, one \
@@ -275,6 +294,16 @@ def _per_call_us(per_second: float) -> float:
     return 1e6 / per_second if measured(per_second) and per_second > 0 else math.nan
 
 
+def drain_curve(figures: Mapping[str, float]) -> str:
+    """The 100k drain's jobs/s for each worker-process count the run measured."""
+    counts = sorted(int(key.split("_")[2][:-1]) for key in figures
+                    if key.startswith("drain_100000_") and key.endswith("p"))
+    if not counts:
+        return NOT_MEASURED
+    return ", ".join(f"{n} process{'es' if n > 1 else ''} {figures[f'drain_100000_{n}p']:,.0f}/s"
+                     for n in counts)
+
+
 def fill_values(figures: Mapping[str, float], checks: Mapping[str, Check],
                 info: Mapping[str, str]) -> dict[str, str]:
     """Every placeholder's text, from this run's figures, judged targets and the code."""
@@ -333,6 +362,11 @@ def fill_values(figures: Mapping[str, float], checks: Mapping[str, Check],
         "drain_two": _fmt(two, ",.0f"), "drain_raw": _fmt(g("drain_10000_raw"), ",.0f"),
         "drain_scaling": _fmt(targets.ratio(two, one), ".2f"), "scaling": f"{targets.SCALING:g}",
         "drain_redis_us": _fmt(drain_redis, ".1f"),
+        "drain_100k_one": _fmt(g("drain_100000_1p"), ",.0f"),
+        "drain_100k_scaling": _fmt(targets.ratio(g("drain_100000_2p"), g("drain_100000_1p")),
+                                   ".2f"),
+        "drain_curve": drain_curve(figures),
+        "target_drain_jobs_small": "10,000", "target_drain_jobs_big": "100,000",
         "drain_redis_cores": _fmt(drain_redis * one / 1e6, ".2f"),
         "target_memory": f"{targets.MEMORY_MAX_B}", "body_bytes": f"{len(json.dumps(BODY))}",
         "memory_per_job": _fmt(g("memory_per_job"), ".0f"),

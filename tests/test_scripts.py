@@ -208,6 +208,7 @@ def test_scripts_run_twice_change_nothing_the_second_time(queue: sd.Queue) -> No
     queue.enqueue("t", id="j3")
     call(c, "registerGroup", keys, ["workers", "t"])
     assert call(c, "registerGroup", keys, ["workers", "t"]) == 1
+    time.sleep(0.01)  # a delay of 0 is due at the next server millisecond (docs/keys.md)
     first = call(c, "promoteDueV2", keys, [100])
     again = call(c, "promoteDueV2", keys, [100])
     assert (first[0], again[0]) == (3, 0)
