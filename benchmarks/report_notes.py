@@ -94,8 +94,9 @@ Redis time ({async_redis_us} µs per job) is.""",
 {dispatch_redis_us} µs of Redis CPU per promoted job inside `promoteDueV2`: one `XADD` per job \
 (a stream entry cannot be added in bulk), the record rewritten with its new state and entry id \
 (one `HSET` per batch; on the current layout only the record's header, the body staying in \
-the stream entry), `HMGET`s in growing steps and one `ZREMRANGEBYRANK` per batch of {promote_batch} (the \
-batch is the head of the delayed set). Of these the `XADD` is the largest part (History below). \
+the stream entry), `HMGET`s in growing steps and one `ZREMRANGEBYRANK` per batch of \
+{promote_batch} (the batch is the head of the delayed set). Of these the `XADD` is the \
+largest part (History below). \
 {target_dispatch}/s would be {dispatch_target_us} µs per job including the client. The raw \
 pipelined `XADD` of the same entries from redis-py: {dispatch_raw}/s in this run (the script \
 avoids the client's per-command packing).""",
