@@ -127,7 +127,7 @@ def prepare_values(
 
 def is_absolute(job: PreparedJob) -> bool:
     """True when the job's due time is an absolute ``at`` (only those can be in the past)."""
-    return job.when_kind == "a"
+    return job.args[2] == "a"
 
 
 def past_due(
@@ -203,10 +203,17 @@ def enqueue_results(
 ) -> list[tuple[int, EnqueueResult]]:
     """Each job of ``chunk`` (its index) with its result, parsed from the call's reply."""
     # positional: a frozen dataclass built by keyword costs ~0.6 µs more per job
-    return [
-        (index, EnqueueResult(prepared[index].id, row.due_ms, row.created, row.state))
-        for index, row in zip(chunk.owners, parse_enqueue(reply), strict=True)
-    ]
+    if len(reply) != len(chunk.owners):
+        raise StreamdelayError(f"enqueueJobs: {len(reply)} rows for {len(chunk.owners)} jobs")
+    results: list[tuple[int, EnqueueResult]] = []
+    for index, row in zip(chunk.owners, reply):
+        if row[0] == 1 and row[2] == b"d":  # the common row, a job created, read as it is
+            results.append((index, EnqueueResult(prepared[index].id, row[1], True, "delayed")))
+        else:
+            parsed = parse_enqueue((row,))[0]
+            results.append((index, EnqueueResult(prepared[index].id, parsed.due_ms,
+                                                 parsed.created, parsed.state)))
+    return results
 
 
 def settle_chunks(
