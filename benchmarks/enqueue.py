@@ -79,6 +79,7 @@ class Rounds:
     ours_s: float
     raw_s: float
     cpu_s: float  # Redis CPU during our rounds
+    raw_cpu_s: float  # Redis CPU during the raw rounds
     ratios: list[float]  # raw time / our time, per round (our rate / raw rate)
 
     @property
@@ -98,22 +99,21 @@ def alternate(client: redis.Redis, jobs: int, rounds: int,
     sides in the same seconds of the same machine (a neighbour's burst hits a round, not a
     side). Job ids continue from round to round."""
     per = max(1, jobs // rounds)
-    result = Rounds(per * rounds, 0.0, 0.0, 0.0, [])
+    result = Rounds(per * rounds, 0.0, 0.0, 0.0, 0.0, [])
     for number in range(rounds):
         start = number * per
-        if number % 2:
+        times: dict[str, float] = {}
+        for side in (("ours", "raw") if number % 2 else ("raw", "ours")):
             cpu = redis_cpu_seconds(client)
-            ours_s = ours(start, per)
-            result.cpu_s += redis_cpu_seconds(client) - cpu
-            raw_s = raw(start, per)
-        else:
-            raw_s = raw(start, per)
-            cpu = redis_cpu_seconds(client)
-            ours_s = ours(start, per)
-            result.cpu_s += redis_cpu_seconds(client) - cpu
-        result.ours_s += ours_s
-        result.raw_s += raw_s
-        result.ratios.append(raw_s / ours_s)
+            times[side] = (ours if side == "ours" else raw)(start, per)
+            cpu = redis_cpu_seconds(client) - cpu
+            if side == "ours":
+                result.cpu_s += cpu
+            else:
+                result.raw_cpu_s += cpu
+        result.ours_s += times["ours"]
+        result.raw_s += times["raw"]
+        result.ratios.append(times["raw"] / times["ours"])
     return result
 
 
@@ -194,6 +194,7 @@ def run(single: int = 5000, many: int = 50000, callers: int = 100) -> Section:
         f"{SINGLE_ROUNDS} and {max(2, many // MANY_BATCH)} rounds on the queue's own client: "
         "\"ours / raw\" is the median of the rounds' ratios (the middle half of the rounds in "
         "brackets), the rates are all jobs over all time of each side.")
+    section.figures["enqueue_single_raw_redis_us"] = one.raw_cpu_s * 1e6 / one.jobs
     for name, (n, ours, raw, cpu, share) in measured.items():
         section.figures.update({f"enqueue_{name}": n / ours, f"enqueue_{name}_raw": n / raw,
                                 f"enqueue_{name}_ratio": share,
