@@ -3,7 +3,7 @@
 ``single`` runs ``Queue.enqueue`` one job per call, ``many`` runs ``Queue.enqueue_many`` in lists
 of 1,000, each against its own private Redis, under ``py-spy record`` (500 Hz, idle samples left
 out, so the graph is the producer's CPU, not its waits on Redis).
-Run: ``.venv/bin/python benchmarks/enqueue_profile.py single|many OUT.svg [--jobs N]``; with
+Run: ``.venv/bin/python benchmarks/enqueue_profile.py single|many OUT.svg|OUT.txt [--jobs N]``; with
 ``--run`` it only runs the workload (what py-spy starts).
 """
 
@@ -51,7 +51,8 @@ def main() -> None:
         workload(args.mode, jobs)
         return
     py_spy = Path(sys.executable).parent / "py-spy"
-    subprocess.run([str(py_spy), "record", "--rate", "500", "--format", "raw" if args.out.endswith(".txt") else "flamegraph",
+    kind = "raw" if args.out.endswith(".txt") else "flamegraph"  # .txt: collapsed stacks
+    subprocess.run([str(py_spy), "record", "--rate", "500", "--format", kind,
                     "--output", args.out, "--", sys.executable, __file__, args.mode,
                     "--jobs", str(jobs), "--run"], check=True)
 

@@ -28,6 +28,7 @@ from ..limits.rates import Rate, TopicLimit
 from ..protocol.plan import Plan
 from ..redis_io.agreement import agree_partitions_async, agree_partitions_sync
 from ..redis_io.config import QueueConfig, mask_url, resolve_partitions, resolve_url
+from ..redis_io.lane import Lane
 from ..redis_io.runner import drive_async, drive_sync
 from ..redis_io.topology import AsyncClient, SyncClient, async_client, sync_client
 from . import plans
@@ -94,6 +95,7 @@ class Queue(_QueueFace, SyncPull, ScheduleMethods):
         self.config = _config(name, url, options)
         self._client: SyncClient | None = None
         self._owns_client = True
+        self._lane = Lane()  # enqueue's held connection (redis_io/lane.py)
 
     def with_replicas(self, replicas: int, replica_timeout: float | None = None,
                       local_fsync: bool | None = None) -> Queue:
@@ -122,7 +124,8 @@ class Queue(_QueueFace, SyncPull, ScheduleMethods):
             plan = plans.validated(plan)  # bad input is refused before Redis is touched
         agree_partitions_sync(self.client, cfg.url, cfg.name, cfg.partitions, cfg.retry_for,
                               create)
-        return drive_sync(self.client, plan, cfg.retry_for, cfg.durability)
+        return drive_sync(self.client, plan, cfg.retry_for, cfg.durability,
+                          self._lane if checked else None)
 
     def _operate(self, plan: Plan[Any]) -> Any:
         """Drive a read or operator plan: it never creates the queue (``NoSuchQueue``)."""
