@@ -201,6 +201,7 @@ def run(single: int = 5000, many: int = 50000, callers: int = 100) -> Section:
                                 f"enqueue_{name}_redis_us": cpu * 1e6 / n})
     section.figures["enqueue_callers"] = float(callers)
     section.figures["enqueue_single_rounds"] = float(SINGLE_ROUNDS)
+    section.figures["enqueue_many_rounds"] = float(len(bulk.ratios))
     return section
 
 

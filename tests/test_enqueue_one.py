@@ -148,3 +148,16 @@ def test_an_async_caller_alone_gets_the_same_outcomes(queue: sd.Queue) -> None:
 async def _past(queue: sd.Queue) -> None:
     async with sd.AsyncQueue(queue.name, url=queue.config.url) as aq:
         await aq.enqueue("t", 1, id="old", at=1.0)
+
+
+def test_enqueue_jobs_with_a_count_that_is_no_number_writes_nothing(queue: sd.Queue) -> None:
+    """The batch script checks its topics' count fields before its first write (its
+    ``HINCRBY`` comes after the records and delayed entries are written)."""
+    client = queue.client
+    keys = PartitionKeys(queue.name, 0)
+    call(client, "enqueueJobs", keys, many("first"))
+    client.hset(keys.counts, "t", "1.5")
+    before = snapshot(client, keys)
+    with pytest.raises(sd.ScriptError, match="not an integer"):
+        call(client, "enqueueJobs", keys, many("new", 1_000))
+    assert snapshot(client, keys) == before
