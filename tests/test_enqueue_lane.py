@@ -107,3 +107,19 @@ def test_a_restarted_server_is_ridden_out(own_redis: RedisServer) -> None:
         own_redis.start()
         assert queue.enqueue("t", 2, id="b", delay=60).created
         assert queue.get("b") is not None
+
+
+def test_a_read_only_moment_is_waited_out(own_redis: RedisServer) -> None:
+    """``READONLY`` (a primary turned replica during a failover) is a reply on a sound
+    connection: the call goes the ordinary way, whose retry policy waits it out."""
+    with sd.Queue("lane", url=own_redis.url, retry_for=20) as queue:
+        queue.enqueue("t", 1, id="a", delay=60)
+        admin = own_redis.client()
+        admin.replicaof("127.0.0.1", 1)  # a primary nobody answers at: read-only until undone
+        undo = threading.Timer(0.5, lambda: own_redis.client().replicaof("NO", "ONE"))
+        undo.start()
+        try:
+            assert queue.enqueue("t", 2, id="b", delay=60).created
+        finally:
+            undo.join()
+        assert queue.get("b") is not None

@@ -4,8 +4,9 @@ redis-py's ``execute_command`` takes a connection from the pool for every comman
 for unread data (a ``poll`` per call), then puts it back: ~12 µs of a ~30 µs round trip on the
 benchmark machine (docs/benchmarks.md#what-bounds-the-figures). A lane takes one connection of
 the client's own pool once and sends single script calls on it directly. Anything but a reply or
-a script's refusal (connection trouble, a timeout, ``NOSCRIPT``, a busy lane, a forked process,
-a cluster or Sentinel client, a durable call) makes it step aside: the connection is dropped and
+a script's refusal (connection trouble, a timeout, ``NOSCRIPT``, ``READONLY`` and the other
+replies the retry policy waits out, a busy lane, a forked process, a cluster or Sentinel client,
+a durable call) makes it step aside: the connection is dropped and
 the step goes the ordinary way (``runner.run_with_retry_sync``: pool, retry policy, script load).
 """
 
@@ -19,7 +20,7 @@ import redis
 from redis.exceptions import NoScriptError, ResponseError
 
 from ..protocol.scripts import ScriptCall
-from .calls import evalsha_args, map_error
+from .calls import RETRYABLE, evalsha_args, map_error
 
 MISSED = object()  # the lane did not send the call (or has no reply for it): go the ordinary way
 
@@ -49,9 +50,9 @@ class Lane:
                 conn.send_packed_command(conn.pack_command(*evalsha_args(call)),
                                          check_health=False)
                 return conn.read_response()
-            except NoScriptError:  # a reply was read: the connection is fine, the cache is not
-                return MISSED
-            except ResponseError as exc:
+            except ResponseError as exc:  # a reply was read: the connection is fine
+                if isinstance(exc, (NoScriptError, *RETRYABLE)):  # script cache, failover, ...:
+                    return MISSED  # the ordinary path loads the script or waits it out
                 raise map_error(call, exc) from exc
             except BaseException:  # connection trouble, a timeout, an interrupt: nothing left
                 self._drop()  # half-read behind; the caller sends the call the ordinary way
