@@ -152,35 +152,37 @@ what is left is the empty stream's and the group's own structures.""",
 
 HISTORY = """\
 Quoted from earlier runs, with their date and run; none of these figures is this run's.
-- 2026-11-24, 01:06-01:19 UTC (load average 0.6-2.5), issue 16, the enqueue paths, this code \
-against the code it started from (63b32df) in alternating `benchmarks/enqueue.py` runs \
-(01:18:48-01:19:02, load 0.65-0.88): single enqueue 85-94% of the raw `ZADD` round trip \
-(14,874-29,843/s) against 49-69% (10,247-15,594/s); `enqueue_many` 74,889-92,063/s against \
-68,468-85,291/s. Of the gain: \
-`enqueueJobV2` (no `TYPE` checks, `pcall` writes taken back on failure, a plain number as reply) \
-9.0 against 11.2 µs of Redis time per call (`INFO commandstats`, 11 alternating rounds of 2,000; \
-an empty script 1.1 µs); the Python side without I/O (a stub client) 5.7 against 7.4 µs per \
-call; and the held connection: an empty `EVALSHA` round trip took 31.4 µs through redis-py's \
+- 2026-11-24, 01:06-01:35 UTC (load average 0.6-2.5), issue 16, the enqueue paths: this code \
+against the code it started from (63b32df), alternating `benchmarks/enqueue.py` runs (default \
+sizes) in the same minutes. Single enqueue: 86-93% of the raw `ZADD` round trip at \
+01:30:33-01:30:45 (load 1.8-1.9; 14,252-30,563/s) and 86-93% at 01:34:45-01:35:01 (load 1.5; \
+11,279-26,733/s), against 50-71% and 51-72% (8,503-17,837/s): the old ratio swings with the \
+load, the new one much less. `enqueue_many` 94,195-101,632/s against 89,069-93,792/s at \
+01:30, 76,098-88,322/s against 70,222-78,421/s at 01:35. Of the single gain: `enqueueJobV2` \
+(no `TYPE` checks, `pcall` writes taken back on failure, a plain number as reply) 9.0 against \
+11.2 µs of Redis time per call (`INFO commandstats`, 11 alternating rounds of 2,000; an empty \
+script 1.1 µs); the Python side without I/O (a stub client) 5.7 against 7.4 µs per call; and \
+the held connection: an empty `EVALSHA` round trip took 31.4 µs through redis-py's \
 `execute_command`, 25.5 µs on a connection taken from the pool and given back per call, 19.7 µs \
-on one held (01:14 UTC). `enqueue_many` per job (01:10 UTC): `JobSpec` 1.2-1.6 µs, validation \
-and encoding 2.9-3.0 µs, the round 7.0-8.2 µs, of which Redis CPU 4.1-4.4 µs; inside \
-`enqueueJobs` per job the commands take ~1.3 µs (`ZADD` 0.7, `HSET` 0.2-0.5, `HMGET` 0.3) and \
-the script's Lua the rest: the `ARGV` strings 0.34, the record string 0.65 (`string.format` is \
-the cheapest of three ways tried), the reply rows 0.3. Flame graphs (py-spy, 500 Hz, idle \
-samples left out, `benchmarks/enqueue_profile.py`), before and after: \
+on one held (01:14 UTC). `enqueue_many` per job (01:10 UTC, before this round's Python trims): \
+`JobSpec` 1.2-1.6 µs, validation and encoding 2.9-3.0 µs, the round 7.0-8.2 µs, of which Redis \
+CPU 4.1-4.4 µs; after them (01:29 UTC) 1.1, 2.6 and 6.6-6.8 µs. Inside `enqueueJobs` per job \
+the commands take ~1.3 µs (`ZADD` 0.7, `HSET` 0.2-0.5, `HMGET` 0.3) and the script's Lua the \
+rest: the `ARGV` strings 0.34, the record string 0.65 (`string.format` is the cheapest of three \
+ways tried), the reply rows 0.3; a leaner loop changed nothing measurable. Flame graphs \
+(py-spy, 500 Hz, idle samples left out, `benchmarks/enqueue_profile.py`), before and after: \
 [single before](img/flame-enqueue-single-before.svg), \
 [single after](img/flame-enqueue-single-after.svg) (15,000 calls: 902 samples in the workload \
 before, redis-py's `execute_command` 90 % of them with its pool checkout, release and packing; \
-326 after, `Lane.call` 91 %, mostly the socket calls), \
+453 after, `Lane.call` 88 %, mostly the socket calls), \
 [many before](img/flame-enqueue-many-before.svg), [many after](img/flame-enqueue-many-after.svg) \
-(100,000 jobs in lists of 1,000: 519 and 413 samples; validation and encoding 32 and 39 %, the \
-pipeline's packing 15 and 8 %, reading the replies into results 9 and 5 %). Next steps for \
-`enqueue_many` (100k/s is 10 µs per job): a reply of one number per created job (a new \
-`enqueueJobsV2`: ~0.3 µs of Redis time and about as much Python per job) and reading each \
-bounded call's reply while Redis runs the next (the runners handing replies to the plan as they \
-arrive: up to the ~2.5 µs per job of packing and reply handling hidden behind Redis' time); \
-validation and encoding must stay ahead of the first write, so they cannot overlap.
-
+(100,000 jobs in lists of 1,000: 519 and 488 samples; building the `JobSpec`s 14 and 7 %, \
+encoding 12 and 7 %, the pipeline's packing 15 and 10 %). Next steps for `enqueue_many` \
+(100k/s is 10 µs per job): a reply of one number per created job (a new `enqueueJobsV2`: \
+~0.3 µs of Redis time and about as much Python per job) and reading each bounded call's reply \
+while Redis runs the next (the runners handing replies to the plan as they arrive: up to the \
+~2.5 µs per job of packing and reply handling hidden behind Redis' time); validation and \
+encoding must stay ahead of the first write, so they cannot overlap.
 - 2026-11-24, 00:07-00:08 UTC (load average 0.33-0.42), the hot path before and after this \
 round's features (schedules, limits, the lateness record, durability, the pull API, the \
 one-job enqueue and batched ack), same hour, `lateness_rates.run(rates=(200, 2000))`, one \
