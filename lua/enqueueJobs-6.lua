@@ -14,7 +14,8 @@
 -- A relative due time is counted from the server clock in µs and rounded up to the next ms
 -- (created_ms too, so that due_ms - created_ms is the delay).
 -- Errors: 'SDERR AT_IN_PAST <id>' (nothing written), 'SDERR BAD_ARGS', 'SDERR WRONG_TYPE <key>
--- <type>' (a key the call would write holds another type; checked before any write).
+-- <type>' (a key the call would write holds another type; checked before any write), 'ERR hash
+-- value is not an integer: <counts key> <topic>' (a count field holds no integer; checked too).
 -- Side effects: HSET jobs, ZADD delayed, HINCRBY counts, ZADD wake when a job becomes the head.
 -- Retry-safe: a repeated call finds the ids and reports created=0.
 -- @include server_time
@@ -54,6 +55,20 @@ end
 local ids = {}
 for i = 0, n - 1 do ids[i + 1] = ARGV[3 + i * per_job] end
 check_partition_keys()
+-- HINCRBY comes after the records are written: a topic's count another client filled with
+-- something that is no integer is refused first (one HMGET of the call's topics)
+local topics, listed = {}, {}
+for i = 0, n - 1 do
+  local topic = ARGV[3 + i * per_job + 1]
+  if not listed[topic] then listed[topic] = true; topics[#topics + 1] = topic end
+end
+local held = #topics > 0 and hmget_many(K_COUNTS, topics) or {}
+for j = 1, #topics do
+  local v = held[j]
+  if v and not (#v <= 20 and string.match(v, '^%-?%d+$')) then
+    return redis.error_reply('ERR hash value is not an integer: ' .. K_COUNTS .. ' ' .. topics[j])
+  end
+end
 local olds = n > 0 and hmget_many(K_JOBS, ids) or {}
 -- a job that is replaced (or whose tombstone expired) leaves its stream: checked before any write
 for i = 0, n - 1 do

@@ -133,6 +133,12 @@ def test_foreign_producer_example_enqueues_a_job_the_library_reads(
         assert info.due == int(match.group(2)) == info.created + 1500
         assert info.headers == {"traceparent": "00-abc-def-01"}
         assert (info.ttr, info.max_attempts) == (60.0, 10)
+        one = re.fullmatch(r"enqueued one (close-\w+): due_ms=(\d+)", out[2])
+        assert one, out
+        assert out[3] == f"enqueued one {one.group(1)} again: 0"  # taken: nothing written
+        single = queue.get(one.group(1))
+        assert single is not None and single.due == int(one.group(2)) == single.created + 1500
+        assert (single.topic, single.body, single.headers) == (info.topic, info.body, info.headers)
 
 
 def test_quick_start_producer_then_cli_worker(example_env: dict[str, str]) -> None:

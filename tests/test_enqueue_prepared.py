@@ -61,3 +61,21 @@ def test_enqueue_prepared_writes_like_enqueue_many(redis_url: str, queue_name: s
             await aq.close()
 
     asyncio.run(run())
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+@pytest.mark.parametrize("body_bytes", [10, 20_000])
+def test_split_jobs_cuts_as_partition_batches_does(partitions: int, body_bytes: int) -> None:
+    """``split_jobs``' shortcut (one partition, small jobs) cuts exactly as the general
+    ``partition_batches`` does, for every partition count and job size."""
+    from streamdelay.producer.enqueuing import ENQUEUE_BATCH, ENQUEUE_BYTES, split_jobs
+    from streamdelay.protocol.batching import partition_batches
+
+    cfg = QueueConfig(name="cut", url="redis://127.0.0.1:1/0", partitions=partitions)
+    jobs = [prepare_job(cfg, sd.JobSpec("t", b"x" * body_bytes, id=f"j{i}")) for i in range(500)]
+    for indexes in (None, list(range(0, 500, 3))):
+        chosen = range(len(jobs)) if indexes is None else indexes
+        general = [(p, list(b)) for p, b in partition_batches(
+            chosen, lambda i: jobs[i].partition, ENQUEUE_BATCH, lambda i: jobs[i].size,
+            ENQUEUE_BYTES)]
+        assert [(p, list(b)) for p, b in split_jobs(jobs, indexes)] == general

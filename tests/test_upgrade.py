@@ -154,7 +154,7 @@ def test_a_rolling_deploy_from_the_previous_release_handles_every_job_once(
             old_ack = v1_sha(v1_code, "ackJobs")
             assert old_ack != script("ackJobsV2").sha
             assert queue.client.script_exists(old_ack, script("ackJobsV2").sha,
-                                              script("enqueueJob").sha) == [True, True, True]
+                                              script("enqueueJobV2").sha) == [True, True, True]
             stats = queue.stats()
             assert all(t.delayed == 0 and t.ready == 0 and t.reserved == 0
                        for t in stats.topics.values()), stats

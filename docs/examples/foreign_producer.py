@@ -46,3 +46,13 @@ created, due_ms, state = enqueue(keys=partition_keys("orders", job_id), args=arg
 print(f"enqueued {job_id}: created={created}, due_ms={due_ms}, state={state.decode()}")
 again = enqueue(keys=partition_keys("orders", job_id), args=argv)[0]
 print(f"enqueued {job_id} again: created={again[0]}")
+
+# One new job at a time: enqueueJobV2 (the same call without keep_done and replace) answers the
+# due time, or 0 when the id is taken (nothing written: ask enqueueJobs, as above, what exists).
+enqueue_one = client.register_script(assemble("enqueueJobV2-6.lua"))
+one_id = "close-" + uuid.uuid4().hex[:8]
+one_argv = [3_600_000, one_id, "order.close", "r", 1500, 60_000, 10, blob]
+due_ms = enqueue_one(keys=partition_keys("orders", one_id), args=one_argv)
+print(f"enqueued one {one_id}: due_ms={due_ms}")
+taken = enqueue_one(keys=partition_keys("orders", one_id), args=one_argv)
+print(f"enqueued one {one_id} again: {taken}")

@@ -34,7 +34,7 @@ class Backoff:
 BackoffPolicy = Backoff | list[float] | tuple[float, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class JobSpec:
     """One job for ``enqueue_many``; the fields mirror ``Queue.enqueue``'s arguments."""
 
@@ -49,6 +49,17 @@ class JobSpec:
     headers: dict[str, str] | None = None
     replace: bool = False
     max_wait: Delay | None = None  # with replace: never due later than first enqueue + this
+
+    def __init__(self, topic: str, body: Any = None, delay: Delay | None = None,
+                 at: At | None = None, id: str | None = None, ttr: Delay | None = None,
+                 max_attempts: int | None = None, backoff: BackoffPolicy | None = None,
+                 headers: dict[str, str] | None = None, replace: bool = False,
+                 max_wait: Delay | None = None) -> None:
+        """The generated ``__init__``'s arguments, set in one go: a frozen dataclass sets its
+        fields one ``object.__setattr__`` at a time (~0.3 µs more per job of ``enqueue_many``)."""
+        self.__dict__.update(topic=topic, body=body, delay=delay, at=at, id=id, ttr=ttr,
+                             max_attempts=max_attempts, backoff=backoff, headers=headers,
+                             replace=replace, max_wait=max_wait)
 
 
 @dataclass(frozen=True)

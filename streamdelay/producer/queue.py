@@ -29,6 +29,7 @@ from ..protocol.partitions import migrate_plan
 from ..protocol.plan import Plan
 from ..redis_io.agreement import agree_partitions_async, agree_partitions_sync
 from ..redis_io.config import QueueConfig, mask_url, resolve_partitions, resolve_url
+from ..redis_io.lane import Lane
 from ..redis_io.runner import drive_async, drive_sync
 from ..redis_io.topology import AsyncClient, SyncClient, async_client, sync_client
 from . import plans
@@ -80,10 +81,6 @@ class _QueueFace:
         view.config = dataclasses.replace(self.config, **changes)
         return view
 
-    def _enqueue(self, topic: str, body: Any, options: dict[str, Any]) -> Plan[EnqueueResult]:
-        job = prepare_values(self.config, topic, body, **options)  # no JobSpec: ~1.5 µs
-        return (yield from prepared_one_plan(self.config, job))
-
 
 class Queue(_QueueFace, SyncPull, ScheduleMethods):
     """A queue on Redis, blocking API. ``Queue("orders", url="redis://localhost:6379/0")``.
@@ -99,6 +96,7 @@ class Queue(_QueueFace, SyncPull, ScheduleMethods):
         self.config = _config(name, url, options)
         self._client: SyncClient | None = None
         self._owns_client = True
+        self._lane = Lane()  # enqueue's held connection (redis_io/lane.py)
 
     def with_replicas(self, replicas: int, replica_timeout: float | None = None,
                       local_fsync: bool | None = None) -> Queue:
@@ -118,14 +116,17 @@ class Queue(_QueueFace, SyncPull, ScheduleMethods):
             self._owns_client = True
         return self._client
 
-    def _run(self, plan: Plan[Any], create: bool = True) -> Any:
+    def _run(self, plan: Plan[Any], create: bool = True, checked: bool = False) -> Any:
         """Drive ``plan``; ``create=False`` (reads, operator commands) never writes the queue's
-        partition count and raises ``NoSuchQueue`` when it is absent (docs/operations.md)."""
+        partition count and raises ``NoSuchQueue`` when it is absent (docs/operations.md);
+        ``checked``: the caller validated the input already (``enqueue``)."""
         cfg = self.config
-        plan = plans.validated(plan)  # bad input is refused before Redis is touched
+        if not checked:
+            plan = plans.validated(plan)  # bad input is refused before Redis is touched
         agree_partitions_sync(self.client, cfg.url, cfg.name, cfg.partitions, cfg.retry_for,
                               create)
-        return drive_sync(self.client, plan, cfg.retry_for, cfg.durability)
+        return drive_sync(self.client, plan, cfg.retry_for, cfg.durability,
+                          self._lane if checked else None)
 
     def _operate(self, plan: Plan[Any]) -> Any:
         """Drive a read or operator plan: it never creates the queue (``NoSuchQueue``)."""
@@ -151,10 +152,9 @@ class Queue(_QueueFace, SyncPull, ScheduleMethods):
         ``replace=True`` replaces a job of the same id (body, options, due time);
         ``max_wait`` with it: the due time never moves past the first enqueue of the id plus
         ``max_wait`` (debounce, docs/producer.md#debounce)."""
-        options = {"delay": delay, "at": at, "id": id, "ttr": ttr, "max_attempts": max_attempts,
-                   "backoff": backoff, "headers": headers, "replace": replace,
-                   "max_wait": max_wait}
-        result: EnqueueResult = self._run(self._enqueue(topic, body, options))
+        job = prepare_values(self.config, topic, body, delay, at, id, ttr, max_attempts, backoff,
+                             headers, replace, max_wait)  # bad input raises here, before any I/O
+        result: EnqueueResult = self._run(prepared_one_plan(self.config, job), checked=True)
         return result
 
     def enqueue_many(self, specs: Iterable[JobSpec]) -> list[EnqueueResult]:

