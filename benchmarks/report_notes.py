@@ -4,7 +4,7 @@ Every number and every met / NOT met in this prose comes from the run that write
 the templates below hold no figures, only ``{placeholders}`` filled by ``fill()`` from that run's
 figures (``Section.figures``), its judged targets (``targets.issue_targets``) and the code's own
 settings (batch sizes, targets). A figure the run did not produce reads "not measured".
-Figures from earlier profiling sessions live in ``HISTORY`` only, each quoted with its date and
+Figures from earlier profiling sessions live in ``report_history.HISTORY`` only, each quoted with its date and
 run, under a heading that says they are not this run's.
 """
 
