@@ -4,8 +4,8 @@ Every number and every met / NOT met in this prose comes from the run that write
 the templates below hold no figures, only ``{placeholders}`` filled by ``fill()`` from that run's
 figures (``Section.figures``), its judged targets (``targets.issue_targets``) and the code's own
 settings (batch sizes, targets). A figure the run did not produce reads "not measured".
-Figures from earlier profiling sessions live in ``report_history.HISTORY`` only, each quoted with its date and
-run, under a heading that says they are not this run's.
+Figures from earlier profiling sessions live in ``report_history.HISTORY`` only, each quoted
+with its date and run, under a heading that says they are not this run's.
 """
 
 from __future__ import annotations
@@ -75,7 +75,8 @@ against {single_raw_redis_us} µs for the `ZADD` (the one-job `enqueueJobV2` scr
 `HSETNX`, `ZADD`, the head check, `HINCRBY`, each write a `pcall` taken back if a later one \
 fails, plus the fixed cost of an `EVALSHA` and of each `redis.call`); the rest is the client \
 (validation, msgspec encoding; the call goes on a connection held aside, `redis_io/lane.py`, \
-without redis-py's pool checkout and its unread-data poll, which the raw `ZADD` still pays). \
+without redis-py's pool checkout and its unread-data poll, which the raw `ZADD` still pays; \
+against raw `ZADD` round trips on a held connection too, the ratio is {single_held_ratio}). \
 {target_single_ratio} of the raw round trip means at most {single_budget_us} µs per call, \
 {single_gap_us} µs from this run's figure (a negative gap: met). Under load every round trip \
 grows by the same scheduling delays while the fixed CPU costs stay, so the ratio rises with \
@@ -202,6 +203,7 @@ def fill_values(figures: Mapping[str, float], checks: Mapping[str, Check],
         "target_single_ratio": f"{targets.SINGLE_RATIO_MIN:.0%}",
         "single_rate": _fmt(single, ",.0f"), "single_raw": _fmt(single_raw, ",.0f"),
         "single_ratio": _fmt(g("enqueue_single_ratio") * 100, ".0f") + " %",
+        "single_held_ratio": _fmt(g("enqueue_single_held_ratio") * 100, ".0f") + " %",
         "single_us": _fmt(_per_call_us(single), ".0f"),
         "single_raw_us": _fmt(_per_call_us(single_raw), ".0f"),
         "single_redis_us": _fmt(g("enqueue_single_redis_us"), ".1f"),

@@ -28,7 +28,8 @@ def full_figures() -> dict[str, float]:
     """A complete result set with odd values no template could hold by chance."""
     f = {"cores": 2.0, "load_1m": 0.5, "enqueue_callers": 100.0}
     f.update({"enqueue_single": 5123.4, "enqueue_single_raw": 9876.5,
-              "enqueue_single_ratio": 5123.4 / 9876.5, "enqueue_single_redis_us": 41.7,
+              "enqueue_single_ratio": 5123.4 / 9876.5, "enqueue_single_held_ratio": 0.4567,
+              "enqueue_single_redis_us": 41.7,
               "enqueue_single_raw_redis_us": 12.3, "enqueue_single_rounds": 21.0,
               "enqueue_many_rounds": 47.0,
               "enqueue_many": 43210.9, "enqueue_many_raw": 123456.7,
