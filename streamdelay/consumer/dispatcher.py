@@ -1,7 +1,8 @@
 """The dispatcher: moves due jobs from the delayed set into topic streams, on time.
 
 Per partition it calls ``promoteDue`` (one bounded batch), then sleeps by its own monotonic clock
-for exactly the gap to the next due time the script computed from the server clock. A producer
+for exactly the gap to the next due time the script computed from the server clock (to the µs:
+``timer.PreciseWait``). A producer
 that enqueues a new earliest job sets the partition's wake marker; a blocking ``BZPOPMIN`` on a
 dedicated connection turns that into an immediate wake-up. A slow safety tick covers lost
 wake-ups. Any number of dispatchers may run: the script moves each job once.
@@ -13,7 +14,6 @@ import asyncio
 import contextlib
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 
@@ -26,15 +26,13 @@ from ..redis_io.runner import RETRYABLE, call_with_retry, drive_async
 from ..redis_io.topology import AsyncClient, async_client
 from ..schedules.firing import LEAD_MS, fire_due_plan
 from .supervise import cancel_all, pause_after_failure, supervised
+from .timer import PreciseWait
 
 log = logging.getLogger("streamdelay.dispatcher")
 # One promoteDue call must not block Redis for more than ~1 ms (docs/keys.md#batch-sizes). Run of
 # 2026-11-23 (benchmarks/dispatch.py, SLOWLOG median per call, 100k jobs): 300 jobs took 1.7 ms
 # (155k jobs/s), 150 took 0.88 ms (134k jobs/s).
 PROMOTE_BATCH = 150
-# asyncio's timers wake up to 1 ms late: epoll waits whole milliseconds, rounded up. The last
-# millisecond of a sleep is slept in a thread instead, whose timed sleep has µs resolution.
-EPOLL_RESOLUTION = 0.001
 # A due schedule that could not be advanced (another dispatcher was first, a damaged record) is
 # looked at again after this long, not in a busy loop.
 SCHEDULE_RETRY = 1.0
@@ -73,7 +71,6 @@ class Dispatcher:
         self._client = client
         self._stopping = asyncio.Event()
         self._wakes: list[asyncio.Event] = []
-        self._timers: ThreadPoolExecutor | None = None
 
     @property
     def client(self) -> AsyncClient:
@@ -118,7 +115,6 @@ class Dispatcher:
         cfg = self.config
         await agree_partitions_async(self.client, cfg.url, cfg.name, cfg.partitions, None)
         promoters, wakers = [], []
-        self._timers = ThreadPoolExecutor(cfg.partitions, thread_name_prefix="streamdelay-timer")
         for keys in partition_keys(cfg.name, cfg.partitions):
             wake = asyncio.Event()
             self._wakes.append(wake)
@@ -133,8 +129,6 @@ class Dispatcher:
             await asyncio.gather(*promoters)
         finally:
             await cancel_all([*promoters, *wakers], log)
-            self._timers.shutdown(wait=False)
-            self._timers = None
             # ready for another run (in this or another event loop): fresh stop flag and wakes
             self._stopping, self._wakes = asyncio.Event(), []
 
@@ -153,32 +147,23 @@ class Dispatcher:
         return min(self.safety_tick, max(gap, 0.0))
 
     async def _partition_loop(self, keys: PartitionKeys, wake: asyncio.Event) -> None:
-        while not self._stopping.is_set():
-            wake.clear()
-            result = await self.promote_once(keys)
-            gap = self._sleep_for(result)
-            if result.schedule_at >= 0:  # docs/schedules.md: fired by the dispatchers
-                until = (result.schedule_at - result.now) / 1000
-                if until <= 0:
-                    until = 0.0 if await self.fire_schedules(keys) else SCHEDULE_RETRY
-                gap = min(gap, until)
-            if gap <= 0:
-                await asyncio.sleep(0)
-                continue
-            await self._wait(wake, gap)
-
-    async def _wait(self, wake: asyncio.Event, gap: float) -> None:
-        """Sleep ``gap`` seconds to the µs, less when ``wake`` is set (the last ms in a thread)."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + gap
-        if gap > EPOLL_RESOLUTION:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(wake.wait(), timeout=gap - EPOLL_RESOLUTION)
-            if wake.is_set():
-                return
-        rest = deadline - loop.time()
-        if rest > 0 and not wake.is_set():
-            await loop.run_in_executor(self._timers, time.sleep, rest)
+        timer = PreciseWait()
+        try:
+            while not self._stopping.is_set():
+                wake.clear()
+                result = await self.promote_once(keys)
+                gap = self._sleep_for(result)
+                if result.schedule_at >= 0:  # docs/schedules.md: fired by the dispatchers
+                    until = (result.schedule_at - result.now) / 1000
+                    if until <= 0:
+                        until = 0.0 if await self.fire_schedules(keys) else SCHEDULE_RETRY
+                    gap = min(gap, until)
+                if gap <= 0:
+                    await asyncio.sleep(0)
+                    continue
+                await timer.wait(wake, gap)
+        finally:
+            timer.close()
 
     async def _wake_loop(self, keys: PartitionKeys, wake: asyncio.Event) -> None:
         blocking = async_client(self.config.url, self.safety_tick + self.config.socket_timeout)
