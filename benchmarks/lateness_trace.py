@@ -93,7 +93,8 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * q / 100))]
 
 
-def split(records: list[dict[str, Any]], trace: dict[str, Any], offset_ms: float) -> list[dict[str, float]]:
+def split(records: list[dict[str, Any]], trace: dict[str, Any],
+          offset_ms: float) -> list[dict[str, float]]:
     """Each job's lateness and its parts (ms), from the bench records and one process' trace."""
     promotes = sorted((p for p in trace["promotes"] if p[3] > 0), key=lambda p: p[2])
     server_at = [p[2] / 1000 for p in promotes]

@@ -11,7 +11,6 @@ wake-ups. Any number of dispatchers may run: the script moves each job once.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from dataclasses import dataclass
