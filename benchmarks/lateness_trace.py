@@ -139,6 +139,11 @@ def report(rows: list[dict[str, float]], gc_pauses: list[Any], offset_ms: float,
     longest = max(((e - s) * 1000 for s, e, _ in gc_pauses), default=0.0)
     print(f"  GC pauses: {len(gc_pauses)}, max {longest:.2f} ms; slowest 1 % overlapping one: "
           f"{hit}/{len(tail)}")
+    for gen in range(3):
+        took = [(e - s) * 1000 for s, e, g in gc_pauses if g == gen]
+        if took:
+            print(f"    generation {gen}: {len(took)}, p50 {pct(took, 50):.3f} max "
+                  f"{max(took):.3f} ms")
 
 
 def report_waits(waits: list[Any]) -> None:
@@ -181,6 +186,8 @@ def run(rates: tuple[int, ...]) -> None:
                 report(split(mine, trace, offset), trace["gc"], offset,
                        f"{per_second:,} due/s (pid {path.stem})")
                 report_waits(trace["waits"])
+                empty = sum(1 for p in trace["promotes"] if p[3] == 0)
+                print(f"  promote calls: {len(trace['promotes'])}, {empty} moved nothing")
 
 
 def main() -> None:

@@ -1,15 +1,20 @@
-"""The dispatcher's wait (consumer/timer.py): never shorter than asked, not rounded up to whole
-milliseconds, ended at once by a wake-up, and a wait cut short leaves nothing behind that would
-end the next one early. Both ways: the Linux timerfd and the thread fallback."""
+"""The dispatcher's timing (consumer/timer.py). Its wait: never shorter than asked, not rounded
+up to whole milliseconds, ended at once by a wake-up, and a wait cut short leaves nothing behind
+that would end the next one early (both ways: the Linux timerfd and the thread fallback). Its
+server clock: one slow call does not pull the wake-up early, a stepped server clock is followed
+at once."""
 
 from __future__ import annotations
 
 import asyncio
 import sys
+import time
 
 import pytest
 
-from streamdelay.consumer.timer import PreciseWait
+from streamdelay.consumer.dispatcher import Dispatcher, PromoteResult
+from streamdelay.consumer.timer import PreciseWait, ServerClock
+from streamdelay.redis_io.config import QueueConfig
 
 pytestmark = pytest.mark.timeout(60)
 WAYS = [pytest.param(True, id="timerfd"), pytest.param(False, id="thread")]
@@ -88,3 +93,54 @@ def test_a_set_event_returns_at_once_and_a_closed_timer_releases_its_fd() -> Non
         return timer._fd
 
     assert asyncio.run(scenario()) == -1
+
+
+SERVER_US = 1_795_000_000_000_000  # an epoch µs reading of the server clock
+
+
+def test_the_offset_comes_from_the_call_with_the_smallest_round_trip() -> None:
+    clock = ServerClock()
+    assert not clock.known
+    clock.observe(SERVER_US, 100.0, 100.0002)  # 200 µs round trip: read at 100.0001 ± 100 µs
+    assert clock.known and clock.error_us == pytest.approx(100)
+    assert clock.local_time(SERVER_US // 1000 + 5) == pytest.approx(100.0051, abs=1e-6)
+    # a call of 10 ms whose server read its clock right after the send: the midpoint would put
+    # the offset 5 ms off; the estimate keeps the better sample
+    clock.observe(SERVER_US + 1_000, 100.001, 100.011)
+    assert clock.local_time(SERVER_US // 1000 + 5) == pytest.approx(100.0051, abs=1e-6)
+    # a faster one replaces it
+    clock.observe(SERVER_US + 2_000, 100.00205, 100.00215)
+    assert clock.error_us == pytest.approx(50)
+    assert clock.local_time(SERVER_US // 1000 + 5) == pytest.approx(100.0051, abs=1e-6)
+
+
+def test_an_old_sample_gives_way_and_a_stepped_server_clock_is_followed_at_once() -> None:
+    clock = ServerClock()
+    clock.observe(SERVER_US, 100.0, 100.0001)  # ± 50 µs
+    # 10 s later its bound has grown by 1 ms: a sample of ± 500 µs is better now
+    clock.observe(SERVER_US + 10_000_800, 110.0, 110.001)
+    assert clock.error_us == pytest.approx(500)
+    assert clock.local_time(SERVER_US // 1000 + 10_001) == pytest.approx(110.0007, abs=1e-6)
+    # the server clock jumps 2 s ahead (NTP step, failover to another host): a slower call that
+    # contradicts the estimate beyond both bounds wins at once
+    clock.observe(SERVER_US + 12_010_000, 110.01, 110.014)
+    assert clock.local_time(SERVER_US // 1000 + 12_010) == pytest.approx(110.012, abs=1e-6)
+
+
+def test_after_a_slow_call_the_dispatcher_sleeps_to_the_due_time_by_its_clock() -> None:
+    """Half a slow call's round trip is not taken off the sleep: with the old estimate a 3 s
+    call due 2 s after the server's reading meant waking at once and calling again."""
+    dispatcher = Dispatcher(QueueConfig("q", "redis://127.0.0.1:1"), batch=10, safety_tick=5.0)
+    clock = ServerClock()
+    now = time.monotonic()
+    clock.observe(SERVER_US, now, now)  # a fast call just now
+    slow = PromoteResult(0, SERVER_US // 1000 + 2_000, SERVER_US // 1000, SERVER_US, 3.0, -1,
+                         now - 3.0)
+    assert dispatcher._sleep_for(slow) == 0.0  # without the clock: at once
+    clock.observe(slow.now_us, slow.sent, slow.sent + slow.round_trip)
+    assert 1.0 < dispatcher._sleep_for(slow, clock) <= 2.0
+    # a full batch or nothing delayed: as without the clock
+    full = PromoteResult(10, SERVER_US // 1000 + 2_000, SERVER_US // 1000, SERVER_US)
+    assert dispatcher._sleep_for(full, clock) == 0.0
+    empty = PromoteResult(0, -1, SERVER_US // 1000, SERVER_US)
+    assert dispatcher._sleep_for(empty, clock) == 5.0

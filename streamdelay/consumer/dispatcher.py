@@ -25,7 +25,7 @@ from ..redis_io.runner import RETRYABLE, call_with_retry, drive_async
 from ..redis_io.topology import AsyncClient, async_client
 from ..schedules.firing import LEAD_MS, fire_due_plan
 from .supervise import cancel_all, pause_after_failure, supervised
-from .timer import PreciseWait
+from .timer import PreciseWait, ServerClock
 
 log = logging.getLogger("streamdelay.dispatcher")
 # One promoteDue call must not block Redis for more than ~1 ms (docs/keys.md#batch-sizes). Run of
@@ -40,8 +40,8 @@ SCHEDULE_RETRY = 1.0
 @dataclass(frozen=True)
 class PromoteResult:
     """What one ``promoteDue`` call did: jobs moved, the next due time (epoch ms, -1 when the
-    delayed set is empty), the server clock it read, in epoch ms and epoch µs, and how long the
-    call took from send to reply (seconds, local clock)."""
+    delayed set is empty), the server clock it read, in epoch ms and epoch µs, how long the call
+    took from send to reply (seconds, local clock) and when it was sent (local monotonic s)."""
 
     moved: int
     next_due: int
@@ -49,6 +49,7 @@ class PromoteResult:
     now_us: int
     round_trip: float = 0.0
     schedule_at: int = -1  # when the earliest schedule wants firing, epoch ms (-1: none)
+    sent: float = 0.0  # 0.0: unknown
 
 
 class Dispatcher:
@@ -86,7 +87,7 @@ class Dispatcher:
         promoted = parse_promote(reply)
         result = PromoteResult(promoted.moved, promoted.next_due_ms, promoted.now_ms,
                                promoted.now_us, time.monotonic() - sent,
-                               promoted.schedule_at_ms)
+                               promoted.schedule_at_ms, sent)
         for job_id, why in promoted.dropped:  # foreign garbage, quarantined
             log.warning("due job %r of queue %s was not promoted: %s", job_id,
                         self.config.name, why,
@@ -131,27 +132,33 @@ class Dispatcher:
             # ready for another run (in this or another event loop): fresh stop flag and wakes
             self._stopping, self._wakes = asyncio.Event(), []
 
-    def _sleep_for(self, result: PromoteResult) -> float:
+    def _sleep_for(self, result: PromoteResult, clock: ServerClock | None = None) -> float:
         """Seconds until the next due job, to the µs of the server clock the script read.
 
-        The server read its clock about half the round trip before the reply came back, so that
-        half is already gone. Never negative; the script (due <= server time), not this sleep,
-        keeps jobs from being promoted early: waking a little early costs one more call.
+        With ``clock`` (the partition's ``ServerClock``, given this call's sample first): until
+        the local time at which the server clock reads the due time. Without: the server read
+        its clock about half the round trip before the reply came back, so that half is already
+        gone. Never negative; the script (due <= server time), not this sleep, keeps jobs from
+        being promoted early: waking a little early costs one more call.
         """
         if result.moved >= self.batch:
             return 0.0
         if result.next_due < 0:
             return self.safety_tick
-        gap = (result.next_due * 1000 - result.now_us) / 1e6 - result.round_trip / 2
+        if clock is not None and clock.known:
+            gap = clock.local_time(result.next_due) - time.monotonic()
+        else:
+            gap = (result.next_due * 1000 - result.now_us) / 1e6 - result.round_trip / 2
         return min(self.safety_tick, max(gap, 0.0))
 
     async def _partition_loop(self, keys: PartitionKeys, wake: asyncio.Event) -> None:
-        timer = PreciseWait()
+        timer, clock = PreciseWait(), ServerClock()
         try:
             while not self._stopping.is_set():
                 wake.clear()
                 result = await self.promote_once(keys)
-                gap = self._sleep_for(result)
+                clock.observe(result.now_us, result.sent, result.sent + result.round_trip)
+                gap = self._sleep_for(result, clock)
                 if result.schedule_at >= 0:  # docs/schedules.md: fired by the dispatchers
                     until = (result.schedule_at - result.now) / 1000
                     if until <= 0:

@@ -1,4 +1,5 @@
-"""A wait to the microsecond on the running event loop, cut short by an ``asyncio.Event``.
+"""A wait to the microsecond on the running event loop, cut short by an ``asyncio.Event``, and
+the server clock read through the local monotonic clock (``ServerClock``).
 
 asyncio's own timers wake up to a millisecond late: the epoll selector waits whole milliseconds,
 rounded up. On Linux the dispatcher waits on a ``timerfd`` instead (armed with the absolute
@@ -23,6 +24,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 EPOLL_RESOLUTION = 0.001  # the granularity of asyncio's own timers (epoll: whole ms)
+# How fast the error bound of a clock offset grows with its age: 100 µs per second (clock rates
+# differ by far less; NTP slews at most 500 ppm, and a sample a second old is rarely the best).
+DRIFT = 1e-4
 _CLOCK_MONOTONIC = 1
 _TFD_TIMER_ABSTIME = 1
 
@@ -136,3 +140,39 @@ class PreciseWait:
         if self._threads is not None:
             self._threads.shutdown(wait=False)
             self._threads = None
+
+
+class ServerClock:
+    """The server clock (epoch µs) as ``local monotonic µs + offset``.
+
+    Each script call that reads ``TIME`` is a sample: the server read its clock somewhere between
+    send and reply, so the offset of the midpoint is off by half the round trip at most. The
+    sample with the smallest bound wins (its bound grows by ``DRIFT`` per second of age), so one
+    slow call (a stalled process, a busy server) does not move the estimate the way half its own
+    round trip would. A sample that contradicts the estimate beyond both bounds (the server clock
+    was stepped, another server answers after a failover) replaces it at once.
+    """
+
+    def __init__(self) -> None:
+        self.offset_us = 0.0
+        self.error_us = math.inf  # no sample yet
+        self._at = 0.0  # local monotonic seconds of the sample in use
+
+    @property
+    def known(self) -> bool:
+        """True once a sample was taken."""
+        return math.isfinite(self.error_us)
+
+    def observe(self, server_us: int, sent: float, received: float) -> None:
+        """Take the sample of a call sent and answered at these local monotonic times (s)."""
+        mid = (sent + received) / 2
+        error = max(received - sent, 0.0) * 1e6 / 2
+        aged = self.error_us + max(mid - self._at, 0.0) * 1e6 * DRIFT
+        if self.known and abs(mid * 1e6 + self.offset_us - server_us) > aged + error:
+            aged = math.inf  # the clocks disagree: the old estimate is wrong
+        if error <= aged:
+            self.offset_us, self.error_us, self._at = server_us - mid * 1e6, error, mid
+
+    def local_time(self, server_ms: int) -> float:
+        """The local monotonic time (s) at which the server clock reads ``server_ms``."""
+        return (server_ms * 1000 - self.offset_us) / 1e6
