@@ -128,15 +128,16 @@ def test_an_old_sample_gives_way_and_a_stepped_server_clock_is_followed_at_once(
 
 
 def test_after_a_slow_call_the_dispatcher_sleeps_to_the_due_time_by_its_clock() -> None:
-    """Half a slow call's round trip is not taken off the sleep: with the old estimate a 3 s
-    call due 2 s after the server's reading meant waking at once and calling again."""
+    """Half a slow call's round trip is not taken off the sleep: with that estimate alone, a
+    call of 3 s whose server read its clock just before replying woke the dispatcher 1.5 s
+    before the next due time, for an empty call."""
     dispatcher = Dispatcher(QueueConfig("q", "redis://127.0.0.1:1"), batch=10, safety_tick=5.0)
     clock = ServerClock()
     now = time.monotonic()
     clock.observe(SERVER_US, now, now)  # a fast call just now
     slow = PromoteResult(0, SERVER_US // 1000 + 2_000, SERVER_US // 1000, SERVER_US, 3.0, -1,
                          now - 3.0)
-    assert dispatcher._sleep_for(slow) == 0.0  # without the clock: at once
+    assert dispatcher._sleep_for(slow) == pytest.approx(0.5)  # without the clock
     clock.observe(slow.now_us, slow.sent, slow.sent + slow.round_trip)
     assert 1.0 < dispatcher._sleep_for(slow, clock) <= 2.0
     # a full batch or nothing delayed: as without the clock
