@@ -48,10 +48,18 @@ def install(out_dir: str) -> None:
     promote_once, wait, start_entries = (Dispatcher.promote_once, PreciseWait.wait,
                                          Worker.start_entries)
 
+    schedstat = open(f"/proc/{os.getpid()}/task/{os.getpid()}/schedstat", "rb")  # noqa: SIM115
+
+    def run_queue_wait() -> float:
+        """ms this thread has spent runnable but not running (kernel schedstat)."""
+        schedstat.seek(0)
+        return int(schedstat.read().split()[1]) / 1e6
+
     async def traced_promote(self: Any, keys: Any) -> Any:
         sent = time.time()
+        queued = run_queue_wait()
         result = await promote_once(self, keys)
-        promotes.append((sent, time.time(), result.now_us, result.moved))
+        promotes.append((sent, time.time(), result.now_us, result.moved, queued))
         return result
 
     async def traced_wait(self: Any, wake: Any, gap: float) -> None:
@@ -110,13 +118,15 @@ def split(records: list[dict[str, Any]], trace: dict[str, Any],
         got = read_at.get(r["entry"])
         if i < 0 or int(server_at[i]) != entry_ms or got is None:
             continue
-        sent, _, now_us, _ = promotes[i]
+        sent, _, now_us, _, queued = promotes[i]
+        queued_before = promotes[i - 1][4] if i > 0 else queued
         rows.append({"late": r["start"] - r["due"],
                      "wake": sent * 1000 + offset_ms - r["due"],
                      "to_redis": now_us / 1000 - (sent * 1000 + offset_ms),
                      "read": got - now_us / 1000,
                      "start": r["start"] - got,
                      "batch": batch[r["entry"]],
+                     "runq": queued - queued_before,
                      "due": r["due"]})
     return rows
 
@@ -132,7 +142,11 @@ def report(rows: list[dict[str, float]], gc_pauses: list[Any], offset_ms: float,
     tail = sorted(rows, key=lambda r: r["late"])[-max(1, len(rows) // 100):]
     print("  slowest 1 %: mean of each part (ms):",
           {p: round(sum(r[p] for r in tail) / len(tail), 3)
-           for p in ("late", "wake", "to_redis", "read", "start", "batch")})
+           for p in ("late", "wake", "to_redis", "read", "start", "batch", "runq")})
+    first = min(r["due"] for r in rows)
+    for r in sorted(rows, key=lambda r: r["late"])[-8:]:
+        print(f"    due +{r['due'] - first:6.0f} ms: " + " ".join(
+            f"{p} {r[p]:.3f}" for p in ("late", "wake", "to_redis", "read", "start", "runq")))
     spans = [(s * 1000 + offset_ms, e * 1000 + offset_ms) for s, e, _ in gc_pauses]
     hit = sum(1 for r in tail if any(s - 3 <= r["due"] + r["late"] and e >= r["due"]
                                      for s, e in spans))
