@@ -7,13 +7,17 @@ loop starts (local time, batch size, entry ids) and every garbage-collector paus
 to ``<dir>/<pid>.json`` at exit. ``run()`` drives ``lateness_rates.at_rate`` with the hooks on and
 splits each job's lateness (handler start - due, server clock) into
 
-- ``wake``: promote call sent - due (the dispatcher's sleep; it never sends before the due time
-  by its own estimate of the server clock, and the script moves only jobs due by ``TIME``);
+- ``wake``: promote call sent - due (the dispatcher's sleep and wake-up; negative when a call
+  sent before the job's due time reached the server after it: the script moves only jobs due
+  by ``TIME``);
 - ``to_redis``: the server clock the script read - call sent (half a round trip, plus the
   queueing of the request);
 - ``read``: the read loop got the entry - the script's clock (the ``XREADGROUP`` wake-up, the
   reply's way back, the event loop getting to it);
-- ``start``: handler start - entry read (task creation and scheduling, decoding).
+- ``start``: handler start - entry read (task creation and scheduling, decoding);
+- ``runq``: how long the worker's main thread was runnable but not running (kernel
+  ``schedstat``) between the promote call before the job's and the job's own: the CPU other
+  processes took from it.
 
 Run: ``.venv/bin/python benchmarks/lateness_trace.py [--rates 200 2000]``.
 """
