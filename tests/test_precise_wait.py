@@ -7,6 +7,7 @@ at once."""
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import time
 
@@ -93,6 +94,27 @@ def test_a_set_event_returns_at_once_and_a_closed_timer_releases_its_fd() -> Non
         return timer._fd
 
     assert asyncio.run(scenario()) == -1
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="timerfd is Linux only")
+def test_a_timerfd_the_kernel_refuses_to_arm_falls_back_to_the_thread() -> None:
+    async def scenario() -> tuple[float, bool]:
+        loop = asyncio.get_running_loop()
+        timer = PreciseWait()
+        real = timer._fd
+        loop.remove_reader(real)
+        timer._fd = os.open(os.devnull, os.O_RDONLY)  # not a timerfd: timerfd_settime fails
+        try:
+            began = loop.time()
+            await timer.wait(asyncio.Event(), 0.02)
+            return loop.time() - began, timer.kernel_timer
+        finally:
+            timer.close()
+            os.close(real)
+
+    slept, kernel_timer = asyncio.run(scenario())
+    assert slept >= 0.02  # the whole gap, by the thread way
+    assert not kernel_timer
 
 
 SERVER_US = 1_795_000_000_000_000  # an epoch µs reading of the server clock

@@ -89,12 +89,19 @@ class PreciseWait:
             await self._wait_in_thread(wake, gap)
             return
         self._woken = wake
-        self._arm(time.monotonic() + gap)
+        try:
+            self._arm(time.monotonic() + gap)
+        except OSError:  # e.g. a sandbox refusing timerfd_settime: the thread way from now on
+            self._woken = None
+            self.close()
+            await self._wait_in_thread(wake, gap)
+            return
         try:
             await wake.wait()
         finally:
             self._woken = None
-            self._arm(0.0)  # disarmed: an earlier wake-up leaves no expiry behind
+            if self._fd >= 0:
+                self._arm(0.0)  # disarmed: an earlier wake-up leaves no expiry behind
 
     def _arm(self, deadline: float) -> None:
         """Arm the timerfd for ``deadline`` (monotonic seconds, rounded up to the ns); 0
