@@ -1,11 +1,11 @@
 """The dispatcher: moves due jobs from the delayed set into topic streams, on time.
 
 Per partition it calls ``promoteDue`` (one bounded batch), then sleeps by its own monotonic clock
-for exactly the gap to the next due time the script computed from the server clock (to the µs:
-``timer.PreciseWait``). A producer
-that enqueues a new earliest job sets the partition's wake marker; a blocking ``BZPOPMIN`` on a
-dedicated connection turns that into an immediate wake-up. A slow safety tick covers lost
-wake-ups. Any number of dispatchers may run: the script moves each job once.
+until the next due time the script reported, to the µs (``timer.PreciseWait``), as read on its
+estimate of the server clock (``timer.ServerClock``: the offset of the fastest recent call). A
+producer that enqueues a new earliest job sets the partition's wake marker; a blocking
+``BZPOPMIN`` on a dedicated connection turns that into an immediate wake-up. A slow safety tick
+covers lost wake-ups. Any number of dispatchers may run: the script moves each job once.
 """
 
 from __future__ import annotations
