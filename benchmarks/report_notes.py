@@ -150,7 +150,7 @@ what is left is the empty stream's and the group's own structures.""",
 HISTORY = """\
 Quoted from earlier runs, with their date and run; none of these figures is this run's.
 
-- 2026-11-24, 01:03-01:34 UTC (load average 0.8-6 from other sessions' runs on the 2 cores), \
+- 2026-11-24, 01:03-01:41 UTC (load average 0.8-6 from other sessions' runs on the 2 cores), \
 issue 16, the dispatcher's wake-up. `benchmarks/lateness_trace.py` (new: per-job timestamps \
 inside one worker process) split each job's lateness into the dispatcher's wake-up (promote call \
 sent - due), the request's way to Redis (script clock - sent), the read (`XREADGROUP` entry in \
@@ -171,11 +171,11 @@ ms late on average at 2,000 due/s while the worker's main thread had been runnab
 running (kernel `schedstat`) for 28 ms around them; at 200 due/s 19.6 ms late, 16.8 ms waiting \
 for a CPU. At low load the chain is timer wake-up ~0.05 ms, request to the script ~0.06-0.09 ms, \
 read ~0.12-0.14 ms, handler start ~0.07 ms (p50 lateness 0.3-0.4 ms). `lateness_rates.py --rates \
-200 2000`, alternating old (/work/main, 63b32df) and new, 8 runs each, 01:17-01:29 UTC, load \
-average 0.75-4.5: medians p50 0.41 against 0.56 ms, p99 3.88 against 4.34 ms, max 7.70 against \
-7.81 ms at 200 due/s; p50 0.31 against 0.59 ms, p99 3.33 against 4.09 ms, max 7.37 against 9.21 \
-ms at 2,000 due/s; p99 <= 2 ms in 3 of 8 runs at each rate against 2 and 0 of 8. At 20,000 due/s \
-with 2 worker processes, 17 runs each, 01:08-01:33 UTC, load average 0.8-4.4: medians p50 0.87 \
+200 2000`, alternating old (/work/main, 63b32df) and new, 13 runs each, 01:17-01:41 UTC, load \
+average 0.75-4.5: medians p50 0.42 against 0.62 ms, p99 3.10 against 4.19 ms, max 6.08 against \
+7.23 ms at 200 due/s; p50 0.33 against 0.60 ms, p99 2.89 against 3.77 ms, max 6.22 against 8.31 \
+ms at 2,000 due/s; p99 <= 2 ms in 6 and 5 of 13 runs against 2 and 2 of 13. At 20,000 due/s with \
+2 worker processes, 17 runs each, 01:08-01:33 UTC, load average 0.8-4.4: medians p50 0.87 \
 against 1.11 ms, p99 14.0 against 11.8 ms, max 26.2 against 23.9 ms; p99 <= 50 ms in 12 of 17 \
 runs against 10 of 17 (the other runs: processes that never caught up, 90-626 ms, in both); the \
 two worker processes used 2.68-2.87 s of CPU per run against 2.92-3.19 s (3 runs each, \
