@@ -17,7 +17,8 @@ splits each job's lateness (handler start - due, server clock) into
 - ``start``: handler start - entry read (task creation and scheduling, decoding);
 - ``runq``: how long the worker's main thread was runnable but not running (kernel
   ``schedstat``) between the promote call before the job's and the job's own: the CPU other
-  processes took from it.
+  processes took from it; ``oncpu``: how long it ran in that interval (a long callback of its
+  own event loop shows here).
 
 Run: ``.venv/bin/python benchmarks/lateness_trace.py [--rates 200 2000]``.
 """
@@ -54,16 +55,17 @@ def install(out_dir: str) -> None:
 
     schedstat = open(f"/proc/{os.getpid()}/task/{os.getpid()}/schedstat", "rb")  # noqa: SIM115
 
-    def run_queue_wait() -> float:
-        """ms this thread has spent runnable but not running (kernel schedstat)."""
+    def run_queue_wait() -> tuple[float, float]:
+        """ms this thread has spent running and runnable but not running (kernel schedstat)."""
         schedstat.seek(0)
-        return int(schedstat.read().split()[1]) / 1e6
+        ran, waited = schedstat.read().split()[:2]
+        return int(ran) / 1e6, int(waited) / 1e6
 
     async def traced_promote(self: Any, keys: Any) -> Any:
         sent = time.time()
-        queued = run_queue_wait()
+        ran, queued = run_queue_wait()
         result = await promote_once(self, keys)
-        promotes.append((sent, time.time(), result.now_us, result.moved, queued))
+        promotes.append((sent, time.time(), result.now_us, result.moved, queued, ran))
         return result
 
     async def traced_wait(self: Any, wake: Any, gap: float) -> None:
@@ -122,8 +124,9 @@ def split(records: list[dict[str, Any]], trace: dict[str, Any],
         got = read_at.get(r["entry"])
         if i < 0 or int(server_at[i]) != entry_ms or got is None:
             continue
-        sent, _, now_us, _, queued = promotes[i]
-        queued_before = promotes[i - 1][4] if i > 0 else queued
+        sent, _, now_us, _, queued, ran = promotes[i]
+        queued_before, ran_before = (promotes[i - 1][4], promotes[i - 1][5]) if i > 0 \
+            else (queued, ran)
         rows.append({"late": r["start"] - r["due"],
                      "wake": sent * 1000 + offset_ms - r["due"],
                      "to_redis": now_us / 1000 - (sent * 1000 + offset_ms),
@@ -131,6 +134,7 @@ def split(records: list[dict[str, Any]], trace: dict[str, Any],
                      "start": r["start"] - got,
                      "batch": batch[r["entry"]],
                      "runq": queued - queued_before,
+                     "oncpu": ran - ran_before,
                      "due": r["due"]})
     return rows
 
@@ -146,11 +150,12 @@ def report(rows: list[dict[str, float]], gc_pauses: list[Any], offset_ms: float,
     tail = sorted(rows, key=lambda r: r["late"])[-max(1, len(rows) // 100):]
     print("  slowest 1 %: mean of each part (ms):",
           {p: round(sum(r[p] for r in tail) / len(tail), 3)
-           for p in ("late", "wake", "to_redis", "read", "start", "batch", "runq")})
+           for p in ("late", "wake", "to_redis", "read", "start", "batch", "runq", "oncpu")})
     first = min(r["due"] for r in rows)
     for r in sorted(rows, key=lambda r: r["late"])[-8:]:
         print(f"    due +{r['due'] - first:6.0f} ms: " + " ".join(
-            f"{p} {r[p]:.3f}" for p in ("late", "wake", "to_redis", "read", "start", "runq")))
+            f"{p} {r[p]:.3f}" for p in ("late", "wake", "to_redis", "read", "start", "runq",
+                                         "oncpu")))
     spans = [(s * 1000 + offset_ms, e * 1000 + offset_ms) for s, e, _ in gc_pauses]
     hit = sum(1 for r in tail if any(s - 3 <= r["due"] + r["late"] and e >= r["due"]
                                      for s, e in spans))
