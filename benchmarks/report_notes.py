@@ -182,17 +182,18 @@ p99 <= 50 ms in 12 of 17 runs against 10 of 17 (the other runs: processes that n
 90-626 ms, in both); the two worker processes used 2.68-2.87 s of CPU per run against 2.92-3.19 \
 s (3 runs each, 01:33-01:35): not a regression, within this machine's noise. With the final code \
 at load 0.6 (01:43, the trace run): p99 0.71 ms at 2,000 due/s and 1.73 ms at 200 due/s; most of \
-the slowest 1 % had the thread waiting for a CPU, a few neither waiting nor running (`schedstat` \
-on-CPU time ~0.2-1 ms of a 2-3 ms stall: not runnable, which inside this virtual machine, a \
-Firecracker kernel, includes the host pausing its vCPU). The p99 target needs a worker that gets \
-a CPU within about a millisecond of its timer: on this shared machine it does not, whatever the \
-code. Further steps and their cost: cores of their own for Redis and the worker \
-(`taskset`/cpusets; what the target then measures is the chain above); a shorter scheduler slice \
-for the worker's thread (Linux >= 6.12, `sched_setattr` with `sched_runtime` 0.1 ms, no \
-privilege): two rounds each at 01:29-01:31 were inconclusive (p99 1.83 / 2.00 against 2.29 / \
-3.79 ms at 2,000 due/s, 9.33 / 0.80 against 3.26 / 1.42 ms at 200 due/s), not adopted; real-time \
-priority needs `CAP_SYS_NICE` and can starve Redis on 2 cores; spinning through the last 0.1 ms \
-of each wait would cost a core at 2,000 due/s (gaps of 0.5 ms).
+the slowest 1 % had the thread waiting for a CPU, a few neither waiting nor running \
+(`schedstat`: a run-queue wait of 0.1-0.5 ms and 0.7-1.4 ms on the CPU in a 5 ms interval \
+holding a 2-3 ms stall: the thread slept past its timer; inside this virtual machine, a \
+Firecracker kernel, the host pausing its vCPU looks like that, unverified). The p99 target needs \
+a worker that gets a CPU within about a millisecond of its timer: on this shared machine it does \
+not, whatever the code. Further steps and their cost: cores of their own for Redis and the \
+worker (`taskset`/cpusets; what the target then measures is the chain above); a shorter \
+scheduler slice for the worker's thread (Linux >= 6.12, `sched_setattr` with `sched_runtime` 0.1 \
+ms, no privilege): two rounds each at 01:29-01:31 were inconclusive (p99 1.83 / 2.00 against \
+2.29 / 3.79 ms at 2,000 due/s, 9.33 / 0.80 against 3.26 / 1.42 ms at 200 due/s), not adopted; \
+real-time priority needs `CAP_SYS_NICE` and can starve Redis on 2 cores; spinning through the \
+last 0.1 ms of each wait would cost a core at 2,000 due/s (gaps of 0.5 ms).
 - 2026-11-24, 00:07-00:08 UTC (load average 0.33-0.42), the hot path before and after this \
 round's features (schedules, limits, the lateness record, durability, the pull API, the \
 one-job enqueue and batched ack), same hour, `lateness_rates.run(rates=(200, 2000))`, one \
