@@ -92,3 +92,8 @@ def _log_long_gc_pauses() -> None:
 
 if os.environ.get("BENCH_GC_LOG"):
     _log_long_gc_pauses()
+
+if os.environ.get("BENCH_TRACE"):  # per-job timestamps, see benchmarks/lateness_trace.py
+    from benchmarks.lateness_trace import install
+
+    install(os.environ["BENCH_TRACE"])

@@ -4,6 +4,50 @@
 HISTORY = """\
 Quoted from earlier runs, with their date and run; none of these figures is this run's.
 
+- 2026-11-24, 01:03-01:41 UTC (load average 0.8-6 from other sessions' runs on the 2 cores), \
+issue 16, the dispatcher's wake-up. `benchmarks/lateness_trace.py` (new: per-job timestamps \
+inside one worker process) split each job's lateness into the dispatcher's wake-up (promote call \
+sent - due), the request's way to Redis (script clock - sent), the read (`XREADGROUP` entry in \
+the worker - script clock) and the handler start. Before (01:04, load 2.2): at 200 due/s p99 4.0 \
+ms, of which the wake-up p99 2.4 ms; the dispatcher's waits (epoll until the last ms, that ms in \
+a timer thread) ended 0.17-0.27 ms after their deadline at p50 and 2.5-3.5 ms at p99; Python's \
+collector (37-57 collections per run, generation 0 p50 0.12-0.2 ms, generation 1 0.6-0.8 ms, \
+`gc.freeze()` already on) overlapped 0-11 of the slowest 1 % at load below 3 (the periodic \
+tasks, acks, paused/limits polls and the lateness flush, were not traced apart). A `timerfd` on \
+the loop against the thread hop, alternating in one process (01:05, load 2.3): p50 0.05 against \
+0.18 ms past the deadline, the same p99 (3.7 ms: the machine). With the `timerfd` (01:07, load \
+1.7): p99 1.53 ms at 200 due/s and 0.67 ms at 2,000 due/s; waits past their deadline p50 \
+0.05-0.06 ms. A slow promote call (the script's clock read late) used to pull the next wake-up \
+early by half its round trip, for a call that moved nothing: 48 of 1,962 calls at 200 due/s \
+(01:13, load 4.9); with the server clock estimated from the fastest call (per partition, \
+`ServerClock`), 2 of 1,997 (01:15, load 3.1). What the tail is made of now: the slowest 1 % at \
+load 5.8 (01:24) were 19.5 ms late on average at 2,000 due/s while the worker's main thread had \
+been runnable but not running (kernel `schedstat`) for 28 ms between the promote call before \
+theirs and theirs; at 200 due/s 19.6 ms late, 16.8 ms waiting for a CPU. At load 1.7 (01:07) the \
+chain at p50: due to call sent 0.08-0.11 ms (of it the timer 0.05-0.06 ms), request to the \
+script 0.06-0.08 ms, read 0.12-0.14 ms, handler start 0.07 ms (lateness p50 0.32-0.40 ms). \
+`lateness_rates.py --rates 200 2000`, alternating old (/work/main, 63b32df) and new, 13 runs \
+each, 01:17-01:41 UTC, load average 0.75-4.5: medians p50 0.42 against 0.62 ms, p99 3.10 against \
+4.19 ms, max 6.08 against 7.23 ms at 200 due/s; p50 0.33 against 0.60 ms, p99 2.89 against 3.77 \
+ms, max 6.22 against 8.31 ms at 2,000 due/s; p99 <= 2 ms in 6 and 5 of 13 runs against 2 and 2 \
+of 13. At 20,000 due/s with 2 worker processes, 17 runs each, 01:08-01:33 UTC, load average \
+0.8-4.4: medians p50 0.87 against 1.11 ms, p99 14.0 against 11.8 ms, max 26.2 against 23.9 ms; \
+p99 <= 50 ms in 12 of 17 runs against 10 of 17 (the other runs: processes that never caught up, \
+90-626 ms, in both); the two worker processes used 2.68-2.87 s of CPU per run against 2.92-3.19 \
+s (3 runs each, 01:33-01:35): not a regression, within this machine's noise. With the final code \
+at load 0.6 (01:43, the trace run): p99 0.71 ms at 2,000 due/s and 1.73 ms at 200 due/s; most of \
+the slowest 1 % had the thread waiting for a CPU, a few neither waiting nor running \
+(`schedstat`: a run-queue wait of 0.1-0.5 ms and 0.7-1.4 ms on the CPU in a 5 ms interval \
+holding a 2-3 ms stall: the thread slept past its timer; inside this virtual machine, a \
+Firecracker kernel, the host pausing its vCPU looks like that, unverified). The p99 target needs \
+a worker that gets a CPU within about a millisecond of its timer: on this shared machine it does \
+not, whatever the code. Further steps and their cost: cores of their own for Redis and the \
+worker (`taskset`/cpusets; what the target then measures is the chain above); a shorter \
+scheduler slice for the worker's thread (Linux >= 6.12, `sched_setattr` with `sched_runtime` 0.1 \
+ms, no privilege): two rounds each at 01:29-01:31 were inconclusive (p99 1.83 / 2.00 against \
+2.29 / 3.79 ms at 2,000 due/s, 9.33 / 0.80 against 3.26 / 1.42 ms at 200 due/s), not adopted; \
+real-time priority needs `CAP_SYS_NICE` and can starve Redis on 2 cores; spinning through the \
+last 0.1 ms of each wait would cost a core at 2,000 due/s (gaps of 0.5 ms).
 - 2026-11-24, 01:22-01:40 UTC (load average 1.8-2.5, other work on the machine), issue 16, \
 `benchmarks/backlog_ramp.py 10000 10000000`, one server grown to 10M delayed jobs (fill \
 155-190 s), 10,000 due jobs promoted on top, Redis CPU per promoted job: with one `ZREM` per \

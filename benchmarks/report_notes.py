@@ -51,11 +51,15 @@ NOTES: tuple[str, ...] = (
 {p99_2000} ms; one worker process). Of it, "promote" p99 {promote_200} / {promote_2000} ms and \
 "pickup" p99 {pickup_200} / {pickup_2000} ms; a Redis round trip (PING) p99 {ping_p99} ms in \
 the same run. The dispatcher sleeps to the microsecond until the next due time (`promoteDue` \
-returns the server clock in µs; the last millisecond is slept in a timer thread because \
-asyncio's epoll timers wake up late), so "promote" is the dispatcher's wake-up; `XREADGROUP` \
-wake-up and task start make "pickup". The tail grows with CPU contention on a shared machine. \
-`Worker.run()` calls `gc.freeze()` before serving, so collections of start-up objects do not \
-stall the embedded dispatcher.""",
+returns the server clock in µs; on Linux the wait ends on a `timerfd` registered with the event \
+loop, because asyncio's epoll timers wake up late, in whole milliseconds rounded up), so \
+"promote" is the dispatcher's wake-up; `XREADGROUP` wake-up and task start make "pickup" \
+(both in whole ms of the entry id: \
+`benchmarks/lateness_trace.py` splits them to the µs). The tail grows with CPU contention on \
+a shared machine: in `benchmarks/lateness_trace.py` the slowest jobs are those during which the \
+worker's thread waited for a CPU (kernel `schedstat`, see History). `Worker.run()` calls \
+`gc.freeze()` before serving, so collections of start-up objects do not stall the embedded \
+dispatcher.""",
     """\
 **Lateness at {lateness_rate_high} due/s** (p99 <= {target_high} ms with as many worker \
 processes as the machine has cores: {verdict_lateness_20000}, p99 {p99_20000} ms, {steady_20000} \

@@ -1,19 +1,18 @@
 """The dispatcher: moves due jobs from the delayed set into topic streams, on time.
 
 Per partition it calls ``promoteDue`` (one bounded batch), then sleeps by its own monotonic clock
-for exactly the gap to the next due time the script computed from the server clock. A producer
-that enqueues a new earliest job sets the partition's wake marker; a blocking ``BZPOPMIN`` on a
-dedicated connection turns that into an immediate wake-up. A slow safety tick covers lost
-wake-ups. Any number of dispatchers may run: the script moves each job once.
+until the next due time the script reported, to the µs (``timer.PreciseWait``), as read on its
+estimate of the server clock (``timer.ServerClock``: the offset of the fastest recent call). A
+producer that enqueues a new earliest job sets the partition's wake marker; a blocking
+``BZPOPMIN`` on a dedicated connection turns that into an immediate wake-up. A slow safety tick
+covers lost wake-ups. Any number of dispatchers may run: the script moves each job once.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 
@@ -26,15 +25,13 @@ from ..redis_io.runner import RETRYABLE, call_with_retry, drive_async
 from ..redis_io.topology import AsyncClient, async_client
 from ..schedules.firing import LEAD_MS, fire_due_plan
 from .supervise import cancel_all, pause_after_failure, supervised
+from .timer import PreciseWait, ServerClock
 
 log = logging.getLogger("streamdelay.dispatcher")
 # One promoteDue call must not block Redis for more than ~1 ms (docs/keys.md#batch-sizes). Run of
 # 2026-11-23 (benchmarks/dispatch.py, SLOWLOG median per call, 100k jobs): 300 jobs took 1.7 ms
 # (155k jobs/s), 150 took 0.88 ms (134k jobs/s).
 PROMOTE_BATCH = 150
-# asyncio's timers wake up to 1 ms late: epoll waits whole milliseconds, rounded up. The last
-# millisecond of a sleep is slept in a thread instead, whose timed sleep has µs resolution.
-EPOLL_RESOLUTION = 0.001
 # A due schedule that could not be advanced (another dispatcher was first, a damaged record) is
 # looked at again after this long, not in a busy loop.
 SCHEDULE_RETRY = 1.0
@@ -43,8 +40,8 @@ SCHEDULE_RETRY = 1.0
 @dataclass(frozen=True)
 class PromoteResult:
     """What one ``promoteDue`` call did: jobs moved, the next due time (epoch ms, -1 when the
-    delayed set is empty), the server clock it read, in epoch ms and epoch µs, and how long the
-    call took from send to reply (seconds, local clock)."""
+    delayed set is empty), the server clock it read, in epoch ms and epoch µs, how long the call
+    took from send to reply (seconds, local clock) and when it was sent (local monotonic s)."""
 
     moved: int
     next_due: int
@@ -52,6 +49,7 @@ class PromoteResult:
     now_us: int
     round_trip: float = 0.0
     schedule_at: int = -1  # when the earliest schedule wants firing, epoch ms (-1: none)
+    sent: float = 0.0  # 0.0: unknown
 
 
 class Dispatcher:
@@ -73,7 +71,6 @@ class Dispatcher:
         self._client = client
         self._stopping = asyncio.Event()
         self._wakes: list[asyncio.Event] = []
-        self._timers: ThreadPoolExecutor | None = None
 
     @property
     def client(self) -> AsyncClient:
@@ -90,7 +87,7 @@ class Dispatcher:
         promoted = parse_promote(reply)
         result = PromoteResult(promoted.moved, promoted.next_due_ms, promoted.now_ms,
                                promoted.now_us, time.monotonic() - sent,
-                               promoted.schedule_at_ms)
+                               promoted.schedule_at_ms, sent)
         for job_id, why in promoted.dropped:  # foreign garbage, quarantined
             log.warning("due job %r of queue %s was not promoted: %s", job_id,
                         self.config.name, why,
@@ -118,7 +115,6 @@ class Dispatcher:
         cfg = self.config
         await agree_partitions_async(self.client, cfg.url, cfg.name, cfg.partitions, None)
         promoters, wakers = [], []
-        self._timers = ThreadPoolExecutor(cfg.partitions, thread_name_prefix="streamdelay-timer")
         for keys in partition_keys(cfg.name, cfg.partitions):
             wake = asyncio.Event()
             self._wakes.append(wake)
@@ -133,52 +129,47 @@ class Dispatcher:
             await asyncio.gather(*promoters)
         finally:
             await cancel_all([*promoters, *wakers], log)
-            self._timers.shutdown(wait=False)
-            self._timers = None
             # ready for another run (in this or another event loop): fresh stop flag and wakes
             self._stopping, self._wakes = asyncio.Event(), []
 
-    def _sleep_for(self, result: PromoteResult) -> float:
+    def _sleep_for(self, result: PromoteResult, clock: ServerClock | None = None) -> float:
         """Seconds until the next due job, to the µs of the server clock the script read.
 
-        The server read its clock about half the round trip before the reply came back, so that
-        half is already gone. Never negative; the script (due <= server time), not this sleep,
-        keeps jobs from being promoted early: waking a little early costs one more call.
+        With ``clock`` (the partition's ``ServerClock``, given this call's sample first): until
+        the local time at which the server clock reads the due time. Without: the server read
+        its clock about half the round trip before the reply came back, so that half is already
+        gone. Never negative; the script (due <= server time), not this sleep, keeps jobs from
+        being promoted early: waking a little early costs one more call.
         """
         if result.moved >= self.batch:
             return 0.0
         if result.next_due < 0:
             return self.safety_tick
-        gap = (result.next_due * 1000 - result.now_us) / 1e6 - result.round_trip / 2
+        if clock is not None and clock.known:
+            gap = clock.local_time(result.next_due) - time.monotonic()
+        else:
+            gap = (result.next_due * 1000 - result.now_us) / 1e6 - result.round_trip / 2
         return min(self.safety_tick, max(gap, 0.0))
 
     async def _partition_loop(self, keys: PartitionKeys, wake: asyncio.Event) -> None:
-        while not self._stopping.is_set():
-            wake.clear()
-            result = await self.promote_once(keys)
-            gap = self._sleep_for(result)
-            if result.schedule_at >= 0:  # docs/schedules.md: fired by the dispatchers
-                until = (result.schedule_at - result.now) / 1000
-                if until <= 0:
-                    until = 0.0 if await self.fire_schedules(keys) else SCHEDULE_RETRY
-                gap = min(gap, until)
-            if gap <= 0:
-                await asyncio.sleep(0)
-                continue
-            await self._wait(wake, gap)
-
-    async def _wait(self, wake: asyncio.Event, gap: float) -> None:
-        """Sleep ``gap`` seconds to the µs, less when ``wake`` is set (the last ms in a thread)."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + gap
-        if gap > EPOLL_RESOLUTION:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(wake.wait(), timeout=gap - EPOLL_RESOLUTION)
-            if wake.is_set():
-                return
-        rest = deadline - loop.time()
-        if rest > 0 and not wake.is_set():
-            await loop.run_in_executor(self._timers, time.sleep, rest)
+        timer, clock = PreciseWait(), ServerClock()
+        try:
+            while not self._stopping.is_set():
+                wake.clear()
+                result = await self.promote_once(keys)
+                clock.observe(result.now_us, result.sent, result.sent + result.round_trip)
+                gap = self._sleep_for(result, clock)
+                if result.schedule_at >= 0:  # docs/schedules.md: fired by the dispatchers
+                    until = (result.schedule_at - result.now) / 1000
+                    if until <= 0:
+                        until = 0.0 if await self.fire_schedules(keys) else SCHEDULE_RETRY
+                    gap = min(gap, until)
+                if gap <= 0:
+                    await asyncio.sleep(0)
+                    continue
+                await timer.wait(wake, gap)
+        finally:
+            timer.close()
 
     async def _wake_loop(self, keys: PartitionKeys, wake: asyncio.Event) -> None:
         blocking = async_client(self.config.url, self.safety_tick + self.config.socket_timeout)
