@@ -263,7 +263,7 @@ def run(single: int = 3000, batches: int = 40, backlog: int = 10_000, pairs: int
             f.update(http_enqueue_batch=batches * BATCH / result.seconds,
                      http_batch_cpu_us=cpu * 1e6 / (batches * BATCH))
             with sd.Queue("lib", url=server.url) as lib:
-                lib_many = library._sd_many(lib, batches * BATCH)
+                lib_many = library._sd_many(lib, 0, batches * BATCH)
             queue = sd.Queue(QUEUE, url=server.url)
             _fill_backlog(queue, backlog + pairs + 100)
             cpu = cpu_seconds(child.pid)
