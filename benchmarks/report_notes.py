@@ -109,7 +109,7 @@ Redis time ({async_redis_us} µs per job) is.""",
 (one `HSET` per batch; on the current layout only the record's header, the body staying in \
 the stream entry), `HMGET`s in growing steps and one `ZREMRANGEBYRANK` per batch of \
 {promote_batch} (the batch is the head of the delayed set). Of these the `XADD` is the \
-largest part (History below). \
+largest part (History below); Redis alone would cap at {dispatch_redis_cap}/s. \
 {target_dispatch}/s would be {dispatch_target_us} µs per job including the client. The raw \
 pipelined `XADD` of the same entries from redis-py: {dispatch_raw}/s in this run (the script \
 avoids the client's per-command packing).""",
@@ -147,7 +147,7 @@ one `XDEL` per topic and one `HMGET` and `HDEL` per batch inside `ackJobsV2`); h
 ({drain_100k_scaling}x)): Redis needs \
 {drain_redis_us} µs of CPU per job, i.e. {drain_redis_cores} of a core at the one-process \
 rate, on a machine of {cores} cores that also runs the worker processes; a second process gains \
-only the CPU left over, and a third only adds switching. Bound: cores (worker processes and \
+only the CPU left over, and so does each further one. Bound: cores (worker processes and \
 Redis); the curve rises while cores are free.""",
     """\
 **Memory per delayed job** (<= {target_memory} B with the benchmark's body of {body_bytes} B of \
@@ -230,6 +230,7 @@ def fill_values(figures: Mapping[str, float], checks: Mapping[str, Check],
         "target_dispatch": f"{targets.DISPATCH_MIN:,}",
         "dispatch_rate": _fmt(g("dispatch_alone"), ",.0f"),
         "dispatch_redis_us": _fmt(g("dispatch_alone_redis_us"), ".1f"),
+        "dispatch_redis_cap": _fmt(_per_call_us(g("dispatch_alone_redis_us")), ",.0f"),
         "dispatch_target_us": f"{1e6 / targets.DISPATCH_MIN:g}",
         "dispatch_raw": _fmt(g("dispatch_alone_raw"), ",.0f"),
         "promote_batch": f"{PROMOTE_BATCH}", "enqueue_batch": f"{ENQUEUE_BATCH}",
