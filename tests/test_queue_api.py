@@ -263,7 +263,7 @@ def test_enqueue_many_gives_results_in_order_over_several_script_calls(
     n = 600  # 5 bounded script calls
     delays = [(i * 7919) % 101 + 1 for i in range(n)]
     specs = [sd.JobSpec("t", {"i": i}, delay=d, id=f"m{i}") for i, d in enumerate(delays)]
-    q.client.script_load(script("enqueueJobs").source)  # no NOSCRIPT round in the count
+    q.client.script_load(script("enqueueJobsV2").source)  # no NOSCRIPT round in the count
     calls = int(q.client.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0))
     before = server_ms(q.client)
     results = q.enqueue_many(specs)
