@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import redis
@@ -95,10 +96,12 @@ def _run_calls_one_by_one_sync(client: SyncClient, calls: list[ScriptCall]) -> l
     return replies
 
 
-def _send_each_sync(pool: redis.ConnectionPool, calls: list[ScriptCall]) -> list[Any]:
+def _send_each_sync(pool: redis.ConnectionPool, calls: list[ScriptCall],
+                    early: Callable[[int, Any], None] | None) -> list[Any]:
     """The replies (error replies in their place) of ``calls`` sent as one pipeline on a
     connection of the client's pool, each call as soon as it is packed: Redis runs the first
-    while the next ones are packed (a redis-py pipeline packs them all before sending any).
+    while the next ones are packed (a redis-py pipeline packs them all before sending any),
+    and each reply goes to ``early`` (``EachCall.early``) while Redis runs the next calls.
     Connection trouble drops the connection and is raised (the caller's retry policy)."""
     conn = pool.get_connection()
     try:
@@ -107,11 +110,15 @@ def _send_each_sync(pool: redis.ConnectionPool, calls: list[ScriptCall]) -> list
             conn.send_packed_command(conn.pack_command(*evalsha_args(call)), check_health=health)
             health = False
         replies: list[Any] = []
-        for _ in calls:
+        for index in range(len(calls)):
             try:
-                replies.append(conn.read_response())
+                reply = conn.read_response()
             except ResponseError as exc:
                 replies.append(exc)
+                continue
+            replies.append(reply)
+            if early is not None:
+                early(index, reply)
         return replies
     except BaseException:  # half-read behind: the connection cannot be used again
         conn.disconnect()
@@ -120,13 +127,14 @@ def _send_each_sync(pool: redis.ConnectionPool, calls: list[ScriptCall]) -> list
         pool.release(conn)
 
 
-def _run_pipeline_sync(client: SyncClient, calls: list[ScriptCall]) -> list[Any]:
+def _run_pipeline_sync(client: SyncClient, calls: list[ScriptCall],
+                       early: Callable[[int, Any], None] | None = None) -> list[Any]:
     """The outcome of each call (see ``call_outcomes``), sent as one pipeline."""
     if is_cluster(client):
         return call_outcomes(calls, _run_calls_one_by_one_sync(client, calls))
     pool = getattr(client, "connection_pool", None)
     if type(pool) is redis.ConnectionPool:  # a plain client's pool (not Sentinel's)
-        replies = _send_each_sync(pool, calls)
+        replies = _send_each_sync(pool, calls, early)
     else:
         pipe = client.pipeline(transaction=False)
         for call in calls:
@@ -174,7 +182,7 @@ def run_step_sync(client: SyncClient, step: Step, durability: Durability | None 
     if isinstance(step, Commands):
         return _run_commands_sync(client, step)
     if isinstance(step, EachCall):
-        return _run_pipeline_sync(client, list(step.calls))
+        return _run_pipeline_sync(client, list(step.calls), step.early)
     return first_error(_run_pipeline_sync(client, step))
 
 
