@@ -8,7 +8,7 @@ reply parsing.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, NamedTuple
@@ -229,13 +229,12 @@ def fill_results(
 
 def settle_chunks(
     jobs: Sequence[PreparedJob], chunks: Sequence[EnqueueChunk], replies: Sequence[Any],
-    outcomes: list[Outcome | None], isolate: bool, filled: dict[int, Any] | None = None,
+    outcomes: list[Outcome | None], isolate: bool,
 ) -> list[int]:
-    """Fill the outcomes of each chunk's jobs from its reply (but not again from a reply
-    ``filled`` maps its chunk's index to: read early, ``EachCall.early``); the jobs to send
-    again (those that rode with a job whose ``at`` was refused, with ``isolate``)."""
+    """Fill the outcomes of each chunk's jobs from its reply; the jobs to send again (those
+    that rode with a job whose ``at`` was refused, with ``isolate``)."""
     again: list[int] = []
-    for number, (chunk, reply) in enumerate(zip(chunks, replies, strict=True)):
+    for chunk, reply in zip(chunks, replies, strict=True):
         refused = (refused_job(jobs, chunk.owners, reply)
                    if isolate and isinstance(reply, Exception) else None)
         if refused is not None:  # that call wrote nothing: the others go again
@@ -247,19 +246,9 @@ def settle_chunks(
         elif isinstance(reply, Exception):
             for index in chunk.owners:
                 outcomes[index] = reply
-        elif filled is None or filled.get(number) is not reply:
+        else:
             fill_results(jobs, chunk, reply, outcomes)
     return again
-
-
-def _filler(jobs: Sequence[PreparedJob], chunks: Sequence[EnqueueChunk],
-            outcomes: list[Outcome | None], filled: dict[int, Any]) -> Callable[[int, Any], None]:
-    """The ``EachCall.early`` of a round: a call's jobs get their results while Redis runs the
-    next calls, and ``filled`` remembers the reply they came from (``settle_chunks``)."""
-    def early(number: int, reply: Any) -> None:
-        fill_results(jobs, chunks[number], reply, outcomes)
-        filled[number] = reply
-    return early
 
 
 def round_plan(
@@ -290,7 +279,6 @@ def round_plan(
         split = split_jobs(jobs, live)
     while live:
         chunks = enqueue_chunks(cfg, jobs, tolerance, split)
-        filled: dict[int, Any] = {}  # replies read early (EachCall.early), by chunk
         if len(chunks) == 1:  # one call: atomic
             try:
                 replies: list[Any] = [(yield chunks[0].call)]
@@ -298,11 +286,10 @@ def round_plan(
                 replies = [exc]
         else:
             try:
-                replies = yield EachCall(tuple(chunk.call for chunk in chunks),
-                                         _filler(jobs, chunks, outcomes, filled))
+                replies = yield EachCall(tuple(chunk.call for chunk in chunks))
             except NotDurable as exc:  # written, not confirmed: every job of the round
                 replies = [exc] * len(chunks)
-        live = settle_chunks(jobs, chunks, replies, outcomes, isolate, filled)
+        live = settle_chunks(jobs, chunks, replies, outcomes, isolate)
         live.sort()  # arrival order
         split = split_jobs(jobs, live)
 

@@ -5,7 +5,7 @@ their steps (docs/design.md).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -25,16 +25,9 @@ class Command:
 class EachCall:
     """Script calls sent together like a ``list`` step, each with its own outcome: a call's
     error reply comes back in its place (as a ``StreamdelayError``) instead of being raised.
-    Connection trouble is still raised (and the whole step retried).
-
-    ``early``, when given, may be handed ``(index, reply)`` of each call that answered (not an
-    error) as soon as that reply is read, while Redis still runs the calls after it: the plan
-    works on it meanwhile. A runner may not call it (a cluster, ``replicas=``, asyncio), and a
-    retried step calls it again with the new replies; the step's reply always carries them
-    all, so a plan must not need it (``enqueuing.round_plan`` fills results with it)."""
+    Connection trouble is still raised (and the whole step retried)."""
 
     calls: tuple[ScriptCall, ...]
-    early: Callable[[int, Any], None] | None = None
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
 from typing import Any, TypeVar
 
 import redis
@@ -96,12 +95,10 @@ def _run_calls_one_by_one_sync(client: SyncClient, calls: list[ScriptCall]) -> l
     return replies
 
 
-def _send_each_sync(pool: redis.ConnectionPool, calls: list[ScriptCall],
-                    early: Callable[[int, Any], None] | None) -> list[Any]:
+def _send_each_sync(pool: redis.ConnectionPool, calls: list[ScriptCall]) -> list[Any]:
     """The replies (error replies in their place) of ``calls`` sent as one pipeline on a
     connection of the client's pool, each call as soon as it is packed: Redis runs the first
-    while the next ones are packed (a redis-py pipeline packs them all before sending any),
-    and each reply goes to ``early`` (``EachCall.early``) while Redis runs the next calls.
+    while the next ones are packed (a redis-py pipeline packs them all before sending any).
     Connection trouble drops the connection and is raised (the caller's retry policy)."""
     conn = pool.get_connection()
     try:
@@ -110,15 +107,11 @@ def _send_each_sync(pool: redis.ConnectionPool, calls: list[ScriptCall],
             conn.send_packed_command(conn.pack_command(*evalsha_args(call)), check_health=health)
             health = False
         replies: list[Any] = []
-        for index in range(len(calls)):
+        for _ in calls:
             try:
-                reply = conn.read_response()
+                replies.append(conn.read_response())
             except ResponseError as exc:
                 replies.append(exc)
-                continue
-            replies.append(reply)
-            if early is not None:
-                early(index, reply)
         return replies
     except BaseException:  # half-read behind: the connection cannot be used again
         conn.disconnect()
@@ -127,14 +120,13 @@ def _send_each_sync(pool: redis.ConnectionPool, calls: list[ScriptCall],
         pool.release(conn)
 
 
-def _run_pipeline_sync(client: SyncClient, calls: list[ScriptCall],
-                       early: Callable[[int, Any], None] | None = None) -> list[Any]:
+def _run_pipeline_sync(client: SyncClient, calls: list[ScriptCall]) -> list[Any]:
     """The outcome of each call (see ``call_outcomes``), sent as one pipeline."""
     if is_cluster(client):
         return call_outcomes(calls, _run_calls_one_by_one_sync(client, calls))
     pool = getattr(client, "connection_pool", None)
     if type(pool) is redis.ConnectionPool:  # a plain client's pool (not Sentinel's)
-        replies = _send_each_sync(pool, calls, early)
+        replies = _send_each_sync(pool, calls)
     else:
         pipe = client.pipeline(transaction=False)
         for call in calls:
@@ -182,7 +174,7 @@ def run_step_sync(client: SyncClient, step: Step, durability: Durability | None 
     if isinstance(step, Commands):
         return _run_commands_sync(client, step)
     if isinstance(step, EachCall):
-        return _run_pipeline_sync(client, list(step.calls), step.early)
+        return _run_pipeline_sync(client, list(step.calls))
     return first_error(_run_pipeline_sync(client, step))
 
 
