@@ -100,7 +100,7 @@ def _send_each_sync(pool: redis.ConnectionPool, calls: list[ScriptCall]) -> list
     connection of the client's pool, each call as soon as it is packed: Redis runs the first
     while the next ones are packed (a redis-py pipeline packs them all before sending any).
     Connection trouble drops the connection and is raised (the caller's retry policy)."""
-    conn = pool.get_connection()
+    conn: Any = pool.get_connection()  # redis-py connections are untyped upstream
     try:
         health = True  # checked once, before the first call (as a pipeline does)
         for call in calls:
