@@ -89,12 +89,13 @@ the machine's load and is lowest on a quiet machine.""",
 **enqueue_many** (>= {target_many}/s: {verdict_many}, {many_rate}/s, the rates of \
 {many_rounds} rounds alternating with the raw pipeline): {many_us} µs of wall time per job, of \
 which {many_redis_us} µs is Redis CPU inside `enqueueJobsV2` and the rest Python (building the \
-`JobSpec`, validation, msgspec encoding, packing the arguments, reading the replies); the two \
-run one after the other within a call, as every job is validated before the first is sent. \
+`JobSpec`, validation, msgspec encoding, packing the arguments, reading the replies); every \
+job is validated before the first is sent, so validation cannot overlap Redis, while the \
+bounded calls leave one by one as they are packed and Redis runs each while the next is packed. \
 {target_many}/s means {many_target_us} µs per job all told; Redis alone would cap at \
 {many_redis_cap}/s. The raw pipelined `ZADD` ({many_raw}/s) does one command per job and \
-writes no record. What the next steps would take is measured under History (the entry on the \
-enqueue paths: the latest dated one on `enqueueJobV2`).""",
+writes no record. What the next steps would take is measured under History (the latest \
+dated entry on `enqueue_many`).""",
     """\
 **AsyncQueue with concurrent callers** (>= {target_async}/s: {verdict_async}, {async_rate}/s \
 with {callers} callers, {async_ratio} the raw async `ZADD` of the same callers at \
