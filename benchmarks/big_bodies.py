@@ -27,7 +27,7 @@ from streamdelay.consumer.dispatcher import Dispatcher
 from streamdelay.protocol.scripts import load_scripts
 
 QUEUE = "big"
-SCRIPTS = ("enqueueJobs", "promoteDueV2", "ackJobsV2", "failJobV2", "replayDead")
+SCRIPTS = ("enqueueJobsV2", "promoteDueV2", "ackJobsV2", "failJobV2", "replayDead")
 
 
 def _size(n: int) -> str:

@@ -43,7 +43,7 @@ from streamdelay.producer.plans import ENQUEUE_BATCH
 
 BODY = {"order_id": 42, "pad": "x" * 80}  # ~100 bytes of JSON
 FILL_CHUNK = 10_000
-BOUNDED = {"enqueueJobs": ENQUEUE_BATCH, "promoteDueV2": PROMOTE_BATCH}  # batch-taking scripts
+BOUNDED = {"enqueueJobsV2": ENQUEUE_BATCH, "promoteDueV2": PROMOTE_BATCH}  # batch-taking scripts
 CALL_BOUND_US = 1_000  # "~1 ms" per script call, applied as 1,000 µs for the median call
 DUE_JOBS = 10_000
 FAR = 86_400.0

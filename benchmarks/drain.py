@@ -38,7 +38,7 @@ from benchmarks.harness import (
 
 BODY = {"order_id": 42, "pad": "x" * 80}
 CHUNK = 10_000
-BOUNDED = ("enqueueJobs", "promoteDueV2", "ackJobsV2")  # the scripts that take batches
+BOUNDED = ("enqueueJobsV2", "promoteDueV2", "ackJobsV2")  # the scripts that take batches
 
 
 def raw_consume(client: redis.Redis, n: int, record: bytes) -> float:

@@ -4,6 +4,34 @@
 HISTORY = """\
 Quoted from earlier runs, with their date and run; none of these figures is this run's.
 
+- 2026-11-24, 02:17-02:24 UTC (load average 0.38-1.15), issue 16, `enqueue_many` past 100k \
+jobs/s: `enqueueJobsV2` (a reply of one value per job, the due time as a number when created, \
+else `<state>:<due_ms>`), the calls of a pipeline sent each as soon as it is packed (Redis runs \
+the first while Python packs the next), `EnqueueResult` built in one go, the topic check \
+remembered per topic. Alternating runs of `benchmarks/enqueue.py`'s `enqueue_many` rounds \
+(50,000 jobs in lists of 1,000, 50 rounds against the raw pipelined `ZADD`, a fresh process and \
+private Redis per run) against the code this started from (684e706): at 02:17:38-02:18:09 \
+(load 0.38-1.15, 8 runs each) 85,597-99,304/s, median 90,465, against 101,697-109,058/s, \
+median 104,297, with the new reply and the sending; the new reply alone (3 runs) 85,096-100,767/s \
+against 85,597-99,304/s, Redis CPU 3.9-4.1 against 4.1-4.7 µs per job; reading each call's \
+reply while Redis runs the next (results filled from a callback of the runner, 8 runs) \
+100,295-106,601/s, median 104,546: no gain, not kept. The final code at 02:23:59-02:24:09 \
+(load 0.71-0.75, 5 runs each): 104,130-114,660/s, median 109,828 (8.7-9.6 µs per job, Redis \
+3.9-4.6 µs) against 89,088-99,502/s, median 93,230 (10.1-11.2 µs, Redis 4.2-4.7 µs); whole \
+`benchmarks/enqueue.py` runs at 02:24 (load 0.6-0.8): 106,174 and 115,666/s against 97,869/s. \
+The Python side per job without I/O (`timeit`, a list of 1,000): building the `JobSpec` 0.61 \
+µs, `prepare_job` 2.38 -> 2.10 µs (of it the topic pattern 0.2 µs, now skipped for a topic seen \
+before, and a `bytes | bytearray | memoryview` union built per call, now a tuple), cutting and \
+packing the calls 0.13 + 0.66 µs (the packing now overlaps Redis but for the first call), the \
+results from the new reply 0.29 µs (`EnqueueResult` 391 -> 249 ns). py-spy (02:22, 100,000 \
+jobs, 506 samples): validation and encoding 35 %, sending and reading 24 %, the results 13 %, \
+building the `JobSpec`s 6 %. What bounds it: every job is validated before the first write, so \
+~2.7 µs of Python per job cannot overlap Redis' ~4 µs; the rest is the socket, the reply and \
+the results. Further steps and their cost: validating a list while the previous list's calls \
+run needs an API that takes lists before it answers (a streaming `enqueue_many`); less Redis \
+time per job means a record built without `string.format` or fewer commands per call (~0.65 µs \
+for the record string, measured before); a `PreparedJob` without a tuple of eight values per \
+job would take a C extension or a msgspec `Struct` encoder for the arguments (~0.3 µs).
 - 2026-11-24, 01:02 UTC (load average 0.4), issue 16, what a delayed job's memory is made of: \
 10,000 entries written with redis-py pipelines into a fresh Redis 7.0.15, `INFO used_memory` \
 per entry: a hash field with a 16-character key and a value of 60 / 100 / 124 / 130 / 160 / 190 \

@@ -88,17 +88,18 @@ the machine's load and is lowest on a quiet machine.""",
     """\
 **enqueue_many** (>= {target_many}/s: {verdict_many}, {many_rate}/s, the rates of \
 {many_rounds} rounds alternating with the raw pipeline): {many_us} µs of wall time per job, of \
-which {many_redis_us} µs is Redis CPU inside `enqueueJobs` and the rest Python (building the \
-`JobSpec`, validation, msgspec encoding, packing the arguments, reading the replies); the two \
-run one after the other within a call, as every job is validated before the first is sent. \
+which {many_redis_us} µs is Redis CPU inside `enqueueJobsV2` and the rest Python (building the \
+`JobSpec`, validation, msgspec encoding, packing the arguments, reading the replies); every \
+job is validated before the first is sent, so validation cannot overlap Redis, while the \
+bounded calls leave one by one as they are packed and Redis runs each while the next is packed. \
 {target_many}/s means {many_target_us} µs per job all told; Redis alone would cap at \
 {many_redis_cap}/s. The raw pipelined `ZADD` ({many_raw}/s) does one command per job and \
-writes no record. What the next steps would take is measured under History (the entry on the \
-enqueue paths: the latest dated one on `enqueueJobV2`).""",
+writes no record. What the next steps would take is measured under History (the latest \
+dated entry on `enqueue_many`).""",
     """\
 **AsyncQueue with concurrent callers** (>= {target_async}/s: {verdict_async}, {async_rate}/s \
 with {callers} callers, {async_ratio} the raw async `ZADD` of the same callers at \
-{async_raw}/s): concurrent calls are coalesced into shared `enqueueJobs` calls \
+{async_raw}/s): concurrent calls are coalesced into shared `enqueueJobsV2` calls \
 (`coalesce.py`), so the asyncio connection pool is not the bound; one event loop doing the \
 validation and encoding (as for `enqueue_many`, {many_us} µs per job in this run) plus the \
 Redis time ({async_redis_us} µs per job) is.""",
@@ -127,8 +128,8 @@ passed; with the rehash done, what is left is the memory: the same few lookups p
 working set of gigabytes miss the CPU caches more often.""",
     """\
 **Bounded script calls** ({verdict_calls}; bound applied: median call <= {call_bound_us} µs): \
-median `promoteDueV2` call ({promote_batch} jobs) {call_promote_us} µs, median `enqueueJobs` call \
-({enqueue_batch} jobs) {call_enqueue_us} µs (SLOWLOG of the dispatch-alone run). \
+median `promoteDueV2` call ({promote_batch} jobs) {call_promote_us} µs, median `enqueueJobsV2` \
+call ({enqueue_batch} jobs) {call_enqueue_us} µs (SLOWLOG of the dispatch-alone run). \
 `dispatcher.PROMOTE_BATCH` and `enqueuing.ENQUEUE_BATCH` set these sizes; a larger batch promotes \
 faster per job but blocks Redis longer per call. On a loaded machine a call's wall time includes \
 being descheduled, so the median grows with the load.""",
@@ -243,7 +244,7 @@ def fill_values(figures: Mapping[str, float], checks: Mapping[str, Check],
         "backlog_large": _fmt(g("backlog_large"), ",.0f"),
         "call_bound_us": f"{CALL_BOUND_US:,}",
         "call_promote_us": _fmt(g("call_median_us_promoteDueV2"), ",.0f"),
-        "call_enqueue_us": _fmt(g("call_median_us_enqueueJobs"), ",.0f"),
+        "call_enqueue_us": _fmt(g("call_median_us_enqueueJobsV2"), ",.0f"),
         "target_drain": f"{targets.DRAIN_MIN:,}", "drain_one": _fmt(one, ",.0f"),
         "drain_two": _fmt(two, ",.0f"), "drain_raw": _fmt(g("drain_10000_raw"), ",.0f"),
         "drain_scaling": _fmt(targets.ratio(two, one), ".2f"), "scaling": f"{targets.SCALING:g}",

@@ -1,11 +1,11 @@
 #!lua
--- enqueueJobV2-6: the one-job fast path of enqueueJobs-6 (docs/keys.md#the-one-job-enqueue): add
+-- enqueueJobV2-6: the one-job fast path of enqueueJobsV2-6 (docs/keys.md#the-one-job-enqueue): add
 -- one job whose id is free, with as few Redis calls as that takes (TIME, HSETNX, ZADD, ZRANGE,
 -- HINCRBY; ZSCORE + ZADD of the wake marker only when the job becomes the head). Same KEYS and
 -- ARGV as enqueueJob-6, a plain number as reply (V2: docs/keys.md#versioning). Same record and
--- keys as enqueueJobs; it never replaces, never reads an old record and never purges tombstones:
+-- keys as enqueueJobsV2; it never replaces, never reads an old record and never purges tombstones:
 -- when the id is taken (a job, a tombstone, or replace is wanted) it writes nothing and answers
--- 0, and the caller sends the job again through enqueueJobs, which has the whole logic (a second
+-- 0, and the caller sends the job again through enqueueJobsV2, which has the whole logic (a second
 -- round trip only in that case).
 -- KEYS: the six partition keys (includes/keys.lua); writes delayed, jobs, wake, counts only.
 -- ARGV[1] past tolerance ms for an absolute due time
@@ -17,7 +17,7 @@
 -- a counts field that is not a number), the writes before it are taken back in this same call,
 -- so a call that fails leaves nothing written (docs/keys.md#the-one-job-enqueue).
 -- Side effects: HSETNX jobs, ZADD delayed, HINCRBY counts, ZADD wake when the job is the head.
--- Retry-safe: a repeated call finds the id taken and answers 0 (the caller then asks enqueueJobs,
+-- Retry-safe: a repeated call finds the id taken and answers 0 (the caller then asks enqueueJobsV2,
 -- which reports created=0).
 -- @include server_time
 -- @include keys

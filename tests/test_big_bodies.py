@@ -1,4 +1,4 @@
-"""Big bodies: every ``enqueueJobs`` and ``ackJobs`` call is bounded by bytes as well as by count.
+"""Big bodies: every ``enqueueJobsV2`` and ``ackJobs`` call is bounded by bytes as well as by count.
 
 The server's own SLOWLOG (every call logged) shows how many jobs each call carried. Both faces
 are checked: ``enqueue_many`` (sync and async) and the coalesced rounds of ``AsyncQueue.enqueue``.
@@ -36,8 +36,8 @@ def logged() -> Iterator[RedisServer]:
 
 
 def jobs_per_enqueue_call(url: str) -> list[int]:
-    """How many jobs each ``enqueueJobs`` call logged in SLOWLOG carried, oldest first."""
-    return jobs_per_call(url, "enqueueJobs", HEAD_ARGS, PER_JOB)
+    """How many jobs each ``enqueueJobsV2`` call logged in SLOWLOG carried, oldest first."""
+    return jobs_per_call(url, "enqueueJobsV2", HEAD_ARGS, PER_JOB)
 
 
 def jobs_per_call(url: str, name: str, head_args: int, per_job: int) -> list[int]:
@@ -72,13 +72,13 @@ def many(face: str, url: str, name: str, specs: list[sd.JobSpec]) -> list[sd.Enq
     reset = redis.Redis.from_url(url)
     if face == "sync":
         with sd.Queue(name, url=url) as queue:
-            queue.enqueue_many([sd.JobSpec("t", b"warm", id="warm")])  # enqueueJobs loaded
+            queue.enqueue_many([sd.JobSpec("t", b"warm", id="warm")])  # enqueueJobsV2 loaded
             reset.slowlog_reset()
             return queue.enqueue_many(specs)
 
     async def run() -> list[sd.EnqueueResult]:
         async with sd.AsyncQueue(name, url=url) as queue:
-            await queue.enqueue_many([sd.JobSpec("t", b"warm", id="warm")])  # enqueueJobs loaded
+            await queue.enqueue_many([sd.JobSpec("t", b"warm", id="warm")])  # enqueueJobsV2 loaded
             reset.slowlog_reset()
             return await queue.enqueue_many(specs)
 
@@ -110,7 +110,7 @@ def test_coalesced_rounds_are_bounded_by_bytes(logged: RedisServer) -> None:
 
     async def run() -> list[sd.EnqueueResult]:
         async with sd.AsyncQueue("bigc", url=logged.url) as queue:
-            await queue.enqueue_many([sd.JobSpec("t", b"warm", id="warm")])  # enqueueJobs loaded
+            await queue.enqueue_many([sd.JobSpec("t", b"warm", id="warm")])  # enqueueJobsV2 loaded
             client.slowlog_reset()
             return await asyncio.gather(*(queue.enqueue("t", b"x" * BODY, id=f"c{i}")
                                           for i in range(n)))

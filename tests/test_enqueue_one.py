@@ -1,6 +1,6 @@
 """The one-job enqueue script (``enqueueJobV2``, docs/keys.md#the-one-job-enqueue): it writes the
-same record as ``enqueueJobs``, answers 0 and writes nothing when the id is taken (the caller
-goes on through ``enqueueJobs``), and a call that fails writes nothing (it checks no types
+same record as ``enqueueJobsV2``, answers 0 and writes nothing when the id is taken (the caller
+goes on through ``enqueueJobsV2``), and a call that fails writes nothing (it checks no types
 first: a failed write takes back the ones before it)."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def one(job_id: str, delay_ms: int = 60_000) -> list[Any]:
 
 
 def many(job_id: str, delay_ms: int = 60_000) -> list[Any]:
-    """enqueueJobs's ARGV for the same job."""
+    """enqueueJobsV2's ARGV for the same job."""
     return [3_600_000, 0, job_id, "t", "r", delay_ms, 30_000, 3, "0", BLOB]
 
 
@@ -44,7 +44,7 @@ def test_the_one_job_script_writes_what_enqueue_jobs_writes(queue: sd.Queue) -> 
     client = queue.client
     keys = PartitionKeys(queue.name, 0)
     due = call(client, "enqueueJobV2", keys, one("a"))
-    [[_, due_b, _]] = call(client, "enqueueJobs", keys, many("b"))
+    [due_b] = call(client, "enqueueJobsV2", keys, many("b"))
     rec_a, rec_b = client.hget(keys.jobs, "a"), client.hget(keys.jobs, "b")
     assert rec_a is not None and rec_b is not None
     # same layout: only the times may differ
@@ -155,9 +155,9 @@ def test_enqueue_jobs_with_a_count_that_is_no_number_writes_nothing(queue: sd.Qu
     ``HINCRBY`` comes after the records and delayed entries are written)."""
     client = queue.client
     keys = PartitionKeys(queue.name, 0)
-    call(client, "enqueueJobs", keys, many("first"))
+    call(client, "enqueueJobsV2", keys, many("first"))
     client.hset(keys.counts, "t", "1.5")
     before = snapshot(client, keys)
     with pytest.raises(sd.ScriptError, match="not an integer"):
-        call(client, "enqueueJobs", keys, many("new", 1_000))
+        call(client, "enqueueJobsV2", keys, many("new", 1_000))
     assert snapshot(client, keys) == before

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
@@ -263,7 +264,7 @@ def test_enqueue_many_gives_results_in_order_over_several_script_calls(
     n = 600  # 5 bounded script calls
     delays = [(i * 7919) % 101 + 1 for i in range(n)]
     specs = [sd.JobSpec("t", {"i": i}, delay=d, id=f"m{i}") for i, d in enumerate(delays)]
-    q.client.script_load(script("enqueueJobs").source)  # no NOSCRIPT round in the count
+    q.client.script_load(script("enqueueJobsV2").source)  # no NOSCRIPT round in the count
     calls = int(q.client.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0))
     before = server_ms(q.client)
     results = q.enqueue_many(specs)
@@ -279,25 +280,57 @@ def test_enqueue_many_gives_results_in_order_over_several_script_calls(
 
 
 def test_enqueue_many_is_one_round_trip(queue: sd.Queue, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every bounded call is sent before the first reply is read (each leaves as soon as it is
+    packed, so Redis runs the first while the next are packed)."""
     queue.enqueue("warm", id="warm")  # the once-per-process partition check is done
-    executed: list[int] = []
-    make_pipeline = queue.client.pipeline
+    queue.client.script_load(script("enqueueJobsV2").source)  # no NOSCRIPT round
+    events: list[str] = []
+    conn = redis.connection.AbstractConnection
+    send, read = conn.send_packed_command, conn.read_response
 
-    def counting_pipeline(*args: Any, **kwargs: Any) -> Any:
-        pipe = make_pipeline(*args, **kwargs)
-        execute = pipe.execute
+    def sending(self: Any, packed: Any, *args: Any, **kwargs: Any) -> Any:
+        chunks = packed if isinstance(packed, list) else [packed]
+        events.append("call" if any(b"EVALSHA" in bytes(c) for c in chunks) else "command")
+        return send(self, packed, *args, **kwargs)
 
-        def run(*a: Any, **kw: Any) -> Any:
-            executed.append(len(pipe.command_stack))
-            return execute(*a, **kw)
+    def reading(self: Any, *args: Any, **kwargs: Any) -> Any:
+        events.append("read")
+        return read(self, *args, **kwargs)
 
-        pipe.execute = run
-        return pipe
-
-    monkeypatch.setattr(queue.client, "pipeline", counting_pipeline)
+    monkeypatch.setattr(conn, "send_packed_command", sending)
+    monkeypatch.setattr(conn, "read_response", reading)
     results = queue.enqueue_many(sd.JobSpec("t", i) for i in range(1000))
-    assert len({r.id for r in results}) == 1000
-    assert executed == [math.ceil(1000 / ENQUEUE_BATCH)]
+    assert len({r.id for r in results}) == 1000 and all(r.created for r in results)
+    calls = events[events.index("call"):]  # after a new connection's handshake commands
+    assert calls.count("read") == calls.count("call") == math.ceil(1000 / ENQUEUE_BATCH)
+    assert "call" not in calls[calls.index("read"):]  # all sent before the first reply is read
+
+
+def test_an_enqueue_many_cut_short_leaves_no_reply_behind(own_redis: Any) -> None:
+    """A read that times out half-way through the pipeline drops that connection (its other
+    replies are still on the way) and the round goes again: every job once, and the next
+    calls read their own replies."""
+    queue = sd.Queue("cut", url=own_redis.url, socket_timeout=0.1, retry_for=10)
+    queue.enqueue("t", id="warm")
+    busy = redis.Redis.from_url(own_redis.url)
+    connections = int(busy.info("stats")["total_connections_received"])
+    spin = ("local function us() local t = redis.call('TIME') return t[1] * 1e6 + t[2] end "
+            "local stop = us() + 500000 while us() < stop do end")
+    blocker = threading.Thread(target=busy.eval, args=(spin, 0))  # Redis busy for 0.5 s
+    blocker.start()
+    time.sleep(0.05)
+    try:
+        results = queue.enqueue_many([sd.JobSpec("t", i, id=f"c{i}") for i in range(600)])
+    finally:
+        blocker.join()
+    assert [r.id for r in results] == [f"c{i}" for i in range(600)]
+    assert int(busy.info("stats")["total_connections_received"]) > connections  # reconnected
+    assert busy.zcard(PartitionKeys("cut", 0).delayed) == 601
+    after = queue.enqueue_many([sd.JobSpec("t", "x", id="after"), sd.JobSpec("t", id="c0")] * 200)
+    assert (after[0].created, after[1].created, after[1].due) == (True, False, results[0].due)
+    assert queue.get("after").body == "x"  # type: ignore[union-attr]
+    busy.close()
+    queue.close()
 
 
 def test_enqueue_many_duplicates_inside_one_batch(make_queue: Callable[..., Face]) -> None:

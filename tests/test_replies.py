@@ -95,9 +95,10 @@ def test_requeue_job_and_enqueue_replies() -> None:
     job = parse_job([b"rec", b"reserved", b"w1", 40, 2, b"", 1000])
     assert job is not None and (job.substate, job.owner, job.idle_ms, job.deliveries) == (
         "reserved", "w1", 40, 2)
-    rows = parse_enqueue([[1, 500, b""], [0, 400, b"x"], [0, 300, b"?"]])
+    rows = parse_enqueue([500, b"x:400", b"?:0", b"d:700"])
     assert [(r.created, r.due_ms, r.state) for r in rows] == [
-        (True, 500, ""), (False, 400, "dead"), (False, 300, "corrupt")]
+        (True, 500, "delayed"), (False, 400, "dead"), (False, 0, "corrupt"),
+        (False, 700, "delayed")]
     assert text(b"caf\xc3\xa9") == "café" and text(7) == "7"
     assert parse_reschedule([1, 1234]) == RescheduleReply(True, 1234)
     assert parse_reschedule([0]) == RescheduleReply(False, None)
@@ -185,9 +186,9 @@ def _jobs(cfg: QueueConfig, *specs: sd.JobSpec) -> list[PreparedJob]:
 
 
 def _rows(step: Step) -> Any:
-    """A stub ``enqueueJobs`` reply (every job created) for a call, a pipeline or an EachCall."""
+    """A stub ``enqueueJobsV2`` reply (every job created) for a call, a pipeline or an EachCall."""
     calls = step.calls if isinstance(step, EachCall) else step if isinstance(step, list) else [step]
-    rows = [[[1, 5, b""] for _ in range((len(c.args) - 2) // 8)] for c in calls]
+    rows = [[5 for _ in range((len(c.args) - 2) // 8)] for c in calls]
     return rows if isinstance(step, list | EachCall) else rows[0]
 
 
@@ -211,7 +212,7 @@ def test_a_round_of_several_calls_checks_past_times_first_and_isolates_the_refus
 
 def test_a_single_call_refused_for_one_job_goes_again_without_it() -> None:
     jobs = _jobs(CFG, sd.JobSpec("mail", 1, id="a"), sd.JobSpec("mail", 2, id="b", at=1.0))
-    answers = iter([error_from_script("enqueueJobs", "SDERR AT_IN_PAST b"), [[1, 5, b""]]])
+    answers = iter([error_from_script("enqueueJobsV2", "SDERR AT_IN_PAST b"), [5]])
     outcomes: list[Any] = [None, None]
     _, steps = drive(round_plan(CFG, jobs, outcomes, isolate=True), lambda step: next(answers))
     assert len(steps) == 2 and isinstance(outcomes[0], sd.EnqueueResult)
@@ -350,7 +351,7 @@ def test_error_codes_are_listed_once_and_scripts_and_docs_follow_the_list() -> N
     table = keys_doc.split("## Error codes", 1)[1].split("\n## ", 1)[0]
     doc_codes = set(re.findall(r"^\| `([A-Z_]+)` \|", table, re.MULTILINE))
     assert lua_codes == set(SCRIPT_ERRORS) == doc_codes
-    assert isinstance(error_from_script("enqueueJobs", "SDERR AT_IN_PAST j1"), sd.ValidationError)
+    assert isinstance(error_from_script("enqueueJobsV2", "SDERR AT_IN_PAST j1"), sd.ValidationError)
     assert isinstance(error_from_script("requeueStuckV2", "SDERR NO_GROUP mail"), sd.GroupNotFound)
     taken = error_from_script("registerGroup", "SDERR GROUP_TAKEN mail others")
     assert isinstance(taken, sd.ConfigError) and taken.field == "group"
@@ -363,4 +364,4 @@ def test_the_module_paths_the_docs_name_still_import() -> None:
     from streamdelay.masking import mask_url
     from streamdelay.scripts import script
 
-    assert via_config is mask_url and script("enqueueJobs").num_keys == 6
+    assert via_config is mask_url and script("enqueueJobsV2").num_keys == 6

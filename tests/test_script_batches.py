@@ -1,4 +1,4 @@
-"""The batched hot scripts: ``enqueueJobs`` and ``promoteDue`` read and write a whole batch with
+"""The batched hot scripts: ``enqueueJobsV2`` and ``promoteDue`` read and write a whole batch with
 one command each (HMGET, HSET, ZADD), yet behave exactly as job-by-job; ``promoteDue`` reports
 the server clock to the microsecond and the dispatcher sleeps exactly the gap it gives."""
 
@@ -26,7 +26,7 @@ def call(client: redis.Redis, name: str, keys: PartitionKeys, args: list[Any]) -
 
 
 def job_args(job_id: str, delay_ms: int, replace: str = "0", topic: str = "t") -> list[Any]:
-    """The eight enqueueJobs values of one job due ``delay_ms`` from now."""
+    """The eight enqueueJobsV2 values of one job due ``delay_ms`` from now."""
     return [job_id, topic, "r", delay_ms, 60000, 3, replace, BLOB]
 
 
@@ -66,14 +66,14 @@ def test_dispatcher_sleeps_the_exact_gap_to_the_next_due_job() -> None:
 def test_an_id_twice_in_one_call_sees_its_first_write(queue: sd.Queue) -> None:
     c, keys = queue.client, PartitionKeys(queue.name, 0)
     head = [3_600_000, 0]
-    kept = call(c, "enqueueJobs", keys, [*head, *job_args("a", 5000), *job_args("a", 9000)])
-    assert [(r[0], r[2]) for r in kept] == [(1, b"d"), (0, b"d")]
-    assert kept[1][1] == kept[0][1]  # the second reports the first's due time, changes nothing
-    replaced = call(c, "enqueueJobs", keys, [*head, *job_args("b", 5000),
-                                             *job_args("b", 9000, replace="1", topic="u")])
-    assert [(r[0], r[2]) for r in replaced] == [(1, b"d"), (0, b"d")]
-    assert replaced[1][1] - replaced[0][1] == 4000
-    assert c.zscore(keys.delayed, "b") == replaced[1][1]
+    kept = call(c, "enqueueJobsV2", keys, [*head, *job_args("a", 5000), *job_args("a", 9000)])
+    assert isinstance(kept[0], int)  # created: its due time
+    assert kept[1] == b"d:%d" % kept[0]  # the second reports the first's due time, changes nothing
+    replaced = call(c, "enqueueJobsV2", keys, [*head, *job_args("b", 5000),
+                                               *job_args("b", 9000, replace="1", topic="u")])
+    assert isinstance(replaced[0], int) and replaced[1].startswith(b"d:")
+    assert int(replaced[1][2:]) - replaced[0] == 4000
+    assert c.zscore(keys.delayed, "b") == int(replaced[1][2:])
     assert c.zcard(keys.delayed) == 2
     assert c.hgetall(keys.counts) == {b"t": b"1", b"u": b"1"}
     assert queue.get("b").topic == "u"  # type: ignore[union-attr]
@@ -86,8 +86,8 @@ def test_batches_longer_than_one_bulk_piece(queue: sd.Queue) -> None:
     args: list[Any] = [3_600_000, 0]
     for i in range(1100):
         args += job_args(f"j{i}", 0)
-    assert all(r[0] == 1 for r in call(c, "enqueueJobs", keys, args))
-    assert all(r[0] == 0 for r in call(c, "enqueueJobs", keys, args))
+    assert all(isinstance(r, int) for r in call(c, "enqueueJobsV2", keys, args))
+    assert all(r.startswith(b"d:") for r in call(c, "enqueueJobsV2", keys, args))
     assert c.zcard(keys.delayed) == 1100 and c.hget(keys.counts, "t") == b"1100"
     delayed = c.hget(keys.jobs, "j7")
     moved, next_due, _, dropped, _ = call(c, "promoteDueV2", keys, [1100])
@@ -128,13 +128,13 @@ def test_a_call_failing_half_way_writes_nothing(queue: sd.Queue) -> None:
     write (WRONG_TYPE, checked first): the jobs before it in the call are not written either."""
     c, keys = queue.client, PartitionKeys(queue.name, 0)
     head = [3_600_000, 0]
-    call(c, "enqueueJobs", keys, [*head, *job_args("b", 9000)])
+    call(c, "enqueueJobsV2", keys, [*head, *job_args("b", 9000)])
     c.hset(keys.jobs, "broken", b"s|0|1|1|60000|3|1-1|bad|" + BLOB)
     c.set(keys.stream("bad"), "not a stream")
     with pytest.raises(sd.ScriptError, match="t:bad holds a string"):
-        call(c, "enqueueJobs", keys, [*head, *job_args("a", 5000),
-                                      *job_args("b", 7000, replace="1", topic="u"),
-                                      *job_args("broken", 0, replace="1")])
+        call(c, "enqueueJobsV2", keys, [*head, *job_args("a", 5000),
+                                        *job_args("b", 7000, replace="1", topic="u"),
+                                        *job_args("broken", 0, replace="1")])
     assert c.zrange(keys.delayed, 0, -1) == [b"b"]
     assert c.hgetall(keys.counts) == {b"t": b"1"}
     assert queue.get("b").topic == "t"  # type: ignore[union-attr]

@@ -236,7 +236,7 @@ def test_scripts_run_twice_change_nothing_the_second_time(queue: sd.Queue) -> No
 def test_enqueue_script_rejects_malformed_arguments(queue: sd.Queue) -> None:
     keys = PartitionKeys(queue.name, 0)
     with pytest.raises(sd.ScriptError, match="BAD_ARGS"):
-        call(queue.client, "enqueueJobs", keys, [0, 0, "id", "t", "r"])
+        call(queue.client, "enqueueJobsV2", keys, [0, 0, "id", "t", "r"])
     assert queue.client.exists(keys.jobs, keys.delayed) == 0
 
 

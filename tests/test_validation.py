@@ -319,3 +319,24 @@ def test_parse_duration_refuses_non_text(value: Any) -> None:
 ])
 def test_parse_duration_reads_every_unit(text: str, seconds: float) -> None:
     assert parse_duration(text) == pytest.approx(seconds)
+
+
+def test_the_topic_check_remembers_only_valid_topics_and_a_bounded_number() -> None:
+    """``validation.topic`` skips the pattern for a topic it passed before (every job of an
+    ``enqueue_many``): what it refuses stays refused, and it keeps at most ``_TOPICS_KEPT``."""
+    from streamdelay.base import validation
+
+    class Odd(str):
+        """A str subclass: checked every time, never remembered."""
+
+    for _ in range(2):
+        assert validation.topic("orders.close") == "orders.close"
+        for bad in ("", "a b", "x" * 129, "t\n"):
+            with pytest.raises(sd.ValidationError, match="topic"):
+                validation.topic(bad)
+        assert validation.topic(Odd("odd.one")) == "odd.one"
+    assert not any(type(seen) is not str for seen in validation._TOPICS_SEEN)
+    for i in range(validation._TOPICS_KEPT + 10):
+        validation.topic(f"many.{i}")
+    assert len(validation._TOPICS_SEEN) == validation._TOPICS_KEPT
+    assert validation.topic(f"many.{validation._TOPICS_KEPT + 5}")  # not kept, still valid

@@ -32,7 +32,7 @@ def partition_keys(queue: str, job_id: str, partitions: int = 1) -> list[str]:
 
 
 client = redis.Redis.from_url(os.environ.get("STREAMDELAY_URL", "redis://localhost:6379/0"))
-enqueue = client.register_script(assemble("enqueueJobs-6.lua"))  # EVALSHA, loads on NOSCRIPT
+enqueue = client.register_script(assemble("enqueueJobsV2-6.lua"))  # EVALSHA, loads on NOSCRIPT
 
 job_id = "close-" + uuid.uuid4().hex[:8]
 body = b'{"order_id": 42}'  # JSON text of the body; format "j"
@@ -42,13 +42,16 @@ argv: list[str | int | bytes] = [
     # id, topic, when_kind ("r" relative), when_ms, ttr_ms, max_attempts, replace, blob
     job_id, "order.close", "r", 1500, 60_000, 10, "0", blob,
 ]
-created, due_ms, state = enqueue(keys=partition_keys("orders", job_id), args=argv)[0]
-print(f"enqueued {job_id}: created={created}, due_ms={due_ms}, state={state.decode()}")
-again = enqueue(keys=partition_keys("orders", job_id), args=argv)[0]
-print(f"enqueued {job_id} again: created={again[0]}")
+# one value per job: its due time (an integer) when created, else b"<state>:<due_ms>" of the
+# job that holds the id (nothing written)
+(due_ms,) = enqueue(keys=partition_keys("orders", job_id), args=argv)
+print(f"enqueued {job_id}: created, due_ms={due_ms}")
+(again,) = enqueue(keys=partition_keys("orders", job_id), args=argv)
+state, _, existing_due = again.decode().partition(":")
+print(f"enqueued {job_id} again: taken, state={state}, due_ms={existing_due}")
 
 # One new job at a time: enqueueJobV2 (the same call without keep_done and replace) answers the
-# due time, or 0 when the id is taken (nothing written: ask enqueueJobs, as above, what exists).
+# due time, or 0 when the id is taken (nothing written: ask enqueueJobsV2, as above, what exists).
 enqueue_one = client.register_script(assemble("enqueueJobV2-6.lua"))
 one_id = "close-" + uuid.uuid4().hex[:8]
 one_argv = [3_600_000, one_id, "order.close", "r", 1500, 60_000, 10, blob]

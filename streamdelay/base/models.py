@@ -62,7 +62,7 @@ class JobSpec:
                              replace=replace, max_wait=max_wait)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class EnqueueResult:
     """What ``enqueue`` did: ``created`` is False when the id already existed."""
 
@@ -70,6 +70,11 @@ class EnqueueResult:
     due: int
     created: bool
     state: str
+
+    def __init__(self, id: str, due: int, created: bool, state: str) -> None:
+        """The generated ``__init__``'s arguments, set in one go (one result per job of
+        ``enqueue_many``; see ``JobSpec.__init__``)."""
+        self.__dict__.update(id=id, due=due, created=created, state=state)
 
 
 @dataclass(frozen=True)

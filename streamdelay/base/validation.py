@@ -24,6 +24,8 @@ MAX_TTR_SECONDS = 7 * 86400.0
 MAX_ATTEMPTS_LIMIT = 1000
 MAX_HEADERS = 32
 MAX_HEADER_BYTES = 4096
+_TOPICS_SEEN: set[str] = set()  # topics that passed ``topic`` (a few per process; bounded)
+_TOPICS_KEPT = 1024
 
 
 def _pattern(value: object, pattern: re.Pattern[str], field: str, what: str) -> str:
@@ -44,7 +46,12 @@ def queue_name(value: object) -> str:
 
 def topic(value: object) -> str:
     """A topic: 1-128 of letters, digits, ``_ . : -``."""
-    return _pattern(value, TOPIC, "topic", "topic")
+    if type(value) is str and value in _TOPICS_SEEN:  # every job of a batch, mostly one topic
+        return value
+    checked = _pattern(value, TOPIC, "topic", "topic")
+    if type(value) is str and len(_TOPICS_SEEN) < _TOPICS_KEPT:
+        _TOPICS_SEEN.add(checked)
+    return checked
 
 
 def job_id(value: object) -> str:

@@ -1,4 +1,4 @@
-"""The sans-I/O core of enqueueing: validation, packing into bounded ``enqueueJobs`` calls and
+"""The sans-I/O core of enqueueing: validation, packing into bounded ``enqueueJobsV2`` calls and
 reply parsing.
 
 ``plans.enqueue_plan`` (``Queue``, ``AsyncQueue.enqueue_many``) and the coalescing of concurrent
@@ -20,13 +20,13 @@ from ..protocol.batching import partition_batches
 from ..protocol.codec import encode_blob, encode_body
 from ..protocol.keys import PartitionKeys, partition_keys, partition_of
 from ..protocol.plan import Command, EachCall, Plan
-from ..protocol.replies import parse_enqueue
+from ..protocol.replies import enqueue_row
 from ..protocol.script_errors import error_from_script
 from ..protocol.scripts import Arg, ScriptCall, script
 from ..redis_io.config import QueueConfig
 from ..telemetry.tracing import with_trace_context
 
-# One enqueueJobs call must not block Redis for more than ~1 ms (docs/keys.md#batch-sizes): 240
+# One enqueueJobsV2 call must not block Redis for more than ~1 ms (docs/keys.md#batch-sizes): 240
 # small jobs took 1.3 ms (SLOWLOG median, quiet run of 2026-11-23), so 160 (~0.9 ms); a bigger
 # enqueue_many still goes out in one round trip (a pipeline of bounded calls). Big bodies bound
 # a call by bytes too: at most ENQUEUE_BYTES of job data, yet always at least one job
@@ -52,7 +52,7 @@ def when_args(delay: Delay | None, at: At | None) -> tuple[str, int]:
 
 
 class PreparedJob(NamedTuple):
-    """A validated job ready to be packed into ``enqueueJobs`` arguments (a named tuple: built
+    """A validated job ready to be packed into ``enqueueJobsV2`` arguments (a named tuple: built
     once per job on the enqueue path, where a frozen dataclass costs several times more)."""
 
     id: str
@@ -84,7 +84,7 @@ def _default_attempts(attempts: Any) -> int:
 
 
 def replace_arg(replace: bool, max_wait: Delay | None) -> str:
-    """The ``replace`` value of ``enqueueJobs``: ``'0'``, ``'1'``, or with ``max_wait``
+    """The ``replace`` value of ``enqueueJobsV2``: ``'0'``, ``'1'``, or with ``max_wait``
     ``'1:<ms>'`` (debounce, docs/producer.md#debounce)."""
     if max_wait is None:
         return "1" if replace else "0"
@@ -95,7 +95,7 @@ def replace_arg(replace: bool, max_wait: Delay | None) -> str:
 
 
 def prepare_job(cfg: QueueConfig, spec: JobSpec) -> PreparedJob:
-    """Validate one job and pack its eight ``enqueueJobs`` values."""
+    """Validate one job and pack its eight ``enqueueJobsV2`` values."""
     return prepare_values(cfg, spec.topic, spec.body, spec.delay, spec.at, spec.id, spec.ttr,
                           spec.max_attempts, spec.backoff, spec.headers, spec.replace,
                           spec.max_wait)
@@ -149,13 +149,13 @@ def past_due(
 
 def at_in_past(job: PreparedJob) -> StreamdelayError:
     """The error of a job whose ``at`` is too far in the past (as the script reports it)."""
-    return error_from_script("enqueueJobs", f"SDERR AT_IN_PAST {job.id}")
+    return error_from_script("enqueueJobsV2", f"SDERR AT_IN_PAST {job.id}")
 
 
 def refused_job(
     prepared: Sequence[PreparedJob], indexes: Sequence[int], error: Exception
 ) -> int | None:
-    """The job an ``AT_IN_PAST`` refusal of one ``enqueueJobs`` call (nothing written) was about.
+    """The job an ``AT_IN_PAST`` refusal of one ``enqueueJobsV2`` call (nothing written) was about.
 
     Of ``indexes``, the absolute-time job with the refused id and the earliest ``at`` (when an id
     repeats, that one is in the past if any is); None when ``error`` is no such refusal.
@@ -168,17 +168,17 @@ def refused_job(
 
 @dataclass(frozen=True)
 class EnqueueChunk:
-    """One bounded ``enqueueJobs`` call and the indexes (into the prepared jobs) it carries."""
+    """One bounded ``enqueueJobsV2`` call and the indexes (into the prepared jobs) it carries."""
 
     call: ScriptCall
     owners: tuple[int, ...]
 
 
-Split = list[tuple[int, Sequence[int]]]  # (partition, indexes of its jobs) per enqueueJobs call
+Split = list[tuple[int, Sequence[int]]]  # (partition, indexes of its jobs) per enqueueJobsV2 call
 
 
 def split_jobs(prepared: Sequence[PreparedJob], indexes: Iterable[int] | None = None) -> Split:
-    """The jobs of each ``enqueueJobs`` call, as (partition, indexes into ``prepared``):
+    """The jobs of each ``enqueueJobsV2`` call, as (partition, indexes into ``prepared``):
     partitions in ascending order, the jobs' order kept within a partition, at most
     ``ENQUEUE_BATCH`` jobs and ``ENQUEUE_BYTES`` of job data per call (but never no job)."""
     chosen = list(range(len(prepared)) if indexes is None else indexes)
@@ -199,10 +199,10 @@ def split_jobs(prepared: Sequence[PreparedJob], indexes: Iterable[int] | None = 
 def enqueue_chunks(
     cfg: QueueConfig, prepared: Sequence[PreparedJob], tolerance: int, split: Split
 ) -> list[EnqueueChunk]:
-    """The bounded ``enqueueJobs`` calls for ``prepared``, as ``split_jobs`` cut them."""
+    """The bounded ``enqueueJobsV2`` calls for ``prepared``, as ``split_jobs`` cut them."""
     keys = partition_keys(cfg.name, cfg.partitions)
     head = (tolerance, validation.delay_ms(cfg.keep_done))
-    enqueue_jobs = script("enqueueJobs")
+    enqueue_jobs = script("enqueueJobsV2")
     chunks: list[EnqueueChunk] = []
     for partition, chunk in split:
         args: list[Arg] = [*head]
@@ -218,14 +218,13 @@ def fill_results(
     outcomes: list[Outcome | None],
 ) -> None:
     """Each job of ``chunk`` gets its result in ``outcomes``, parsed from the call's reply."""
-    # positional: a frozen dataclass built by keyword costs ~0.6 µs more per job
-    for index, row in zip(chunk.owners, reply, strict=True):
-        if row[0] == 1 and row[2] == b"d":  # the common row, a job created, read as it is
-            outcomes[index] = EnqueueResult(prepared[index].id, row[1], True, "delayed")
+    for index, value in zip(chunk.owners, reply, strict=True):
+        if type(value) is int:  # the common value: a job created, its due time as it is
+            outcomes[index] = EnqueueResult(prepared[index].id, value, True, "delayed")
         else:
-            parsed = parse_enqueue((row,))[0]
-            outcomes[index] = EnqueueResult(prepared[index].id, parsed.due_ms, parsed.created,
-                                            parsed.state)
+            row = enqueue_row(value)
+            outcomes[index] = EnqueueResult(prepared[index].id, row.due_ms, row.created,
+                                            row.state)
 
 
 def settle_chunks(
@@ -255,7 +254,7 @@ def settle_chunks(
 def round_plan(
     cfg: QueueConfig, jobs: Sequence[PreparedJob], outcomes: list[Outcome | None], isolate: bool
 ) -> Plan[None]:
-    """Send ``jobs`` as one round of bounded ``enqueueJobs`` calls (one round trip) and fill
+    """Send ``jobs`` as one round of bounded ``enqueueJobsV2`` calls (one round trip) and fill
     ``outcomes[i]`` with job ``i``'s result, or the error of the call it rode in.
 
     The one round logic of ``enqueue_many`` (``isolate=False``) and of the async coalescer
@@ -334,7 +333,7 @@ def prepared_one_plan(cfg: QueueConfig, job: PreparedJob) -> Plan[EnqueueResult]
     its id is free.
 
     A taken id (an existing job or tombstone, or ``replace``) is sent again through
-    ``enqueueJobs``, which has the whole logic: the fast script wrote nothing then
+    ``enqueueJobsV2``, which has the whole logic: the fast script wrote nothing then
     (docs/keys.md#the-one-job-enqueue).
     """
     if job.args[6] == "0":  # not replace

@@ -257,7 +257,7 @@ class Queue(_QueueFace, SyncPull, ScheduleMethods):
 class AsyncQueue(_QueueFace, AsyncPull, AsyncScheduleMethods):
     """The same queue with awaitable methods, for asyncio producers.
 
-    Concurrent ``enqueue`` calls are coalesced: while one ``enqueueJobs`` call of a partition is
+    Concurrent ``enqueue`` calls are coalesced: while one ``enqueueJobsV2`` call of a partition is
     in flight, the next calls wait and then go out together (see ``coalesce.py`` and
     docs/producer.md).
     """

@@ -18,6 +18,7 @@ from ..base.models import Backoff, BackoffPolicy
 Serializer = Literal["json", "msgpack"]
 FORMAT_JSON, FORMAT_MSGPACK, FORMAT_BYTES = "j", "m", "b"
 _FORMATS = frozenset((FORMAT_JSON, FORMAT_MSGPACK, FORMAT_BYTES))
+_RAW = (bytes, bytearray, memoryview)  # bodies sent as they are
 # Containers nested deeper than this are refused at enqueue: a worker decodes the body with
 # Python's recursion limit (1,000 frames, some of them its own), so 990 levels crashed it.
 # 128 is also serde_json's default limit, for consumers written in Rust (docs/producer.md).
@@ -111,7 +112,7 @@ def encode_body(body: Any, serializer: Serializer, limit: int) -> tuple[str, byt
     ``limit`` bytes, lists and maps nested deeper than ``MAX_BODY_DEPTH``, and NaN or Infinity
     in a JSON body.
     """
-    if isinstance(body, bytes | bytearray | memoryview):
+    if isinstance(body, _RAW):  # a tuple: ``bytes | bytearray | ...`` builds a union per call
         fmt, data = FORMAT_BYTES, bytes(body)
     else:
         try:

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-# What a record's state letter means (docs/keys.md); '?' is enqueueJobs' word for a record it
+# What a record's state letter means (docs/keys.md); '?' is enqueueJobsV2's word for a record it
 # cannot parse. A job in its stream ('s') is 'ready' or 'reserved': getJob tells which.
 STATE_NAMES = {"d": "delayed", "s": "ready", "x": "dead", "c": "done", "?": "corrupt"}
 
@@ -129,12 +129,11 @@ def parse_job(reply: Any) -> JobReply | None:
 
 
 class EnqueueRow(NamedTuple):
-    """One job's row of an ``enqueueJobs`` reply (a named tuple: one per enqueued job, where a
-    frozen dataclass costs about twice as much)."""
+    """One job's value of an ``enqueueJobsV2`` reply, parsed (a named tuple: cheap to build)."""
 
     created: bool
     due_ms: int
-    state: str  # the existing job's state name when not created
+    state: str  # the state name of the job now under the id ("delayed" when created)
 
 
 def _state_name(raw: Any) -> str:
@@ -142,9 +141,18 @@ def _state_name(raw: Any) -> str:
     return STATE_NAMES.get(name, name)
 
 
+def enqueue_row(value: Any) -> EnqueueRow:
+    """One job's value of an ``enqueueJobsV2`` reply: its due time in epoch ms (an integer) when
+    it was created, else ``'<state>:<due_ms>'`` of the job now under the id."""
+    if type(value) is int:
+        return EnqueueRow(True, value, "delayed")
+    state, _, due = text(value).partition(":")
+    return EnqueueRow(False, int(due or 0), _state_name(state))
+
+
 def parse_enqueue(reply: Any) -> list[EnqueueRow]:
-    """Parse one ``{created, due_ms, state}`` row per job."""
-    return [EnqueueRow(bool(int(r[0])), int(r[1]), _state_name(r[2])) for r in reply]
+    """Parse an ``enqueueJobsV2`` reply: one value per job (see ``enqueue_row``)."""
+    return [enqueue_row(value) for value in reply]
 
 
 @dataclass(frozen=True)

@@ -116,5 +116,5 @@ def load_scripts() -> dict[str, Script]:
 
 
 def script(name: str) -> Script:
-    """The script called ``name`` (e.g. ``"enqueueJobs"``)."""
+    """The script called ``name`` (e.g. ``"enqueueJobsV2"``)."""
     return load_scripts()[name]

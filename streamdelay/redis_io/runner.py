@@ -11,6 +11,7 @@ import logging
 import time
 from typing import Any, TypeVar
 
+import redis
 import tenacity
 from redis.exceptions import AuthenticationError, NoScriptError, ResponseError
 
@@ -94,14 +95,43 @@ def _run_calls_one_by_one_sync(client: SyncClient, calls: list[ScriptCall]) -> l
     return replies
 
 
+def _send_each_sync(pool: redis.ConnectionPool, calls: list[ScriptCall]) -> list[Any]:
+    """The replies (error replies in their place) of ``calls`` sent as one pipeline on a
+    connection of the client's pool, each call as soon as it is packed: Redis runs the first
+    while the next ones are packed (a redis-py pipeline packs them all before sending any).
+    Connection trouble drops the connection and is raised (the caller's retry policy)."""
+    conn: Any = pool.get_connection()  # redis-py connections are untyped upstream
+    try:
+        health = True  # checked once, before the first call (as a pipeline does)
+        for call in calls:
+            conn.send_packed_command(conn.pack_command(*evalsha_args(call)), check_health=health)
+            health = False
+        replies: list[Any] = []
+        for _ in calls:
+            try:
+                replies.append(conn.read_response())
+            except ResponseError as exc:
+                replies.append(exc)
+        return replies
+    except BaseException:  # half-read behind: the connection cannot be used again
+        conn.disconnect()
+        raise
+    finally:
+        pool.release(conn)
+
+
 def _run_pipeline_sync(client: SyncClient, calls: list[ScriptCall]) -> list[Any]:
     """The outcome of each call (see ``call_outcomes``), sent as one pipeline."""
     if is_cluster(client):
         return call_outcomes(calls, _run_calls_one_by_one_sync(client, calls))
-    pipe = client.pipeline(transaction=False)
-    for call in calls:
-        command(pipe)(*evalsha_args(call))
-    replies = pipe.execute(raise_on_error=False)
+    pool = getattr(client, "connection_pool", None)
+    if type(pool) is redis.ConnectionPool:  # a plain client's pool (not Sentinel's)
+        replies = _send_each_sync(pool, calls)
+    else:
+        pipe = client.pipeline(transaction=False)
+        for call in calls:
+            command(pipe)(*evalsha_args(call))
+        replies = pipe.execute(raise_on_error=False)
     for i, reply in enumerate(replies):  # NOSCRIPT: the call did not run; load, run it again
         if isinstance(reply, NoScriptError):
             try:

@@ -1,5 +1,7 @@
 #!lua
--- enqueueJobs-6: add a bounded batch of jobs to the delayed set, idempotent by job id.
+-- enqueueJobsV2-6: add a bounded batch of jobs to the delayed set, idempotent by job id.
+-- The successor of enqueueJobs-6 (same KEYS, ARGV and record; a flat reply: V2,
+-- docs/keys.md#versioning).
 -- KEYS: the six partition keys (includes/keys.lua).
 -- ARGV[1]  past tolerance ms for absolute due times
 -- ARGV[2]  keep_done ms (> 0: acknowledged ids stay taken as tombstones; used here only to purge:
@@ -9,15 +11,17 @@
 -- replace '1:<max_wait_ms>' (debounce, docs/producer.md#debounce): the due time is at most
 -- created + max_wait, where created stays the one of the job replaced while it is delayed (the
 -- first enqueue of the series), else the server time of this call.
--- Returns one {created (1|0), due_ms, state} per job; state is the existing job's state when
--- created is 0 and replace is '0'.
+-- Returns one value per job, in ARGV order: the due time in epoch ms (a number, > 0) when the job
+-- was created; else the string '<state>:<due_ms>' of the job now under that id: the existing
+-- job's state letter (d, s, x, c; '?' and due 0 for a record that does not parse) and due time
+-- when replace is '0', 'd:<new due_ms>' when replace rewrote it.
 -- A relative due time is counted from the server clock in µs and rounded up to the next ms
 -- (created_ms too, so that due_ms - created_ms is the delay).
 -- Errors: 'SDERR AT_IN_PAST <id>' (nothing written), 'SDERR BAD_ARGS', 'SDERR WRONG_TYPE <key>
 -- <type>' (a key the call would write holds another type; checked before any write), 'ERR hash
 -- value is not an integer: <counts key> <topic>' (a count field holds no integer; checked too).
 -- Side effects: HSET jobs, ZADD delayed, HINCRBY counts, ZADD wake when a job becomes the head.
--- Retry-safe: a repeated call finds the ids and reports created=0.
+-- Retry-safe: a repeated call finds the ids and reports them as existing ('d:<due_ms>').
 -- @include server_time
 -- @include keys
 -- @include new_record
@@ -107,15 +111,16 @@ for i = 0, n - 1 do
       old_raw, old = nil, nil
     end
   end
-  if old_raw and string.sub(ARGV[b + 6], 1, 1) ~= '1' then
-    out[#out + 1] = {0, old and old.due or 0, old and old.state or '?'}
+  local replace = ARGV[b + 6]
+  if old_raw and string.byte(replace, 1) ~= 49 then -- 49: '1'
+    out[i + 1] = string.format('%s:%d', old and old.state or '?', old and old.due or 0)
   else
     if old then
       flush()
       detach(old, id)
     end
     local due, born = dues[i], created
-    local max_wait = tonumber(string.match(ARGV[b + 6], '^1:(%d+)$'))
+    local max_wait = replace ~= '0' and tonumber(string.match(replace, '^1:(%d+)$'))
     if max_wait then
       if old and old.state == 'd' then born = old.created end
       if born + max_wait < due then due = born + max_wait end
@@ -127,7 +132,7 @@ for i = 0, n - 1 do
     entries[#entries + 1] = id
     counts[topic] = (counts[topic] or 0) + 1
     if not head_due or due < head_due then head_id, head_due = id, due end
-    out[#out + 1] = {old_raw and 0 or 1, due, 'd'}
+    out[i + 1] = old_raw and string.format('d:%d', due) or due
   end
 end
 flush()
