@@ -60,7 +60,7 @@ if n > 0 then
   local streams = {}
   local bytes = 0
   local failed = nil
-  local match, rpcall = string.match, redis.pcall -- looked up once, not per job
+  local match, rpcall, type = string.match, redis.pcall, type -- looked up once, not per job
   for i = 1, n do
     local id, raw = ids[i], raws[i]
     -- a delayed record (the shape parse_record accepts, in state d): the parts kept around its

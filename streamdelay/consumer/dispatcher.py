@@ -18,7 +18,7 @@ from functools import partial
 
 from ..protocol.keys import PartitionKeys, partition_keys
 from ..protocol.replies import parse_promote
-from ..protocol.scripts import script
+from ..protocol.scripts import ScriptCall, script
 from ..redis_io.agreement import agree_partitions_async
 from ..redis_io.config import QueueConfig
 from ..redis_io.lane import MISSED, AsyncLane
@@ -73,6 +73,7 @@ class Dispatcher:
         self._stopping = asyncio.Event()
         self._wakes: list[asyncio.Event] = []
         self._lanes: dict[int, AsyncLane] = {}  # per partition: its promote calls' connection
+        self._calls: dict[PartitionKeys, ScriptCall] = {}
 
     @property
     def client(self) -> AsyncClient:
@@ -83,7 +84,10 @@ class Dispatcher:
 
     async def promote_once(self, keys: PartitionKeys) -> PromoteResult:
         """Run one ``promoteDue`` batch on a partition (retried on connection errors)."""
-        call = script("promoteDueV2").call(keys.script_keys(), [self.batch, LEAD_MS])
+        call = self._calls.get(keys)
+        if call is None or call.args[0] != self.batch:  # the same call every time: built once
+            call = self._calls[keys] = script("promoteDueV2").call(keys.script_keys(),
+                                                                   [self.batch, LEAD_MS])
         lane = self._lanes.get(keys.partition)
         if lane is None:
             lane = self._lanes[keys.partition] = AsyncLane()

@@ -83,6 +83,8 @@ class AsyncLane:
         self._pool: Any = None
         self._conn: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._packed_call: ScriptCall | None = None
+        self._packed: Any = None
 
     async def call(self, client: Any, call: ScriptCall) -> Any:
         """The reply of ``call``, sent on the held connection; ``MISSED`` when the lane stepped
@@ -98,8 +100,9 @@ class AsyncLane:
                 self._pool, self._loop = pool, loop
                 conn = self._conn = await pool.get_connection()  # type: ignore[no-untyped-call]
             try:
-                await conn.send_packed_command(conn.pack_command(*evalsha_args(call)),
-                                               check_health=False)
+                if call is not self._packed_call:  # a loop sends the same call again and again
+                    self._packed_call, self._packed = call, conn.pack_command(*evalsha_args(call))
+                await conn.send_packed_command(self._packed, check_health=False)
                 return await conn.read_response()
             except ResponseError as exc:  # a reply was read: the connection is fine
                 if isinstance(exc, (NoScriptError, *RETRYABLE)):
