@@ -32,6 +32,36 @@ run needs an API that takes lists before it answers (a streaming `enqueue_many`)
 time per job means a record built without `string.format` or fewer commands per call (~0.65 µs \
 for the record string, measured before); a `PreparedJob` without a tuple of eight values per \
 job would take a C extension or a msgspec `Struct` encoder for the arguments (~0.3 µs).
+- 2026-11-24, 02:17-02:28 UTC (load average 0.0-2.3), issue 16, dispatch alone \
+(`dispatch_alone` of `benchmarks/dispatch.py`: 100,000 due jobs, one `Dispatcher` calling \
+`promote_once` in a loop, SLOWLOG of every call), variants alternating in the same minutes. \
+`benchmarks/dispatch.py` itself, 11 rounds each at 02:26-02:28 (load 0.8-2.2): the code it \
+started from (684e706, batches of 150) 222,169/s at the median (188,876-228,521), Redis CPU \
+3.91 µs per job, median call 557 µs; this code (batches of 200) 247,082/s (221,032-258,594; \
+250,000/s or more in 3 of 11), 3.68 µs, median call 702 µs, each run's longest call 1.09 ms at \
+the median (the old code's 0.97 ms; the longest of all 4.1 against 4.9 ms: a descheduled \
+Redis). What each step gave, medians of 4 rounds at 02:17-02:19 (load 0.0-1.4; "outside" is \
+the wall time per call minus its `EVALSHA` time: the round trip, Redis reading and answering \
+the call, the client): the old code 216,738/s, 3.79 µs of `EVALSHA` time per job, 126 µs \
+outside per call; the leaner loop of `promoteDueV2` (one pattern that captures the kept parts \
+of a delayed record instead of positions and two `string.sub`, counters instead of length \
+operators, no list of the ids leaving; same name, same behaviour) 224,577/s, 3.62 µs; the \
+promote calls on a held connection (`AsyncLane`) 233,187/s, 93 µs outside; batches of 200 \
+243,466/s, median call 732 µs; of 250 263,457/s, median call 845 µs. Building the call once \
+per partition and packing it once (02:28, load 1.6-1.8): 242,497 against 239,022/s, within \
+the noise. Where a job's Redis time goes (batches of 150): the `XADD` 1.74 µs (the script \
+without it: 1.92 µs per job), the record rewrite (`HSET`) 0.19 µs, the rest 1.73 µs (the head \
+read, the `HMGET`s, the record parse and the new header's string, the `ZREMRANGEBYRANK`, and \
+per call the clock, eight `TYPE` checks, the layout read, the sweep and three `ZRANGE`s). So \
+the bound at 200 per batch is ~3.6-3.7 µs in Redis plus ~0.5 µs of the call's part outside \
+the script (90-110 µs per call), ~4.1-4.2 µs per job, 240,000-250,000/s on this machine, \
+against the 4.0 µs that 250,000/s needs. Further steps and their cost: batches of 250 reach it \
+(263,457/s) but block Redis 0.85 ms per call at the median, too near the 1 ms bound to keep on \
+a loaded machine; writing the call straight to the connection's stream (redis-py's \
+`send_packed_command` wraps each write in `asyncio.wait_for`, a task per call before Python \
+3.12) saved 15-20 µs per call (247,406/s against 244,693/s, 6 rounds at 02:20-02:21) but \
+relies on a private attribute of redis-py, not adopted; the `XADD` itself is a floor (one per \
+job, a stream entry cannot be added in bulk).
 - 2026-11-24, 01:02 UTC (load average 0.4), issue 16, what a delayed job's memory is made of: \
 10,000 entries written with redis-py pipelines into a fresh Redis 7.0.15, `INFO used_memory` \
 per entry: a hash field with a 16-character key and a value of 60 / 100 / 124 / 130 / 160 / 190 \

@@ -111,9 +111,10 @@ Redis time ({async_redis_us} µs per job) is.""",
 the stream entry), `HMGET`s in growing steps and one `ZREMRANGEBYRANK` per batch of \
 {promote_batch} (the batch is the head of the delayed set). Of these the `XADD` is the \
 largest part (History below); Redis alone would cap at {dispatch_redis_cap}/s. \
-{target_dispatch}/s would be {dispatch_target_us} µs per job including the client. The raw \
-pipelined `XADD` of the same entries from redis-py: {dispatch_raw}/s in this run (the script \
-avoids the client's per-command packing).""",
+{target_dispatch}/s would be {dispatch_target_us} µs per job including the client, whose share \
+is one round trip per batch, sent on a connection held aside for the dispatcher \
+(`redis_io/lane.py`). The raw pipelined `XADD` of the same entries from redis-py: \
+{dispatch_raw}/s in this run (the script avoids the client's per-command packing).""",
     """\
 **Dispatch cost over the backlog** (within {flat_max}x: {verdict_flat}; Redis CPU \
 {backlog_cpu_small} -> {backlog_cpu_large} µs per promoted job, {backlog_cpu_ratio}x, from a \

@@ -53,38 +53,42 @@ if n > 0 then
   -- records are read in growing steps that stop past the byte budget: only ids[1..n] are looked at
   local raws
   raws, n = read_records(ids, MAX_BATCH_BYTES)
-  local writes = {} -- id, new record pairs: one HSET for the batch
-  local leaving = {} -- ids whose new place is written (or that have none to have)
+  local writes, nw = {}, 0 -- id, new record pairs: one HSET for the batch
+  local left = 0 -- jobs whose new place is written (or that have none to have)
   local later = {} -- score, id pairs: jobs that can go nowhere now
   local per_topic = {}
   local streams = {}
   local bytes = 0
   local failed = nil
+  local match, rpcall, type = string.match, redis.pcall, type -- looked up once, not per job
   for i = 1, n do
     local id, raw = ids[i], raws[i]
+    -- a delayed record (the shape parse_record accepts, in state d): the parts kept around its
+    -- state and entry, byte for byte (mid: the 5 numbers, tail: the topic; the blob follows)
+    local mid, tail, topic, blob_at
     if raw then
-      if i > 1 and bytes + #raw > MAX_BATCH_BYTES then break end
-      bytes = bytes + #raw
+      local size = #raw
+      if i > 1 and bytes + size > MAX_BATCH_BYTES then break end
+      bytes = bytes + size
+      mid, tail, topic, blob_at = match(raw,
+        '^d(|%d+|%d+|%d+|%d+|%d+|)[%d%-]*(|([^|]+)|)()')
     end
-    -- the same shape parse_record accepts; positions instead of copies, as only the state and
-    -- the entry change: the rest of the record is kept byte for byte
-    local state, entry_at, entry_end, topic, blob_at
-    if raw then
-      state, entry_at, entry_end, topic, blob_at = string.match(raw,
-        '^([dsxc])|%d+|%d+|%d+|%d+|%d+|()[%d%-]*()|([^|]+)|()')
-    end
-    if state == 'd' then
+    if mid then
       local sk = streams[topic]
       if not sk then sk = stream_key(topic); streams[topic] = sk end
       -- pcall: a foreign client may have put another type of value at the topic's key; that job
       -- goes dead with the reason instead of aborting the batch for every other job
-      local entry = redis.pcall('XADD', sk, '*', 'id', id, 'rec', raw)
+      local entry = rpcall('XADD', sk, '*', 'id', id, 'rec', raw)
       if type(entry) == 'string' then
-        writes[#writes + 1] = id
+        writes[nw + 1] = id
         -- layout 2: the header only, up to and with the 8th '|' (the blob is not copied)
-        writes[#writes + 1] = 's' .. string.sub(raw, 2, entry_at - 1) .. entry
-                              .. string.sub(raw, entry_end, header_only and blob_at - 1 or -1)
-        leaving[#leaving + 1] = id
+        if header_only then
+          writes[nw + 2] = 's' .. mid .. entry .. tail
+        else
+          writes[nw + 2] = 's' .. mid .. entry .. tail .. string.sub(raw, blob_at)
+        end
+        nw = nw + 2
+        left = left + 1
         per_topic[topic] = (per_topic[topic] or 0) + 1
         moved = moved + 1
       elseif not wrong_type(entry) then
@@ -97,9 +101,10 @@ if n > 0 then
                                  'attempts', r.attempts, 'at', now)
         if type(dead) == 'string' then
           r.state, r.entry = 'x', dead
-          writes[#writes + 1] = id
-          writes[#writes + 1] = build_record(r)
-          leaving[#leaving + 1] = id
+          writes[nw + 1] = id
+          writes[nw + 2] = build_record(r)
+          nw = nw + 2
+          left = left + 1
           per_topic[topic] = (per_topic[topic] or 0) + 1
         elseif wrong_type(dead) then
           why = why .. '; its dead-letter key is not a stream either: tried again in 60 s'
@@ -112,22 +117,22 @@ if n > 0 then
         dropped[#dropped + 1] = {id, why}
       end
     else
-      leaving[#leaving + 1] = id
+      left = left + 1
       if not raw then
         dropped[#dropped + 1] = {id, 'no job record'}
-      elseif not state then
+      elseif not parse_record(raw) then
         dropped[#dropped + 1] = {id, 'malformed job record'}
       end
     end
   end
-  if failed and #leaving == 0 and #later == 0 then
+  if failed and left == 0 and #later == 0 then
     return redis.error_reply('SDERR PROMOTE_FAILED ' .. failed)
   end
-  if #writes > 0 then write_many('HSET', K_JOBS, writes) end
+  if nw > 0 then write_many('HSET', K_JOBS, writes) end
   -- the jobs looked at are the head of the delayed set, ranks 0..k-1 in the order read (nothing
   -- wrote to it since): one range removal walks the skiplist once instead of once per job, which
   -- keeps the cost per job flat as the backlog grows (docs/benchmarks.md)
-  local looked_at = #leaving + #later / 2
+  local looked_at = left + #later / 2
   if looked_at > 0 then redis.call('ZREMRANGEBYRANK', K_DELAYED, 0, looked_at - 1) end
   if #later > 0 then write_many('ZADD', K_DELAYED, later) end
   for topic, count in pairs(per_topic) do redis.call('HINCRBY', K_COUNTS, topic, -count) end

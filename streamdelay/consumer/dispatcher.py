@@ -18,9 +18,10 @@ from functools import partial
 
 from ..protocol.keys import PartitionKeys, partition_keys
 from ..protocol.replies import parse_promote
-from ..protocol.scripts import script
+from ..protocol.scripts import ScriptCall, script
 from ..redis_io.agreement import agree_partitions_async
 from ..redis_io.config import QueueConfig
+from ..redis_io.lane import MISSED, AsyncLane
 from ..redis_io.runner import RETRYABLE, call_with_retry, drive_async
 from ..redis_io.topology import AsyncClient, async_client
 from ..schedules.firing import LEAD_MS, fire_due_plan
@@ -28,10 +29,10 @@ from .supervise import cancel_all, pause_after_failure, supervised
 from .timer import PreciseWait, ServerClock
 
 log = logging.getLogger("streamdelay.dispatcher")
-# One promoteDue call must not block Redis for more than ~1 ms (docs/keys.md#batch-sizes). Run of
-# 2026-11-23 (benchmarks/dispatch.py, SLOWLOG median per call, 100k jobs): 300 jobs took 1.7 ms
-# (155k jobs/s), 150 took 0.88 ms (134k jobs/s).
-PROMOTE_BATCH = 150
+# One promoteDue call must not block Redis for more than ~1 ms (docs/keys.md#batch-sizes). Runs
+# of 2026-11-24 02:17-02:21 UTC (benchmarks/dispatch.py's dispatch alone, SLOWLOG median per
+# call, 100k jobs): 150 jobs 0.53 ms, 200 jobs 0.70-0.73 ms, 250 jobs 0.85 ms.
+PROMOTE_BATCH = 200
 # A due schedule that could not be advanced (another dispatcher was first, a damaged record) is
 # looked at again after this long, not in a busy loop.
 SCHEDULE_RETRY = 1.0
@@ -71,6 +72,8 @@ class Dispatcher:
         self._client = client
         self._stopping = asyncio.Event()
         self._wakes: list[asyncio.Event] = []
+        self._lanes: dict[int, AsyncLane] = {}  # per partition: its promote calls' connection
+        self._calls: dict[PartitionKeys, ScriptCall] = {}
 
     @property
     def client(self) -> AsyncClient:
@@ -81,9 +84,17 @@ class Dispatcher:
 
     async def promote_once(self, keys: PartitionKeys) -> PromoteResult:
         """Run one ``promoteDue`` batch on a partition (retried on connection errors)."""
-        call = script("promoteDueV2").call(keys.script_keys(), [self.batch, LEAD_MS])
+        call = self._calls.get(keys)
+        if call is None or call.args[0] != self.batch:  # the same call every time: built once
+            call = self._calls[keys] = script("promoteDueV2").call(keys.script_keys(),
+                                                                   [self.batch, LEAD_MS])
+        lane = self._lanes.get(keys.partition)
+        if lane is None:
+            lane = self._lanes[keys.partition] = AsyncLane()
         sent = time.monotonic()
-        reply = await call_with_retry(self.client, call, None, "dispatch")
+        reply = await lane.call(self.client, call)  # redis_io/lane.py: held connection
+        if reply is MISSED:
+            reply = await call_with_retry(self.client, call, None, "dispatch")
         promoted = parse_promote(reply)
         result = PromoteResult(promoted.moved, promoted.next_due_ms, promoted.now_ms,
                                promoted.now_us, time.monotonic() - sent,
@@ -193,3 +204,4 @@ class Dispatcher:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+            self._lanes = {}

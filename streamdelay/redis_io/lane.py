@@ -1,4 +1,5 @@
-"""A connection kept aside for the one-call steps of a synchronous queue (``Queue.enqueue``).
+"""A connection kept aside for the one-call steps of a synchronous queue (``Queue.enqueue``),
+and its asyncio twin for a dispatcher's promote calls (``AsyncLane``).
 
 redis-py's ``execute_command`` takes a connection from the pool for every command and checks it
 for unread data (a ``poll`` per call), then puts it back: ~12 µs of a ~30 µs round trip on the
@@ -12,11 +13,14 @@ the step goes the ordinary way (``runner.run_with_retry_sync``: pool, retry poli
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import threading
 from typing import Any
 
 import redis
+import redis.asyncio
 from redis.exceptions import NoScriptError, ResponseError
 
 from ..protocol.scripts import ScriptCall
@@ -67,3 +71,57 @@ class Lane:
         if conn is not None:
             conn.disconnect()
             pool.release(conn)
+
+
+class AsyncLane:
+    """One held connection of a plain asyncio client's pool, for the calls of one task at a
+    time (a dispatcher's partition loop): the same rules as ``Lane``, on an event loop. A call
+    made while another is in flight, or on another event loop, goes the ordinary way."""
+
+    def __init__(self) -> None:
+        self._busy = False
+        self._pool: Any = None
+        self._conn: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._packed_call: ScriptCall | None = None
+        self._packed: Any = None
+
+    async def call(self, client: Any, call: ScriptCall) -> Any:
+        """The reply of ``call``, sent on the held connection; ``MISSED`` when the lane stepped
+        aside. A script's refusal is raised as the ordinary path raises it (``map_error``)."""
+        pool = getattr(client, "connection_pool", None)
+        if type(pool) is not redis.asyncio.ConnectionPool or self._busy:
+            return MISSED  # a cluster or Sentinel pool, or another task on the lane
+        self._busy = True
+        try:
+            conn, loop = self._conn, asyncio.get_running_loop()
+            if conn is None or self._pool is not pool or self._loop is not loop:
+                # a connection of another pool or loop is left to them (their close ends it)
+                self._pool, self._loop = pool, loop
+                conn = self._conn = await pool.get_connection()  # type: ignore[no-untyped-call]
+            try:
+                if call is not self._packed_call:  # a loop sends the same call again and again
+                    self._packed_call, self._packed = call, conn.pack_command(*evalsha_args(call))
+                await conn.send_packed_command(self._packed, check_health=False)
+                return await conn.read_response()
+            except ResponseError as exc:  # a reply was read: the connection is fine
+                if isinstance(exc, (NoScriptError, *RETRYABLE)):
+                    return MISSED
+                raise map_error(call, exc) from exc
+            except BaseException:  # connection trouble, a timeout, a cancel: nothing left
+                self._conn = None  # half-read behind; the caller sends the call the ordinary way
+                await _dropped(pool, conn)
+                raise
+        except (redis.ConnectionError, redis.TimeoutError, OSError):
+            return MISSED
+        finally:
+            self._busy = False
+
+
+async def _dropped(pool: Any, conn: Any) -> None:
+    """Close a lane's connection and give it back to its pool (a fresh one is taken next);
+    raises nothing, so the error that dropped it is the one its caller sees."""
+    with contextlib.suppress(Exception):
+        await conn.disconnect()
+    with contextlib.suppress(Exception):  # a pool reset since no longer knows it
+        await pool.release(conn)
