@@ -69,11 +69,11 @@ bytes 153 / 196 / 212 / 244 / 276 / 308 B (the value's allocation steps with jem
 classes), a sorted-set member (the same key, a score) 139 B, both with a 160-byte value 413 B, a \
 sorted-set member that is the 166-byte record itself 297 B, a stream entry with the two fields \
 `id` and `rec` (160 bytes) 199 B. A job findable by id (a hash field) and by due time (a \
-sorted-set member) costs at least the body plus ~250 B of Redis' own structures, whatever the \
-record's text: 250 B per job with a ~100 B body needs one structure per job, i.e. no lookup by \
-id (the layout of a peer that keeps only a sorted set of serialized messages), or \
-non-default encodings (`hash-max-listpack-value` above the record's size) that a library \
-should not impose on its users' Redis.
+sorted-set member) costs the body plus 230-255 B of Redis' own structures (the value's \
+jemalloc size class decides), whatever the record's text: 250 B per job with a ~100 B body \
+needs one structure per job, i.e. no lookup by id (the layout of a peer that keeps only a \
+sorted set of serialized messages), or non-default encodings (`hash-max-listpack-value` \
+above the record's size) that a library should not impose on its users' Redis.
 - 2026-11-24, 01:03-01:41 UTC (load average 0.8-6 from other sessions' runs on the 2 cores), \
 issue 16, the dispatcher's wake-up. `benchmarks/lateness_trace.py` (new: per-job timestamps \
 inside one worker process) split each job's lateness into the dispatcher's wake-up (promote call \

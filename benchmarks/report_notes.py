@@ -157,9 +157,11 @@ JSON: {verdict_memory}, \
 {memory_per_job} B): the record ({record_bytes} B: text header and MessagePack blob) in one \
 hash field plus one sorted-set member (skiplist node, dict entry, member sds). The raw floor, a \
 bare `ZADD` + `HSET` of the same record from redis-py, costs {memory_raw_floor} B in this run, \
-{memory_overhead} B from ours: Redis' own per-entry cost is the bulk. {target_memory} B needs a \
-smaller record (no text header, a packed body) or one entry per job instead of two, i.e. \
-dropping the id index that gives `get`, `cancel` and `reschedule` a constant-time lookup by id.""",
+{memory_overhead} B from ours: Redis' own per-entry cost is the bulk. A sorted-set member and \
+a hash field cost nearly {target_memory} B between them before the record's first byte (measured \
+under History), so no record format reaches it: it needs one entry per job instead of two, i.e. \
+dropping the id index that gives `get`, `cancel`, `reschedule` and the dedupe by id a \
+constant-time lookup, or Redis encodings other than the defaults.""",
     """\
 **Memory after the drain** ({verdict_memory_back}, {memory_left} B vs the baseline after a \
 backlog that took {memory_grew} MB): acknowledged jobs are `XACK`ed and `XDEL`eted and their \
