@@ -106,7 +106,7 @@ def dispatch_alone(jobs: int) -> Section:
                "dispatch_alone_redis_us": cpu * 1e6 / jobs,
                **{f"call_median_us_{name}": m for name, m in medians.items()}}
     section = Section(
-        f"Dispatch alone: {jobs:,} jobs all due, one dispatcher (`promoteDue` batches of "
+        f"Dispatch alone: {jobs:,} jobs all due, one dispatcher (`promoteDueV2` batches of "
         f"{PROMOTE_BATCH})",
         ["jobs", "promoteDue calls", "jobs/s", "raw ceiling: pipelined XADD x1000, ops/s",
          "ours / raw", "Redis CPU µs per job", "left in delayed set"],
