@@ -26,9 +26,7 @@ local group, topic, id, eid = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local delay, dead_now, err = tonumber(ARGV[5]), ARGV[6] == '1', ARGV[7]
 local sk = stream_key(topic)
 check_partition_keys()
-refuse_wrong_type(sk, 'stream')
-refuse_wrong_type(dead_key(topic), 'stream')
-check_lease_keys(topic)
+check_settle_keys(topic)
 local r = parse_record(redis.call('HGET', K_JOBS, id))
 local current = r and r.state == 's' and r.entry == eid
 local whole = current and full_record(r) -- read before the entry is deleted

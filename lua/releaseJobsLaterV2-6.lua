@@ -25,10 +25,7 @@ local now, now_us = server_time()
 local group, delay = ARGV[1], tonumber(ARGV[2])
 local released = 0
 check_partition_keys()
-for b = 3, #ARGV, 3 do
-  refuse_wrong_type(stream_key(ARGV[b]), 'stream'); refuse_wrong_type(dead_key(ARGV[b]), 'stream')
-  check_lease_keys(ARGV[b])
-end
+for b = 3, #ARGV, 3 do check_settle_keys(ARGV[b]) end
 for b = 3, #ARGV, 3 do
   local topic, id, eid = ARGV[b], ARGV[b + 1], ARGV[b + 2]
   local sk = stream_key(topic)

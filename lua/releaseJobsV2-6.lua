@@ -21,10 +21,7 @@ local now = server_time()
 local group = ARGV[1]
 local released = 0
 check_partition_keys()
-for b = 2, #ARGV, 3 do
-  refuse_wrong_type(stream_key(ARGV[b]), 'stream'); refuse_wrong_type(dead_key(ARGV[b]), 'stream')
-  check_lease_keys(ARGV[b])
-end
+for b = 2, #ARGV, 3 do check_settle_keys(ARGV[b]) end
 for b = 2, #ARGV, 3 do
   local topic, id, eid = ARGV[b], ARGV[b + 1], ARGV[b + 2]
   local r = parse_record(redis.call('HGET', K_JOBS, id))

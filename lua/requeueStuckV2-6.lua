@@ -29,9 +29,7 @@ local count, min_idle, to = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 local MAX_BATCH_BYTES = 1048576
 local sk = stream_key(topic)
 check_partition_keys()
-refuse_wrong_type(sk, 'stream')
-refuse_wrong_type(dead_key(topic), 'stream')
-check_lease_keys(topic)
+check_settle_keys(topic)
 if redis.call('EXISTS', sk) == 0 then return redis.error_reply('SDERR NO_GROUP ' .. topic) end
 local groups = redis.call('XINFO', 'GROUPS', sk)
 local found = false

@@ -8,6 +8,8 @@
 -- check_lease_keys(topic) refuses a wrong type of the last two (call it before a write) and
 -- remembers whether the topic has leases at all: one TYPE per topic and call, and nothing
 -- more for a topic without a concurrency limit (its settle path stays as it was).
+-- check_settle_keys(topic): the same, and the topic's stream and dead-letter stream: every key a
+-- script that settles or hands back a delivery of the topic may write.
 -- @include keys
 local function leases_key(topic) return PREFIX .. 'leases:' .. topic end
 local function limitwake_key(topic) return PREFIX .. 'limitwake:' .. topic end
@@ -23,6 +25,11 @@ local function check_lease_keys(topic)
   refuse_wrong_type(limitwake_key(topic), 'list')
   lease_topics[topic] = true
   return true
+end
+local function check_settle_keys(topic)
+  refuse_wrong_type(stream_key(topic), 'stream')
+  refuse_wrong_type(dead_key(topic), 'stream')
+  check_lease_keys(topic)
 end
 local function release_lease(topic, eid)
   if lease_topics[topic] == false then return end

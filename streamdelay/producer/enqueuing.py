@@ -124,8 +124,7 @@ def prepare_values(
     if not isinstance(replace, bool):
         raise ValidationError("replace: must be a bool", field="replace")
     args: tuple[Arg, ...] = (
-        job_id, topic, kind, when, ttr_ms, attempts,
-        "0" if replace is False and max_wait is None else replace_arg(replace, max_wait), blob,
+        job_id, topic, kind, when, ttr_ms, attempts, replace_arg(replace, max_wait), blob,
     )
     size = len(blob) + len(job_id) + len(topic) + 40  # 40: the five numbers and flags
     return PreparedJob(job_id, partition_of(job_id, cfg.partitions), args, size)
