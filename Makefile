@@ -37,8 +37,13 @@ tools:
 
 redis: tools
 
+# The suite mostly waits on processes and servers (about a quarter of one core when run file by
+# file), so TEST_WORKERS pytest-xdist workers run whole test files side by side (--dist loadfile:
+# a module's shared server stays in one worker). Every test starts its own servers on free ports.
+# TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 3
 test: install tools
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 lint: install
 	$(BIN)/ruff check streamdelay tests benchmarks

@@ -10,9 +10,11 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 import redis
 
@@ -135,6 +137,26 @@ def wait_until(predicate, timeout: float = 10.0, interval: float = 0.02) -> bool
         if result or time.monotonic() > deadline:
             return bool(result)
         time.sleep(interval)
+
+
+def read_until(stream: IO[str], text: str, timeout: float = 60.0) -> str:
+    """What a child process wrote to ``stream`` (its stderr pipe, say) up to the first line that
+    holds ``text``, waiting at most ``timeout`` s: a test waits for the process to be where it
+    means to test, not a fixed sleep that a loaded machine outruns (the rest stays in the pipe for
+    ``communicate``)."""
+    lines: list[str] = []
+    found = threading.Event()
+
+    def pump() -> None:
+        for line in stream:
+            lines.append(line)
+            if text in line:
+                found.set()
+                return
+
+    threading.Thread(target=pump, daemon=True).start()
+    found.wait(timeout)
+    return "".join(lines)
 
 
 def env_with_pythonpath(*paths: str) -> dict[str, str]:

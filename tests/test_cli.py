@@ -21,7 +21,7 @@ import pytest
 import streamdelay as sd
 from streamdelay.protocol.keys import partition_keys, partition_of
 from tests.promoting import promote_due
-from tests.redis_server import RedisServer, free_port, wait_until
+from tests.redis_server import RedisServer, free_port, read_until, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = "tests.apps.cli_worker_app"
@@ -495,10 +495,11 @@ def test_worker_and_dispatch_mask_passwords_while_redis_is_unreachable(tmp_path:
                          stderr=subprocess.PIPE, text=True, cwd=ROOT, env=cli_env(env_url)),
     ]
     try:
-        time.sleep(3)
+        early = [read_until(proc.stderr, "retrying") for proc in procs]  # type: ignore[arg-type]
         for proc in procs:
             proc.send_signal(signal.SIGTERM)
-        logs = [proc.communicate(timeout=20)[1] for proc in procs]
+        logs = [first + proc.communicate(timeout=20)[1]
+                for first, proc in zip(early, procs, strict=True)]
     finally:
         for proc in procs:
             if proc.poll() is None:

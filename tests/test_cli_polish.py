@@ -17,7 +17,7 @@ import redis
 import streamdelay as sd
 from streamdelay.protocol.codec import Blob, decode_blob, parse_record
 from streamdelay.protocol.keys import PartitionKeys, partition_of
-from tests.redis_server import RedisServer
+from tests.redis_server import RedisServer, read_until
 from tests.test_cli import ROOT, assert_one_line_error, cli
 
 pytestmark = pytest.mark.timeout(90)
@@ -119,11 +119,13 @@ def test_stats_watch_in_a_pipe_prints_a_timestamp_per_refresh(redis_url: str) ->
     proc = subprocess.Popen([sys.executable, "-m", "streamdelay", "stats", "polish-watch",
                              "--watch", "--interval", "200ms"], stdout=subprocess.PIPE,
                             text=True, env=env)
+    first = read_until(proc.stdout, "queue polish-watch")  # type: ignore[arg-type]  # started
     try:
-        out, _ = proc.communicate(timeout=3.0)
+        out, _ = proc.communicate(timeout=2.0)
     except subprocess.TimeoutExpired:
         proc.terminate()
         out, _ = proc.communicate(timeout=10)
+    out = first + out
     stamps = re.findall(r"^--- (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}) queue polish-watch$",
                         out, re.M)
     tables = out.count("TOPIC  GROUP")

@@ -19,7 +19,7 @@ import redis
 import streamdelay as sd
 from streamdelay.base.masking import mask_text, mask_url, scrub, secrets_in
 from streamdelay.redis_io import topology
-from tests.redis_server import free_port, wait_until
+from tests.redis_server import free_port, read_until, wait_until
 from tests.test_cli import cli_env, command
 from tests.tls_servers import MASTER_NAME, make_certificates, tls_redis, tls_sentinel
 
@@ -44,6 +44,13 @@ def exception_texts(exc: BaseException | None) -> list[str]:
 
 
 CLOSED = free_port()  # nothing listens there
+
+
+def url_id(url: str) -> str:
+    """The test id of a URL: the same in every pytest-xdist worker, whatever port CLOSED got."""
+    return url.replace(str(CLOSED), "CLOSED")
+
+
 URLS = [
     f"rediss://someone:{PW}@127.0.0.1:{CLOSED}/0?ssl_password={SSL_PW}",
     f"rediss://someone:{quote(ODD_PW, safe='')}@127.0.0.1:{CLOSED}/0"
@@ -56,7 +63,7 @@ URLS = [
 ]
 
 
-@pytest.mark.parametrize("url", URLS)
+@pytest.mark.parametrize("url", URLS, ids=url_id)
 def test_repr_of_every_object_masks_every_password(url: str) -> None:
     queue = sd.Queue("masked", url=url)
     aqueue = sd.AsyncQueue("masked", url=url)
@@ -76,7 +83,7 @@ def test_repr_of_every_object_masks_every_password(url: str) -> None:
     f"redis+sentinel://127.0.0.1:{CLOSED}/m/zz?sentinel_password={SENT_PW}",  # bad db
     f"rediss://u:{PW}@127.0.0.1:{CLOSED}/0?ssl_cert_reqs=none&ssl_check_hostname=true"
     f"&ssl_password={SSL_PW}",  # contradictory checks
-])
+], ids=url_id)
 def test_bad_urls_are_refused_without_echoing_secrets(url: str) -> None:
     with pytest.raises(sd.ConfigError) as refused:
         sd.Queue("masked", url=url)
@@ -173,11 +180,12 @@ def test_dispatcher_process_log_masks_secrets_while_redis_is_unreachable() -> No
     proc = subprocess.Popen(command("dispatch", "masked", "--url", URLS[0]),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
                             env=cli_env(None))
-    try:
-        time.sleep(3)  # long enough for the start line and a few retry warnings
+    try:  # the start line, then the first retry warning
+        early = read_until(proc.stderr, "unavailable")  # type: ignore[arg-type]
     finally:
         proc.send_signal(signal.SIGTERM)
         stdout, stderr = proc.communicate(timeout=60)
+        stderr = early + stderr
     assert "dispatching queue masked" in stderr and "unavailable" in stderr, stderr
     assert "ssl_password=***" in stderr and "someone:***@" in stderr, stderr
     assert leaked(stdout, stderr) == [], stderr
