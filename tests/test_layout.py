@@ -54,16 +54,20 @@ def take(client: redis.Redis, keys: PartitionKeys, topic: str = "t"
 @pytest.fixture
 def keys(queue: sd.Queue) -> PartitionKeys:
     """Partition 0 of a queue created by this release, with group g on topic t."""
-    queue.enqueue("t", "setup", id="setup", delay=3600)  # creates the queue (meta)
+    queue.enqueue("t", "setup", id="setup", delay=3600)  # creates the queue (meta), layout 1
+    assert queue.migrate() == [1]  # no live process reads less: layout 2
     k = PartitionKeys(queue.name, 0)
     call(queue.client, "registerGroup", k, ["g", "t"])
     return k
 
 
-def test_a_new_queue_is_created_on_layout_2_on_every_partition(redis_url: str,
-                                                              queue_name: str) -> None:
+def test_a_new_queue_starts_on_layout_1_and_migrate_is_the_step_to_2(redis_url: str,
+                                                                     queue_name: str) -> None:
     with sd.Queue(queue_name, url=redis_url, partitions=3) as q:
-        q.enqueue("t", 1, delay=60)
+        q.enqueue("t", 1, delay=60)  # every release reads layout 1 (docs/keys.md#layouts)
+        metas = [q.client.hgetall(PartitionKeys(queue_name, p).meta) for p in range(3)]
+        assert [m.get(b"layout") for m in metas] == [b"1"] * 3
+        assert q.migrate() == [1, 1, 1]
         metas = [q.client.hgetall(PartitionKeys(queue_name, p).meta) for p in range(3)]
         assert [m.get(b"layout") for m in metas] == [b"2"] * 3
         assert q.migrate() == [2, 2, 2]  # nothing to do: idempotent

@@ -60,10 +60,11 @@ def v1_env(v1: Path) -> dict[str, str]:
 class Worker:
     """A worker process of ``tests/apps/reliability_app.py``, on either release."""
 
-    def __init__(self, url: str, queue: str, out: Path, name: str, v1: Path | None) -> None:
+    def __init__(self, url: str, queue: str, out: Path, name: str, v1: Path | None,
+                 *options: str) -> None:
         self.log = out / f"{name}.log"
         args = [sys.executable, "-m", "tests.apps.reliability_app", url, queue, str(out),
-                "--consumer", name, "--block", "0.2"]
+                "--consumer", name, "--block", "0.2", *options]
         with self.log.open("ab") as log:  # the old one runs in its own tree, first on sys.path
             self.process = subprocess.Popen(args, cwd=v1 or ROOT, stdout=log, stderr=log,
                                             env=v1_env(v1) if v1 else None)
