@@ -6,9 +6,11 @@ with a reason instead of vanishing."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
+import threading
 import time
 from typing import Any
 
@@ -203,3 +205,71 @@ def test_migrate_command(redis_url: str, queue: sd.Queue, keys: PartitionKeys) -
     assert missing.returncode == 1 and "no such queue" in missing.stderr
     assert len(missing.stderr.strip().splitlines()) == 1
     assert not queue.client.exists(PartitionKeys("nobody-used-this", 0).meta)
+
+
+def test_a_layout_this_release_does_not_know_is_refused_everywhere(
+        redis_url: str, queue_name: str) -> None:
+    meta = PartitionKeys(queue_name, 0).meta
+    with sd.Queue(queue_name, url=redis_url) as queue:
+        queue.client.hset(meta, mapping={"partitions": 1, "layout": 3})  # a later release's
+        with pytest.raises(sd.LayoutError, match="layout '3'") as refused:
+            queue.enqueue("t", 1)
+        assert refused.value.field == "layout" and meta in str(refused.value)
+        worker = sd.Worker(queue)
+        worker.handler("t")(lambda job: None)
+        with pytest.raises(sd.LayoutError, match="cannot read"):
+            worker.run(until_idle=True)
+        # the dispatcher's script writes nothing on it either
+        keys = PartitionKeys(queue_name, 0)
+        queue.client.hset(meta, "layout", 1)
+        queue.enqueue("t", {"n": 1}, id="j")
+        queue.client.hset(meta, "layout", 3)
+        with pytest.raises(sd.LayoutError, match="cannot write"):
+            call(queue.client, "promoteDueV2", keys, [100])
+        assert queue.client.zscore(keys.delayed, "j") is not None
+        assert queue.get("j").state == "delayed"  # type: ignore[union-attr]
+
+
+def test_a_running_worker_stops_when_the_queue_moves_to_a_layout_it_does_not_know(
+        queue: sd.Queue, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("streamdelay.consumer.upkeep.FLEET_EVERY_S", 0.1)
+    queue.enqueue("t", 1, delay=3600)  # keeps the worker from going idle
+    worker = sd.Worker(queue, consumer="w-layout")
+    worker.handler("t")(lambda job: None)
+    fleet = PartitionKeys(queue.name, 0).fleet
+    running = threading.Thread(target=lambda: asyncio.run(worker.serve()))
+    running.start()
+    deadline = time.monotonic() + 10
+    while queue.client.hget(fleet, "w-layout") is None:  # started: it said it reads up to 2
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert queue.client.hget(fleet, "w-layout").startswith(b"2|")  # type: ignore[union-attr]
+    queue.client.hset(PartitionKeys(queue.name, 0).meta, "layout", 3)  # a later release's
+    running.join(10)  # its fleet renewal sees layout 3, logs it and stops gracefully
+    assert not running.is_alive()
+
+
+def test_workers_and_pull_consumers_join_the_fleet_and_migrate_names_a_stranger(
+        queue: sd.Queue, keys: PartitionKeys) -> None:
+    c = queue.client
+    c.hdel(keys.meta, "layout")  # back to layout 1, as an older release created it
+    fleet = PartitionKeys(queue.name, 0).fleet
+    worker = sd.Worker(queue, consumer="w-1", group="g")
+    worker.handler("u")(lambda job: None)
+    queue.enqueue("u", 1, id="run-now")
+    worker.run(until_idle=True)
+    assert queue.reserve("u", group="g", consumer="pull-1") == []
+    now_ms = int(c.time()[0]) * 1000
+    for member in (b"w-1", b"pull-1"):
+        layout, _, until = c.hget(fleet, member).partition(b"|")  # type: ignore[union-attr]
+        assert layout == b"2" and now_ms + 50_000 < int(until) <= now_ms + 61_000
+    assert 0 < c.pttl(fleet) <= 120_000
+    queue.enqueue("t", 2, id="taken")
+    promote(c, keys, 1)
+    assert list(take(c, keys)) == ["taken"]  # consumer c of group g: no fleet entry
+    with pytest.raises(sd.LayoutError, match="'c'") as refused:
+        queue.migrate()
+    assert "w-1" not in str(refused.value) and "pull-1" not in str(refused.value)
+    assert c.hget(keys.meta, "layout") is None  # nothing written
+    assert queue.migrate(seen_within=0) == [1]  # the window: c took its job longer ago
+    assert c.hget(keys.meta, "layout") == b"2"

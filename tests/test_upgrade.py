@@ -240,8 +240,11 @@ def test_a_mixed_fleet_on_layout_1_then_migrate_to_layout_2_handles_every_job_on
             assert all(starts[f"flaky-{i}"] == 3 for i in range(40))
             old.process.send_signal(signal.SIGTERM)  # rolled: the old process drains and exits
             assert old.process.wait(30) == 0, old.log.read_text()
-            # migrate while the new worker runs
-            done = subprocess.run([sys.executable, "-m", "streamdelay", "migrate", name],
+            # migrate while the new worker runs, once the old consumer was silent for the
+            # window given (docs/keys.md#fleet)
+            time.sleep(1.1)
+            done = subprocess.run([sys.executable, "-m", "streamdelay", "migrate", name,
+                                   "--seen-within", "1s"],
                                   env={**os.environ, "STREAMDELAY_URL": url}, cwd=ROOT,
                                   capture_output=True, text=True, timeout=60)
             assert done.returncode == 0, done.stderr

@@ -9,7 +9,7 @@ from ..producer.listing import MAX_LIMIT, STATES, JobPage
 from ..protocol.layouts import SEEN_WITHIN_S
 from .options import json_option, partitions_option, url_option
 from .output import iso_ms, table, to_json
-from .support import operator_queue
+from .support import Duration, operator_queue
 
 JOBS_COLUMNS = ("ID", "TOPIC", "STATE", "DUE", "ATTEMPTS", "DETAIL")
 
@@ -100,8 +100,7 @@ def resume(queue_name: str, topic: str, url: str | None, partitions: int | None)
 @click.argument("queue_name", metavar="QUEUE")
 @url_option
 @partitions_option
-@click.option("--seen-within", type=click.FloatRange(0, 86400), default=SEEN_WITHIN_S,
-              show_default=True, metavar="SECONDS",
+@click.option("--seen-within", type=Duration(), default=SEEN_WITHIN_S, show_default=True,
               help="A consumer of the queue that took a job this recently and keeps no fleet "
                    "record (an older release) counts as live and blocks the move.")
 def migrate(queue_name: str, url: str | None, partitions: int | None,
