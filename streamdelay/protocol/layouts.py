@@ -22,7 +22,7 @@ from .scripts import ScriptCall, script
 LAYOUT_FIELD = "layout"  # of each partition's meta hash: what promoteDueV2 writes
 HIGHEST_LAYOUT = 2  # the highest layout this release reads (and the one migrate moves to)
 NEW_QUEUE_LAYOUT = 1  # a queue this release creates: every release reads it
-FLEET_TTL_S = 60.0  # a fleet entry not renewed for this long no longer counts as live
+FLEET_TTL_S = 90.0  # an entry not renewed this long is not live (> SEEN_WITHIN_S + FLEET_EVERY_S)
 FLEET_EVERY_S = 15.0  # how often a live consumer renews its entry
 SEEN_WITHIN_S = 60.0  # migrate: a consumer that read within this window counts as live
 
@@ -100,7 +100,8 @@ def blockers_plan(queue: str, partitions: int, target: int, seen_within_s: float
     and consumers that read within ``seen_within_s`` but are not live fleet members (a release
     before the fleet record, which reads layout 1 only). Read only."""
     zero = PartitionKeys(queue, 0)
-    now, fleet = yield Commands((Command(("TIME",)), Command(("HGETALL", zero.fleet))))
+    now = yield Command(("TIME",))  # alone: a cluster pipeline takes keyed commands only
+    fleet = yield Command(("HGETALL", zero.fleet))
     live = _live_fleet(fleet, int(text(now[0])) * 1000 + int(text(now[1])) // 1000)
     blockers = [Blocker(name, f"a live process that reads layouts up to {layout}")
                 for name, layout in sorted(live.items()) if layout < target]
@@ -109,7 +110,7 @@ def blockers_plan(queue: str, partitions: int, target: int, seen_within_s: float
         for topic, name, idle_ms in (yield from _consumers_plan(keys)):
             if name not in live and name not in named and idle_ms < seen_within_s * 1000:
                 named.add(name)
-                blockers.append(Blocker(name, f"took a job of topic {topic!r} {idle_ms} ms ago "
+                blockers.append(Blocker(name, f"read topic {topic!r} {idle_ms} ms ago "
                                               f"and keeps no fleet record: an older release"))
     return blockers
 
