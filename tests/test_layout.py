@@ -22,6 +22,8 @@ from streamdelay.protocol.keys import PartitionKeys
 from streamdelay.protocol.scripts import script
 from streamdelay.redis_io.runner import run_step_sync
 from tests.apps.reliability_app import ROOT
+from tests.test_web_consumers import _call
+from tests.web_server import WebServer
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -273,3 +275,21 @@ def test_workers_and_pull_consumers_join_the_fleet_and_migrate_names_a_stranger(
     assert c.hget(keys.meta, "layout") is None  # nothing written
     assert queue.migrate(seen_within=0) == [1]  # the window: c took its job longer ago
     assert c.hget(keys.meta, "layout") == b"2"
+
+
+def test_http_consumers_join_the_fleet_and_a_queue_on_an_unknown_layout_is_refused(
+        redis_url: str, queue_name: str) -> None:
+    later = f"{queue_name}-l3"
+    with sd.Queue(queue_name, url=redis_url) as queue:
+        queue.enqueue("t", {"n": 1}, id="h")
+        queue.client.hset(PartitionKeys(later, 0).meta, mapping={"partitions": 1, "layout": 3})
+        with WebServer(redis_url, [queue_name, later]) as server:
+            path = "/v1/queues/{}/topics/t:reserve"
+            status, _ = _call(server, "POST", path.format(queue_name),
+                              {"group": "g", "consumer": "h-1", "wait_ms": 0, "count": 1})
+            assert status == 200
+            entry = queue.client.hget(PartitionKeys(queue_name, 0).fleet, "h-1")
+            assert entry is not None and entry.startswith(b"2|")
+            status, body = _call(server, "POST", path.format(later),
+                                 {"group": "g", "consumer": "h-1", "wait_ms": 0, "count": 1})
+            assert status == 503 and "layout '3'" in body["error"]["message"], body
