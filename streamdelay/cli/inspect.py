@@ -101,7 +101,7 @@ def resume(queue_name: str, topic: str, url: str | None, partitions: int | None)
 @url_option
 @partitions_option
 @click.option("--seen-within", type=Duration(), default=SEEN_WITHIN_S, show_default=True,
-              help="A consumer of the queue that took a job this recently and keeps no fleet "
+              help="A consumer of the queue that was active this recently and keeps no fleet "
                    "record (an older release) counts as live and blocks the move.")
 def migrate(queue_name: str, url: str | None, partitions: int | None,
             seen_within: float) -> None:

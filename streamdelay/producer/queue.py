@@ -236,8 +236,8 @@ class Queue(_QueueFace, SyncPull, ScheduleMethods):
     def migrate(self, *, seen_within: float = SEEN_WITHIN_S) -> list[int]:
         """Move every partition to record layout 2 (one copy of a body in Redis); idempotent.
         The layouts before, per partition. Refused (``LayoutError`` naming them) while a live
-        process cannot read layout 2: a consumer that took a job within ``seen_within`` seconds
-        and keeps no fleet record counts as one (docs/operations.md#upgrading-a-running-queue)."""
+        process cannot read layout 2: a consumer active within ``seen_within`` seconds
+        that keeps no fleet record counts as one (docs/operations.md#upgrading-a-running-queue)."""
         result: list[int] = self._operate(migrate_plan(self.config.name, self.config.partitions,
                                                        seen_within))
         return result
