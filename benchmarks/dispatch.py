@@ -93,6 +93,7 @@ def dispatch_alone(jobs: int) -> Section:
         client = server.client()
         queue = sd.Queue("dispatch", url=server.url)
         fill(queue, jobs, "d", 0.0)
+        queue.migrate()  # one release only: layout 2 (docs/keys.md#fleet)
         record = client.hget(keys_of("dispatch").jobs, "d0") or b""
         cpu = redis_cpu_seconds(client)
         seconds, calls = asyncio.run(promote_all(queue.config, jobs))
@@ -170,6 +171,7 @@ def backlog(sizes: list[int]) -> Section:
             client = server.client()
             queue = sd.Queue("backlog", url=server.url)
             queue.enqueue("bench.job", BODY, delay=FAR, id="warm-up")
+            queue.migrate()  # one release only: layout 2 (docs/keys.md#fleet)
             before = int(client.info("memory")["used_memory"])
             fill_s = fill(queue, size, "b", FAR)
             per_job = (int(client.info("memory")["used_memory"]) - before) / size

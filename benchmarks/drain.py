@@ -70,6 +70,7 @@ def drain_once(url: str, client: redis.Redis, jobs: int, processes: int,
     with Workers(url, name, processes, mode="noop", concurrency=concurrency) as workers:
         workers.wait_ready(client)
         queue = sd.Queue(name, url=url)
+        queue.migrate()  # one release only: layout 2 (docs/keys.md#fleet)
         offset_ms, _ = measure_clock_offset(client)
         lead_s = 2.0 + jobs / 10_000  # enqueue_many runs at ~20k/s on busy cores
         due_at_ms = server_now_ms(client) + lead_s * 1000

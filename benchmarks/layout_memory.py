@@ -35,7 +35,7 @@ def one_round(url: str, layout: int, jobs: int, n: int) -> dict[str, float]:
     name = f"layout{layout}-{n}"
     with sd.Queue(name, url=url) as queue:
         c, keys = queue.client, keys_of(name)
-        queue.enqueue("t", BODY, id="warm", delay=3600)  # creates the queue (layout 2)
+        queue.enqueue("t", BODY, id="warm", delay=3600)  # creates the queue (layout 1; set below)
         c.hset(keys.meta, "layout", layout)
         run_step_sync(c, script("registerGroup").call(keys.script_keys(), ["workers", "t"]))
         base = c.info("memory")["used_memory"]

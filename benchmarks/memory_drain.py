@@ -52,6 +52,7 @@ def run(jobs: int = 100_000, processes: int = 2, timeout: float = 600.0) -> Sect
         queue = sd.Queue(name, url=server.url)
         with Workers(server.url, name, processes, mode="noop") as workers:
             workers.wait_ready(client)
+            queue.migrate()  # one release only: layout 2 (docs/keys.md#fleet)
             queue.enqueue("bench.job", BODY, id="warm-up")
             _wait_empty(client, jobs_key, time.monotonic() + 30, workers)
             time.sleep(SETTLE_S)

@@ -23,7 +23,8 @@
 -- '1': the jobs hash gets the full record in state s (what a version 1 process reads). '2': it
 -- gets the header only (the record up to its 8th '|', empty blob), so the body is kept once,
 -- in the stream entry; scripts that take a job out of its stream fetch it back (full_record).
--- Errors: 'SDERR WRONG_TYPE <key> <type>' (a KEYS key of another type; nothing written).
+-- Errors: 'SDERR WRONG_TYPE <key> <type>' (a KEYS key of another type; nothing written),
+-- 'SDERR LAYOUT <meta key> <layout>' (a layout this script does not know; nothing written).
 -- Retry-safe: a job moves once; a repeated call finds it gone from the delayed set.
 -- @include server_time
 -- @include keys
@@ -41,7 +42,11 @@ local limit = tonumber(ARGV[1])
 check_partition_keys()
 if ARGV[2] then refuse_wrong_type(PREFIX .. 'sched:next', 'zset') end
 refuse_wrong_type(PREFIX .. 'meta', 'hash')
-local header_only = redis.call('HGET', PREFIX .. 'meta', 'layout') == '2'
+local layout = redis.call('HGET', PREFIX .. 'meta', 'layout')
+if layout and layout ~= '1' and layout ~= '2' then -- a newer release's: never written blind
+  error({err = 'SDERR LAYOUT ' .. PREFIX .. 'meta ' .. layout})
+end
+local header_only = layout == '2'
 local function wrong_type(reply)
   return type(reply) == 'table' and reply.err and string.find(reply.err, 'WRONGTYPE', 1, true)
 end

@@ -79,6 +79,8 @@ def test_core_flow_spreads_over_every_node(cluster: LocalCluster) -> None:
     run_until_idle(queue, handle)
     assert sorted(handled) == sorted([*(r.id for r in results), "later"])
     assert [d.id for d in queue.dead_list()] == ["doomed"]
+    # the worker's consumer is in the fleet record (docs/keys.md#fleet): migrate may move
+    assert queue.migrate() == [1] * PARTITIONS and queue.migrate() == [2] * PARTITIONS
     assert queue.dead_replay(id="doomed") == 1
     run_until_idle(queue, lambda job: handled.append(job.id))
     assert handled[-1] == "doomed" and len(handled) == 202

@@ -6,9 +6,11 @@ with a reason instead of vanishing."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
+import threading
 import time
 from typing import Any
 
@@ -20,6 +22,8 @@ from streamdelay.protocol.keys import PartitionKeys
 from streamdelay.protocol.scripts import script
 from streamdelay.redis_io.runner import run_step_sync
 from tests.apps.reliability_app import ROOT
+from tests.test_web_consumers import _call
+from tests.web_server import WebServer
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -54,16 +58,20 @@ def take(client: redis.Redis, keys: PartitionKeys, topic: str = "t"
 @pytest.fixture
 def keys(queue: sd.Queue) -> PartitionKeys:
     """Partition 0 of a queue created by this release, with group g on topic t."""
-    queue.enqueue("t", "setup", id="setup", delay=3600)  # creates the queue (meta)
+    queue.enqueue("t", "setup", id="setup", delay=3600)  # creates the queue (meta), layout 1
+    assert queue.migrate() == [1]  # no live process reads less: layout 2
     k = PartitionKeys(queue.name, 0)
     call(queue.client, "registerGroup", k, ["g", "t"])
     return k
 
 
-def test_a_new_queue_is_created_on_layout_2_on_every_partition(redis_url: str,
-                                                              queue_name: str) -> None:
+def test_a_new_queue_starts_on_layout_1_and_migrate_is_the_step_to_2(redis_url: str,
+                                                                     queue_name: str) -> None:
     with sd.Queue(queue_name, url=redis_url, partitions=3) as q:
-        q.enqueue("t", 1, delay=60)
+        q.enqueue("t", 1, delay=60)  # every release reads layout 1 (docs/keys.md#layouts)
+        metas = [q.client.hgetall(PartitionKeys(queue_name, p).meta) for p in range(3)]
+        assert [m.get(b"layout") for m in metas] == [b"1"] * 3
+        assert q.migrate() == [1, 1, 1]
         metas = [q.client.hgetall(PartitionKeys(queue_name, p).meta) for p in range(3)]
         assert [m.get(b"layout") for m in metas] == [b"2"] * 3
         assert q.migrate() == [2, 2, 2]  # nothing to do: idempotent
@@ -199,3 +207,89 @@ def test_migrate_command(redis_url: str, queue: sd.Queue, keys: PartitionKeys) -
     assert missing.returncode == 1 and "no such queue" in missing.stderr
     assert len(missing.stderr.strip().splitlines()) == 1
     assert not queue.client.exists(PartitionKeys("nobody-used-this", 0).meta)
+
+
+def test_a_layout_this_release_does_not_know_is_refused_everywhere(
+        redis_url: str, queue_name: str) -> None:
+    meta = PartitionKeys(queue_name, 0).meta
+    with sd.Queue(queue_name, url=redis_url) as queue:
+        queue.client.hset(meta, mapping={"partitions": 1, "layout": 3})  # a later release's
+        with pytest.raises(sd.LayoutError, match="layout '3'") as refused:
+            queue.enqueue("t", 1)
+        assert refused.value.field == "layout" and meta in str(refused.value)
+        worker = sd.Worker(queue)
+        worker.handler("t")(lambda job: None)
+        with pytest.raises(sd.LayoutError, match="cannot read"):
+            worker.run(until_idle=True)
+        # the dispatcher's script writes nothing on it either
+        keys = PartitionKeys(queue_name, 0)
+        queue.client.hset(meta, "layout", 1)
+        queue.enqueue("t", {"n": 1}, id="j")
+        queue.client.hset(meta, "layout", 3)
+        with pytest.raises(sd.LayoutError, match="cannot write"):
+            call(queue.client, "promoteDueV2", keys, [100])
+        assert queue.client.zscore(keys.delayed, "j") is not None
+        assert queue.get("j").state == "delayed"  # type: ignore[union-attr]
+
+
+def test_a_running_worker_stops_when_the_queue_moves_to_a_layout_it_does_not_know(
+        queue: sd.Queue, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("streamdelay.consumer.upkeep.FLEET_EVERY_S", 0.1)
+    queue.enqueue("t", 1, delay=3600)  # keeps the worker from going idle
+    worker = sd.Worker(queue, consumer="w-layout")
+    worker.handler("t")(lambda job: None)
+    fleet = PartitionKeys(queue.name, 0).fleet
+    running = threading.Thread(target=lambda: asyncio.run(worker.serve()))
+    running.start()
+    deadline = time.monotonic() + 10
+    while queue.client.hget(fleet, "w-layout") is None:  # started: it said it reads up to 2
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert queue.client.hget(fleet, "w-layout").startswith(b"2|")  # type: ignore[union-attr]
+    queue.client.hset(PartitionKeys(queue.name, 0).meta, "layout", 3)  # a later release's
+    running.join(10)  # its fleet renewal sees layout 3, logs it and stops gracefully
+    assert not running.is_alive()
+
+
+def test_workers_and_pull_consumers_join_the_fleet_and_migrate_names_a_stranger(
+        queue: sd.Queue, keys: PartitionKeys) -> None:
+    c = queue.client
+    c.hdel(keys.meta, "layout")  # back to layout 1, as an older release created it
+    fleet = PartitionKeys(queue.name, 0).fleet
+    worker = sd.Worker(queue, consumer="w-1", group="g")
+    worker.handler("u")(lambda job: None)
+    queue.enqueue("u", 1, id="run-now")
+    worker.run(until_idle=True)
+    assert queue.reserve("u", group="g", consumer="pull-1") == []
+    now_ms = int(c.time()[0]) * 1000
+    for member in (b"w-1", b"pull-1"):
+        layout, _, until = c.hget(fleet, member).partition(b"|")  # type: ignore[union-attr]
+        assert layout == b"2" and now_ms + 80_000 < int(until) <= now_ms + 91_000
+    assert 0 < c.pttl(fleet) <= 180_000
+    queue.enqueue("t", 2, id="taken")
+    promote(c, keys, 1)
+    assert list(take(c, keys)) == ["taken"]  # consumer c of group g: no fleet entry
+    with pytest.raises(sd.LayoutError, match="'c'") as refused:
+        queue.migrate()
+    assert "w-1" not in str(refused.value) and "pull-1" not in str(refused.value)
+    assert c.hget(keys.meta, "layout") is None  # nothing written
+    assert queue.migrate(seen_within=0) == [1]  # the window: c took its job longer ago
+    assert c.hget(keys.meta, "layout") == b"2"
+
+
+def test_http_consumers_join_the_fleet_and_a_queue_on_an_unknown_layout_is_refused(
+        redis_url: str, queue_name: str) -> None:
+    later = f"{queue_name}-l3"
+    with sd.Queue(queue_name, url=redis_url) as queue:
+        queue.enqueue("t", {"n": 1}, id="h")
+        queue.client.hset(PartitionKeys(later, 0).meta, mapping={"partitions": 1, "layout": 3})
+        with WebServer(redis_url, [queue_name, later]) as server:
+            path = "/v1/queues/{}/topics/t:reserve"
+            status, _ = _call(server, "POST", path.format(queue_name),
+                              {"group": "g", "consumer": "h-1", "wait_ms": 0, "count": 1})
+            assert status == 200
+            entry = queue.client.hget(PartitionKeys(queue_name, 0).fleet, "h-1")
+            assert entry is not None and entry.startswith(b"2|")
+            status, body = _call(server, "POST", path.format(later),
+                                 {"group": "g", "consumer": "h-1", "wait_ms": 0, "count": 1})
+            assert status == 503 and "layout '3'" in body["error"]["message"], body

@@ -34,9 +34,11 @@ def _steps(state: ReserveState, replies: list[Any], block_ms: int = 1000) -> lis
 
 
 def _settled_state() -> ReserveState:
-    """A state whose group is registered and whose reclaim and prune are not due."""
+    """A state whose group is registered and whose reclaim, prune and fleet renewal
+    (docs/keys.md#fleet) are not due."""
     key = ("g", "t")
-    return ReserveState(registered={key}, next_reclaim={key: 1e18}, next_prune={key: 1e18})
+    return ReserveState(registered={key}, next_reclaim={key: 1e18}, next_prune={key: 1e18},
+                        next_fleet={"c": 1e18})
 
 
 def test_a_plain_topic_is_checked_and_read_in_one_round_trip() -> None:

@@ -24,8 +24,9 @@ from streamdelay.producer.enqueuing import (
 from streamdelay.protocol import scripts as scripts_module
 from streamdelay.protocol.batching import by_partition, partition_batches
 from streamdelay.protocol.keys import partition_of
+from streamdelay.protocol.layouts import migrate_plan
 from streamdelay.protocol.partitions import partition_check_plan
-from streamdelay.protocol.plan import Command, EachCall, Plan, Step
+from streamdelay.protocol.plan import Command, Commands, EachCall, Plan, Step
 from streamdelay.protocol.replies import (
     RescheduleReply,
     parse_enqueue,
@@ -227,25 +228,66 @@ def name_of_any(step: Step) -> str:
 
 
 def test_partition_check_refuses_another_count_naming_partitions() -> None:
-    answers = iter([None, 0, b"4"])  # HGET: none; HSETNX: another process was first; HGET
+    answers = iter([[None, None], 0, b"4"])  # HMGET: none; HSETNX: another was first; HGET
     with pytest.raises(sd.ConfigError, match="partitions=4") as refused:
         drive(partition_check_plan("orders", 2), lambda step: next(answers))
     assert refused.value.field == "partitions"
     done, steps = drive(partition_check_plan("orders", 2),
-                        lambda step: None if name_of(step) == "HGET" else 1)
-    # the creator also sets the record layout (docs/keys.md#layouts)
-    assert done is None and [name_of(s) for s in steps] == ["HGET", "HSETNX", "HSETNX"] * 2
+                        lambda step: [None, None] if name_of(step) == "HMGET" else 1)
+    # the creator sets the layout every release reads (docs/keys.md#layouts)
+    assert done is None and [name_of(s) for s in steps] == ["HMGET", "HSETNX", "HSETNX"] * 2
     assert [s.args[1:] for s in steps if name_of(s) == "HSETNX"][1::2] == [  # type: ignore[union-attr]
-        ("sd:{orders#0}:meta", "layout", 2), ("sd:{orders#1}:meta", "layout", 2)]
-    _, steps = drive(partition_check_plan("orders", 2), lambda step: b"2")
-    assert [name_of(s) for s in steps] == ["HGET", "HGET"]  # an agreed queue costs no write
+        ("sd:{orders#0}:meta", "layout", 1), ("sd:{orders#1}:meta", "layout", 1)]
+    _, steps = drive(partition_check_plan("orders", 2), lambda step: [b"2", b"2"])
+    assert [name_of(s) for s in steps] == ["HMGET", "HMGET"]  # an agreed queue costs no write
 
 
 def test_partition_check_of_a_read_only_command_writes_nothing_and_names_a_missing_queue(
 ) -> None:
     with pytest.raises(sd.NoSuchQueue, match="no such queue"):
         drive(partition_check_plan("orders", 2, create=False),
-              lambda step: None if name_of(step) == "HGET" else 0)
+              lambda step: [None, None] if name_of(step) == "HMGET" else 0)
+
+
+@pytest.mark.parametrize("create", [True, False])
+def test_a_layout_this_release_does_not_know_is_refused_before_anything_is_written(
+        create: bool) -> None:
+    for found in (b"3", b"two", b"0"):
+        with pytest.raises(sd.LayoutError, match="cannot read") as refused:
+            drive(partition_check_plan("orders", 1, create),
+                  lambda step, found=found: [b"1", found])  # type: ignore[misc]
+        assert refused.value.field == "layout" and "sd:{orders#0}:meta" in str(refused.value)
+    for known in (None, b"1", b"2"):
+        done, steps = drive(partition_check_plan("orders", 1, create),
+                            lambda step, known=known: [b"1", known])  # type: ignore[misc]
+        assert done is None and [name_of(s) for s in steps] == ["HMGET"]
+
+
+def test_migrate_names_every_live_process_that_cannot_read_layout_2() -> None:
+    def answer(step: Step) -> Any:
+        if isinstance(step, Commands):
+            return [[b"fast"], [b"fast", b"slow"]]  # HKEYS groups, HKEYS counts
+        args = step.args  # type: ignore[union-attr]
+        if args[0] == "TIME":
+            return [b"1000", b"0"]  # now = 1000 s
+        if args[0] == "HGETALL":  # fleet: a live member, an expired one, one that reads less
+            return {b"new-1": b"2|1000500", b"gone": b"2|999000", b"future": b"1|1000500"}
+        if args[0] == "HGET":
+            return None  # layout 1
+        if args[0] == "TYPE":
+            return b"stream" if args[1].endswith(":t:fast") else b"none"
+        if args[1] == "GROUPS":
+            return [{b"name": b"workers"}]
+        return [[b"name", b"new-1", b"pending", 0, b"idle", 5],  # a RESP2 flat row
+                {b"name": b"old", b"pending": 2, b"idle": 300},  # an older release, live
+                {b"name": b"gone", b"pending": 0, b"idle": 70000}]  # silent past the window
+    with pytest.raises(sd.LayoutError) as refused:
+        drive(migrate_plan("orders", 1), answer)
+    message = str(refused.value)
+    assert "'old'" in message and "'future'" in message and "'new-1'" not in message
+    assert "'gone'" not in message and refused.value.field == "layout"
+    with pytest.raises(sd.ValidationError, match="seen_within"):
+        drive(migrate_plan("orders", 1, -1.0), answer)
 
 
 def test_batching_keeps_order_within_a_partition_and_bounds_each_batch() -> None:

@@ -60,10 +60,11 @@ def v1_env(v1: Path) -> dict[str, str]:
 class Worker:
     """A worker process of ``tests/apps/reliability_app.py``, on either release."""
 
-    def __init__(self, url: str, queue: str, out: Path, name: str, v1: Path | None) -> None:
+    def __init__(self, url: str, queue: str, out: Path, name: str, v1: Path | None,
+                 *options: str) -> None:
         self.log = out / f"{name}.log"
         args = [sys.executable, "-m", "tests.apps.reliability_app", url, queue, str(out),
-                "--consumer", name, "--block", "0.2"]
+                "--consumer", name, "--block", "0.2", *options]
         with self.log.open("ab") as log:  # the old one runs in its own tree, first on sys.path
             self.process = subprocess.Popen(args, cwd=v1 or ROOT, stdout=log, stderr=log,
                                             env=v1_env(v1) if v1 else None)
@@ -239,8 +240,11 @@ def test_a_mixed_fleet_on_layout_1_then_migrate_to_layout_2_handles_every_job_on
             assert all(starts[f"flaky-{i}"] == 3 for i in range(40))
             old.process.send_signal(signal.SIGTERM)  # rolled: the old process drains and exits
             assert old.process.wait(30) == 0, old.log.read_text()
-            # migrate while the new worker runs
-            done = subprocess.run([sys.executable, "-m", "streamdelay", "migrate", name],
+            # migrate while the new worker runs, once the old consumer was silent for the
+            # window given (docs/keys.md#fleet)
+            time.sleep(1.1)
+            done = subprocess.run([sys.executable, "-m", "streamdelay", "migrate", name,
+                                   "--seen-within", "1s"],
                                   env={**os.environ, "STREAMDELAY_URL": url}, cwd=ROOT,
                                   capture_output=True, text=True, timeout=60)
             assert done.returncode == 0, done.stderr

@@ -50,6 +50,11 @@ class ConfigError(StreamdelayError):
     """The queue, worker or Redis setup is not usable (bad URL, old Redis, group clash ...)."""
 
 
+class LayoutError(ConfigError):
+    """A queue's record layout is one this process cannot read, or a layout change was refused
+    because a live process could not read the new one (docs/keys.md#layouts)."""
+
+
 class ConnectionFailed(StreamdelayError):
     """Redis could not be reached (after the retry policy gave up)."""
 

@@ -345,8 +345,8 @@ def drop_queue(url: str, name: str) -> None:
     client = sync_client(url, 5.0)
     try:
         for keys in partition_keys(name, 1):
-            client.delete(*keys.script_keys(), keys.meta, *(keys.stream(t) for t in TOPICS),
-                          *(keys.dead(t) for t in TOPICS))
+            client.delete(*keys.script_keys(), keys.meta, keys.fleet,
+                          *(keys.stream(t) for t in TOPICS), *(keys.dead(t) for t in TOPICS))
         # the workers' lateness record (docs/dashboard.md#lateness): the minutes of the demo
         reply = client.time()
         seconds = next(iter(reply.values()))[0] if isinstance(reply, dict) else reply[0]

@@ -6,9 +6,10 @@ from __future__ import annotations
 import click
 
 from ..producer.listing import MAX_LIMIT, STATES, JobPage
+from ..protocol.layouts import SEEN_WITHIN_S
 from .options import json_option, partitions_option, url_option
 from .output import iso_ms, table, to_json
-from .support import operator_queue
+from .support import Duration, operator_queue
 
 JOBS_COLUMNS = ("ID", "TOPIC", "STATE", "DUE", "ATTEMPTS", "DETAIL")
 
@@ -99,16 +100,21 @@ def resume(queue_name: str, topic: str, url: str | None, partitions: int | None)
 @click.argument("queue_name", metavar="QUEUE")
 @url_option
 @partitions_option
-def migrate(queue_name: str, url: str | None, partitions: int | None) -> None:
-    """Move QUEUE to record layout 2 (a waiting job's body kept once in Redis). Run it once
-    every process of the queue runs this release; safe while they run, and to run again.
+@click.option("--seen-within", type=Duration(), default=SEEN_WITHIN_S, show_default=True,
+              help="A consumer of the queue that was active this recently and keeps no fleet "
+                   "record (an older release) counts as live and blocks the move.")
+def migrate(queue_name: str, url: str | None, partitions: int | None,
+            seen_within: float) -> None:
+    """Move QUEUE to record layout 2 (a waiting job's body kept once in Redis). Refused, naming
+    them, while a live process cannot read layout 2; safe while this release runs, and to run
+    again.
 
     \b
     Example:
       streamdelay migrate orders
     """
     with operator_queue(queue_name, url, partitions) as queue:
-        before = queue.migrate()
+        before = queue.migrate(seen_within=seen_within)
     moved = sum(1 for layout in before if layout != 2)
     click.echo(f"{queue_name}: layout 2 on {len(before)} partition(s)"
                + (f", {moved} moved from layout 1" if moved else ", already so"))

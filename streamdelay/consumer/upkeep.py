@@ -10,10 +10,12 @@ import random
 import time
 from typing import Any
 
-from ..base.errors import GroupNotFound
+from ..base.errors import GroupNotFound, LayoutError
 from ..producer.plans import prune_consumers_plan, requeue_stuck_plan
 from ..protocol.batching import batches, by_partition
 from ..protocol.deliveries import touch_call
+from ..protocol.keys import PartitionKeys
+from ..protocol.layouts import FLEET_EVERY_S, join_fleet_call, layout_of
 from ..protocol.replies import parse_stats, texts
 from ..protocol.scripts import script
 from ..redis_io.runner import drive_async
@@ -121,6 +123,26 @@ async def reclaim_loop(worker: UpkeepHost) -> None:
             if removed:
                 log.info("removed %d consumer(s) that were gone and owned nothing: %s",
                          len(removed), ", ".join(removed[:10]))
+
+
+async def join_fleet(worker: UpkeepHost) -> None:
+    """Say in the queue's fleet record that this consumer is live and which record layouts it
+    reads; a ``LayoutError`` when the queue is on one it cannot read (docs/keys.md#fleet)."""
+    layout = await worker.call(join_fleet_call(worker.config.name, worker.consumer), "fleet")
+    layout_of(layout, PartitionKeys(worker.config.name, 0).meta)
+
+
+async def fleet_loop(worker: UpkeepHost) -> None:
+    """Renew the fleet entry every ``FLEET_EVERY_S``; stop the worker (an error logged) once
+    the queue is on a layout this release cannot read: it never serves one."""
+    while True:
+        await asyncio.sleep(FLEET_EVERY_S * random.uniform(0.8, 1.0))
+        try:
+            await join_fleet(worker)
+        except LayoutError as exc:
+            log.error("%s; stopping the worker", exc)
+            worker.stop()
+            return
 
 
 async def idle_watch(worker: UpkeepHost) -> None:

@@ -248,7 +248,8 @@ class Worker:
                  self._start_loop("reclaim", partial(upkeep.reclaim_loop, self)),
                  self._start_loop("paused", partial(pausing.watch, self)),
                  self._start_loop("limits", partial(limiting.watch, self)),
-                 self._start_loop("lateness", partial(self.lateness.run, self.client))]
+                 self._start_loop("lateness", partial(self.lateness.run, self.client)),
+                 self._start_loop("fleet", partial(upkeep.fleet_loop, self))]
         if until_idle:
             tasks.append(asyncio.create_task(upkeep.idle_watch(self)))
         if dispatcher is not None:
@@ -279,6 +280,7 @@ class Worker:
         """Bind this worker's topics to its group and create the groups (idempotent)."""
         cfg = self.config
         await agree_partitions_async(self.client, cfg.url, cfg.name, cfg.partitions, None)
+        await upkeep.join_fleet(self)  # before the first read: migrate sees a live reader
         self.observer = await observe(cfg.name, self.group, self.client)  # clock, tracing
         topics = sorted(self.handlers)
         for keys in self.partitions:

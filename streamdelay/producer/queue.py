@@ -25,7 +25,7 @@ from ..base.models import (
 )
 from ..limits.plans import limits_plan, set_limit_plan
 from ..limits.rates import Rate, TopicLimit
-from ..protocol.partitions import migrate_plan
+from ..protocol.layouts import SEEN_WITHIN_S, migrate_plan
 from ..protocol.plan import Plan
 from ..redis_io.agreement import agree_partitions_async, agree_partitions_sync
 from ..redis_io.config import QueueConfig, mask_url, resolve_partitions, resolve_url
@@ -233,11 +233,13 @@ class Queue(_QueueFace, SyncPull, ScheduleMethods):
         result: dict[str, TopicLimit] = self._operate(limits_plan(self.config))
         return result
 
-    def migrate(self) -> list[int]:
-        """Move every partition to record layout 2 (one copy of a body in Redis) once no older
-        process is left; idempotent. The layouts before, per partition
-        (docs/operations.md#upgrading-a-running-queue)."""
-        result: list[int] = self._operate(migrate_plan(self.config.name, self.config.partitions))
+    def migrate(self, *, seen_within: float = SEEN_WITHIN_S) -> list[int]:
+        """Move every partition to record layout 2 (one copy of a body in Redis); idempotent.
+        The layouts before, per partition. Refused (``LayoutError`` naming them) while a live
+        process cannot read layout 2: a consumer active within ``seen_within`` seconds
+        that keeps no fleet record counts as one (docs/operations.md#upgrading-a-running-queue)."""
+        result: list[int] = self._operate(migrate_plan(self.config.name, self.config.partitions,
+                                                       seen_within))
         return result
 
     def close(self) -> None:
@@ -401,10 +403,10 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncScheduleMethods):
         result: dict[str, TopicLimit] = await self._operate(limits_plan(self.config))
         return result
 
-    async def migrate(self) -> list[int]:
+    async def migrate(self, *, seen_within: float = SEEN_WITHIN_S) -> list[int]:
         """Move every partition to record layout 2; see ``Queue.migrate``."""
         result: list[int] = await self._operate(
-            migrate_plan(self.config.name, self.config.partitions))
+            migrate_plan(self.config.name, self.config.partitions, seen_within))
         return result
 
     async def close(self) -> None:

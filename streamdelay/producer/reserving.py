@@ -33,6 +33,7 @@ from ..protocol.deliveries import (
     touch_call,
 )
 from ..protocol.keys import PartitionKeys, partition_keys
+from ..protocol.layouts import FLEET_EVERY_S, join_fleet_call, layout_of
 from ..protocol.plan import Command, Commands, Plan
 from ..protocol.replies import parse_fail, text, texts
 from ..protocol.scripts import ScriptCall, script
@@ -48,6 +49,7 @@ READ_SLICE_S = 1.0  # longest single blocking read: a pause is seen within about
 CLUSTER_SLICE_S = 0.25  # a cluster blocks on one partition at a time, in turns
 RECLAIM_EVERY_S = 1.0  # like a worker's reclaim_interval
 PRUNE_EVERY_S = 60.0  # like a worker's prune pass
+FLEET_REMEMBERED = 4096  # consumers whose fleet renewal time is kept (the expired ones go first)
 
 
 def default_consumer_name() -> str:
@@ -82,6 +84,7 @@ class ReserveState:
     registered: set[tuple[str, str]] = field(default_factory=set)  # (group, topic)
     next_reclaim: dict[tuple[str, str], float] = field(default_factory=dict)  # monotonic s
     next_prune: dict[tuple[str, str], float] = field(default_factory=dict)
+    next_fleet: dict[str, float] = field(default_factory=dict)  # consumer -> monotonic s
     turn: int = 0  # the partition a round starts at, in turns
     rest_s: float = 0.0  # set by a limited read held back by the rate: sleep this long
     plain: set[str] = field(default_factory=set)  # topics last found neither paused nor limited
@@ -128,6 +131,12 @@ def upkeep_plan(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, now: f
     if key not in state.registered:
         yield from _register_plan(cfg, args.group, args.topic)
         state.registered.add(key)
+    if now >= state.next_fleet.get(args.consumer, 0.0):  # before its read: docs/keys.md#fleet
+        if len(state.next_fleet) >= FLEET_REMEMBERED:
+            state.next_fleet = {c: t for c, t in state.next_fleet.items() if t > now}
+        state.next_fleet[args.consumer] = now + FLEET_EVERY_S
+        layout_of((yield join_fleet_call(cfg.name, args.consumer)),
+                  PartitionKeys(cfg.name, 0).meta)
     moved = 0
     if now >= state.next_reclaim.get(key, 0.0):
         state.next_reclaim[key] = now + RECLAIM_EVERY_S

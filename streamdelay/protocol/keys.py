@@ -56,8 +56,15 @@ class PartitionKeys:
 
     @property
     def meta(self) -> str:
-        """Hash of queue-wide settings every process must agree on (``partitions``)."""
+        """Hash of queue-wide settings every process must agree on (``partitions``, and the
+        record ``layout``: docs/keys.md#layouts)."""
         return self.prefix + "meta"
+
+    @property
+    def fleet(self) -> str:
+        """Hash: consumer -> the highest record layout it reads and until when it counts as
+        live (partition 0's only, for the whole queue; docs/keys.md#fleet)."""
+        return self.prefix + "fleet"
 
     @property
     def paused(self) -> str:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from ..base.errors import (
     ConfigError,
     GroupNotFound,
+    LayoutError,
     ScriptError,
     StreamdelayError,
     ValidationError,
@@ -49,6 +50,14 @@ def _wrong_type(script: str, detail: str, message: str) -> StreamdelayError:
         f"streamdelay keeps there (see docs/keys.md); nothing was written", script=script)
 
 
+def _layout(script: str, detail: str, message: str) -> StreamdelayError:
+    key, _, found = detail.partition(" ")
+    return LayoutError(
+        f"layout: queue key {key} says record layout {found.split(' ', 1)[0]!r}, which this "
+        f"release cannot write; it will not serve this queue. Run a release that reads it "
+        f"(docs/operations.md#upgrading-a-running-queue)", field="layout", script=script)
+
+
 def _unknown(script: str, detail: str, message: str) -> StreamdelayError:
     return ScriptError(f"script {script} failed: {message}", script=script)
 
@@ -61,6 +70,7 @@ SCRIPT_ERRORS: dict[str, Callable[[str, str, str], StreamdelayError]] = {
     "GROUP_TAKEN": _group_taken,  # <topic> <group>: the topic belongs to another group
     "BAD_ARGS": _unknown,  # the ARGV do not follow the script's contract (a client bug)
     "WRONG_TYPE": _wrong_type,  # <key> <type> ...: a key holds another type, nothing written
+    "LAYOUT": _layout,  # <meta key> <layout>: a record layout this release does not know
     "PROMOTE_FAILED": _unknown,  # <key> <error>: the first job of a batch could not be moved
 }
 

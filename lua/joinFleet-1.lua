@@ -1,0 +1,33 @@
+#!lua flags=allow-oom
+-- joinFleet-1: say that a live process of the queue (a consumer: a worker, or a pull/HTTP
+-- consumer) reads the record layouts up to ARGV[2], for the next ARGV[3] ms
+-- (docs/keys.md#fleet). `migrate` refuses a layout a live member cannot read.
+-- KEYS[1] the queue's fleet hash, partition 0's PREFIX..'fleet': consumer ->
+--         '<highest layout it reads>|<live until, epoch ms>'. The partition's meta hash
+--         (KEYS[1] minus 'fleet', then 'meta'; same hash tag) is read, not written.
+-- ARGV[1] consumer name, ARGV[2] highest layout it reads, ARGV[3] ttl ms (how long the entry
+--         counts as live without another call)
+-- Flags: allow-oom (one small field per live consumer, and it removes expired ones: a worker
+--        must be able to start while Redis is full).
+-- Returns the 'layout' field of partition 0's meta hash ('' when absent: layout 1), so a
+--         process sees a layout it does not know within one call.
+-- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
+-- Retry-safe: the same field is written again. Bounded: it looks at 16 random fields per call
+-- and removes those expired; the whole hash expires 2 ttl after the last call.
+-- @include server_time
+
+local key, member, ttl = KEYS[1], ARGV[1], tonumber(ARGV[3])
+local meta = string.sub(key, 1, #key - #'fleet') .. 'meta'
+for _, k in ipairs({key, meta}) do
+  local t = redis.call('TYPE', k).ok
+  if t ~= 'none' and t ~= 'hash' then error({err = 'SDERR WRONG_TYPE ' .. k .. ' ' .. t}) end
+end
+local now = server_time()
+local seen = redis.call('HRANDFIELD', key, 16, 'WITHVALUES')
+for i = 1, #seen, 2 do
+  local until_ms = tonumber(string.match(seen[i + 1], '|(%d+)$') or '0')
+  if until_ms < now then redis.call('HDEL', key, seen[i]) end
+end
+redis.call('HSET', key, member, ARGV[2] .. '|' .. (now + ttl))
+redis.call('PEXPIRE', key, 2 * ttl)
+return redis.call('HGET', meta, 'layout') or ''
