@@ -3,7 +3,7 @@ reason, or handed back (docs/http.md#consumers).
 
 The jobs are taken (Redis counts them as delivered to the consumer) before the answer exists,
 so every step between the take and the last byte of the answer is guarded: a delivery whose
-body JSON cannot carry (a MessagePack extension type, a map keyed by bytes) goes dead alone
+body JSON cannot carry (a MessagePack extension type, a map keyed by arrays) goes dead alone
 with that reason, as a worker dead-letters a body it cannot decode; when the answer cannot be
 built, or its client hung up before it went out, or sending it failed, whatever is still held
 is handed back at once (``AsyncQueue.release``: no attempt spent), never left to its ttr.
