@@ -5,17 +5,22 @@ at once with no attempt spent, for the next reserve. Against a real ``streamdela
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import sys
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import msgspec
 import pytest
+from litestar.response.base import ASGIResponse
 
 import streamdelay as sd
+from streamdelay.web.api.handover import _give_back, _Sending
 from tests.redis_server import RedisServer, wait_until
+from tests.test_pull import promote
 from tests.web_server import WebServer
 
 pytestmark = pytest.mark.timeout(90)
@@ -118,3 +123,46 @@ def test_an_answer_that_fails_to_build_hands_the_jobs_back(
         assert {r.attempt for r in taken} == {1}
         for reservation in taken:
             reservation.ack()
+
+
+@pytest.mark.parametrize("fault", ["send fails", "client gone"])
+def test_an_answer_that_cannot_be_sent_hands_the_jobs_back(shared_redis: RedisServer,
+                                                           queue_name: str, fault: str) -> None:
+    """The response's ASGI app itself, on a real queue: a ``send`` that raises (the
+    connection broke while the answer went out), or a client already gone, gives the jobs
+    back."""
+    with sd.Queue(queue_name, url=shared_redis.url) as plain:
+        plain.enqueue("t", 1, id="s-1")
+        promote(plain)
+
+    async def run() -> None:
+        async with sd.AsyncQueue(queue_name, url=shared_redis.url) as q:
+            [taken] = await q.reserve("t")
+            sent: list[Any] = []
+
+            async def send(message: Any) -> None:
+                if fault == "send fails" and message["type"] == "http.response.body":
+                    raise OSError("connection reset")
+                sent.append(message)
+
+            async def receive() -> Any:
+                await asyncio.sleep(3600)
+
+            gone: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            if fault == "client gone":
+                gone.set_result({"type": "http.disconnect"})
+            app = _Sending(ASGIResponse(body=b'{"deliveries": []}'), gone,
+                           _give_back(q, [taken]))
+            if fault == "send fails":
+                with pytest.raises(OSError):
+                    await app({"type": "http"}, receive, send)
+            else:
+                await app({"type": "http"}, receive, send)
+                assert sent == []  # nothing went out
+            info = await q.get("s-1")
+            assert info is not None and (info.state, info.attempts) == ("ready", 0), info
+            [again] = await q.reserve("t")
+            assert again.attempt == 1
+            await again.ack()
+
+    asyncio.run(run())
