@@ -59,6 +59,9 @@ clean:
 # when its verdict fails; `make chaos` runs all three (each even when an earlier one failed):
 # the third kills a Sentinel-managed primary with its replica stalled while producers enqueue
 # with replicas=1 (docs/guarantees.md#durability-across-failover): 0 acknowledged jobs lost.
+# The fourth (`make chaos-http`) consumes over HTTP: 4 consumer processes reserve and ack
+# through `streamdelay serve` while it is killed with -9 mid-poll and restarted, and some polls
+# hang up (docs/reliability.md#http-consumers).
 chaos: install redis
 	@status=0; \
 	$(BIN)/python -m tests.chaos.run --jobs 20000 --spread 30 --out chaos-results || status=1; \
@@ -66,7 +69,13 @@ chaos: install redis
 	  --out chaos-results/cluster || status=1; \
 	$(BIN)/python -m tests.chaos.failover_run --jobs 5000 --spread 20 \
 	  --out chaos-results/failover || status=1; \
+	$(BIN)/python -m tests.chaos.http_run --jobs 5000 --spread 30 \
+	  --out chaos-results/http || status=1; \
 	exit $$status
+
+.PHONY: chaos-http
+chaos-http: install redis
+	$(BIN)/python -m tests.chaos.http_run --jobs 5000 --spread 30 --out chaos-results/http
 
 .PHONY: chaos-failover
 chaos-failover: install redis

@@ -94,6 +94,39 @@ def test_count_and_default_consumer(queue: sd.Queue) -> None:
         r.ack()
 
 
+def test_release_hands_back_with_no_attempt_spent(queue: sd.Queue) -> None:
+    queue.enqueue_many([sd.JobSpec("t", i, id=f"r{i}", max_attempts=1) for i in range(3)])
+    promote(queue, 3)
+    got = queue.reserve("t", count=3, consumer="c1")
+    assert queue.release(got[:2]) == 2
+    assert got[2].release() is True
+    for job_id in ("r0", "r1", "r2"):  # max_attempts=1: a spent attempt would make it dead
+        info = queue.get(job_id)
+        assert info is not None and (info.state, info.attempts) == ("ready", 0), info
+    again = queue.reserve("t", count=3, consumer="c2")
+    assert sorted(r.id for r in again) == ["r0", "r1", "r2"]
+    assert {r.attempt for r in again} == {1}
+    assert got[0].release() is False  # no longer current: nothing changes
+    with pytest.raises(sd.StaleReceipt):
+        got[0].ack()
+    for reservation in again:
+        reservation.ack()
+
+    queue.enqueue("t", "x", id="ra")
+    promote(queue)
+
+    async def run() -> None:  # the async face
+        async with sd.AsyncQueue(queue.name, url=queue.config.url) as q:
+            [taken] = await q.reserve("t")
+            assert await taken.release() is True
+            [again] = await q.reserve("t")
+            assert (again.id, again.attempt) == ("ra", 1)
+            assert await q.release([taken]) == 0
+            await again.ack()
+
+    asyncio.run(run())
+
+
 def test_fail_retries_with_backoff_then_dead(queue: sd.Queue) -> None:
     queue.enqueue("t", "x", id="f", max_attempts=3, backoff=[0.3, 0.3])
     promote(queue)

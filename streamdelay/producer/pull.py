@@ -12,6 +12,7 @@ import asyncio
 import logging
 import math
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from ..base.models import Delay, Job
@@ -32,6 +33,7 @@ from .reserving import (
     ack_plan,
     default_consumer_name,
     fail_plan,
+    release_plan,
     reserve_args,
     round_plan,
     touch_plan,
@@ -97,6 +99,11 @@ class Reservation(_ReservationData):
         """Heartbeat: the ttr counts again from now (a worker does this every ttr/3)."""
         self._queue._settle(touch_plan(self._queue.config, self._receipt))
 
+    def release(self) -> bool:
+        """Hand the job back at once, no attempt spent: it goes to the tail of its topic for
+        any consumer (``Queue.release``). False when the delivery was no longer current."""
+        return self._queue.release([self]) == 1
+
 
 class AsyncReservation(_ReservationData):
     """One delivery taken by ``AsyncQueue.reserve``; the methods of ``Reservation``, awaitable."""
@@ -121,6 +128,10 @@ class AsyncReservation(_ReservationData):
     async def touch(self) -> None:
         """Heartbeat; see ``Reservation.touch``."""
         await self._queue._settle(touch_plan(self._queue.config, self._receipt))
+
+    async def release(self) -> bool:
+        """Hand the job back, no attempt spent; see ``Reservation.release``."""
+        return await self._queue.release([self]) == 1
 
 
 def _block_ms(deadline: float) -> int:
@@ -194,6 +205,15 @@ class SyncPull(_PullFace):
             elif found.rest_s:  # a limited topic's rate holds back: until the next token
                 time.sleep(min(found.rest_s, left))
 
+    def release(self, reservations: Iterable[_ReservationData]) -> int:
+        """Hand ``reservations`` back at once, none counted as an attempt: each job goes to the
+        tail of its topic for any consumer, as a worker hands back what it holds when it
+        stops. For jobs taken but not to be run (a consumer shutting down, an answer that
+        cannot be delivered). Returns how many were still current; one round trip per
+        partition (docs/pull.md)."""
+        found: int = self._settle(release_plan(self.config, [r._receipt for r in reservations]))
+        return found
+
     def reservation(self, receipt: str) -> Reservation:
         """Rebuild a reservation from its ``receipt`` (no I/O) to ack, fail or touch it, in
         any process; a receipt that does not parse raises ``ValidationError`` (field
@@ -248,6 +268,12 @@ class AsyncPull(_PullFace):
                 await asyncio.sleep(min(REFRESH_S, left))
             elif found.rest_s:  # a limited topic's rate holds back: until the next token
                 await asyncio.sleep(min(found.rest_s, left))
+
+    async def release(self, reservations: Iterable[_ReservationData]) -> int:
+        """Hand ``reservations`` back, no attempt spent; see ``Queue.release``."""
+        found: int = await self._settle(release_plan(self.config,
+                                                     [r._receipt for r in reservations]))
+        return found
 
     def reservation(self, receipt: str) -> AsyncReservation:
         """Rebuild a reservation from its ``receipt``; see ``Queue.reservation``."""

@@ -398,3 +398,21 @@ def touch_plan(cfg: QueueConfig, receipt: Receipt) -> Plan[None]:
                             [receipt.topic, receipt.entry])
     if texts(lost):
         raise _stale(receipt, "touch")
+
+
+def release_plan(cfg: QueueConfig, receipts: list[Receipt]) -> Plan[int]:
+    """Hand reservations back at once (``releaseJobs``, one call per partition and group):
+    each job goes to the tail of its topic for any consumer, no attempt spent, as a worker
+    hands back what it holds at a graceful stop. For a consumer that took jobs it will not
+    run (the HTTP service when its answer cannot be built or sent, docs/http.md#consumers).
+    Returns how many were still current (a stale one is only acknowledged)."""
+    flat: dict[tuple[int, str], list[str]] = {}
+    for receipt in receipts:
+        flat.setdefault((receipt.partition, receipt.group), []).extend(
+            (receipt.topic, receipt.id, receipt.entry))
+    calls = [release_call(PartitionKeys(cfg.name, partition), group, triples)
+             for (partition, group), triples in flat.items()]
+    if not calls:
+        return 0
+    replies = yield calls if len(calls) > 1 else calls[0]
+    return sum(int(reply) for reply in (replies if len(calls) > 1 else [replies]))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 TTR_MS = 3000
@@ -94,20 +94,31 @@ def near_fault(due: float, fault: dict[str, object]) -> bool:
     return float(fault["at"]) - 1000 <= due <= float(fault["end"]) + 1000  # type: ignore[arg-type]
 
 
-def judge(acknowledged: dict[str, int], runs: Sequence[dict[str, float | str | int]],
+Run = dict[str, float | str | int]
+# (first run, second run, injected faults) -> the cause of the second run, or "unexplained"
+Explainer = Callable[[Run, Run, Sequence[dict[str, object]]], str]
+
+
+def _by_pid(first: Run, second: Run, faults: Sequence[dict[str, object]]) -> str:
+    return explain((float(first["start"]), int(first["pid"])),
+                   (float(second["start"]), int(second["pid"])), faults)
+
+
+def judge(acknowledged: dict[str, int], runs: Sequence[Run],
           faults: Sequence[dict[str, object]], refused: int, *, refused_oom: int = 0,
-          big: Sequence[str] = ()) -> Verdict:
+          big: Sequence[str] = (), explainer: Explainer = _by_pid) -> Verdict:
     """Check the history against the acknowledged enqueues.
 
     ``refused`` counts enqueues refused for any reason but memory, ``refused_oom`` those Redis
     refused with ``OOM`` (a squeeze: not a promise, not a failure); ``big`` names the
     acknowledged jobs with 64 KiB-1 MiB bodies. A run recorded with ``"intact": false`` got a
-    body that does not match what was enqueued (its number or its SHA-256).
+    body that does not match what was enqueued (its number or its SHA-256). ``explainer``
+    names the cause of each second run (default: ``explain``, by process and fault window).
     """
-    starts: dict[str, list[tuple[float, int]]] = {}
+    starts: dict[str, list[Run]] = {}
     corrupt_ids: set[str] = set()
     for run in runs:
-        starts.setdefault(str(run["id"]), []).append((float(run["start"]), int(run["pid"])))
+        starts.setdefault(str(run["id"]), []).append(run)
         if not run.get("intact", True):
             corrupt_ids.add(str(run["id"]))
     big_acknowledged = set(big) & set(acknowledged)
@@ -119,20 +130,21 @@ def judge(acknowledged: dict[str, int], runs: Sequence[dict[str, float | str | i
     during: list[float] = []
     outside: list[float] = []
     by_kind: dict[str, list[float]] = {}
-    for job_id, job_starts in starts.items():
-        job_starts.sort()
+    for job_id, job_runs in starts.items():
+        job_runs.sort(key=lambda run: float(run["start"]))
         due = acknowledged.get(job_id)
         if due is None:
             continue
-        early += sum(1 for s, _ in job_starts if s + 1 < due)  # 1 ms: rounding of ms clocks
-        late = job_starts[0][0] - due
+        # 1 ms: rounding of ms clocks
+        early += sum(1 for run in job_runs if float(run["start"]) + 1 < due)
+        late = float(job_runs[0]["start"]) - due
         lateness.append(late)
         near = {str(f["kind"]) for f in injected if near_fault(due, f)}
         (during if near else outside).append(late)
         for kind in near:
             by_kind.setdefault(kind, []).append(late)
-        for earlier, later in itertools.pairwise(job_starts):
-            causes[explain(earlier, later, injected)] += 1
+        for earlier, later in itertools.pairwise(job_runs):
+            causes[explainer(earlier, later, injected)] += 1
     return Verdict(
         enqueued_acknowledged=len(acknowledged),
         enqueue_refused=refused,

@@ -58,7 +58,9 @@ async def decode_optional(request: Request[Any, Any, Any], kind: type[T]) -> T |
 
 def decode_bytes(data: bytes, kind: type[T]) -> T | None:
     """``data`` (JSON) as ``kind``, None when empty; 400 naming the field when it does not
-    fit, 400 ``too_deep`` when nested deeper than the decoder's recursion allows."""
+    fit, 400 ``too_deep`` when nested deeper than the decoder's recursion allows, 400 naming
+    ``body`` when it is not JSON (bytes that are not UTF-8 included: msgspec raises
+    ``UnicodeDecodeError`` for those inside a string, not a ``DecodeError``)."""
     if not data.strip():
         return None
     try:
@@ -71,6 +73,9 @@ def decode_bytes(data: bytes, kind: type[T]) -> T | None:
     except msgspec.DecodeError as exc:
         raise ApiError(400, "bad_request", f"the body is not valid JSON: {exc}", "body"
                        ) from None
+    except UnicodeDecodeError:
+        raise ApiError(400, "bad_request", "the body is not valid JSON: a string in it is not "
+                       "UTF-8", "body") from None
     return decoded
 
 

@@ -17,7 +17,8 @@ from ...producer.receipts import decode_receipt
 from ..auth import needs, principal_of
 from .bodies import body, decode, decode_optional
 from .common import PREFIX, WRITE_ERRORS, ReceiptParam, TopicParam, errors, served
-from .models import Delivery, FailBody, ReserveAnswer, ReserveBody, Settled, seconds_of
+from .handover import HandOver, carry
+from .models import FailBody, ReserveAnswer, ReserveBody, Settled, seconds_of
 
 CONSUME = needs("consume")
 # A long poll waits in slices, so a stopping service answers within one (docs/http.md#serve).
@@ -45,32 +46,23 @@ async def reserve(request: Request[Any, Any, Any], queue: str, topic: TopicParam
     draining = request.app.state.service.draining
     deadline = time.monotonic() + data.wait_ms / 1000
     # the body is read: the next message from the server is the client's disconnect
-    gone = asyncio.ensure_future(request.receive()) if data.wait_ms > POLL_SLICE * 1000 \
-        else None
+    gone = asyncio.ensure_future(request.receive())
+    answer: HandOver | None = None
     try:
         while True:
             left = max(0.0, deadline - time.monotonic())
             wait = min(POLL_SLICE, left)
             found = await target.reserve(topic, group=data.group, consumer=consumer,
                                          wait=wait, count=data.count)
-            if found or wait >= left or draining.is_set():
-                break
-            if gone is not None and gone.done():  # nobody waits for an answer any more
+            if found:  # delivered, dead-lettered or handed back: never held for nobody
+                answer = await carry(request, queue, target, data.group, found, gone)
+                if answer is not None:
+                    return answer
+            if wait >= left or draining.is_set() or gone.done():
                 return Response(None, status_code=204)  # type: ignore[arg-type]
     finally:
-        if gone is not None:
+        if answer is None:  # else the answer cancels it once sent
             gone.cancel()
-    if not found:
-        return Response(None, status_code=204)  # type: ignore[arg-type]
-    metrics = request.app.state.metrics
-    service = request.app.state.service
-    for reservation in found:  # Prometheus, and the dashboard's lateness record
-        late_ms = metrics.reserved(queue, reservation.topic, reservation.due)
-        if late_ms is not None:
-            service.observe_lateness(queue, reservation.topic, late_ms)
-    return Response(ReserveAnswer([
-        Delivery(r.id, r.topic, r.body, r.headers, r.attempt, r.due, r.ttr, r.receipt)
-        for r in found]))
 
 
 class Counts(Protocol):
