@@ -123,7 +123,8 @@ def _body_has(body: Any, pair: str) -> bool:
 @dataclass(frozen=True)
 class SearchPage:
     """One call of ``Queue.search``: the matching jobs in listing order, how many jobs the call
-    examined, and the cursor of the next call (None: the search is complete)."""
+    tested against the filter (``examined``), and the cursor of the next call (None: the
+    search is complete)."""
 
     jobs: list[JobInfo] = field(default_factory=list)
     cursor: str | None = None
@@ -163,11 +164,12 @@ def search_pages(cfg: QueueConfig, filt: JobFilter, scan: int, cursor: str | Non
     states: tuple[ListState, ...] = STATES if filt.state is None else (filt.state,)  # type: ignore[assignment]
     index, listing = _split_cursor(cursor, states)
     found: list[JobInfo] = []
-    examined, now = 0, 0
-    while examined < scan and index < len(states):
-        size = min(PAGE, scan - examined)
+    examined = spent = now = 0
+    while spent < scan and index < len(states):
+        size = min(PAGE, scan - spent)
         page, now = yield from timed_jobs_plan(cfg, states[index], filt.topic, size, listing)
-        examined += size  # charged whole: a filtered listing examines up to this many or more
+        spent += size  # charged whole: a page may come back short and still cost its reads
+        examined += len(page.jobs)
         found.extend(job for job in page.jobs if filt.matches(job))
         listing = page.cursor
         if listing is None:
@@ -235,12 +237,12 @@ def bulk_plan(cfg: QueueConfig, action: str, filt: JobFilter, *, dry_run: bool =
     chosen: BulkAction = action  # type: ignore[assignment]
     checked = bulk_filter(action, filt)
     target: int | None = None
-    if chosen == "reschedule" and cursor is not None and not dry_run:
-        fixed, bar, cursor = cursor.partition("|")
-        if not bar or not fixed.lstrip("-").isdigit():
+    if chosen == "reschedule" and cursor is not None and "|" in cursor:
+        fixed, _, cursor = cursor.partition("|")
+        if not fixed.isdigit():
             raise ValidationError("cursor: not a cursor of this bulk reschedule",
                                   field="cursor")
-        target, cursor = int(fixed), cursor or None
+        target = None if dry_run else int(fixed)
     kind, when = when_args(delay, at) if chosen == "reschedule" else ("r", 0)
     page, now = yield from search_pages(cfg, checked, scan, cursor)
     if chosen == "reschedule" and target is None:
