@@ -119,7 +119,7 @@ def test_pages_render_escaped_with_their_csrf_field() -> None:
                   now="t", user="ops", csrf_token="tok<en>")
     assert "&lt;b&gt;" in html and "<b>" not in html.split("<body>")[1].replace("<body>", "")
     assert 'name="_csrf_token" value="tok&lt;en&gt;"' in html  # the log-out form
-    assert 'data-live="/q/q/fragment/topics"' in html and "action=pause" not in html
+    assert 'data-live="/q/q/fragment/topics?detail=1"' in html and "action=pause" not in html
     assert "action=pause" in render("queue.html", queues=["q"], queue="q", rows=rows,
                                     total=views.totals(rows), now="t", can={"pause"})
     confirm = render("confirm.html", queues=["q"], queue="q", act=ACTIONS["cancel"],
