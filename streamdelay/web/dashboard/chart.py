@@ -67,7 +67,7 @@ _LEFT, _BOTTOM, _TOP = 52, 20, 8  # margins for the axis labels
 
 def _frame(width: int, height: int, title: str, css: str) -> list[str]:
     return [f'<svg class="chart big {css}" viewBox="0 0 {width} {height}" '
-            f'preserveAspectRatio="none" role="img" aria-label="{escape(title)}">',
+            f'role="img" aria-label="{escape(title)}">',
             f"<title>{escape(title)}</title>"]
 
 
@@ -85,7 +85,7 @@ def _x_labels(count: int, width: int, height: int) -> list[str]:
 
 
 def lateness_panel(p50: Sequence[float | None], p99: Sequence[float | None], *,
-                   width: int = 640, height: int = 180, title: str = "") -> str:
+                   width: int = 560, height: int = 200, title: str = "") -> str:
     """The queue page's lateness chart: p50 (solid) and p99 (dashed) per minute, ms on a log
     axis labelled 1 ms … 10 s, minutes ago on the x axis."""
     plot_h = height - _BOTTOM - _TOP
@@ -120,7 +120,7 @@ def _nice(top: int) -> int:
         step *= 10
 
 
-def throughput_panel(series: dict[str, list[int]], *, width: int = 640, height: int = 150,
+def throughput_panel(series: dict[str, list[int]], *, width: int = 560, height: int = 160,
                      title: str = "") -> str:
     """The queue page's throughput chart: per minute, handler starts and deliveries settled
     ok, retried and dead, one line each, with the axis maximum labelled. The totals are in
@@ -132,7 +132,7 @@ def throughput_panel(series: dict[str, list[int]], *, width: int = 640, height: 
     totals = " ".join(f'data-{name}="{sum(series.get(name, []))}"' for name, _ in SERIES)
     parts = _frame(width, height, title or "throughput per minute", "throughput")
     parts[0] = parts[0][:-1] + f" {totals}>"
-    for value in (top, top // 2 if top > 1 else 0, 0):
+    for value in (top, top // 2, 0) if top > 1 else (top, 0):
         y = _TOP + round(plot_h - value / top * plot_h, 1)
         parts.append(f'<line class="guide" x1="{_LEFT}" y1="{y}" x2="{width - 8}" y2="{y}"/>')
         parts.append(f'<text class="axis" x="{_LEFT - 6}" y="{y + 4}" text-anchor="end">'

@@ -25,8 +25,9 @@ from .forms import Form
 from .pages import Req, base_context, html, principal, problem, see_other, served, status_of
 from .render import render
 
-SCAN = 1000  # jobs one page of results examines
-STEPS = 10  # bulk calls per request (dry run and action): at most STEPS * SCAN jobs examined
+SCAN = 250  # jobs one page of results examines (a page shows at most this many rows)
+STEPS = 10  # bulk calls per request (dry run and action), each examining BULK_SCAN jobs
+BULK_SCAN = 1000
 DONE = {"cancel": "cancelled", "reschedule": "rescheduled", "replay": "replayed",
         "purge": "purged"}
 
@@ -87,7 +88,7 @@ async def find_page(request: Req, queue: str, cursor: str = "") -> Response[str]
     rows = views.page_view(JobPage(page.jobs, page.cursor), stats.now) if page is not None else None
     return html(render("find.html", **base_context(request, queue), f=filt, states=STATES,
                        topics=sorted(stats.topics), rows=rows, page=page, cursor=cursor,
-                       actions=_offered(filt),
+                       actions=_offered(filt), scan=SCAN,
                        labels={n: ACTIONS[n].label for n in BULK_ACTIONS}))
 
 
@@ -105,7 +106,7 @@ async def _steps(q: AsyncQueue, name: str, filt: Filter, dry_run: bool, cursor: 
     """Up to STEPS bulk calls from ``cursor``: (matched, changed, examined, cursor left)."""
     matched = changed = examined = 0
     for _ in range(STEPS):
-        result = await q.bulk(name, dry_run=dry_run, scan=SCAN, cursor=cursor, delay=delay,
+        result = await q.bulk(name, dry_run=dry_run, scan=BULK_SCAN, cursor=cursor, delay=delay,
                               **filt.arguments())
         matched, changed = matched + result.matched, changed + result.changed
         examined += result.examined
