@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
+import time
 from pathlib import Path
 
 import streamdelay as sd
@@ -29,6 +30,7 @@ PAGES = {  # file name -> path (after the queue is filled)
     "dashboard-queue.png": f"/q/{QUEUE}",
     "dashboard-delayed.png": f"/q/{QUEUE}/jobs?state=delayed&topic=order.close",
     "dashboard-job.png": f"/q/{QUEUE}/job?id=hook-3",
+    "dashboard-reserved.png": f"/q/{QUEUE}/job?id=render-77",
     "dashboard-confirm.png": f"/q/{QUEUE}/confirm?action=pause&topic=mail.send",
     "dashboard-search.png": f"/q/{QUEUE}/find?go=1&state=dead&error=503",
     "dashboard-bulk.png": f"/q/{QUEUE}/bulk?action=replay&state=dead&error=503",
@@ -70,6 +72,11 @@ def fill(url: str) -> None:
     q.schedule("cleanup", "order.close", every=900)
     q.pause_schedule("cleanup")
     seed_history(q)
+    q.enqueue("pdf.render", {"invoice": 77}, id="render-77", ttr=120)
+    deadline = time.monotonic() + 20  # serve's dispatcher promotes it; then a consumer holds it
+    while not q.reserve("pdf.render", group="renderers", consumer="render-1", wait=0.2):
+        if time.monotonic() > deadline:
+            raise RuntimeError("render-77 never became ready")
     q.close()
 
 

@@ -103,7 +103,7 @@ def test_charts_throughput_clock_and_the_no_group_warning(dash: Page) -> None:
 
 def test_lists_say_how_many_of_how_many(dash: Page) -> None:
     dash.goto(f"/q/{dash.queue.name}/jobs?state=delayed&topic=later")
-    assert dash.page.locator("[data-total]").text_content() == "50 of 60 delayed of later jobs"
+    assert dash.page.locator("[data-total]").text_content() == "50 of 60 delayed jobs (topic later)"
     assert dash.page.locator("table.jobs tbody tr").count() == 50
 
 
