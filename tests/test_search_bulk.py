@@ -131,3 +131,21 @@ def test_bulk_refuses_what_it_cannot_bound_or_do(make_queue: Any) -> None:
     with pytest.raises(ValidationError, match="body"):
         q.search(body=["=3"])
     assert q.get("a") is not None
+
+
+def test_body_filters_compare_as_text_or_json_and_walk_lists() -> None:
+    from streamdelay.producer.searching import JobFilter
+
+    def info(body: Any, error: str | None = None) -> sd.JobInfo:
+        return sd.JobInfo("j", "t", "dead", 0, 0, 0, 1, 1.0, body, {}, error=error)
+
+    body = {"flag": True, "n": 3, "none": None, "name": "42", "items": [{"sku": "A1"}]}
+    hits = {pair: JobFilter(body=(pair,)).matches(info(body)) for pair in (
+        "flag=true", "n=3", "none=null", "name=42", "items.0.sku=A1", "items", "items.1",
+        "n=3.0", "flag=True", "missing", "name.x=1")}
+    assert hits == {"flag=true": True, "n=3": True, "none=null": True, "name=42": True,
+                    "items.0.sku=A1": True, "items": True, "items.1": False, "n=3.0": False,
+                    "flag=True": False, "missing": False, "name.x=1": False}
+    assert not JobFilter(body=("a=1",)).matches(info(b"raw bytes"))  # not a map: no field
+    assert JobFilter(error="GATEWAY").matches(info({}, "RuntimeError: gateway timeout"))
+    assert not JobFilter(error="gateway").matches(info({}, None))
