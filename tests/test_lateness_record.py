@@ -147,3 +147,34 @@ def test_a_flush_that_cannot_reach_redis_is_dropped_and_logged(
     asyncio.run(flush())
     assert rec.counts == {} and rec.take() is None  # not kept: memory stays bounded
     assert caplog.text.count("could not record lateness for the dashboard") == 1  # per streak
+
+
+def test_a_worker_records_outcomes_per_minute_in_the_same_flush(queue: sd.Queue) -> None:
+    """Throughput for the dashboard: starts are the lateness counts, outcomes ride in the same
+    record (fields ``ok:``, ``retried:``, ``dead:``), one flush for all of them."""
+    queue.enqueue_many([sd.JobSpec("t", i, id=f"o{i}", max_attempts=1 if i < 2 else 2)
+                        for i in range(6)])
+    worker = sd.Worker(queue, concurrency=2, block=0.05)
+    flushes: list[int] = []
+    real_take = worker.lateness.take
+
+    def counted_take():  # type: ignore[no-untyped-def]
+        call = real_take()
+        if call is not None:
+            flushes.append(1)
+        return call
+
+    worker.lateness.take = counted_take  # type: ignore[method-assign]
+
+    @worker.handler("t")
+    async def handle(job: sd.Job) -> None:
+        if job.body < 4 and job.attempt == 1:
+            raise RuntimeError("once")
+
+    asyncio.run(worker.serve(until_idle=True))
+    window = drive_sync(queue.client, lateness_plan(queue.name, 2), None)
+    flow = window.throughput("t")
+    # o0, o1: dead at once; o2, o3: retried then ok; o4, o5: ok
+    assert (sum(flow["dead"]), sum(flow["retried"]), sum(flow["ok"])) == (2, 2, 4)
+    assert sum(flow["started"]) == 8 and len(flushes) <= 2  # no call per job
+    assert window.merged("t") and sum(window.merged("t")) == 8  # lateness reads unchanged

@@ -21,7 +21,7 @@ BLOCK = re.compile(r"<!-- tested: (http-[\w-]+) -->\n```bash\n(.*?)```", re.DOTA
 def test_the_page_shows_the_walkthrough_in_order() -> None:
     blocks = BLOCK.findall(PAGE.read_text())
     assert [name for name, _ in blocks] == [
-        "http-enqueue", "http-batch", "http-inspect", "http-pause", "http-consume",
+        "http-enqueue", "http-batch", "http-inspect", "http-search", "http-pause", "http-consume",
         "http-fail", "http-errors"]
     script = SCRIPT.read_text()
     for name, code in blocks:
@@ -60,6 +60,8 @@ def test_the_walkthrough_runs_against_a_live_service(own_redis: RedisServer) -> 
         '{"error":{"code":"invalid","message":"ttr: 500ms is out of range [1s, 7d]",'
         '"field":"ttr"}}',
         "401",
+        '["close-44"]',
+        '{"matched":2,"changed":0,"cursor":null}',
     ]
     assert "Traceback" not in log
 

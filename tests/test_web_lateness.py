@@ -45,3 +45,5 @@ def test_http_reserves_are_counted_in_the_lateness_window(shared_redis: RedisSer
                 assert time.monotonic() < deadline, _window(q).topics
                 time.sleep(0.2)
         assert sum(_window(q).merged("http.late")) == 3  # counted once
+        # the acks are the throughput's "succeeded", flushed with the same record
+        assert sum(_window(q).throughput("http.late")["ok"]) == 3

@@ -23,6 +23,7 @@ from ..producer.queue import Queue
 from ..redis_io.config import DEFAULT_URL, QueueConfig, resolve_url
 from . import inspect as inspect_commands
 from . import schedules as schedule_commands
+from . import searching as search_commands
 from .exporter import exporter
 from .limits import limit
 from .options import (
@@ -432,7 +433,7 @@ cli.add_command(exporter)  # cli/exporter.py
 cli.add_command(schedule_commands.schedule)  # cli/schedules.py
 cli.add_command(limit)  # cli/limits.py
 cli.add_command(serve)  # cli/serve.py
-for _command in (inspect_commands.jobs, inspect_commands.pause, inspect_commands.resume,
+for _command in (search_commands.jobs, inspect_commands.pause, inspect_commands.resume,
                  inspect_commands.migrate):
     cli.add_command(_command)
 

@@ -14,7 +14,8 @@ from .support import Duration, operator_queue
 JOBS_COLUMNS = ("ID", "TOPIC", "STATE", "DUE", "ATTEMPTS", "DETAIL")
 
 
-def _detail(job: object) -> str:
+def job_detail(job: object) -> str:
+    """The DETAIL column: the consumer and idle time of a reserved job, else its last error."""
     consumer = getattr(job, "consumer", None)
     if consumer is not None:
         return f"{consumer} idle {getattr(job, 'idle_ms', 0)} ms"
@@ -28,7 +29,7 @@ def jobs_text(page: JobPage, state: str) -> str:
         lines = [f"no {state} jobs on this page" if page.cursor else f"no {state} jobs"]
     else:
         rows = [[j.id, j.topic, j.state, iso_ms(j.due), f"{j.attempts}/{j.max_attempts}",
-                 _detail(j)] for j in page.jobs]
+                 job_detail(j)] for j in page.jobs]
         lines = [table(JOBS_COLUMNS, rows, numeric_from=len(JOBS_COLUMNS))]
     if page.cursor:
         lines.append(f"more: add --cursor {page.cursor}")

@@ -36,6 +36,8 @@ async def settle_failure(worker: UpkeepHost, delivery: Delivery, settlement: Set
         log.warning("dropped stream entry %s of topic %s (no current job %r): %s",
                     delivery.entry_id, delivery.topic, delivery.job_id, settlement.error,
                     extra=job_fields(worker, delivery))
+    if outcome.retried or outcome.dead:  # the dashboard's throughput (docs/dashboard.md)
+        worker.lateness.settled(delivery.topic, "retried" if outcome.retried else "dead")
     if outcome.retried:
         worker.counts["retried"] += 1
         log_settled(delivery.run, "retried", settlement.error)

@@ -14,6 +14,7 @@ from ..protocol.keys import PartitionKeys
 from ..protocol.scripts import ScriptCall
 from ..redis_io.config import QueueConfig
 from ..redis_io.topology import AsyncClient
+from ..telemetry.lateness import LatenessRecorder
 from .acks import PendingAcks
 from .delivery import Delivery
 
@@ -32,6 +33,10 @@ class UpkeepHost(Protocol):
     @property
     def group(self) -> str:
         """The consumer group."""
+
+    @property
+    def lateness(self) -> LatenessRecorder:
+        """The dashboard's lateness and throughput record (docs/dashboard.md#lateness)."""
 
     @property
     def consumer(self) -> str:

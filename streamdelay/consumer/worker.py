@@ -418,6 +418,8 @@ class Worker:
     async def _settle(self, delivery: Delivery, settlement: Settlement) -> None:
         if settlement.kind == "ack":
             self.counts["handled"] += 1
+            if not settlement.error:  # a Drop is acknowledged, not a success
+                self.lateness.settled(delivery.topic, "ok")  # docs/dashboard.md#lateness
             if self.metrics is not None:
                 self.metrics.settled(delivery, "dropped" if settlement.error else "handled")
             log_settled(delivery.run, "handled")

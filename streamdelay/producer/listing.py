@@ -105,6 +105,14 @@ def _position(state: ListState, row: list[Any], part: int) -> Position:
 def jobs_plan(cfg: QueueConfig, state: str, topic: str | None = None, limit: int = 100,
               cursor: str | None = None) -> Plan[JobPage]:
     """One page of the jobs in ``state`` (of ``topic``), after ``cursor``; bounded work."""
+    page, _ = yield from timed_jobs_plan(cfg, state, topic, limit, cursor)
+    return page
+
+
+def timed_jobs_plan(cfg: QueueConfig, state: str, topic: str | None = None, limit: int = 100,
+                    cursor: str | None = None) -> Plan[tuple[JobPage, int]]:
+    """``jobs_plan`` and the server time of its replies (epoch ms; the search's bulk
+    reschedule counts its target from it, ``searching.py``)."""
     if state not in STATES:
         raise ValidationError(f"state: {state!r} is not one of {', '.join(STATES)}",
                               field="state")
@@ -131,4 +139,5 @@ def jobs_plan(cfg: QueueConfig, state: str, topic: str | None = None, limit: int
         rows = rows[:limit]
         next_pos = rows[-1][0]
     jobs = [job_info(_text(row[2]), _found(row)) for _, row in rows]
-    return JobPage(jobs, None if next_pos is None else encode_cursor(chosen, next_pos))
+    now = max(int(reply[0]) for reply in replies)
+    return JobPage(jobs, None if next_pos is None else encode_cursor(chosen, next_pos)), now

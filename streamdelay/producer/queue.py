@@ -39,6 +39,7 @@ from .listing import JobPage, jobs_plan
 from .pausing import set_paused_plan
 from .pull import AsyncPull, SyncPull
 from .scheduling import AsyncScheduleMethods, ScheduleMethods
+from .searching import AsyncSearchMethods, SearchMethods
 
 
 def _config(name: str, url: str | None, options: dict[str, Any]) -> QueueConfig:
@@ -82,7 +83,7 @@ class _QueueFace:
         return view
 
 
-class Queue(_QueueFace, SyncPull, ScheduleMethods):
+class Queue(_QueueFace, SyncPull, ScheduleMethods, SearchMethods):
     """A queue on Redis, blocking API. ``Queue("orders", url="redis://localhost:6379/0")``.
 
     Options (``ttr``, ``max_attempts``, ``backoff``, ``handler_timeout``, ``keep_done``,
@@ -256,7 +257,7 @@ class Queue(_QueueFace, SyncPull, ScheduleMethods):
         self.close()
 
 
-class AsyncQueue(_QueueFace, AsyncPull, AsyncScheduleMethods):
+class AsyncQueue(_QueueFace, AsyncPull, AsyncScheduleMethods, AsyncSearchMethods):
     """The same queue with awaitable methods, for asyncio producers.
 
     Concurrent ``enqueue`` calls are coalesced: while one ``enqueueJobsV2`` call of a partition is

@@ -9,7 +9,14 @@ with an expiry of ``KEEP_MINUTES``. ``lateness_plan`` reads the last minutes bac
 (``readLateness``, read only) and ``quantile_ms`` turns bucket counts into p50 / p99 the way
 Prometheus's ``histogram_quantile`` does (linear inside the bucket).
 
-Bounded: one hash field per topic and bucket per minute, ``KEEP_MINUTES`` hashes per queue.
+Throughput rides in the same record: ``LatenessRecorder.settled`` counts each delivery's
+outcome (``ok``, ``retried``, ``dead``) under the field ``<outcome>:<topic>`` of the same minute
+hash, flushed by the same call, so counting outcomes adds no round trip per job. Handler starts
+per minute are the lateness counts themselves. A reader that knows only numeric buckets skips
+these fields.
+
+Bounded: one hash field per topic and bucket (or outcome) per minute, ``KEEP_MINUTES`` hashes
+per queue.
 """
 
 from __future__ import annotations
@@ -40,12 +47,22 @@ FLUSH_EVERY = 5.0  # seconds between two flushes of a worker
 KEEP_MINUTES = 30  # how long a minute's counts stay in Redis
 MAX_MINUTES = 60  # the most minutes one read returns
 FLUSH_GIVE_UP = 30.0  # seconds a flush retries through an outage before it is dropped
+# the outcome fields of the record (docs/keys.md, docs/dashboard.md#lateness)
+OUTCOMES = ("ok", "retried", "dead")
 
 
 def bucket_of(lateness_ms: float) -> int:
     """The index of the bucket that counts ``lateness_ms`` (a value on a bound counts in that
     bucket, as Prometheus's ``le`` does); ``OVERFLOW`` above the last bound."""
     return bisect_left(BOUNDS_MS, lateness_ms)
+
+
+def _order(item: tuple[tuple[str, int | str], int]) -> tuple[str, int, int, str]:
+    """Sort key of a count: by topic, buckets in order, then outcomes by name."""
+    (topic, bucket), _ = item
+    if isinstance(bucket, int):
+        return topic, 0, bucket, ""
+    return topic, 1, 0, bucket
 
 
 class LatenessRecorder:
@@ -55,7 +72,7 @@ class LatenessRecorder:
         self.key = PartitionKeys(queue, 0).lateness
         self.flusher = flusher
         self.keep_s = keep_s
-        self.counts: dict[tuple[str, int], int] = {}
+        self.counts: dict[tuple[str, int | str], int] = {}
         # grows per flush; starts at the wall clock so a restarted worker of the same name goes
         # on above the sequence numbers Redis remembers for it
         self.seq = int(time.time() * 1000)
@@ -66,6 +83,11 @@ class LatenessRecorder:
         key = (topic, bucket_of(lateness_ms))
         self.counts[key] = self.counts.get(key, 0) + 1
 
+    def settled(self, topic: str, outcome: str) -> None:
+        """Count one delivery of ``topic`` settled as ``outcome`` (one of ``OUTCOMES``)."""
+        key = (topic, outcome)
+        self.counts[key] = self.counts.get(key, 0) + 1
+
     def take(self) -> ScriptCall | None:
         """The ``recordLateness`` call of what was counted since the last one (None: nothing);
         the counts start again from zero."""
@@ -74,7 +96,7 @@ class LatenessRecorder:
         counts, self.counts = self.counts, {}
         self.seq += 1
         args: list[str | int] = [self.keep_s, self.flusher, self.seq]
-        for (topic, bucket), count in sorted(counts.items()):
+        for (topic, bucket), count in sorted(counts.items(), key=_order):
             args += [topic, bucket, count]
         return script("recordLateness").call([self.key], args)
 
@@ -112,11 +134,23 @@ class LatenessRecorder:
 @dataclass(frozen=True)
 class LatenessWindow:
     """Bucket counts of the last minutes: ``minutes`` are epoch minutes (server clock), oldest
-    first; ``topics`` maps a topic to one list of ``OVERFLOW + 1`` counts per minute."""
+    first; ``topics`` maps a topic to one list of ``OVERFLOW + 1`` counts per minute;
+    ``outcomes`` maps a topic to one ``{outcome: count}`` per minute."""
 
     now: int
     minutes: tuple[int, ...]
     topics: dict[str, list[list[int]]] = field(default_factory=dict)
+    outcomes: dict[str, list[dict[str, int]]] = field(default_factory=dict)
+
+    def throughput(self, topic: str) -> dict[str, list[int]]:
+        """Per minute, oldest first: ``started`` (handler starts) and each outcome."""
+        late = self.topics.get(topic)
+        settled = self.outcomes.get(topic)
+        series = {"started": [sum(row) for row in late] if late else [0] * len(self.minutes)}
+        for name in OUTCOMES:
+            series[name] = ([m.get(name, 0) for m in settled] if settled
+                            else [0] * len(self.minutes))
+        return series
 
     def merged(self, topic: str, last: int | None = None) -> list[int]:
         """The counts of ``topic`` added up over the window (or its ``last`` minutes)."""
@@ -141,16 +175,21 @@ def parse_lateness(reply: Any) -> LatenessWindow:
     pairs = list(zip(reply[1::2], reply[2::2], strict=True))
     minutes = tuple(int(m) for m, _ in pairs)
     topics: dict[str, list[list[int]]] = {}
+    outcomes: dict[str, list[dict[str, int]]] = {}
     for index, (_, flat) in enumerate(pairs):
         for name, count in zip(flat[0::2], flat[1::2], strict=True):
             bucket, _, topic = _text(name).partition(":")
+            if bucket in OUTCOMES and topic:
+                settled = outcomes.setdefault(topic, [{} for _ in minutes])
+                settled[index][bucket] = settled[index].get(bucket, 0) + int(count)
+                continue
             if not bucket.isdigit() or int(bucket) > OVERFLOW or not topic:
                 continue
             rows = topics.get(topic)
             if rows is None:
                 rows = topics[topic] = [[0] * (OVERFLOW + 1) for _ in minutes]
             rows[index][int(bucket)] += int(count)
-    return LatenessWindow(now, minutes, topics)
+    return LatenessWindow(now, minutes, topics, outcomes)
 
 
 def lateness_plan(queue: str, minutes: int) -> Plan[LatenessWindow]:

@@ -115,6 +115,7 @@ def create_app(settings: ServeSettings) -> Litestar:
     registry = HttpMetrics([q.config for q in service.queues.values()], service.promoted)
     service.on_reclaimed = lambda queue, topic, group, count: registry.settled(
         queue, topic, group, "reclaimed", count)
+    registry.on_settled = service.observe_outcome  # the dashboard's throughput
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:

@@ -55,6 +55,8 @@ class HttpMetrics:
     def __init__(self, configs: Iterable[QueueConfig],
                  promoted: Callable[[], dict[str, int]]) -> None:
         client = self.client = prometheus(FIELD)
+        # called with (queue, topic, outcome, count) after each settle (create_app sets it)
+        self.on_settled: Callable[[str, str, str, int], None] | None = None
         self.registry = registry = client.CollectorRegistry()
         for collector in (client.ProcessCollector, client.PlatformCollector,
                           client.GCCollector):
@@ -89,6 +91,8 @@ class HttpMetrics:
                 ) -> None:
         """Count ``count`` deliveries settled (handled, retried, dead) or reclaimed."""
         self.jobs.labels(queue, topic, group, outcome).inc(count)
+        if self.on_settled is not None:  # the dashboard's throughput (web/service.py)
+            self.on_settled(queue, topic, outcome, count)
 
     def reserved(self, queue: str, topic: str, due_ms: int) -> float | None:
         """A consumer took a job: observe its lateness on the server clock; returns it in ms

@@ -30,6 +30,8 @@ from ..telemetry.lateness import LatenessRecorder
 from .settings import ServeSettings
 
 log = logging.getLogger("streamdelay.web")
+# the HTTP metrics' outcome -> the lateness record's outcome field (reclaims are not counted)
+OUTCOME_NAMES = {"handled": "ok", "retried": "retried", "dead": "dead"}
 STOP_GRACE = 3.0
 
 
@@ -77,6 +79,15 @@ class Service:
         recorder = self.lateness.get(queue)
         if recorder is not None:
             recorder.observe(topic, late_ms)
+
+    def observe_outcome(self, queue: str, topic: str, outcome: str, count: int = 1) -> None:
+        """Count deliveries an HTTP consumer settled (handled, retried, dead) in the queue's
+        throughput record, as a worker does (docs/dashboard.md#lateness)."""
+        recorder = self.lateness.get(queue)
+        name = OUTCOME_NAMES.get(outcome)
+        if recorder is not None and name is not None:
+            for _ in range(count):
+                recorder.settled(topic, name)
 
     async def start(self) -> None:
         """Start the lateness flushes, then the dispatchers and the reclaim loop (not with

@@ -4,9 +4,9 @@
 Starts its own redis-server and ``streamdelay serve``, fills a queue ``orders`` (a delayed
 backlog, jobs a real worker ran, dead letters, a paused topic, a limited topic, schedules),
 then opens the pages in headless Chromium. The current minute's lateness comes from that
-worker run; so that the chart has a history to show, the 14 minutes before it are seeded
-with synthetic bucket counts written to the same per-minute hashes the workers write
-(docs/dashboard.md#lateness).
+worker run; so that the charts have a history to show, the 14 minutes before it are seeded
+with synthetic bucket and outcome counts written to the same per-minute hashes the workers
+write (docs/dashboard.md#lateness).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
+import time
 from pathlib import Path
 
 import streamdelay as sd
@@ -29,8 +30,12 @@ PAGES = {  # file name -> path (after the queue is filled)
     "dashboard-queue.png": f"/q/{QUEUE}",
     "dashboard-delayed.png": f"/q/{QUEUE}/jobs?state=delayed&topic=order.close",
     "dashboard-job.png": f"/q/{QUEUE}/job?id=hook-3",
+    "dashboard-reserved.png": f"/q/{QUEUE}/job?id=render-77",
     "dashboard-confirm.png": f"/q/{QUEUE}/confirm?action=pause&topic=mail.send",
+    "dashboard-search.png": f"/q/{QUEUE}/find?go=1&state=dead&error=503",
+    "dashboard-bulk.png": f"/q/{QUEUE}/bulk?action=replay&state=dead&error=503",
 }
+PHONE = {"dashboard-phone.png": f"/q/{QUEUE}"}  # 420 px wide
 
 
 def fill(url: str) -> None:
@@ -57,6 +62,8 @@ def fill(url: str) -> None:
                                delay=300 + i) for i in range(120)])
     q.enqueue_many([sd.JobSpec("report.build", {"day": i}, id=f"report-{i}", delay=3600 * i)
                     for i in range(1, 8)])
+    q.enqueue_many([sd.JobSpec("invoice.send", {"invoice": i}, id=f"invoice-{i}")
+                    for i in range(5)])  # ready, and no worker serves the topic: the warning
     q.pause("report.build")
     q.limit("webhook.send", rate="10/s", concurrency=4)  # the limit column (docs/limits.md)
     q.schedule("nightly-report", "report.build", {"kind": "daily"}, cron="0 3 * * *",
@@ -65,6 +72,11 @@ def fill(url: str) -> None:
     q.schedule("cleanup", "order.close", every=900)
     q.pause_schedule("cleanup")
     seed_history(q)
+    q.enqueue("pdf.render", {"invoice": 77}, id="render-77", ttr=120)
+    deadline = time.monotonic() + 20  # serve's dispatcher promotes it; then a consumer holds it
+    while not q.reserve("pdf.render", group="renderers", consumer="render-1", wait=0.2):
+        if time.monotonic() > deadline:
+            raise RuntimeError("render-77 never became ready")
     q.close()
 
 
@@ -78,9 +90,14 @@ def seed_history(q: sd.Queue) -> None:
     for back in range(1, 15):
         key = f"{base}:{minute - back}"
         for topic, typical in (("mail.send", 1.5), ("order.close", 4.0), ("webhook.send", 2.0)):
-            for _ in range(400):
+            started = 300 + rng.randrange(200)
+            for _ in range(started):
                 late = rng.lognormvariate(0, 0.6) * typical * (6 if back in (5, 6) else 1)
                 pipe.hincrby(key, f"{bucket_of(late)}:{topic}", 1)
+            failed = rng.randrange(20) if topic == "webhook.send" else rng.randrange(3)
+            pipe.hincrby(key, f"ok:{topic}", started - failed)
+            pipe.hincrby(key, f"retried:{topic}", failed - failed // 4)
+            pipe.hincrby(key, f"dead:{topic}", failed // 4)
         pipe.expire(key, KEEP_MINUTES * 60)
     pipe.execute()
 
@@ -107,6 +124,13 @@ def _pages(server: WebServer, out: Path) -> list[Path]:
             page.wait_for_timeout(300)
             target = out / name
             page.screenshot(path=str(target), full_page="delayed" not in name)
+            saved.append(target)
+        page.set_viewport_size({"width": 420, "height": 900})
+        for name, path in PHONE.items():
+            page.goto(server.url + path)
+            page.wait_for_timeout(300)
+            target = out / name
+            page.screenshot(path=str(target), full_page=False)
             saved.append(target)
     return saved
 

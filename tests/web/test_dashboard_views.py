@@ -119,7 +119,7 @@ def test_pages_render_escaped_with_their_csrf_field() -> None:
                   now="t", user="ops", csrf_token="tok<en>")
     assert "&lt;b&gt;" in html and "<b>" not in html.split("<body>")[1].replace("<body>", "")
     assert 'name="_csrf_token" value="tok&lt;en&gt;"' in html  # the log-out form
-    assert 'data-live="/q/q/fragment/topics"' in html and "action=pause" not in html
+    assert 'data-live="/q/q/fragment/topics?detail=1"' in html and "action=pause" not in html
     assert "action=pause" in render("queue.html", queues=["q"], queue="q", rows=rows,
                                     total=views.totals(rows), now="t", can={"pause"})
     confirm = render("confirm.html", queues=["q"], queue="q", act=ACTIONS["cancel"],
@@ -156,3 +156,26 @@ def test_limits_and_schedules_read_well() -> None:
     assert [(r.name, r.when, r.paused) for r in listed] == [
         ("beat", "every 30 s", True), ("nightly", "cron 0 3 * * * (Europe/Paris)", False)]
     assert listed[0].next == views.UNKNOWN and listed[1].next.endswith("(in 1 m 30 s)")
+
+
+def test_operator_items_warning_reclaim_totals_and_throughput() -> None:
+    assert views.warning_of(3, None).startswith("3 ready jobs and no consumer group")
+    assert views.warning_of(0, None) == "" and views.warning_of(5, "workers") == ""
+    assert views.reclaim_text(30_000, 5_000).startswith("in 25 s unless touched")
+    assert views.reclaim_text(30_000, 45_000).startswith("due now: idle 45 s past its ttr")
+    stats = QueueStats("q", NOW, {"a": TopicStats("a", 100, 2, 1, 7, 0, "g"),
+                                  "b": TopicStats("b", 61, 0, 0, 0, 0, None)})
+    assert views.total_of(stats, "delayed", None) == 161
+    assert views.total_of(stats, "dead", "a") == 7
+    reserved = views.job_view(_info(state="reserved", consumer="w1", idle_ms=10_000,
+                                    deliveries=1), NOW, "g")
+    assert ("group", "g") in reserved.fields and dict(reserved.fields)["reclaimed"].startswith(
+        "in 50 s")
+    reply = [NOW, NOW // 60000, [b"ok:a", b"4", b"dead:a", b"1", b"3:a", b"5", b"x:a", b"9"]]
+    window = parse_lateness(reply)
+    assert window.throughput("a") == {"started": [5], "ok": [4], "retried": [0], "dead": [1]}
+    rows = views.topic_rows(stats, window, detail=True)
+    panel = rows[0].throughput_panel
+    assert 'data-ok="4"' in panel and 'data-dead="1"' in panel and 'data-started="5"' in panel
+    assert "10 ms" in rows[0].lateness_panel and rows[0].settled == 5
+    assert views.topic_rows(stats, window)[0].throughput_panel == ""  # the overview: no panels

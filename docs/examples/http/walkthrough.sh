@@ -77,3 +77,10 @@ curl -sS -X POST "$SD/v1/queues/orders/jobs" -H "$AUTH" -H 'Content-Type: applic
   -d '{"topic": "order.close", "ttr": 0.5}'
 echo
 curl -sS -o /dev/null -w '%{http_code}\n' "$SD/v1/queues/orders/stats"
+
+# --- search
+curl -sS "$SD/v1/queues/orders/search?state=delayed&body=order_id%3D44" -H "$AUTH" \
+  | jq -c '[.jobs[].id]'
+curl -sS -X POST "$SD/v1/queues/orders/jobs:bulk" -H "$AUTH" -H 'Content-Type: application/json' \
+  -d '{"action": "cancel", "state": "delayed", "topic": "order.close", "dry_run": true}' \
+  | jq -c '{matched, changed, cursor}'

@@ -12,7 +12,7 @@ import functools
 import re
 from typing import Any
 
-_COLLECTION = re.compile(r"^(/v1/queues/[^/]+/(?:jobs|dead)):(batch|replay|purge)$")
+_COLLECTION = re.compile(r"^(/v1/queues/[^/]+/(?:jobs|dead)):(batch|bulk|replay|purge)$")
 _MEMBER = re.compile(r"^(/v1/queues/[^/]+/(?:jobs|topics|deliveries))/(.+):"
                      r"(reschedule|pause|resume|reserve|ack|fail|touch)$", re.DOTALL)
 _INTERNAL_MEMBER = re.compile(r"/:(\w+)/\{(\w+)(?::\w+)?\}$")

@@ -118,11 +118,12 @@ async def read_topics(q: AsyncQueue) -> TopicsData:
     return TopicsData(stats, None if isinstance(window, BaseException) else window)
 
 
-def topics_context(queue: str, data: TopicsData) -> dict[str, Any]:
-    """The template names of ``_topics.html``."""
-    rows = views.topic_rows(data.stats, data.window)
+def topics_context(queue: str, data: TopicsData, detail: bool = False) -> dict[str, Any]:
+    """The template names of ``_topics.html``; ``detail``: with the queue page's charts."""
+    rows = views.topic_rows(data.stats, data.window, detail=detail)
     return {"queue": queue, "rows": rows, "total": views.totals(rows),
-            "now": views.moment(data.stats.now), "limited": any(r.limit for r in rows)}
+            "now": views.moment(data.stats.now), "limited": any(r.limit for r in rows),
+            "detail": detail}
 
 
 def status_of(exc: StreamdelayError) -> int:
@@ -176,18 +177,20 @@ async def queue_page(request: Req, queue: str) -> Response[str]:
     schedules = (None if isinstance(listed, BaseException)
                  else views.schedule_rows(listed, found.stats.now))
     return html(render("queue.html", **{**base_context(request, queue),
-                                        **topics_context(queue, found)},
+                                        **topics_context(queue, found, detail=True)},
                        schedules=schedules,
                        schedules_error=str(listed) if isinstance(listed, BaseException) else ""))
 
 
 @get("/q/{queue:str}/fragment/topics", include_in_schema=False)
-async def topics_fragment(request: Req, queue: str) -> Response[str]:
-    """The topic table alone, for the live refresh."""
+async def topics_fragment(request: Req, queue: str, detail: str = "") -> Response[str]:
+    """The topic table alone (``detail=1``: with the queue page's charts), for the live
+    refresh."""
     principal(request)
     q = served(request, queue)
     data = await read_topics(q)
-    return html(render("_topics.html", **topics_context(queue, data), can=allowed(request)))
+    return html(render("_topics.html", **topics_context(queue, data, detail=bool(detail)),
+                       can=allowed(request)))
 
 
 @get("/q/{queue:str}/jobs", include_in_schema=False)
@@ -207,13 +210,17 @@ async def jobs_page(request: Req, queue: str, topic: str = "",
                        back=f"/q/{quote(queue)}")
     return html(render("jobs.html", **base_context(request, queue), state=listed, topic=topic,
                        cursor=cursor, states=STATES, topics=sorted(stats.topics),
-                       page=views.page_view(page, stats.now)))
+                       page=views.page_view(page, stats.now, views.total_of(
+                           stats, listed, topic or None))))
 
 
 async def _job(q: AsyncQueue, job_id: str) -> tuple[views.JobView | None, int]:
     """The job page's view of ``job_id`` (None when there is none) and the server time."""
     info, stats = await asyncio.gather(q.get(job_id), q.stats())
-    return (None if info is None else views.job_view(info, stats.now)), stats.now
+    if info is None:
+        return None, stats.now
+    served_by = stats.topics.get(info.topic)
+    return views.job_view(info, stats.now, served_by.group if served_by else None), stats.now
 
 
 @get("/q/{queue:str}/job", include_in_schema=False)

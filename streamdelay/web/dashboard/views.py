@@ -15,7 +15,7 @@ import msgspec
 from ...base.models import JobInfo, QueueStats
 from ...producer.listing import JobPage
 from ...telemetry.lateness import LatenessWindow, quantile_ms
-from .chart import lateness_chart
+from .chart import lateness_chart, lateness_panel, throughput_panel
 
 LATENESS_MINUTES = 15  # the window of the p50 / p99 columns and of the chart
 UNKNOWN = "\N{EN DASH}"  # shown where there is no figure (no handler start in the window)
@@ -85,12 +85,26 @@ class TopicRow:
     started: int  # handler starts in the window
     chart: str  # inline SVG
     limit: str = ""  # the topic's limit (docs/limits.md), e.g. "20/s, 1/2 running"; "" none
+    warning: str = ""  # e.g. ready jobs that no consumer group reads
+    lateness_panel: str = ""  # the queue page's charts (inline SVG), "" on the overview
+    throughput_panel: str = ""
+    settled: int = 0  # deliveries settled in the window (ok, retried, dead)
+
+
+def warning_of(ready: int, group: str | None) -> str:
+    """Why a topic needs a look: ready jobs and no consumer group, so nothing reads them (a
+    worker or an HTTP consumer creates the group when it starts, docs/pull.md)."""
+    if ready > 0 and not group:
+        return (f"{ready} ready job{'s' if ready != 1 else ''} and no consumer group: nothing "
+                f"reads this topic (start a worker or a consumer with a group)")
+    return ""
 
 
 def topic_rows(stats: QueueStats, window: LatenessWindow | None,
-               minutes: int = LATENESS_MINUTES) -> list[TopicRow]:
+               minutes: int = LATENESS_MINUTES, detail: bool = False) -> list[TopicRow]:
     """The topic table: every topic the queue knows (and any that only has lateness), sorted,
-    with p50 / p99 lateness over the window's last ``minutes`` and a per-minute chart."""
+    with p50 / p99 lateness over the window's last ``minutes`` and a per-minute chart;
+    ``detail``: also the queue page's large lateness and throughput charts."""
     late = {} if window is None else window.topics
     rows = []
     for name in sorted(set(stats.topics) | set(late)):
@@ -101,6 +115,14 @@ def topic_rows(stats: QueueStats, window: LatenessWindow | None,
         p50 = pad + [quantile_ms(m, 0.5) for m in per_minute]
         p99 = pad + [quantile_ms(m, 0.99) for m in per_minute]
         lag_ms = t.lag_ms if t else 0
+        flow = _flow(window, name, minutes)
+        panels = {}
+        if detail:
+            panels = {"lateness_panel": lateness_panel(p50, p99, title=f"{name}: lateness "
+                                                       f"p50 / p99 per minute"),
+                      "throughput_panel": throughput_panel(flow, title=f"{name}: started, "
+                                                           f"succeeded, retried, dead per "
+                                                           f"minute")}
         rows.append(TopicRow(
             topic=name, delayed=t.delayed if t else 0, ready=t.ready if t else 0,
             reserved=t.reserved if t else 0, dead=t.dead if t else 0,
@@ -112,8 +134,20 @@ def topic_rows(stats: QueueStats, window: LatenessWindow | None,
             chart=lateness_chart(p50, p99, title=f"{name}: lateness p50 / p99 per minute, "
                                  f"last {minutes} min"),
             limit=limit_text(t.rate, t.concurrency, t.leases) if t else "",
+            warning=warning_of(t.ready, t.group) if t else "",
+            settled=sum(sum(flow[k]) for k in ("ok", "retried", "dead")), **panels,
         ))
     return rows
+
+
+def _flow(window: LatenessWindow | None, topic: str, minutes: int) -> dict[str, list[int]]:
+    """The last ``minutes`` of a topic's throughput, right-aligned (zeros before)."""
+    series = window.throughput(topic) if window is not None else {}
+    out = {}
+    for name in ("started", "ok", "retried", "dead"):
+        values = series.get(name, [])[-minutes:]
+        out[name] = [0] * (minutes - len(values)) + values
+    return out
 
 
 def limit_text(rate: str | None, concurrency: int | None, leases: int) -> str:
@@ -199,8 +233,19 @@ class JobView:
     actions: tuple[str, ...]
 
 
-def job_view(info: JobInfo, now_ms: int) -> JobView:
-    """The job page of ``info`` (read at ``now_ms``, server clock)."""
+def reclaim_text(ttr_ms: int, idle_ms: int) -> str:
+    """When a silent delivery is reclaimed: its ttr minus how long it has been idle (a
+    worker's reclaim pass or ``claim`` then re-queues it, docs/worker.md)."""
+    left = ttr_ms - idle_ms
+    if left > 0:
+        return f"in {duration(left)} unless touched or settled (ttr {duration(ttr_ms)})"
+    return f"due now: idle {duration(idle_ms)} past its ttr {duration(ttr_ms)}, at the next " \
+           f"reclaim pass"
+
+
+def job_view(info: JobInfo, now_ms: int, group: str | None = None) -> JobView:
+    """The job page of ``info`` (read at ``now_ms``, server clock); ``group``: the consumer
+    group that serves its topic."""
     fields = [
         ("state", info.state),
         ("topic", info.topic),
@@ -209,10 +254,14 @@ def job_view(info: JobInfo, now_ms: int) -> JobView:
         ("attempts", f"{info.attempts} failed of at most {info.max_attempts}"),
         ("ttr", duration(info.ttr_ms or info.ttr * 1000)),
     ]
+    if group and info.state in ("ready", "reserved"):
+        fields.append(("group", group))
     if info.consumer is not None:
         fields.append(("consumer", info.consumer))
     if info.idle_ms is not None:
         fields.append(("idle", duration(info.idle_ms)))
+        fields.append(("reclaimed", reclaim_text(info.ttr_ms or int(info.ttr * 1000),
+                                                 info.idle_ms)))
     if info.deliveries is not None:
         fields.append(("deliveries", str(info.deliveries)))
     return JobView(id=info.id, topic=info.topic, state=info.state, fields=fields,
@@ -240,12 +289,22 @@ class PageView:
 
     rows: list[JobRow] = field(default_factory=list)
     next_cursor: str | None = None
+    total: int | None = None  # jobs in this state (and topic) now, from the counts
 
 
-def page_view(page: JobPage, now_ms: int) -> PageView:
-    """The rows of one ``q.jobs`` page (in its order) and the cursor of the next."""
+def total_of(stats: QueueStats, state: str, topic: str | None) -> int | None:
+    """How many jobs of ``state`` (of ``topic``) the queue's counts hold now (None: unknown)."""
+    rows = [t for name, t in stats.topics.items() if not topic or name == topic]
+    if state not in ("delayed", "ready", "reserved", "dead"):
+        return None
+    return sum(int(getattr(t, state)) for t in rows)
+
+
+def page_view(page: JobPage, now_ms: int, total: int | None = None) -> PageView:
+    """The rows of one ``q.jobs`` page (in its order), the cursor of the next and the total
+    of the list."""
     rows = [JobRow(id=j.id, topic=j.topic, state=j.state, due=moment(j.due),
                    due_in=relative(j.due, now_ms), attempts=f"{j.attempts}/{j.max_attempts}",
                    consumer=j.consumer or "", error=(j.error or "")[:ERROR_CHARS])
             for j in page.jobs]
-    return PageView(rows, page.cursor)
+    return PageView(rows, page.cursor, total)

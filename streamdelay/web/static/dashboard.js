@@ -10,7 +10,8 @@
     if (!badge) { return; }
     badge.hidden = false;
     badge.className = ok ? "live" : "live stale";
-    badge.textContent = ok ? "live · updated " + new Date().toLocaleTimeString()
+    // UTC, 24 h: the one clock of every page (the server's times are UTC too)
+    badge.textContent = ok ? "live · updated " + new Date().toISOString().slice(11, 19) + " UTC"
                            : "live · update failed, retrying";
   }
 
