@@ -38,6 +38,7 @@ from .fastpath import FastPaths
 from .limits import LimitedRequest
 from .local import LocalOnly
 from .metrics import HttpMetrics, MetricsMiddleware
+from .polls import PollGate
 from .service import Service
 from .settings import SESSION_MAX_AGE, ServeSettings
 
@@ -154,6 +155,7 @@ def create_app(settings: ServeSettings) -> Litestar:
     state.metrics = registry
     handler: Any = FastPaths(ActionPaths(app.asgi_handler), settings, service.queues, signer,
                              registry)
+    handler = PollGate(handler, settings, service.queues, signer)
     if not settings.tokens.configured:  # loopback only: refuse what a browser was tricked into
         handler = LocalOnly(handler)
     app.asgi_handler = MetricsMiddleware(handler, registry)
