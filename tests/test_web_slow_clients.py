@@ -153,6 +153,19 @@ def test_unparsable_http_is_answered_with_the_json_error_body(
     assert isinstance(error, dict) and error["code"] == "bad_request", error
 
 
+def test_headers_without_end_are_refused_at_the_size_cap(strict_server: WebServer) -> None:
+    with contextlib.closing(_connect(strict_server)) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        with contextlib.suppress(OSError):  # the server may hang up while this is sent
+            for number in range(2000):  # ~100 KiB of headers, fast: no timeout helps here
+                sock.sendall(b"X-Filler-%d: %s\r\n" % (number, b"y" * 40))
+        elapsed, received = _until_closed(sock, 10)
+    assert elapsed < TIMEOUT / 2  # cut at the size, not at the deadline
+    if received:
+        error = _json_answer(received, 431)["error"]
+        assert isinstance(error, dict) and error["code"] == "headers_too_large"
+
+
 def test_connections_beyond_the_cap_get_503_and_the_others_are_served(
         shared_redis: RedisServer) -> None:
     cap = 4

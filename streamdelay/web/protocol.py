@@ -14,9 +14,11 @@ uvicorn's HTTP protocol (httptools, else h11) and adds:
 - a body deadline: the body must be in ``body_timeout`` seconds after the headers; else 408
   (unless an answer started) and the connection is closed, the app seeing a disconnect. Once
   a request is read no deadline runs, so a long poll is never cut;
+- a header size cap: a request whose line and headers pass ``MAX_HEADER_BYTES`` is answered
+  431 and closed (httptools, unlike h11, buffers headers without a bound);
 - a connection cap: a connection beyond ``max_connections`` open ones is answered 503 at once
   and closed, before anything of it is parsed; the open ones are served as before;
-- every answer the protocol writes itself (400 for unparsable HTTP, 408, 503) carries the JSON
+- every answer the protocol writes itself (400 for unparsable HTTP, 408, 431, 503) carries the JSON
   error body of every other error (docs/http.md#errors), never uvicorn's plain text.
 """
 
@@ -32,6 +34,7 @@ from typing import Any
 from .settings import ServeSettings
 
 log = logging.getLogger("streamdelay.web")
+MAX_HEADER_BYTES = 64 * 1024  # request line and headers; 431 beyond
 LINGER_S = 1.0  # a refused connection is half-closed, read and dropped for this long
 REFUSAL_LOG_EVERY_S = 10.0
 _refusals = [float("-inf")]  # when a refusal was last logged
@@ -74,6 +77,7 @@ class ReadDeadlines(_Protocol):  # type: ignore[misc]
         self._reading = ""  # what the deadline waits for: "headers", "body" or ""
         self._seen: Any = None  # the request cycle whose headers were read last
         self._refused = False
+        self._header_bytes = 0  # bytes received while waiting for the current headers
 
     def connection_made(self, transport: Any) -> None:
         """Refuse the connection beyond the cap, else start the header deadline."""
@@ -87,8 +91,14 @@ class ReadDeadlines(_Protocol):  # type: ignore[misc]
         """Parse as uvicorn does, then move the deadline on."""
         if self._refused:
             return
+        if self._reading == "headers":
+            self._header_bytes += len(data)
         super().data_received(data)
         self._follow()
+        if self._reading == "headers" and self._header_bytes > MAX_HEADER_BYTES:
+            self._close_with(raw_answer(
+                431, "headers_too_large", f"the request line and headers passed "
+                f"{MAX_HEADER_BYTES} bytes"))
 
     def on_response_complete(self) -> None:
         """After an answer, the next request's headers have ``header_timeout``."""
@@ -105,9 +115,14 @@ class ReadDeadlines(_Protocol):  # type: ignore[misc]
 
     def send_400_response(self, msg: str) -> None:
         """Unparsable HTTP: the JSON error body, then close."""
+        self._close_with(raw_answer(400, "bad_request", f"invalid HTTP request: {msg}"))
+
+    def _close_with(self, answer: bytes) -> None:
+        """Write a whole answer of the protocol's own, then close."""
         self._disarm()
-        self.transport.write(raw_answer(400, "bad_request", f"invalid HTTP request: {msg}"))
-        self.transport.close()
+        if not self.transport.is_closing():
+            self.transport.write(answer)
+            self.transport.close()
 
     def _follow(self) -> None:
         """Arm the body deadline when a request's headers came in, disarm it when its body
@@ -130,6 +145,7 @@ class ReadDeadlines(_Protocol):  # type: ignore[misc]
     def _arm(self, reading: str) -> None:
         self._disarm()
         self._reading = reading
+        self._header_bytes = 0
         self._deadline = self.loop.call_later(self._limit(reading), self._expired)
 
     def _disarm(self) -> None:
