@@ -66,6 +66,16 @@ def test_healthz_names_the_queues_only_to_readers(web_server: WebServer) -> None
     assert status == 200 and body["queues"] == {name: True for name in web_server.queues}
 
 
+def test_a_caller_without_token_cannot_tell_a_served_queue(web_server: WebServer) -> None:
+    for path in (f"/v1/queues/{web_server.queues[0]}/stats", "/v1/queues/nosuch/stats"):
+        status, body = web_server.request("GET", path, token=None)
+        assert status == 401 and body["error"]["code"] == "unauthorized", (path, body)
+    served = web_server.request("POST", f"/v1/queues/{web_server.queues[0]}/topics/t:reserve",
+                                {}, token=None)
+    other = web_server.request("POST", "/v1/queues/nosuch/topics/t:reserve", {}, token=None)
+    assert served == other and served[0] == 401
+
+
 def test_a_session_ends_when_its_token_is_rotated(shared_redis: RedisServer) -> None:
     queue = f"rot{uuid.uuid4().hex[:8]}"
     old = {"ops": ("ops-token-" + "e5" * 10, "read")}
