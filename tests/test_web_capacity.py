@@ -11,7 +11,9 @@ from collections import Counter
 from typing import Any
 
 import httpx
+import pytest
 
+import streamdelay as sd
 from tests.redis_server import RedisServer
 from tests.web_server import WebServer
 
@@ -82,3 +84,12 @@ def test_polls_beyond_capacity_get_429_busy_and_the_admitted_get_jobs(
         status, _ = server.request("POST", f"/v1/queues/{queue}/topics/{topic}:reserve",
                                    {"group": "g", "wait_ms": 0}, token="consumer")
         assert status == 204
+
+
+def test_the_pool_sizes_reach_the_clients(redis_url: str) -> None:
+    queue = sd.AsyncQueue("pools", url=redis_url, max_connections=7, reserve_connections=9)
+    assert queue.client.connection_pool.max_connections == 7  # type: ignore[union-attr]
+    assert queue._reading_client().connection_pool.max_connections == 9  # type: ignore[union-attr]
+    for wrong in ({"max_connections": 0}, {"reserve_connections": -1}):
+        with pytest.raises(sd.ValidationError):
+            sd.AsyncQueue("pools", url=redis_url, **wrong)
