@@ -33,6 +33,7 @@ from benchmarks import (
     durable,
     enqueue,
     http_bench,
+    http_polls,
     inspect_jobs,
     lateness_e2e,
     lateness_rates,
@@ -132,6 +133,7 @@ def main() -> None:
         enqueue.run,
         lambda: (http_bench.run(single=20_000, batches=200, backlog=100_000, pairs=10_000)
                  if args.full else http_bench.run()),
+        http_polls.run,  # 1,000 concurrent long polls on one serve process
         lambda: dispatch.dispatch_alone(100_000),
         lambda: dispatch.backlog([10_000, 1_000_000] + ([10_000_000] if args.full else [])),
         lambda: drain.run(10_000),

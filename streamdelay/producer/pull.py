@@ -173,7 +173,8 @@ class SyncPull(_PullFace):
         """A client whose socket timeout is above the longest wait (created on first use)."""
         if self._pull_client is None:
             self._pull_client = sync_client(self.config.url,
-                                            MAX_WAIT_S + self.config.socket_timeout)
+                                            MAX_WAIT_S + self.config.socket_timeout,
+                                            self.config.reserve_connections)
         return self._pull_client
 
     def _settle(self, plan: Plan[Any]) -> Any:
@@ -239,7 +240,8 @@ class AsyncPull(_PullFace):
     def _reading_client(self) -> AsyncClient:
         if self._pull_client is None:
             self._pull_client = async_client(self.config.url,
-                                             MAX_WAIT_S + self.config.socket_timeout)
+                                             MAX_WAIT_S + self.config.socket_timeout,
+                                             self.config.reserve_connections)
         return self._pull_client
 
     async def _settle(self, plan: Plan[Any]) -> Any:

@@ -113,7 +113,8 @@ class Queue(_QueueFace, SyncPull, ScheduleMethods, SearchMethods):
     def client(self) -> SyncClient:
         """The underlying redis-py client (``RedisCluster`` on a cluster; created on first use)."""
         if self._client is None:
-            self._client = sync_client(self.config.url, self.config.socket_timeout)
+            self._client = sync_client(self.config.url, self.config.socket_timeout,
+                                       self.config.max_connections)
             self._owns_client = True
         return self._client
 
@@ -284,7 +285,8 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncScheduleMethods, AsyncSearchMethods
     def client(self) -> AsyncClient:
         """The underlying redis-py asyncio client (created on first use)."""
         if self._client is None:
-            self._client = async_client(self.config.url, self.config.socket_timeout)
+            self._client = async_client(self.config.url, self.config.socket_timeout,
+                                        self.config.max_connections)
             self._owns_client = True
         return self._client
 

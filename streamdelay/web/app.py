@@ -31,13 +31,14 @@ from .. import __version__
 from .api import api_routes
 from .api.bodies import document
 from .api.paths import ActionPaths, public_schema
-from .auth import AuthMiddleware, SessionSigner, needs
+from .auth import AuthMiddleware, SessionSigner, needs, principal_of
 from .dashboard import TEMPLATE_DIR, dashboard_routes
 from .errors import EXCEPTION_HANDLERS
 from .fastpath import FastPaths
 from .limits import LimitedRequest
 from .local import LocalOnly
 from .metrics import HttpMetrics, MetricsMiddleware
+from .polls import PollGate
 from .service import Service
 from .settings import SESSION_MAX_AGE, ServeSettings
 
@@ -46,16 +47,18 @@ HEALTH_TIMEOUT = 2.0
 CSRF_EXEMPT = ["^/v1/", "^/healthz$", "^/metrics$"]  # bearer-token routes (auth.py)
 
 
-class Health(msgspec.Struct):
-    """``/healthz``: ``ok`` when every served queue's Redis answered PING in time."""
+class Health(msgspec.Struct, omit_defaults=True):
+    """``/healthz``: ``ok`` when every served queue's Redis answered PING in time; the queues
+    by name only to a caller allowed to read (docs/security.md#what-serve-shows-to-anyone)."""
 
     status: str
-    queues: dict[str, bool]
+    queues: dict[str, bool] | None = None
 
 
 @get("/healthz", tags=["service"], security=[])
 async def healthz(request: Request[Any, Any, Any]) -> Response[Health]:
-    """200 when Redis answers for every served queue, else 503."""
+    """200 when Redis answers for every served queue, else 503. Open to anyone (a load
+    balancer's check); the queues it names only with a token (or session) that may read."""
     queues = request.app.state.queues
 
     async def ping(queue: Any) -> bool:
@@ -67,7 +70,9 @@ async def healthz(request: Request[Any, Any, Any]) -> Response[Health]:
     results = await asyncio.gather(*(ping(queue) for queue in queues.values()))
     found = dict(zip(queues, results, strict=True))
     healthy = all(found.values())
-    return Response(Health("ok" if healthy else "unavailable", found),
+    principal = principal_of(request)
+    shown = found if principal is not None and principal.allows("read") else None
+    return Response(Health("ok" if healthy else "unavailable", shown),
                     status_code=200 if healthy else 503)
 
 
@@ -111,7 +116,7 @@ def _openapi() -> OpenAPIConfig:
 def create_app(settings: ServeSettings) -> Litestar:
     """The ASGI application serving ``settings.queues`` (docs/http.md)."""
     service = Service(settings)
-    signer = SessionSigner(settings.session_secret, SESSION_MAX_AGE)
+    signer = SessionSigner(settings.session_secret, SESSION_MAX_AGE, settings.tokens)
     registry = HttpMetrics([q.config for q in service.queues.values()], service.promoted)
     service.on_reclaimed = lambda queue, topic, group, count: registry.settled(
         queue, topic, group, "reclaimed", count)
@@ -155,6 +160,7 @@ def create_app(settings: ServeSettings) -> Litestar:
     state.metrics = registry
     handler: Any = FastPaths(ActionPaths(app.asgi_handler), settings, service.queues, signer,
                              registry)
+    handler = PollGate(handler, settings, service.queues, signer)
     if not settings.tokens.configured:  # loopback only: refuse what a browser was tricked into
         handler = LocalOnly(handler)
     app.asgi_handler = MetricsMiddleware(handler, registry)

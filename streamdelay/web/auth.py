@@ -38,37 +38,53 @@ _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="streamdelay"'}
 
 
 class SessionSigner:
-    """Signs and checks session cookie values: ``name.expiry.signature`` (base64url)."""
+    """Signs and checks session cookie values: ``name.expiry.signature`` (base64url).
 
-    def __init__(self, secret: bytes, max_age: int) -> None:
+    With ``tokens``, the signature also covers the digest of the token the session logged in
+    with (never in the cookie): once that token is no longer the name's (rotated, removed),
+    the cookie no longer verifies and the session ends (docs/security.md#dashboard-sessions).
+    """
+
+    def __init__(self, secret: bytes, max_age: int, tokens: TokenTable | None = None) -> None:
         self._key = hashlib.sha256(b"streamdelay-session\0" + secret).digest()
         self.max_age = max_age
+        self._tokens = tokens
 
-    def _mac(self, payload: str) -> str:
-        digest = hmac.new(self._key, payload.encode(), hashlib.sha256).digest()
+    def _binding(self, name: str) -> bytes | None:
+        """What a session of ``name`` is bound to: its current token's digest (None: no
+        such name)."""
+        return b"" if self._tokens is None else self._tokens.fingerprint(name)
+
+    def _mac(self, payload: str, binding: bytes) -> str:
+        digest = hmac.new(self._key, payload.encode() + b"\0" + binding,
+                          hashlib.sha256).digest()
         return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
     def sign(self, name: str, now: float | None = None) -> str:
-        """A cookie value for the principal ``name``, valid ``max_age`` seconds."""
+        """A cookie value for the principal ``name``, valid ``max_age`` seconds (and while
+        the name keeps its token)."""
         expires = int((time.time() if now is None else now) + self.max_age)
         encoded = base64.urlsafe_b64encode(name.encode()).rstrip(b"=").decode()
         payload = f"{encoded}.{expires}"
-        return f"{payload}.{self._mac(payload)}"
+        return f"{payload}.{self._mac(payload, self._binding(name) or b'')}"
 
     def verify(self, value: str, now: float | None = None) -> str | None:
-        """The name in a genuine, unexpired cookie value; None for anything else."""
+        """The name in a genuine, unexpired cookie value made with the name's current token;
+        None for anything else."""
         parts = value.split(".")
         if len(parts) != 3:
             return None
         encoded, expires, mac = parts
-        if not hmac.compare_digest(mac, self._mac(f"{encoded}.{expires}")):
-            return None
         try:
-            if int(expires) < (time.time() if now is None else now):
-                return None
-            return base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode()
+            name = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode()
+            expiry = int(expires)
         except (ValueError, UnicodeDecodeError):
             return None
+        binding = self._binding(name)
+        if binding is None or not hmac.compare_digest(mac, self._mac(f"{encoded}.{expires}",
+                                                                     binding)):
+            return None
+        return name if expiry >= (time.time() if now is None else now) else None
 
 
 def _bearer(scope: Scope) -> str | None:

@@ -86,6 +86,14 @@ class TokenTable:
                 found = entry.principal
         return found
 
+    def fingerprint(self, name: str) -> bytes | None:
+        """The digest of the token named ``name`` (None: no such name), which a dashboard
+        session's signature covers so that it ends with the token (never sent anywhere)."""
+        for entry in self._entries:
+            if entry.principal.name == name:
+                return entry.digest
+        return None
+
     def principal(self, name: str) -> Principal | None:
         """The principal named ``name`` (a signed session cookie carries the name only)."""
         for entry in self._entries:
