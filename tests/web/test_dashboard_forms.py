@@ -157,3 +157,33 @@ def test_redis_away_is_a_page_that_says_so(own_redis: RedisServer) -> None:
         assert "Traceback" not in queue_page[2]
         assert overview[0] == 200 and 'class="error"' in overview[2]  # the card says so
         assert fragment[0] == 503  # the live script then shows "update failed, retrying"
+
+
+# Where a browser may be sent after a login or an action (docs/security.md#redirects): a tab,
+# a new line or a space inside a path is dropped by browsers (``/\t/evil`` is read as
+# ``//evil``), a backslash reads as a slash, ``//`` starts another host; a CR or LF would split
+# the Location header. Each falls back to ``/``.
+BAD_NEXT = ["/\t/evil.example", "/\n/evil.example", "/\r/evil.example", "/\r\nX-Evil: 1",
+            "/ /evil.example", "/\x0b/evil.example", "/\x00/evil.example", "/\x7f/evil.example",
+            "/\u00a0/evil.example", "/\u2028/evil.example", "/\x85/evil.example",
+            "/\\evil.example", "\\\\evil.example", "//evil.example", "///evil.example",
+            "/q/x//evil.example", "https://evil.example", "evil.example", "", "javascript:x"]
+
+
+@pytest.mark.parametrize("bad", BAD_NEXT)
+def test_no_redirect_leaves_the_site(web_server: WebServer, bad: str) -> None:
+    visitor = Session(web_server, None)
+    logged = len(web_server.log_text())
+    status, headers, _ = visitor.post("/login", {"token": web_server.token("reader"),
+                                                 "next": bad})
+    assert status == 303 and headers["location"] == "/", headers
+    assert "Traceback" not in web_server.log_text()[logged:]
+
+
+def test_a_redirect_inside_the_site_is_kept(web_server: WebServer) -> None:
+    for good, location in (("/q/a/job?id=x%2Fy", "/q/a/job?id=x%2Fy"), ("/", "/"),
+                           ("/q/a/jobs?state=dead&topic=t", "/q/a/jobs?state=dead&topic=t"),
+                           ("/q/a/job?id=\u20ac", "/q/a/job?id=%E2%82%AC")):
+        status, headers, _ = Session(web_server, None).post(
+            "/login", {"token": web_server.token("reader"), "next": good})
+        assert status == 303 and headers["location"] == location
