@@ -65,7 +65,7 @@ def _tag(key: bytes, receipt: Receipt) -> bytes:
     one value cannot differ)."""
     fields = msgspec.structs.astuple(receipt)[:-1]
     content = _DOMAIN + _receipt_encoder.encode(fields)
-    return hmac.new(key, content, hashlib.sha256).digest()[:TAG_BYTES]
+    return hmac.digest(key, content, hashlib.sha256)[:TAG_BYTES]
 
 
 def signed(receipt: Receipt, key: bytes) -> Receipt:
