@@ -22,9 +22,13 @@ import redis
 
 import streamdelay as sd
 from streamdelay.producer.receipts import KEY_FIELD, MAX_RETRY_MS, Receipt, signed
+from streamdelay.producer.reserving import ReserveState, reserve_args, round_plan
+from streamdelay.protocol.codec import encode_blob
 from streamdelay.protocol.deliveries import fail_call
 from streamdelay.protocol.keys import PartitionKeys
+from streamdelay.protocol.plan import Commands
 from streamdelay.protocol.replies import parse_fail
+from streamdelay.redis_io.config import QueueConfig
 from streamdelay.redis_io.runner import drive_sync
 from tests.test_pull import promote
 from tests.web_server import WebServer
@@ -215,3 +219,26 @@ def test_http_refuses_an_edited_receipt_with_422(served: tuple[WebServer, sd.Que
                                     token="consumer")
     assert status == 200 and answer == {"outcome": "acked"}
     assert queue.get(job) is None
+
+
+def test_a_key_that_cannot_be_read_hands_what_was_taken_back() -> None:
+    """The signing key is read after the read took entries (a round that finds none never pays
+    for it); when that read fails, every entry taken is handed back (``releaseJobs``, not an
+    attempt) before the error is raised, so nothing is left reserved for nobody."""
+    cfg = QueueConfig("orders", "redis://127.0.0.1:1/0")
+    key = ("g", "t")
+    state = ReserveState(registered={key}, next_reclaim={key: 1e18}, next_prune={key: 1e18})
+    plan = round_plan(cfg, state, reserve_args("t", "g", "c", 1, 1), 1000, 0.0, False)
+    assert isinstance(next(plan), Commands)  # the pause and limit checks
+    stream = PartitionKeys("orders", 0).stream("t")
+    fields = {b"id": b"j1", b"rec": b"s|0|1|1|60000|3|1-0|t|" + encode_blob("j", b"{}", {}, None)}
+    step = plan.send([0, None])  # not paused, not limited: the read
+    assert step.args[0] == "XREADGROUP"
+    step = plan.send([[stream.encode(), [(b"1-0", fields)]]])
+    assert step.args[0] == "HEXISTS"  # paused since the blocking read began?
+    step = plan.send(0)
+    assert isinstance(step, Commands) and step.commands[0].args[0] == "HSETNX"
+    handed_back = plan.throw(sd.ConnectionFailed("redis went away"))
+    assert handed_back.script.name == "releaseJobsV2" and "1-0" in handed_back.args
+    with pytest.raises(sd.ConnectionFailed):
+        plan.send(1)

@@ -321,10 +321,23 @@ def round_plan(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, block_m
         yield from _register_plan(cfg, args.group, args.topic)
         state.registered.add((args.group, args.topic))
         return Round([])
+    return (yield from _deliver_plan(cfg, state, args, entries, paused, back_all, now))
+
+
+def _deliver_plan(cfg: QueueConfig, state: ReserveState, args: ReserveArgs,
+                  entries: list[Entry], paused: bool, back_all: bool, now: float
+                  ) -> Plan[Round]:
+    """What a round read becomes: deliveries with signed receipts (up to ``count``), dead
+    letters for entries that can never run, and every other entry handed back (``back_all``,
+    over ``count``, or no signing key to be had: that error is raised once they are back)."""
     found = Round([], paused, rest_s=state.rest_s)
-    # read only when a job came: a round that finds none costs no round trip for it
-    key = (None if back_all or not entries
-           else (yield from signing_key_plan(cfg.name, state.key, now)))
+    # the key is read only when a job came: a round that finds none costs no round trip for it
+    key, unsigned = None, None
+    try:
+        if entries and not back_all:
+            key = yield from signing_key_plan(cfg.name, state.key, now)
+    except StreamdelayError as exc:
+        unsigned = exc
     settle: dict[int, list[ScriptCall]] = {}
     back: dict[int, list[str]] = {}
     for partition, entry_id, fields in entries:
@@ -345,6 +358,8 @@ def round_plan(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, block_m
     calls = [call for per_partition in settle.values() for call in per_partition]
     if calls:
         yield calls if len(calls) > 1 else calls[0]
+    if unsigned is not None:
+        raise unsigned
     return found
 
 
