@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -103,4 +102,3 @@ def test_the_cli_lists_them(listed: tuple[sd.Queue, WebServer]) -> None:
                           "--url", server.redis_url], capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 0 and "far" in out.stdout, out.stderr
-    _ = uuid  # the fixture's queue names are unique per module
