@@ -22,15 +22,16 @@ import redis
 
 import streamdelay as sd
 from streamdelay.producer.receipts import KEY_FIELD, MAX_RETRY_MS, Receipt, signed
-from streamdelay.producer.reserving import ReserveState, reserve_args, round_plan
+from streamdelay.producer.reserving import reserve_args, round_plan
 from streamdelay.protocol.codec import encode_blob
 from streamdelay.protocol.deliveries import fail_call
 from streamdelay.protocol.keys import PartitionKeys
 from streamdelay.protocol.plan import Commands
 from streamdelay.protocol.replies import parse_fail
-from streamdelay.redis_io.config import QueueConfig
 from streamdelay.redis_io.runner import drive_sync
 from tests.test_pull import promote
+from tests.test_pull_roundtrips import CFG as ROUNDTRIP_CFG
+from tests.test_pull_roundtrips import _settled_state as settled_state
 from tests.web_server import WebServer
 
 pytestmark = pytest.mark.timeout(60)
@@ -225,10 +226,9 @@ def test_a_key_that_cannot_be_read_hands_what_was_taken_back() -> None:
     """The signing key is read after the read took entries (a round that finds none never pays
     for it); when that read fails, every entry taken is handed back (``releaseJobs``, not an
     attempt) before the error is raised, so nothing is left reserved for nobody."""
-    cfg = QueueConfig("orders", "redis://127.0.0.1:1/0")
-    key = ("g", "t")
-    state = ReserveState(registered={key}, next_reclaim={key: 1e18}, next_prune={key: 1e18})
-    plan = round_plan(cfg, state, reserve_args("t", "g", "c", 1, 1), 1000, 0.0, False)
+    state = settled_state()  # registered; reclaim, prune (and any other upkeep) not due
+    plan = round_plan(ROUNDTRIP_CFG, state, reserve_args("t", "g", "c", 1, 1), 1000, 0.0,
+                      False)
     assert isinstance(next(plan), Commands)  # the pause and limit checks
     stream = PartitionKeys("orders", 0).stream("t")
     fields = {b"id": b"j1", b"rec": b"s|0|1|1|60000|3|1-0|t|" + encode_blob("j", b"{}", {}, None)}
