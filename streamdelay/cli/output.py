@@ -20,8 +20,12 @@ ERROR_WIDTH = 60
 
 
 def iso_ms(epoch_ms: int) -> str:
-    """Epoch milliseconds as ISO 8601 UTC with milliseconds: ``2025-01-31T09:30:00.250Z``."""
-    moment = datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc)
+    """Epoch milliseconds as ISO 8601 UTC with milliseconds: ``2025-01-31T09:30:00.250Z``;
+    ``out of range`` past the year 9999 (a foreign record's due time)."""
+    try:
+        moment = datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc)
+    except (ValueError, OverflowError, OSError):
+        return "out of range"
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 

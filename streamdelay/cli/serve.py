@@ -85,7 +85,8 @@ def _web() -> Any:
 @click.option("--max-body-bytes", type=click.IntRange(1024, 1 << 30), default=None,
               help="Largest request body accepted (413 above) [default: 8 MiB].")
 @click.option("--secure-cookies", is_flag=True,
-              help="Mark the dashboard's cookies Secure (behind an HTTPS proxy).")
+              help="Mark the dashboard's cookies Secure, with __Host- names (behind an "
+                   "HTTPS proxy).")
 @click.option("--graceful-timeout", type=click.FloatRange(0, 600), default=SERVE_GRACE,
               show_default=True, help="Seconds requests in flight get to finish at shutdown.")
 @click.option("--max-polls", type=click.IntRange(1, 100_000), default=DEFAULT_MAX_POLLS,

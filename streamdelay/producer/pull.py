@@ -22,7 +22,7 @@ from ..redis_io.config import QueueConfig
 from ..redis_io.runner import drive_async, drive_sync
 from ..redis_io.topology import AsyncClient, SyncClient, async_client, is_cluster, sync_client
 from .pausing import REFRESH_S
-from .receipts import Receipt, decode_receipt
+from .receipts import Receipt, ReceiptKey, decode_receipt
 from .reserving import (
     DEFAULT_GROUP,
     MAX_WAIT_S,
@@ -85,19 +85,21 @@ class Reservation(_ReservationData):
 
     def ack(self) -> None:
         """The job is done: it is forgotten (or kept as a ``done`` tombstone, ``keep_done``)."""
-        self._queue._settle(ack_plan(self._queue.config, self._receipt))
+        self._queue._settle(ack_plan(self._queue.config, self._queue._key(),
+                                     self._receipt))
 
     def fail(self, error: str, retry_delay: Delay | None = None, dead: bool = False) -> str:
         """The attempt failed: the job comes back after ``retry_delay`` seconds (None: its
         backoff), or goes to the dead letters after its last attempt or with ``dead=True``.
         Returns ``"retried"`` or ``"dead"``."""
-        result: str = self._queue._settle(fail_plan(self._queue.config, self._receipt, error,
-                                                    retry_delay, dead))
+        result: str = self._queue._settle(fail_plan(self._queue.config, self._queue._key(),
+                                                    self._receipt, error, retry_delay, dead))
         return result
 
     def touch(self) -> None:
         """Heartbeat: the ttr counts again from now (a worker does this every ttr/3)."""
-        self._queue._settle(touch_plan(self._queue.config, self._receipt))
+        self._queue._settle(touch_plan(self._queue.config, self._queue._key(),
+                                       self._receipt))
 
     def release(self) -> bool:
         """Hand the job back at once, no attempt spent: it goes to the tail of its topic for
@@ -116,18 +118,20 @@ class AsyncReservation(_ReservationData):
 
     async def ack(self) -> None:
         """The job is done; see ``Reservation.ack``."""
-        await self._queue._settle(ack_plan(self._queue.config, self._receipt))
+        await self._queue._settle(ack_plan(self._queue.config, self._queue._key(),
+                                           self._receipt))
 
     async def fail(self, error: str, retry_delay: Delay | None = None, dead: bool = False
                    ) -> str:
         """The attempt failed; see ``Reservation.fail``."""
         result: str = await self._queue._settle(fail_plan(
-            self._queue.config, self._receipt, error, retry_delay, dead))
+            self._queue.config, self._queue._key(), self._receipt, error, retry_delay, dead))
         return result
 
     async def touch(self) -> None:
         """Heartbeat; see ``Reservation.touch``."""
-        await self._queue._settle(touch_plan(self._queue.config, self._receipt))
+        await self._queue._settle(touch_plan(self._queue.config, self._queue._key(),
+                                             self._receipt))
 
     async def release(self) -> bool:
         """Hand the job back, no attempt spent; see ``Reservation.release``."""
@@ -146,6 +150,13 @@ class _PullFace:
     config: QueueConfig
     _pull_state: ReserveState | None = None
     _pull_consumer: str | None = None
+
+    def _key(self) -> ReceiptKey:
+        """The queue's receipt key as this object knows it (shared by reserve and settles)."""
+        if self._pull_state is None:
+            self._pull_state = ReserveState()
+            self._pull_consumer = default_consumer_name()
+        return self._pull_state.key
 
     def _args(self, topic: str, group: str, consumer: str | None, wait: Delay, count: int
               ) -> tuple[ReserveArgs, ReserveState]:

@@ -40,7 +40,16 @@ from ..protocol.scripts import ScriptCall, script
 from ..redis_io.config import QueueConfig
 from .pausing import paused_key
 from .plans import PRUNE_IDLE_S, prune_consumers_plan, requeue_stuck_plan
-from .receipts import RECEIPT_VERSION, Receipt, encode_receipt
+from .receipts import (
+    RECEIPT_VERSION,
+    Receipt,
+    ReceiptKey,
+    bounded,
+    check_receipt_plan,
+    encode_receipt,
+    signed,
+    signing_key_plan,
+)
 
 DEFAULT_GROUP = "workers"  # the group a Worker joins unless told otherwise
 MAX_WAIT_S = 30.0
@@ -88,6 +97,7 @@ class ReserveState:
     turn: int = 0  # the partition a round starts at, in turns
     rest_s: float = 0.0  # set by a limited read held back by the rate: sleep this long
     plain: set[str] = field(default_factory=set)  # topics last found neither paused nor limited
+    key: ReceiptKey = field(default_factory=ReceiptKey)  # signs the receipts (receipts.py)
 
 
 @dataclass(frozen=True)
@@ -320,7 +330,23 @@ def round_plan(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, block_m
         yield from _register_plan(cfg, args.group, args.topic)
         state.registered.add((args.group, args.topic))
         return Round([])
+    return (yield from _deliver_plan(cfg, state, args, entries, paused, back_all, now))
+
+
+def _deliver_plan(cfg: QueueConfig, state: ReserveState, args: ReserveArgs,
+                  entries: list[Entry], paused: bool, back_all: bool, now: float
+                  ) -> Plan[Round]:
+    """What a round read becomes: deliveries with signed receipts (up to ``count``), dead
+    letters for entries that can never run, and every other entry handed back (``back_all``,
+    over ``count``, or no signing key to be had: that error is raised once they are back)."""
     found = Round([], paused, rest_s=state.rest_s)
+    # the key is read only when a job came: a round that finds none costs no round trip for it
+    key, unsigned = None, None
+    try:
+        if entries and not back_all:
+            key = yield from signing_key_plan(cfg.name, state.key, now)
+    except StreamdelayError as exc:
+        unsigned = exc
     settle: dict[int, list[ScriptCall]] = {}
     back: dict[int, list[str]] = {}
     for partition, entry_id, fields in entries:
@@ -330,28 +356,31 @@ def round_plan(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, block_m
             found.dropped.append((opened.job_id, opened.error))
             settle.setdefault(partition, []).append(fail_call(
                 keys, args.group, args.topic, opened.job_id, entry_id, 0, True, opened.error))
-        elif back_all or len(found.reserved) >= args.count:
+        elif key is None or len(found.reserved) >= args.count:
             back.setdefault(partition, []).extend((args.topic, opened.job_id, entry_id))
         else:
             found.reserved.append(_reserved(cfg, args, opened.job, opened.backoff,
-                                            opened.ttr_ms))
+                                            opened.ttr_ms, key))
     for partition, flat in back.items():
         settle.setdefault(partition, []).append(
             release_call(PartitionKeys(cfg.name, partition), args.group, flat))
     calls = [call for per_partition in settle.values() for call in per_partition]
     if calls:
         yield calls if len(calls) > 1 else calls[0]
+    if unsigned is not None:
+        raise unsigned
     return found
 
 
 def _reserved(cfg: QueueConfig, args: ReserveArgs, job: Job, backoff: BackoffPolicy | None,
-              ttr_ms: int) -> Reserved:
-    """A delivery with its receipt; the retry delay of a failure is drawn now (the receipt
-    carries it: a rebuilt reservation fails with the job's backoff without reading the job)."""
+              ttr_ms: int, key: bytes) -> Reserved:
+    """A delivery with its receipt, signed with ``key``; the retry delay of a failure is drawn
+    now (the receipt carries it: a rebuilt reservation fails with the job's backoff without
+    reading the job)."""
     retry_ms = failure_delay_ms(backoff or cfg.backoff, job.attempt)
-    receipt = Receipt(RECEIPT_VERSION, cfg.name, job.partition, args.topic, job.id,
-                      job.entry_id, args.group, args.consumer, job.attempt, job.due, ttr_ms,
-                      retry_ms)
+    receipt = signed(bounded(Receipt(RECEIPT_VERSION, cfg.name, job.partition, args.topic,
+                                     job.id, job.entry_id, args.group, args.consumer,
+                                     job.attempt, job.due, ttr_ms, retry_ms)), key)
     return Reserved(job, receipt, encode_receipt(receipt))
 
 
@@ -361,8 +390,10 @@ def _stale(receipt: Receipt, what: str) -> StaleReceipt:
                         field="receipt", job_id=receipt.id, topic=receipt.topic)
 
 
-def ack_plan(cfg: QueueConfig, receipt: Receipt) -> Plan[None]:
-    """Acknowledge a reservation (``ackJobs``); ``StaleReceipt`` when it was not current."""
+def ack_plan(cfg: QueueConfig, key: ReceiptKey, receipt: Receipt) -> Plan[None]:
+    """Acknowledge a reservation (``ackJobs``); ``StaleReceipt`` when it was not current,
+    ``ValidationError`` when the receipt is not signed by the queue (``key``)."""
+    yield from check_receipt_plan(cfg.name, key, receipt)
     keys = PartitionKeys(cfg.name, receipt.partition)
     keep_ms = validation.delay_ms(cfg.keep_done)
     done = yield ack_call(keys, receipt.group, keep_ms, [receipt.topic, receipt.id,
@@ -371,8 +402,8 @@ def ack_plan(cfg: QueueConfig, receipt: Receipt) -> Plan[None]:
         raise _stale(receipt, "ack")
 
 
-def fail_plan(cfg: QueueConfig, receipt: Receipt, error: object, retry_delay: object,
-              dead: object) -> Plan[str]:
+def fail_plan(cfg: QueueConfig, key: ReceiptKey, receipt: Receipt, error: object,
+              retry_delay: object, dead: object) -> Plan[str]:
     """Fail a reservation (``failJob``): retried after ``retry_delay`` (None: the job's backoff)
     or dead after its last attempt or with ``dead``. Returns ``"retried"`` or ``"dead"``."""
     if not isinstance(error, str):
@@ -381,6 +412,7 @@ def fail_plan(cfg: QueueConfig, receipt: Receipt, error: object, retry_delay: ob
         raise ValidationError("dead: must be a bool", field="dead")
     delay = (receipt.retry_ms if retry_delay is None
              else validation.delay_ms(retry_delay, "retry_delay"))
+    yield from check_receipt_plan(cfg.name, key, receipt)
     keys = PartitionKeys(cfg.name, receipt.partition)
     reply = yield fail_call(keys, receipt.group, receipt.topic, receipt.id, receipt.entry,
                             delay, dead, error[:ERROR_TEXT_LIMIT])
@@ -390,9 +422,10 @@ def fail_plan(cfg: QueueConfig, receipt: Receipt, error: object, retry_delay: ob
     return "dead" if outcome.dead else "retried"
 
 
-def touch_plan(cfg: QueueConfig, receipt: Receipt) -> Plan[None]:
+def touch_plan(cfg: QueueConfig, key: ReceiptKey, receipt: Receipt) -> Plan[None]:
     """Heartbeat a reservation (``touchJobs``: its idle time starts again, so its ttr counts
     from now); ``StaleReceipt`` when its consumer no longer holds it."""
+    yield from check_receipt_plan(cfg.name, key, receipt)
     keys = PartitionKeys(cfg.name, receipt.partition)
     lost = yield touch_call(keys, receipt.group, receipt.consumer,
                             [receipt.topic, receipt.entry])

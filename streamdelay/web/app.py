@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import msgspec
 from litestar import Litestar, MediaType, Request, Response, Router, get
-from litestar.config.csrf import CSRFConfig
 from litestar.contrib.jinja import JinjaTemplateEngine
 from litestar.exceptions import NotFoundException
 from litestar.middleware import DefineMiddleware
@@ -31,7 +29,8 @@ from .. import __version__
 from .api import api_routes
 from .api.bodies import document
 from .api.paths import ActionPaths, public_schema
-from .auth import AuthMiddleware, SessionSigner, needs, principal_of
+from .auth import SESSION_COOKIE, AuthMiddleware, SessionSigner, host_prefixed, needs, principal_of
+from .csrf import SessionCsrf
 from .dashboard import TEMPLATE_DIR, dashboard_routes
 from .errors import EXCEPTION_HANDLERS
 from .fastpath import FastPaths
@@ -116,7 +115,8 @@ def _openapi() -> OpenAPIConfig:
 def create_app(settings: ServeSettings) -> Litestar:
     """The ASGI application serving ``settings.queues`` (docs/http.md)."""
     service = Service(settings)
-    signer = SessionSigner(settings.session_secret, SESSION_MAX_AGE, settings.tokens)
+    signer = SessionSigner(settings.session_secret, SESSION_MAX_AGE, settings.tokens,
+                           cookie=host_prefixed(SESSION_COOKIE, settings.secure_cookies))
     registry = HttpMetrics([q.config for q in service.queues.values()], service.promoted)
     service.on_reclaimed = lambda queue, topic, group, count: registry.settled(
         queue, topic, group, "reclaimed", count)
@@ -132,16 +132,16 @@ def create_app(settings: ServeSettings) -> Litestar:
             await service.stop()
             registry.close()
 
-    csrf_secret = hashlib.sha256(b"streamdelay-csrf\0" + settings.session_secret).hexdigest()
     app = Litestar(
         route_handlers=[healthz, metrics, openapi_document, *api_routes(),
                         *dashboard_routes(),
                         create_static_files_router("/static", directories=[STATIC_DIR],
                                                    include_in_schema=False)],
         lifespan=[lifespan],
-        middleware=[DefineMiddleware(AuthMiddleware, tokens=settings.tokens, signer=signer)],
-        csrf_config=CSRFConfig(secret=csrf_secret, cookie_samesite="strict",
-                               cookie_secure=settings.secure_cookies, exclude=CSRF_EXEMPT),
+        middleware=[DefineMiddleware(AuthMiddleware, tokens=settings.tokens, signer=signer),
+                    DefineMiddleware(SessionCsrf, secret=settings.session_secret,
+                                     session_cookie=signer.cookie,
+                                     secure=settings.secure_cookies, exempt=CSRF_EXEMPT)],
         template_config=TemplateConfig(directory=TEMPLATE_DIR, engine=JinjaTemplateEngine),
         openapi_config=_openapi(),
         exception_handlers=EXCEPTION_HANDLERS,
