@@ -87,7 +87,7 @@ def test_an_edited_receipt_is_refused_and_changes_nothing(queue: sd.Queue, index
                                                           value: Any) -> None:
     r = reserved(queue, "j1")
     forged = edit(r.receipt, index, value)
-    for settle in ("fail", "ack", "touch"):
+    for settle in ("fail", "ack", "touch", "release"):
         with pytest.raises(sd.ValidationError) as err:
             reservation = queue.reservation(forged)
             if settle == "fail":

@@ -223,7 +223,8 @@ class SyncPull(_PullFace):
         stops. For jobs taken but not to be run (a consumer shutting down, an answer that
         cannot be delivered). Returns how many were still current; one round trip per
         partition (docs/pull.md)."""
-        found: int = self._settle(release_plan(self.config, [r._receipt for r in reservations]))
+        found: int = self._settle(release_plan(self.config, self._key(),
+                                                [r._receipt for r in reservations]))
         return found
 
     def reservation(self, receipt: str) -> Reservation:
@@ -284,7 +285,7 @@ class AsyncPull(_PullFace):
 
     async def release(self, reservations: Iterable[_ReservationData]) -> int:
         """Hand ``reservations`` back, no attempt spent; see ``Queue.release``."""
-        found: int = await self._settle(release_plan(self.config,
+        found: int = await self._settle(release_plan(self.config, self._key(),
                                                      [r._receipt for r in reservations]))
         return found
 

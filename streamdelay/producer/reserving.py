@@ -433,12 +433,15 @@ def touch_plan(cfg: QueueConfig, key: ReceiptKey, receipt: Receipt) -> Plan[None
         raise _stale(receipt, "touch")
 
 
-def release_plan(cfg: QueueConfig, receipts: list[Receipt]) -> Plan[int]:
+def release_plan(cfg: QueueConfig, key: ReceiptKey, receipts: list[Receipt]) -> Plan[int]:
     """Hand reservations back at once (``releaseJobs``, one call per partition and group):
     each job goes to the tail of its topic for any consumer, no attempt spent, as a worker
     hands back what it holds at a graceful stop. For a consumer that took jobs it will not
     run (the HTTP service when its answer cannot be built or sent, docs/http.md#consumers).
-    Returns how many were still current (a stale one is only acknowledged)."""
+    Returns how many were still current (a stale one is only acknowledged); a receipt not
+    signed by the queue (``key``) is refused before anything is handed back."""
+    for receipt in receipts:
+        yield from check_receipt_plan(cfg.name, key, receipt)
     flat: dict[tuple[int, str], list[str]] = {}
     for receipt in receipts:
         flat.setdefault((receipt.partition, receipt.group), []).extend(
