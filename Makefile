@@ -19,8 +19,8 @@ $(STAMP) $(DEMO_STAMP): pyproject.toml
 install: $(STAMP)
 
 # The system tools the suite and the benchmarks run, as "command:Debian package". Installed when
-# missing (fresh machines, CI), without recommended packages. Debian's redis-server does not pull in
-# openssl, which the TLS tests need to make their certificates; redis-cli and redis-benchmark come with redis-tools; the
+# missing (fresh machines, CI): Debian's redis-server does not pull in openssl, which the TLS tests
+# need to make their certificates; redis-cli and redis-benchmark come with redis-tools; the
 # metrics test scrapes with a real Prometheus server (tests/test_metrics_prometheus.py); the curl
 # walkthrough of docs/http.md needs curl and jq (tests/test_web_docs.py); the dashboard tests
 # drive Debian's headless Chromium with Playwright (tests/web/browser.py); the HTTP client examples
@@ -29,7 +29,7 @@ install: $(STAMP)
 TOOLS := redis-server:redis-server redis-cli:redis-tools redis-benchmark:redis-tools \
   openssl:openssl bash:bash prometheus:prometheus curl:curl jq:jq chromium:chromium \
   node:nodejs php:php-cli
-NO_RECOMMENDS := --no-install-recommends
+NO_RECOMMENDS := --no-install-recommends  # the named packages and what they depend on only
 # The demo's: a server only when none is at hand (no Redis answers at STREAMDELAY_URL, no
 # redis-server or valkey-server, no embedded Valkey: streamdelay[embedded] has no wheel for this
 # platform), so `make demo` on a machine without redis-server asks apt for nothing.

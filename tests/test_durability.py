@@ -23,6 +23,7 @@ from streamdelay.protocol.durability import (
     Durability,
     check_server,
     check_wait,
+    fence,
     is_durable,
     server_version,
     step_calls,
@@ -87,6 +88,13 @@ def test_wait_and_waitaof_replies_are_read_into_not_durable() -> None:
         check_wait(aof, Exception("ERR WAITAOF cannot be used when numlocal is set but "
                                   "appendonly is disabled."), [call])
     assert refused.value.field == "local_fsync"
+
+
+def test_the_fence_before_wait_publishes_on_the_partitions_channel() -> None:
+    cfg = QueueConfig(name="orders", url="redis://127.0.0.1:1/0")
+    step = _first_step(plans.cancel_plan(cfg, "a"))
+    assert fence(step_calls(step)).args == (  # type: ignore[arg-type]
+        "PUBLISH", "sd:{orders#0}:durable", "")  # inside the ACL pattern sd:{orders#*}*
 
 
 def test_waitaof_is_detected_from_the_server_version() -> None:
