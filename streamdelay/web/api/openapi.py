@@ -1,0 +1,97 @@
+"""``/openapi.json``: the document Litestar generates, made honest for client generators
+(docs/http.md#openapi).
+
+Litestar's document is close; what it cannot know is finished here, in one pass, from the app's
+own route handlers, so a route added later gets the same treatment:
+
+- the public paths (``/jobs/{id}:reschedule``, ``paths.public_path``) and the request bodies the
+  routes decode themselves (``bodies.document``);
+- each operation's security requirement names the scope its handler needs
+  (``{"bearer": ["write"]}``; OpenAPI 3.1 allows role names for any scheme), and a handler that
+  needs none says so with ``security: []``;
+- an operation without an explicit id gets its handler's name (``healthz``), not Litestar's
+  path-and-name default (``HealthzHealthz``);
+- every field of a response is ``required``: responses are encoded by msgspec, which sends every
+  field of a dataclass or Struct, defaults included, so none is ever absent;
+- descriptions are Markdown: the docstrings' reStructuredText literals become code spans and
+  their indentation goes (an indented line would be a code block).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import Any
+
+from litestar import Litestar
+from litestar.routes import HTTPRoute
+
+from ..auth import SCOPE_OPT
+from .bodies import document
+from .paths import public_path
+
+_LITERAL = re.compile(r"``([^`]+)``")
+QUEUE_DESCRIPTION = ("The queue's name. A queue this service does not serve answers 404 with "
+                     "the code `no_such_queue`.")
+
+
+def _handlers(app: Litestar) -> dict[tuple[str, str], Any]:
+    """(public path, method) -> route handler, of the handlers in the document."""
+    found: dict[tuple[str, str], Any] = {}
+    for route in app.routes:
+        if not isinstance(route, HTTPRoute):
+            continue
+        for handler in route.route_handlers:
+            if handler.include_in_schema is False:
+                continue
+            for method in handler.http_methods:
+                found[(public_path(route.path_format), method.lower())] = handler
+    return found
+
+
+def _camel(name: str) -> str:
+    first, *rest = name.split("_")
+    return first + "".join(part.capitalize() for part in rest)
+
+
+def _markdown(node: Any) -> None:
+    """Every ``description`` and ``summary`` under ``node`` with RST literals as code spans."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("description", "summary") and isinstance(value, str):
+                node[key] = _LITERAL.sub(r"`\1`", inspect.cleandoc(value))
+            else:
+                _markdown(value)
+    elif isinstance(node, list):
+        for value in node:
+            _markdown(value)
+
+
+def _operations(schema: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    return [(path, method, operation) for path, item in schema.get("paths", {}).items()
+            for method, operation in item.items() if isinstance(operation, dict)]
+
+
+def finish(schema: dict[str, Any], app: Litestar) -> dict[str, Any]:
+    """The public document of ``app`` from Litestar's ``schema`` (changed in place)."""
+    schema["paths"] = {public_path(path): item for path, item in schema.get("paths",
+                                                                                {}).items()}
+    handlers = _handlers(app)
+    for path, method, operation in _operations(schema):
+        handler = handlers.get((path, method))
+        if handler is None:
+            continue
+        scope = handler.opt.get(SCOPE_OPT)
+        operation["security"] = [{"bearer": [scope]}] if scope else []
+        if not handler.operation_id:
+            operation["operationId"] = _camel(handler.handler_name)
+        for parameter in operation.get("parameters", []):
+            if parameter.get("name") == "queue" and parameter.get("in") == "path":
+                parameter["schema"] = {"type": "string"}
+                parameter["description"] = QUEUE_DESCRIPTION
+    for component in schema.get("components", {}).get("schemas", {}).values():
+        if "properties" in component:  # all are responses here: bodies come next
+            component["required"] = sorted(component["properties"])
+    document(schema)
+    _markdown(schema)
+    return schema
