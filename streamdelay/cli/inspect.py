@@ -7,18 +7,20 @@ import click
 
 from ..producer.listing import MAX_LIMIT, STATES, JobPage
 from .options import json_option, partitions_option, url_option
-from .output import iso_ms, table, to_json
+from .output import table, to_json, utc_seconds
 from .support import operator_queue
 
-JOBS_COLUMNS = ("ID", "TOPIC", "STATE", "DUE", "ATTEMPTS", "DETAIL")
+# the state is the page's (--state): no column for it; the consumer or the last error goes on a
+# line under its job (80 columns, docs/cli.md#output)
+JOBS_COLUMNS = ("ID", "TOPIC", "DUE (UTC)", "TRIES")
 
 
 def _detail(job: object) -> str:
     consumer = getattr(job, "consumer", None)
     if consumer is not None:
-        return f"{consumer} idle {getattr(job, 'idle_ms', 0)} ms"
+        return f"reserved by {consumer}, idle {getattr(job, 'idle_ms', 0) / 1000:.1f} s"
     error = getattr(job, "error", None) or ""
-    return error.splitlines()[0][:60] if error else ""
+    return f"last error: {error}" if error else ""
 
 
 def jobs_text(page: JobPage, state: str) -> str:
@@ -26,9 +28,10 @@ def jobs_text(page: JobPage, state: str) -> str:
     if not page.jobs:
         lines = [f"no {state} jobs on this page" if page.cursor else f"no {state} jobs"]
     else:
-        rows = [[j.id, j.topic, j.state, iso_ms(j.due), f"{j.attempts}/{j.max_attempts}",
-                 _detail(j)] for j in page.jobs]
-        lines = [table(JOBS_COLUMNS, rows, numeric_from=len(JOBS_COLUMNS))]
+        rows = [[j.id, j.topic, utc_seconds(j.due), f"{j.attempts}/{j.max_attempts}"]
+                for j in page.jobs]
+        lines = [table(JOBS_COLUMNS, rows, align="lllr",
+                       details=[_detail(j) for j in page.jobs])]
     if page.cursor:
         lines.append(f"more: add --cursor {page.cursor}")
     return "\n".join(lines)

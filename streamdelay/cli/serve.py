@@ -113,8 +113,7 @@ def serve(url: str | None, queues: tuple[str, ...], host: str, listen_port: int,
         queue_options=_queue_options(partitions), **options))
     try:
         settings.check_bind()
-    except ConfigError as exc:
-        log.error("REFUSED: %s", exc)
+    except ConfigError as exc:  # said once, as the command's error line
         raise UsageProblem(str(exc)) from exc
     if not tokens.configured:
         log.warning("NO TOKEN CONFIGURED: every request on %s:%d is allowed every scope; "
