@@ -11,8 +11,9 @@ own route handlers, so a route added later gets the same treatment:
   needs none says so with ``security: []``;
 - an operation without an explicit id gets its handler's name (``healthz``), not Litestar's
   path-and-name default (``HealthzHealthz``);
-- every field of a response is ``required``: responses are encoded by msgspec, which sends every
-  field of a dataclass or Struct, defaults included, so none is ever absent;
+- every field of an answer is ``required`` (the components the responses use, nested ones too):
+  answers are encoded by msgspec, which sends every field of a dataclass or Struct, defaults
+  included, so none is ever absent;
 - descriptions are Markdown: the docstrings' reStructuredText literals become code spans and
   their indentation goes (an indented line would be a code block).
 """
@@ -72,6 +73,31 @@ def _operations(schema: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]
             for method, operation in item.items() if isinstance(operation, dict)]
 
 
+def _refs(node: Any) -> set[str]:
+    """The component names ``node`` refers to (``#/components/schemas/NAME``)."""
+    if isinstance(node, dict):
+        found = {node["$ref"].rsplit("/", 1)[-1]} if isinstance(node.get("$ref"), str) else set()
+        for value in node.values():
+            found |= _refs(value)
+        return found
+    if isinstance(node, list):
+        return set().union(*(_refs(value) for value in node)) if node else set()
+    return set()
+
+
+def _answers(schema: dict[str, Any], components: dict[str, Any]) -> set[str]:
+    """The components an answer uses, directly or nested (a request body's are left alone)."""
+    todo = set().union(*(_refs(operation.get("responses", {}))
+                         for _, _, operation in _operations(schema)))
+    found: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in components and name not in found:
+            found.add(name)
+            todo |= _refs(components[name])
+    return found
+
+
 def finish(schema: dict[str, Any], app: Litestar) -> dict[str, Any]:
     """The public document of ``app`` from Litestar's ``schema`` (changed in place)."""
     schema["paths"] = {public_path(path): item for path, item in schema.get("paths",
@@ -89,9 +115,10 @@ def finish(schema: dict[str, Any], app: Litestar) -> dict[str, Any]:
             if parameter.get("name") == "queue" and parameter.get("in") == "path":
                 parameter["schema"] = {"type": "string"}
                 parameter["description"] = QUEUE_DESCRIPTION
-    for component in schema.get("components", {}).get("schemas", {}).values():
-        if "properties" in component:  # all are responses here: bodies come next
-            component["required"] = sorted(component["properties"])
+    components = schema.get("components", {}).get("schemas", {})
+    for name in _answers(schema, components):
+        if "properties" in components[name]:
+            components[name]["required"] = sorted(components[name]["properties"])
     document(schema)
     _markdown(schema)
     return schema
