@@ -67,11 +67,15 @@ def key_values(rows: Sequence[tuple[str, str]]) -> str:
     return "\n".join(f"{key.ljust(width)}  {value}" for key, value in rows)
 
 
-def table(header: Sequence[str], rows: Sequence[Sequence[str]], *, align: str,
-          details: Sequence[str] | None = None) -> str:
+def table(header: Sequence[str], rows: Sequence[Sequence[str]], *, align: str = "",
+          details: Sequence[str] | None = None, numeric_from: int | None = None) -> str:
     """A plain text table; ``align`` has one letter per column, ``l`` or ``r`` (numbers), for
-    its header and its cells alike. ``details`` (one per row, may be empty) go on an indented
-    line under their row, cut to ``DETAIL_WIDTH``."""
+    its header and its cells alike (``numeric_from=N``: the columns from N on are ``r``).
+    ``details`` (one per row, may be empty) go on an indented line under their row, cut to
+    ``DETAIL_WIDTH``."""
+    if numeric_from is not None:
+        align = "l" * numeric_from + "r" * (len(header) - numeric_from)
+    align = align.ljust(len(header), "l")
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
 
     def line(cells: Sequence[str]) -> str:
