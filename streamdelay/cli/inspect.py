@@ -3,19 +3,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import click
 
+from ..base.models import JobInfo
 from ..producer.listing import MAX_LIMIT, STATES, JobPage
 from .options import json_option, partitions_option, url_option
 from .output import table, to_json, utc_seconds
 from .support import operator_queue
 
-# the state is the page's (--state): no column for it; the consumer or the last error goes on a
-# line under its job (80 columns, docs/cli.md#output)
+# a page of `jobs` is one state (--state): no column for it; the consumer or the last error
+# goes on a line under its job (80 columns, docs/cli.md#common-rules)
 JOBS_COLUMNS = ("ID", "TOPIC", "DUE (UTC)", "TRIES")
 
 
-def _detail(job: object) -> str:
+def job_detail(job: object) -> str:
+    """The line under a job: the consumer and idle time of a reserved job, else its last
+    error ('' for neither)."""
     consumer = getattr(job, "consumer", None)
     if consumer is not None:
         return f"reserved by {consumer}, idle {getattr(job, 'idle_ms', 0) / 1000:.1f} s"
@@ -23,15 +28,21 @@ def _detail(job: object) -> str:
     return f"last error: {error}" if error else ""
 
 
+def jobs_table(jobs: Sequence[JobInfo], *, states: bool = False) -> str:
+    """The table of jobs; ``states`` adds a STATE column (a list that spans states)."""
+    header = (*JOBS_COLUMNS[:2], "STATE", *JOBS_COLUMNS[2:]) if states else JOBS_COLUMNS
+    rows = [[j.id, j.topic, *([j.state] if states else []), utc_seconds(j.due),
+             f"{j.attempts}/{j.max_attempts}"] for j in jobs]
+    return table(header, rows, align="l" * (len(header) - 1) + "r",
+                 details=[job_detail(j) for j in jobs])
+
+
 def jobs_text(page: JobPage, state: str) -> str:
     """The table of ``jobs`` and, when there is more, the option that shows the next page."""
     if not page.jobs:
         lines = [f"no {state} jobs on this page" if page.cursor else f"no {state} jobs"]
     else:
-        rows = [[j.id, j.topic, utc_seconds(j.due), f"{j.attempts}/{j.max_attempts}"]
-                for j in page.jobs]
-        lines = [table(JOBS_COLUMNS, rows, align="lllr",
-                       details=[_detail(j) for j in page.jobs])]
+        lines = [jobs_table(page.jobs)]
     if page.cursor:
         lines.append(f"more: add --cursor {page.cursor}")
     return "\n".join(lines)
