@@ -17,8 +17,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
+from litestar import Litestar, get
+from litestar.openapi import OpenAPIConfig
 
+from streamdelay.web.api.openapi import finish
 from tests.redis_server import RedisServer
 from tests.web_server import ROOT, WebServer
 
@@ -170,3 +174,32 @@ def test_a_method_the_path_lacks_is_a_documented_405(server: WebServer,
     assert status == 405 and body["error"]["code"] == "method_not_allowed"
     listed = document["components"]["schemas"]["ErrorDetail"]["properties"]["code"]["enum"]
     assert body["error"]["code"] in listed
+
+
+class Sparse(msgspec.Struct, omit_defaults=True):
+    """An answer that leaves out ``extra`` at its default."""
+
+    kept: str
+    extra: int | None = None
+
+
+class Full(msgspec.Struct):
+    """An answer that sends every field."""
+
+    kept: str
+    extra: int | None = None
+    inner: Sparse | None = None
+
+
+def test_a_struct_that_omits_defaults_keeps_them_optional() -> None:
+    """Only what msgspec always sends is required (a Struct declared omit_defaults leaves out
+    a field at its default)."""
+
+    @get("/full", sync_to_thread=False)
+    def full() -> Full:
+        return Full("x")
+
+    app = Litestar(route_handlers=[full], openapi_config=OpenAPIConfig(title="t", version="1"))
+    schemas = finish(app.openapi_schema.to_schema(), app)["components"]["schemas"]
+    assert sorted(schemas["Full"]["required"]) == ["extra", "inner", "kept"]
+    assert schemas["Sparse"]["required"] == ["kept"]

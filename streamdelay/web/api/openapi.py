@@ -13,7 +13,8 @@ own route handlers, so a route added later gets the same treatment:
   path-and-name default (``HealthzHealthz``);
 - every field of an answer is ``required`` (the components the responses use, nested ones too):
   answers are encoded by msgspec, which sends every field of a dataclass or Struct, defaults
-  included, so none is ever absent;
+  included, so none is ever absent; except a Struct declared ``omit_defaults``, which leaves
+  out a field at its default (Litestar's ``required`` is then right and kept);
 - descriptions are Markdown: the docstrings' reStructuredText literals become code spans and
   their indentation goes (an indented line would be a code block).
 """
@@ -24,6 +25,7 @@ import inspect
 import re
 from typing import Any
 
+import msgspec
 from litestar import Litestar
 from litestar.routes import HTTPRoute
 
@@ -85,6 +87,19 @@ def _refs(node: Any) -> set[str]:
     return set()
 
 
+def _omitting() -> set[str]:
+    """The names of the msgspec Structs that leave out a field at its default."""
+    found: set[str] = set()
+    todo: list[type[Any]] = [msgspec.Struct]
+    while todo:
+        for kind in todo.pop().__subclasses__():
+            todo.append(kind)
+            config = getattr(kind, "__struct_config__", None)
+            if config is not None and config.omit_defaults:
+                found.add(kind.__name__)
+    return found
+
+
 def _answers(schema: dict[str, Any], components: dict[str, Any]) -> set[str]:
     """The components an answer uses, directly or nested (a request body's are left alone)."""
     todo = set().union(*(_refs(operation.get("responses", {}))
@@ -116,7 +131,8 @@ def finish(schema: dict[str, Any], app: Litestar) -> dict[str, Any]:
                 parameter["schema"] = {"type": "string"}
                 parameter["description"] = QUEUE_DESCRIPTION
     components = schema.get("components", {}).get("schemas", {})
-    for name in _answers(schema, components):
+    omitting = _omitting()
+    for name in _answers(schema, components) - omitting:
         if "properties" in components[name]:
             components[name]["required"] = sorted(components[name]["properties"])
     document(schema)
