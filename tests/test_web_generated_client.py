@@ -133,6 +133,8 @@ def test_the_error_codes_sent_are_in_the_enum(document: dict[str, Any]) -> None:
         sent |= set(re.findall(r"ApiError\(\s*\d{3},\s*\"(\w+)\"", source))
         sent |= set(re.findall(r"return \d{3}, \"(\w+)\"", source))
         sent |= set(re.findall(r"\d{3}: \"(\w+)\"", source))
+        sent |= set(re.findall(r"raw_answer\(\s*\d{3},\s*\"(\w+)\"", source))
+        sent |= set(re.findall(r"ErrorDetail\(\s*\"(\w+)\"", source))
     assert sent and sent <= listed, sent - listed
 
 

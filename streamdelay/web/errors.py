@@ -28,9 +28,9 @@ log = logging.getLogger("streamdelay.web")
 ErrorCode = Literal[
     "bad_request", "too_deep", "unauthorized", "forbidden", "not_found", "no_such_queue",
     "no_such_job", "no_such_group", "method_not_allowed", "conflict", "stale_receipt",
-    "group_taken", "too_large", "unsupported_media", "invalid", "too_many_requests",
-    "internal", "unavailable", "redis_unavailable", "redis_error", "not_durable", "failed",
-    "error"]
+    "group_taken", "too_large", "unsupported_media", "invalid", "too_many_requests", "busy",
+    "request_timeout", "headers_too_large", "too_many_connections", "internal", "unavailable",
+    "redis_unavailable", "redis_error", "not_durable", "failed", "error"]
 
 
 class ErrorDetail(msgspec.Struct):
