@@ -28,13 +28,20 @@ def job_detail(job: object) -> str:
     return f"last error: {error}" if error else ""
 
 
+def _state_detail(job: JobInfo) -> str:
+    detail = job_detail(job)
+    if job.consumer is not None:  # "reserved by ..." says the state
+        return detail
+    return f"{job.state}; {detail}" if detail else job.state
+
+
 def jobs_table(jobs: Sequence[JobInfo], *, states: bool = False) -> str:
-    """The table of jobs; ``states`` adds a STATE column (a list that spans states)."""
-    header = (*JOBS_COLUMNS[:2], "STATE", *JOBS_COLUMNS[2:]) if states else JOBS_COLUMNS
-    rows = [[j.id, j.topic, *([j.state] if states else []), utc_seconds(j.due),
-             f"{j.attempts}/{j.max_attempts}"] for j in jobs]
-    return table(header, rows, align="l" * (len(header) - 1) + "r",
-                 details=[job_detail(j) for j in jobs])
+    """The table of jobs, each job's consumer or last error on a line under it; ``states``
+    (a list that spans states, such as a search) opens that line with the job's state: a
+    STATE column would not fit 80 columns."""
+    rows = [[j.id, j.topic, utc_seconds(j.due), f"{j.attempts}/{j.max_attempts}"] for j in jobs]
+    return table(JOBS_COLUMNS, rows, align="lllr",
+                 details=[_state_detail(j) if states else job_detail(j) for j in jobs])
 
 
 def jobs_text(page: JobPage, state: str) -> str:
