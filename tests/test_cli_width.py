@@ -1,7 +1,7 @@
 """The CLI in an 80-column terminal, with a queue that looks like production: every table
 command's output fits 80 columns, headers sit over their column's alignment, the lag reads
 "43 s" (raw ms in --json); ``--url`` before the command; an unreachable Redis without a "see
---help"; enqueue's answer does not reuse ``get``'s word ``created`` (docs/cli.md#output).
+--help"; enqueue's answer does not reuse ``get``'s word ``created`` (docs/cli.md#common-rules).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from ..base.models import ClaimResult, DeadJob, EnqueueResult, JobInfo, QueueSta
 
 # The tables fit 80 columns with realistic names (tests/test_cli_width.py): a row holds the
 # short fields, anything long (an error, a consumer, a schedule's spec) goes on an indented line
-# under it, and notes (pauses, limits) under the table (docs/cli.md#output).
+# under it, and notes (pauses, limits) under the table (docs/cli.md#common-rules).
 STATS_COLUMNS = ("TOPIC", "GROUP", "DELAYED", "READY", "RESERVED", "DEAD", "LAG")
 DEAD_COLUMNS = ("ID", "TOPIC", "TRIES", "DEAD AT (UTC)")
 DETAIL_WIDTH = 76  # an indented detail line, within 80 columns
