@@ -283,3 +283,48 @@ def test_foreign_values_at_the_schedule_keys_are_refused_before_any_write(
     q.client.delete(keys.schedule_next)
     assert q.schedule("x", "t", every=5) is True
     q.close()
+
+
+def test_a_stale_dispatcher_firing_after_the_tick_ran_does_not_run_it_again(
+        redis_url: str, queue_name: str) -> None:
+    """A dispatcher read the schedule, stalled, and fires after the live one enqueued the same
+    ticks and a worker ran and acknowledged them (their ids are free again): the compare-and-set
+    on the next tick refuses the stale call, so each tick runs exactly once
+    (docs/schedules.md#exactly-once-per-tick)."""
+    q = sd.Queue(queue_name, url=redis_url)
+    q.schedule("beat", "t", every=1)
+    keys = home_keys(q.name, 1, "beat")
+    wait_until(lambda: q.schedules()[0].next_tick - LEAD_MS <= time.time() * 1000, timeout=5)
+    stale_plan = fire_due_plan(keys)
+    stale_call = stale_plan.send(run_step_sync(q.client, next(stale_plan)))  # read, then stall
+    fire_now(q, keys)  # the live dispatcher fires the same ticks
+    fired = {f"beat@{t}" for t in tick_ids(q, keys, "beat", "t")}
+    assert fired
+    runs: Counter[str] = Counter()
+
+    async def serve(until: float, *, stop_when_fired: bool) -> None:
+        worker = sd.Worker(q, group="g", block=0.05, dispatch=False)
+        dispatcher = sd.Dispatcher(q.config)  # promotes only: no schedule firing of its own
+
+        @worker.handler("t")
+        async def handle(job: sd.Job) -> None:
+            runs[job.id] += 1
+
+        async def promote_and_stop() -> None:
+            while time.monotonic() < until and not (stop_when_fired and fired <= set(runs)):
+                await dispatcher.promote_once(keys)
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.2)  # the acknowledgements go out
+            worker.stop()
+
+        await asyncio.gather(worker.serve(), promote_and_stop())
+        await dispatcher.client.aclose()
+
+    asyncio.run(serve(time.monotonic() + 10, stop_when_fired=True))
+    assert set(runs) == fired and set(runs.values()) == {1}
+    assert all(q.get(job_id) is None for job_id in fired)  # acknowledged: the ids are free
+    made, status = run_step_sync(q.client, stale_call)  # the stalled dispatcher wakes up
+    asyncio.run(serve(time.monotonic() + 1.0, stop_when_fired=False))  # what it made would run
+    assert set(runs) == fired and set(runs.values()) == {1}, f"ticks run twice: {runs}"
+    assert (int(made), int(status)) == (0, 0)
+    q.close()
