@@ -3,7 +3,8 @@
 -- KEYS: the six partition keys (includes/keys.lua); touches PREFIX..'t:'..topic and PREFIX..'dead:'..topic.
 -- ARGV[1] group, ARGV[2] topic, ARGV[3] job id, ARGV[4] stream entry id,
 -- ARGV[5] retry delay ms, ARGV[6] '1' = dead now (no retry), ARGV[7] error text
--- Returns {0} stale delivery (job cancelled/replaced/reclaimed meanwhile), {1, due_ms} retried,
+-- Returns {0} stale delivery (job cancelled/replaced/reclaimed meanwhile; a job held behind it
+-- is freed, includes/hold.lua), {1, due_ms} retried,
 -- {2, dead_entry_id} dead. Dead-letter entry fields: id, error, attempts, at (ms).
 -- The retry's due time is counted from the server clock in µs and rounded up to the next ms.
 -- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
@@ -20,6 +21,7 @@
 -- @include due_after
 -- @include parse_record
 -- @include full_record
+-- @include hold
 
 local now, now_us = server_time()
 local group, topic, id, eid = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -33,7 +35,10 @@ local whole = current and full_record(r) -- read before the entry is deleted
 redis.call('XACK', sk, group, eid)
 redis.call('XDEL', sk, eid)
 release_lease(topic, eid)
-if not current then return {0} end
+if not current then
+  release_hold(id, eid) -- a job rescheduled or replaced while this delivery ran: now free
+  return {0}
+end
 r.attempts = r.attempts + 1
 if not whole then err = STREAM_ENTRY_LOST .. '; last error: ' .. err end
 if dead_now or r.attempts >= r.max or not whole then
