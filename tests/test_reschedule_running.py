@@ -72,6 +72,18 @@ def test_a_running_job_rescheduled_to_now_runs_again_only_after_its_run_settled(
     assert queue.get("y") is None
 
 
+def test_a_run_longer_than_its_ttr_keeps_the_next_run_waiting_by_its_heartbeats(
+        workers: Workers, queue: sd.Queue) -> None:
+    """ttr 1 s, a 3 s run: only the worker's heartbeats (which go on for a run whose job was
+    rescheduled) keep the held job from starting at the first lease end."""
+    queue.enqueue("slow", {"seconds": 3}, id="long", ttr=1)
+    wait_for(lambda: _runs(workers, "long"), 15, "the first run of long")
+    assert queue.reschedule("long", delay=0) is True
+    (_, first_done), (second, _) = _two_runs(workers, "long")[:2]
+    assert first_done is not None and second.t >= first_done.t, (
+        f"the second run started {first_done.t - second.t:.3f} s before the first ended")
+
+
 def test_the_next_run_waits_for_the_lease_of_a_run_whose_worker_died(
         workers: Workers, queue: sd.Queue) -> None:
     queue.enqueue("slow", {"seconds": 60}, id="z", ttr=3)
