@@ -63,6 +63,7 @@ end
 local ids = {}
 for i = 0, n - 1 do ids[i + 1] = ARGV[3 + i * per_job] end
 check_partition_keys()
+check_hold_keys() -- a replaced job a consumer runs is noted there (includes/hold.lua)
 -- HINCRBY comes after the records are written: a topic's count another client filled with
 -- something that is no integer is refused first (one HMGET of the call's topics)
 local topics, listed = {}, {}

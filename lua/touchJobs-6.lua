@@ -21,6 +21,7 @@
 local group, me = ARGV[1], ARGV[2]
 local lost = {}
 local now = nil
+local held = nil -- whether any delivery is held (includes/hold.lua), looked up once
 for b = 3, #ARGV, 2 do check_lease_keys(ARGV[b]) end -- only topics with leases pay for them
 for b = 3, #ARGV, 2 do
   local sk, eid = stream_key(ARGV[b]), ARGV[b + 1]
@@ -32,7 +33,8 @@ for b = 3, #ARGV, 2 do
     now = now or server_time()
     -- a delivery whose job was rescheduled while it runs: its job's next run keeps waiting
     -- for it, and it is reported as no longer current (its result is ignored)
-    if extend_hold(ARGV[b], eid, now) then lost[#lost + 1] = eid end
+    if held == nil then held = holds_exist() end
+    if held and extend_hold(eid, now) then lost[#lost + 1] = eid end
     if check_lease_keys(ARGV[b]) and redis.call('ZSCORE', leases_key(ARGV[b]), eid) then
       local e = redis.call('XRANGE', sk, eid, eid)[1]
       local r = e and e[2][4] and parse_record(e[2][4])

@@ -131,9 +131,12 @@ def test_a_held_job_rescheduled_again_freed_by_the_stale_ack_and_cancelled(
     assert info is not None and info.state == "delayed" and held is not None
     assert held >= info.due + 25_000  # behind the running delivery's 30 s lease
     assert promote_once() == 0
+    assert queue.client.hlen(keys.prefix + "holds") == 1
     with pytest.raises(sd.StaleReceipt):  # the job moved on: this delivery is no longer current
         taken["h"].ack()  # but the run settled: the next run may start now
     assert queue.client.zscore(keys.delayed, "h") == info.due
+    holds = keys.prefix + "holds"  # the index of held deliveries (lua/includes/hold.lua)
+    assert queue.client.hlen(holds) == 0  # h's entry went with its hold
     promote()
     assert queue.get("h").state == "ready"  # type: ignore[union-attr]
     assert queue.reschedule("k", delay=0) is True
@@ -142,3 +145,17 @@ def test_a_held_job_rescheduled_again_freed_by_the_stale_ack_and_cancelled(
     with pytest.raises(sd.StaleReceipt):
         taken["k"].ack()  # only settles the delivery: the job is gone
     assert queue.get("k") is None and queue.client.zscore(keys.delayed, "k") is None
+    assert 0 < queue.client.pttl(holds) <= 30_000 + 60_000 + 1000  # k's entry leaves with it
+
+
+def test_a_foreign_value_at_the_holds_key_is_refused_before_any_write(queue: sd.Queue) -> None:
+    keys = PartitionKeys(queue.name, 0)
+    queue.enqueue("t", 1, id="f", delay=60)
+    queue.client.set(keys.prefix + "holds", "garbage")
+    with pytest.raises(sd.StreamdelayError, match="holds a string"):
+        queue.reschedule("f", delay=5)
+    with pytest.raises(sd.StreamdelayError, match="holds a string"):
+        queue.enqueue("t", 2, id="f", replace=True)
+    info = queue.get("f")
+    assert info is not None and info.body == 1 and info.due - info.created == 60_000
+    queue.client.delete(keys.prefix + "holds")
