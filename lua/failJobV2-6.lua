@@ -3,8 +3,7 @@
 -- KEYS: the six partition keys (includes/keys.lua); touches PREFIX..'t:'..topic and PREFIX..'dead:'..topic.
 -- ARGV[1] group, ARGV[2] topic, ARGV[3] job id, ARGV[4] stream entry id,
 -- ARGV[5] retry delay ms, ARGV[6] '1' = dead now (no retry), ARGV[7] error text
--- Returns {0} stale delivery (job cancelled/replaced/reclaimed meanwhile; a job held behind it
--- is freed, includes/hold.lua), {1, due_ms} retried,
+-- Returns {0} stale delivery (job cancelled/replaced/reclaimed meanwhile), {1, due_ms} retried,
 -- {2, dead_entry_id} dead. Dead-letter entry fields: id, error, attempts, at (ms).
 -- The retry's due time is counted from the server clock in µs and rounded up to the next ms.
 -- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
