@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from ..producer.listing import MAX_LIMIT, STATES, JobPage
-from .options import json_option, partitions_option, url_option, with_durability_options
+from .options import json_option, partitions_option, url_option
 from .output import iso_ms, table, to_json
 from .support import operator_queue
 
@@ -65,7 +65,6 @@ def jobs(queue_name: str, state: str, topic: str | None, limit: int, cursor: str
 @click.argument("topic")
 @url_option
 @partitions_option
-@with_durability_options
 def pause(queue_name: str, topic: str, url: str | None, partitions: int | None) -> None:
     """Stop every worker starting jobs of TOPIC within 1 s (running ones finish; due jobs
     still become ready). Kept in Redis until `streamdelay resume`.
@@ -84,7 +83,6 @@ def pause(queue_name: str, topic: str, url: str | None, partitions: int | None) 
 @click.argument("topic")
 @url_option
 @partitions_option
-@with_durability_options
 def resume(queue_name: str, topic: str, url: str | None, partitions: int | None) -> None:
     """Let workers start jobs of TOPIC again (within 1 s); its backlog drains.
 
