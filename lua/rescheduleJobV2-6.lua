@@ -31,7 +31,7 @@ if not due then return redis.error_reply('SDERR AT_IN_PAST ' .. id) end
 local r = parse_record(redis.call('HGET', K_JOBS, id))
 if not r or r.state == 'c' then return {0} end
 check_partition_keys()
-check_hold_keys()
+if r.entry ~= '' and (r.state == 's' or r.state == 'd') then check_hold_keys() end
 if r.state == 's' then refuse_wrong_type(stream_key(r.topic), 'stream') end
 if r.state == 's' or r.state == 'x' then refuse_wrong_type(dead_key(r.topic), 'stream') end
 local whole = r.state ~= 's' or full_record(r) -- read before the entry is deleted

@@ -149,13 +149,25 @@ def test_a_held_job_rescheduled_again_freed_by_the_stale_ack_and_cancelled(
 
 
 def test_a_foreign_value_at_the_holds_key_is_refused_before_any_write(queue: sd.Queue) -> None:
+    """Only a call that may hold a job (its record has an entry) needs the holds key."""
     keys = PartitionKeys(queue.name, 0)
-    queue.enqueue("t", 1, id="f", delay=60)
+    queue.enqueue("t", 1, id="f", ttr=30)
+    queue.enqueue("t", 1, id="other", delay=60)
+
+    async def promote() -> None:
+        dispatcher = sd.Dispatcher(queue.config)
+        await promote_due(dispatcher, keys)
+        await dispatcher.client.aclose()
+
+    asyncio.run(promote())
+    assert [r.id for r in queue.reserve("t")] == ["f"]
     queue.client.set(keys.prefix + "holds", "garbage")
     with pytest.raises(sd.StreamdelayError, match="holds a string"):
         queue.reschedule("f", delay=5)
     with pytest.raises(sd.StreamdelayError, match="holds a string"):
         queue.enqueue("t", 2, id="f", replace=True)
     info = queue.get("f")
-    assert info is not None and info.body == 1 and info.due - info.created == 60_000
+    assert info is not None and (info.state, info.body) == ("reserved", 1)
+    assert queue.reschedule("other", delay=5)  # a delayed job: the key is not touched
+    assert queue.client.get(keys.prefix + "holds") == b"garbage"
     queue.client.delete(keys.prefix + "holds")
