@@ -34,9 +34,11 @@ local K_HOLDS = PREFIX .. 'holds'
 local HOLD_SLACK_MS = 60000
 local function check_hold_keys() refuse_wrong_type(K_HOLDS, 'hash') end
 local function holds_until(at, now)
-  local target = math.max(at, now) + HOLD_SLACK_MS
-  if redis.call('PTTL', K_HOLDS) == -1 then redis.call('PEXPIREAT', K_HOLDS, target)
-  else redis.call('PEXPIREAT', K_HOLDS, target, 'GT') end
+  -- EXPIRE only (the documented ACL line, docs/security.md): NX sets a first expiry, GT moves
+  -- a later one on, never nearer
+  local seconds = math.ceil((math.max(at, now) - now + HOLD_SLACK_MS) / 1000)
+  redis.call('EXPIRE', K_HOLDS, seconds, 'NX')
+  redis.call('EXPIRE', K_HOLDS, seconds, 'GT')
 end
 
 -- lease_end(topic, eid, ttr, now): when a consumer of topic's group holds delivery eid (it is
