@@ -33,7 +33,7 @@ from ..protocol.durability import (
 )
 from ..protocol.plan import EachCall, Step
 from ..protocol.scripts import ScriptCall
-from .calls import RETRYABLE, call_outcomes, command, eval_args, evalsha_args, first_error
+from .calls import RETRYABLE, call_outcomes, command, evalsha_args, first_error
 from .topology import AsyncClient, SyncClient, is_cluster
 
 _versions: WeakKeyDictionary[Any, tuple[int, int]] = WeakKeyDictionary()  # per client
@@ -101,19 +101,30 @@ def _waited(answers: list[Any]) -> tuple[list[Any], Any]:
     return replies, next((r for r in tail[:-1] if isinstance(r, Exception)), tail[-1])
 
 
+def _again(calls: Sequence[ScriptCall], missing: list[int]) -> tuple[int, list[Any]]:
+    """The head of the second pipeline, for the calls the server did not know (NOSCRIPT: they
+    did not run): ``SCRIPT LOAD`` of each of their scripts, then those calls by ``EVALSHA``
+    again (not ``EVAL``, which the documented ACL does not grant: docs/security.md). Answers
+    how many loads lead (their replies are dropped) and the commands."""
+    sources = {calls[i].script.sha: calls[i].script.source for i in missing}
+    return len(sources), [*(("SCRIPT", "LOAD", source) for source in sources.values()),
+                          *(evalsha_args(calls[i]) for i in missing)]
+
+
 def _send_sync(conn: redis.Redis, calls: Sequence[ScriptCall], durability: Durability) -> Sent:
-    """The calls and the WAIT as one pipeline; calls the server did not know (NOSCRIPT: they
-    did not run) go again with their source in a second pipeline with its own WAIT."""
+    """The calls and the WAIT as one pipeline; calls the server did not know go again after
+    their ``SCRIPT LOAD`` in a second pipeline with its own fence and WAIT (``_again``)."""
     pipe = conn.pipeline(transaction=False)
     for args in [*(evalsha_args(call) for call in calls), *_tail(calls, durability)]:
         command(pipe)(*args)
     replies, waited = _waited(pipe.execute(raise_on_error=False))
     missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
     if missing:
+        loads, head = _again(calls, missing)
         pipe = conn.pipeline(transaction=False)
-        for args in [*(eval_args(calls[i]) for i in missing), *_tail(calls, durability)]:
+        for args in [*head, *_tail(calls, durability)]:
             command(pipe)(*args)
-        again, waited_again = _waited(pipe.execute(raise_on_error=False))
+        again, waited_again = _waited(pipe.execute(raise_on_error=False)[loads:])
         for i, reply in zip(missing, again, strict=True):
             replies[i] = reply
         waited = _weakest(waited, waited_again)
@@ -175,21 +186,22 @@ def run_durable_sync(client: SyncClient, step: Step, durability: Durability) -> 
 
 async def _send_async(conn: Any, calls: Sequence[ScriptCall], durability: Durability) -> Sent:
     """``_send_sync`` on an asyncio client (``conn`` is a Redis client or a cluster node)."""
-    async def once(argses: list[tuple[Any, ...]]) -> tuple[list[Any], Any]:
+    async def once(argses: list[tuple[Any, ...]], loads: int = 0) -> tuple[list[Any], Any]:
         argses = [*argses, *_tail(calls, durability)]
         if isinstance(conn, redis.asyncio.Redis):
             pipe = conn.pipeline(transaction=False)
             for args in argses:
                 command(pipe)(*args)
-            return _waited(await pipe.execute(raise_on_error=False))
+            return _waited((await pipe.execute(raise_on_error=False))[loads:])
         commands = [PipelineCommand(i, *args) for i, args in enumerate(argses)]
         await conn.execute_pipeline(commands)  # a cluster node: one connection
-        return _waited([cmd.result for cmd in commands])
+        return _waited([cmd.result for cmd in commands][loads:])
 
     replies, waited = await once([evalsha_args(call) for call in calls])
     missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
     if missing:
-        again, waited_again = await once([eval_args(calls[i]) for i in missing])
+        loads, head = _again(calls, missing)
+        again, waited_again = await once(head, loads)
         for i, reply in zip(missing, again, strict=True):
             replies[i] = reply
         waited = _weakest(waited, waited_again)
