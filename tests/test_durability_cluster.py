@@ -33,11 +33,17 @@ def _stall(replica: RedisServer) -> None:
     os.kill(replica.process.pid, signal.SIGSTOP)
 
 
+def _caught_up(primary: RedisServer) -> None:
+    """Wait until the replica of ``primary`` acknowledges it (right after the cluster formed, a
+    replica may take a moment: the warm-up writes must be confirmed within ``WAIT_S``)."""
+    with primary.client() as client:
+        assert wait_until(lambda: client.execute_command("WAIT", 1, 100) >= 1, timeout=10)
+
+
 def _resume(replica: RedisServer, primary: RedisServer) -> None:
     assert replica.process is not None
     os.kill(replica.process.pid, signal.SIGCONT)
-    with primary.client() as client:  # caught up: the next test starts from a confirmed state
-        assert wait_until(lambda: client.execute_command("WAIT", 1, 100) >= 1, timeout=10)
+    _caught_up(primary)
 
 
 @pytest.mark.core
@@ -51,6 +57,7 @@ def test_a_retry_from_another_connection_still_waits_for_the_first_write_on_a_cl
     name = f"q{uuid.uuid4().hex[:8]}"
     node = cluster.owner_of(f"sd:{{{name}#0}}:jobs")
     replica = replica_of(cluster, node)
+    _caught_up(node)
     options: dict[str, object] = {"url": cluster.url, "replicas": 1, "replica_timeout": WAIT_S}
     first = sd.Queue(name, **options)  # type: ignore[arg-type]
     other = sd.Queue(name, **options)  # type: ignore[arg-type]
