@@ -13,12 +13,15 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+import redis
+from redis.cluster import key_slot
 
 import streamdelay as sd
-from tests.cluster import LocalCluster, replica_of
+from tests.cluster import LocalCluster, replica_of, spread_queue_name
 from tests.redis_server import RedisServer, wait_until
 
 WAIT_S = 0.3  # replica_timeout while the replica is stalled
+PARTITIONS = 8
 
 
 @pytest.fixture(scope="module")
@@ -34,10 +37,25 @@ def _stall(replica: RedisServer) -> None:
 
 
 def _caught_up(primary: RedisServer) -> None:
-    """Wait until the replica of ``primary`` acknowledges it (right after the cluster formed, a
-    replica may take a moment: the warm-up writes must be confirmed within ``WAIT_S``)."""
+    """Wait until the replica of ``primary`` acknowledges a fresh write on it (right after the
+    cluster formed, a replica may take a moment: the warm-up writes must be confirmed within
+    ``WAIT_S``). The write is needed: a connection that wrote nothing waits for nothing."""
     with primary.client() as client:
-        assert wait_until(lambda: client.execute_command("WAIT", 1, 100) >= 1, timeout=10)
+        probe = next(f"probe{i}" for i in range(10_000)
+                     if key_slot(f"probe{i}".encode()) in _slots(client))
+
+        def acked() -> bool:
+            client.set(probe, "")
+            return int(client.execute_command("WAIT", 1, 100)) >= 1
+
+        assert wait_until(acked, timeout=10)
+
+
+def _slots(client: redis.Redis) -> set[int]:
+    """The slots ``client``'s node serves."""
+    me = int(client.connection_pool.connection_kwargs["port"])
+    return {slot for start, end, owner, *_ in client.execute_command("CLUSTER SLOTS")
+            if int(owner[1]) == me for slot in range(start, end + 1)}
 
 
 def _resume(replica: RedisServer, primary: RedisServer) -> None:
@@ -103,3 +121,39 @@ def test_a_retry_from_another_connection_still_waits_for_the_first_write_on_a_cl
     finally:
         first.close()
         other.close()
+
+
+@pytest.mark.core
+def test_durable_calls_load_flushed_scripts_on_every_node_without_eval(
+    cluster: LocalCluster,
+) -> None:
+    """After ``SCRIPT FLUSH`` on every primary, durable calls over every node (sync and asyncio)
+    load their scripts with ``SCRIPT LOAD`` and run them by ``EVALSHA``: never ``EVAL``, which
+    the documented ACL does not grant (docs/security.md), and each node's fence key is there."""
+    name = spread_queue_name(cluster, PARTITIONS)
+    options: dict[str, object] = {"url": cluster.url, "partitions": PARTITIONS, "replicas": 1,
+                                  "replica_timeout": 5}
+    with sd.Queue(name, **options) as queue:  # type: ignore[arg-type]
+        queue.enqueue("t", 0, id="first", delay=60)  # the queue exists, its scripts loaded
+        for node in cluster.primaries():
+            _caught_up(node)
+            with node.client() as client:
+                client.script_flush()
+                client.config_resetstat()
+        assert all(r.created for r in queue.enqueue_many(
+            [sd.JobSpec("t", i, id=f"s{i}", delay=60) for i in range(40)]))
+
+        async def concurrent() -> list[sd.EnqueueResult]:
+            for node in cluster.primaries():
+                with node.client() as client:
+                    client.script_flush()
+            async with sd.AsyncQueue(name, **options) as aqueue:  # type: ignore[arg-type]
+                return list(await asyncio.gather(*(aqueue.enqueue("t", i, id=f"a{i}", delay=60)
+                                                   for i in range(40))))
+
+        assert all(r.created for r in asyncio.run(concurrent()))
+    for node in cluster.primaries():
+        with node.client() as client:
+            stats = client.info("commandstats")
+            assert "cmdstat_eval" not in stats and "cmdstat_script|load" in stats, node.port
+            assert any(key.endswith(b":durable") for key in client.keys(f"sd:{{{name}#*"))
