@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install tools redis test lint demo demo-dashboard bench bench-full bench-peers chaos docs clean
+.PHONY: install tools redis check test lint demo demo-dashboard bench bench-full bench-peers chaos docs clean
 
 # The suite's set-up, and the demo's lighter one (the embedded Valkey and the dashboard only).
 DEMO_STAMP := $(VENV)/.installed-demo
@@ -21,10 +21,10 @@ install: $(STAMP)
 # The system tools the suite and the benchmarks run, as "command:Debian package". Installed when
 # missing (fresh machines, CI): Debian's redis-server does not pull in openssl, which the TLS tests
 # need to make their certificates; redis-cli and redis-benchmark come with redis-tools; the
-# metrics test scrapes with a real Prometheus server (tests/test_metrics_prometheus.py); the curl
-# walkthrough of docs/http.md needs curl and jq (tests/test_web_docs.py); the dashboard tests
-# drive Debian's headless Chromium with Playwright (tests/web/browser.py); the HTTP client examples
-# run under real node and php (tests/test_http_clients.py; Debian's nodejs 18 has the built-in
+# metrics test scrapes with a real Prometheus server (tests/system/test_metrics_prometheus.py); the curl
+# walkthrough of docs/http.md needs curl and jq (tests/system/test_web_docs.py); the dashboard tests
+# drive Debian's headless Chromium with Playwright (tests/support/browser.py); the HTTP client examples
+# run under real node and php (tests/system/test_http_clients.py; Debian's nodejs 18 has the built-in
 # fetch they use).
 TOOLS := redis-server:redis-server redis-cli:redis-tools redis-benchmark:redis-tools \
   openssl:openssl bash:bash prometheus:prometheus curl:curl jq:jq chromium:chromium \
@@ -59,6 +59,12 @@ test: install tools
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --server valkey
 
+# The unit tier alone (tests/unit/: plans, parsers and pure helpers, no server, no process; its
+# conftest fails a test that starts either): seconds, for the edit-run loop. `make test` runs it
+# too, with tests/integration/ (one redis-server) and tests/system/ (processes, cluster, browser).
+check: install
+	$(BIN)/python -m pytest -q tests/unit
+
 lint: install
 	$(BIN)/ruff check streamdelay tests benchmarks
 	$(BIN)/mypy
@@ -78,33 +84,33 @@ clean:
 # hang up (docs/reliability.md#http-consumers).
 chaos: install redis
 	@status=0; \
-	$(BIN)/python -m tests.chaos.run --jobs 20000 --spread 30 --out chaos-results || status=1; \
-	$(BIN)/python -m tests.chaos.cluster_run --jobs 10000 --spread 30 \
+	$(BIN)/python -m tests.system.chaos.run --jobs 20000 --spread 30 --out chaos-results || status=1; \
+	$(BIN)/python -m tests.system.chaos.cluster_run --jobs 10000 --spread 30 \
 	  --out chaos-results/cluster || status=1; \
-	$(BIN)/python -m tests.chaos.failover_run --jobs 5000 --spread 20 \
+	$(BIN)/python -m tests.system.chaos.failover_run --jobs 5000 --spread 20 \
 	  --out chaos-results/failover || status=1; \
-	$(BIN)/python -m tests.chaos.http_run --jobs 5000 --spread 30 \
+	$(BIN)/python -m tests.system.chaos.http_run --jobs 5000 --spread 30 \
 	  --out chaos-results/http || status=1; \
 	exit $$status
 
 .PHONY: chaos-http
 chaos-http: install redis
-	$(BIN)/python -m tests.chaos.http_run --jobs 5000 --spread 30 --out chaos-results/http
+	$(BIN)/python -m tests.system.chaos.http_run --jobs 5000 --spread 30 --out chaos-results/http
 
 .PHONY: chaos-failover
 chaos-failover: install redis
-	$(BIN)/python -m tests.chaos.failover_run --jobs 5000 --spread 20 --out chaos-results/failover
+	$(BIN)/python -m tests.system.chaos.failover_run --jobs 5000 --spread 20 --out chaos-results/failover
 
-# The tests whose issues name longer runs than `make test` affords, at those lengths (tests/soak.py):
+# The tests whose issues name longer runs than `make test` affords, at those lengths (tests/support/soak.py):
 # five dispatchers with kill -9 over a 60 s schedule, a 30 s gap with no dispatcher, a 20 s rate window.
 .PHONY: soak
 soak: install tools
-	STREAMDELAY_SOAK=1 $(BIN)/python -m pytest -q -s tests/test_schedules.py tests/test_limits.py \
+	STREAMDELAY_SOAK=1 $(BIN)/python -m pytest -q -s tests/system/test_schedules.py tests/system/test_limits.py \
 	  -k "five_dispatchers or missed_policies or rate_holds" -o timeout=300
 
 .PHONY: chaos-cluster
 chaos-cluster: install redis
-	$(BIN)/python -m tests.chaos.cluster_run --jobs 10000 --spread 30 --out chaos-results/cluster
+	$(BIN)/python -m tests.system.chaos.cluster_run --jobs 10000 --spread 30 --out chaos-results/cluster
 
 # The visible end-to-end demo (docs/getting-started.md): Redis at STREAMDELAY_URL, else a private
 # one (the system's redis-server, else the embedded Valkey); no apt, no root.

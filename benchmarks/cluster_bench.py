@@ -36,8 +36,8 @@ import streamdelay as sd
 from benchmarks.harness import Section
 from streamdelay.consumer.dispatcher import Dispatcher
 from streamdelay.redis_io.agreement import agree_partitions_sync
-from tests.cluster import LocalCluster
-from tests.redis_server import RedisServer
+from tests.support.cluster import LocalCluster
+from tests.support.redis_server import RedisServer
 
 BATCH = 1000
 

@@ -27,7 +27,7 @@ import redis
 import streamdelay as sd
 from benchmarks.dispatch import FAR, fill
 from benchmarks.harness import Section, keys_of, redis_server, verdict
-from tests.web_server import WebServer
+from tests.support.web_server import WebServer
 
 RUNS = 30
 TARGET_MS = 50.0  # issue 14: every page answers in 50 ms or less with 10M delayed jobs

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import streamdelay as sd
 from benchmarks.harness import Section, percentile, rate, redis_server
-from tests.redis_server import RedisServer, wait_until
+from tests.support.redis_server import RedisServer, wait_until
 
 BATCH = 100  # jobs per enqueue_many call
 WAIT_S = 1.0  # replica_timeout: far above the local replica's lag

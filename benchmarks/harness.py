@@ -1,6 +1,7 @@
 """Shared parts of the benchmarks: Redis servers, worker processes, percentiles, tables.
 
-Every benchmark starts its own ``redis-server`` on a free loopback port (``tests/redis_server``)
+Every benchmark starts its own ``redis-server`` on a free loopback port
+(``tests/support/redis_server``)
 and its workers through the real CLI (``python -m streamdelay worker``).
 """
 
@@ -28,7 +29,7 @@ import redis  # noqa: E402
 import streamdelay as sd  # noqa: E402
 from benchmarks.stats import percentile  # noqa: E402
 from streamdelay.protocol.keys import PartitionKeys  # noqa: E402
-from tests.redis_server import RedisServer  # noqa: E402
+from tests.support.redis_server import RedisServer  # noqa: E402
 
 __all__ = ["ROOT", "RedisServer", "percentile"]
 TOPIC = "bench.job"

@@ -66,7 +66,7 @@ from benchmarks.http_load import (
     stack,
 )
 from benchmarks.http_profile import summary
-from tests.redis_server import free_port
+from tests.support.redis_server import free_port
 
 QUEUE = "web"
 TOPIC = "bench.job"

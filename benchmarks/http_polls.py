@@ -36,7 +36,7 @@ import streamdelay as sd
 from benchmarks.harness import Section, percentile, redis_server, verdict
 from benchmarks.http_bench import cpu_seconds, process
 from benchmarks.http_load import Connection, run_async, stack
-from tests.redis_server import free_port
+from tests.support.redis_server import free_port
 
 QUEUE = "polls"
 TOPIC = "bench.poll"

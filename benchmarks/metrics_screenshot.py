@@ -3,7 +3,8 @@ own web UI (``/graph``), shot by headless Chromium.
 
     .venv/bin/python benchmarks/metrics_screenshot.py            # ~2.5 min
 
-Starts a redis-server, two worker processes with ``--metrics-port`` (``tests.apps.metrics_app``),
+Starts a redis-server, two worker processes with ``--metrics-port``
+(``tests.support.apps.metrics_app``),
 ``streamdelay exporter`` and Prometheus (Debian's package, 1 s scrapes, both workers as one
 job: how a fleet is scraped). The load, all enqueued up front with due times spread over
 ``--seconds``: 100 jobs/s, then 400 jobs/s, a burst of 4000 jobs due in the same instant,
@@ -28,8 +29,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import streamdelay as sd  # noqa: E402
-from tests.prometheus_server import PrometheusServer  # noqa: E402
-from tests.redis_server import RedisServer, free_port  # noqa: E402
+from tests.support.prometheus_server import PrometheusServer  # noqa: E402
+from tests.support.redis_server import RedisServer, free_port  # noqa: E402
 
 QUEUE = "demo"
 IMG = ROOT / "docs" / "img"
@@ -95,7 +96,7 @@ def main() -> None:
     with RedisServer() as redis_server:
         ports = [free_port() for _ in range(3)]
         command = [sys.executable, "-m", "streamdelay"]
-        processes = [subprocess.Popen([*command, "worker", "tests.apps.metrics_app:worker",
+        processes = [subprocess.Popen([*command, "worker", "tests.support.apps.metrics_app:worker",
                                        "--url", redis_server.url, "--metrics-port", str(port),
                                        "--log-level", "warning"], cwd=ROOT, env=env)
                      for port in ports[:2]]

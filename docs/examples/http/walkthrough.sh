@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The curl walkthrough of docs/http.md, runnable as it is (tests/test_web_docs.py runs it):
+# The curl walkthrough of docs/http.md, runnable as it is (tests/system/test_web_docs.py runs it):
 #   STREAMDELAY_TOKENS='ops:ops-token-0123456789abcdef:read,write,consume,admin' \
 #     streamdelay serve --queue orders &
 #   SD=http://127.0.0.1:8080 TOKEN=ops-token-0123456789abcdef bash walkthrough.sh

@@ -1,0 +1,342 @@
+"""Bad input at every public entry point: a ``StreamdelayError`` naming the field, nothing written.
+
+Each case runs on a queue name nobody has used, and afterwards no key of that queue exists and
+the server's key count is unchanged (not even the partition-count record).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+import redis
+
+import streamdelay as sd
+from streamdelay.base.durations import parse_duration
+from streamdelay.redis_io.config import QueueConfig
+from tests.support.redis_server import RedisServer
+
+pytestmark = pytest.mark.timeout(60)
+OK = sd.JobSpec("t", {"ok": True}, delay=5)
+NAIVE = datetime(2030, 1, 1)
+
+
+class Unencodable:
+    """A body no serializer can encode."""
+
+
+def assert_names(exc: BaseException, field: str) -> None:
+    """The error is ours, says which field is wrong, and carries it."""
+    assert isinstance(exc, sd.StreamdelayError), f"{type(exc).__name__}: {exc}"
+    assert str(exc).startswith(f"{field}:"), str(exc)
+    assert exc.field == field
+
+
+# (method, args, kwargs, field)
+QUEUE_CASES: list[tuple[str, tuple[Any, ...], dict[str, Any], str]] = [
+    ("enqueue", ("",), {}, "topic"),
+    ("enqueue", ("has space",), {}, "topic"),
+    ("enqueue", ("t" * 129,), {}, "topic"),
+    ("enqueue", ("pipe|topic",), {}, "topic"),
+    ("enqueue", (7,), {}, "topic"),
+    ("enqueue", ("t",), {"id": ""}, "id"),
+    ("enqueue", ("t",), {"id": "has space"}, "id"),
+    ("enqueue", ("t",), {"id": "x" * 129}, "id"),
+    ("enqueue", ("t",), {"id": "a|b"}, "id"),
+    ("enqueue", ("t",), {"id": 12}, "id"),
+    ("enqueue", ("t",), {"delay": -1}, "delay"),
+    ("enqueue", ("t",), {"delay": float("nan")}, "delay"),
+    ("enqueue", ("t",), {"delay": float("inf")}, "delay"),
+    ("enqueue", ("t",), {"delay": "5s"}, "delay"),
+    ("enqueue", ("t",), {"delay": True}, "delay"),
+    ("enqueue", ("t",), {"delay": timedelta(seconds=-1)}, "delay"),
+    ("enqueue", ("t",), {"delay": 1, "at": 2e9}, "delay"),
+    ("enqueue", ("t",), {"at": NAIVE}, "at"),
+    ("enqueue", ("t",), {"at": -5}, "at"),
+    ("enqueue", ("t",), {"at": "tomorrow"}, "at"),
+    ("enqueue", ("t",), {"at": float("nan")}, "at"),
+    ("enqueue", ("t",), {"ttr": 0.5}, "ttr"),
+    ("enqueue", ("t",), {"ttr": 8 * 86400}, "ttr"),
+    ("enqueue", ("t",), {"ttr": "1m"}, "ttr"),
+    ("enqueue", ("t",), {"max_attempts": 0}, "max_attempts"),
+    ("enqueue", ("t",), {"max_attempts": 1001}, "max_attempts"),
+    ("enqueue", ("t",), {"max_attempts": True}, "max_attempts"),
+    ("enqueue", ("t",), {"max_attempts": 2.5}, "max_attempts"),
+    ("enqueue", ("t",), {"backoff": []}, "backoff"),
+    ("enqueue", ("t",), {"backoff": "fast"}, "backoff"),
+    ("enqueue", ("t",), {"backoff": [1, -1]}, "backoff"),
+    ("enqueue", ("t",), {"backoff": [float("inf")]}, "backoff"),
+    ("enqueue", ("t",), {"headers": {"a": 1}}, "headers"),
+    ("enqueue", ("t",), {"headers": {"": "x"}}, "headers"),
+    ("enqueue", ("t",), {"headers": ["a"]}, "headers"),
+    ("enqueue", ("t",), {"headers": {f"k{i}": "v" for i in range(33)}}, "headers"),
+    ("enqueue", ("t",), {"headers": {"k": "x" * 5000}}, "headers"),
+    ("enqueue", ("t", Unencodable()), {}, "body"),
+    ("enqueue", ("t", "x" * (1 << 20)), {}, "body"),
+    ("enqueue", ("t",), {"replace": "yes"}, "replace"),
+    ("enqueue_many", (OK,), {}, "specs"),
+    ("enqueue_many", ([{"topic": "t"}],), {}, "specs"),
+    ("enqueue_many", (5,), {}, "specs"),
+    ("enqueue_many", ([OK] * 300 + [sd.JobSpec("t", delay=-1)],), {}, "delay"),
+    ("enqueue_many", ([OK] * 300 + [sd.JobSpec("bad topic")],), {}, "topic"),
+    ("enqueue_many", ([OK, sd.JobSpec("t", Unencodable())],), {}, "body"),
+    ("enqueue_many", ([OK, sd.JobSpec("t", id="a b")],), {}, "id"),
+    ("enqueue_many", ([OK, sd.JobSpec("t", headers={"a": 1})],), {}, "headers"),  # type: ignore[dict-item]
+    ("cancel", ("",), {}, "id"),
+    ("cancel", (None,), {}, "id"),
+    ("get", ("a b",), {}, "id"),
+    ("reschedule", ("x",), {}, "delay"),
+    ("reschedule", ("x",), {"delay": -1}, "delay"),
+    ("reschedule", ("x",), {"delay": 1, "at": 2e9}, "delay"),
+    ("reschedule", ("x",), {"at": NAIVE}, "at"),
+    ("reschedule", ("",), {"delay": 1}, "id"),
+    ("dead_list", (), {"limit": 0}, "limit"),
+    ("dead_list", (), {"topic": "a b"}, "topic"),
+    ("dead_replay", (), {"delay": -1}, "delay"),
+    ("dead_replay", (), {"id": "a b"}, "id"),
+    ("dead_replay", (), {"topic": ""}, "topic"),
+    ("dead_purge", (), {"topic": "a b"}, "topic"),
+    ("dead_purge", (), {"id": ""}, "id"),
+    ("claim", ("",), {}, "group"),
+    ("claim", ("g",), {"min_idle": -1}, "min_idle"),
+    ("claim", ("g",), {"to": "bad consumer"}, "to"),
+    ("claim", ("g",), {"topic": "a b"}, "topic"),
+]
+
+
+def _case_id(case: tuple[str, tuple[Any, ...], dict[str, Any], str]) -> str:
+    return f"{case[0]}-{case[3]}-{QUEUE_CASES.index(case)}"
+
+
+def _queue_keys(client: redis.Redis, name: str) -> list[bytes]:
+    return list(client.scan_iter(match=f"*{name}*", count=1000))
+
+
+@pytest.mark.parametrize("face", ["sync", "async"])
+@pytest.mark.parametrize("case", QUEUE_CASES, ids=_case_id)
+def test_queue_methods_refuse_bad_input_and_write_nothing(
+    shared_redis: RedisServer, face: str,
+    case: tuple[str, tuple[Any, ...], dict[str, Any], str],
+) -> None:
+    method, args, kwargs, field = case
+    name = f"v{uuid.uuid4().hex[:10]}"
+    checks = shared_redis.client()
+    before = checks.dbsize()
+    with pytest.raises(sd.StreamdelayError) as caught:
+        if face == "sync":
+            with sd.Queue(name, url=shared_redis.url) as q:
+                getattr(q, method)(*args, **kwargs)
+        else:
+            async def call() -> None:
+                async with sd.AsyncQueue(name, url=shared_redis.url) as aq:
+                    await getattr(aq, method)(*args, **kwargs)
+
+            asyncio.run(call())
+    assert_names(caught.value, field)
+    assert _queue_keys(checks, name) == []
+    assert checks.dbsize() == before
+
+
+def test_bad_input_on_a_queue_in_use_leaves_it_unchanged(queue: sd.Queue) -> None:
+    queue.enqueue_many([sd.JobSpec("t", i, id=f"j{i}", delay=60) for i in range(5)])
+    snapshot = {k: queue.client.type(k) for k in _queue_keys(queue.client, queue.name)}
+    jobs = queue.client.hgetall(f"sd:{{{queue.name}#0}}:jobs")
+    for method, args, kwargs, field in QUEUE_CASES:
+        with pytest.raises(sd.StreamdelayError) as caught:
+            getattr(queue, method)(*args, **kwargs)
+        assert_names(caught.value, field)
+    assert {k: queue.client.type(k) for k in _queue_keys(queue.client, queue.name)} == snapshot
+    assert queue.client.hgetall(f"sd:{{{queue.name}#0}}:jobs") == jobs
+
+
+# --- queue construction and options ---------------------------------------------------------
+
+CONFIG_CASES: list[tuple[dict[str, Any], str]] = [
+    ({"name": ""}, "name"),
+    ({"name": "has space"}, "name"),
+    ({"name": "n" * 65}, "name"),
+    ({"name": 5}, "name"),
+    ({"url": "http://127.0.0.1:1/0"}, "url"),
+    ({"url": "127.0.0.1:6379"}, "url"),
+    ({"url": 5}, "url"),
+    ({"partitions": 0}, "partitions"),
+    ({"partitions": 5000}, "partitions"),
+    ({"partitions": "2"}, "partitions"),
+    ({"serializer": "pickle"}, "serializer"),
+    ({"ttr": 0}, "ttr"),
+    ({"ttr": float("nan")}, "ttr"),
+    ({"max_attempts": 0}, "max_attempts"),
+    ({"backoff": []}, "backoff"),
+    ({"backoff": "x"}, "backoff"),
+    ({"handler_timeout": 0}, "handler_timeout"),
+    ({"handler_timeout": -1}, "handler_timeout"),
+    ({"keep_done": -1}, "keep_done"),
+    ({"max_body_bytes": 0}, "max_body_bytes"),
+    ({"past_tolerance": -1}, "past_tolerance"),
+    ({"socket_timeout": 0}, "socket_timeout"),
+    ({"retry_for": -1}, "retry_for"),
+]
+
+
+@pytest.mark.parametrize(("options", "field"), CONFIG_CASES, ids=[f for _, f in CONFIG_CASES])
+@pytest.mark.parametrize("build", ["Queue", "AsyncQueue", "QueueConfig"])
+def test_queue_options_are_checked_at_construction(
+    options: dict[str, Any], field: str, build: str
+) -> None:
+    values = {"name": "q", "url": "redis://127.0.0.1:1/0", **options}
+    with pytest.raises(sd.StreamdelayError) as caught:
+        if build == "QueueConfig":
+            QueueConfig(**values)
+        else:
+            name, url = values.pop("name"), values.pop("url")
+            getattr(sd, build)(name, url=url, **values)
+    assert_names(caught.value, field)
+
+
+def test_unknown_queue_option_is_refused_by_name() -> None:
+    with pytest.raises(sd.StreamdelayError) as caught:
+        sd.Queue("q", url="redis://127.0.0.1:1/0", max_attempt=3)
+    assert "max_attempt" in str(caught.value)
+
+
+def test_backoff_object_checks_its_fields() -> None:
+    for bad in ({"base": -1}, {"cap": float("inf")}, {"base": "1"}):
+        with pytest.raises(sd.ValidationError) as caught:
+            sd.Backoff(**bad)
+        assert_names(caught.value, "backoff")
+
+
+def test_partitions_from_the_environment_are_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STREAMDELAY_PARTITIONS", "four")
+    with pytest.raises(sd.ConfigError) as caught:
+        sd.Queue("q", url="redis://127.0.0.1:1/0")
+    assert_names(caught.value, "partitions")
+
+
+# --- worker ----------------------------------------------------------------------------------
+
+WORKER_CASES: list[tuple[dict[str, Any], str]] = [
+    ({"group": ""}, "group"),
+    ({"group": "has space"}, "group"),
+    ({"concurrency": 0}, "concurrency"),
+    ({"concurrency": "8"}, "concurrency"),
+    ({"concurrency": True}, "concurrency"),
+    ({"consumer": "has space"}, "consumer"),
+    ({"handler_timeout": 0}, "handler_timeout"),
+    ({"handler_timeout": "5s"}, "handler_timeout"),
+    ({"block": 0}, "block"),
+    ({"reclaim_interval": 0}, "reclaim_interval"),
+    ({"shutdown_grace": -1}, "shutdown_grace"),
+]
+
+
+@pytest.mark.parametrize(("options", "field"), WORKER_CASES, ids=[f for _, f in WORKER_CASES])
+def test_worker_constructor_refuses_bad_options(
+    options: dict[str, Any], field: str, queue: sd.Queue
+) -> None:
+    with pytest.raises(sd.StreamdelayError) as caught:
+        sd.Worker(queue, **options)
+    assert_names(caught.value, field)
+
+
+def test_worker_needs_a_queue() -> None:
+    for bad in (object(), "redis://127.0.0.1:1/0", None):
+        with pytest.raises(sd.ConfigError) as caught:
+            sd.Worker(bad)
+        assert_names(caught.value, "queue")
+
+
+def test_handler_decorator_refuses_bad_topics_and_non_functions(queue: sd.Queue) -> None:
+    worker = sd.Worker(queue)
+    for topic in ("", "has space", 5, "t" * 129):
+        with pytest.raises(sd.ValidationError) as caught:
+            worker.handler(topic)  # type: ignore[arg-type]
+        assert_names(caught.value, "topic")
+    with pytest.raises(sd.ConfigError) as caught_fn:
+        worker.handler("t")(5)  # type: ignore[type-var]
+    assert_names(caught_fn.value, "handler")
+    worker.handler("t")(lambda job: None)
+    with pytest.raises(sd.ConfigError) as caught_dup:
+        worker.handler("t")(lambda job: None)
+    assert_names(caught_dup.value, "topic")
+
+
+def test_worker_without_handlers_refuses_to_serve_and_writes_nothing(queue: sd.Queue) -> None:
+    before = queue.client.dbsize()
+    with pytest.raises(sd.ConfigError) as caught:
+        asyncio.run(sd.Worker(queue).serve())
+    assert_names(caught.value, "handler")
+    assert queue.client.dbsize() == before
+
+
+def test_second_group_on_a_served_topic_is_refused_and_writes_nothing(queue: sd.Queue) -> None:
+    def register(group: str) -> None:
+        worker = sd.Worker(queue, group=group, dispatch=False)
+        worker.handler("t")(lambda job: None)
+
+        async def run() -> None:
+            try:
+                await worker.register()
+            finally:
+                await worker.client.aclose()
+
+        asyncio.run(run())
+
+    register("billing")
+    snapshot = {k: queue.client.type(k) for k in _queue_keys(queue.client, queue.name)}
+    with pytest.raises(sd.ConfigError) as caught:
+        register("other")
+    assert_names(caught.value, "group")
+    assert {k: queue.client.type(k) for k in _queue_keys(queue.client, queue.name)} == snapshot
+    assert queue.client.hgetall(f"sd:{{{queue.name}#0}}:groups") == {b"t": b"billing"}
+
+
+# --- durations -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["", "abc", "5x", "-5s", "1.5.2s", "5 m s", "1e3s", "9" * 400])
+def test_parse_duration_refuses_bad_text(text: str) -> None:
+    with pytest.raises(sd.ValidationError) as caught:
+        parse_duration(text)
+    assert_names(caught.value, "duration")
+    with pytest.raises(sd.ValidationError) as named:
+        parse_duration(text, field="--delay")
+    assert_names(named.value, "--delay")
+
+
+@pytest.mark.parametrize("value", [5, None, 2.5, b"5s"])
+def test_parse_duration_refuses_non_text(value: Any) -> None:
+    with pytest.raises(sd.ValidationError) as caught:
+        parse_duration(value)
+    assert_names(caught.value, "duration")
+
+
+@pytest.mark.parametrize(("text", "seconds"), [
+    ("250ms", 0.25), ("30s", 30), ("5m", 300), ("2h", 7200), ("1d", 86400), ("1.5", 1.5),
+    (" 10 s ", 10),
+])
+def test_parse_duration_reads_every_unit(text: str, seconds: float) -> None:
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+def test_the_topic_check_remembers_only_valid_topics_and_a_bounded_number() -> None:
+    """``validation.topic`` skips the pattern for a topic it passed before (every job of an
+    ``enqueue_many``): what it refuses stays refused, and it keeps at most ``_TOPICS_KEPT``."""
+    from streamdelay.base import validation
+
+    class Odd(str):
+        """A str subclass: checked every time, never remembered."""
+
+    for _ in range(2):
+        assert validation.topic("orders.close") == "orders.close"
+        for bad in ("", "a b", "x" * 129, "t\n"):
+            with pytest.raises(sd.ValidationError, match="topic"):
+                validation.topic(bad)
+        assert validation.topic(Odd("odd.one")) == "odd.one"
+    assert not any(type(seen) is not str for seen in validation._TOPICS_SEEN)
+    for i in range(validation._TOPICS_KEPT + 10):
+        validation.topic(f"many.{i}")
+    assert len(validation._TOPICS_SEEN) == validation._TOPICS_KEPT
+    assert validation.topic(f"many.{validation._TOPICS_KEPT + 5}")  # not kept, still valid
