@@ -13,25 +13,36 @@ from typing import Any
 
 import pytest
 
-# The fixtures of tests/conftest.py that start a server (directly or through another).
-SERVER_FIXTURES = frozenset({"shared_redis", "redis_url", "own_redis", "durable_redis", "queue",
-                             "web_server"})
+
+def _refuse(name: str) -> None:
+    pytest.fail(f"a unit test uses the server fixture {name}: move it to tests/integration/ or "
+                "tests/system/", pytrace=False)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Fail, at the first line of the run, every unit test that uses a server fixture."""
-    for item in items:
-        used = SERVER_FIXTURES.intersection(getattr(item, "fixturenames", ()))
-        if used and "tests/unit/" in item.nodeid:
-            item.add_marker(pytest.mark.usefixtures("_no_server_here"))
+# The fixtures of tests/conftest.py that start a server, overridden for this directory (redis_url
+# and queue go through shared_redis): the test fails before anything starts.
+@pytest.fixture
+def shared_redis() -> None:
+    """Refused in the unit tier."""
+    _refuse("shared_redis")
 
 
 @pytest.fixture
-def _no_server_here(request: pytest.FixtureRequest) -> None:
-    """Fails the test: it is a unit test asking for a server."""
-    used = sorted(SERVER_FIXTURES.intersection(request.fixturenames))
-    pytest.fail(f"a unit test uses the server fixture(s) {', '.join(used)}: "
-                "move it to tests/integration/ or tests/system/", pytrace=False)
+def own_redis() -> None:
+    """Refused in the unit tier."""
+    _refuse("own_redis")
+
+
+@pytest.fixture
+def durable_redis() -> None:
+    """Refused in the unit tier."""
+    _refuse("durable_redis")
+
+
+@pytest.fixture
+def web_server() -> None:
+    """Refused in the unit tier."""
+    _refuse("web_server")
 
 
 @pytest.fixture(autouse=True)
