@@ -49,17 +49,18 @@ class JobSpec:
     headers: dict[str, str] | None = None
     replace: bool = False
     max_wait: Delay | None = None  # with replace: never due later than first enqueue + this
+    keep_result: Delay | None = None  # None: the queue's keep_result (docs/results.md)
 
     def __init__(self, topic: str, body: Any = None, delay: Delay | None = None,
                  at: At | None = None, id: str | None = None, ttr: Delay | None = None,
                  max_attempts: int | None = None, backoff: BackoffPolicy | None = None,
                  headers: dict[str, str] | None = None, replace: bool = False,
-                 max_wait: Delay | None = None) -> None:
+                 max_wait: Delay | None = None, keep_result: Delay | None = None) -> None:
         """The generated ``__init__``'s arguments, set in one go: a frozen dataclass sets its
         fields one ``object.__setattr__`` at a time (~0.3 µs more per job of ``enqueue_many``)."""
         self.__dict__.update(topic=topic, body=body, delay=delay, at=at, id=id, ttr=ttr,
                              max_attempts=max_attempts, backoff=backoff, headers=headers,
-                             replace=replace, max_wait=max_wait)
+                             replace=replace, max_wait=max_wait, keep_result=keep_result)
 
 
 @dataclass(frozen=True, init=False)
@@ -181,6 +182,7 @@ class Job:
     headers: dict[str, str]
     entry_id: str
     partition: int
+    keep_result_ms: int = 0  # how long its result is kept (0: not kept; docs/results.md)
 
 
 class Retry(Exception):
@@ -195,3 +197,16 @@ class Retry(Exception):
 
 class Drop(Exception):
     """Raise from a handler to acknowledge the job without running it again."""
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """How a job ended (``Queue.result``): ``state`` is ``succeeded`` (``value``: what the handler
+    returned), ``dead`` or ``cancelled`` (``error``: why); ``finished`` is epoch ms (server
+    clock). Kept for the job's ``keep_result`` seconds (docs/results.md)."""
+
+    id: str
+    state: Literal["succeeded", "dead", "cancelled"]
+    value: Any = None
+    error: str | None = None
+    finished: int = 0

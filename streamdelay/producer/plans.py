@@ -94,7 +94,9 @@ def _keys_for(cfg: QueueConfig, job_id: str) -> PartitionKeys:
 def cancel_plan(cfg: QueueConfig, job_id: str) -> Plan[bool]:
     """Cancel one job in any state."""
     keys = _keys_for(cfg, job_id)
-    reply = yield script("cancelJob").call(keys.script_keys(), [job_id], durable=True)
+    keep_ms = validation.delay_ms(cfg.keep_result, "keep_result")  # docs/results.md
+    reply = yield script("cancelJobV2").call(keys.script_keys(), [job_id, keep_ms],
+                                             durable=True)
     return bool(int(reply))
 
 

@@ -83,10 +83,11 @@ class Reservation(_ReservationData):
         super().__init__(receipt, text, job)
         self._queue = queue
 
-    def ack(self) -> None:
-        """The job is done: it is forgotten (or kept as a ``done`` tombstone, ``keep_done``)."""
+    def ack(self, result: Any = None) -> None:
+        """The job is done: it is forgotten (or kept as a ``done`` tombstone, ``keep_done``);
+        ``result`` is kept for the job's ``keep_result`` (docs/results.md)."""
         self._queue._settle(ack_plan(self._queue.config, self._queue._key(),
-                                     self._receipt))
+                                     self._receipt, result))
 
     def fail(self, error: str, retry_delay: Delay | None = None, dead: bool = False) -> str:
         """The attempt failed: the job comes back after ``retry_delay`` seconds (None: its
@@ -116,10 +117,10 @@ class AsyncReservation(_ReservationData):
         super().__init__(receipt, text, job)
         self._queue = queue
 
-    async def ack(self) -> None:
+    async def ack(self, result: Any = None) -> None:
         """The job is done; see ``Reservation.ack``."""
         await self._queue._settle(ack_plan(self._queue.config, self._queue._key(),
-                                           self._receipt))
+                                           self._receipt, result))
 
     async def fail(self, error: str, retry_delay: Delay | None = None, dead: bool = False
                    ) -> str:
