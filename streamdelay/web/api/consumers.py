@@ -18,7 +18,7 @@ from ..auth import needs, principal_of
 from .bodies import body, decode, decode_optional
 from .common import PREFIX, WRITE_ERRORS, ReceiptParam, TopicParam, errors, served
 from .handover import HandOver, carry
-from .models import FailBody, ReserveAnswer, ReserveBody, Settled, seconds_of
+from .models import AckBody, FailBody, ReserveAnswer, ReserveBody, Settled, seconds_of
 
 CONSUME = needs("consume")
 # A long poll waits in slices, so a stopping service answers within one (docs/http.md#serve).
@@ -74,7 +74,7 @@ class Counts(Protocol):
 
 
 async def settle(target: AsyncQueue, metrics: Counts, receipt: str, action: str,
-                 data: FailBody | None = None) -> Settled:
+                 data: FailBody | AckBody | None = None) -> Settled:
     """Ack, fail or touch the delivery of ``receipt`` and count it (these routes and the fast
     path of ``web/fastpath.py``)."""
     reservation = target.reservation(receipt)
@@ -82,10 +82,10 @@ async def settle(target: AsyncQueue, metrics: Counts, receipt: str, action: str,
         await reservation.touch()
         return Settled("touched")
     if action == "ack":
-        await reservation.ack()
+        await reservation.ack(data.result if isinstance(data, AckBody) else None)
         outcome = "handled"
     else:
-        assert data is not None
+        assert isinstance(data, FailBody)
         done = await reservation.fail(data.error, seconds_of(data.retry_delay, "retry_delay"),
                                       data.dead)
         outcome = "dead" if done == "dead" else "retried"
@@ -96,11 +96,14 @@ async def settle(target: AsyncQueue, metrics: Counts, receipt: str, action: str,
 
 
 @post(f"{PREFIX}/deliveries/:ack/{{receipt:str}}", opt=CONSUME, status_code=200,
-      tags=["consumers"], operation_id="ack", summary="The job is done",
+      tags=["consumers"], operation_id=body("ack", AckBody, False), summary="The job is done",
       responses=errors(*WRITE_ERRORS, 409))
 async def ack(request: Request[Any, Any, Any], queue: str, receipt: ReceiptParam) -> Settled:
-    """Acknowledge the delivery: the job is forgotten (or kept as ``done``, keep_done)."""
-    return await settle(served(request, queue), request.app.state.metrics, receipt, "ack")
+    """Acknowledge the delivery: the job is forgotten (or kept as ``done``, keep_done);
+    ``result`` is kept for the job's ``keep_result``."""
+    data = await decode_optional(request, AckBody)
+    return await settle(served(request, queue), request.app.state.metrics, receipt, "ack",
+                        data)
 
 
 @post(f"{PREFIX}/deliveries/:fail/{{receipt:str}}", opt=CONSUME, status_code=200,
