@@ -415,7 +415,8 @@ def demo(url: str | None, jobs: int, max_delay: float, dashboard: bool,
     """Watch the main job work: a few hundred delayed jobs, a worker, a retry, a dead job.
 
     Uses the Redis at --url / STREAMDELAY_URL when it answers, else starts a private
-    redis-server on a free port (stopped at exit). Ends by itself in well under a minute.
+    redis-server (or valkey-server) on a free port, else the embedded Valkey of
+    streamdelay[embedded]; stopped at exit. Ends by itself in well under a minute.
 
     \b
     Example:
