@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -209,3 +210,23 @@ def test_a_waiter_re_arms_across_a_redis_restart(durable_redis: RedisServer) -> 
     assert got and got[0].value == {"n": 1, "after": "restart"}
     assert got[0].id == "survivor" and got[0].state == "succeeded"
     q.close()
+
+
+def test_cli_result(redis_url: str, queue_name: str) -> None:
+    from tests.test_cli import cli
+
+    assert cli("enqueue", queue_name, "t", '{"n": 1}', "--id", "c1", "--keep-result", "1m",
+               url=redis_url).returncode == 0
+    waited = cli("result", queue_name, "c1", "--wait", "250ms", url=redis_url)
+    assert waited.returncode == 3 and "did not end within 0.25 s" in waited.stderr
+    assert cli("result", queue_name, "c1", url=redis_url).returncode == 3
+    with sd.Queue(queue_name, url=redis_url) as q:
+        run_worker(q, lambda job: {"seen": job.body["n"]})
+    shown = cli("result", queue_name, "c1", "--wait", "30s", "--json", url=redis_url)
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["value"] == {"seen": 1}
+    text = cli("result", queue_name, "c1", url=redis_url)
+    assert "succeeded" in text.stdout and '{"seen":1}' in text.stdout.replace(" ", "")
+    unknown = cli("result", queue_name, "nobody", url=redis_url)
+    assert unknown.returncode == 1 and "no job 'nobody'" in unknown.stderr
+    assert cli("result", queue_name, "c1", "--wait", "-1s", url=redis_url).returncode == 2
