@@ -26,7 +26,6 @@ from . import schedules as schedule_commands
 from . import searching as search_commands
 from .exporter import exporter
 from .limits import limit
-from .results import result as result_command
 from .options import (
     json_option,
     log_format_option,
@@ -48,6 +47,7 @@ from .output import (
     when,
 )
 from .params import BackoffOption, past_at_explained
+from .results import result as result_command
 from .serve import serve
 from .support import (
     PARTITIONS_ENV,
