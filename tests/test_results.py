@@ -17,6 +17,7 @@ import streamdelay as sd
 from streamdelay.protocol.keys import PartitionKeys
 from streamdelay.protocol.results import encode_result, result_key, wake_key
 from tests.redis_server import RedisServer
+from tests.test_docs_examples import example_env, run_example  # noqa: F401  (fixture)
 from tests.test_pull import running_dispatcher
 from tests.test_script_safety import call
 
@@ -230,3 +231,12 @@ def test_cli_result(redis_url: str, queue_name: str) -> None:
     unknown = cli("result", queue_name, "nobody", url=redis_url)
     assert unknown.returncode == 1 and "no job 'nobody'" in unknown.stderr
     assert cli("result", queue_name, "c1", "--wait", "-1s", url=redis_url).returncode == 2
+
+
+def test_the_results_example_runs(example_env: dict[str, str]) -> None:
+    assert run_example("results.py", example_env).splitlines() == [
+        "waited: succeeded {'month': '2025-01', 'rows': 42}",
+        "dead: dead ValueError: no such month",
+        "cancelled: cancelled",
+        "unknown: None",
+    ]

@@ -22,6 +22,7 @@ from .keys import PartitionKeys
 from .plan import Command, Commands, Plan
 
 DEFAULT_MAX_RESULT_BYTES = 64 << 10
+WAKE_MS = 5000  # how long a wake list lives (lua/includes/keep_result.lua's WAKE_MS)
 _STATES = {b"s": "succeeded", b"x": "dead", b"c": "cancelled"}
 _json = msgspec.json.Encoder()
 _msgpack = msgspec.msgpack.Encoder()
