@@ -16,12 +16,14 @@ import pytest
 import streamdelay as sd
 from streamdelay.protocol.keys import PartitionKeys
 from streamdelay.protocol.results import encode_result, result_key, wake_key
+from tests import test_docs_examples as docs_examples
 from tests.redis_server import RedisServer
-from tests.test_docs_examples import example_env, run_example  # noqa: F401  (fixture)
 from tests.test_pull import running_dispatcher
 from tests.test_script_safety import call
 
 pytestmark = pytest.mark.timeout(120)
+example_env = docs_examples.example_env  # the fixture: a private redis-server for the examples
+run_example = docs_examples.run_example
 
 
 def run_worker(q: sd.Queue, handler: Callable[[sd.Job], Any], topic: str = "t") -> sd.Worker:
