@@ -99,8 +99,8 @@ async def settle(target: AsyncQueue, metrics: Counts, receipt: str, action: str,
       tags=["consumers"], operation_id=body("ack", AckBody, False), summary="The job is done",
       responses=errors(*WRITE_ERRORS, 409))
 async def ack(request: Request[Any, Any, Any], queue: str, receipt: ReceiptParam) -> Settled:
-    """Acknowledge the delivery: the job is forgotten (or kept as ``done``, keep_done);
-    ``result`` is kept for the job's ``keep_result``."""
+    """Acknowledge the delivery: the job is forgotten (or kept as ``done`` when the queue keeps
+    finished jobs); ``result`` is kept for the job's ``keep_result``."""
     data = await decode_optional(request, AckBody)
     return await settle(served(request, queue), request.app.state.metrics, receipt, "ack",
                         data)
