@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -102,6 +103,7 @@ class JobInfo:
     deliveries: int | None = None
     error: str | None = None
     ttr_ms: int = 0
+    progress: Any = None  # the last progress its handler reported while it runs
 
 
 @dataclass(frozen=True)
@@ -186,6 +188,22 @@ class Job:
     entry_id: str
     partition: int
     keep_result_ms: int = 0  # how long its result is kept (0: not kept; docs/results.md)
+    # where progress goes: set by the worker that delivers it (consumer/delivery.py)
+    _report: Callable[[bytes], None] | None = field(default=None, repr=False, compare=False)
+
+    def progress(self, value: Any) -> None:
+        """Report the job's progress (a number or a small JSON value, at most 1 KiB of JSON):
+        the worker sends the latest value with its next heartbeat (within about 1 s), and
+        ``Queue.get`` shows it while the job runs (docs/results.md#progress). No I/O here:
+        call it as often as you like, from def and async def handlers."""
+        from .validation import progress as checked
+
+        data = checked(value)
+        if self._report is None:
+            raise ValidationError("progress: this job was not delivered by a Worker (a "
+                                  "Reservation reports it with touch(progress=))",
+                                  field="progress")
+        self._report(data)
 
 
 class Retry(Exception):

@@ -74,6 +74,14 @@ class Delivery:
     handler_s: float | None = None  # how long its handler ran (None: it did not run)
     run: JobRun | None = None  # the observed run (debug logs, span), when observed
     keep_result_ms: int = 0  # the job's keep_result: a dead end keeps its error that long
+    progress: bytes | None = None  # the handler's last progress (JSON), sent with each touch
+    progress_fresh: bool = False  # reported since the last touch: touched within PROGRESS_EVERY
+
+    def report_progress(self, data: bytes) -> None:
+        """``Job.progress``'s sink: keep the latest value for the next heartbeat (any thread;
+        two attribute writes, no I/O)."""
+        self.progress = data
+        self.progress_fresh = True
 
     @property
     def thread_running(self) -> bool:
@@ -118,6 +126,7 @@ def open_delivery(
     if opened.job is None:
         return None, None, Settlement("dead", error=opened.error)
     delivery.keep_result_ms = opened.job.keep_result_ms
+    object.__setattr__(opened.job, "_report", delivery.report_progress)  # Job.progress
     return opened.job, opened.backoff, None
 
 

@@ -97,10 +97,11 @@ class Reservation(_ReservationData):
                                                     self._receipt, error, retry_delay, dead))
         return result
 
-    def touch(self) -> None:
-        """Heartbeat: the ttr counts again from now (a worker does this every ttr/3)."""
+    def touch(self, progress: Any = None) -> None:
+        """Heartbeat: the ttr counts again from now (a worker does this every ttr/3); with
+        ``progress`` (a number or a small JSON value), ``get`` shows it while the job runs."""
         self._queue._settle(touch_plan(self._queue.config, self._queue._key(),
-                                       self._receipt))
+                                       self._receipt, progress))
 
     def release(self) -> bool:
         """Hand the job back at once, no attempt spent: it goes to the tail of its topic for
@@ -129,10 +130,10 @@ class AsyncReservation(_ReservationData):
             self._queue.config, self._queue._key(), self._receipt, error, retry_delay, dead))
         return result
 
-    async def touch(self) -> None:
-        """Heartbeat; see ``Reservation.touch``."""
+    async def touch(self, progress: Any = None) -> None:
+        """Heartbeat, with an optional progress; see ``Reservation.touch``."""
         await self._queue._settle(touch_plan(self._queue.config, self._queue._key(),
-                                             self._receipt))
+                                             self._receipt, progress))
 
     async def release(self) -> bool:
         """Hand the job back, no attempt spent; see ``Reservation.release``."""

@@ -429,13 +429,18 @@ def fail_plan(cfg: QueueConfig, key: ReceiptKey, receipt: Receipt, error: object
     return "dead" if outcome.dead else "retried"
 
 
-def touch_plan(cfg: QueueConfig, key: ReceiptKey, receipt: Receipt) -> Plan[None]:
+def touch_plan(cfg: QueueConfig, key: ReceiptKey, receipt: Receipt, progress: Any = None
+               ) -> Plan[None]:
     """Heartbeat a reservation (``touchJobs``: its idle time starts again, so its ttr counts
-    from now); ``StaleReceipt`` when its consumer no longer holds it."""
+    from now), storing ``progress`` when given (docs/results.md#progress); ``StaleReceipt``
+    when its consumer no longer holds it."""
+    reported: tuple[Arg, ...] = ()
+    if progress is not None:
+        reported = (1, receipt.id, max(receipt.ttr_ms, 1000) * 2, validation.progress(progress))
     yield from check_receipt_plan(cfg.name, key, receipt)
     keys = PartitionKeys(cfg.name, receipt.partition)
     lost = yield touch_call(keys, receipt.group, receipt.consumer,
-                            [receipt.topic, receipt.entry])
+                            [receipt.topic, receipt.entry], reported)
     if texts(lost):
         raise _stale(receipt, "touch")
 

@@ -88,11 +88,13 @@ def ack_call(keys: PartitionKeys, group: str, keep_done_ms: int, flat: Sequence[
                                     [group, keep_done_ms, len(flat) // 3, *flat, *results])
 
 
-def touch_call(keys: PartitionKeys, group: str, consumer: str, flat: Sequence[str]
-               ) -> ScriptCall:
-    """``touchJobs`` (heartbeat) for ``topic, entry id`` pairs of ``consumer``; the reply is the
-    entry ids it no longer owns."""
-    return script("touchJobs").call(keys.script_keys(), [group, consumer, *flat])
+def touch_call(keys: PartitionKeys, group: str, consumer: str, flat: Sequence[str],
+               progress: Sequence[Arg] = ()) -> ScriptCall:
+    """``touchJobs`` (heartbeat) for ``topic, entry id`` pairs of ``consumer``, with ``position
+    (1-based), job id, ttl ms, JSON value`` of the progress to store (docs/results.md#progress);
+    the reply is the entry ids it no longer owns."""
+    return script("touchJobsV2").call(keys.script_keys(),
+                                      [group, consumer, len(flat) // 2, *flat, *progress])
 
 
 def release_call(keys: PartitionKeys, group: str, flat: Sequence[str]) -> ScriptCall:

@@ -104,3 +104,24 @@ def wait_step_plan(keys: PartitionKeys, job_id: str, block_s: float) -> Plan[Any
     wk = wake_key(keys, job_id)
     woke = yield Command(("BLMOVE", wk, wk, "LEFT", "LEFT", round(max(block_s, 0.001), 3)))
     return PENDING if woke is None else parse_result(job_id, woke)
+
+
+def progress_key(keys: PartitionKeys, job_id: str) -> str:
+    """String: ``entry id|JSON`` of the last progress of job ``job_id``'s running delivery,
+    written by ``touchJobsV2`` (docs/results.md#progress)."""
+    return f"{keys.prefix}p:{job_id}"
+
+
+def parse_progress(raw: bytes | str | None, entry: str) -> Any:
+    """The progress value stored for the delivery ``entry`` (None: none, or one of an earlier
+    delivery of the job)."""
+    if raw is None:
+        return None
+    data = raw.encode() if isinstance(raw, str) else bytes(raw)
+    owner, _, value = data.partition(b"|")
+    if owner.decode(errors="replace") != entry:
+        return None
+    try:
+        return msgspec.json.decode(value)
+    except msgspec.DecodeError:
+        return None

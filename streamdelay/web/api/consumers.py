@@ -18,7 +18,15 @@ from ..auth import needs, principal_of
 from .bodies import body, decode, decode_optional
 from .common import PREFIX, WRITE_ERRORS, ReceiptParam, TopicParam, errors, served
 from .handover import HandOver, carry
-from .models import AckBody, FailBody, ReserveAnswer, ReserveBody, Settled, seconds_of
+from .models import (
+    AckBody,
+    FailBody,
+    ReserveAnswer,
+    ReserveBody,
+    Settled,
+    TouchBody,
+    seconds_of,
+)
 
 CONSUME = needs("consume")
 # A long poll waits in slices, so a stopping service answers within one (docs/http.md#serve).
@@ -74,12 +82,12 @@ class Counts(Protocol):
 
 
 async def settle(target: AsyncQueue, metrics: Counts, receipt: str, action: str,
-                 data: FailBody | AckBody | None = None) -> Settled:
+                 data: FailBody | AckBody | TouchBody | None = None) -> Settled:
     """Ack, fail or touch the delivery of ``receipt`` and count it (these routes and the fast
     path of ``web/fastpath.py``)."""
     reservation = target.reservation(receipt)
     if action == "touch":
-        await reservation.touch()
+        await reservation.touch(data.progress if isinstance(data, TouchBody) else None)
         return Settled("touched")
     if action == "ack":
         await reservation.ack(data.result if isinstance(data, AckBody) else None)
@@ -119,11 +127,14 @@ async def fail(request: Request[Any, Any, Any], queue: str, receipt: ReceiptPara
 
 
 @post(f"{PREFIX}/deliveries/:touch/{{receipt:str}}", opt=CONSUME, status_code=200,
-      tags=["consumers"], operation_id="touch", summary="Keep the job (heartbeat)",
-      responses=errors(*WRITE_ERRORS, 409))
+      tags=["consumers"], operation_id=body("touch", TouchBody, False),
+      summary="Keep the job (heartbeat)", responses=errors(*WRITE_ERRORS, 409))
 async def touch(request: Request[Any, Any, Any], queue: str, receipt: ReceiptParam) -> Settled:
-    """The ttr counts again from now: call it well within each ttr while working."""
-    return await settle(served(request, queue), request.app.state.metrics, receipt, "touch")
+    """The ttr counts again from now: call it well within each ttr while working; an optional
+    ``progress`` is shown by the job's routes while it runs."""
+    data = await decode_optional(request, TouchBody)
+    return await settle(served(request, queue), request.app.state.metrics, receipt, "touch",
+                        data)
 
 
 ROUTES = [reserve, ack, fail, touch]

@@ -172,6 +172,13 @@ class AckBody(msgspec.Struct, forbid_unknown_fields=True):
     result: Any = None
 
 
+class TouchBody(msgspec.Struct, forbid_unknown_fields=True):
+    """A heartbeat; ``progress`` (a number or a small JSON value, at most 1 KiB) is shown by
+    the job's routes while it runs (docs/results.md#progress)."""
+
+    progress: Any = None
+
+
 class Settled(msgspec.Struct):
     """What became of the delivery."""
 
