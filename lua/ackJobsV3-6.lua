@@ -7,7 +7,8 @@
 -- id; then 3 values per kept result: the delivery's position (1..N), keep_result ms, the result
 -- (a format letter and the encoded value). ackJobsV2's ARGV plus N and the results.
 -- Returns the number of deliveries that were still current (a cancelled, replaced or reclaimed
--- job's stale delivery is acknowledged in the stream but leaves the job alone).
+-- job's stale delivery is acknowledged in the stream but leaves the job alone, except that a job
+-- held behind it, rescheduled or replaced while it ran, is freed: includes/hold.lua).
 -- Also forgets expired tombstones: at least as many as the call could create, plus 100.
 -- Batched: one XACK and one XDEL per topic, one HMGET of every record, one HDEL (or HSET and
 -- ZADD for tombstones) for the batch; a job named twice settles once, as one call per delivery
@@ -29,6 +30,8 @@
 -- @include hmget_many
 -- @include full_record
 -- @include keep_result
+-- @include wake_if_head
+-- @include hold
 
 local now = server_time()
 local group, keep = ARGV[1], tonumber(ARGV[2])
@@ -99,6 +102,8 @@ if #ids > 0 then
       settled = settled + 1
       local kept_result = results[i]
       if kept_result then keep_result(id, 's', now, kept_result[1], kept_result[2]) end
+    elseif state == 'd' and entry == eid then -- its job was rescheduled while it ran: now free
+      release_hold(id, eid)
     end
   end
   if #gone > 0 then write_many('HDEL', K_JOBS, gone) end

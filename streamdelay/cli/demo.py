@@ -272,7 +272,8 @@ def drop_queue(url: str, name: str) -> None:
         seconds = next(iter(reply.values()))[0] if isinstance(reply, dict) else reply[0]
         minute = int(seconds) // 60
         base = partition_keys(name, 1)[0].lateness
-        client.delete(base, *(f"{base}:{m}" for m in range(minute - 15, minute + 1)))
+        client.delete(base, *(f"{base}:{m}" for m in range(minute - 15, minute + 1)),
+                      *(f"{base}:seen:{m}" for m in range(minute - 15, minute + 1)))
     finally:
         client.close()
 
