@@ -242,3 +242,16 @@ def test_the_results_example_runs(example_env: dict[str, str]) -> None:
         "cancelled: cancelled",
         "unknown: None",
     ]
+
+
+@pytest.mark.parametrize("value, why", [
+    ({"ratio": float("nan")}, "nan is not valid JSON"),
+    ([1, float("inf")], "inf is not valid JSON"),
+    (object(), "cannot be encoded as json"),
+    ("x" * 70_000, "70002 bytes encoded is over max_result_bytes=65536"),
+])
+def test_bad_results_are_refused_with_the_field_named(value: Any, why: str) -> None:
+    with pytest.raises(sd.ValidationError, match=why) as refused:
+        encode_result(value, "json", 64 << 10)
+    assert refused.value.field == "result"
+    assert encode_result({"fine": None}, "json", 64 << 10) == b'j{"fine":null}'

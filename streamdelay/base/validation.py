@@ -210,8 +210,8 @@ def progress(value: object) -> bytes:
     except (TypeError, ValueError, OverflowError, RecursionError) as exc:
         raise ValidationError(f"progress: cannot be encoded as JSON: {exc}",
                               field="progress") from None
-    if b"nan" in data.lower() or b"inf" in data.lower() or b"null" in data:
-        _refuse_non_finite(value)
+    if b"null" in data:  # NaN and Infinity are written as null
+        finite_json(value, "progress")
     if len(data) > PROGRESS_LIMIT:
         raise ValidationError(f"progress: {len(data)} bytes of JSON is over the limit of "
                               f"{PROGRESS_LIMIT}; report a number or a small object",
@@ -219,14 +219,15 @@ def progress(value: object) -> bytes:
     return data
 
 
-def _refuse_non_finite(value: object) -> None:
-    """NaN and Infinity, which JSON encoders write as ``null``, are refused."""
+def finite_json(value: object, field: str) -> None:
+    """Refuse NaN and Infinity anywhere in ``value`` (JSON encoders write them as ``null``,
+    so they would not come back as sent), naming ``field``."""
     todo = [value]
     while todo:
         item = todo.pop()
         if isinstance(item, float) and not math.isfinite(item):
-            raise ValidationError(f"progress: {item!r} is not valid JSON (JSON has no NaN or "
-                                  f"Infinity)", field="progress")
+            raise ValidationError(f"{field}: {item!r} is not valid JSON (JSON has no NaN or "
+                                  f"Infinity)", field=field)
         if isinstance(item, dict):
             todo.extend(item.values())
         elif isinstance(item, list | tuple):

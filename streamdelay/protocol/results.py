@@ -9,7 +9,6 @@ push wakes them all): ``lua/includes/keep_result.lua``.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import msgspec
@@ -52,8 +51,8 @@ def encode_result(value: Any, serializer: Serializer, limit: int) -> bytes:
             fmt, data = FORMAT_MSGPACK, _msgpack.encode(value)
         else:
             fmt, data = FORMAT_JSON, _json.encode(value)
-            if isinstance(value, float) and not math.isfinite(value):
-                raise ValueError(f"{value!r} is not valid JSON")
+            if b"null" in data:  # NaN and Infinity are written as null: refuse them
+                validation.finite_json(value, "result")
     except RecursionError:
         raise ValidationError("result: nested too deeply to encode", field="result") from None
     except (TypeError, ValueError, OverflowError) as exc:
