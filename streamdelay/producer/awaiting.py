@@ -45,6 +45,13 @@ def _timed_out(job_id: str, timeout: float | None) -> ResultTimeout:
     return ResultTimeout(f"job {job_id!r} did not end within {timeout:g} s", job_id=job_id)
 
 
+def _gave_up(exc: BaseException) -> ConnectionFailed:
+    """A wait whose time ran out while Redis was unreachable: the one connection error."""
+    if isinstance(exc, ConnectionFailed):
+        return exc
+    return ConnectionFailed(f"redis: unreachable while waiting for a result ({exc})")
+
+
 def _block_s(deadline: float) -> float:
     return max(0.0, min(deadline - time.monotonic(), MAX_WAIT_S))
 
@@ -70,9 +77,9 @@ class SyncResults:
             plan = wait_step_plan(keys, id, _block_s(deadline) if wait_s else 0.0)
             try:
                 found = _drive_sync(client, plan, cfg, id)
-            except _LOST:
+            except _LOST as exc:
                 if time.monotonic() >= deadline:
-                    raise
+                    raise _gave_up(exc) from exc
                 time.sleep(REARM_PAUSE_S)
                 continue
             if found is not PENDING:
@@ -99,9 +106,9 @@ class AsyncResults:
             plan = wait_step_plan(keys, id, _block_s(deadline) if wait_s else 0.0)
             try:
                 found = await _drive_async(client, plan, cfg, id)
-            except _LOST:
+            except _LOST as exc:
                 if time.monotonic() >= deadline:
-                    raise
+                    raise _gave_up(exc) from exc
                 await asyncio.sleep(REARM_PAUSE_S)
                 continue
             if found is not PENDING:
