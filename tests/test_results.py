@@ -255,3 +255,21 @@ def test_bad_results_are_refused_with_the_field_named(value: Any, why: str) -> N
         encode_result(value, "json", 64 << 10)
     assert refused.value.field == "result"
     assert encode_result({"fine": None}, "json", 64 << 10) == b'j{"fine":null}'
+
+
+def test_a_cancel_keeps_the_jobs_own_keep_result(redis_url: str, queue_name: str) -> None:
+    """The envelope's keep_result wins over the cancelling queue's (a delayed job, and a ready
+    one of layout 2 whose body lives only in its stream entry)."""
+    with sd.Queue(queue_name, url=redis_url) as q, running_dispatcher(q):  # keep_result 0
+        q.enqueue("t", 1, id="later", delay=600, keep_result=60)
+        q.migrate()  # layout 2: a ready job's record is header-only
+        q.enqueue("t", 2, id="ready", keep_result=60)
+        q.enqueue("t", 3, id="plain", delay=600)
+        deadline = time.monotonic() + 10
+        while q.get("ready").state != "ready":  # type: ignore[union-attr]
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert q.cancel("later") and q.cancel("ready") and q.cancel("plain")
+        assert q.result("later").state == "cancelled"  # type: ignore[union-attr]
+        assert q.result("ready").state == "cancelled"  # type: ignore[union-attr]
+        assert q.result("plain") is None  # neither the job nor the queue keeps results
