@@ -14,9 +14,9 @@ import pytest
 import streamdelay as sd
 from streamdelay.base.models import JobInfo
 from streamdelay.web.dashboard.views import job_view
-from tests.test_pull import running_dispatcher
-from tests.test_web_consumers import _call
-from tests.web_server import WebServer
+from tests.integration.test_pull import running_dispatcher
+from tests.support.web_server import WebServer
+from tests.system.test_web_consumers import _call
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -109,7 +109,7 @@ def test_reservation_and_http_touch_carry_progress(web_server: WebServer) -> Non
         status, bad = _call(web_server, "POST", f"{base}/deliveries/{delivery['receipt']}:touch",
                             {"progress": "x" * 5000})
         assert status == 422 and "progress" in str(bad), (status, bad)
-        from tests.test_cli import cli
+        from tests.system.test_cli import cli
 
         text = cli("get", name, delivery["id"], url=web_server.redis_url).stdout
         assert 'progress' in text and '"pct":40' in text.replace(" ", "")

@@ -12,7 +12,7 @@ import pytest
 
 import streamdelay as sd
 from streamdelay.protocol.keys import PartitionKeys, partition_of
-from tests.cluster import LocalCluster, is_primary, replica_of, spread_queue_name, wait_for
+from tests.support.cluster import LocalCluster, is_primary, replica_of, spread_queue_name, wait_for
 
 PARTITIONS = 6
 pytestmark = pytest.mark.timeout(180)

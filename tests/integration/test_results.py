@@ -16,10 +16,10 @@ import pytest
 import streamdelay as sd
 from streamdelay.protocol.keys import PartitionKeys
 from streamdelay.protocol.results import encode_result, result_key, wake_key
-from tests import test_docs_examples as docs_examples
-from tests.redis_server import RedisServer
-from tests.test_pull import running_dispatcher
-from tests.test_script_safety import call
+from tests.integration.test_pull import running_dispatcher
+from tests.integration.test_script_safety import call
+from tests.support.redis_server import RedisServer
+from tests.system import test_docs_examples as docs_examples
 
 pytestmark = pytest.mark.timeout(120)
 example_env = docs_examples.example_env  # the fixture: a private redis-server for the examples
@@ -216,7 +216,7 @@ def test_a_waiter_re_arms_across_a_redis_restart(durable_redis: RedisServer) -> 
 
 
 def test_cli_result(redis_url: str, queue_name: str) -> None:
-    from tests.test_cli import cli
+    from tests.system.test_cli import cli
 
     assert cli("enqueue", queue_name, "t", '{"n": 1}', "--id", "c1", "--keep-result", "1m",
                url=redis_url).returncode == 0

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.test_web_consumers import _call
-from tests.web_server import WebServer
+from tests.support.web_server import WebServer
+from tests.system.test_web_consumers import _call
 
 pytestmark = pytest.mark.timeout(120)
 
