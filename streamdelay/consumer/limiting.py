@@ -20,6 +20,7 @@ from typing import Any
 from redis.exceptions import ResponseError
 
 from ..base.errors import GroupNotFound, StreamdelayError
+from ..engine.constants import REFRESH_S, START_PATIENCE
 from ..limits.plans import (
     CONCURRENCY,
     DRAINED,
@@ -29,7 +30,6 @@ from ..limits.plans import (
     parse_take,
     take_call,
 )
-from ..producer.pausing import REFRESH_S, START_PATIENCE
 from ..protocol.keys import PartitionKeys
 from ..protocol.plan import Command
 from ..protocol.replies import text

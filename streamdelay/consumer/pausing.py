@@ -10,7 +10,8 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from ..base.errors import StreamdelayError
-from ..producer.pausing import REFRESH_S, START_PATIENCE, parse_paused, paused_key
+from ..engine.constants import REFRESH_S, START_PATIENCE
+from ..producer.pausing import parse_paused, paused_key
 from ..protocol.deliveries import release_call
 from ..protocol.plan import Command
 from ..protocol.replies import text

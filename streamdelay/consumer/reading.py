@@ -26,7 +26,7 @@ from typing import Any
 
 from redis.exceptions import ResponseError
 
-from ..producer.pausing import REFRESH_S
+from ..engine.constants import REFRESH_S
 from ..protocol.keys import PartitionKeys
 from ..protocol.replies import text
 from ..redis_io.runner import RETRYABLE

@@ -10,8 +10,9 @@ import random
 import time
 from typing import Any
 
-from ..base.errors import GroupNotFound, LayoutError
-from ..producer.plans import prune_consumers_plan, requeue_stuck_plan
+from ..base.errors import LayoutError
+from ..engine.constants import PRUNE_EVERY_S
+from ..engine.upkeep import prune_plan, reclaim_plan
 from ..protocol.batching import batches, by_partition
 from ..protocol.deliveries import touch_call
 from ..protocol.keys import PartitionKeys
@@ -28,8 +29,8 @@ HEARTBEAT_TICK = 0.2
 TOUCH_BATCH = 500
 IDLE_TICK = 0.1
 # Consumers that own nothing and were silent PRUNE_IDLE_S are removed (one per worker process
-# that ever read would otherwise pile up, ~170 B each); checked about once a minute.
-PRUNE_EVERY = 60.0
+# that ever read would otherwise pile up); checked about once a minute.
+PRUNE_EVERY = PRUNE_EVERY_S
 # Jobs whose def handler's thread outlived a shutdown come back this long after the hand-back,
 # by when the process (which exits right after it) is gone (docs/worker.md#handler_timeout).
 HANDBACK_DELAY = 2.0
@@ -79,32 +80,26 @@ async def heartbeat_loop(worker: UpkeepHost) -> None:
 
 
 async def reclaim_once(worker: UpkeepHost) -> int:
-    """Re-queue deliveries of silent consumers (idle past their job's ttr) on every topic."""
-    moved = 0
-    for keys in worker.partitions:
-        for topic in sorted(worker.topics):
-            try:  # each job's own ttr, re-queued for anyone: claim's defaults
-                replies = await drive_async(worker.client, requeue_stuck_plan(
-                    keys, worker.group, topic, -1, ""), None, "reclaim")
-            except GroupNotFound:
-                await worker.register()
-                continue
-            reclaimed = sum(len(reply.moved) + len(reply.dead) for reply in replies)
-            moved += reclaimed
-            if worker.metrics is not None and reclaimed:
+    """Re-queue deliveries of silent consumers (idle past their job's ttr) on every topic: the
+    one reclaim plan (``engine/upkeep.py``), each job's own ttr, re-queued for anyone."""
+    cfg = worker.config
+    found = await drive_async(worker.client, reclaim_plan(
+        cfg.name, cfg.partitions, worker.group, worker.topics), None, "reclaim")
+    if found.gone:  # a stream or the group was deleted: register again
+        await worker.register()
+    if worker.metrics is not None:
+        for topic, group in sorted(found.seen):
+            if (reclaimed := found.count((topic, group))):
                 worker.metrics.count(topic, "reclaimed", reclaimed)
-    return moved
+    return found.count()
 
 
 async def prune_once(worker: UpkeepHost) -> list[str]:
     """Remove the group's consumers that own nothing and were silent for ``worker.prune_idle``."""
-    removed: list[str] = []
-    idle_ms = int(worker.prune_idle * 1000)
-    for keys in worker.partitions:
-        for topic in sorted(worker.topics):
-            removed.extend(await drive_async(worker.client, prune_consumers_plan(
-                keys, worker.group, topic, idle_ms), None, "prune"))
-    return removed
+    cfg = worker.config
+    return await drive_async(worker.client, prune_plan(
+        cfg.name, cfg.partitions, worker.group, worker.topics, int(worker.prune_idle * 1000)),
+        None, "prune")
 
 
 async def reclaim_loop(worker: UpkeepHost) -> None:

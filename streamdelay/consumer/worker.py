@@ -22,9 +22,8 @@ from typing import Any, TypeVar
 
 from ..base import validation
 from ..base.errors import ConfigError
+from ..engine.constants import DEFAULT_GROUP, PRUNE_IDLE_S, default_consumer_name
 from ..metrics import worker_metrics
-from ..producer.plans import PRUNE_IDLE_S
-from ..producer.reserving import DEFAULT_GROUP, default_consumer_name
 from ..protocol.keys import PartitionKeys, partition_keys
 from ..protocol.replies import text
 from ..protocol.scripts import ScriptCall, script

@@ -2,11 +2,12 @@
 
 The paused topics of a queue live in one Redis hash, partition 0's ``paused`` key (topic ->
 since when, epoch ms), written by ``setPaused``. Workers read it when they start and every
-``REFRESH_S`` seconds after, so a pause reaches every worker within a second with no round trip
-per job: their read loops leave paused topics out of XREADGROUP, and an entry of a paused topic
-that a read already in flight returns is handed back at once (``releaseJobs``: to the tail of
-its stream, not counted as an attempt). Dispatchers are not affected: due jobs still move into
-their streams, so ``stats`` shows them ready, with a growing lag.
+``REFRESH_S`` seconds after (``engine/constants.py``), so a pause reaches every worker within a
+second with no round trip per job: their read loops leave paused topics out of XREADGROUP,
+and an entry of a paused topic that a read already in flight returns is handed back at once
+(``releaseJobs``: to the tail of its stream, not counted as an attempt). Dispatchers are not
+affected: due jobs still move into their streams, so ``stats`` shows them ready, with a growing
+lag.
 """
 
 from __future__ import annotations
@@ -19,9 +20,6 @@ from ..protocol.plan import Command, Plan
 from ..protocol.replies import text
 from ..protocol.scripts import script
 from ..redis_io.config import QueueConfig
-
-REFRESH_S = 0.5  # how often workers re-read the paused topics (a pause takes effect within 1 s)
-START_PATIENCE = 10.0  # seconds a starting worker retries its first read of them
 
 
 def paused_key(queue: str) -> str:

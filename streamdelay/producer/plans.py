@@ -12,10 +12,9 @@ from collections.abc import Iterable
 from typing import TypeVar
 
 from ..base import validation
-from ..base.errors import GroupNotFound, StreamdelayError, ValidationError
+from ..base.errors import StreamdelayError, ValidationError
 from ..base.models import (
     At,
-    ClaimResult,
     DeadJob,
     Delay,
     JobInfo,
@@ -29,10 +28,8 @@ from ..protocol.plan import Command, Plan, Step
 from ..protocol.replies import (
     STATE_NAMES,
     JobReply,
-    RequeueReply,
     field_map,
     parse_job,
-    parse_requeue,
     parse_reschedule,
     parse_stats,
     text,
@@ -46,10 +43,6 @@ from .enqueuing import when_args
 from .pausing import paused_plan
 
 SCAN_BATCH = 200
-# Consumers of a group that own nothing and were silent this long are removed by workers (about
-# once a minute) and by ``claim`` (which uses its ``min_idle`` instead when given).
-PRUNE_IDLE_S = 3600.0
-PRUNE_BATCH = 100
 T = TypeVar("T")
 
 
@@ -249,60 +242,3 @@ def dead_replay_plan(
 def dead_purge_plan(cfg: QueueConfig, topic: str | None, job_id: str | None) -> Plan[int]:
     """Forget dead jobs; returns how many."""
     return (yield from _dead_batch_plan(cfg, "purgeDead", topic, job_id, []))
-
-
-def requeue_stuck_plan(
-    keys: PartitionKeys, group: str, topic: str, idle_ms: int, target: str
-) -> Plan[list[RequeueReply]]:
-    """Walk one topic's pending list to its end, re-queueing (or handing ``target``) deliveries
-    idle past ``idle_ms`` (-1: each job's ttr); shared by ``claim`` and the worker's reclaim."""
-    replies: list[RequeueReply] = []
-    cursor = "-"
-    while cursor != "0-0":
-        reply = parse_requeue((yield script("requeueStuckV2").call(
-            keys.script_keys(), [group, topic, cursor, SCAN_BATCH, idle_ms, target])))
-        replies.append(reply)
-        cursor = reply.cursor
-    return replies
-
-
-def prune_consumers_plan(
-    keys: PartitionKeys, group: str, topic: str, idle_ms: int
-) -> Plan[list[str]]:
-    """Remove up to ``PRUNE_BATCH`` consumers of the group that own nothing and were silent
-    ``idle_ms``; shared by ``claim`` and the worker's prune pass."""
-    gone = yield script("pruneConsumers").call(
-        keys.script_keys(), [group, topic, idle_ms, PRUNE_BATCH])
-    return texts(gone)
-
-
-def claim_plan(
-    cfg: QueueConfig, group: str, topic: str | None, min_idle: Delay | None, to: str | None
-) -> Plan[ClaimResult]:
-    """Re-queue (or hand ``to`` a consumer) deliveries idle past ``min_idle`` or their ttr."""
-    validation.group(group)
-    idle_ms = -1 if min_idle is None else validation.delay_ms(min_idle, "min_idle")
-    target = "" if to is None else validation.consumer(to, "to")
-    only = None if topic is None else validation.topic(topic)  # before any Redis call
-    moved: list[str] = []
-    dead: list[str] = []
-    cleaned = 0
-    removed: list[str] = []
-    prune_ms = int(PRUNE_IDLE_S * 1000) if idle_ms < 0 else idle_ms
-    seen_group = False
-    for keys in partition_keys(cfg.name, cfg.partitions):
-        served = field_map((yield Command(("HGETALL", keys.groups))))
-        names = [only] if only is not None else sorted(served)
-        for name in names:
-            if served.get(name) != group:
-                continue
-            seen_group = True
-            for reply in (yield from requeue_stuck_plan(keys, group, name, idle_ms, target)):
-                moved.extend(reply.moved)
-                dead.extend(reply.dead)
-                cleaned += reply.cleaned
-            removed.extend((yield from prune_consumers_plan(keys, group, name, prune_ms)))
-    if not seen_group:
-        raise GroupNotFound(f"group: no topic of queue {cfg.name!r} is served by group {group!r}"
-                            + (f" (topic {topic!r})" if topic else ""), field="group")
-    return ClaimResult(moved, dead, cleaned, removed)

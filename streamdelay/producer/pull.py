@@ -2,8 +2,9 @@
 
 A consumer without a ``Worker`` takes jobs with ``reserve``, then settles each with ``ack``,
 ``fail`` or keeps it with ``touch``; the receipt rebuilds a reservation in any process
-(``Queue.reservation``). The rules are a worker's, the plans are in ``reserving.py``; these two
-mixins only drive them (docs/pull.md).
+(``Queue.reservation``). This is the Reservation, one of the two drivers of the consumer plans
+(``engine/``; the Worker is the other): these two mixins only run them, sync and async
+(docs/pull.md).
 """
 
 from __future__ import annotations
@@ -16,28 +17,29 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..base.models import Delay, Job
-from ..protocol.plan import Plan
-from ..redis_io.agreement import agree_partitions_async, agree_partitions_sync
-from ..redis_io.config import QueueConfig
-from ..redis_io.runner import drive_async, drive_sync
-from ..redis_io.topology import AsyncClient, SyncClient, async_client, is_cluster, sync_client
-from .pausing import REFRESH_S
-from .receipts import Receipt, decode_receipt
-from .reserving import (
-    DEFAULT_GROUP,
+from ..base.validation import delay_ms
+from ..engine.constants import DEFAULT_GROUP, REFRESH_S, default_consumer_name
+from ..engine.receipts import Receipt, decode_receipt
+from ..engine.reserving import (
     MAX_WAIT_S,
     READ_SLICE_S,
     ReserveArgs,
     ReserveState,
     Round,
-    ack_plan,
-    default_consumer_name,
-    fail_plan,
-    release_plan,
     reserve_args,
     round_plan,
-    touch_plan,
 )
+from ..engine.settling import (
+    ack_receipt_plan,
+    fail_receipt_plan,
+    release_receipts_plan,
+    touch_receipt_plan,
+)
+from ..protocol.plan import Plan
+from ..redis_io.agreement import agree_partitions_async, agree_partitions_sync
+from ..redis_io.config import QueueConfig
+from ..redis_io.runner import drive_async, drive_sync
+from ..redis_io.topology import AsyncClient, SyncClient, async_client, is_cluster, sync_client
 
 log = logging.getLogger("streamdelay.pull")
 
@@ -85,19 +87,19 @@ class Reservation(_ReservationData):
 
     def ack(self) -> None:
         """The job is done: it is forgotten (or kept as a ``done`` tombstone, ``keep_done``)."""
-        self._queue._settle(ack_plan(self._queue.config, self._receipt))
+        self._queue._settle(self._queue._ack_plan(self._receipt))
 
     def fail(self, error: str, retry_delay: Delay | None = None, dead: bool = False) -> str:
         """The attempt failed: the job comes back after ``retry_delay`` seconds (None: its
         backoff), or goes to the dead letters after its last attempt or with ``dead=True``.
         Returns ``"retried"`` or ``"dead"``."""
-        result: str = self._queue._settle(fail_plan(self._queue.config, self._receipt, error,
-                                                    retry_delay, dead))
+        result: str = self._queue._settle(fail_receipt_plan(
+            self._queue.config.name, self._receipt, error, retry_delay, dead))
         return result
 
     def touch(self) -> None:
         """Heartbeat: the ttr counts again from now (a worker does this every ttr/3)."""
-        self._queue._settle(touch_plan(self._queue.config, self._receipt))
+        self._queue._settle(touch_receipt_plan(self._queue.config.name, self._receipt))
 
     def release(self) -> bool:
         """Hand the job back at once, no attempt spent: it goes to the tail of its topic for
@@ -116,18 +118,18 @@ class AsyncReservation(_ReservationData):
 
     async def ack(self) -> None:
         """The job is done; see ``Reservation.ack``."""
-        await self._queue._settle(ack_plan(self._queue.config, self._receipt))
+        await self._queue._settle(self._queue._ack_plan(self._receipt))
 
     async def fail(self, error: str, retry_delay: Delay | None = None, dead: bool = False
                    ) -> str:
         """The attempt failed; see ``Reservation.fail``."""
-        result: str = await self._queue._settle(fail_plan(
-            self._queue.config, self._receipt, error, retry_delay, dead))
+        result: str = await self._queue._settle(fail_receipt_plan(
+            self._queue.config.name, self._receipt, error, retry_delay, dead))
         return result
 
     async def touch(self) -> None:
         """Heartbeat; see ``Reservation.touch``."""
-        await self._queue._settle(touch_plan(self._queue.config, self._receipt))
+        await self._queue._settle(touch_receipt_plan(self._queue.config.name, self._receipt))
 
     async def release(self) -> bool:
         """Hand the job back, no attempt spent; see ``Reservation.release``."""
@@ -154,6 +156,9 @@ class _PullFace:
             self._pull_consumer = default_consumer_name()
         return (reserve_args(topic, group, self._pull_consumer if consumer is None else consumer,
                              wait, count), self._pull_state)
+
+    def _ack_plan(self, receipt: Receipt) -> Plan[None]:
+        return ack_receipt_plan(self.config.name, delay_ms(self.config.keep_done), receipt)
 
     def _receipt(self, receipt: str) -> Receipt:
         return decode_receipt(receipt, self.config.name, self.config.partitions)
@@ -211,7 +216,8 @@ class SyncPull(_PullFace):
         stops. For jobs taken but not to be run (a consumer shutting down, an answer that
         cannot be delivered). Returns how many were still current; one round trip per
         partition (docs/pull.md)."""
-        found: int = self._settle(release_plan(self.config, [r._receipt for r in reservations]))
+        found: int = self._settle(release_receipts_plan(
+            self.config.name, [r._receipt for r in reservations]))
         return found
 
     def reservation(self, receipt: str) -> Reservation:
@@ -271,8 +277,8 @@ class AsyncPull(_PullFace):
 
     async def release(self, reservations: Iterable[_ReservationData]) -> int:
         """Hand ``reservations`` back, no attempt spent; see ``Queue.release``."""
-        found: int = await self._settle(release_plan(self.config,
-                                                     [r._receipt for r in reservations]))
+        found: int = await self._settle(release_receipts_plan(
+            self.config.name, [r._receipt for r in reservations]))
         return found
 
     def reservation(self, receipt: str) -> AsyncReservation:

@@ -23,6 +23,7 @@ from ..base.models import (
     JobSpec,
     QueueStats,
 )
+from ..engine.upkeep import claim_plan
 from ..limits.plans import limits_plan, set_limit_plan
 from ..limits.rates import Rate, TopicLimit
 from ..protocol.layouts import SEEN_WITHIN_S, migrate_plan
@@ -202,7 +203,8 @@ class Queue(_QueueFace, SyncPull, ScheduleMethods, SearchMethods):
     ) -> ClaimResult:
         """Re-queue stuck deliveries of ``group`` (idle past ``min_idle`` or each job's ttr)."""
         result: ClaimResult = self._operate(
-            plans.claim_plan(self.config, group, topic, min_idle, to))
+            claim_plan(self.config.name, self.config.partitions, group, topic, min_idle,
+                       to))
         return result
 
     def jobs(self, state: str, topic: str | None = None, limit: int = 100,
@@ -376,7 +378,8 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncScheduleMethods, AsyncSearchMethods
     ) -> ClaimResult:
         """Re-queue stuck deliveries; see ``Queue.claim``."""
         result: ClaimResult = await self._operate(
-            plans.claim_plan(self.config, group, topic, min_idle, to))
+            claim_plan(self.config.name, self.config.partitions, group, topic, min_idle,
+                       to))
         return result
 
     async def jobs(self, state: str, topic: str | None = None, limit: int = 100,

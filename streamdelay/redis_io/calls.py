@@ -23,9 +23,9 @@ from redis.exceptions import (
     TryAgainError,
 )
 
-from ..base.errors import ConfigError, ConnectionFailed, ScriptError, StreamdelayError
+from ..base.errors import ConfigError, ConnectionFailed, ScriptError
 from ..protocol.plan import Command
-from ..protocol.script_errors import error_from_script
+from ..protocol.script_errors import error_from_command, error_from_script
 from ..protocol.scripts import ScriptCall
 
 log = logging.getLogger("streamdelay")
@@ -56,7 +56,7 @@ def command_error(step: Command, exc: ResponseError) -> Exception:
         return denied(exc)
     if isinstance(exc, RETRYABLE):
         return exc
-    return StreamdelayError(f"redis: {step.args[0]} failed: {exc}")
+    return error_from_command(str(step.args[0]), str(exc))
 
 
 def map_error(call: ScriptCall, exc: Exception) -> Exception:

@@ -1,0 +1,117 @@
+"""Settle and keep alive, as plans both drivers run: acknowledge (``ackJobs``), fail — retry
+after a delay or dead (``failJob``) —, hand back now (``releaseJobs``) or later
+(``releaseJobsLater``), touch (``touchJobs``). The Worker settles its deliveries in batches per
+partition; a reservation settles one receipt (docs/pull.md, docs/worker.md#acknowledgements).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..base import validation
+from ..base.errors import StaleReceipt, ValidationError
+from ..protocol.deliveries import ERROR_TEXT_LIMIT, ack_call, fail_call, release_call, touch_call
+from ..protocol.keys import PartitionKeys
+from ..protocol.plan import Plan
+from ..protocol.replies import FailReply, parse_fail, texts
+from ..protocol.scripts import script
+from .receipts import Receipt
+
+Triple = tuple[str, str, str]  # topic, job id, entry id
+
+
+# --- by delivery (the Worker, and the dead-lettering of a reserve round) -----------------
+
+def ack_plan(keys: PartitionKeys, group: str, keep_done_ms: int, flat: Sequence[str]
+             ) -> Plan[int]:
+    """Acknowledge ``topic, job id, entry id`` triples of one partition; how many were
+    current."""
+    return int((yield ack_call(keys, group, keep_done_ms, flat)))
+
+
+def fail_plan(keys: PartitionKeys, group: str, topic: str, job_id: str, entry_id: str,
+              delay_ms: int, dead: bool, error: str) -> Plan[FailReply]:
+    """Retry one delivery after ``delay_ms`` or dead-letter it (``dead``, or its last
+    attempt); outcome 0: the delivery was not current."""
+    return parse_fail((yield fail_call(keys, group, topic, job_id, entry_id, delay_ms, dead,
+                                       error[:ERROR_TEXT_LIMIT])))
+
+
+def touch_plan(keys: PartitionKeys, group: str, consumer: str, flat: Sequence[str]
+               ) -> Plan[set[str]]:
+    """Reset the idle time of ``topic, entry id`` pairs of ``consumer``; the entry ids it no
+    longer owns (reclaimed, cancelled, settled)."""
+    return set(texts((yield touch_call(keys, group, consumer, flat))))
+
+
+def release_plan(keys: PartitionKeys, group: str, flat: Sequence[str], later_ms: int = 0
+                 ) -> Plan[int]:
+    """Hand ``topic, job id, entry id`` triples back to the tail of their streams, not an
+    attempt: at once, or due ``later_ms`` from now (``releaseJobsLater``: a process whose def
+    handler threads outlived its shutdown); how many were current."""
+    if later_ms:
+        call = script("releaseJobsLaterV2").call(keys.script_keys(), [group, later_ms, *flat])
+    else:
+        call = release_call(keys, group, flat)
+    return int((yield call))
+
+
+# --- by receipt (a reservation, in any process) ------------------------------------------
+
+def stale(receipt: Receipt, what: str) -> StaleReceipt:
+    """The error of a receipt whose delivery is no longer current."""
+    return StaleReceipt(f"receipt: the delivery of job {receipt.id!r} is no longer current "
+                        f"({what}: it was reclaimed, cancelled, replaced or settled)",
+                        field="receipt", job_id=receipt.id, topic=receipt.topic)
+
+
+def _keys(queue: str, receipt: Receipt) -> PartitionKeys:
+    return PartitionKeys(queue, receipt.partition)
+
+
+def ack_receipt_plan(queue: str, keep_done_ms: int, receipt: Receipt) -> Plan[None]:
+    """Acknowledge a reservation; ``StaleReceipt`` when it was not current."""
+    if not (yield from ack_plan(_keys(queue, receipt), receipt.group, keep_done_ms,
+                                [receipt.topic, receipt.id, receipt.entry])):
+        raise stale(receipt, "ack")
+
+
+def fail_receipt_plan(queue: str, receipt: Receipt, error: object, retry_delay: object,
+                      dead: object) -> Plan[str]:
+    """Fail a reservation: retried after ``retry_delay`` (None: the job's backoff, drawn when
+    it was reserved) or dead after its last attempt or with ``dead``. Returns ``"retried"`` or
+    ``"dead"``; ``StaleReceipt`` when it was not current."""
+    if not isinstance(error, str):
+        raise ValidationError("error: must be a str", field="error")
+    if not isinstance(dead, bool):
+        raise ValidationError("dead: must be a bool", field="dead")
+    delay = (receipt.retry_ms if retry_delay is None
+             else validation.delay_ms(retry_delay, "retry_delay"))
+    outcome = yield from fail_plan(_keys(queue, receipt), receipt.group, receipt.topic,
+                                   receipt.id, receipt.entry, delay, dead, error)
+    if outcome.outcome == 0:
+        raise stale(receipt, "fail")
+    return "dead" if outcome.dead else "retried"
+
+
+def touch_receipt_plan(queue: str, receipt: Receipt) -> Plan[None]:
+    """Heartbeat a reservation (its ttr counts from now); ``StaleReceipt`` when its consumer
+    no longer holds it."""
+    if (yield from touch_plan(_keys(queue, receipt), receipt.group, receipt.consumer,
+                              [receipt.topic, receipt.entry])):
+        raise stale(receipt, "touch")
+
+
+def release_receipts_plan(queue: str, receipts: Sequence[Receipt]) -> Plan[int]:
+    """Hand reservations back at once, no attempt spent (one call per partition and group,
+    sent together); how many were still current (a stale one is only acknowledged)."""
+    flat: dict[tuple[int, str], list[str]] = {}
+    for receipt in receipts:
+        flat.setdefault((receipt.partition, receipt.group), []).extend(
+            (receipt.topic, receipt.id, receipt.entry))
+    calls = [release_call(PartitionKeys(queue, partition), group, triples)
+             for (partition, group), triples in flat.items()]
+    if not calls:
+        return 0
+    replies = yield calls if len(calls) > 1 else calls[0]
+    return sum(int(reply) for reply in (replies if len(calls) > 1 else [replies]))
