@@ -8,16 +8,15 @@ import asyncio
 import logging
 import random
 import time
-from typing import Any
 
 from ..base.errors import LayoutError
 from ..engine.constants import PRUNE_EVERY_S
+from ..engine.settling import release_plan, touch_plan
 from ..engine.upkeep import prune_plan, reclaim_plan
 from ..protocol.batching import batches, by_partition
-from ..protocol.deliveries import touch_call
 from ..protocol.keys import PartitionKeys
 from ..protocol.layouts import FLEET_EVERY_S, join_fleet_call, layout_of
-from ..protocol.replies import parse_stats, texts
+from ..protocol.replies import parse_stats
 from ..protocol.scripts import script
 from ..redis_io.runner import drive_async
 from ..telemetry.jobs import delivery_fields
@@ -53,9 +52,8 @@ async def touch(worker: UpkeepHost, deliveries: list[Delivery], *, quiet: bool =
             for delivery in chunk:
                 flat.extend((delivery.topic, delivery.entry_id))
             now = time.monotonic()
-            lost = await worker.call(touch_call(keys, worker.group, worker.consumer, flat),
-                                     "heartbeat")
-            lost_ids = set(texts(lost))
+            lost_ids = await worker.run_plan(touch_plan(keys, worker.group, worker.consumer,
+                                                        flat), "heartbeat")
             for delivery in chunk:
                 delivery.last_touch = now
                 if delivery.entry_id in lost_ids and not delivery.lost:
@@ -174,7 +172,7 @@ async def release_unfinished(worker: UpkeepHost) -> None:
                                               delivery.job_id, delivery.run))
         if delivery.task is not None:
             delivery.task.cancel()
-    await _release(worker, unfinished, "releaseJobsV2", [worker.group])
+    await _release(worker, unfinished, 0)
 
 
 async def release_later(worker: UpkeepHost, deliveries: list[Delivery]) -> None:
@@ -182,24 +180,23 @@ async def release_later(worker: UpkeepHost, deliveries: list[Delivery]) -> None:
     of a process whose def handler threads outlived the shutdown (``releaseJobsLater``)."""
     delay_ms = int(HANDBACK_DELAY * 1000)
     try:
-        await _release(worker, deliveries, "releaseJobsLaterV2", [worker.group, delay_ms])
+        await _release(worker, deliveries, delay_ms)
     finally:
         await worker.client.aclose()
 
 
-async def _release(worker: UpkeepHost, deliveries: list[Delivery], name: str,
-                   head: list[Any]) -> None:
-    """Hand ``deliveries`` back with script ``name`` (``releaseJobs`` / ``releaseJobsLater``,
-    ARGV ``head`` then topic, id, entry per delivery): one call per partition, each bounded to
-    5 s, counted as released; a call that fails leaves its jobs to come back after their ttr."""
+async def _release(worker: UpkeepHost, deliveries: list[Delivery], later_ms: int) -> None:
+    """Hand ``deliveries`` back at once or due ``later_ms`` from now (``engine/settling.py``):
+    one call per partition, each bounded to 5 s, counted as released; a call that fails
+    leaves its jobs to come back after their ttr."""
     for partition, batch in by_partition(deliveries, _partition).items():
         keys = worker.partitions[partition]
-        args: list[Any] = list(head)
+        flat: list[str] = []
         for delivery in batch:
-            args.extend((delivery.topic, delivery.job_id, delivery.entry_id))
+            flat.extend((delivery.topic, delivery.job_id, delivery.entry_id))
         try:
-            released = int(await asyncio.wait_for(
-                worker.call(script(name).call(keys.script_keys(), args), "release"), 5.0))
+            released = await asyncio.wait_for(worker.run_plan(
+                release_plan(keys, worker.group, flat, later_ms), "release"), 5.0)
         except (asyncio.TimeoutError, OSError) as exc:
             log.warning("could not hand back %d job(s) (%s); they return after ttr",
                         len(batch), exc)

@@ -6,17 +6,20 @@ each other (docs/design.md). ``worker.Worker`` is both.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Collection, Coroutine, Iterable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
+from ..engine.taking import Entry
 from ..metrics.worker import WorkerMetrics
 from ..protocol.keys import PartitionKeys
-from ..protocol.scripts import ScriptCall
+from ..protocol.plan import Plan, Step
 from ..redis_io.config import QueueConfig
 from ..redis_io.topology import AsyncClient
 from ..telemetry.lateness import LatenessRecorder
 from .acks import PendingAcks
 from .delivery import Delivery
+
+T = TypeVar("T")
 
 
 class UpkeepHost(Protocol):
@@ -78,8 +81,11 @@ class UpkeepHost(Protocol):
     def prune_every(self) -> float:
         """Seconds between two prune passes."""
 
-    async def call(self, step: ScriptCall, what: str) -> Any:
-        """Run one script call under the retry policy."""
+    async def call(self, step: Step, what: str) -> Any:
+        """Run one step under the retry policy."""
+
+    async def run_plan(self, plan: Plan[T], what: str) -> T:
+        """Run a consumer plan under the retry policy."""
 
     async def register(self) -> None:
         """Bind the topics to the group again (after the group was deleted)."""
@@ -120,5 +126,8 @@ class ReadingHost(UpkeepHost, Protocol):
     def start(self, delivery: Delivery, fields: dict[Any, Any] | None) -> bool:
         """Start a handler for one delivery, unless the worker already holds it."""
 
-    def start_entries(self, partition: int, reply: list[Any]) -> int:
-        """Start a handler for each entry of an XREADGROUP reply; how many."""
+    def start_entries(self, entries: Iterable[Entry]) -> int:
+        """Start a handler for each entry a read or a take gave; how many."""
+
+    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` in a background task the worker owns (awaited at shutdown)."""

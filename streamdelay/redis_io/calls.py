@@ -77,6 +77,17 @@ def command(client: Any) -> Callable[..., Any]:
     return command
 
 
+# How redis-py must parse the reply of a plain command a plan sends, where its default differs
+# from what the command answers: the extended XPENDING form (a range) gives one row per entry.
+_REPLY_OPTIONS: dict[str, dict[str, Any]] = {"XPENDING": {"parse_detail": True}}
+
+
+def send(target: Any, step: Command) -> Any:
+    """Send a plan's plain command on a client or a pipeline (its reply parsed by redis-py)."""
+    options = _REPLY_OPTIONS.get(step.args[0], {}) if len(step.args) > 3 else {}
+    return command(target)(*step.args, **options)
+
+
 def evalsha_args(call: ScriptCall) -> tuple[Any, ...]:
     return ("EVALSHA", call.script.sha, len(call.keys), *call.keys, *call.args)
 
@@ -118,4 +129,4 @@ def old_server(exc: ResponseError) -> Exception:
 
 __all__ = ["RETRYABLE", "auth_failed", "call_outcomes", "command", "command_error", "denied",
            "eval_args", "evalsha_args", "first_error", "gave_up", "map_error", "old_server",
-           "retryable"]
+           "retryable", "send"]

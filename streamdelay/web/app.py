@@ -28,6 +28,8 @@ from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
 
 from .. import __version__
+from ..protocol.plan import Command
+from ..redis_io.runner import run_step_async
 from .api import api_routes
 from .api.bodies import document
 from .api.paths import ActionPaths, public_schema
@@ -53,6 +55,9 @@ class Health(msgspec.Struct):
     queues: dict[str, bool]
 
 
+PING = Command(("PING",))
+
+
 @get("/healthz", tags=["service"], security=[])
 async def healthz(request: Request[Any, Any, Any]) -> Response[Health]:
     """200 when Redis answers for every served queue, else 503."""
@@ -60,7 +65,8 @@ async def healthz(request: Request[Any, Any, Any]) -> Response[Health]:
 
     async def ping(queue: Any) -> bool:
         try:
-            return bool(await asyncio.wait_for(queue.client.ping(), HEALTH_TIMEOUT))
+            return bool(await asyncio.wait_for(run_step_async(queue.client, PING),
+                                               HEALTH_TIMEOUT))
         except Exception:
             return False
 
