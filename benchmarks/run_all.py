@@ -33,10 +33,12 @@ from benchmarks import (
     durable,
     enqueue,
     http_bench,
+    http_polls,
     inspect_jobs,
     lateness_e2e,
     lateness_rates,
     memory_drain,
+    servers,
 )
 from benchmarks.harness import LISTED_TARGET, ROOT, Check, Section, redis_server, versions
 from benchmarks.report_notes import analysis, fill_values, history, intro
@@ -132,6 +134,7 @@ def main() -> None:
         enqueue.run,
         lambda: (http_bench.run(single=20_000, batches=200, backlog=100_000, pairs=10_000)
                  if args.full else http_bench.run()),
+        http_polls.run,  # 1,000 concurrent long polls on one serve process
         lambda: dispatch.dispatch_alone(100_000),
         lambda: dispatch.backlog([10_000, 1_000_000] + ([10_000_000] if args.full else [])),
         lambda: drain.run(10_000),
@@ -141,6 +144,7 @@ def main() -> None:
         lambda: lateness_rates.run(rates=(200, 2000), worker_count=1),
         # issue 16: 20k due/s with as many worker processes as the machine has cores
         lambda: lateness_rates.run(rates=(20000,), worker_count=os.cpu_count() or 1),
+        servers.run,  # the core figures on Redis and on Valkey, side by side
         lambda: cluster_bench.run(memory_jobs=1_000_000 if args.full else 200_000),
         lambda: big_bodies.run([64 << 10, 1 << 20], 150),
         durable.run,

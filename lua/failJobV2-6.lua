@@ -2,7 +2,9 @@
 -- failJobV2-6: settle a failed delivery: back to the delayed set after a delay, or dead.
 -- KEYS: the six partition keys (includes/keys.lua); touches PREFIX..'t:'..topic and PREFIX..'dead:'..topic.
 -- ARGV[1] group, ARGV[2] topic, ARGV[3] job id, ARGV[4] stream entry id,
--- ARGV[5] retry delay ms, ARGV[6] '1' = dead now (no retry), ARGV[7] error text
+-- ARGV[5] retry delay ms, clamped into [0, 10 years] (a value out of range or not a number
+-- never writes a due time past what a Backoff allows), ARGV[6] '1' = dead now (no retry),
+-- ARGV[7] error text
 -- Returns {0} stale delivery (job cancelled/replaced/reclaimed meanwhile), {1, due_ms} retried,
 -- {2, dead_entry_id} dead. Dead-letter entry fields: id, error, attempts, at (ms).
 -- The retry's due time is counted from the server clock in µs and rounded up to the next ms.
@@ -23,7 +25,9 @@
 
 local now, now_us = server_time()
 local group, topic, id, eid = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local delay, dead_now, err = tonumber(ARGV[5]), ARGV[6] == '1', ARGV[7]
+local delay, dead_now, err = tonumber(ARGV[5]) or 0, ARGV[6] == '1', ARGV[7]
+if delay ~= delay or delay < 0 then delay = 0 end -- NaN, negative
+if delay > 315360000000 then delay = 315360000000 end -- 10 years (validation.MAX_DELAY_SECONDS)
 local sk = stream_key(topic)
 check_partition_keys()
 check_settle_keys(topic)

@@ -23,6 +23,7 @@ from streamdelay.protocol.durability import (
     Durability,
     check_server,
     check_wait,
+    fence,
     is_durable,
     server_version,
     step_calls,
@@ -87,6 +88,13 @@ def test_wait_and_waitaof_replies_are_read_into_not_durable() -> None:
         check_wait(aof, Exception("ERR WAITAOF cannot be used when numlocal is set but "
                                   "appendonly is disabled."), [call])
     assert refused.value.field == "local_fsync"
+
+
+def test_the_fence_before_wait_publishes_on_the_partitions_channel() -> None:
+    cfg = QueueConfig(name="orders", url="redis://127.0.0.1:1/0")
+    step = _first_step(plans.cancel_plan(cfg, "a"))
+    assert fence(step_calls(step)).args == (  # type: ignore[arg-type]
+        "PUBLISH", "sd:{orders#0}:durable", "")  # inside the ACL pattern sd:{orders#*}*
 
 
 def test_waitaof_is_detected_from_the_server_version() -> None:
@@ -175,6 +183,7 @@ def _make_dead(queue: sd.Queue, job_id: str) -> None:
     worker.run(until_idle=True)
 
 
+@pytest.mark.core
 def test_durable_calls_succeed_with_a_live_replica(pair: Pair) -> None:
     name = _name()
     with sd.Queue(name, url=pair.primary.url, replicas=1, replica_timeout=5) as queue:
@@ -206,6 +215,7 @@ def test_durable_calls_succeed_with_a_live_replica(pair: Pair) -> None:
     assert all(r.created for r in asyncio.run(concurrent()))
 
 
+@pytest.mark.core
 def test_scripts_flushed_are_loaded_again_under_wait(pair: Pair) -> None:
     with sd.Queue(_name(), url=pair.primary.url, replicas=1, replica_timeout=5) as queue:
         queue.enqueue("t", 1, id="warm", delay=60)
@@ -215,6 +225,7 @@ def test_scripts_flushed_are_loaded_again_under_wait(pair: Pair) -> None:
         assert queue.cancel("after-flush")
 
 
+@pytest.mark.core
 def test_a_stalled_replica_makes_durable_calls_fail_in_time_and_a_retry_is_safe(
     pair: Pair,
 ) -> None:
@@ -272,6 +283,7 @@ def test_a_stalled_replica_makes_durable_calls_fail_in_time_and_a_retry_is_safe(
     queue.close()
 
 
+@pytest.mark.server("redis")  # Redis 7.0: no WAITAOF; on Valkey see below
 def test_local_fsync_needs_waitaof_and_says_so(pair: Pair) -> None:
     with sd.Queue(_name(), url=pair.primary.url, replicas=1, local_fsync=True) as queue, \
             pytest.raises(sd.ConfigError) as caught:
@@ -279,6 +291,7 @@ def test_local_fsync_needs_waitaof_and_says_so(pair: Pair) -> None:
     assert caught.value.field == "local_fsync" and "7.2" in str(caught.value)
 
 
+@pytest.mark.core
 def test_worker_side_never_waits(pair: Pair) -> None:
     """Acks and retries stay asynchronous: a stalled replica does not slow a worker down."""
     name = _name()
@@ -360,6 +373,7 @@ def test_with_replicas_is_a_per_call_setting_on_the_same_pool(pair: Pair) -> Non
     queue.close()
 
 
+@pytest.mark.core
 def test_a_retry_from_another_connection_still_waits_for_the_first_write(pair: Pair) -> None:
     """The retry of a NotDurable call made through another queue (another connection) writes
     nothing new (the job exists, or is gone already); its WAIT must still cover the first

@@ -15,6 +15,14 @@ from typing import Any
 import click
 
 from ..base.errors import ConfigError
+from ..web.settings import (  # plain Python: the web stack is not loaded by this import
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_KEEP_ALIVE,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_POLLS,
+    DEFAULT_REDIS_CONNECTIONS,
+)
 from .options import (
     log_format_option,
     log_level_option,
@@ -77,16 +85,37 @@ def _web() -> Any:
 @click.option("--max-body-bytes", type=click.IntRange(1024, 1 << 30), default=None,
               help="Largest request body accepted (413 above) [default: 8 MiB].")
 @click.option("--secure-cookies", is_flag=True,
-              help="Mark the dashboard's cookies Secure (behind an HTTPS proxy).")
+              help="Mark the dashboard's cookies Secure, with __Host- names (behind an "
+                   "HTTPS proxy).")
 @click.option("--graceful-timeout", type=click.FloatRange(0, 600), default=SERVE_GRACE,
               show_default=True, help="Seconds requests in flight get to finish at shutdown.")
+@click.option("--max-polls", type=click.IntRange(1, 100_000), default=DEFAULT_MAX_POLLS,
+              show_default=True, help="Long polls (:reserve) waiting at once per queue, each "
+              "on its own Redis connection; 429 busy beyond.")
+@click.option("--redis-connections", type=click.IntRange(1, 100_000),
+              default=DEFAULT_REDIS_CONNECTIONS, show_default=True,
+              help="Redis connections per queue for every other call (a call waits for one).")
+@click.option("--max-connections", type=click.IntRange(1, 1_000_000),
+              default=DEFAULT_MAX_CONNECTIONS, show_default=True,
+              help="Open client connections at most; 503 beyond.")
+@click.option("--header-timeout", type=click.FloatRange(0.01, 3600),
+              default=DEFAULT_HEADER_TIMEOUT, show_default=True,
+              help="Seconds a client has to send a request's headers (408 after).")
+@click.option("--body-timeout", type=click.FloatRange(0.01, 3600),
+              default=DEFAULT_BODY_TIMEOUT, show_default=True,
+              help="Seconds a client has to send a request's body after its headers.")
+@click.option("--keep-alive-timeout", type=click.FloatRange(0.01, 3600),
+              default=DEFAULT_KEEP_ALIVE, show_default=True,
+              help="Seconds an idle keep-alive connection stays open.")
 @partitions_option
 @with_durability_options
 @log_level_option
 @log_format_option
 def serve(url: str | None, queues: tuple[str, ...], host: str, listen_port: int,
           token_file: str | None, dispatch: bool, max_body_bytes: int | None,
-          secure_cookies: bool, graceful_timeout: float, partitions: int | None,
+          secure_cookies: bool, graceful_timeout: float, max_polls: int,
+          redis_connections: int, max_connections: int, header_timeout: float,
+          body_timeout: float, keep_alive_timeout: float, partitions: int | None,
           log_level: str, log_format: str) -> int:
     """Serve QUEUEs over HTTP: the JSON API at /v1, a dashboard at /, /metrics, /healthz.
 
@@ -110,11 +139,13 @@ def serve(url: str | None, queues: tuple[str, ...], host: str, listen_port: int,
     settings = library_call(lambda: ServeSettings(
         url=resolve_url(url), queues=queues, host=host, port=listen_port, tokens=tokens,
         dispatch=dispatch, session_secret=session_secret(), secure_cookies=secure_cookies,
-        queue_options=_queue_options(partitions), **options))
+        queue_options=_queue_options(partitions), max_polls=max_polls,
+        redis_connections=redis_connections, max_connections=max_connections,
+        header_timeout=header_timeout, body_timeout=body_timeout,
+        keep_alive_timeout=keep_alive_timeout, **options))
     try:
         settings.check_bind()
-    except ConfigError as exc:
-        log.error("REFUSED: %s", exc)
+    except ConfigError as exc:  # said once, as the command's error line
         raise UsageProblem(str(exc)) from exc
     if not tokens.configured:
         log.warning("NO TOKEN CONFIGURED: every request on %s:%d is allowed every scope; "

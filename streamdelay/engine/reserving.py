@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..base import validation
-from ..base.errors import GroupNotFound
+from ..base.errors import GroupNotFound, StreamdelayError
 from ..base.models import BackoffPolicy, Job
 from ..protocol.backoff import failure_delay_ms
 from ..protocol.deliveries import fail_call, open_entry, release_call
@@ -20,7 +20,15 @@ from ..protocol.plan import Commands, Plan
 from ..protocol.scripts import ScriptCall
 from ..redis_io.config import QueueConfig
 from .constants import PRUNE_EVERY_S, RECLAIM_EVERY_S
-from .receipts import RECEIPT_VERSION, Receipt, encode_receipt
+from .receipts import (
+    RECEIPT_VERSION,
+    Receipt,
+    ReceiptKey,
+    bounded,
+    encode_receipt,
+    signed,
+    signing_key_plan,
+)
 from .taking import (
     Entry,
     is_limited,
@@ -73,6 +81,7 @@ class ReserveState:
     next_fleet: dict[str, float] = field(default_factory=dict)  # consumer -> monotonic s
     turn: int = 0  # the partition a round starts at, in turns
     plain: set[str] = field(default_factory=set)  # topics last found neither paused nor limited
+    key: ReceiptKey = field(default_factory=ReceiptKey)  # signs the receipts (receipts.py)
 
 
 @dataclass(frozen=True)
@@ -223,7 +232,24 @@ def round_plan(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, block_m
         return Round([])
     if paused and not entries:
         return Round([], paused=True)
+    return (yield from _deliver_plan(cfg, state, args, entries, paused, back_all, rest_s, now))
+
+
+def _deliver_plan(cfg: QueueConfig, state: ReserveState, args: ReserveArgs,
+                  entries: list[Entry], paused: bool, back_all: bool, rest_s: float, now: float
+                  ) -> Plan[Round]:
+    """What a round read becomes (open, then settle what is not handed out): deliveries with
+    signed receipts (up to ``count``), dead letters for entries that can never run, and every
+    other entry handed back (``back_all``, over ``count``, or no signing key to be had: that
+    error is raised once they are back)."""
     found = Round([], paused, rest_s=rest_s)
+    # the key is read only when a job came: a round that finds none costs no round trip for it
+    key, unsigned = None, None
+    try:
+        if entries and not back_all:
+            key = yield from signing_key_plan(cfg.name, state.key, now)
+    except StreamdelayError as exc:
+        unsigned = exc
     settle: dict[int, list[ScriptCall]] = {}
     back: dict[int, list[str]] = {}
     for entry in entries:
@@ -235,27 +261,30 @@ def round_plan(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, block_m
             settle.setdefault(entry.partition, []).append(fail_call(
                 keys, args.group, args.topic, opened.job_id, entry.entry_id, 0, True,
                 opened.error))
-        elif back_all or len(found.reserved) >= args.count:
+        elif key is None or len(found.reserved) >= args.count:
             back.setdefault(entry.partition, []).extend((args.topic, opened.job_id,
                                                          entry.entry_id))
         else:
             found.reserved.append(_reserved(cfg, args, opened.job, opened.backoff,
-                                            opened.ttr_ms))
+                                            opened.ttr_ms, key))
     for partition, flat in back.items():
         settle.setdefault(partition, []).append(
             release_call(PartitionKeys(cfg.name, partition), args.group, flat))
     calls = [call for per_partition in settle.values() for call in per_partition]
     if calls:
         yield calls if len(calls) > 1 else calls[0]
+    if unsigned is not None:
+        raise unsigned
     return found
 
 
 def _reserved(cfg: QueueConfig, args: ReserveArgs, job: Job, backoff: BackoffPolicy | None,
-              ttr_ms: int) -> Reserved:
-    """A delivery with its receipt; the retry delay of a failure is drawn now (the receipt
-    carries it: a rebuilt reservation fails with the job's backoff without reading the job)."""
+              ttr_ms: int, key: bytes) -> Reserved:
+    """A delivery with its receipt, signed with ``key``; the retry delay of a failure is drawn
+    now (the receipt carries it: a rebuilt reservation fails with the job's backoff without
+    reading the job)."""
     retry_ms = failure_delay_ms(backoff or cfg.backoff, job.attempt)
-    receipt = Receipt(RECEIPT_VERSION, cfg.name, job.partition, args.topic, job.id,
-                      job.entry_id, args.group, args.consumer, job.attempt, job.due, ttr_ms,
-                      retry_ms)
+    receipt = signed(bounded(Receipt(RECEIPT_VERSION, cfg.name, job.partition, args.topic,
+                                     job.id, job.entry_id, args.group, args.consumer,
+                                     job.attempt, job.due, ttr_ms, retry_ms)), key)
     return Reserved(job, receipt, encode_receipt(receipt))

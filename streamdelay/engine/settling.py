@@ -15,7 +15,7 @@ from ..protocol.keys import PartitionKeys
 from ..protocol.plan import Plan
 from ..protocol.replies import FailReply, parse_fail, texts
 from ..protocol.scripts import script
-from .receipts import Receipt
+from .receipts import Receipt, ReceiptKey, check_receipt_plan
 
 Triple = tuple[str, str, str]  # topic, job id, entry id
 
@@ -69,15 +69,18 @@ def _keys(queue: str, receipt: Receipt) -> PartitionKeys:
     return PartitionKeys(queue, receipt.partition)
 
 
-def ack_receipt_plan(queue: str, keep_done_ms: int, receipt: Receipt) -> Plan[None]:
-    """Acknowledge a reservation; ``StaleReceipt`` when it was not current."""
+def ack_receipt_plan(queue: str, key: ReceiptKey, keep_done_ms: int, receipt: Receipt
+                     ) -> Plan[None]:
+    """Acknowledge a reservation; ``StaleReceipt`` when it was not current,
+    ``ValidationError`` when the receipt is not signed by the queue (``key``)."""
+    yield from check_receipt_plan(queue, key, receipt)
     if not (yield from ack_plan(_keys(queue, receipt), receipt.group, keep_done_ms,
                                 [receipt.topic, receipt.id, receipt.entry])):
         raise stale(receipt, "ack")
 
 
-def fail_receipt_plan(queue: str, receipt: Receipt, error: object, retry_delay: object,
-                      dead: object) -> Plan[str]:
+def fail_receipt_plan(queue: str, key: ReceiptKey, receipt: Receipt, error: object,
+                      retry_delay: object, dead: object) -> Plan[str]:
     """Fail a reservation: retried after ``retry_delay`` (None: the job's backoff, drawn when
     it was reserved) or dead after its last attempt or with ``dead``. Returns ``"retried"`` or
     ``"dead"``; ``StaleReceipt`` when it was not current."""
@@ -87,6 +90,7 @@ def fail_receipt_plan(queue: str, receipt: Receipt, error: object, retry_delay: 
         raise ValidationError("dead: must be a bool", field="dead")
     delay = (receipt.retry_ms if retry_delay is None
              else validation.delay_ms(retry_delay, "retry_delay"))
+    yield from check_receipt_plan(queue, key, receipt)
     outcome = yield from fail_plan(_keys(queue, receipt), receipt.group, receipt.topic,
                                    receipt.id, receipt.entry, delay, dead, error)
     if outcome.outcome == 0:
@@ -94,17 +98,22 @@ def fail_receipt_plan(queue: str, receipt: Receipt, error: object, retry_delay: 
     return "dead" if outcome.dead else "retried"
 
 
-def touch_receipt_plan(queue: str, receipt: Receipt) -> Plan[None]:
+def touch_receipt_plan(queue: str, key: ReceiptKey, receipt: Receipt) -> Plan[None]:
     """Heartbeat a reservation (its ttr counts from now); ``StaleReceipt`` when its consumer
     no longer holds it."""
+    yield from check_receipt_plan(queue, key, receipt)
     if (yield from touch_plan(_keys(queue, receipt), receipt.group, receipt.consumer,
                               [receipt.topic, receipt.entry])):
         raise stale(receipt, "touch")
 
 
-def release_receipts_plan(queue: str, receipts: Sequence[Receipt]) -> Plan[int]:
+def release_receipts_plan(queue: str, key: ReceiptKey, receipts: Sequence[Receipt]
+                          ) -> Plan[int]:
     """Hand reservations back at once, no attempt spent (one call per partition and group,
-    sent together); how many were still current (a stale one is only acknowledged)."""
+    sent together); how many were still current (a stale one is only acknowledged). A receipt
+    not signed by the queue (``key``) is refused before anything is handed back."""
+    for receipt in receipts:
+        yield from check_receipt_plan(queue, key, receipt)
     flat: dict[tuple[int, str], list[str]] = {}
     for receipt in receipts:
         flat.setdefault((receipt.partition, receipt.group), []).extend(

@@ -56,6 +56,19 @@ def _found(row: list[Any]) -> JobReply:
     return found
 
 
+def score(value: Any) -> int | float:
+    """A delayed-set score as Redis gives it (``1700000000000``, ``1e+17``, ``inf``, ``1.5``)
+    as a number: an int when it is a whole one, else a float (``inf`` included). A foreign
+    client may write any score; a listing orders by it and never fails on one
+    (docs/security.md#receipts)."""
+    found = _text(value)
+    try:
+        return int(found)
+    except ValueError:
+        number = float(found)  # Redis scores are numbers: never NaN
+        return int(number) if number.is_integer() else number
+
+
 def _entry(value: str) -> tuple[int, int]:
     ms, _, seq = value.partition("-")
     return int(ms), int(seq)
@@ -76,7 +89,7 @@ def decode_cursor(state: ListState, cursor: str) -> Position:
             raise ValueError(f"it is a cursor of another state than {state}")
         if state == "delayed":
             due, job = rest.split(":", 1)
-            return int(due), validation.job_id(job), 0
+            return score(due), validation.job_id(job), 0
         entry, part, topic = rest.split(":", 2)
         ms, seq = _entry(entry)
         return ms, seq, validation.topic(topic), int(part)
@@ -97,7 +110,7 @@ def _args(state: ListState, topic: str, limit: int, pos: Position | None, part: 
 
 def _position(state: ListState, row: list[Any], part: int) -> Position:
     if state == "delayed":
-        return int(row[0]), _text(row[1]), 0
+        return score(row[0]), _text(row[1]), 0
     ms, seq = _entry(_text(row[0]))
     return ms, seq, _text(row[1]), part
 

@@ -19,7 +19,7 @@ from typing import Any
 from ..base.models import Delay, Job
 from ..base.validation import delay_ms
 from ..engine.constants import DEFAULT_GROUP, REFRESH_S, default_consumer_name
-from ..engine.receipts import Receipt, decode_receipt
+from ..engine.receipts import Receipt, ReceiptKey, decode_receipt
 from ..engine.reserving import (
     MAX_WAIT_S,
     READ_SLICE_S,
@@ -94,12 +94,14 @@ class Reservation(_ReservationData):
         backoff), or goes to the dead letters after its last attempt or with ``dead=True``.
         Returns ``"retried"`` or ``"dead"``."""
         result: str = self._queue._settle(fail_receipt_plan(
-            self._queue.config.name, self._receipt, error, retry_delay, dead))
+            self._queue.config.name, self._queue._key(), self._receipt, error, retry_delay,
+            dead))
         return result
 
     def touch(self) -> None:
         """Heartbeat: the ttr counts again from now (a worker does this every ttr/3)."""
-        self._queue._settle(touch_receipt_plan(self._queue.config.name, self._receipt))
+        self._queue._settle(touch_receipt_plan(self._queue.config.name, self._queue._key(),
+                                                     self._receipt))
 
     def release(self) -> bool:
         """Hand the job back at once, no attempt spent: it goes to the tail of its topic for
@@ -124,12 +126,14 @@ class AsyncReservation(_ReservationData):
                    ) -> str:
         """The attempt failed; see ``Reservation.fail``."""
         result: str = await self._queue._settle(fail_receipt_plan(
-            self._queue.config.name, self._receipt, error, retry_delay, dead))
+            self._queue.config.name, self._queue._key(), self._receipt, error, retry_delay,
+            dead))
         return result
 
     async def touch(self) -> None:
         """Heartbeat; see ``Reservation.touch``."""
-        await self._queue._settle(touch_receipt_plan(self._queue.config.name, self._receipt))
+        await self._queue._settle(touch_receipt_plan(self._queue.config.name, self._queue._key(),
+                                                     self._receipt))
 
     async def release(self) -> bool:
         """Hand the job back, no attempt spent; see ``Reservation.release``."""
@@ -157,8 +161,16 @@ class _PullFace:
         return (reserve_args(topic, group, self._pull_consumer if consumer is None else consumer,
                              wait, count), self._pull_state)
 
+    def _key(self) -> ReceiptKey:
+        """The queue's receipt key as this object knows it (shared by reserve and settles)."""
+        if self._pull_state is None:
+            self._pull_state = ReserveState()
+            self._pull_consumer = default_consumer_name()
+        return self._pull_state.key
+
     def _ack_plan(self, receipt: Receipt) -> Plan[None]:
-        return ack_receipt_plan(self.config.name, delay_ms(self.config.keep_done), receipt)
+        return ack_receipt_plan(self.config.name, self._key(), delay_ms(self.config.keep_done),
+                                receipt)
 
     def _receipt(self, receipt: str) -> Receipt:
         return decode_receipt(receipt, self.config.name, self.config.partitions)
@@ -178,7 +190,8 @@ class SyncPull(_PullFace):
         """A client whose socket timeout is above the longest wait (created on first use)."""
         if self._pull_client is None:
             self._pull_client = sync_client(self.config.url,
-                                            MAX_WAIT_S + self.config.socket_timeout)
+                                            MAX_WAIT_S + self.config.socket_timeout,
+                                            self.config.reserve_connections)
         return self._pull_client
 
     def _settle(self, plan: Plan[Any]) -> Any:
@@ -217,7 +230,7 @@ class SyncPull(_PullFace):
         cannot be delivered). Returns how many were still current; one round trip per
         partition (docs/pull.md)."""
         found: int = self._settle(release_receipts_plan(
-            self.config.name, [r._receipt for r in reservations]))
+            self.config.name, self._key(), [r._receipt for r in reservations]))
         return found
 
     def reservation(self, receipt: str) -> Reservation:
@@ -245,7 +258,8 @@ class AsyncPull(_PullFace):
     def _reading_client(self) -> AsyncClient:
         if self._pull_client is None:
             self._pull_client = async_client(self.config.url,
-                                             MAX_WAIT_S + self.config.socket_timeout)
+                                             MAX_WAIT_S + self.config.socket_timeout,
+                                             self.config.reserve_connections)
         return self._pull_client
 
     async def _settle(self, plan: Plan[Any]) -> Any:
@@ -278,7 +292,7 @@ class AsyncPull(_PullFace):
     async def release(self, reservations: Iterable[_ReservationData]) -> int:
         """Hand ``reservations`` back, no attempt spent; see ``Queue.release``."""
         found: int = await self._settle(release_receipts_plan(
-            self.config.name, [r._receipt for r in reservations]))
+            self.config.name, self._key(), [r._receipt for r in reservations]))
         return found
 
     def reservation(self, receipt: str) -> AsyncReservation:

@@ -19,6 +19,7 @@ from . import topology
 
 DEFAULT_URL = "redis://localhost:6379/0"
 MAX_REPLICAS = 100
+MAX_POOL = 100_000
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,10 @@ class QueueConfig:
     replicas: int = 0
     replica_timeout: float = 1.0
     local_fsync: bool = False
+    # the size of each connection pool (per node of a cluster): the command client's, and the
+    # one ``reserve`` waits on (every waiting reserve holds a connection); docs/operations.md
+    max_connections: int = topology.DEFAULT_MAX_CONNECTIONS
+    reserve_connections: int = topology.DEFAULT_MAX_CONNECTIONS
 
     def __repr__(self) -> str:
         """The settings with the URL's password masked (configs end up in logs)."""
@@ -75,6 +80,8 @@ class QueueConfig:
                 f"replica_timeout: must be shorter than socket_timeout "
                 f"({self.replica_timeout:g} s >= {self.socket_timeout:g} s)",
                 field="replica_timeout")
+        validation.positive_int(self.max_connections, "max_connections", MAX_POOL)
+        validation.positive_int(self.reserve_connections, "reserve_connections", MAX_POOL)
         if not isinstance(self.local_fsync, bool):
             raise ValidationError("local_fsync: must be a bool", field="local_fsync")
 

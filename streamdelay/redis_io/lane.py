@@ -25,6 +25,7 @@ from redis.exceptions import NoScriptError, ResponseError
 
 from ..protocol.scripts import ScriptCall
 from .calls import RETRYABLE, evalsha_args, map_error
+from .topology import plain_pool
 
 MISSED = object()  # the lane did not send the call (or has no reply for it): go the ordinary way
 
@@ -43,7 +44,7 @@ class Lane:
         """The reply of ``call``, sent on the held connection; ``MISSED`` when the lane stepped
         aside. A script's refusal is raised as the ordinary path raises it (``map_error``)."""
         pool = getattr(client, "connection_pool", None)
-        if type(pool) is not redis.ConnectionPool or not self._lock.acquire(blocking=False):
+        if not plain_pool(pool) or not self._lock.acquire(blocking=False):
             return MISSED  # a cluster or Sentinel pool, or another thread on the lane
         try:
             conn = self._conn
@@ -90,7 +91,7 @@ class AsyncLane:
         """The reply of ``call``, sent on the held connection; ``MISSED`` when the lane stepped
         aside. A script's refusal is raised as the ordinary path raises it (``map_error``)."""
         pool = getattr(client, "connection_pool", None)
-        if type(pool) is not redis.asyncio.ConnectionPool or self._busy:
+        if not plain_pool(pool) or self._busy:
             return MISSED  # a cluster or Sentinel pool, or another task on the lane
         self._busy = True
         try:
@@ -98,7 +99,7 @@ class AsyncLane:
             if conn is None or self._pool is not pool or self._loop is not loop:
                 # a connection of another pool or loop is left to them (their close ends it)
                 self._pool, self._loop = pool, loop
-                conn = self._conn = await pool.get_connection()  # type: ignore[no-untyped-call]
+                conn = self._conn = await pool.get_connection()
             try:
                 if call is not self._packed_call:  # a loop sends the same call again and again
                     self._packed_call, self._packed = call, conn.pack_command(*evalsha_args(call))

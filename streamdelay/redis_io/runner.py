@@ -35,7 +35,7 @@ from .calls import (
     send,
 )
 from .lane import MISSED, Lane
-from .topology import AsyncClient, SyncClient, is_cluster
+from .topology import AsyncClient, SyncClient, is_cluster, plain_pool
 from .waiting import run_durable_async, run_durable_sync
 
 _old_server = old_server  # the name tests/test_scripts.py imports
@@ -126,7 +126,7 @@ def _run_pipeline_sync(client: SyncClient, calls: list[ScriptCall]) -> list[Any]
     if is_cluster(client):
         return call_outcomes(calls, _run_calls_one_by_one_sync(client, calls))
     pool = getattr(client, "connection_pool", None)
-    if type(pool) is redis.ConnectionPool:  # a plain client's pool (not Sentinel's)
+    if plain_pool(pool):  # a plain client's pool (not Sentinel's)
         replies = _send_each_sync(pool, calls)
     else:
         pipe = client.pipeline(transaction=False)

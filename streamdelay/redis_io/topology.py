@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 import redis
@@ -68,6 +68,9 @@ SINGLE_OPTIONS = {
     "ssl_certfile", "ssl_keyfile", "ssl_password",
 }
 SENTINEL_SOCKET_TIMEOUT = 2.0
+# connections per pool (per node of a cluster): redis-py's own default, stated here so that
+# every client says how many it may open (QueueConfig.max_connections, docs/operations.md)
+DEFAULT_MAX_CONNECTIONS = 100
 SECRET_OPTIONS = ("password", "sentinel_password")
 
 
@@ -269,45 +272,60 @@ class _AsyncCluster(aioredis.RedisCluster):
         return slots.pop()
 
 
-def sync_client(url: str, socket_timeout: float) -> SyncClient:
-    """A synchronous client (its own pools) for any supported URL: the one sync factory."""
-    topology = parse_url(url)
-    options = node_options(topology, socket_timeout)
-    if topology.kind == "single":
-        single = redis.Redis.from_url(url, **options)
-        packed_in_c(single.connection_pool)
-        return single
-    if topology.kind == "cluster":
-        seeds = [ClusterNode(host, port) for host, port in topology.nodes]  # type: ignore[no-untyped-call]
-        return redis.RedisCluster(startup_nodes=seeds, **options)
-    sentinel = Sentinel(  # type: ignore[no-untyped-call]
-        list(topology.nodes), sentinel_kwargs=_sentinel_options(topology))
-    client: redis.Redis = sentinel.master_for(  # type: ignore[no-untyped-call]
-        topology.master, redis_class=redis.Redis, db=topology.db, **options)
-    packed_in_c(client.connection_pool)
-    return client
+def sync_client(url: str, socket_timeout: float,
+                max_connections: int = DEFAULT_MAX_CONNECTIONS) -> SyncClient:
+    """A synchronous client (its own pools) for any supported URL: the one sync factory.
 
-
-def async_client(url: str, socket_timeout: float) -> AsyncClient:
-    """An asyncio client (its own pools) for any supported URL: the one asyncio factory.
-
-    Blocking loops pass a ``socket_timeout`` above their block time; it applies to every data
-    node of the topology (Sentinel connections keep their own short timeout).
+    Each pool holds at most ``max_connections``; on one server a caller beyond them waits
+    for a free connection (up to ``socket_timeout``) instead of failing at once.
     """
     topology = parse_url(url)
     options = node_options(topology, socket_timeout)
     if topology.kind == "single":
-        single = aioredis.Redis.from_url(url, **options)
-        packed_in_c(single.connection_pool)
-        return single
+        pool = redis.BlockingConnectionPool.from_url(
+            url, max_connections=max_connections, timeout=socket_timeout, **options)
+        packed_in_c(pool)
+        return redis.Redis.from_pool(pool)
+    if topology.kind == "cluster":
+        seeds = [ClusterNode(host, port) for host, port in topology.nodes]  # type: ignore[no-untyped-call]
+        return redis.RedisCluster(startup_nodes=seeds, max_connections=max_connections,
+                                  **options)
+    sentinel = Sentinel(  # type: ignore[no-untyped-call]
+        list(topology.nodes), sentinel_kwargs=_sentinel_options(topology))
+    client: redis.Redis = sentinel.master_for(  # type: ignore[no-untyped-call]
+        topology.master, redis_class=redis.Redis, db=topology.db,
+        max_connections=max_connections, **options)
+    packed_in_c(client.connection_pool)
+    return client
+
+
+def async_client(url: str, socket_timeout: float,
+                 max_connections: int = DEFAULT_MAX_CONNECTIONS) -> AsyncClient:
+    """An asyncio client (its own pools) for any supported URL: the one asyncio factory.
+
+    Blocking loops pass a ``socket_timeout`` above their block time; it applies to every data
+    node of the topology (Sentinel connections keep their own short timeout). Each pool holds
+    at most ``max_connections``; on one server a caller beyond them waits for a free
+    connection (up to ``socket_timeout``) instead of failing at once with "Too many
+    connections" (a cluster's or a Sentinel master's pool still refuses, and the retry
+    policy of ``runner.py`` waits that out).
+    """
+    topology = parse_url(url)
+    options = node_options(topology, socket_timeout)
+    if topology.kind == "single":
+        pool = aioredis.BlockingConnectionPool.from_url(
+            url, max_connections=max_connections, timeout=socket_timeout, **options)
+        packed_in_c(pool)
+        return aioredis.Redis.from_pool(pool)
     if topology.kind == "cluster":
         return _AsyncCluster(
             startup_nodes=[AsyncClusterNode(host, port) for host, port in topology.nodes],
-            **options)
+            max_connections=max_connections, **options)
     sentinel = AsyncSentinel(  # type: ignore[no-untyped-call]
         list(topology.nodes), sentinel_kwargs=_sentinel_options(topology))
     client: aioredis.Redis = sentinel.master_for(
-        topology.master, redis_class=aioredis.Redis, db=topology.db, **options)
+        topology.master, redis_class=aioredis.Redis, db=topology.db,
+        max_connections=max_connections, **options)
     packed_in_c(client.connection_pool)
     return client
 
@@ -368,6 +386,17 @@ def _packed_class(base: type) -> type:
 
     return type(f"Packed{base.__name__}", (base,),
                 {"pack_command": pack_command, "pack_commands": pack_commands})
+
+
+# the pools of a one-server client: the lane and the pipelined sends use their connections
+# directly (a Sentinel master's pool finds its master itself and is left to redis-py)
+_PLAIN_POOLS = (redis.ConnectionPool, redis.BlockingConnectionPool, aioredis.ConnectionPool,
+                aioredis.BlockingConnectionPool)
+
+
+def plain_pool(pool: object) -> TypeGuard[Any]:
+    """True for the pool of a one-server client (not a Sentinel's, not a subclass)."""
+    return type(pool) in _PLAIN_POOLS
 
 
 def is_cluster(client: object) -> bool:

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import msgspec
 from litestar import Litestar, MediaType, Request, Response, Router, get
-from litestar.config.csrf import CSRFConfig
 from litestar.contrib.jinja import JinjaTemplateEngine
 from litestar.exceptions import NotFoundException
 from litestar.middleware import DefineMiddleware
@@ -31,15 +29,17 @@ from .. import __version__
 from ..protocol.plan import Command
 from ..redis_io.runner import run_step_async
 from .api import api_routes
-from .api.bodies import document
-from .api.paths import ActionPaths, public_schema
-from .auth import AuthMiddleware, SessionSigner, needs
+from .api.openapi import finish
+from .api.paths import ActionPaths
+from .auth import SESSION_COOKIE, AuthMiddleware, SessionSigner, host_prefixed, needs, principal_of
+from .csrf import SessionCsrf
 from .dashboard import TEMPLATE_DIR, dashboard_routes
 from .errors import EXCEPTION_HANDLERS
 from .fastpath import FastPaths
 from .limits import LimitedRequest
 from .local import LocalOnly
 from .metrics import HttpMetrics, MetricsMiddleware
+from .polls import PollGate
 from .service import Service
 from .settings import SESSION_MAX_AGE, ServeSettings
 
@@ -48,11 +48,12 @@ HEALTH_TIMEOUT = 2.0
 CSRF_EXEMPT = ["^/v1/", "^/healthz$", "^/metrics$"]  # bearer-token routes (auth.py)
 
 
-class Health(msgspec.Struct):
-    """``/healthz``: ``ok`` when every served queue's Redis answered PING in time."""
+class Health(msgspec.Struct, omit_defaults=True):
+    """``/healthz``: ``ok`` when every served queue's Redis answered PING in time; the queues
+    by name only to a caller allowed to read (docs/security.md#what-serve-shows-to-anyone)."""
 
     status: str
-    queues: dict[str, bool]
+    queues: dict[str, bool] | None = None
 
 
 PING = Command(("PING",))
@@ -60,7 +61,8 @@ PING = Command(("PING",))
 
 @get("/healthz", tags=["service"], security=[])
 async def healthz(request: Request[Any, Any, Any]) -> Response[Health]:
-    """200 when Redis answers for every served queue, else 503."""
+    """200 when Redis answers for every served queue, else 503. Open to anyone (a load
+    balancer's check); the queues it names only with a token (or session) that may read."""
     queues = request.app.state.queues
 
     async def ping(queue: Any) -> bool:
@@ -73,7 +75,9 @@ async def healthz(request: Request[Any, Any, Any]) -> Response[Health]:
     results = await asyncio.gather(*(ping(queue) for queue in queues.values()))
     found = dict(zip(queues, results, strict=True))
     healthy = all(found.values())
-    return Response(Health("ok" if healthy else "unavailable", found),
+    principal = principal_of(request)
+    shown = found if principal is not None and principal.allows("read") else None
+    return Response(Health("ok" if healthy else "unavailable", shown),
                     status_code=200 if healthy else 503)
 
 
@@ -87,10 +91,7 @@ async def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
 @get("/openapi.json", include_in_schema=False, media_type=MediaType.JSON)
 async def openapi_document(request: Request[Any, Any, Any]) -> dict[str, Any]:
     """The OpenAPI 3.1 document of the JSON API."""
-    schema = public_schema(request.app.openapi_schema.to_schema(),
-                           list(request.app.state.settings.queues))
-    document(schema)
-    return schema
+    return finish(request.app.openapi_schema.to_schema(), request.app)
 
 
 async def _hidden(connection: Any, _: Any) -> None:
@@ -102,22 +103,24 @@ def _openapi() -> OpenAPIConfig:
     return OpenAPIConfig(
         title="streamdelay", version=__version__,
         description="Delayed jobs on Redis Streams over HTTP: producers, operators and "
-                    "consumers in any language (docs/http.md).",
+                    "consumers in any language.",
         render_plugins=[JsonRenderPlugin()],
         # Litestar's own copy shows the internal action paths: hidden (404); /openapi.json
         # serves the public document
         openapi_router=Router(path="/schema", route_handlers=[], guards=[_hidden],
                               include_in_schema=False),
         components=Components(security_schemes={"bearer": SecurityScheme(
-            type="http", scheme="bearer", description="A token of --token-file or "
-            "STREAMDELAY_TOKENS (name:token:scopes)")}),
+            type="http", scheme="bearer", description="A token of `--token-file` or "
+            "`STREAMDELAY_TOKENS` (`name:token:scopes`). Each operation's security "
+            "requirement names the scope it needs: `read`, `write`, `consume` or `admin`.")}),
         security=[{"bearer": []}], use_handler_docstrings=True)
 
 
 def create_app(settings: ServeSettings) -> Litestar:
     """The ASGI application serving ``settings.queues`` (docs/http.md)."""
     service = Service(settings)
-    signer = SessionSigner(settings.session_secret, SESSION_MAX_AGE)
+    signer = SessionSigner(settings.session_secret, SESSION_MAX_AGE, settings.tokens,
+                           cookie=host_prefixed(SESSION_COOKIE, settings.secure_cookies))
     registry = HttpMetrics([q.config for q in service.queues.values()], service.promoted)
     service.on_reclaimed = lambda queue, topic, group, count: registry.settled(
         queue, topic, group, "reclaimed", count)
@@ -133,16 +136,16 @@ def create_app(settings: ServeSettings) -> Litestar:
             await service.stop()
             registry.close()
 
-    csrf_secret = hashlib.sha256(b"streamdelay-csrf\0" + settings.session_secret).hexdigest()
     app = Litestar(
         route_handlers=[healthz, metrics, openapi_document, *api_routes(),
                         *dashboard_routes(),
                         create_static_files_router("/static", directories=[STATIC_DIR],
                                                    include_in_schema=False)],
         lifespan=[lifespan],
-        middleware=[DefineMiddleware(AuthMiddleware, tokens=settings.tokens, signer=signer)],
-        csrf_config=CSRFConfig(secret=csrf_secret, cookie_samesite="strict",
-                               cookie_secure=settings.secure_cookies, exclude=CSRF_EXEMPT),
+        middleware=[DefineMiddleware(AuthMiddleware, tokens=settings.tokens, signer=signer),
+                    DefineMiddleware(SessionCsrf, secret=settings.session_secret,
+                                     session_cookie=signer.cookie,
+                                     secure=settings.secure_cookies, exempt=CSRF_EXEMPT)],
         template_config=TemplateConfig(directory=TEMPLATE_DIR, engine=JinjaTemplateEngine),
         openapi_config=_openapi(),
         exception_handlers=EXCEPTION_HANDLERS,
@@ -161,6 +164,7 @@ def create_app(settings: ServeSettings) -> Litestar:
     state.metrics = registry
     handler: Any = FastPaths(ActionPaths(app.asgi_handler), settings, service.queues, signer,
                              registry)
+    handler = PollGate(handler, settings, service.queues, signer)
     if not settings.tokens.configured:  # loopback only: refuse what a browser was tricked into
         handler = LocalOnly(handler)
     app.asgi_handler = MetricsMiddleware(handler, registry)

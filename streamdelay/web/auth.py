@@ -5,11 +5,13 @@ the guards made by ``requires(scope)`` turn that into 401 (nobody) or 403 (wrong
 
 - ``Authorization: Bearer TOKEN`` works on every route; a wrong token is a 401 even when a
   session cookie is present.
-- The session cookie (``streamdelay_session``, HttpOnly, SameSite=Strict, HMAC-SHA256 signed
-  with the settings' secret, expiring) carries the token's *name* and an expiry, never the
-  token. It authenticates the dashboard's routes, whose state-changing requests pass Litestar's
-  CSRF check, and only the safe (GET/HEAD) requests of ``/v1``: the ``/v1`` routes are exempt
-  from CSRF, so a cookie must never make a state change there (docs/http.md#security).
+- The session cookie (``streamdelay_session``, ``__Host-streamdelay_session`` with
+  ``--secure-cookies``; HttpOnly, SameSite=Strict, HMAC-SHA256 signed with the settings'
+  secret, expiring) carries the token's *name* and an expiry, never the token. It
+  authenticates the dashboard's routes, whose state-changing requests pass the session-bound
+  CSRF check (``csrf.py``), and only the safe (GET/HEAD) requests of ``/v1``: the ``/v1``
+  routes are exempt from CSRF, so a cookie must never make a state change there
+  (docs/http.md#security).
 - With no token configured every request is ``ANONYMOUS`` (all scopes): the service then
   listens on loopback only (``ServeSettings.check_bind``).
 """
@@ -37,38 +39,64 @@ SCOPE_OPT = "streamdelay_scope"
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="streamdelay"'}
 
 
-class SessionSigner:
-    """Signs and checks session cookie values: ``name.expiry.signature`` (base64url)."""
+def host_prefixed(name: str, secure: bool) -> str:
+    """``__Host-<name>`` when cookies are Secure (``--secure-cookies``): a browser accepts such
+    a cookie only with Secure, Path=/ and no Domain, so neither a sibling subdomain nor a page
+    over plain HTTP can set it (docs/security.md#csrf)."""
+    return f"__Host-{name}" if secure else name
 
-    def __init__(self, secret: bytes, max_age: int) -> None:
+
+class SessionSigner:
+    """Signs and checks session cookie values: ``name.expiry.signature`` (base64url); the
+    cookie's name is ``cookie``.
+
+    With ``tokens``, the signature also covers the digest of the token the session logged in
+    with (never in the cookie): once that token is no longer the name's (rotated, removed),
+    the cookie no longer verifies and the session ends (docs/security.md#dashboard-sessions).
+    """
+
+    def __init__(self, secret: bytes, max_age: int, tokens: TokenTable | None = None,
+                 cookie: str = SESSION_COOKIE) -> None:
         self._key = hashlib.sha256(b"streamdelay-session\0" + secret).digest()
         self.max_age = max_age
+        self._tokens = tokens
+        self.cookie = cookie
 
-    def _mac(self, payload: str) -> str:
-        digest = hmac.new(self._key, payload.encode(), hashlib.sha256).digest()
+    def _binding(self, name: str) -> bytes | None:
+        """What a session of ``name`` is bound to: its current token's digest (None: no
+        such name)."""
+        return b"" if self._tokens is None else self._tokens.fingerprint(name)
+
+    def _mac(self, payload: str, binding: bytes) -> str:
+        digest = hmac.new(self._key, payload.encode() + b"\0" + binding,
+                          hashlib.sha256).digest()
         return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
     def sign(self, name: str, now: float | None = None) -> str:
-        """A cookie value for the principal ``name``, valid ``max_age`` seconds."""
+        """A cookie value for the principal ``name``, valid ``max_age`` seconds (and while
+        the name keeps its token)."""
         expires = int((time.time() if now is None else now) + self.max_age)
         encoded = base64.urlsafe_b64encode(name.encode()).rstrip(b"=").decode()
         payload = f"{encoded}.{expires}"
-        return f"{payload}.{self._mac(payload)}"
+        return f"{payload}.{self._mac(payload, self._binding(name) or b'')}"
 
     def verify(self, value: str, now: float | None = None) -> str | None:
-        """The name in a genuine, unexpired cookie value; None for anything else."""
+        """The name in a genuine, unexpired cookie value made with the name's current token;
+        None for anything else."""
         parts = value.split(".")
         if len(parts) != 3:
             return None
         encoded, expires, mac = parts
-        if not hmac.compare_digest(mac, self._mac(f"{encoded}.{expires}")):
-            return None
         try:
-            if int(expires) < (time.time() if now is None else now):
-                return None
-            return base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode()
+            name = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode()
+            expiry = int(expires)
         except (ValueError, UnicodeDecodeError):
             return None
+        binding = self._binding(name)
+        if binding is None or not hmac.compare_digest(mac, self._mac(f"{encoded}.{expires}",
+                                                                     binding)):
+            return None
+        return name if expiry >= (time.time() if now is None else now) else None
 
 
 def _bearer(scope: Scope) -> str | None:
@@ -80,7 +108,8 @@ def _bearer(scope: Scope) -> str | None:
     return None
 
 
-def _cookie(scope: Scope, name: str) -> str | None:
+def cookie_of(scope: Scope, name: str) -> str | None:
+    """The value of the request's cookie ``name`` (None: not sent)."""
     for key, value in scope.get("headers", ()):
         if key == b"cookie":
             for part in value.decode("latin-1").split(";"):
@@ -100,7 +129,7 @@ def resolve(scope: Scope, tokens: TokenTable, signer: SessionSigner) -> tuple[Pr
     if token is not None:
         principal = tokens.authenticate(token)
         return (principal, "bearer") if principal is not None else (None, "bad-token")
-    value = _cookie(scope, SESSION_COOKIE)
+    value = cookie_of(scope, signer.cookie)
     if value:
         path: str = scope.get("path", "")
         if path.startswith(API_PREFIX + "/") and scope.get("method") not in SAFE_METHODS:
@@ -174,10 +203,10 @@ def requires(scope_name: str) -> Any:
 def start_session(response: Response[Any], principal: Principal, signer: SessionSigner,
                   secure: bool) -> None:
     """Set the signed session cookie of ``principal`` on ``response`` (the dashboard's login)."""
-    response.set_cookie(SESSION_COOKIE, signer.sign(principal.name), max_age=signer.max_age,
+    response.set_cookie(signer.cookie, signer.sign(principal.name), max_age=signer.max_age,
                         path="/", httponly=True, samesite="strict", secure=secure)
 
 
-def end_session(response: Response[Any]) -> None:
+def end_session(response: Response[Any], signer: SessionSigner) -> None:
     """Clear the session cookie (the dashboard's logout)."""
-    response.delete_cookie(SESSION_COOKIE, path="/")
+    response.delete_cookie(signer.cookie, path="/")

@@ -9,9 +9,11 @@ from typing import Any
 
 from ..base.masking import mask_url
 from .app import create_app
+from .protocol import guarded_protocol
 from .settings import ServeSettings
 
 log = logging.getLogger("streamdelay.web")
+FILE_MARGIN = 256  # files beyond the sockets of the limits: logs, the dispatchers' clients
 
 
 class _NoColor(logging.Filter):
@@ -43,6 +45,25 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _open_files(settings: ServeSettings) -> None:
+    """Raise the soft limit of open files to what the limits may hold at once (client
+    connections, then each queue's reserve and command pools), within the hard limit; warn
+    when the hard limit is lower (new connections would fail to be accepted first)."""
+    import resource
+
+    needed = (settings.max_connections + FILE_MARGIN + len(settings.queues)
+              * (settings.max_polls + settings.redis_connections))
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return
+    target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+    if target > soft:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    if target < needed:
+        log.warning("open files are limited to %d but the limits may hold %d (lower "
+                    "--max-connections or --max-polls, or raise ulimit -n)", target, needed)
+
+
 def run_server(uvicorn: Any, settings: ServeSettings, graceful_timeout: float) -> None:
     """Serve until SIGINT/SIGTERM. On the signal, long polls answer at once (``draining``),
     requests in flight get ``graceful_timeout`` seconds, then the lifespan stops the
@@ -61,9 +82,14 @@ def run_server(uvicorn: Any, settings: ServeSettings, graceful_timeout: float) -
 
     listening = bind(settings.host, settings.port)  # an OSError here: exit 1, one line
     port = listening.getsockname()[1]
+    # uvicorn's own limit_concurrency is left off: the protocol class caps connections and
+    # times out slow reads itself, answering in JSON (web/protocol.py)
     config = uvicorn.Config(app, host=settings.host, port=port, log_config=None,
                             access_log=False, lifespan="on", server_header=False,
-                            timeout_graceful_shutdown=graceful_timeout, proxy_headers=False)
+                            timeout_graceful_shutdown=graceful_timeout, proxy_headers=False,
+                            http=guarded_protocol(settings),
+                            timeout_keep_alive=settings.keep_alive_timeout)
+    _open_files(settings)
     server = Server(config)
     log.info("serving queue(s) %s from %s on http://%s:%d (dispatch %s, tokens: %s)",
              ", ".join(settings.queues), mask_url(settings.url), settings.host, port,

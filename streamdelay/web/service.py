@@ -38,7 +38,7 @@ class Service:
     def __init__(self, settings: ServeSettings) -> None:
         self.settings = settings
         self.queues: dict[str, AsyncQueue] = {
-            name: AsyncQueue(name, url=settings.url, **settings.queue_options)
+            name: AsyncQueue(name, url=settings.url, **settings.queue_settings())
             for name in settings.queues}
         self.dispatchers: dict[str, Dispatcher] = {}
         # the lateness of the jobs handed out on :reserve, for the dashboard, as a worker

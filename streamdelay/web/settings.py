@@ -18,6 +18,13 @@ from .tokens import TokenTable
 SESSION_SECRET_ENV = "STREAMDELAY_SESSION_SECRET"
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024  # a batch of ~1000 jobs of a few KiB; 413 above
 SESSION_MAX_AGE = 12 * 3600
+# what one serve process holds at most, and for how long (docs/security.md#limits-of-serve)
+DEFAULT_MAX_POLLS = 1000  # waiting :reserve calls per served queue; 429 busy beyond
+DEFAULT_REDIS_CONNECTIONS = 100  # command connections per served queue
+DEFAULT_MAX_CONNECTIONS = 4096  # open client connections; 503 beyond
+DEFAULT_HEADER_TIMEOUT = 10.0  # from connect (or the previous answer) to the end of the headers
+DEFAULT_BODY_TIMEOUT = 30.0  # from the end of the headers to the end of the body
+DEFAULT_KEEP_ALIVE = 5.0  # an idle keep-alive connection is closed after this
 LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
 
 
@@ -62,6 +69,12 @@ class ServeSettings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     reclaim_interval: float = 1.0
     queue_options: dict[str, Any] = field(default_factory=dict)
+    max_polls: int = DEFAULT_MAX_POLLS
+    redis_connections: int = DEFAULT_REDIS_CONNECTIONS
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
+    keep_alive_timeout: float = DEFAULT_KEEP_ALIVE
 
     def __post_init__(self) -> None:
         if not self.queues:
@@ -78,6 +91,17 @@ class ServeSettings:
         validation.positive_int(self.max_body_bytes, "max_body_bytes", 1 << 30)
         validation.seconds(self.reclaim_interval, "reclaim_interval", minimum=0.05,
                            maximum=3600.0)
+        validation.positive_int(self.max_polls, "max_polls", 100_000)
+        validation.positive_int(self.redis_connections, "redis_connections", 100_000)
+        validation.positive_int(self.max_connections, "max_connections", 1_000_000)
+        for name in ("header_timeout", "body_timeout", "keep_alive_timeout"):
+            validation.seconds(getattr(self, name), name, minimum=0.01, maximum=3600.0)
+
+    def queue_settings(self) -> dict[str, Any]:
+        """The options of every served ``AsyncQueue``: the pool sizes of these settings (a
+        waiting poll holds a connection of the reserve pool), then ``queue_options``."""
+        return {"max_connections": self.redis_connections,
+                "reserve_connections": self.max_polls, **self.queue_options}
 
     def check_bind(self) -> None:
         """Refuse to listen beyond loopback when no token is configured."""

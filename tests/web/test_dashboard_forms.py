@@ -157,3 +157,108 @@ def test_redis_away_is_a_page_that_says_so(own_redis: RedisServer) -> None:
         assert "Traceback" not in queue_page[2]
         assert overview[0] == 200 and 'class="error"' in overview[2]  # the card says so
         assert fragment[0] == 503  # the live script then shows "update failed, retrying"
+
+
+# Where a browser may be sent after a login or an action (docs/security.md#redirects): a tab,
+# a new line or a space inside a path is dropped by browsers (``/\t/evil`` is read as
+# ``//evil``), a backslash reads as a slash, ``//`` starts another host; a CR or LF would split
+# the Location header. Each falls back to ``/``.
+BAD_NEXT = ["/\t/evil.example", "/\n/evil.example", "/\r/evil.example", "/\r\nX-Evil: 1",
+            "/ /evil.example", "/\x0b/evil.example", "/\x00/evil.example", "/\x7f/evil.example",
+            "/\u00a0/evil.example", "/\u2028/evil.example", "/\x85/evil.example",
+            "/\\evil.example", "\\\\evil.example", "//evil.example", "///evil.example",
+            "/q/x//evil.example", "https://evil.example", "evil.example", "", "javascript:x"]
+
+
+@pytest.mark.parametrize("bad", BAD_NEXT)
+def test_no_redirect_leaves_the_site(web_server: WebServer, bad: str) -> None:
+    visitor = Session(web_server, None)
+    logged = len(web_server.log_text())
+    status, headers, _ = visitor.post("/login", {"token": web_server.token("reader"),
+                                                 "next": bad})
+    assert status == 303 and headers["location"] == "/", headers
+    assert "Traceback" not in web_server.log_text()[logged:]
+
+
+def test_a_redirect_inside_the_site_is_kept(web_server: WebServer) -> None:
+    for good, location in (("/q/a/job?id=x%2Fy", "/q/a/job?id=x%2Fy"), ("/", "/"),
+                           ("/q/a/jobs?state=dead&topic=t", "/q/a/jobs?state=dead&topic=t"),
+                           ("/q/a/job?id=\u20ac", "/q/a/job?id=%E2%82%AC")):
+        status, headers, _ = Session(web_server, None).post(
+            "/login", {"token": web_server.token("reader"), "next": good})
+        assert status == 303 and headers["location"] == location
+
+
+def _cookie_value(session: Session, name: str) -> str:
+    return next(c.value for c in session.jar if c.name == name and c.value is not None)
+
+
+def test_an_attackers_csrf_pair_fails_with_a_victims_session(web_server: WebServer,
+                                                             queue: sd.Queue) -> None:
+    """An anonymous GET /login gives anyone a CSRF token and its cookie; planted in a
+    victim's browser (a sibling subdomain, plain HTTP) next to the victim's session cookie they
+    must not pass: the form token is derived from the session (docs/security.md#csrf)."""
+    attacker = Session(web_server, None)
+    attacker.get("/login")
+    pair_token = attacker.csrf
+    pair_cookie = _cookie_value(attacker, "csrftoken")
+    victim = Session(web_server, "admin")
+    session = _cookie_value(victim, "streamdelay_session")
+    request = urllib.request.Request(
+        web_server.url + f"/q/{queue.name}/act", method="POST",
+        data=urllib.parse.urlencode({"action": "cancel", "id": "j1",
+                                     "_csrf_token": pair_token}).encode(),
+        headers={"Content-Type": "application/x-www-form-urlencoded",
+                 "Cookie": f"streamdelay_session={session}; csrftoken={pair_cookie}"})
+    status, _, _ = Session(web_server, None).open(request)
+    assert status == 403 and queue.get("j1") is not None
+    # another session's token does not pass either: each token belongs to its session
+    other = Session(web_server, "writer")
+    other.get(f"/q/{queue.name}")
+    request.data = urllib.parse.urlencode({"action": "cancel", "id": "j1",
+                                           "_csrf_token": other.csrf}).encode()
+    assert Session(web_server, None).open(request)[0] == 403 and queue.get("j1") is not None
+    victim.get(f"/q/{queue.name}/confirm?action=cancel&id=j1")  # the victim's own form
+    status, _, _ = victim.post(f"/q/{queue.name}/act", {"action": "cancel", "id": "j1"})
+    assert status == 303 and queue.get("j1") is None
+
+
+def test_secure_cookies_use_host_prefixed_names(shared_redis: RedisServer) -> None:
+    """With --secure-cookies both cookies are ``__Host-`` cookies (Secure, Path=/, no Domain:
+    a sibling subdomain or plain HTTP cannot set them), and the unprefixed names are ignored."""
+    with WebServer(shared_redis.url, [f"sec{uuid.uuid4().hex[:6]}"], "--secure-cookies"
+                   ) as server:
+        opener = urllib.request.build_opener(_NoRedirect)
+        with opener.open(server.url + "/login", timeout=10) as answer:
+            page, set_cookie = answer.read().decode(), answer.headers.get_all("set-cookie")
+        [csrf_cookie] = [c for c in set_cookie if c.startswith("__Host-csrftoken=")]
+        assert "secure" in csrf_cookie.lower() and "path=/" in csrf_cookie.lower()
+        assert "domain" not in csrf_cookie.lower()
+        found = re.search(r'name="_csrf_token" value="([^"]+)"', page)
+        assert found is not None
+        pair = csrf_cookie.split(";")[0]
+        login = urllib.request.Request(
+            server.url + "/login", method="POST", headers={
+                "Content-Type": "application/x-www-form-urlencoded", "Cookie": pair},
+            data=urllib.parse.urlencode({"token": server.token("reader"),
+                                         "_csrf_token": found.group(1)}).encode())
+        try:
+            opener.open(login, timeout=10)
+            raise AssertionError("a 303 was expected")
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 303
+            [session] = [c for c in exc.headers.get_all("set-cookie")
+                         if c.startswith("__Host-streamdelay_session=")]
+        assert all(part in session.lower() for part in ("secure", "path=/", "httponly"))
+        assert "domain" not in session.lower()
+        value = session.split(";")[0].split("=", 1)[1]
+        for cookie, expected in ((f"__Host-streamdelay_session={value}", 200),
+                                 (f"streamdelay_session={value}", 303)):
+            request = urllib.request.Request(server.url + "/", headers={
+                "Accept": "text/html", "Cookie": cookie})
+            try:
+                with opener.open(request, timeout=10) as answer:
+                    status = answer.status
+            except urllib.error.HTTPError as exc:
+                status = exc.code
+            assert status == expected, cookie

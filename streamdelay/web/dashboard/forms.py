@@ -1,6 +1,7 @@
 """The dashboard's forms: log in / log out, and the actions with their confirm step
-(docs/dashboard.md#actions). Every POST here passes Litestar's CSRF check (the hidden
-``_csrf_token`` field of each form, matched against the ``csrftoken`` cookie)."""
+(docs/dashboard.md#actions). Every POST here passes the CSRF check of ``web/csrf.py`` (the
+hidden ``_csrf_token`` field of each form: an HMAC of the session cookie, or before a login of
+the ``csrftoken`` cookie)."""
 
 from __future__ import annotations
 
@@ -67,10 +68,10 @@ async def login(request: Req, data: dict[str, str] = Form) -> Response[Any]:
 
 
 @post("/logout", include_in_schema=False)
-async def logout() -> Response[Any]:
+async def logout(request: Req) -> Response[Any]:
     """End the session."""
     response = see_other("/login")
-    end_session(response)
+    end_session(response, request.app.state.signer)
     return response
 
 

@@ -9,6 +9,7 @@ fragment (the live refresh) answers 401 and the script goes to ``/login`` itself
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -41,17 +42,27 @@ def html(body: str, status: int = 200, headers: dict[str, str] | None = None) ->
                     headers={"Cache-Control": "no-store", **(headers or {})})
 
 
+# control characters (C0, DEL, C1), any whitespace (Unicode too) and the backslash
+_UNSAFE_IN_PATH = re.compile(r"[\x00-\x20\x7f-\x9f\\\s]")
+_PRINTABLE_ASCII = "".join(chr(c) for c in range(0x21, 0x7F))
+
+
 def see_other(location: str) -> Response[Any]:
     """A 303 to a path of this site."""
     return Response(b"", status_code=HTTP_303_SEE_OTHER, headers={"Location": location})
 
 
 def local_path(value: str | None, default: str = "/") -> str:
-    """``value`` when it is a path of this site (``/x``, not ``//host`` nor a URL), else
-    ``default``: where a login or an action may send the browser back to."""
-    if not value or not value.startswith("/") or value.startswith("//") or "\\" in value:
+    """``value`` when it is a path of this site (``/x``), else ``default``: where a login or
+    an action may send the browser back to. Refused (docs/security.md#redirects): anything not
+    starting with one ``/``, and any control character, whitespace, backslash or ``//``
+    anywhere (browsers drop a tab or new line and read ``\\`` as ``/``, so ``/\\t/host``
+    would leave the site; a CR or LF would split the header). Other non-ASCII characters are
+    percent-encoded (a header is Latin-1)."""
+    if (not value or not value.startswith("/") or "//" in value
+            or _UNSAFE_IN_PATH.search(value)):
         return default
-    return value
+    return quote(value, safe=_PRINTABLE_ASCII)
 
 
 def principal(request: Req) -> Principal:

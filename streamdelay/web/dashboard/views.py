@@ -55,7 +55,10 @@ def duration(ms: float | None) -> str:
 
 def moment(epoch_ms: int) -> str:
     """An epoch ms time as ``2026-11-23 22:15:03.120 UTC``."""
-    when = datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc)
+    try:
+        when = datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc)
+    except (ValueError, OverflowError, OSError):  # past the year 9999: a foreign due time
+        return f"out of range ({epoch_ms} ms)"
     return when.strftime("%Y-%m-%d %H:%M:%S.") + f"{epoch_ms % 1000:03d} UTC"
 
 
