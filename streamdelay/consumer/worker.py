@@ -100,7 +100,8 @@ class Worker:
         self.counts = {"handled": 0, "retried": 0, "dead": 0, "released": 0, "reclaimed": 0}
         self.partitions: tuple[PartitionKeys, ...] = partition_keys(config.name, config.partitions)
         self.acks = PendingAcks()
-        # per partition: own pending entries an earlier process of this name left (pending.py)
+        # per partition: own pending entries an earlier process of this name left
+        # (consumer/reading.py)
         self.inherited: dict[int, set[tuple[str, str]]] = {}
         # (partition, job id) -> the delivery whose handler runs that job in this process
         self.running_jobs: dict[tuple[int, str], Delivery] = {}

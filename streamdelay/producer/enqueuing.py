@@ -1,7 +1,7 @@
 """The sans-I/O core of enqueueing: validation, packing into bounded ``enqueueJobsV2`` calls and
 reply parsing.
 
-``plans.enqueue_plan`` (``Queue``, ``AsyncQueue.enqueue_many``) and the coalescing of concurrent
+``enqueue_plan`` (``Queue``, ``AsyncQueue.enqueue_many``) and the coalescing of concurrent
 ``AsyncQueue.enqueue`` calls (``coalesce.py``) both build their calls and read their replies here.
 """
 
@@ -70,6 +70,11 @@ class PreparedJob(NamedTuple):
         """The delay in ms, or the absolute due time in epoch ms."""
         return int(self.args[3])
 
+    @property
+    def replaces(self) -> bool:
+        """True when the job replaces one under its id (``replace=True``)."""
+        return self.args[6] != "0"
+
 
 @lru_cache(maxsize=64)
 def _default_ttr_ms(ttr: Any) -> int:
@@ -132,7 +137,7 @@ def prepare_values(
 
 def is_absolute(job: PreparedJob) -> bool:
     """True when the job's due time is an absolute ``at`` (only those can be in the past)."""
-    return job.args[2] == "a"
+    return job.when_kind == "a"
 
 
 def past_due(
@@ -313,18 +318,13 @@ def _tolerance_ms(past_tolerance: Any) -> int:
     return validation.delay_ms(past_tolerance)
 
 
-def enqueue_one_plan(cfg: QueueConfig, spec: JobSpec) -> Plan[EnqueueResult]:
-    """Enqueue one job (``Queue.enqueue``): see ``prepared_one_plan``."""
-    return (yield from prepared_one_plan(cfg, prepare_job(cfg, spec)))
-
-
 def one_job_call(cfg: QueueConfig, job: PreparedJob) -> ScriptCall:
     """The ``enqueueJobV2`` call of one new job (built positionally: it is on the path of every
     single enqueue, where ``Script.call`` and its checks cost ~1 µs more)."""
-    args = job.args
+    job_id, topic, kind, when, ttr_ms, attempts, _, blob = job.args  # no replace flag
     return ScriptCall(script("enqueueJobV2"), _script_keys(cfg.name, job.partition),
-                      (_tolerance_ms(cfg.past_tolerance), args[0], args[1], args[2], args[3],
-                       args[4], args[5], args[7]), True)
+                      (_tolerance_ms(cfg.past_tolerance), job_id, topic, kind, when, ttr_ms,
+                       attempts, blob), True)
 
 
 def prepared_one_plan(cfg: QueueConfig, job: PreparedJob) -> Plan[EnqueueResult]:
@@ -335,7 +335,7 @@ def prepared_one_plan(cfg: QueueConfig, job: PreparedJob) -> Plan[EnqueueResult]
     ``enqueueJobsV2``, which has the whole logic: the fast script wrote nothing then
     (docs/keys.md#the-one-job-enqueue).
     """
-    if job.args[6] == "0":  # not replace
+    if not job.replaces:
         try:
             due = yield one_job_call(cfg, job)
         except NotDurable as exc:  # written, not confirmed by the replicas

@@ -37,8 +37,6 @@ from ..protocol.replies import (
 )
 from ..protocol.scripts import Arg, script
 from ..redis_io.config import QueueConfig
-from .enqueuing import ENQUEUE_BATCH as ENQUEUE_BATCH  # the enqueue core, re-exported
-from .enqueuing import enqueue_plan as enqueue_plan
 from .enqueuing import when_args
 from .pausing import paused_plan
 

@@ -35,7 +35,13 @@ from ..redis_io.runner import drive_async, drive_sync
 from ..redis_io.topology import AsyncClient, SyncClient, async_client, sync_client
 from . import plans
 from .coalesce import EnqueueCoalescer
-from .enqueuing import PreparedJob, enqueue_prepared_plan, prepare_values, prepared_one_plan
+from .enqueuing import (
+    PreparedJob,
+    enqueue_plan,
+    enqueue_prepared_plan,
+    prepare_values,
+    prepared_one_plan,
+)
 from .listing import JobPage, jobs_plan
 from .pausing import set_paused_plan
 from .pull import AsyncPull, SyncPull
@@ -162,7 +168,7 @@ class Queue(_QueueFace, SyncPull, ScheduleMethods, SearchMethods):
 
     def enqueue_many(self, specs: Iterable[JobSpec]) -> list[EnqueueResult]:
         """Schedule many jobs in one round trip; results are in the order of ``specs``."""
-        result: list[EnqueueResult] = self._run(plans.enqueue_plan(self.config, specs))
+        result: list[EnqueueResult] = self._run(enqueue_plan(self.config, specs))
         return result
 
     def cancel(self, id: str) -> bool:
@@ -332,7 +338,7 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncScheduleMethods, AsyncSearchMethods
 
     async def enqueue_many(self, specs: Iterable[JobSpec]) -> list[EnqueueResult]:
         """Schedule many jobs in one round trip; see ``Queue.enqueue_many``."""
-        result: list[EnqueueResult] = await self._run(plans.enqueue_plan(self.config, specs))
+        result: list[EnqueueResult] = await self._run(enqueue_plan(self.config, specs))
         return result
 
     async def enqueue_prepared(self, jobs: Sequence[PreparedJob]) -> list[EnqueueResult]:

@@ -38,7 +38,6 @@ from .lane import MISSED, Lane
 from .topology import AsyncClient, SyncClient, is_cluster, plain_pool
 from .waiting import run_durable_async, run_durable_sync
 
-_old_server = old_server  # the name tests/test_scripts.py imports
 log = logging.getLogger("streamdelay")
 T = TypeVar("T")
 
