@@ -18,7 +18,7 @@ from ..protocol.keys import PartitionKeys, partition_keys
 from ..protocol.layouts import FLEET_EVERY_S
 from ..protocol.plan import Commands, Plan
 from ..protocol.scripts import ScriptCall
-from ..redis_io.config import QueueConfig
+from ..protocol.spec import QueueSpec
 from .constants import PRUNE_EVERY_S, RECLAIM_EVERY_S
 from .receipts import (
     RECEIPT_VERSION,
@@ -104,7 +104,7 @@ class Round:
     rest_s: float = 0.0  # the rate limit holds the topic back: the caller sleeps this long
 
 
-def upkeep_plan(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, now: float
+def upkeep_plan(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, now: float
                 ) -> Plan[int]:
     """Register the group once, renew the fleet entry, then (at most every
     ``RECLAIM_EVERY_S`` per group and topic) reclaim and (every ``PRUNE_EVERY_S``) prune: a
@@ -132,7 +132,7 @@ def upkeep_plan(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, now: f
     return moved
 
 
-def read_step(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, block_ms: int,
+def read_step(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, block_ms: int,
               cluster: bool) -> Plan[list[Entry]]:
     """The read of a topic without a limit, from every partition, blocking up to
     ``block_ms`` (0: not at all) when none is there.
@@ -168,7 +168,7 @@ def read_step(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, block_ms
                                  args.count, block))
 
 
-def _plain_read(cfg: QueueConfig, args: ReserveArgs, block_ms: int
+def _plain_read(cfg: QueueSpec, args: ReserveArgs, block_ms: int
                 ) -> Plan[tuple[list[Entry], bool, bool]]:
     """The read of a topic the last round found neither paused nor limited, on a queue of one
     partition, in ONE round trip: a pipeline of the pause flag, the limit, the ``XREADGROUP``
@@ -185,7 +185,7 @@ def _plain_read(cfg: QueueConfig, args: ReserveArgs, block_ms: int
     return parse_read(reply, streams), bool(int(before)) or bool(int(after)), is_limited(raw)
 
 
-def _read(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, block_ms: int,
+def _read(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, block_ms: int,
           cluster: bool) -> Plan[tuple[list[Entry], bool, bool, float]]:
     """The take of one round: (entries, paused, hand every entry back, rest seconds)."""
     if cfg.partitions == 1 and args.topic in state.plain:
@@ -208,7 +208,7 @@ def _read(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, block_ms: in
     return entries, paused, paused, 0.0
 
 
-def round_plan(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, block_ms: int,
+def round_plan(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, block_ms: int,
                now: float, cluster: bool) -> Plan[Round]:
     """One reserve round: upkeep, the pause and limit checks, one take (``_read``), then
     opening each entry.
@@ -235,7 +235,7 @@ def round_plan(cfg: QueueConfig, state: ReserveState, args: ReserveArgs, block_m
     return (yield from _deliver_plan(cfg, state, args, entries, paused, back_all, rest_s, now))
 
 
-def _deliver_plan(cfg: QueueConfig, state: ReserveState, args: ReserveArgs,
+def _deliver_plan(cfg: QueueSpec, state: ReserveState, args: ReserveArgs,
                   entries: list[Entry], paused: bool, back_all: bool, rest_s: float, now: float
                   ) -> Plan[Round]:
     """What a round read becomes (open, then settle what is not handed out): deliveries with
@@ -278,7 +278,7 @@ def _deliver_plan(cfg: QueueConfig, state: ReserveState, args: ReserveArgs,
     return found
 
 
-def _reserved(cfg: QueueConfig, args: ReserveArgs, job: Job, backoff: BackoffPolicy | None,
+def _reserved(cfg: QueueSpec, args: ReserveArgs, job: Job, backoff: BackoffPolicy | None,
               ttr_ms: int, key: bytes) -> Reserved:
     """A delivery with its receipt, signed with ``key``; the retry delay of a failure is drawn
     now (the receipt carries it: a rebuilt reservation fails with the job's backoff without

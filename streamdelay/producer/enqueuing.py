@@ -23,7 +23,7 @@ from ..protocol.plan import Command, EachCall, Plan
 from ..protocol.replies import enqueue_row
 from ..protocol.script_errors import error_from_script
 from ..protocol.scripts import Arg, ScriptCall, script
-from ..redis_io.config import QueueConfig
+from ..protocol.spec import QueueSpec
 from ..telemetry.tracing import with_trace_context
 
 # One enqueueJobsV2 call must not block Redis for more than ~1 ms (docs/keys.md#batch-sizes): 240
@@ -99,7 +99,7 @@ def replace_arg(replace: bool, max_wait: Delay | None) -> str:
     return f"1:{validation.delay_ms(max_wait, 'max_wait')}"
 
 
-def prepare_job(cfg: QueueConfig, spec: JobSpec) -> PreparedJob:
+def prepare_job(cfg: QueueSpec, spec: JobSpec) -> PreparedJob:
     """Validate one job and pack its eight ``enqueueJobsV2`` values."""
     return prepare_values(cfg, spec.topic, spec.body, spec.delay, spec.at, spec.id, spec.ttr,
                           spec.max_attempts, spec.backoff, spec.headers, spec.replace,
@@ -107,7 +107,7 @@ def prepare_job(cfg: QueueConfig, spec: JobSpec) -> PreparedJob:
 
 
 def prepare_values(
-    cfg: QueueConfig, topic: Any, body: Any, delay: Delay | None, at: At | None,
+    cfg: QueueSpec, topic: Any, body: Any, delay: Delay | None, at: At | None,
     id: str | None, ttr: Delay | None, max_attempts: int | None,
     backoff: BackoffPolicy | None, headers: dict[str, str] | None, replace: bool,
     max_wait: Delay | None,
@@ -201,7 +201,7 @@ def split_jobs(prepared: Sequence[PreparedJob], indexes: Iterable[int] | None = 
 
 
 def enqueue_chunks(
-    cfg: QueueConfig, prepared: Sequence[PreparedJob], tolerance: int, split: Split
+    cfg: QueueSpec, prepared: Sequence[PreparedJob], tolerance: int, split: Split
 ) -> list[EnqueueChunk]:
     """The bounded ``enqueueJobsV2`` calls for ``prepared``, as ``split_jobs`` cut them."""
     keys = partition_keys(cfg.name, cfg.partitions)
@@ -256,7 +256,7 @@ def settle_chunks(
 
 
 def round_plan(
-    cfg: QueueConfig, jobs: Sequence[PreparedJob], outcomes: list[Outcome | None], isolate: bool
+    cfg: QueueSpec, jobs: Sequence[PreparedJob], outcomes: list[Outcome | None], isolate: bool
 ) -> Plan[None]:
     """Send ``jobs`` as one round of bounded ``enqueueJobsV2`` calls (one round trip) and fill
     ``outcomes[i]`` with job ``i``'s result, or the error of the call it rode in.
@@ -318,7 +318,7 @@ def _tolerance_ms(past_tolerance: Any) -> int:
     return validation.delay_ms(past_tolerance)
 
 
-def one_job_call(cfg: QueueConfig, job: PreparedJob) -> ScriptCall:
+def one_job_call(cfg: QueueSpec, job: PreparedJob) -> ScriptCall:
     """The ``enqueueJobV2`` call of one new job (built positionally: it is on the path of every
     single enqueue, where ``Script.call`` and its checks cost ~1 µs more)."""
     job_id, topic, kind, when, ttr_ms, attempts, _, blob = job.args  # no replace flag
@@ -327,7 +327,7 @@ def one_job_call(cfg: QueueConfig, job: PreparedJob) -> ScriptCall:
                        attempts, blob), True)
 
 
-def prepared_one_plan(cfg: QueueConfig, job: PreparedJob) -> Plan[EnqueueResult]:
+def prepared_one_plan(cfg: QueueSpec, job: PreparedJob) -> Plan[EnqueueResult]:
     """Enqueue one validated job: one ``enqueueJobV2`` call (the minimal one-job script) when
     its id is free.
 
@@ -353,7 +353,7 @@ def prepared_one_plan(cfg: QueueConfig, job: PreparedJob) -> Plan[EnqueueResult]
     return outcome
 
 
-def enqueue_plan(cfg: QueueConfig, specs: Iterable[JobSpec]) -> Plan[list[EnqueueResult]]:
+def enqueue_plan(cfg: QueueSpec, specs: Iterable[JobSpec]) -> Plan[list[EnqueueResult]]:
     """Enqueue jobs: bounded script calls per partition, all sent in one round trip."""
     if isinstance(specs, JobSpec) or not isinstance(specs, Iterable):
         raise ValidationError("specs: pass a list of JobSpec", field="specs")
@@ -366,7 +366,7 @@ def enqueue_plan(cfg: QueueConfig, specs: Iterable[JobSpec]) -> Plan[list[Enqueu
     return (yield from enqueue_prepared_plan(cfg, prepared))
 
 
-def enqueue_prepared_plan(cfg: QueueConfig, prepared: Sequence[PreparedJob]
+def enqueue_prepared_plan(cfg: QueueSpec, prepared: Sequence[PreparedJob]
                           ) -> Plan[list[EnqueueResult]]:
     """``enqueue_plan`` of jobs ``prepare_job`` / ``prepare_values`` validated already."""
     found: list[Outcome | None] = [None] * len(prepared)

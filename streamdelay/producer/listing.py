@@ -21,7 +21,7 @@ from ..protocol.keys import partition_keys
 from ..protocol.plan import Plan
 from ..protocol.replies import ListedRow, parse_list
 from ..protocol.scripts import script
-from ..redis_io.config import QueueConfig
+from ..protocol.spec import QueueSpec
 from .plans import job_info
 
 ListState = Literal["delayed", "ready", "reserved", "dead"]
@@ -109,14 +109,14 @@ def _position(state: ListState, pos1: Any, pos2: Any, part: int) -> Position:
     return ms, seq, _text(pos2), part
 
 
-def jobs_plan(cfg: QueueConfig, state: str, topic: str | None = None, limit: int = 100,
+def jobs_plan(cfg: QueueSpec, state: str, topic: str | None = None, limit: int = 100,
               cursor: str | None = None) -> Plan[JobPage]:
     """One page of the jobs in ``state`` (of ``topic``), after ``cursor``; bounded work."""
     page, _ = yield from timed_jobs_plan(cfg, state, topic, limit, cursor)
     return page
 
 
-def timed_jobs_plan(cfg: QueueConfig, state: str, topic: str | None = None, limit: int = 100,
+def timed_jobs_plan(cfg: QueueSpec, state: str, topic: str | None = None, limit: int = 100,
                     cursor: str | None = None) -> Plan[tuple[JobPage, int]]:
     """``jobs_plan`` and the server time of its replies (epoch ms; the search's bulk
     reschedule counts its target from it, ``searching.py``)."""

@@ -19,7 +19,7 @@ from ..protocol.keys import PartitionKeys
 from ..protocol.plan import Command, Plan
 from ..protocol.replies import text
 from ..protocol.scripts import script
-from ..redis_io.config import QueueConfig
+from ..protocol.spec import QueueSpec
 
 
 def paused_key(queue: str) -> str:
@@ -27,7 +27,7 @@ def paused_key(queue: str) -> str:
     return PartitionKeys(queue, 0).paused
 
 
-def set_paused_plan(cfg: QueueConfig, topic: str, paused: bool) -> Plan[bool]:
+def set_paused_plan(cfg: QueueSpec, topic: str, paused: bool) -> Plan[bool]:
     """Pause (or resume) ``topic``; True when this call changed its state."""
     name = validation.topic(topic)
     reply = yield script("setPaused").call([paused_key(cfg.name)], [name, 1 if paused else 0])
@@ -41,6 +41,6 @@ def parse_paused(reply: Any) -> dict[str, int]:
     return {text(topic): int(since) for topic, since in pairs}
 
 
-def paused_plan(cfg: QueueConfig) -> Plan[dict[str, int]]:
+def paused_plan(cfg: QueueSpec) -> Plan[dict[str, int]]:
     """The paused topics of the queue: topic -> paused since (epoch ms, server clock)."""
     return parse_paused((yield Command(("HGETALL", paused_key(cfg.name)))))

@@ -36,7 +36,7 @@ from ..protocol.replies import (
     texts,
 )
 from ..protocol.scripts import Arg, script
-from ..redis_io.config import QueueConfig
+from ..protocol.spec import QueueSpec
 from .enqueuing import when_args
 from .pausing import paused_plan
 
@@ -78,11 +78,11 @@ def _resumed(first: Step, plan: Plan[T]) -> Plan[T]:
             return done.value  # type: ignore[no-any-return]
 
 
-def _keys_for(cfg: QueueConfig, job_id: str) -> PartitionKeys:
+def _keys_for(cfg: QueueSpec, job_id: str) -> PartitionKeys:
     return PartitionKeys(cfg.name, partition_of(validation.job_id(job_id), cfg.partitions))
 
 
-def cancel_plan(cfg: QueueConfig, job_id: str) -> Plan[bool]:
+def cancel_plan(cfg: QueueSpec, job_id: str) -> Plan[bool]:
     """Cancel one job in any state."""
     keys = _keys_for(cfg, job_id)
     reply = yield script("cancelJob").call(keys.script_keys(), [job_id], durable=True)
@@ -90,7 +90,7 @@ def cancel_plan(cfg: QueueConfig, job_id: str) -> Plan[bool]:
 
 
 def reschedule_plan(
-    cfg: QueueConfig, job_id: str, delay: Delay | None, at: At | None
+    cfg: QueueSpec, job_id: str, delay: Delay | None, at: At | None
 ) -> Plan[bool]:
     """Give one job a new due time."""
     keys = _keys_for(cfg, job_id)
@@ -140,7 +140,7 @@ def job_info(job_id: str, found: JobReply) -> JobInfo:
     )
 
 
-def get_plan(cfg: QueueConfig, job_id: str) -> Plan[JobInfo | None]:
+def get_plan(cfg: QueueSpec, job_id: str) -> Plan[JobInfo | None]:
     """Read one job by id."""
     keys = _keys_for(cfg, job_id)
     reply = yield script("getJobV2").call(keys.script_keys(), [job_id])
@@ -148,7 +148,7 @@ def get_plan(cfg: QueueConfig, job_id: str) -> Plan[JobInfo | None]:
     return None if found is None else job_info(job_id, found)
 
 
-def stats_plan(cfg: QueueConfig) -> Plan[QueueStats]:
+def stats_plan(cfg: QueueSpec) -> Plan[QueueStats]:
     """Per-topic counts summed over partitions."""
     calls = [script("readStats").call(k.script_keys(), []) for k in
              partition_keys(cfg.name, cfg.partitions)]
@@ -186,14 +186,14 @@ def stats_plan(cfg: QueueConfig) -> Plan[QueueStats]:
     return QueueStats(cfg.name, now, dict(sorted(topics.items())))
 
 
-def _topics_plan(cfg: QueueConfig, keys: PartitionKeys, topic: str | None) -> Plan[list[str]]:
+def _topics_plan(cfg: QueueSpec, keys: PartitionKeys, topic: str | None) -> Plan[list[str]]:
     if topic is not None:
         return [validation.topic(topic)]
     names = yield Command(("HKEYS", keys.counts))
     return sorted(texts(names))
 
 
-def dead_list_plan(cfg: QueueConfig, topic: str | None, limit: int) -> Plan[list[DeadJob]]:
+def dead_list_plan(cfg: QueueSpec, topic: str | None, limit: int) -> Plan[list[DeadJob]]:
     """The oldest dead-letter entries (at most ``limit``), of one topic or all."""
     validation.positive_int(limit, "limit")
     found: list[DeadJob] = []
@@ -210,7 +210,7 @@ def dead_list_plan(cfg: QueueConfig, topic: str | None, limit: int) -> Plan[list
 
 
 def _dead_batch_plan(
-    cfg: QueueConfig, name: str, topic: str | None, job_id: str | None, extra: list[Arg]
+    cfg: QueueSpec, name: str, topic: str | None, job_id: str | None, extra: list[Arg]
 ) -> Plan[int]:
     if job_id is not None:
         validation.job_id(job_id)
@@ -230,13 +230,13 @@ def _dead_batch_plan(
 
 
 def dead_replay_plan(
-    cfg: QueueConfig, topic: str | None, job_id: str | None, delay: Delay | None
+    cfg: QueueSpec, topic: str | None, job_id: str | None, delay: Delay | None
 ) -> Plan[int]:
     """Put dead jobs back (attempts reset, due after ``delay``); returns how many."""
     delay_ms = validation.delay_ms(0 if delay is None else delay)
     return (yield from _dead_batch_plan(cfg, "replayDead", topic, job_id, [delay_ms]))
 
 
-def dead_purge_plan(cfg: QueueConfig, topic: str | None, job_id: str | None) -> Plan[int]:
+def dead_purge_plan(cfg: QueueSpec, topic: str | None, job_id: str | None) -> Plan[int]:
     """Forget dead jobs; returns how many."""
     return (yield from _dead_batch_plan(cfg, "purgeDead", topic, job_id, []))
