@@ -31,18 +31,18 @@ log = logging.getLogger("streamdelay.worker")
 
 
 async def refresh(worker: ReadingHost) -> None:
-    """Read which topics have a limit into ``worker.limited`` (one HGETALL)."""
+    """Read which topics have a limit into ``worker.views`` (one HGETALL)."""
     _apply(worker, await worker.call(limits_command(worker.config.name), "limits"))
 
 
 def _apply(worker: ReadingHost, reply: object) -> None:
-    views = Views(worker.paused, parse_limits(reply))
-    limited = views.limited
-    if limited != worker.limited:
+    found = Views(worker.views.paused, parse_limits(reply))
+    limited = found.limited
+    if limited != worker.views.limited:
         log.info("limited topics: %s", ", ".join(
-            f"{t} ({views.limits[t]})" for t in sorted(limited)) or "none")
-        worker.limited = limited
-        worker.limits_changed.set()
+            f"{t} ({found.limits[t]})" for t in sorted(limited)) or "none")
+        worker.views.limited = limited
+        worker.views.changed.set()
 
 
 async def load(worker: ReadingHost) -> None:
@@ -70,11 +70,12 @@ def plain_read(worker: ReadingHost, entries: list[Entry]) -> Iterable[Entry]:
     """The entries of a plain read without those of topics that became limited while the read
     waited: those are handed straight back to their streams (not an attempt, as for a paused
     topic) for the take loop to take under the limit."""
-    if not worker.limited:
+    limited = worker.views.limited
+    if not limited:
         return entries
     kept = []
     for entry in entries:
-        if entry.topic not in worker.limited:
+        if entry.topic not in limited:
             kept.append(entry)
         else:
             pausing.hand_back(worker, Delivery(entry.partition, entry.topic, entry.entry_id),
@@ -89,10 +90,11 @@ async def take_loop(worker: ReadingHost, keys: PartitionKeys, topic: str) -> Non
     block_ms = int(worker.block * 1000)
     try:
         while not worker.stopping:
-            if topic not in worker.limited or topic in worker.paused:
-                worker.limits_changed.clear()
+            views = worker.views
+            if topic not in views.limited or topic in views.paused:
+                views.changed.clear()
                 with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(worker.limits_changed.wait(), REFRESH_S)
+                    await asyncio.wait_for(views.changed.wait(), REFRESH_S)
                 continue
             wanted = worker.free_slots()
             if wanted <= 0:

@@ -24,7 +24,7 @@ log = logging.getLogger("streamdelay.worker")
 
 
 async def refresh(worker: Worker) -> None:
-    """Read the paused topics into ``worker.paused`` (one HGETALL)."""
+    """Read the paused topics into ``worker.views`` (one HGETALL)."""
     _apply(worker, await worker.call(paused_command(worker.config.name), "paused"))
 
 
@@ -41,9 +41,9 @@ async def load(worker: Worker) -> None:
 
 def _apply(worker: Worker, reply: Any) -> None:
     paused = parse_paused(reply)
-    if paused != worker.paused:
+    if paused != worker.views.paused:
         log.info("paused topics: %s", ", ".join(sorted(paused)) or "none")
-    worker.paused = paused
+    worker.views.paused = paused
 
 
 async def watch(worker: Worker) -> None:

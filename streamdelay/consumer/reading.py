@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from ..base.errors import GroupNotFound
@@ -51,14 +52,23 @@ def _start_found(worker: ReadingHost, deliveries: list[Delivery],
         if (delivery.lost or (delivery.topic, delivery.entry_id) in held
                 or delivery.key in worker.inflight):  # started meanwhile (by a take)
             continue
-        if delivery.topic in worker.limited:
+        if delivery.topic in worker.views.limited:
             pausing.hand_back(worker, delivery, entry_fields)
         elif worker.start(delivery, entry_fields):
             started += 1
     return started
 
 
-async def start_orphans(worker: ReadingHost, keys: PartitionKeys, client: AsyncClient) -> int:
+@dataclass
+class OwnPending:
+    """What one read loop knows of its partition's own pending list: the entries an earlier
+    process of this consumer name left (None until the first look)."""
+
+    inherited: set[tuple[str, str]] | None = None
+
+
+async def start_orphans(worker: ReadingHost, keys: PartitionKeys, client: AsyncClient,
+                        own: OwnPending) -> int:
     """Start own pending entries of ``keys``' partition that this worker does not hold."""
     free = worker.free_slots()
     if free <= 0:
@@ -67,7 +77,7 @@ async def start_orphans(worker: ReadingHost, keys: PartitionKeys, client: AsyncC
     # Held before the look: a delivery settled while it looks (its ack then written) must not
     # count as an orphan. New deliveries of this partition start only in this loop.
     held = worker.acks.entries(part) | {(t, e) for p, t, e in worker.inflight if p == part}
-    inherited = worker.inherited.get(part)
+    inherited = own.inherited
     count = MAX_LOOK if inherited is None else min(MAX_LOOK, len(held) + free)
     rows, more = await drive_once_async(client, own_pending_plan(
         keys, worker.group, worker.consumer, worker.topics, count))
@@ -75,7 +85,7 @@ async def start_orphans(worker: ReadingHost, keys: PartitionKeys, client: AsyncC
     orphans = [(topic, eid) for topic, eid in rows
                if (topic, eid) not in held and (part, topic, eid) not in worker.inflight]
     if inherited is None:  # the first look: an earlier process of this name left these
-        worker.inherited[part] = set(orphans)
+        own.inherited = set(orphans)
         if orphans:
             log.warning("%d job(s) were pending for consumer %s before this worker started; "
                         "they are re-queued after their ttr", len(orphans), worker.consumer)
@@ -115,6 +125,7 @@ async def read_loop(worker: ReadingHost, keys: PartitionKeys) -> None:
     turn = 0
     failures = 0
     next_look = 0.0
+    own = OwnPending()
     try:
         while not worker.stopping:
             if worker.free_slots() <= 0:
@@ -123,12 +134,12 @@ async def read_loop(worker: ReadingHost, keys: PartitionKeys) -> None:
             if time.monotonic() >= next_look:  # between reads: no read of ours in flight
                 next_look = time.monotonic() + worker.reclaim_interval
                 try:
-                    await start_orphans(worker, keys, blocking)
+                    await start_orphans(worker, keys, blocking, own)
                 except RETRYABLE as exc:
                     log.warning("could not look at the own pending list (%s)", exc)
                 if worker.free_slots() <= 0:
                     continue
-            active = [t for t in topics if t not in worker.paused and t not in worker.limited]
+            active = worker.views.plain(topics)
             if not active:  # every topic paused or limited (limiting.py takes those): look
                 # again when the paused set may change
                 await asyncio.sleep(REFRESH_S)

@@ -5,7 +5,6 @@ each other (docs/design.md). ``worker.Worker`` is both.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Collection, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -18,6 +17,7 @@ from ..redis_io.topology import AsyncClient
 from ..telemetry.lateness import LatenessRecorder
 from .acks import PendingAcks
 from .delivery import Delivery
+from .views import TopicViews
 
 T = TypeVar("T")
 
@@ -97,9 +97,9 @@ class UpkeepHost(Protocol):
 class ReadingHost(UpkeepHost, Protocol):
     """What the read loops need of a worker on top of ``UpkeepHost``."""
 
-    paused: frozenset[str]  # topics this worker does not start now (consumer/pausing.py)
-    limited: frozenset[str]  # topics taken through their limit (consumer/limiting.py)
-    limits_changed: asyncio.Event  # set when ``limited`` changes
+    @property
+    def views(self) -> TopicViews:
+        """The paused and limited topics (written by the pause and limit watches only)."""
 
     @property
     def block(self) -> float:
@@ -112,10 +112,6 @@ class ReadingHost(UpkeepHost, Protocol):
     @property
     def acks(self) -> PendingAcks:
         """Acknowledgements not written yet."""
-
-    @property
-    def inherited(self) -> dict[int, set[tuple[str, str]]]:
-        """Per partition, own pending entries an earlier process of this name left."""
 
     def free_slots(self) -> int:
         """Handlers this worker can start now."""

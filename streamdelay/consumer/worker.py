@@ -48,6 +48,7 @@ from .delivery import (
 )
 from .dispatcher import Dispatcher
 from .supervise import cancel_all, supervised, threads_finish
+from .views import TopicViews
 
 log = logging.getLogger("streamdelay.worker")
 F = TypeVar("F", bound=HandlerFn)
@@ -100,14 +101,9 @@ class Worker:
         self.counts = {"handled": 0, "retried": 0, "dead": 0, "released": 0, "reclaimed": 0}
         self.partitions: tuple[PartitionKeys, ...] = partition_keys(config.name, config.partitions)
         self.acks = PendingAcks()
-        # per partition: own pending entries an earlier process of this name left
-        # (consumer/reading.py)
-        self.inherited: dict[int, set[tuple[str, str]]] = {}
         # (partition, job id) -> the delivery whose handler runs that job in this process
         self.running_jobs: dict[tuple[int, str], Delivery] = {}
-        self.paused: frozenset[str] = frozenset()  # topics not started here (consumer/pausing.py)
-        self.limited: frozenset[str] = frozenset()  # taken through a limit (consumer/limiting.py)
-        self.limits_changed = asyncio.Event()
+        self.views = TopicViews()  # paused and limited topics (pausing.py, limiting.py write it)
         self._ack_wake = asyncio.Event()
         self._slot_free = asyncio.Event()
         self._stopping = asyncio.Event()
@@ -202,7 +198,7 @@ class Worker:
     def stop(self) -> None:
         """Ask the worker to stop gracefully (call from the worker's event loop)."""
         self._stopping.set()
-        self.limits_changed.set()  # idle take loops (consumer/limiting.py) see the stop at once
+        self.views.changed.set()  # idle take loops (consumer/limiting.py) see the stop at once
         if self._dispatcher is not None:
             self._dispatcher.stop()
 
@@ -226,7 +222,6 @@ class Worker:
                 loop.add_signal_handler(sig, self._on_signal)
         self._executor = ThreadPoolExecutor(self.concurrency, thread_name_prefix="streamdelay")
         self._ack_wake, self._slot_free = asyncio.Event(), asyncio.Event()
-        self.inherited = {}
         if not self._stopping.is_set():
             self._stopping = asyncio.Event()
         if not await self._register_unless_stopped():
@@ -235,7 +230,7 @@ class Worker:
                     loop.remove_signal_handler(sig)
             return
         await pausing.load(self)  # a paused topic stays paused across restarts
-        self.limits_changed = asyncio.Event()
+        self.views.changed = asyncio.Event()
         await limiting.load(self)  # a limited topic is never read past its limit
         upkeep_tasks = self._start_upkeep(until_idle)
         background = [self._start_loop("read", partial(reading.read_loop, self, k))
@@ -327,6 +322,11 @@ class Worker:
     # --- reading ------------------------------------------------------------------------
 
     @property
+    def paused(self) -> frozenset[str]:
+        """The topics paused now, as this worker last read them (docs/operations.md)."""
+        return self.views.paused
+
+    @property
     def stopping(self) -> bool:
         """True once ``stop()`` was called."""
         return self._stopping.is_set()
@@ -352,7 +352,7 @@ class Worker:
         """Start a handler task for one delivery, unless this worker already holds it."""
         if delivery.key in self.inflight:
             return False
-        if delivery.topic in self.paused:  # read just before the pause reached us
+        if delivery.topic in self.views.paused:  # read just before the pause reached us
             pausing.hand_back(self, delivery, fields)
             return False
         self.inflight[delivery.key] = delivery
