@@ -14,8 +14,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from ..limits.plans import CONCURRENCY, DRAINED, RATE, limits_key, parse_limits, parse_take
-from ..limits.plans import take_call as take_call
+from ..limits.plans import (
+    CONCURRENCY,
+    DRAINED,
+    RATE,
+    limits_key,
+    parse_limits,
+    parse_take,
+    take_call,
+)
 from ..limits.rates import TopicLimit
 from ..protocol.keys import PartitionKeys
 from ..protocol.plan import Command, Commands, Plan
