@@ -27,7 +27,8 @@ async def settle_failure(worker: UpkeepHost, delivery: Delivery, settlement: Set
     keys = worker.partitions[delivery.partition]
     outcome = await worker.run_plan(fail_plan(
         keys, worker.group, delivery.topic, delivery.job_id, delivery.entry_id,
-        settlement.delay_ms, settlement.kind == "dead", settlement.error), "fail")
+        settlement.delay_ms, settlement.kind == "dead", settlement.error,
+        delivery.keep_result_ms), "fail")
     if worker.metrics is not None:
         worker.metrics.settled(delivery, ("dropped", "retried", "dead")[outcome.outcome])
     if outcome.outcome == 0 and settlement.kind == "dead":  # an entry no job stands behind
@@ -46,8 +47,10 @@ async def settle_failure(worker: UpkeepHost, delivery: Delivery, settlement: Set
                     extra=job_fields(worker, delivery))
 
 
-async def send_acks(worker: UpkeepHost, partition: int, flat: list[str]) -> None:
-    """One ``ackJobs`` call for a batch of ``topic, job id, entry id`` of one partition."""
+async def send_acks(worker: UpkeepHost, partition: int, flat: list[str],
+                    results: list[Any] | None = None) -> None:
+    """One ``ackJobs`` call for a batch of ``topic, job id, entry id`` of one partition, with
+    the results it keeps (``acks.PendingAcks.flush``)."""
     keys = worker.partitions[partition]
     keep_ms = validation.delay_ms(worker.config.keep_done)
-    await worker.run_plan(ack_plan(keys, worker.group, keep_ms, flat), "ack")
+    await worker.run_plan(ack_plan(keys, worker.group, keep_ms, flat, results or ()), "ack")

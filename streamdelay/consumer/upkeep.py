@@ -8,6 +8,7 @@ import asyncio
 import logging
 import random
 import time
+from typing import Any
 
 from ..base.errors import LayoutError
 from ..engine.constants import PRUNE_EVERY_S
@@ -25,6 +26,9 @@ from .upkeep_host import UpkeepHost
 
 log = logging.getLogger("streamdelay.worker")
 HEARTBEAT_TICK = 0.2
+# A delivery whose handler reported progress is touched this soon after its last touch (else
+# at a third of its ttr), carrying the value: progress shows within about a second
+PROGRESS_EVERY = 1.0
 TOUCH_BATCH = 500
 IDLE_TICK = 0.1
 # Consumers that own nothing and were silent PRUNE_IDLE_S are removed (one per worker process
@@ -49,12 +53,20 @@ async def touch(worker: UpkeepHost, deliveries: list[Delivery], *, quiet: bool =
         keys = worker.partitions[partition]
         for chunk in batches(batch, TOUCH_BATCH):
             flat: list[str] = []
-            for delivery in chunk:
+            progress: list[Any] = []  # the latest value of each delivery that reported one
+            sent: list[bytes | None] = []
+            for position, delivery in enumerate(chunk, 1):
                 flat.extend((delivery.topic, delivery.entry_id))
+                sent.append(delivery.progress)
+                if delivery.progress is not None:  # kept alive over two touch intervals
+                    progress.extend((position, delivery.job_id, max(delivery.ttr_ms, 1000) * 2,
+                                     delivery.progress))
             now = time.monotonic()
             lost_ids = await worker.run_plan(touch_plan(keys, worker.group, worker.consumer,
-                                                        flat), "heartbeat")
-            for delivery in chunk:
+                                                        flat, progress), "heartbeat")
+            for delivery, value in zip(chunk, sent, strict=True):
+                if delivery.progress is value:  # none reported meanwhile
+                    delivery.progress_fresh = False
                 delivery.last_touch = now
                 if delivery.entry_id in lost_ids and not delivery.lost:
                     delivery.lost = True
@@ -76,7 +88,8 @@ async def heartbeat_loop(worker: UpkeepHost) -> None:
         await asyncio.sleep(HEARTBEAT_TICK)
         now = time.monotonic()
         due = [d for d in list(worker.inflight.values())
-               if now - d.last_touch >= d.ttr_ms / 3000.0]
+               if now - d.last_touch >= (min(PROGRESS_EVERY, d.ttr_ms / 3000.0)
+                                         if d.progress_fresh else d.ttr_ms / 3000.0)]
         if due:
             await touch(worker, due)
 

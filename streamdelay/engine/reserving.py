@@ -286,5 +286,6 @@ def _reserved(cfg: QueueSpec, args: ReserveArgs, job: Job, backoff: BackoffPolic
     retry_ms = failure_delay_ms(backoff or cfg.backoff, job.attempt)
     receipt = signed(bounded(Receipt(RECEIPT_VERSION, cfg.name, job.partition, args.topic,
                                      job.id, job.entry_id, args.group, args.consumer,
-                                     job.attempt, job.due, ttr_ms, retry_ms)), key)
+                                     job.attempt, job.due, ttr_ms, retry_ms,
+                                     keep_ms=job.keep_result_ms)), key)
     return Reserved(job, receipt, encode_receipt(receipt))

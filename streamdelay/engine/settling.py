@@ -7,6 +7,7 @@ partition; a reservation settles one receipt (docs/pull.md, docs/worker.md#ackno
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ..base import validation
 from ..base.errors import StaleReceipt, ValidationError
@@ -14,7 +15,9 @@ from ..protocol.deliveries import ERROR_TEXT_LIMIT, ack_call, fail_call, release
 from ..protocol.keys import PartitionKeys
 from ..protocol.plan import Plan
 from ..protocol.replies import FailReply, parse_fail, texts
-from ..protocol.scripts import script
+from ..protocol.results import encode_result
+from ..protocol.scripts import Arg, script
+from ..protocol.spec import QueueSpec
 from .receipts import Receipt, ReceiptKey, check_receipt_plan
 
 Triple = tuple[str, str, str]  # topic, job id, entry id
@@ -22,26 +25,30 @@ Triple = tuple[str, str, str]  # topic, job id, entry id
 
 # --- by delivery (the Worker, and the dead-lettering of a reserve round) -----------------
 
-def ack_plan(keys: PartitionKeys, group: str, keep_done_ms: int, flat: Sequence[str]
-             ) -> Plan[int]:
-    """Acknowledge ``topic, job id, entry id`` triples of one partition; how many were
+def ack_plan(keys: PartitionKeys, group: str, keep_done_ms: int, flat: Sequence[str],
+             results: Sequence[Arg] = ()) -> Plan[int]:
+    """Acknowledge ``topic, job id, entry id`` triples of one partition, keeping the results
+    given as ``position, keep ms, encoded result`` (docs/results.md); how many were
     current."""
-    return int((yield ack_call(keys, group, keep_done_ms, flat)))
+    return int((yield ack_call(keys, group, keep_done_ms, flat, results)))
 
 
 def fail_plan(keys: PartitionKeys, group: str, topic: str, job_id: str, entry_id: str,
-              delay_ms: int, dead: bool, error: str) -> Plan[FailReply]:
+              delay_ms: int, dead: bool, error: str, keep_result_ms: int = 0
+              ) -> Plan[FailReply]:
     """Retry one delivery after ``delay_ms`` or dead-letter it (``dead``, or its last
-    attempt); outcome 0: the delivery was not current."""
+    attempt; its error kept as its result ``keep_result_ms``); outcome 0: the delivery was
+    not current."""
     return parse_fail((yield fail_call(keys, group, topic, job_id, entry_id, delay_ms, dead,
-                                       error[:ERROR_TEXT_LIMIT])))
+                                       error[:ERROR_TEXT_LIMIT], keep_result_ms)))
 
 
-def touch_plan(keys: PartitionKeys, group: str, consumer: str, flat: Sequence[str]
-               ) -> Plan[set[str]]:
-    """Reset the idle time of ``topic, entry id`` pairs of ``consumer``; the entry ids it no
-    longer owns (reclaimed, cancelled, settled)."""
-    return set(texts((yield touch_call(keys, group, consumer, flat))))
+def touch_plan(keys: PartitionKeys, group: str, consumer: str, flat: Sequence[str],
+               progress: Sequence[Arg] = ()) -> Plan[set[str]]:
+    """Reset the idle time of ``topic, entry id`` pairs of ``consumer``, storing the progress
+    given as ``position, job id, ttl ms, JSON value`` (docs/results.md#progress); the entry
+    ids it no longer owns (reclaimed, cancelled, settled)."""
+    return set(texts((yield touch_call(keys, group, consumer, flat, progress))))
 
 
 def release_plan(keys: PartitionKeys, group: str, flat: Sequence[str], later_ms: int = 0
@@ -69,13 +76,19 @@ def _keys(queue: str, receipt: Receipt) -> PartitionKeys:
     return PartitionKeys(queue, receipt.partition)
 
 
-def ack_receipt_plan(queue: str, key: ReceiptKey, keep_done_ms: int, receipt: Receipt
+def ack_receipt_plan(spec: QueueSpec, key: ReceiptKey, receipt: Receipt, result: Any = None
                      ) -> Plan[None]:
-    """Acknowledge a reservation; ``StaleReceipt`` when it was not current,
-    ``ValidationError`` when the receipt is not signed by the queue (``key``)."""
-    yield from check_receipt_plan(queue, key, receipt)
-    if not (yield from ack_plan(_keys(queue, receipt), receipt.group, keep_done_ms,
-                                [receipt.topic, receipt.id, receipt.entry])):
+    """Acknowledge a reservation, keeping ``result`` when its job keeps one
+    (docs/results.md); ``StaleReceipt`` when it was not current, ``ValidationError`` when the
+    receipt is not signed by the queue (``key``) or the result is too big (nothing written)."""
+    kept: tuple[Arg, ...] = ()
+    if receipt.keep_ms:
+        kept = (1, receipt.keep_ms, encode_result(result, spec.serializer,
+                                                  spec.max_result_bytes))
+    yield from check_receipt_plan(spec.name, key, receipt)
+    if not (yield from ack_plan(_keys(spec.name, receipt), receipt.group,
+                                validation.delay_ms(spec.keep_done),
+                                [receipt.topic, receipt.id, receipt.entry], kept)):
         raise stale(receipt, "ack")
 
 
@@ -92,18 +105,23 @@ def fail_receipt_plan(queue: str, key: ReceiptKey, receipt: Receipt, error: obje
              else validation.delay_ms(retry_delay, "retry_delay"))
     yield from check_receipt_plan(queue, key, receipt)
     outcome = yield from fail_plan(_keys(queue, receipt), receipt.group, receipt.topic,
-                                   receipt.id, receipt.entry, delay, dead, error)
+                                   receipt.id, receipt.entry, delay, dead, error,
+                                   receipt.keep_ms)
     if outcome.outcome == 0:
         raise stale(receipt, "fail")
     return "dead" if outcome.dead else "retried"
 
 
-def touch_receipt_plan(queue: str, key: ReceiptKey, receipt: Receipt) -> Plan[None]:
-    """Heartbeat a reservation (its ttr counts from now); ``StaleReceipt`` when its consumer
-    no longer holds it."""
+def touch_receipt_plan(queue: str, key: ReceiptKey, receipt: Receipt, progress: Any = None
+                       ) -> Plan[None]:
+    """Heartbeat a reservation (its ttr counts from now), storing ``progress`` when given
+    (docs/results.md#progress); ``StaleReceipt`` when its consumer no longer holds it."""
+    reported: tuple[Arg, ...] = ()
+    if progress is not None:
+        reported = (1, receipt.id, max(receipt.ttr_ms, 1000) * 2, validation.progress(progress))
     yield from check_receipt_plan(queue, key, receipt)
     if (yield from touch_plan(_keys(queue, receipt), receipt.group, receipt.consumer,
-                              [receipt.topic, receipt.entry])):
+                              [receipt.topic, receipt.entry], reported)):
         raise stale(receipt, "touch")
 
 

@@ -17,7 +17,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..base.models import Delay, Job
-from ..base.validation import delay_ms
 from ..engine.constants import DEFAULT_GROUP, REFRESH_S, default_consumer_name
 from ..engine.receipts import Receipt, ReceiptKey, decode_receipt
 from ..engine.reserving import (
@@ -85,9 +84,10 @@ class Reservation(_ReservationData):
         super().__init__(receipt, text, job)
         self._queue = queue
 
-    def ack(self) -> None:
-        """The job is done: it is forgotten (or kept as a ``done`` tombstone, ``keep_done``)."""
-        self._queue._settle(self._queue._ack_plan(self._receipt))
+    def ack(self, result: Any = None) -> None:
+        """The job is done: it is forgotten (or kept as a ``done`` tombstone, ``keep_done``);
+        ``result`` is kept for the job's ``keep_result`` (docs/results.md)."""
+        self._queue._settle(self._queue._ack_plan(self._receipt, result))
 
     def fail(self, error: str, retry_delay: Delay | None = None, dead: bool = False) -> str:
         """The attempt failed: the job comes back after ``retry_delay`` seconds (None: its
@@ -98,10 +98,11 @@ class Reservation(_ReservationData):
             dead))
         return result
 
-    def touch(self) -> None:
-        """Heartbeat: the ttr counts again from now (a worker does this every ttr/3)."""
+    def touch(self, progress: Any = None) -> None:
+        """Heartbeat: the ttr counts again from now (a worker does this every ttr/3); with
+        ``progress`` (a number or a small JSON value), ``get`` shows it while the job runs."""
         self._queue._settle(touch_receipt_plan(self._queue.config.name, self._queue._key(),
-                                                     self._receipt))
+                                               self._receipt, progress))
 
     def release(self) -> bool:
         """Hand the job back at once, no attempt spent: it goes to the tail of its topic for
@@ -118,9 +119,9 @@ class AsyncReservation(_ReservationData):
         super().__init__(receipt, text, job)
         self._queue = queue
 
-    async def ack(self) -> None:
+    async def ack(self, result: Any = None) -> None:
         """The job is done; see ``Reservation.ack``."""
-        await self._queue._settle(self._queue._ack_plan(self._receipt))
+        await self._queue._settle(self._queue._ack_plan(self._receipt, result))
 
     async def fail(self, error: str, retry_delay: Delay | None = None, dead: bool = False
                    ) -> str:
@@ -130,10 +131,10 @@ class AsyncReservation(_ReservationData):
             dead))
         return result
 
-    async def touch(self) -> None:
-        """Heartbeat; see ``Reservation.touch``."""
+    async def touch(self, progress: Any = None) -> None:
+        """Heartbeat, with an optional progress; see ``Reservation.touch``."""
         await self._queue._settle(touch_receipt_plan(self._queue.config.name, self._queue._key(),
-                                                     self._receipt))
+                                                     self._receipt, progress))
 
     async def release(self) -> bool:
         """Hand the job back, no attempt spent; see ``Reservation.release``."""
@@ -168,9 +169,8 @@ class _PullFace:
             self._pull_consumer = default_consumer_name()
         return self._pull_state.key
 
-    def _ack_plan(self, receipt: Receipt) -> Plan[None]:
-        return ack_receipt_plan(self.config.name, self._key(), delay_ms(self.config.keep_done),
-                                receipt)
+    def _ack_plan(self, receipt: Receipt, result: Any) -> Plan[None]:
+        return ack_receipt_plan(self.config, self._key(), receipt, result)
 
     def _receipt(self, receipt: str) -> Receipt:
         return decode_receipt(receipt, self.config.name, self.config.partitions)

@@ -34,6 +34,7 @@ from ..redis_io.lane import Lane
 from ..redis_io.runner import drive_async, drive_sync
 from ..redis_io.topology import AsyncClient, SyncClient, async_client, sync_client
 from . import plans
+from .awaiting import AsyncResults, SyncResults
 from .coalesce import EnqueueCoalescer
 from .enqueuing import (
     PreparedJob,
@@ -90,7 +91,7 @@ class _QueueFace:
         return view
 
 
-class Queue(_QueueFace, SyncPull, ScheduleMethods, SearchMethods):
+class Queue(_QueueFace, SyncPull, SyncResults, ScheduleMethods, SearchMethods):
     """A queue on Redis, blocking API. ``Queue("orders", url="redis://localhost:6379/0")``.
 
     Options (``ttr``, ``max_attempts``, ``backoff``, ``handler_timeout``, ``keep_done``,
@@ -155,14 +156,17 @@ class Queue(_QueueFace, SyncPull, ScheduleMethods, SearchMethods):
         headers: dict[str, str] | None = None,
         replace: bool = False,
         max_wait: Delay | None = None,
+        keep_result: Delay | None = None,
     ) -> EnqueueResult:
         """Schedule one job ``delay`` seconds from now (server clock) or ``at`` a time.
 
         ``replace=True`` replaces a job of the same id (body, options, due time);
         ``max_wait`` with it: the due time never moves past the first enqueue of the id plus
-        ``max_wait`` (debounce, docs/producer.md#debounce)."""
+        ``max_wait`` (debounce, docs/producer.md#debounce). ``keep_result``: seconds its
+        result is kept once it ended (default: the queue's; docs/results.md)."""
         job = prepare_values(self.config, topic, body, delay, at, id, ttr, max_attempts, backoff,
-                             headers, replace, max_wait)  # bad input raises here, before any I/O
+                             headers, replace, max_wait,
+                             keep_result)  # bad input raises here, before any I/O
         result: EnqueueResult = self._run(prepared_one_plan(self.config, job), checked=True)
         return result
 
@@ -268,7 +272,7 @@ class Queue(_QueueFace, SyncPull, ScheduleMethods, SearchMethods):
         self.close()
 
 
-class AsyncQueue(_QueueFace, AsyncPull, AsyncScheduleMethods, AsyncSearchMethods):
+class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncScheduleMethods, AsyncSearchMethods):
     """The same queue with awaitable methods, for asyncio producers.
 
     Concurrent ``enqueue`` calls are coalesced: while one ``enqueueJobsV2`` call of a partition is
@@ -326,6 +330,7 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncScheduleMethods, AsyncSearchMethods
         headers: dict[str, str] | None = None,
         replace: bool = False,
         max_wait: Delay | None = None,
+        keep_result: Delay | None = None,
     ) -> EnqueueResult:
         """Schedule one job; see ``Queue.enqueue``.
 
@@ -333,7 +338,7 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncScheduleMethods, AsyncSearchMethods
         are sent together in the next round trip; each gets its own result or error.
         """
         job = prepare_values(self.config, topic, body, delay, at, id, ttr, max_attempts,
-                             backoff, headers, replace, max_wait)
+                             backoff, headers, replace, max_wait, keep_result)
         return await self._coalescer.enqueue(job)
 
     async def enqueue_many(self, specs: Iterable[JobSpec]) -> list[EnqueueResult]:

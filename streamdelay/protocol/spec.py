@@ -50,6 +50,14 @@ class QueueSpec(Protocol):
         """Seconds a finished job's tombstone is kept (0: none)."""
 
     @property
+    def keep_result(self) -> float:
+        """Default seconds a job's result is kept (0: none; docs/results.md)."""
+
+    @property
+    def max_result_bytes(self) -> int:
+        """The largest encoded result kept."""
+
+    @property
     def max_body_bytes(self) -> int:
         """The largest body accepted (and opened by a consumer)."""
 
@@ -71,5 +79,7 @@ def check_spec(spec: QueueSpec) -> None:
     if spec.handler_timeout is not None:
         validation.seconds(spec.handler_timeout, "handler_timeout", minimum=0.001)
     validation.seconds(spec.keep_done, "keep_done")
+    validation.seconds(spec.keep_result, "keep_result")
+    validation.positive_int(spec.max_result_bytes, "max_result_bytes", 512 << 20)
     validation.positive_int(spec.max_body_bytes, "max_body_bytes", 512 << 20)
     validation.seconds(spec.past_tolerance, "past_tolerance")

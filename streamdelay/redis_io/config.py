@@ -38,6 +38,8 @@ class QueueConfig:
     backoff: BackoffPolicy = field(default_factory=Backoff)
     handler_timeout: float | None = 300.0
     keep_done: float = 0.0
+    keep_result: float = 0.0  # default seconds a job's result is kept (docs/results.md)
+    max_result_bytes: int = 64 << 10
     max_body_bytes: int = 1 << 20
     past_tolerance: float = 3600.0
     socket_timeout: float = 10.0
