@@ -13,6 +13,8 @@ from typing import Any, TypeVar
 import pytest
 
 import streamdelay as sd
+from streamdelay.engine.constants import REQUEUE_BATCH
+from streamdelay.engine.upkeep import claim_plan
 from streamdelay.producer import plans
 from streamdelay.producer.enqueuing import (
     ENQUEUE_BATCH,
@@ -139,18 +141,18 @@ def test_claim_plan_walks_the_pending_list_to_its_end_then_prunes() -> None:
         return {"HGETALL": [b"mail", b"workers"], "requeueStuckV2": None,
                 "pruneConsumers": [b"gone-1"]}[name_of(step)] or next(cursors)
 
-    result, steps = drive(plans.claim_plan(CFG, "workers", None, None, None), answer)
+    result, steps = drive(claim_plan(CFG.name, CFG.partitions, "workers", None, None, None), answer)
     assert (result.moved, result.dead, result.cleaned, result.removed) == (
         ["a", "b"], ["c"], 1, ["gone-1"])
     walks = [s for s in steps if name_of(s) == "requeueStuckV2"]
     assert [w.args[2] for w in walks if isinstance(w, ScriptCall)] == ["-", "5-0"]
-    assert all(isinstance(w, ScriptCall) and w.args[3:] == (plans.SCAN_BATCH, -1, "")
+    assert all(isinstance(w, ScriptCall) and w.args[3:] == (REQUEUE_BATCH, -1, "")
                for w in walks)
 
 
 def test_claim_plan_refuses_a_group_that_serves_nothing() -> None:
     with pytest.raises(sd.GroupNotFound, match="group"):
-        drive(plans.claim_plan(CFG, "nobody", None, None, None), lambda step: [])
+        drive(claim_plan(CFG.name, CFG.partitions, "nobody", None, None, None), lambda step: [])
 
 
 def test_get_plan_reads_a_reserved_job() -> None:
