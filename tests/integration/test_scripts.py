@@ -216,7 +216,3 @@ def test_enqueue_script_rejects_malformed_arguments(queue: sd.Queue) -> None:
     with pytest.raises(sd.ScriptError, match="BAD_ARGS"):
         call(queue.client, "enqueueJobsV2", keys, [0, 0, "id", "t", "r"])
     assert queue.client.exists(keys.jobs, keys.delayed) == 0
-
-
-
-
