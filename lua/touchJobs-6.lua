@@ -8,10 +8,14 @@
 -- Flags: allow-oom (a heartbeat adds nothing, so jobs in flight are not lost while Redis is full).
 -- A delivery holding a limit lease (docs/limits.md) has it moved on to its job's ttr from now.
 -- Retry-safe: touching twice only resets the idle time twice.
+-- Events (docs/events.md): 'started' on a delivery's first heartbeat (its delivery count goes
+--  from 1 to 2), when the queue keeps events.
 -- @include server_time
 -- @include keys
 -- @include release_lease
 -- @include parse_record
+-- @include emit_event
+-- @include touch_started
 
 local group, me = ARGV[1], ARGV[2]
 local lost = {}
@@ -23,7 +27,7 @@ for b = 3, #ARGV, 2 do
   -- not an error that would cost the other deliveries of the batch their heartbeat
   local row = redis.pcall('XPENDING', sk, group, eid, eid, 1)
   if type(row) == 'table' and not row.err and row[1] and row[1][2] == me then
-    redis.call('XCLAIM', sk, group, me, 0, eid, 'JUSTID')
+    redis.call('XCLAIM', sk, group, me, 0, eid, 'RETRYCOUNT', touch_started(ARGV[b], eid, row[1]), 'JUSTID')
     if check_lease_keys(ARGV[b]) and redis.call('ZSCORE', leases_key(ARGV[b]), eid) then
       now = now or server_time()
       local e = redis.call('XRANGE', sk, eid, eid)[1]

@@ -23,6 +23,7 @@ from .base.errors import (
     StreamdelayError,
     ValidationError,
 )
+from .base.events import JobEvent
 from .base.models import (
     Backoff,
     ClaimResult,
@@ -71,6 +72,7 @@ __all__ = [
     "EnqueueResult",
     "GroupNotFound",
     "Job",
+    "JobEvent",
     "JobInfo",
     "JobNotFound",
     "JobPage",

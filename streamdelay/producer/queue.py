@@ -35,6 +35,7 @@ from ..redis_io.topology import AsyncClient, SyncClient, async_client, sync_clie
 from . import plans
 from .coalesce import EnqueueCoalescer
 from .enqueuing import PreparedJob, enqueue_prepared_plan, prepare_values, prepared_one_plan
+from .events import AsyncEventMethods, EventMethods
 from .listing import JobPage, jobs_plan
 from .pausing import set_paused_plan
 from .pull import AsyncPull, SyncPull
@@ -83,7 +84,7 @@ class _QueueFace:
         return view
 
 
-class Queue(_QueueFace, SyncPull, ScheduleMethods, SearchMethods):
+class Queue(_QueueFace, SyncPull, ScheduleMethods, SearchMethods, EventMethods):
     """A queue on Redis, blocking API. ``Queue("orders", url="redis://localhost:6379/0")``.
 
     Options (``ttr``, ``max_attempts``, ``backoff``, ``handler_timeout``, ``keep_done``,
@@ -126,7 +127,7 @@ class Queue(_QueueFace, SyncPull, ScheduleMethods, SearchMethods):
         if not checked:
             plan = plans.validated(plan)  # bad input is refused before Redis is touched
         agree_partitions_sync(self.client, cfg.url, cfg.name, cfg.partitions, cfg.retry_for,
-                              create)
+                              create, cfg.events_bound)
         return drive_sync(self.client, plan, cfg.retry_for, cfg.durability,
                           self._lane if checked else None)
 
@@ -258,7 +259,8 @@ class Queue(_QueueFace, SyncPull, ScheduleMethods, SearchMethods):
         self.close()
 
 
-class AsyncQueue(_QueueFace, AsyncPull, AsyncScheduleMethods, AsyncSearchMethods):
+class AsyncQueue(_QueueFace, AsyncPull, AsyncScheduleMethods, AsyncSearchMethods,
+                 AsyncEventMethods):
     """The same queue with awaitable methods, for asyncio producers.
 
     Concurrent ``enqueue`` calls are coalesced: while one ``enqueueJobsV2`` call of a partition is
@@ -295,7 +297,7 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncScheduleMethods, AsyncSearchMethods
         cfg = self.config
         plan = plans.validated(plan)  # bad input is refused before Redis is touched
         await agree_partitions_async(self.client, cfg.url, cfg.name, cfg.partitions,
-                                     cfg.retry_for, create)
+                                     cfg.retry_for, create, cfg.events_bound)
         return await drive_async(self.client, plan, cfg.retry_for, durability=cfg.durability)
 
     async def _operate(self, plan: Plan[Any]) -> Any:
