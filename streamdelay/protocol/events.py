@@ -91,7 +91,7 @@ class EventMerger:
 
     ``add`` takes one read's entries of a partition (and whether the read was full: more may
     follow right away); ``ready`` gives the events that can be yielded in time order, holding
-    back what a full partition's next page could still precede.
+    back what a full partition's next page (or a partition not read yet) could still precede.
     """
 
     def __init__(self, ids: Sequence[str], topic: str | None = None) -> None:
@@ -100,6 +100,7 @@ class EventMerger:
         self.topic = topic
         self._pending: list[tuple[tuple[int, int], int, str, dict[str, str]]] = []
         self._horizon: dict[int, tuple[int, int]] = {}  # full partitions: their last read id
+        self._unread = set(range(len(self.ids)))  # partitions not read once yet: hold all back
 
     def read_ids(self) -> list[str]:
         """Where the next read of each partition starts: after what was read already."""
@@ -113,6 +114,7 @@ class EventMerger:
             full: bool) -> None:
         """One read of ``partition``: its entries, oldest first; ``full``: the read hit its
         COUNT (the partition's next entries are not known yet)."""
+        self._unread.discard(partition)
         last = None
         for eid, fields in entries:
             self._pending.append((_order(eid), partition, eid, fields))
@@ -124,6 +126,8 @@ class EventMerger:
 
     def ready(self) -> list[JobEvent]:
         """The events that no partition's unread entries can precede, oldest first."""
+        if self._unread:
+            return []
         limit = min(self._horizon.values(), default=None)
         self._pending.sort(key=lambda row: (row[0], row[1]))
         out: list[JobEvent] = []
