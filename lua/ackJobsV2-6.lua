@@ -4,7 +4,8 @@
 -- ARGV[1] group, ARGV[2] keep_done ms (0: forget the job; > 0: keep a 'c' tombstone that long)
 -- then 3 values per delivery: topic, job id, stream entry id
 -- Returns the number of deliveries that were still current (a cancelled, replaced or reclaimed
--- job's stale delivery is acknowledged in the stream but leaves the job alone).
+-- job's stale delivery is acknowledged in the stream but leaves the job alone, except that a job
+-- held behind it, rescheduled or replaced while it ran, is freed: includes/hold.lua).
 -- Also forgets expired tombstones: at least as many as the call could create, plus 100.
 -- Batched: one XACK and one XDEL per topic, one HMGET of every record, one HDEL (or HSET and
 -- ZADD for tombstones) for the batch; a job named twice settles once, as one call per delivery
@@ -27,6 +28,8 @@
 -- @include parse_record
 -- @include hmget_many
 -- @include full_record
+-- @include wake_if_head
+-- @include hold
 -- @include emit_event
 -- @include emit_started
 
@@ -92,6 +95,8 @@ if #ids > 0 then
         gone[#gone + 1] = id
       end
       settled = settled + 1
+    elseif state == 'd' and entry == eid then -- its job was rescheduled while it ran: now free
+      release_hold(id, eid)
     end
   end
   if #gone > 0 then write_many('HDEL', K_JOBS, gone) end

@@ -20,7 +20,7 @@ local raw = redis.call('HGET', K_SCHED, name)
 if not raw then return {0, 0} end
 local s = parse_schedule(raw)
 local cancelled = 0
-if s then cancelled = cancel_ahead(s, name, now) end
+if s then cancelled = cancel_ahead(s, name, now, false) end
 redis.call('HDEL', K_SCHED, name)
 redis.call('ZREM', K_SCHED_NEXT, name)
 return {1, cancelled}

@@ -14,7 +14,9 @@
 -- Returns one value per job, in ARGV order: the due time in epoch ms (a number, > 0) when the job
 -- was created; else the string '<state>:<due_ms>' of the job now under that id: the existing
 -- job's state letter (d, s, x, c; '?' and due 0 for a record that does not parse) and due time
--- when replace is '0', 'd:<new due_ms>' when replace rewrote it.
+-- when replace is '0', 'd:<new due_ms>' when replace rewrote it. A job replaced while a consumer
+-- runs it keeps that delivery and is held behind it (includes/hold.lua): it starts at its due
+-- time but not before that delivery has settled or its lease has expired.
 -- A relative due time is counted from the server clock in µs and rounded up to the next ms
 -- (created_ms too, so that due_ms - created_ms is the delay).
 -- Errors: 'SDERR AT_IN_PAST <id>' (nothing written), 'SDERR BAD_ARGS', 'SDERR WRONG_TYPE <key>
@@ -36,6 +38,8 @@
 -- @include due_after
 -- @include resolve_due
 -- @include parse_record
+-- @include build_record
+-- @include hold
 -- @include emit_event
 
 local now, now_us = server_time()
@@ -82,6 +86,8 @@ for i = 0, n - 1 do
   local old = olds[i + 1] and parse_record(olds[i + 1])
   if old and old.state == 's' then refuse_wrong_type(stream_key(old.topic), 'stream') end
   if old and old.state == 'x' then refuse_wrong_type(dead_key(old.topic), 'stream') end
+  -- one a consumer may run is held behind its run, noted in PREFIX holds (includes/hold.lua)
+  if old and old.entry ~= '' and (old.state == 's' or old.state == 'd') then check_hold_keys() end
 end
 local seen = {}
 local records, entries, counts = {}, {}, {}
@@ -118,9 +124,12 @@ for i = 0, n - 1 do
   if old_raw and string.byte(replace, 1) ~= 49 then -- 49: '1'
     out[i + 1] = string.format('%s:%d', old and old.state or '?', old and old.due or 0)
   else
+    -- a job a consumer runs keeps that delivery and is held behind it (includes/hold.lua)
+    local held, not_before = nil, nil
     if old then
       flush()
-      detach(old, id)
+      held, not_before = hold_of(old, id, now)
+      if not held or old.state == 'd' then detach(old, id) end
     end
     local due, born = dues[i], created
     local max_wait = replace ~= '0' and tonumber(string.match(replace, '^1:(%d+)$'))
@@ -128,13 +137,21 @@ for i = 0, n - 1 do
       if old and old.state == 'd' then born = old.created end
       if born + max_wait < due then due = born + max_wait end
     end
+    local record = new_record(due, born, tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]), topic,
+                              ARGV[b + 7])
+    local score = due
+    if held then
+      record = string.format('d|0|%d|%d|%d|%d|', due, born, tonumber(ARGV[b + 4]),
+                             tonumber(ARGV[b + 5])) .. held
+               .. '|' .. topic .. '|' .. ARGV[b + 7]
+      if not_before > score then score = not_before end
+    end
     records[#records + 1] = id
-    records[#records + 1] = new_record(due, born, tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]),
-                                       topic, ARGV[b + 7])
-    entries[#entries + 1] = due
+    records[#records + 1] = record
+    entries[#entries + 1] = score
     entries[#entries + 1] = id
     counts[topic] = (counts[topic] or 0) + 1
-    if not head_due or due < head_due then head_id, head_due = id, due end
+    if not head_due or score < head_due then head_id, head_due = id, score end
     out[i + 1] = old_raw and string.format('d:%d', due) or due
     emit_event('enqueued', id, topic, 0, old_raw and (due .. ' replaced') or due, now)
   end

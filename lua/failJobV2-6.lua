@@ -24,6 +24,7 @@
 -- @include due_after
 -- @include parse_record
 -- @include full_record
+-- @include hold
 -- @include emit_event
 -- @include emit_started
 
@@ -42,7 +43,10 @@ if current then emit_started(id, r, group, eid, now) end
 redis.call('XACK', sk, group, eid)
 redis.call('XDEL', sk, eid)
 release_lease(topic, eid)
-if not current then return {0} end
+if not current then
+  release_hold(id, eid) -- a job rescheduled or replaced while this delivery ran: now free
+  return {0}
+end
 r.attempts = r.attempts + 1
 if not whole then err = STREAM_ENTRY_LOST .. '; last error: ' .. err end
 if dead_now or r.attempts >= r.max or not whole then

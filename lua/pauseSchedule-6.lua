@@ -6,8 +6,9 @@
 -- next tick read, ARGV[5] new next tick.
 -- Returns {status, cancelled}: status 1 changed, 0 already so, -2 no such schedule, -1
 -- conflict (resume: the record changed since it was read; read again and retry).
--- A pause moves next back to the earliest cancelled tick, so a resume never skips a tick that
--- did not run before the pause and never repeats one that did.
+-- A pause cancels only ticks whose time has not come (one past its time that waits for its
+-- jitter stays and runs) and moves next back to the earliest cancelled tick, so a resume never
+-- skips a tick that did not run before the pause and never repeats one that did.
 -- Errors: 'SDERR WRONG_TYPE <key> <type>' (nothing written).
 -- @include server_time
 -- @include keys
@@ -28,7 +29,7 @@ if s.paused == flag then return {0, 0} end
 local cancelled = 0
 if flag == '1' then
   local first
-  cancelled, first = cancel_ahead(s, name, now)
+  cancelled, first = cancel_ahead(s, name, now, true)
   if first and (s.next < 0 or first < s.next) then s.next = first end
   s.paused = '1'
 else

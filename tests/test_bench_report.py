@@ -216,3 +216,16 @@ def test_a_section_s_listed_targets_are_in_the_targets_list() -> None:
     assert "HTTP x >= 1/s: **met** (2/s)" in targets_part and "HTTP x" not in others
     assert "HTTP y >= 1/s: **not measured**" in targets_part
     assert exit_code(sections, unmeasured) == 1
+
+
+def test_the_servers_section_run_alone_replaces_its_own_section_only() -> None:
+    from benchmarks.servers import TITLE, put_section
+
+    doc = ("# Benchmarks\n\n## Enqueue\n\n| 1 |\n\n" + report_notes.ANALYSIS_HEADING
+           + "\n\nprose\n")
+    first = put_section(doc, f"## {TITLE}\n\n| redis | valkey |\n")
+    assert first.index("## Enqueue") < first.index(TITLE) < first.index(
+        report_notes.ANALYSIS_HEADING)  # inserted before the analysis
+    again = put_section(first, f"## {TITLE}\n\n| newer |\n")
+    assert again.count(TITLE) == 1 and "| newer |" in again and "| redis |" not in again
+    assert again.replace("| newer |", "| redis | valkey |") == first  # nothing else moved

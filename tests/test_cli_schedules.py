@@ -31,9 +31,10 @@ def test_schedule_commands(redis_url: str, queue_name: str,
     assert run(capsys, "schedule", "add", queue_name, "hb", "ping", "--every", "15s", *u)[0] == 0
     code, out, _ = run(capsys, "schedule", "list", queue_name, *u)
     lines = out.splitlines()
-    assert code == 0 and lines[0].split()[:3] == ["NAME", "TOPIC", "WHEN"]
-    assert lines[1].startswith("hb ") and "every 15s" in lines[1]
-    assert "cron 30 2 * * *" in lines[2] and "Europe/Berlin" in lines[2]
+    assert code == 0 and lines[0].split()[:3] == ["NAME", "TOPIC", "STATE"]
+    assert lines[1].startswith("hb ") and "every 15s" in lines[2]  # the spec under its row
+    assert lines[3].startswith("nightly ")
+    assert "cron 30 2 * * * (Europe/Berlin)" in lines[4] and "missed ticks: once" in lines[4]
     code, out, _ = run(capsys, "schedule", "next", queue_name, "nightly", "--count", "3",
                        "--json", *u)
     ticks = json.loads(out)

@@ -50,6 +50,7 @@ def run_until_idle(queue: sd.Queue, handler: object, **options: object) -> None:
     worker.run(until_idle=True)
 
 
+@pytest.mark.core
 def test_core_flow_spreads_over_every_node(cluster: LocalCluster) -> None:
     name = spread_queue_name(cluster, PARTITIONS)
     queue = sd.Queue(name, url=cluster.url, partitions=PARTITIONS, ttr=5)
@@ -170,6 +171,7 @@ def test_a_new_dispatcher_routes_its_first_commands_without_moved(cluster: Local
     assert (topic.delayed, topic.ready) == (0, 3000)
 
 
+@pytest.mark.core
 def test_scripts_come_back_after_flush_on_every_node(cluster: LocalCluster) -> None:
     name = spread_queue_name(cluster, PARTITIONS)
     queue = sd.Queue(name, url=cluster.url, partitions=PARTITIONS)

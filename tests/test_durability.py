@@ -23,6 +23,7 @@ from streamdelay.protocol.durability import (
     Durability,
     check_server,
     check_wait,
+    fence,
     is_durable,
     server_version,
     step_calls,
@@ -87,6 +88,13 @@ def test_wait_and_waitaof_replies_are_read_into_not_durable() -> None:
         check_wait(aof, Exception("ERR WAITAOF cannot be used when numlocal is set but "
                                   "appendonly is disabled."), [call])
     assert refused.value.field == "local_fsync"
+
+
+def test_the_fence_before_wait_publishes_on_the_partitions_channel() -> None:
+    cfg = QueueConfig(name="orders", url="redis://127.0.0.1:1/0")
+    step = _first_step(plans.cancel_plan(cfg, "a"))
+    assert fence(step_calls(step)).args == (  # type: ignore[arg-type]
+        "PUBLISH", "sd:{orders#0}:durable", "")  # inside the ACL pattern sd:{orders#*}*
 
 
 def test_waitaof_is_detected_from_the_server_version() -> None:
@@ -175,6 +183,7 @@ def _make_dead(queue: sd.Queue, job_id: str) -> None:
     worker.run(until_idle=True)
 
 
+@pytest.mark.core
 def test_durable_calls_succeed_with_a_live_replica(pair: Pair) -> None:
     name = _name()
     with sd.Queue(name, url=pair.primary.url, replicas=1, replica_timeout=5) as queue:
@@ -206,6 +215,7 @@ def test_durable_calls_succeed_with_a_live_replica(pair: Pair) -> None:
     assert all(r.created for r in asyncio.run(concurrent()))
 
 
+@pytest.mark.core
 def test_scripts_flushed_are_loaded_again_under_wait(pair: Pair) -> None:
     with sd.Queue(_name(), url=pair.primary.url, replicas=1, replica_timeout=5) as queue:
         queue.enqueue("t", 1, id="warm", delay=60)
@@ -215,6 +225,7 @@ def test_scripts_flushed_are_loaded_again_under_wait(pair: Pair) -> None:
         assert queue.cancel("after-flush")
 
 
+@pytest.mark.core
 def test_a_stalled_replica_makes_durable_calls_fail_in_time_and_a_retry_is_safe(
     pair: Pair,
 ) -> None:
@@ -272,6 +283,7 @@ def test_a_stalled_replica_makes_durable_calls_fail_in_time_and_a_retry_is_safe(
     queue.close()
 
 
+@pytest.mark.server("redis")  # Redis 7.0: no WAITAOF; on Valkey see below
 def test_local_fsync_needs_waitaof_and_says_so(pair: Pair) -> None:
     with sd.Queue(_name(), url=pair.primary.url, replicas=1, local_fsync=True) as queue, \
             pytest.raises(sd.ConfigError) as caught:
@@ -279,6 +291,7 @@ def test_local_fsync_needs_waitaof_and_says_so(pair: Pair) -> None:
     assert caught.value.field == "local_fsync" and "7.2" in str(caught.value)
 
 
+@pytest.mark.core
 def test_worker_side_never_waits(pair: Pair) -> None:
     """Acks and retries stay asynchronous: a stalled replica does not slow a worker down."""
     name = _name()
@@ -360,6 +373,7 @@ def test_with_replicas_is_a_per_call_setting_on_the_same_pool(pair: Pair) -> Non
     queue.close()
 
 
+@pytest.mark.core
 def test_a_retry_from_another_connection_still_waits_for_the_first_write(pair: Pair) -> None:
     """The retry of a NotDurable call made through another queue (another connection) writes
     nothing new (the job exists, or is gone already); its WAIT must still cover the first
@@ -385,3 +399,48 @@ def test_a_retry_from_another_connection_still_waits_for_the_first_write(pair: P
     assert not other.enqueue("t", 1, id="x", delay=60).created
     first.close()
     other.close()
+
+
+def test_pause_resume_and_limits_wait_for_the_replicas(pair: Pair) -> None:
+    """A pause, a resume or a limit change is a change of the jobs' fate too: under
+    ``replicas=1`` it answers once the replica has it, else ``NotDurable`` (a failover could
+    otherwise un-pause a topic or drop its limit); the retry is safe."""
+    name = _name()
+    paused, limits = f"sd:{{{name}#0}}:paused", f"sd:{{{name}#0}}:limits"
+    queue = sd.Queue(name, url=pair.primary.url, replicas=1, replica_timeout=5)
+    queue.enqueue("t", 0, id="warm", delay=60)
+    with pair.replica.client() as replica:
+        assert queue.pause("t") and replica.hexists(paused, "t")
+        assert queue.limit("t", rate="5/s") and replica.hexists(limits, "t")
+        assert queue.resume("t") and not replica.hexists(paused, "t")
+        assert queue.limit("t") and not replica.hexists(limits, "t")
+    short = queue.with_replicas(1, replica_timeout=WAIT_S)
+    pair.stall()
+    try:
+        with pytest.raises(sd.NotDurable) as caught:
+            short.pause("t")
+        assert "setPaused" in str(caught.value)
+        with pytest.raises(sd.NotDurable):
+            short.limit("t", concurrency=2)
+
+        async def on_async() -> None:
+            async with sd.AsyncQueue(name, url=pair.primary.url, replicas=1,
+                                     replica_timeout=WAIT_S) as aqueue:
+                with pytest.raises(sd.NotDurable):
+                    await aqueue.resume("t")
+                with pytest.raises(sd.NotDurable):
+                    await aqueue.pause("t")
+
+        asyncio.run(on_async())
+        cli = _cli("pause", name, "t", "--replicas", "1", "--replica-timeout", "300ms",
+                   "--url", pair.primary.url)
+        assert cli.returncode == 1 and "not durable" in cli.stderr, cli.stderr
+        cli = _cli("limit", name, "t", "--rate", "1/s", "--replicas", "1",
+                   "--replica-timeout", "300ms", "--url", pair.primary.url)
+        assert cli.returncode == 1 and "not durable" in cli.stderr, cli.stderr
+    finally:
+        pair.resume()
+    assert not queue.pause("t")  # written on the primary: the retry finds it so
+    with pair.replica.client() as replica:
+        assert replica.hexists(paused, "t")
+    queue.close()

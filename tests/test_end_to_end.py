@@ -8,6 +8,8 @@ import redis
 import streamdelay as sd
 from streamdelay.protocol.keys import PartitionKeys
 
+pytestmark = pytest.mark.core  # on Valkey too (tests/conftest.py)
+
 
 def assert_nothing_left(client: redis.Redis, queue: str, topics: list[str]) -> None:
     """Every job acknowledged and forgotten: no record, nothing delayed, empty topic streams with

@@ -38,6 +38,7 @@ def due_jobs(q: sd.Queue, n: int, topic: str = "t") -> list[str]:
     return ids
 
 
+@pytest.mark.core
 def test_promote_under_oom_strands_nothing_and_resumes(own_redis: RedisServer) -> None:
     client = own_redis.client()
     q = sd.Queue("full", url=own_redis.url)
@@ -79,6 +80,7 @@ def test_promote_stops_at_an_xadd_error_that_is_not_a_wrong_type(queue: sd.Queue
     assert misplaced(client, keys, ["ok", "full"]) == {}
 
 
+@pytest.mark.core
 def test_dispatcher_backs_off_under_oom_and_delivers_everything_after(
         own_redis: RedisServer, caplog: pytest.LogCaptureFixture) -> None:
     client = own_redis.client()
@@ -112,6 +114,7 @@ def test_dispatcher_backs_off_under_oom_and_delivers_everything_after(
     q.close()
 
 
+@pytest.mark.core
 def test_operators_read_cancel_and_purge_while_redis_is_full(own_redis: RedisServer) -> None:
     client = own_redis.client()
     q = sd.Queue("ops", url=own_redis.url)
@@ -151,6 +154,7 @@ def test_read_commands_on_an_unknown_queue_say_so_and_write_nothing(redis_url: s
     assert list(client.scan_iter(match=f"sd:{{{name}#*")) == []
 
 
+@pytest.mark.core
 def test_worker_whose_registration_changes_nothing_starts_under_oom(
         own_redis: RedisServer) -> None:
     client = own_redis.client()

@@ -116,6 +116,7 @@ def test_make_tools_installs_what_is_missing_and_only_that(tmp_path: Path,
         package = _makefile_tools()[missing]
         installs = [c.split() for c in calls if c.split()[:1] == ["install"]]
         assert installs and package in installs[0], calls
+        assert "--no-install-recommends" in installs[0], calls  # ~140 packages fewer (issue 25)
 
 
 def test_ci_runs_lint_and_the_tests() -> None:

@@ -169,7 +169,7 @@ def test_the_jobs_command_pages_with_cursors_in_text_and_json(queue: sd.Queue,
     assert json.loads(rest.stdout)["cursor"] is None
     text = cli("jobs", queue.name, "--state", "delayed", "--limit", "2", "--url", redis_url)
     assert text.returncode == 0 and text.stdout.splitlines()[0].split()[:3] == [
-        "ID", "TOPIC", "STATE"]
+        "ID", "TOPIC", "DUE"]
     assert "c1" in text.stdout and "c2" not in text.stdout and "--cursor d:" in text.stdout
     none = cli("jobs", queue.name + "-none", "--state", "ready", "--url", redis_url)
     assert none.returncode == 1 and "no such queue" in none.stderr

@@ -118,7 +118,7 @@ def test_a_pause_survives_worker_restarts_and_shows_in_stats_and_its_commands(
         time.sleep(1.0)
         assert [j for t, j, _ in starts(out) if t == "held"] == []  # started paused
         text = cli("stats", queue_name, "--url", redis_url, "--partitions", "2")
-        assert "held (paused)" in text.stdout
+        assert "paused: held" in text.stdout.splitlines()
         as_json = json.loads(cli("stats", queue_name, "--json", "--url", redis_url,
                                  "--partitions", "2").stdout)
         assert as_json["topics"]["held"]["paused"] is True

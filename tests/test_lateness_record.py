@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -92,7 +93,38 @@ def test_a_flush_is_applied_once_and_read_back(queue: sd.Queue) -> None:
     assert window.merged("mail")[bucket_of(2)] == 2
     assert window.merged("sms")[bucket_of(400)] == 1
     key = f"{PartitionKeys(queue.name, 0).lateness}:{first}"
-    assert 0 < client.ttl(key) <= 90 and client.ttl(PartitionKeys(queue.name, 0).lateness) > 0
+    assert 0 < client.ttl(key) <= 90
+    seen = f"{PartitionKeys(queue.name, 0).lateness}:seen:{first}"
+    assert client.hkeys(seen) == [b"w1"] and 0 < client.ttl(seen) <= 90
+
+
+def test_short_lived_workers_leave_no_field_behind(queue: sd.Queue) -> None:
+    """20 workers that flush once and are gone, next to one that keeps flushing: their
+    bookkeeping expires with them (one field per worker instance for ever, before)."""
+    client = queue.client
+    base = PartitionKeys(queue.name, 0).lateness
+    for i in range(20):
+        rec = LatenessRecorder(queue.name, f"short-{i}", keep_s=2)
+        rec.observe("t", 1)
+        call = rec.take()
+        assert call is not None and drive_sync(client, _one(call), None) > 0
+    steady = LatenessRecorder(queue.name, "steady", keep_s=2)
+
+    def flushers() -> set[str]:
+        names: set[str] = set()
+        for key in client.scan_iter(match=base + "*"):
+            if client.type(key) == b"hash":
+                names |= {f.decode() for f in client.hkeys(key)
+                          if f.startswith(b"short-") or f == b"steady"}
+        return names
+
+    assert len(flushers()) == 20
+    for _ in range(8):  # the live worker flushes on, refreshing what it writes
+        steady.observe("t", 1)
+        call = steady.take()
+        assert call is not None and drive_sync(client, _one(call), None) > 0
+        time.sleep(0.5)
+    assert flushers() <= {"steady"}  # (its own field may be between two hashes)
 
 
 def test_the_scripts_refuse_bad_arguments_and_wrong_types(queue: sd.Queue) -> None:

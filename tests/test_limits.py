@@ -106,9 +106,36 @@ def test_limit_is_kept_shown_by_stats_and_cleared(queue: sd.Queue) -> None:
     assert (row.rate, row.concurrency, row.leases) == ("100/s", 3, 0)
     assert queue.limit("mail", concurrency=2) is True  # each call sets the whole limit
     assert queue.limits() == {"mail": TopicLimit(None, 2)}
-    assert queue.limit("mail") is True  # both None: cleared
+    assert queue.limit("mail", clear=True) is True
     assert queue.limits() == {}
     assert queue.stats().topics.get("mail") is None or queue.stats().topics["mail"].rate is None
+
+
+def test_a_bare_limit_call_still_clears_but_says_it_is_deprecated(queue: sd.Queue) -> None:
+    """``streamdelay limit Q T`` shows the limit; ``limit(t)`` cleared it: the CLI's meaning is
+    kept, so the bare library call warns (docs/limits.md#one-call-one-meaning)."""
+    queue.limit("mail", rate="5/s")
+    with pytest.warns(DeprecationWarning, match=r"limit\('mail', clear=True\)") as caught:
+        assert queue.limit("mail") is True
+    assert caught[0].filename == __file__  # points at the caller's line
+    assert queue.limits() == {}
+    with pytest.raises(sd.ValidationError) as err:
+        queue.limit("mail", rate="5/s", clear=True)
+    assert err.value.field == "clear" and queue.limits() == {}
+
+
+def test_the_async_face_takes_clear_too(redis_url: str, queue_name: str) -> None:
+    async def run() -> dict[str, TopicLimit]:
+        async with sd.AsyncQueue(queue_name, url=redis_url) as aq:
+            await aq.limit("mail", concurrency=2)
+            with pytest.warns(DeprecationWarning) as caught:
+                await aq.limit("other")
+            assert caught[0].filename == __file__
+            await aq.limit("mail", clear=True)
+            return await aq.limits()
+
+    import asyncio
+    assert asyncio.run(run()) == {}
 
 
 @pytest.mark.parametrize(("kwargs", "field"), [
@@ -213,10 +240,10 @@ def test_cli_sets_shows_and_clears_a_limit_and_stats_shows_it(redis_url: str,
     assert json.loads(shown.stdout) == {"topic": "mail", "changed": None, "rate": "20/s",
                                         "concurrency": 2}
     stats = cli("stats", queue_name, "--url", redis_url)
-    assert "LIMIT" in stats.stdout and "20/s, 0/2 running" in stats.stdout
+    assert "limit: mail 20/s, 0/2 running" in stats.stdout.splitlines()
     assert cli("limit", queue_name, "mail", "--clear", "--url", redis_url).stdout.strip() == (
         "mail: no limit")
-    assert "LIMIT" not in cli("stats", queue_name, "--url", redis_url).stdout
+    assert "limit:" not in cli("stats", queue_name, "--url", redis_url).stdout
 
 
 @pytest.mark.parametrize("args", [["--rate", "lots"], ["--concurrency", "0"],
@@ -302,7 +329,7 @@ def test_the_async_face_sets_reads_and_clears_limits(redis_url: str, queue_name:
         async with sd.AsyncQueue(queue_name, url=redis_url) as aq:
             changed = await aq.limit("mail", rate=Rate(3, 2000), concurrency=7)
             limits = await aq.limits()
-            cleared = await aq.limit("mail")
+            cleared = await aq.limit("mail", clear=True)
             return changed, limits, cleared, await aq.limits()
 
     changed, limits, cleared, after = asyncio.run(run())

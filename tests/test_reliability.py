@@ -44,6 +44,7 @@ def q(workers: Workers, redis_url: str, queue_name: str) -> Iterator[sd.Queue]:
     queue.close()
 
 
+@pytest.mark.core
 def test_killed_worker_jobs_finish_on_another_worker_after_ttr(
         workers: Workers, q: sd.Queue) -> None:
     ttr = 3.0
@@ -84,6 +85,7 @@ def test_slow_handler_kept_alive_by_heartbeats_runs_exactly_once(
     assert q.get("long") is None
 
 
+@pytest.mark.core
 def test_flaky_succeeds_on_third_attempt_and_poison_goes_dead_then_replays(
         workers: Workers, q: sd.Queue) -> None:
     q.enqueue("flaky", {"succeed_on": 3}, id="flaky", max_attempts=5, backoff=[0.05])

@@ -20,7 +20,7 @@ import streamdelay as sd
 from streamdelay.protocol.codec import decode_blob, decode_body, parse_record
 from streamdelay.protocol.keys import PartitionKeys
 from streamdelay.redis_io.runner import run_step_sync
-from streamdelay.schedules.firing import GRACE_MS, LEAD_MS, fire_due_plan
+from streamdelay.schedules.firing import GRACE_MS, LEAD_MS, fire_due_plan, jitter_ms
 from streamdelay.schedules.plans import put_plan
 from streamdelay.schedules.spec import define, home_keys
 from tests.redis_server import wait_until
@@ -282,4 +282,78 @@ def test_foreign_values_at_the_schedule_keys_are_refused_before_any_write(
     assert q.get("due-now").state == "delayed"  # type: ignore[union-attr]
     q.client.delete(keys.schedule_next)
     assert q.schedule("x", "t", every=5) is True
+    q.close()
+
+
+def test_a_stale_dispatcher_firing_after_the_tick_ran_does_not_run_it_again(
+        redis_url: str, queue_name: str) -> None:
+    """A dispatcher read the schedule, stalled, and fires after the live one enqueued the same
+    ticks and a worker ran and acknowledged them (their ids are free again): the compare-and-set
+    on the next tick refuses the stale call, so each tick runs exactly once
+    (docs/schedules.md#exactly-once-per-tick)."""
+    q = sd.Queue(queue_name, url=redis_url)
+    q.schedule("beat", "t", every=1)
+    keys = home_keys(q.name, 1, "beat")
+    wait_until(lambda: q.schedules()[0].next_tick - LEAD_MS <= time.time() * 1000, timeout=5)
+    stale_plan = fire_due_plan(keys)
+    stale_call = stale_plan.send(run_step_sync(q.client, next(stale_plan)))  # read, then stall
+    fire_now(q, keys)  # the live dispatcher fires the same ticks
+    fired = {f"beat@{t}" for t in tick_ids(q, keys, "beat", "t")}
+    assert fired
+    runs: Counter[str] = Counter()
+
+    async def serve(until: float, *, stop_when_fired: bool) -> None:
+        worker = sd.Worker(q, group="g", block=0.05, dispatch=False)
+        dispatcher = sd.Dispatcher(q.config)  # promotes only: no schedule firing of its own
+
+        @worker.handler("t")
+        async def handle(job: sd.Job) -> None:
+            runs[job.id] += 1
+
+        async def promote_and_stop() -> None:
+            while time.monotonic() < until and not (stop_when_fired and fired <= set(runs)):
+                await dispatcher.promote_once(keys)
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.2)  # the acknowledgements go out
+            worker.stop()
+
+        await asyncio.gather(worker.serve(), promote_and_stop())
+        await dispatcher.client.aclose()
+
+    asyncio.run(serve(time.monotonic() + 10, stop_when_fired=True))
+    assert set(runs) == fired and set(runs.values()) == {1}
+    assert all(q.get(job_id) is None for job_id in fired)  # acknowledged: the ids are free
+    made, status = run_step_sync(q.client, stale_call)  # the stalled dispatcher wakes up
+    asyncio.run(serve(time.monotonic() + 1.0, stop_when_fired=False))  # what it made would run
+    assert set(runs) == fired and set(runs.values()) == {1}, f"ticks run twice: {runs}"
+    assert (int(made), int(status)) == (0, 0)
+    q.close()
+
+
+def test_a_pause_and_resume_within_a_ticks_jitter_keeps_that_tick(
+        redis_url: str, queue_name: str) -> None:
+    """Tick t has come (server time >= t) but its job waits for its jitter (due t + j): a pause
+    then leaves it (only ticks not yet come are cancelled), so a resume right after cannot skip
+    it (lua/pauseSchedule-6.lua: no tick is skipped)."""
+    q = sd.Queue(queue_name, url=redis_url)
+    q.schedule("jit", "t", every=2, jitter=2)
+    keys = home_keys(q.name, 1, "jit")
+    now = int(q.client.time()[0]) * 1000
+    tick = next(t for t in q.next_ticks("jit", 10)
+                if t - now > 200 and jitter_ms("jit", t, 2000) >= 1000)
+
+    def server_ms() -> int:
+        seconds, micros = q.client.time()
+        return int(seconds) * 1000 + int(micros) // 1000
+
+    wait_until(lambda: server_ms() >= tick - LEAD_MS, timeout=25)
+    fire_now(q, keys)
+    wait_until(lambda: q.get(f"jit@{tick}") is not None or fire_now(q, keys) < 0, timeout=5)
+    wait_until(lambda: server_ms() >= tick + 20, timeout=5)  # t has come; t + j (>= 1 s) not
+    assert q.pause_schedule("jit") is True
+    assert q.pause_schedule("jit", paused=False) is True
+    info = q.get(f"jit@{tick}")
+    assert info is not None and info.state == "delayed", "the tick in its jitter was lost"
+    assert info.due == tick + jitter_ms("jit", tick, 2000)
+    assert q.schedules()[0].next_tick > tick  # and it is not enqueued twice
     q.close()

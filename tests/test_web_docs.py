@@ -69,3 +69,10 @@ def test_the_walkthrough_runs_against_a_live_service(own_redis: RedisServer) -> 
 def test_the_page_is_in_the_site_navigation() -> None:
     assert "http.md" in (ROOT / "mkdocs.yml").read_text()
     assert Path(SCRIPT).stat().st_mode & 0o111
+
+
+def test_the_page_defines_its_shell_variables_before_using_them() -> None:
+    """A newcomer copies the first example: ``SD`` and ``AUTH`` are set above it."""
+    page = PAGE.read_text()
+    first_use = page.index('"$SD')
+    assert page.index("export SD=") < first_use and page.index("export AUTH=") < first_use

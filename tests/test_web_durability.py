@@ -57,6 +57,25 @@ def test_serve_answers_not_durable_while_the_replica_misses(pair: Pair) -> None:
             "b1", "late", "up"]  # each once
 
 
+def test_serve_pause_and_resume_answer_not_durable_while_the_replica_misses(pair: Pair) -> None:
+    name = f"wp{uuid.uuid4().hex[:8]}"
+    topic = f"/v1/queues/{name}/topics/t"
+    with WebServer(pair.primary.url, [name], "--replicas", "1", "--replica-timeout",
+                   str(WAIT_S)) as server:
+        server.request("POST", f"/v1/queues/{name}/jobs", {"topic": "t", "delay": 60})
+        status, answer = server.request("POST", f"{topic}:pause")
+        assert (status, answer["changed"]) == (200, True), answer
+        pair.stall()
+        try:
+            status, error = server.request("POST", f"{topic}:resume")
+        finally:
+            pair.resume()
+        assert status == 503 and error["error"]["code"] == "not_durable", error
+        assert "setPaused" in error["error"]["message"]
+        status, again = server.request("POST", f"{topic}:resume")  # written: the retry is safe
+        assert (status, again["changed"]) == (200, False)
+
+
 def test_bad_replicas_options_are_one_line_and_exit_2() -> None:
     for args, field in ((["--replicas", "-1"], "replicas"),
                         (["--replicas", "1", "--replica-timeout", "0"], "replica_timeout")):

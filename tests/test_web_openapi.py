@@ -69,7 +69,7 @@ def test_the_document_is_valid_openapi_3_1(document: dict[str, Any]) -> None:
 
 def _schemathesis(server: WebServer, tmp_path: Path, *options: str) -> str:
     env = {**os.environ, "SCHEMATHESIS_HOOKS": "tests.schemathesis_hooks",
-           "PYTHONPATH": str(ROOT)}
+           "PYTHONPATH": str(ROOT), "STREAMDELAY_FUZZ_QUEUE": server.queues[0]}
     done = subprocess.run(
         [str(Path(sys.executable).parent / "st"), "run", server.url + "/openapi.json",
          "-H", f"Authorization: Bearer {server.token('admin')}",

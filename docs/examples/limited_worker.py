@@ -32,6 +32,6 @@ print(f"handled {worker.counts['handled']} calls, at most {peak} at once")
 print("the 25th call started 1.2 s or more after the first:", started[-1] - started[0] >= 1.2)
 row = queue.stats().topics["partner.call"]
 print(f"stats: rate {row.rate}, concurrency {row.concurrency}, {row.leases} running now")
-queue.limit("partner.call")  # no arguments: the limit is cleared
+queue.limit("partner.call", clear=True)  # the limit is removed
 print("limits after clearing:", queue.limits())
 queue.close()

@@ -10,6 +10,9 @@ from typing import Any, Literal
 from .errors import ValidationError
 
 JobState = Literal["delayed", "ready", "reserved", "dead", "done"]
+# What enqueue found under an existing id: a job in its stream is "ready" (reserved or not),
+# "corrupt" a record it could not read (docs/keys.md)
+EnqueueState = Literal["delayed", "ready", "dead", "done", "corrupt"]
 Delay = float | int | timedelta
 At = datetime | float | int
 
@@ -69,9 +72,9 @@ class EnqueueResult:
     id: str
     due: int
     created: bool
-    state: str
+    state: EnqueueState
 
-    def __init__(self, id: str, due: int, created: bool, state: str) -> None:
+    def __init__(self, id: str, due: int, created: bool, state: EnqueueState) -> None:
         """The generated ``__init__``'s arguments, set in one go (one result per job of
         ``enqueue_many``; see ``JobSpec.__init__``)."""
         self.__dict__.update(id=id, due=due, created=created, state=state)

@@ -19,6 +19,8 @@ TOPIC = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 JOB_ID = re.compile(r"^[A-Za-z0-9_.:@/+=-]{1,128}$")
 GROUP = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 CONSUMER = re.compile(r"^[A-Za-z0-9_.:@-]{1,128}$")
+# the id of a schedule's tick, <schedule name>@<tick epoch ms> (schedules/spec.py: NAME, tick_id)
+TICK_ID = re.compile(r"^[A-Za-z0-9_.:/+=-]{1,100}@[0-9]+$")
 MAX_DELAY_SECONDS = 10 * 365 * 86400.0
 MAX_TTR_SECONDS = 7 * 86400.0
 MAX_ATTEMPTS_LIMIT = 1000
@@ -57,6 +59,19 @@ def topic(value: object) -> str:
 def job_id(value: object) -> str:
     """A job id: 1-128 of letters, digits, ``_ . : @ / + = -``."""
     return _pattern(value, JOB_ID, "id", "job id")
+
+
+def producer_job_id(value: object) -> str:
+    """The id of a job a producer enqueues: a job id not shaped like a schedule's tick
+    (``<name>@<digits>``), which only the schedule's own firing may create
+    (docs/schedules.md#exactly-once-per-tick): a producer could otherwise take a tick's id
+    first and run its own topic and body in the tick's place."""
+    checked = job_id(value)
+    if "@" in checked and TICK_ID.fullmatch(checked):
+        raise ValidationError(
+            f"id: {checked[:80]!r} has the shape of a schedule tick's id (<name>@<digits>), "
+            "which only a schedule may enqueue; use another id", field="id")
+    return checked
 
 
 def group(value: object) -> str:

@@ -27,6 +27,7 @@ from . import searching as search_commands
 from .exporter import exporter
 from .limits import limit
 from .options import (
+    group_url_option,
     json_option,
     log_format_option,
     log_level_option,
@@ -71,11 +72,13 @@ log = logging.getLogger("streamdelay.cli")
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="streamdelay")
+@group_url_option
 def cli() -> None:
     """Delayed jobs on Redis Streams: run workers and dispatchers, inspect and operate queues.
 
-    Every command takes --url (or STREAMDELAY_URL); commands on a queue take --partitions (or
-    STREAMDELAY_PARTITIONS). Durations: 250ms, 30s, 5m, 2h, 1d.
+    Every command takes --url (or STREAMDELAY_URL), before or after the command's name;
+    commands on a queue take --partitions (or STREAMDELAY_PARTITIONS). Durations: 250ms, 30s,
+    5m, 2h, 1d.
     Exit codes: 0 ok, 1 operation failed, 2 usage error.
 
     \b
@@ -189,7 +192,8 @@ def enqueue(queue_name: str, topic: str, body: Any, delay: float | None,
             max_attempts: int | None, headers: tuple[tuple[str, str], ...], replace: bool,
             max_wait: float | None, backoff: Any, body_format: str, url: str | None,
             partitions: int | None, as_json: bool) -> None:
-    """Schedule one job of TOPIC on QUEUE with the JSON body BODY_JSON; prints id, due, created.
+    """Schedule one job of TOPIC on QUEUE with the JSON body BODY_JSON; prints id, due, outcome
+    (a new job, or the id existed) and state.
 
     \b
     Examples:
@@ -203,7 +207,7 @@ def enqueue(queue_name: str, topic: str, body: Any, delay: float | None,
                                max_attempts=max_attempts, backoff=backoff,
                                headers=dict(headers) or None, replace=replace,
                                max_wait=max_wait)
-    click.echo(to_json(result) if as_json else enqueue_text(result))
+    click.echo(to_json(result) if as_json else enqueue_text(result, replace))
 
 
 @cli.command()
@@ -287,8 +291,9 @@ def reschedule(queue_name: str, job_id: str, delay: float | None, at: datetime |
               help="Refresh period of --watch.")
 def stats(queue_name: str, url: str | None, partitions: int | None, as_json: bool, watch: bool,
           interval: float) -> None:
-    """Per topic: group, delayed, ready, reserved, dead and lag_ms (how long the oldest due
-    but undelivered job has waited).
+    """Per topic: group, delayed, ready, reserved, dead and lag (how long the oldest due but
+    undelivered job has waited; milliseconds as lag_ms in --json); then paused topics and
+    limits.
 
     \b
     Examples:
@@ -415,7 +420,8 @@ def demo(url: str | None, jobs: int, max_delay: float, dashboard: bool,
     """Watch the main job work: a few hundred delayed jobs, a worker, a retry, a dead job.
 
     Uses the Redis at --url / STREAMDELAY_URL when it answers, else starts a private
-    redis-server on a free port (stopped at exit). Ends by itself in well under a minute.
+    redis-server (or valkey-server) on a free port, else the embedded Valkey of
+    streamdelay[embedded]; stopped at exit. Ends by itself in well under a minute.
 
     \b
     Example:
@@ -428,6 +434,11 @@ def demo(url: str | None, jobs: int, max_delay: float, dashboard: bool,
     return run_demo(resolve_url(url), settings, dashboard_port=dashboard_port if dashboard
                     else None)
 
+
+# pause and resume change a topic's fate: --replicas / --replica-timeout like cancel
+# (docs/guarantees.md#durability-across-failover); added here, next to their registration
+for _durable in (inspect_commands.pause, inspect_commands.resume):
+    with_durability_options(_durable)
 
 cli.add_command(exporter)  # cli/exporter.py
 cli.add_command(schedule_commands.schedule)  # cli/schedules.py

@@ -1,11 +1,12 @@
 """``streamdelay demo`` (docs/getting-started.md): the main job, end to end, on a real Redis.
 
-Uses the Redis at the given URL when it answers, else a private ``redis-server`` on a free port
-in a temporary directory (stopped at exit). Then: a worker with its embedded dispatcher in this
-process, a few hundred jobs due 0.5 s to 10 s from now, one job that fails twice and then
-succeeds, one that ends dead, one cancelled before its time, a live view of counts and lateness,
-and a closing summary. Lateness = handler start minus due time, both on the server clock (the
-local clock's offset to Redis ``TIME`` is measured once, at the smallest round trip).
+Uses the Redis at the given URL when it answers, else a private server on a free port
+(cli/private_server.py: the system's redis-server, else the embedded Valkey). Then: a worker
+with its embedded dispatcher in this process, a few hundred jobs due 0.5 s to 10 s from now, one
+job that fails twice and then succeeds, one that ends dead, one cancelled before its time, a live
+view of counts and lateness, and a closing summary. Lateness = handler start minus due time, both
+on the server clock (the local clock's offset to Redis ``TIME`` is measured once, at the smallest
+round trip).
 """
 
 from __future__ import annotations
@@ -15,29 +16,23 @@ import contextlib
 import logging
 import math
 import random
-import shutil
 import signal
-import socket
-import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from secrets import token_hex
 from typing import TextIO
 
 import redis
 
-from ..base.errors import StreamdelayError, ValidationError
-from ..base.masking import mask_url
+from ..base.errors import ValidationError
 from ..base.models import Job, JobSpec
 from ..consumer.worker import Worker
 from ..producer.queue import AsyncQueue
 from ..protocol.keys import partition_keys
 from ..redis_io.topology import sync_client
 from .demo_dashboard import DASHBOARD_HINT, serve_dashboard
+from .private_server import demo_server
 
 TOPICS = ("demo.work", "demo.flaky", "demo.doomed")
 FLAKY_FAILURES = 2
@@ -61,81 +56,6 @@ class DemoSettings:
         if not 0 <= self.min_delay < self.max_delay <= 30:
             raise ValidationError("max_delay: must be above min_delay and at most 30s",
                                   field="max_delay")
-
-
-class PrivateRedis:
-    """A throw-away ``redis-server`` on a free loopback port in a temporary directory."""
-
-    def __init__(self) -> None:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = int(sock.getsockname()[1])
-        self.dir = Path(tempfile.mkdtemp(prefix="streamdelay-demo-"))
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        """Its redis:// URL."""
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        """Start it and wait until it answers PING (10 s at most)."""
-        args = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                "--appendonly", "no", "--dir", str(self.dir), "--daemonize", "no",
-                "--logfile", str(self.dir / "redis.log")]
-        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if answers(self.url):
-                return
-            time.sleep(0.05)
-        self.stop()
-        raise RuntimeError(f"redis-server on port {self.port} did not start")
-
-    def stop(self) -> None:
-        """Stop it (SIGTERM, then SIGKILL) and remove its directory."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(5)
-        self.process = None
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def answers(url: str) -> bool:
-    """True when a Redis at ``url`` answers PING within a second."""
-    try:
-        client = sync_client(url, 1.0)
-        try:
-            return bool(client.ping())
-        finally:
-            client.close()
-    except (redis.RedisError, OSError, ValueError, StreamdelayError):
-        return False
-
-
-@contextlib.contextmanager
-def demo_redis(url: str, out: TextIO) -> Iterator[str]:
-    """Yield a usable Redis URL: ``url`` when it answers, else a private redis-server's."""
-    if answers(url):
-        print(f"  redis   {mask_url(url)} (reachable, used as is)", file=out)
-        yield url
-        return
-    if shutil.which("redis-server") is None:
-        raise RuntimeError(f"no Redis answers at {mask_url(url)} and redis-server is not "
-                           f"installed (make redis installs it, or set STREAMDELAY_URL)")
-    server = PrivateRedis()
-    server.start()
-    try:
-        print(f"  redis   none at {mask_url(url)}; started a private redis-server on "
-              f"port {server.port} (stopped at exit)", file=out)
-        yield server.url
-    finally:
-        server.stop()
 
 
 def server_clock_offset_ms(url: str, samples: int = 7) -> tuple[float, float]:
@@ -352,7 +272,8 @@ def drop_queue(url: str, name: str) -> None:
         seconds = next(iter(reply.values()))[0] if isinstance(reply, dict) else reply[0]
         minute = int(seconds) // 60
         base = partition_keys(name, 1)[0].lateness
-        client.delete(base, *(f"{base}:{m}" for m in range(minute - 15, minute + 1)))
+        client.delete(base, *(f"{base}:{m}" for m in range(minute - 15, minute + 1)),
+                      *(f"{base}:seen:{m}" for m in range(minute - 15, minute + 1)))
     finally:
         client.close()
 
@@ -369,7 +290,7 @@ def run_demo(url: str, settings: DemoSettings, out: TextIO | None = None,
     print("streamdelay demo: delayed jobs on Redis Streams, end to end", file=stream)
     name = f"demo-{token_hex(3)}"
     try:
-        with demo_redis(url, stream) as usable:
+        with demo_server(url, stream) as usable:
             try:
                 code = asyncio.run(play(usable, name, settings, stream))
                 if dashboard_port is None:

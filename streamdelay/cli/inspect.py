@@ -3,24 +3,46 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import click
 
+from ..base.models import JobInfo
 from ..producer.listing import MAX_LIMIT, STATES, JobPage
 from ..protocol.layouts import SEEN_WITHIN_S
 from .options import json_option, partitions_option, url_option
-from .output import iso_ms, table, to_json
+from .output import table, to_json, utc_seconds
 from .support import Duration, operator_queue
 
-JOBS_COLUMNS = ("ID", "TOPIC", "STATE", "DUE", "ATTEMPTS", "DETAIL")
+# a page of `jobs` is one state (--state): no column for it; the consumer or the last error
+# goes on a line under its job (80 columns, docs/cli.md#common-rules)
+JOBS_COLUMNS = ("ID", "TOPIC", "DUE (UTC)", "TRIES")
 
 
 def job_detail(job: object) -> str:
-    """The DETAIL column: the consumer and idle time of a reserved job, else its last error."""
+    """The line under a job: the consumer and idle time of a reserved job, else its last
+    error ('' for neither)."""
     consumer = getattr(job, "consumer", None)
     if consumer is not None:
-        return f"{consumer} idle {getattr(job, 'idle_ms', 0)} ms"
+        return f"reserved by {consumer}, idle {getattr(job, 'idle_ms', 0) / 1000:.1f} s"
     error = getattr(job, "error", None) or ""
-    return error.splitlines()[0][:60] if error else ""
+    return f"last error: {error}" if error else ""
+
+
+def _state_detail(job: JobInfo) -> str:
+    detail = job_detail(job)
+    if job.consumer is not None:  # "reserved by ..." says the state
+        return detail
+    return f"{job.state}; {detail}" if detail else job.state
+
+
+def jobs_table(jobs: Sequence[JobInfo], *, states: bool = False) -> str:
+    """The table of jobs, each job's consumer or last error on a line under it; ``states``
+    (a list that spans states, such as a search) opens that line with the job's state: a
+    STATE column would not fit 80 columns."""
+    rows = [[j.id, j.topic, utc_seconds(j.due), f"{j.attempts}/{j.max_attempts}"] for j in jobs]
+    return table(JOBS_COLUMNS, rows, align="lllr",
+                 details=[_state_detail(j) if states else job_detail(j) for j in jobs])
 
 
 def jobs_text(page: JobPage, state: str) -> str:
@@ -28,9 +50,7 @@ def jobs_text(page: JobPage, state: str) -> str:
     if not page.jobs:
         lines = [f"no {state} jobs on this page" if page.cursor else f"no {state} jobs"]
     else:
-        rows = [[j.id, j.topic, j.state, iso_ms(j.due), f"{j.attempts}/{j.max_attempts}",
-                 job_detail(j)] for j in page.jobs]
-        lines = [table(JOBS_COLUMNS, rows, numeric_from=len(JOBS_COLUMNS))]
+        lines = [jobs_table(page.jobs)]
     if page.cursor:
         lines.append(f"more: add --cursor {page.cursor}")
     return "\n".join(lines)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from .options import json_option, partitions_option, url_option
+from .options import json_option, partitions_option, url_option, with_durability_options
 from .output import to_json
 from .support import operator_queue
 
@@ -20,11 +20,13 @@ from .support import operator_queue
 @click.option("--clear", is_flag=True, help="Remove TOPIC's limit.")
 @url_option
 @partitions_option
+@with_durability_options
 @json_option
 def limit(queue_name: str, topic: str, rate: str | None, concurrency: int | None, clear: bool,
           url: str | None, partitions: int | None, as_json: bool) -> None:
     """Set (or with --clear remove) the rate and concurrency limit of TOPIC, held across every
-    worker process; without options, show it. Each call sets the whole limit: an option left
+    worker process; without options, show it (as Queue.limits() reads it; Queue.limit(topic,
+    clear=True) is --clear). Each call sets the whole limit: an option left
     out is no longer limited. Workers see a change within 1 s.
 
     \b
@@ -36,7 +38,7 @@ def limit(queue_name: str, topic: str, rate: str | None, concurrency: int | None
         raise click.UsageError("give either --clear or --rate/--concurrency, not both")
     with operator_queue(queue_name, url, partitions) as queue:
         if clear or rate is not None or concurrency is not None:
-            changed = queue.limit(topic, rate=rate, concurrency=concurrency)
+            changed = queue.limit(topic, rate=rate, concurrency=concurrency, clear=clear)
         else:
             changed = None
         current = queue.limits().get(topic)

@@ -13,10 +13,32 @@ import click
 from ..redis_io.config import DEFAULT_URL
 from .support import DURABILITY_META, PARTITIONS_ENV, URL_ENV, Duration
 
+GROUP_URL_META = "streamdelay.url"  # `streamdelay --url URL COMMAND ...`
 LOG_LEVELS = click.Choice(["debug", "info", "warning", "error"], case_sensitive=False)
 
+def _group_url(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Keep the ``--url`` given before the command for the command's own ``--url``."""
+    if value is not None:
+        ctx.meta[GROUP_URL_META] = value
+    return value
+
+
+def _command_url(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """The command's ``--url``: given after the command, else given before it, else
+    ``STREAMDELAY_URL``, else None (the default URL)."""
+    source = ctx.get_parameter_source(param.name) if param.name else None
+    if source is not click.core.ParameterSource.COMMANDLINE and GROUP_URL_META in ctx.meta:
+        return ctx.meta[GROUP_URL_META]
+    return value
+
+
+group_url_option = click.option(
+    "--url", envvar=None, default=None, metavar="URL", expose_value=False, is_eager=True,
+    callback=_group_url, help="Redis URL for the command; the same as giving the command "
+    "--url (which wins when both are given).")
 url_option = click.option(
     "--url", envvar=URL_ENV, show_envvar=True, default=None, metavar="URL",
+    callback=_command_url,
     help=f"Redis URL (redis://[:password@]host:port/db) [default: {DEFAULT_URL}]",
 )
 partitions_option = click.option(

@@ -14,19 +14,55 @@ import msgspec
 
 from ..base.models import ClaimResult, DeadJob, EnqueueResult, JobInfo, QueueStats, TopicStats
 
-STATS_COLUMNS = ("TOPIC", "GROUP", "DELAYED", "READY", "RESERVED", "DEAD", "LAG_MS")
-DEAD_COLUMNS = ("ID", "TOPIC", "ATTEMPTS", "DEAD_AT", "ERROR")
-ERROR_WIDTH = 60
+# The tables fit 80 columns with realistic names (tests/test_cli_width.py): a row holds the
+# short fields, anything long (an error, a consumer, a schedule's spec) goes on an indented line
+# under it, and notes (pauses, limits) under the table (docs/cli.md#common-rules).
+STATS_COLUMNS = ("TOPIC", "GROUP", "DELAYED", "READY", "RESERVED", "DEAD", "LAG")
+DEAD_COLUMNS = ("ID", "TOPIC", "TRIES", "DEAD AT (UTC)")
+DETAIL_WIDTH = 76  # an indented detail line, within 80 columns
+
+
+OUT_OF_RANGE = "out of range"
+
+
+def _utc(epoch_ms: int) -> datetime | None:
+    """The UTC moment of ``epoch_ms``; None past the year 9999 (a foreign record's due time,
+    docs/security.md#receipts), which every listing shows as ``out of range``."""
+    try:
+        return datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc)
+    except (ValueError, OverflowError, OSError):
+        return None
 
 
 def iso_ms(epoch_ms: int) -> str:
     """Epoch milliseconds as ISO 8601 UTC with milliseconds: ``2025-01-31T09:30:00.250Z``;
-    ``out of range`` past the year 9999 (a foreign record's due time)."""
-    try:
-        moment = datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc)
-    except (ValueError, OverflowError, OSError):
-        return "out of range"
+    ``out of range`` past the year 9999."""
+    moment = _utc(epoch_ms)
+    if moment is None:
+        return OUT_OF_RANGE
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def utc_seconds(epoch_ms: int) -> str:
+    """Epoch milliseconds as a UTC time to the second, for tables: ``2025-01-31 09:30:00``;
+    ``out of range`` past the year 9999."""
+    moment = _utc(epoch_ms)
+    return OUT_OF_RANGE if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def lag_text(ms: int) -> str:
+    """A lag for people: ``0 s``, ``0.4 s``, ``43 s``, ``12 min``, ``5 h``, ``3 d`` (the raw
+    milliseconds stay in ``--json``)."""
+    seconds = ms / 1000
+    if ms <= 0:
+        return "0 s"
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    for unit, size, above in (("d", 86400, 2 * 86400), ("h", 3600, 2 * 3600),
+                              ("min", 60, 120)):
+        if seconds >= above:
+            return f"{int(seconds // size)} {unit}"
+    return f"{int(seconds)} s"
 
 
 def when(epoch_ms: int) -> str:
@@ -47,26 +83,42 @@ def key_values(rows: Sequence[tuple[str, str]]) -> str:
     return "\n".join(f"{key.ljust(width)}  {value}" for key, value in rows)
 
 
-def table(header: Sequence[str], rows: Sequence[Sequence[str]], *, numeric_from: int) -> str:
-    """A plain text table; columns from ``numeric_from`` on are right-aligned."""
+def table(header: Sequence[str], rows: Sequence[Sequence[str]], *, align: str = "",
+          details: Sequence[str] | None = None, numeric_from: int | None = None) -> str:
+    """A plain text table; ``align`` has one letter per column, ``l`` or ``r`` (numbers), for
+    its header and its cells alike (``numeric_from=N``: the columns from N on are ``r``).
+    ``details`` (one per row, may be empty) go on an indented line under their row, cut to
+    ``DETAIL_WIDTH``."""
+    if numeric_from is not None:
+        align = "l" * numeric_from + "r" * (len(header) - numeric_from)
+    align = align.ljust(len(header), "l")
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
 
     def line(cells: Sequence[str]) -> str:
-        parts = [cell.rjust(w) if i >= numeric_from else cell.ljust(w)
-                 for i, (cell, w) in enumerate(zip(cells, widths, strict=True))]
+        parts = [cell.rjust(w) if how == "r" else cell.ljust(w)
+                 for cell, w, how in zip(cells, widths, align, strict=True)]
         return "  ".join(parts).rstrip()
 
-    return "\n".join(line(cells) for cells in [header, *rows])
+    lines = [line(header)]
+    for index, cells in enumerate(rows):
+        lines.append(line(cells))
+        detail = details[index] if details is not None else ""
+        if detail:
+            lines.append("  " + first_line(detail, DETAIL_WIDTH - 2))
+    return "\n".join(lines)
 
 
-def enqueue_text(result: EnqueueResult) -> str:
-    """What ``enqueue`` prints: id, due, whether it was created, state."""
-    return key_values([
-        ("id", result.id),
-        ("due", when(result.due)),
-        ("created", "yes" if result.created else "no (the id already existed; nothing changed)"),
-        ("state", result.state),
-    ])
+def enqueue_text(result: EnqueueResult, replace: bool = False) -> str:
+    """What ``enqueue`` prints: id, due, what happened (``outcome``), state. ``created`` is
+    the word ``get`` uses for the creation time, so it is not used here."""
+    if result.created:
+        outcome = "new job"
+    elif replace:
+        outcome = "the id existed: replaced (--replace)"
+    else:
+        outcome = "the id existed: nothing changed"
+    return key_values([("id", result.id), ("due", when(result.due)), ("outcome", outcome),
+                       ("state", result.state)])
 
 
 def job_text(info: JobInfo) -> str:
@@ -86,13 +138,12 @@ def job_text(info: JobInfo) -> str:
 
 
 def _stats_row(row: TopicStats) -> list[str]:
-    topic = f"{row.topic} (paused)" if row.paused else row.topic
-    return [topic, row.group or "-", str(row.delayed), str(row.ready), str(row.reserved),
-            str(row.dead), str(row.lag_ms)]
+    return [row.topic, row.group or "-", str(row.delayed), str(row.ready), str(row.reserved),
+            str(row.dead), lag_text(row.lag_ms)]
 
 
 def limit_text(row: TopicStats) -> str:
-    """A topic's limit as the LIMIT column of ``stats`` shows it: ``50/s, 2/3 running``."""
+    """A topic's limit as ``stats`` shows it: ``50/s, 2/3 running``."""
     parts = [row.rate] if row.rate else []
     if row.concurrency:
         parts.append(f"{row.leases}/{row.concurrency} running")
@@ -100,19 +151,22 @@ def limit_text(row: TopicStats) -> str:
 
 
 def stats_text(stats: QueueStats) -> str:
-    """The per-topic table of ``stats`` with a TOTAL row (and a LIMIT column when a topic
-    has a limit, docs/limits.md)."""
+    """The per-topic table of ``stats`` with a TOTAL row; under it, the paused topics and the
+    limits (docs/limits.md)."""
     if not stats.topics:
         return f"queue {stats.queue}: no topics yet"
     rows = [_stats_row(row) for row in stats.topics.values()]
     total = _stats_row(stats.total)
     total[0], total[1] = "TOTAL", ""
-    if not any(row.rate or row.concurrency for row in stats.topics.values()):
-        return table(STATS_COLUMNS, [*rows, total], numeric_from=2)
-    for cells, row in zip(rows, stats.topics.values(), strict=True):
-        cells.append(limit_text(row))
-    total.append("")
-    return table((*STATS_COLUMNS, "LIMIT"), [*rows, total], numeric_from=2)
+    lines = [table(STATS_COLUMNS, [*rows, total], align="llrrrrr")]
+    paused = [row.topic for row in stats.topics.values() if row.paused]
+    limited = [row for row in stats.topics.values() if row.rate or row.concurrency]
+    if paused or limited:
+        lines.append("")
+    if paused:
+        lines.append(f"paused: {', '.join(paused)}")
+    lines.extend(f"limit: {row.topic} {limit_text(row)}" for row in limited)
+    return "\n".join(lines)
 
 
 def stats_json(stats: QueueStats) -> str:
@@ -122,7 +176,8 @@ def stats_json(stats: QueueStats) -> str:
                     "total": dataclasses.asdict(stats.total)})
 
 
-def _first_line(text: str, width: int = ERROR_WIDTH) -> str:
+def first_line(text: str, width: int) -> str:
+    """The first line of ``text``, cut to ``width`` with ``...``."""
     line = text.splitlines()[0] if text else ""
     return line if len(line) <= width else line[:width - 3] + "..."
 
@@ -131,9 +186,8 @@ def dead_text(jobs: Sequence[DeadJob]) -> str:
     """The table of ``dead list``."""
     if not jobs:
         return "no dead jobs"
-    rows = [[job.id, job.topic, str(job.attempts), iso_ms(job.at), _first_line(job.error)]
-            for job in jobs]
-    return table(DEAD_COLUMNS, rows, numeric_from=2)
+    rows = [[job.id, job.topic, str(job.attempts), utc_seconds(job.at)] for job in jobs]
+    return table(DEAD_COLUMNS, rows, align="llrl", details=[job.error for job in jobs])
 
 
 def dead_job_of(info: JobInfo) -> DeadJob:

@@ -9,24 +9,27 @@ import click
 
 from ..schedules.spec import MISSED_POLICIES, Schedule
 from .options import json_option, partitions_option, url_option
-from .output import iso_ms, table, to_json
+from .output import iso_ms, table, to_json, utc_seconds
 from .support import Duration, JsonValue, operator_queue
 
-LIST_COLUMNS = ("NAME", "TOPIC", "WHEN", "TZ", "MISSED", "STATE", "NEXT TICK", "LAST TICK")
+# one row of short fields per schedule, its spec on a line under it (80 columns, docs/cli.md)
+LIST_COLUMNS = ("NAME", "TOPIC", "STATE", "NEXT TICK (UTC)")
 
 
-def _when(s: Schedule) -> str:
-    return f"cron {s.cron}" if s.cron is not None else f"every {s.every:g}s"
+def _spec(s: Schedule) -> str:
+    when = f"cron {s.cron} ({s.tz})" if s.cron is not None else f"every {s.every:g}s"
+    last = utc_seconds(s.last_tick) if s.last_tick > 0 else "none yet"
+    return f"{when}; missed ticks: {s.missed}; last tick {last}"
 
 
 def schedules_text(found: list[Schedule]) -> str:
     """The table of ``schedule list``."""
     if not found:
         return "no schedules"
-    rows = [[s.name, s.topic, _when(s), s.tz, s.missed, "paused" if s.paused else "active",
-             iso_ms(s.next_tick) if s.next_tick >= 0 and not s.paused else "-",
-             iso_ms(s.last_tick) if s.last_tick > 0 else "-"] for s in found]
-    return table(LIST_COLUMNS, rows, numeric_from=len(LIST_COLUMNS))
+    rows = [[s.name, s.topic, "paused" if s.paused else "active",
+             utc_seconds(s.next_tick) if s.next_tick >= 0 and not s.paused else "-"]
+            for s in found]
+    return table(LIST_COLUMNS, rows, align="llll", details=[_spec(s) for s in found])
 
 
 @click.group()

@@ -14,10 +14,10 @@ import click
 from ..producer.listing import STATES
 from ..producer.queue import Queue
 from ..producer.searching import ACTIONS, MAX_SCAN, SCAN, BulkResult, SearchPage
-from .inspect import JOBS_COLUMNS, job_detail
 from .inspect import jobs as list_command
+from .inspect import jobs_table
 from .options import json_option, partitions_option, url_option
-from .output import iso_ms, table, to_json
+from .output import to_json
 from .support import AtTime, Duration, operator_queue
 
 DONE = {"cancel": "cancelled", "reschedule": "rescheduled", "replay": "replayed",
@@ -75,9 +75,7 @@ def with_filters(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def search_text(page: SearchPage) -> str:
     """The matches of one search call, and how to go on."""
-    rows = [[j.id, j.topic, j.state, iso_ms(j.due), f"{j.attempts}/{j.max_attempts}",
-             job_detail(j)] for j in page.jobs]
-    lines = [table(JOBS_COLUMNS, rows, numeric_from=len(JOBS_COLUMNS))] if rows else []
+    lines = [jobs_table(page.jobs, states=True)] if page.jobs else []
     lines.append(f"{len(page.jobs)} found, {page.examined} examined"
                  + (f"; more: add --cursor {page.cursor}" if page.cursor else "; complete"))
     return "\n".join(lines)

@@ -145,8 +145,7 @@ def serve(url: str | None, queues: tuple[str, ...], host: str, listen_port: int,
         keep_alive_timeout=keep_alive_timeout, **options))
     try:
         settings.check_bind()
-    except ConfigError as exc:
-        log.error("REFUSED: %s", exc)
+    except ConfigError as exc:  # said once, as the command's error line
         raise UsageProblem(str(exc)) from exc
     if not tokens.configured:
         log.warning("NO TOKEN CONFIGURED: every request on %s:%d is allowed every scope; "

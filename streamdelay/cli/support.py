@@ -344,16 +344,21 @@ def _say(message: str, secrets: Sequence[str]) -> None:
 
 def _usage_line(exc: click.UsageError, command: str) -> str:
     path = exc.ctx.command_path if exc.ctx is not None else command
-    return f"{path}: error: {exc.format_message()} (see '{path} --help')"
+    return _error_line_of(path, exc.format_message(), usage=True)
 
 
 def command_path(group: click.Group, args: Sequence[str]) -> str:
     """``streamdelay dead list``: the (sub)commands named in ``args``, for error lines."""
     path, current = ["streamdelay"], group
+    value_next = False
     for arg in args:
+        if value_next:  # the value of `--url URL` given before the command
+            value_next = False
+            continue
         found = current.commands.get(arg)
         if found is None:
-            if arg.startswith("-"):  # an option of the group (--version ...)
+            if arg.startswith("-"):  # an option of the group (--version, --url ...)
+                value_next = arg == "--url"
                 continue
             break
         path.append(arg)
@@ -363,9 +368,10 @@ def command_path(group: click.Group, args: Sequence[str]) -> str:
     return " ".join(path)
 
 
-def _error_line_of(path: str, message: str) -> str:
-    """One error line: the command, the message and where its help is."""
-    return f"{path}: error: {message} (see '{path} --help')"
+def _error_line_of(path: str, message: str, usage: bool = False) -> str:
+    """One error line: the command and the message; where its help is only for a usage
+    error (the help does not help with an unreachable Redis)."""
+    return f"{path}: error: {message}" + (f" (see '{path} --help')" if usage else "")
 
 
 def _code_for(exc: StreamdelayError) -> int:
@@ -373,10 +379,11 @@ def _code_for(exc: StreamdelayError) -> int:
 
 
 def _error_line(path: str, exc: StreamdelayError) -> str:
+    usage = _code_for(exc) == EXIT_USAGE
     if exc.field == "partitions" and not isinstance(exc, ValidationError):
         return _error_line_of(path, f"{exc}; give this command the queue's count with "
-                                    f"--partitions or {PARTITIONS_ENV}")
-    return _error_line_of(path, str(exc))
+                                    f"--partitions or {PARTITIONS_ENV}", usage)
+    return _error_line_of(path, str(exc), usage)
 
 
 def run_cli(group: click.Group, argv: Sequence[str] | None = None) -> int:
@@ -397,7 +404,7 @@ def run_cli(group: click.Group, argv: Sequence[str] | None = None) -> int:
         _say(_usage_line(exc, path), secrets)
         return EXIT_USAGE
     except click.ClickException as exc:
-        _say(_error_line_of(path, exc.format_message()), secrets)
+        _say(_error_line_of(path, exc.format_message(), exc.exit_code == EXIT_USAGE), secrets)
         return exc.exit_code
     except (click.Abort, KeyboardInterrupt):
         _say("streamdelay: interrupted", secrets)

@@ -68,12 +68,16 @@ async def touch(worker: UpkeepHost, deliveries: list[Delivery], *, quiet: bool =
 
 
 async def heartbeat_loop(worker: UpkeepHost) -> None:
-    """Touch each running delivery once a third of its ttr has passed since the last touch."""
+    """Touch each running delivery once a third of its ttr has passed since the last touch.
+
+    A delivery marked lost is touched too while it runs: one whose job was rescheduled
+    meanwhile keeps that job's next run waiting behind it (docs/guarantees.md#never-twice-at-
+    once); one another consumer took is not touched by the script (it checks the owner)."""
     while True:
         await asyncio.sleep(HEARTBEAT_TICK)
         now = time.monotonic()
         due = [d for d in list(worker.inflight.values())
-               if not d.lost and now - d.last_touch >= d.ttr_ms / 3000.0]
+               if now - d.last_touch >= d.ttr_ms / 3000.0]
         if due:
             await touch(worker, due)
 

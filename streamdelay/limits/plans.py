@@ -7,11 +7,12 @@ a queue with limits has one partition (checked here, named in the error).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 from ..base import validation
-from ..base.errors import ConfigError
+from ..base.errors import ConfigError, ValidationError
 from ..protocol.keys import PartitionKeys
 from ..protocol.plan import Command, Plan
 from ..protocol.replies import text
@@ -35,6 +36,27 @@ def checked_limit(topic: str, rate: Any, conc: Any) -> tuple[str, TopicLimit]:
                             None if conc is None else concurrency(conc))
 
 
+def limit_call(topic: str, rate: Any, conc: Any, clear: bool) -> None:
+    """Check how ``limit`` was called, before its plan runs (both faces call it first).
+
+    ``limit(topic)`` with nothing to set clears the limit, while ``streamdelay limit Q T`` with
+    no option shows it: the same call with two meanings. Showing is the meaning kept: the bare
+    library call still clears, with a DeprecationWarning, until a later release makes it read
+    the limit as the CLI does; clear with ``clear=True`` (what ``--clear`` calls), read with
+    ``limits()`` (docs/limits.md#one-call-one-meaning)."""
+    nothing = rate is None and conc is None
+    if clear and not nothing:
+        raise ValidationError("limit: give either clear=True or rate/concurrency, not both",
+                              field="clear")
+    if nothing and not clear:
+        warnings.warn(
+            f"limit({topic!r}) with no rate and no concurrency clears the limit; that meaning "
+            f"is deprecated: `streamdelay limit QUEUE TOPIC` with no option shows the limit, "
+            f"and a later release makes this call do the same. Clear it with "
+            f"limit({topic!r}, clear=True); read it with limits().get({topic!r})",
+            DeprecationWarning, stacklevel=3)
+
+
 def set_limit_plan(cfg: QueueConfig, topic: str, rate: Any = None,
                    conc: Any = None) -> Plan[bool]:
     """Set ``topic``'s limit (both None: clear it); True when this call changed it."""
@@ -42,7 +64,9 @@ def set_limit_plan(cfg: QueueConfig, topic: str, rate: Any = None,
     if cfg.partitions != 1 and (limit.rate or limit.concurrency):
         raise ConfigError(f"partitions: limits need a queue of 1 partition (this one has "
                           f"{cfg.partitions}); see docs/limits.md", field="partitions")
-    reply = yield script("setLimit").call([limits_key(cfg.name)], [name, *limit.stored()])
+    # durable: under replicas= a failover cannot drop or undo a limit change
+    reply = yield script("setLimit").call([limits_key(cfg.name)], [name, *limit.stored()],
+                                          durable=True)
     return bool(int(reply))
 
 

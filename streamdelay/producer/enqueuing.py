@@ -111,7 +111,7 @@ def prepare_values(
     every enqueue path, without building a frozen ``JobSpec`` per job (~1.5 µs) where the
     caller has the values already (``enqueue``, the HTTP batch route)."""
     topic = validation.topic(topic)
-    job_id = new_job_id() if id is None else validation.job_id(id)
+    job_id = new_job_id() if id is None else validation.producer_job_id(id)
     kind, when = when_args(delay, at)
     ttr_ms = _default_ttr_ms(cfg.ttr) if ttr is None else validation.ttr_ms(ttr)
     attempts = (_default_attempts(cfg.max_attempts) if max_attempts is None

@@ -30,9 +30,12 @@ def paused_key(queue: str) -> str:
 
 
 def set_paused_plan(cfg: QueueConfig, topic: str, paused: bool) -> Plan[bool]:
-    """Pause (or resume) ``topic``; True when this call changed its state."""
+    """Pause (or resume) ``topic``; True when this call changed its state. Durable: under
+    ``replicas=`` it waits for the replicas like a cancel, so a failover cannot un-pause a
+    topic (docs/guarantees.md#durability-across-failover)."""
     name = validation.topic(topic)
-    reply = yield script("setPaused").call([paused_key(cfg.name)], [name, 1 if paused else 0])
+    reply = yield script("setPaused").call([paused_key(cfg.name)], [name, 1 if paused else 0],
+                                           durable=True)
     return bool(int(reply))
 
 

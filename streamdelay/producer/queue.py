@@ -23,7 +23,7 @@ from ..base.models import (
     JobSpec,
     QueueStats,
 )
-from ..limits.plans import limits_plan, set_limit_plan
+from ..limits.plans import limit_call, limits_plan, set_limit_plan
 from ..limits.rates import Rate, TopicLimit
 from ..protocol.layouts import SEEN_WITHIN_S, migrate_plan
 from ..protocol.plan import Plan
@@ -225,10 +225,12 @@ class Queue(_QueueFace, SyncPull, ScheduleMethods, SearchMethods, EventMethods):
         return bool(self._operate(set_paused_plan(self.config, topic, False)))
 
     def limit(self, topic: str, rate: str | Rate | None = None,
-              concurrency: int | None = None) -> bool:
+              concurrency: int | None = None, *, clear: bool = False) -> bool:
         """Across all workers, start at most ``rate`` jobs of ``topic`` (``"100/s"``, ``"5/m"``)
-        and run at most ``concurrency`` at once; both None clears the topic's limit. Each call
-        sets the whole limit. False when it already was so (docs/limits.md)."""
+        and run at most ``concurrency`` at once; ``clear=True`` removes the topic's limit (a
+        call with neither is deprecated, see ``limit_call``). Each call sets the whole limit.
+        False when it already was so (docs/limits.md)."""
+        limit_call(topic, rate, concurrency, clear)
         return bool(self._run(set_limit_plan(self.config, topic, rate, concurrency)))
 
     def limits(self) -> dict[str, TopicLimit]:
@@ -399,8 +401,9 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncScheduleMethods, AsyncSearchMethods
         return bool(await self._operate(set_paused_plan(self.config, topic, False)))
 
     async def limit(self, topic: str, rate: str | Rate | None = None,
-                    concurrency: int | None = None) -> bool:
+                    concurrency: int | None = None, *, clear: bool = False) -> bool:
         """Set or clear a topic's limit; see ``Queue.limit``."""
+        limit_call(topic, rate, concurrency, clear)
         return bool(await self._run(set_limit_plan(self.config, topic, rate, concurrency)))
 
     async def limits(self) -> dict[str, TopicLimit]:

@@ -42,6 +42,23 @@ class Durability:
         return Command(("WAIT", self.replicas, self.timeout_ms))
 
 
+def fence(calls: Sequence[ScriptCall]) -> Command:
+    """``PUBLISH <hash tag>:durable ""``, sent right before ``WAIT`` on a single server.
+
+    ``WAIT`` counts replicas up to the offset of the *connection's own* last propagated write.
+    On Redis 7.0 any script call moves that offset to the server's latest, but on Valkey 8 (and
+    Redis 7.2, which it forked from) a script that wrote nothing leaves it behind: the retry of
+    a ``NotDurable`` call from another connection (it finds the job written already) would be
+    confirmed while the first write is still missing on the replicas. ``PUBLISH`` is always
+    propagated to replicas on a single server, so after it the offset is the server's latest
+    (docs/guarantees.md#durability, tests/test_durability.py). Not on a cluster, where
+    ``PUBLISH`` goes over the cluster bus instead.
+    """
+    key = calls[0].keys[0] if calls and calls[0].keys else "sd"
+    tag = key[: key.index("}") + 1] if "}" in key else key
+    return Command(("PUBLISH", f"{tag}:durable", ""))
+
+
 def step_calls(step: Step) -> list[ScriptCall]:
     """The script calls of a step (none for a plain command)."""
     if isinstance(step, ScriptCall):
@@ -117,5 +134,5 @@ def check_wait(durability: Durability, reply: Any, calls: Sequence[ScriptCall]) 
         script=calls[0].script.name if calls else None)
 
 
-__all__ = ["Durability", "check_server", "check_wait", "describe", "is_durable",
+__all__ = ["Durability", "check_server", "check_wait", "describe", "fence", "is_durable",
            "server_version", "step_calls"]

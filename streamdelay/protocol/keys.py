@@ -101,8 +101,9 @@ class PartitionKeys:
 
     @property
     def lateness(self) -> str:
-        """Hash: flusher -> last flush applied; ``lateness:<minute>`` hashes hold the counts
-        (partition 0's only, for the whole queue; docs/dashboard.md#lateness)."""
+        """The base of the lateness record: ``lateness:<minute>`` hashes hold the counts,
+        ``lateness:seen:<minute>`` the flushes applied (partition 0's only, for the whole
+        queue; docs/dashboard.md#lateness)."""
         return self.prefix + "lateness"
 
     @property

@@ -11,9 +11,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from ..base.models import EnqueueState
+
 # What a record's state letter means (docs/keys.md); '?' is enqueueJobsV2's word for a record it
 # cannot parse. A job in its stream ('s') is 'ready' or 'reserved': getJob tells which.
-STATE_NAMES = {"d": "delayed", "s": "ready", "x": "dead", "c": "done", "?": "corrupt"}
+STATE_NAMES: dict[str, EnqueueState] = {"d": "delayed", "s": "ready", "x": "dead", "c": "done",
+                                         "?": "corrupt"}
 
 
 def text(value: Any) -> str:
@@ -133,12 +136,11 @@ class EnqueueRow(NamedTuple):
 
     created: bool
     due_ms: int
-    state: str  # the state name of the job now under the id ("delayed" when created)
+    state: EnqueueState  # the state of the job now under the id ("delayed" when created)
 
 
-def _state_name(raw: Any) -> str:
-    name = text(raw)
-    return STATE_NAMES.get(name, name)
+def _state_name(raw: Any) -> EnqueueState:
+    return STATE_NAMES.get(text(raw), "corrupt")
 
 
 def enqueue_row(value: Any) -> EnqueueRow:

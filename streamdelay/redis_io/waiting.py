@@ -21,7 +21,14 @@ import redis
 from redis.asyncio.cluster import PipelineCommand
 from redis.exceptions import AskError, ClusterError, MovedError, NoScriptError
 
-from ..protocol.durability import Durability, check_server, check_wait, server_version, step_calls
+from ..protocol.durability import (
+    Durability,
+    check_server,
+    check_wait,
+    fence,
+    server_version,
+    step_calls,
+)
 from ..protocol.plan import EachCall, Step
 from ..protocol.scripts import ScriptCall
 from .calls import RETRYABLE, call_outcomes, command, eval_args, evalsha_args, first_error
@@ -77,21 +84,33 @@ def _result(step: Step, calls: list[ScriptCall], replies: list[Any], waited: Any
 
 # --- synchronous -------------------------------------------------------------------------
 
-def _send_sync(conn: redis.Redis, calls: Sequence[ScriptCall], durability: Durability) -> Sent:
+def _tail(calls: Sequence[ScriptCall], durability: Durability, fenced: bool) -> list[Any]:
+    """The commands after the calls: the fence on a single server (``durability.fence``), WAIT."""
+    return [*([fence(calls).args] if fenced else []), durability.command().args]
+
+
+def _waited(answers: list[Any], fenced: bool) -> tuple[list[Any], Any]:
+    """(the calls' replies, the WAIT reply); a refused fence (ACL) stands for the WAIT reply."""
+    if not fenced:
+        return answers[:-1], answers[-1]
+    *replies, fenced_reply, waited = answers
+    return replies, fenced_reply if isinstance(fenced_reply, Exception) else waited
+
+
+def _send_sync(conn: redis.Redis, calls: Sequence[ScriptCall], durability: Durability,
+               fenced: bool = True) -> Sent:
     """The calls and the WAIT as one pipeline; calls the server did not know (NOSCRIPT: they
     did not run) go again with their source in a second pipeline with its own WAIT."""
     pipe = conn.pipeline(transaction=False)
-    for call in calls:
-        command(pipe)(*evalsha_args(call))
-    command(pipe)(*durability.command().args)
-    *replies, waited = pipe.execute(raise_on_error=False)
+    for args in [*(evalsha_args(call) for call in calls), *_tail(calls, durability, fenced)]:
+        command(pipe)(*args)
+    replies, waited = _waited(pipe.execute(raise_on_error=False), fenced)
     missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
     if missing:
         pipe = conn.pipeline(transaction=False)
-        for i in missing:
-            command(pipe)(*eval_args(calls[i]))
-        command(pipe)(*durability.command().args)
-        *again, waited_again = pipe.execute(raise_on_error=False)
+        for args in [*(eval_args(calls[i]) for i in missing), *_tail(calls, durability, fenced)]:
+            command(pipe)(*args)
+        again, waited_again = _waited(pipe.execute(raise_on_error=False), fenced)
         for i, reply in zip(missing, again, strict=True):
             replies[i] = reply
         waited = _weakest(waited, waited_again)
@@ -123,7 +142,8 @@ def _cluster_sync(client: redis.RedisCluster, calls: list[ScriptCall],
         try:
             conn = client.get_redis_connection(node)
             _check_version_sync(conn, durability)
-            got, node_waited = _send_sync(conn, [calls[i] for i in indexes], durability)
+            got, node_waited = _send_sync(conn, [calls[i] for i in indexes], durability,
+                                          fenced=False)
             _raise_trouble([*got, node_waited])
         except RETRYABLE:
             _refresh_sync(client)
@@ -153,22 +173,23 @@ def run_durable_sync(client: SyncClient, step: Step, durability: Durability) -> 
 
 async def _send_async(conn: Any, calls: Sequence[ScriptCall], durability: Durability) -> Sent:
     """``_send_sync`` on an asyncio client (``conn`` is a Redis client or a cluster node)."""
-    async def once(argses: list[tuple[Any, ...]]) -> list[Any]:
-        argses = [*argses, durability.command().args]
+    fenced = isinstance(conn, redis.asyncio.Redis)  # a cluster node: no fence
+
+    async def once(argses: list[tuple[Any, ...]]) -> tuple[list[Any], Any]:
+        argses = [*argses, *_tail(calls, durability, fenced)]
         if isinstance(conn, redis.asyncio.Redis):
             pipe = conn.pipeline(transaction=False)
             for args in argses:
                 command(pipe)(*args)
-            answered: list[Any] = await pipe.execute(raise_on_error=False)
-            return answered
+            return _waited(await pipe.execute(raise_on_error=False), fenced)
         commands = [PipelineCommand(i, *args) for i, args in enumerate(argses)]
         await conn.execute_pipeline(commands)  # a cluster node: one connection
-        return [cmd.result for cmd in commands]
+        return _waited([cmd.result for cmd in commands], fenced)
 
-    *replies, waited = await once([evalsha_args(call) for call in calls])
+    replies, waited = await once([evalsha_args(call) for call in calls])
     missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
     if missing:
-        *again, waited_again = await once([eval_args(calls[i]) for i in missing])
+        again, waited_again = await once([eval_args(calls[i]) for i in missing])
         for i, reply in zip(missing, again, strict=True):
             replies[i] = reply
         waited = _weakest(waited, waited_again)

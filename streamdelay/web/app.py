@@ -27,8 +27,8 @@ from litestar.template.config import TemplateConfig
 
 from .. import __version__
 from .api import api_routes
-from .api.bodies import document
-from .api.paths import ActionPaths, public_schema
+from .api.openapi import finish
+from .api.paths import ActionPaths
 from .auth import SESSION_COOKIE, AuthMiddleware, SessionSigner, host_prefixed, needs, principal_of
 from .csrf import SessionCsrf
 from .dashboard import TEMPLATE_DIR, dashboard_routes
@@ -85,10 +85,7 @@ async def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
 @get("/openapi.json", include_in_schema=False, media_type=MediaType.JSON)
 async def openapi_document(request: Request[Any, Any, Any]) -> dict[str, Any]:
     """The OpenAPI 3.1 document of the JSON API."""
-    schema = public_schema(request.app.openapi_schema.to_schema(),
-                           list(request.app.state.settings.queues))
-    document(schema)
-    return schema
+    return finish(request.app.openapi_schema.to_schema(), request.app)
 
 
 async def _hidden(connection: Any, _: Any) -> None:
@@ -100,15 +97,16 @@ def _openapi() -> OpenAPIConfig:
     return OpenAPIConfig(
         title="streamdelay", version=__version__,
         description="Delayed jobs on Redis Streams over HTTP: producers, operators and "
-                    "consumers in any language (docs/http.md).",
+                    "consumers in any language.",
         render_plugins=[JsonRenderPlugin()],
         # Litestar's own copy shows the internal action paths: hidden (404); /openapi.json
         # serves the public document
         openapi_router=Router(path="/schema", route_handlers=[], guards=[_hidden],
                               include_in_schema=False),
         components=Components(security_schemes={"bearer": SecurityScheme(
-            type="http", scheme="bearer", description="A token of --token-file or "
-            "STREAMDELAY_TOKENS (name:token:scopes)")}),
+            type="http", scheme="bearer", description="A token of `--token-file` or "
+            "`STREAMDELAY_TOKENS` (`name:token:scopes`). Each operation's security "
+            "requirement names the scope it needs: `read`, `write`, `consume` or `admin`.")}),
         security=[{"bearer": []}], use_handler_docstrings=True)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 from litestar import MediaType, Request, Response
@@ -23,10 +23,20 @@ from ..base.masking import mask_text
 log = logging.getLogger("streamdelay.web")
 
 
-class ErrorDetail(msgspec.Struct):
-    """What went wrong: a stable ``code``, a readable ``message`` and the ``field`` at fault."""
+# Every code an error body may carry (docs/http.md#errors): one list, so the OpenAPI document
+# states them as an enum and mypy refuses a code that is not in it.
+ErrorCode = Literal[
+    "bad_request", "too_deep", "unauthorized", "forbidden", "not_found", "no_such_queue",
+    "no_such_job", "no_such_group", "method_not_allowed", "conflict", "stale_receipt",
+    "group_taken", "too_large", "unsupported_media", "invalid", "too_many_requests", "busy",
+    "request_timeout", "headers_too_large", "too_many_connections", "internal", "unavailable",
+    "redis_unavailable", "redis_error", "not_durable", "failed", "error"]
 
-    code: str
+
+class ErrorDetail(msgspec.Struct):
+    """What went wrong: a stable `code`, a readable `message` and the `field` at fault."""
+
+    code: ErrorCode
     message: str
     field: str | None = None
 
@@ -40,25 +50,27 @@ class ErrorBody(msgspec.Struct):
 class ApiError(HTTPException):
     """An error the routes raise with their own status, code and field."""
 
-    def __init__(self, status: int, code: str, message: str, field: str | None = None) -> None:
+    def __init__(self, status: int, code: ErrorCode, message: str, field: str | None = None
+                 ) -> None:
         super().__init__(detail=message, status_code=status)
         self.code = code
         self.field = field
 
 
-_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
-          405: "method_not_allowed", 409: "conflict", 413: "too_large", 415: "unsupported_media",
-          422: "invalid", 429: "too_many_requests", 500: "internal", 503: "unavailable"}
+_CODES: dict[int, ErrorCode] = {
+    400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
+    405: "method_not_allowed", 409: "conflict", 413: "too_large", 415: "unsupported_media",
+    422: "invalid", 429: "too_many_requests", 500: "internal", 503: "unavailable"}
 
 
-def error_response(status: int, code: str, message: str, field: str | None = None,
+def error_response(status: int, code: ErrorCode, message: str, field: str | None = None,
                    headers: dict[str, str] | None = None) -> Response[ErrorBody]:
     """The JSON error answer."""
     return Response(ErrorBody(ErrorDetail(code, message, field)), status_code=status,
                     media_type=MediaType.JSON, headers=headers)
 
 
-def _library_status(exc: errors.StreamdelayError) -> tuple[int, str]:
+def _library_status(exc: errors.StreamdelayError) -> tuple[int, ErrorCode]:
     """The status and code of a library error (by class name for the ones added later)."""
     name = type(exc).__name__
     if name == "StaleReceipt":
@@ -116,7 +128,7 @@ def _wants_html(request: Request[Any, Any, Any]) -> bool:
             and "text/html" in request.headers.get("accept", ""))
 
 
-Described = tuple[int, str, str, "str | None", "dict[str, str] | None"]
+Described = tuple[int, ErrorCode, str, "str | None", "dict[str, str] | None"]
 
 
 def describe(exc: Exception, where: str = "") -> Described:

@@ -102,48 +102,73 @@ class TokenTable:
         return None
 
 
-def _bad(message: str) -> ConfigError:
-    return ConfigError(f"tokens: {message} (format: name:token:scope,scope;... with scopes "
-                       f"{', '.join(SCOPES)})", field="tokens")
+def _bad(where: str, message: str) -> ConfigError:
+    return ConfigError(f"tokens: {where}: {message} (format: name:token:scope,scope;... with "
+                       f"scopes {', '.join(SCOPES)})", field="tokens")
 
 
-def _entry(text: str, number: int) -> tuple[str, str, list[str]]:
+Entry = tuple[str, str, str, list[str]]  # where it was written, name, token, scopes
+
+
+def _entry(text: str, where: str) -> Entry:
     parts = text.split(":")
     if len(parts) != 3:
-        raise _bad(f"entry {number} is not name:token:scopes")
+        raise _bad(where, "not name:token:scopes")
     name, token, scope_text = (part.strip() for part in parts)
     if not name or not set(name) <= _NAME_CHARS or len(name) > 64:
-        raise _bad(f"entry {number}: the name must be 1-64 letters, digits or _ . - @")
+        raise _bad(where, "the name must be 1-64 letters, digits or _ . - @")
     if len(token) < MIN_TOKEN_LENGTH or any(ch.isspace() for ch in token):
-        raise _bad(f"entry {number} ({name}): a token needs at least {MIN_TOKEN_LENGTH} "
-                   f"characters and no spaces")
+        raise _bad(where, f"{name}: a token needs at least {MIN_TOKEN_LENGTH} characters and "
+                          f"no spaces")
     scopes = [scope.strip() for scope in scope_text.split(",") if scope.strip()]
     unknown = [scope for scope in scopes if scope not in SCOPES]
     if not scopes or unknown:
-        raise _bad(f"entry {number} ({name}): unknown or no scopes {unknown or scope_text!r}")
-    return name, token, scopes
+        raise _bad(where, f"{name}: unknown or no scopes {unknown or scope_text!r}")
+    return where, name, token, scopes
 
 
-def parse_tokens(text: str) -> TokenTable:
-    """Parse ``name:token:scope,scope;...`` (entries split by ``;`` or new lines)."""
-    entries: list[tuple[str, str, list[str]]] = []
-    lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
-    for chunk in ";".join(lines).split(";"):
-        if chunk.strip():
-            entries.append(_entry(chunk.strip(), len(entries) + 1))
-    return TokenTable(entries)
+def _entries(text: str, source: str | None, by_line: bool) -> list[Entry]:
+    """The entries of ``text``; each error says where: ``FILE line N`` (``by_line``), else
+    ``SOURCE entry N``."""
+    found: list[Entry] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.lstrip().startswith("#"):
+            continue
+        for chunk in line.split(";"):
+            if chunk.strip():
+                where = (f"{source} line {number}" if by_line else
+                         " ".join(filter(None, (source, f"entry {len(found) + 1}"))))
+                found.append(_entry(chunk.strip(), where))
+    return found
+
+
+def _table(entries: list[Entry]) -> TokenTable:
+    seen: set[str] = set()
+    for where, name, _, _ in entries:
+        if name in seen:
+            raise _bad(where, f"the name {name!r} is given twice")
+        seen.add(name)
+    return TokenTable((name, token, scopes) for _, name, token, scopes in entries)
+
+
+def parse_tokens(text: str, source: str | None = None) -> TokenTable:
+    """Parse ``name:token:scope,scope;...`` (entries split by ``;`` or new lines); errors
+    name the entry (``source entry N``)."""
+    return _table(_entries(text, source, by_line=False))
 
 
 def load_tokens(token_file: str | None, env_value: str | None) -> TokenTable:
-    """The tokens of ``--token-file`` and of ``STREAMDELAY_TOKENS`` together."""
-    texts = []
+    """The tokens of ``--token-file`` and of ``STREAMDELAY_TOKENS`` together; an error names
+    the file and its line, or the variable and the entry."""
+    entries: list[Entry] = []
     if token_file is not None:
         try:
             with open(token_file, encoding="utf-8") as handle:
-                texts.append(handle.read())
+                text = handle.read()
         except OSError as exc:
             raise ConfigError(f"token_file: cannot read {token_file!r}: {exc.strerror}",
                               field="token_file") from None
+        entries += _entries(text, token_file, by_line=True)
     if env_value:
-        texts.append(env_value)
-    return parse_tokens(";".join(texts))
+        entries += _entries(env_value, TOKENS_ENV, by_line=False)
+    return _table(entries)

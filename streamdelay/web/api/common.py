@@ -26,19 +26,22 @@ _WHY = {
     401: "No valid bearer token.",
     403: "The token lacks the scope this route needs.",
     404: "The queue is not served here, or the job (group, queue) does not exist.",
+    405: "The path exists but not with this method.",
     409: "The receipt's delivery was reclaimed, cancelled, replaced or already settled.",
     413: "The request body is larger than the service accepts.",
     422: "A value the library refuses (the field is named).",
+    500: "A fault of the service itself (logged there with its traceback, never sent).",
     503: "Redis is unreachable or refused the operation; retrying is safe.",
 }
+ALWAYS = (405, 500)  # any operation may answer these
 READ_ERRORS = (400, 401, 403, 404, 422, 503)
 WRITE_ERRORS = (400, 401, 403, 404, 413, 422, 503)
 
 
 def errors(*codes: int) -> dict[int, ResponseSpec]:
-    """The documented error answers of a route."""
+    """The documented error answers of a route (``ALWAYS`` included)."""
     return {code: ResponseSpec(data_container=ErrorBody, description=_WHY[code],
-                               generate_examples=False) for code in codes}
+                               generate_examples=False) for code in (*codes, *ALWAYS)}
 
 
 def served(request: Request[Any, Any, Any], queue: str) -> AsyncQueue:

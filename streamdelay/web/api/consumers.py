@@ -99,7 +99,8 @@ async def settle(target: AsyncQueue, metrics: Counts, receipt: str, action: str,
       tags=["consumers"], operation_id="ack", summary="The job is done",
       responses=errors(*WRITE_ERRORS, 409))
 async def ack(request: Request[Any, Any, Any], queue: str, receipt: ReceiptParam) -> Settled:
-    """Acknowledge the delivery: the job is forgotten (or kept as ``done``, keep_done)."""
+    """Acknowledge the delivery: the job is forgotten (or kept as ``done`` when the queue keeps
+    finished jobs)."""
     return await settle(served(request, queue), request.app.state.metrics, receipt, "ack")
 
 

@@ -54,16 +54,3 @@ class ActionPaths:
                 scope["path"] = rewritten
         await self.app(scope, receive, send)
 
-
-def public_schema(schema: dict[str, Any], queues: list[str]) -> dict[str, Any]:
-    """The OpenAPI document with the public paths, and the ``queue`` parameter listing the
-    queues this process serves (any other answers 404)."""
-    paths = schema.get("paths", {})
-    schema["paths"] = {public_path(path): item for path, item in paths.items()}
-    for item in schema["paths"].values():
-        for operation in item.values():
-            for parameter in operation.get("parameters", []) if isinstance(operation,
-                                                                           dict) else []:
-                if parameter.get("name") == "queue" and parameter.get("in") == "path":
-                    parameter["schema"] = {"type": "string", "enum": list(queues)}
-    return schema
