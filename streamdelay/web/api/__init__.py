@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import consumers, jobs, search
+from . import consumers, events, jobs, search
 
 
 def api_routes() -> list[Any]:
     """Every route handler of the JSON API."""
-    return [*jobs.ROUTES, *search.ROUTES, *consumers.ROUTES]
+    return [*jobs.ROUTES, *search.ROUTES, *consumers.ROUTES, *events.ROUTES]
