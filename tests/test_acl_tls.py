@@ -19,8 +19,10 @@ import pytest
 import redis
 
 import streamdelay as sd
+from streamdelay.protocol.durability import fence
 from streamdelay.protocol.keys import PartitionKeys
-from tests.redis_server import RedisServer, free_port
+from streamdelay.protocol.scripts import ScriptCall, script
+from tests.redis_server import RedisServer, free_port, wait_until
 from tests.test_cli import cli_env, command
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -151,6 +153,40 @@ def test_documented_acl_user_runs_everything_and_touches_nothing_else(
     for q in (queue, other):
         q.close()
     plain.close()
+
+
+def documented_replicas_grant() -> str:
+    """What docs/security.md says producers with ``replicas=`` need beyond the ACL line."""
+    found = re.search(r"Producers with `replicas=` \(or `local_fsync`\) also need `(\+[a-z]+)`",
+                      SECURITY_DOC.read_text())
+    assert found, "docs/security.md must say what producers with replicas= also need"
+    return found.group(1)
+
+
+def test_documented_acl_user_with_replicas_runs_durable_calls(acl_server: RedisServer) -> None:
+    """A producer with ``replicas=1`` under the documented line plus the documented grant: every
+    durable call (and its fence before ``WAIT``, docs/guarantees.md#durability-across-failover)
+    runs without an ACL denial and is confirmed by the replica."""
+    admin = acl_server.client()
+    admin.execute_command(*documented_acl_line("shop", "s3cret-pw"), documented_replicas_grant())
+    admin.acl_log_reset()
+    url = f"redis://sd-shop:s3cret-pw@127.0.0.1:{acl_server.port}/0"
+    with RedisServer("--replicaof", "127.0.0.1", str(acl_server.port)) as replica, \
+            replica.client() as follower, \
+            sd.Queue("shop", url=url, replicas=1, replica_timeout=5, retry_for=1.0) as queue:
+        assert wait_until(lambda: follower.info("replication")["master_link_status"] == "up")
+        assert queue.enqueue("t", 1, id="a", delay=60).created
+        assert not queue.enqueue("t", 1, id="a", delay=60).created  # wrote nothing, fenced
+        assert all(r.created for r in queue.enqueue_many(
+            [sd.JobSpec("t", i, id=f"m{i}", delay=60) for i in range(3)]))
+        assert queue.reschedule("a", delay=120) and queue.cancel("m0")
+        assert queue.schedule("beat", "t", {"n": 1}, every=60) is True
+        assert queue.dead_purge() == 0 and queue.dead_replay(id="none") == 0
+        denied = [(e.get("reason"), e.get("object")) for e in admin.acl_log()]
+        assert denied == [], f"the documented grant for replicas= is missing {denied}"
+        assert follower.hexists("sd:{shop#0}:jobs", "a")  # confirmed means on the replica
+        fence_key = "sd:{shop#0}:durable"
+        assert admin.type(fence_key) == b"hash" and 0 < admin.pttl(fence_key) <= 10_000
 
 
 # --- TLS -------------------------------------------------------------------------------------
@@ -285,6 +321,9 @@ def test_every_command_the_scripts_call_is_in_the_documented_acl_line() -> None:
     from streamdelay.protocol.scripts import load_scripts
 
     granted = {part[1:].lower() for part in documented_acl_line("q", "pw") if part[0] == "+"}
+    fenced = PartitionKeys("q", 0).jobs  # the fence of durable calls uses the same grants
+    assert {str(c.args[0]).lower() for c in fence([ScriptCall(script("cancelJob"), (fenced,),
+                                                              ())])} <= granted
     for name, loaded in load_scripts().items():
         for match in re.finditer(r"redis\.p?call\('([A-Za-z]+)'(?:,\s*'([A-Za-z]+)')?",
                                  loaded.source):

@@ -90,11 +90,14 @@ def test_wait_and_waitaof_replies_are_read_into_not_durable() -> None:
     assert refused.value.field == "local_fsync"
 
 
-def test_the_fence_before_wait_publishes_on_the_partitions_channel() -> None:
-    cfg = QueueConfig(name="orders", url="redis://127.0.0.1:1/0")
+def test_the_fence_before_wait_writes_a_key_in_the_partitions_slot() -> None:
+    cfg = QueueConfig(name="orders", url="redis://127.0.0.1:1/0", partitions=4)
     step = _first_step(plans.cancel_plan(cfg, "a"))
-    assert fence(step_calls(step)).args == (  # type: ignore[arg-type]
-        "PUBLISH", "sd:{orders#0}:durable", "")  # inside the ACL pattern sd:{orders#*}*
+    [call] = step_calls(step)  # type: ignore[arg-type]
+    tag = call.keys[0][: call.keys[0].index("}") + 1]  # the partition of job "a"
+    # a key of that slot, inside the ACL pattern sd:{orders#*}*, with commands it grants
+    assert [command.args for command in fence([call])] == [
+        ("HSET", f"{tag}:durable", "w", ""), ("PEXPIRE", f"{tag}:durable", 10_000)]
 
 
 def test_waitaof_is_detected_from_the_server_version() -> None:

@@ -42,21 +42,29 @@ class Durability:
         return Command(("WAIT", self.replicas, self.timeout_ms))
 
 
-def fence(calls: Sequence[ScriptCall]) -> Command:
-    """``PUBLISH <hash tag>:durable ""``, sent right before ``WAIT`` on a single server.
+FENCE_TTL_MS = 10_000  # the fence key goes 10 s after the last durable call of its partition
+
+
+def fence(calls: Sequence[ScriptCall]) -> tuple[Command, ...]:
+    """``HSET <hash tag>:durable w ""`` and ``PEXPIRE <that key> 10000``, sent right before
+    ``WAIT`` on every topology (single server, Sentinel, cluster).
 
     ``WAIT`` counts replicas up to the offset of the *connection's own* last propagated write.
-    On Redis 7.0 any script call moves that offset to the server's latest, but on Valkey 8 (and
-    Redis 7.2, which it forked from) a script that wrote nothing leaves it behind: the retry of
-    a ``NotDurable`` call from another connection (it finds the job written already) would be
-    confirmed while the first write is still missing on the replicas. ``PUBLISH`` is always
-    propagated to replicas on a single server, so after it the offset is the server's latest
-    (docs/guarantees.md#durability, tests/test_durability.py). Not on a cluster, where
-    ``PUBLISH`` goes over the cluster bus instead.
+    On Redis 7.0 any command moves that offset to the server's latest, but on Valkey 8 (and
+    Redis 7.2, which it forked from) only a command that propagated something does: a script
+    that wrote nothing leaves it behind, so the retry of a ``NotDurable`` call from another
+    connection (it finds the job written already) would be confirmed while the first write is
+    still missing on the replicas. ``HSET`` is propagated even when the value is unchanged, and
+    a keyed write reaches the replication stream on a cluster too (``PUBLISH`` and ``SPUBLISH``
+    travel on the cluster bus there), so after it the offset is the node's latest. The key is in
+    the slot of the first call's partition, which is on the node the calls went to, and inside
+    the queue's ACL key pattern (docs/guarantees.md#durability-across-failover, docs/keys.md,
+    tests/test_durability.py, tests/test_durability_cluster.py).
     """
     key = calls[0].keys[0] if calls and calls[0].keys else "sd"
     tag = key[: key.index("}") + 1] if "}" in key else key
-    return Command(("PUBLISH", f"{tag}:durable", ""))
+    return (Command(("HSET", f"{tag}:durable", "w", "")),
+            Command(("PEXPIRE", f"{tag}:durable", FENCE_TTL_MS)))
 
 
 def step_calls(step: Step) -> list[ScriptCall]:

@@ -4,7 +4,9 @@ connection, so the answer means "on the primary and on N replicas" at no extra r
 ``WAIT`` counts the replicas that acknowledged every write *of the connection it is sent on*:
 it must ride the connection that carried the scripts. On one server (or a Sentinel master) that
 is one pipeline; on a cluster, the calls of each node go as one pipeline to that node, with its
-own ``WAIT`` (redis-py's cluster pipelines refuse EVALSHA and cannot carry a keyless WAIT). A
+own ``WAIT`` (redis-py's cluster pipelines refuse EVALSHA and cannot carry a keyless WAIT).
+Right before each ``WAIT`` goes the fence (``protocol.durability.fence``), a keyed write in the
+slot of the calls, so the wait covers other connections' writes too on every topology. A
 redirection (a slot moved) refreshes the slot map and is retried like connection trouble: every
 durable call is idempotent by id. docs/guarantees.md#durability, docs/design.md#durable-steps.
 """
@@ -31,7 +33,7 @@ from ..protocol.durability import (
 )
 from ..protocol.plan import EachCall, Step
 from ..protocol.scripts import ScriptCall
-from .calls import RETRYABLE, call_outcomes, command, eval_args, evalsha_args, first_error
+from .calls import RETRYABLE, call_outcomes, command, evalsha_args, first_error
 from .topology import AsyncClient, SyncClient, is_cluster
 
 _versions: WeakKeyDictionary[Any, tuple[int, int]] = WeakKeyDictionary()  # per client
@@ -84,33 +86,45 @@ def _result(step: Step, calls: list[ScriptCall], replies: list[Any], waited: Any
 
 # --- synchronous -------------------------------------------------------------------------
 
-def _tail(calls: Sequence[ScriptCall], durability: Durability, fenced: bool) -> list[Any]:
-    """The commands after the calls: the fence on a single server (``durability.fence``), WAIT."""
-    return [*([fence(calls).args] if fenced else []), durability.command().args]
+def _tail(calls: Sequence[ScriptCall], durability: Durability) -> list[Any]:
+    """The commands after the calls: the fence (``durability.fence``), then WAIT."""
+    return [*(cmd.args for cmd in fence(calls)), durability.command().args]
 
 
-def _waited(answers: list[Any], fenced: bool) -> tuple[list[Any], Any]:
-    """(the calls' replies, the WAIT reply); a refused fence (ACL) stands for the WAIT reply."""
-    if not fenced:
-        return answers[:-1], answers[-1]
-    *replies, fenced_reply, waited = answers
-    return replies, fenced_reply if isinstance(fenced_reply, Exception) else waited
+FENCED = len(fence([]))  # how many fence commands come between the calls and the WAIT
 
 
-def _send_sync(conn: redis.Redis, calls: Sequence[ScriptCall], durability: Durability,
-               fenced: bool = True) -> Sent:
-    """The calls and the WAIT as one pipeline; calls the server did not know (NOSCRIPT: they
-    did not run) go again with their source in a second pipeline with its own WAIT."""
+def _waited(answers: list[Any]) -> tuple[list[Any], Any]:
+    """(the calls' replies, the WAIT reply); a refused fence command (ACL, a slot that moved)
+    stands for the WAIT reply: without it the WAIT proves nothing about other connections."""
+    replies, tail = answers[:-FENCED - 1], answers[-FENCED - 1:]
+    return replies, next((r for r in tail[:-1] if isinstance(r, Exception)), tail[-1])
+
+
+def _again(calls: Sequence[ScriptCall], missing: list[int]) -> tuple[int, list[Any]]:
+    """The head of the second pipeline, for the calls the server did not know (NOSCRIPT: they
+    did not run): ``SCRIPT LOAD`` of each of their scripts, then those calls by ``EVALSHA``
+    again (not ``EVAL``, which the documented ACL does not grant: docs/security.md). Answers
+    how many loads lead (their replies are dropped) and the commands."""
+    sources = {calls[i].script.sha: calls[i].script.source for i in missing}
+    return len(sources), [*(("SCRIPT", "LOAD", source) for source in sources.values()),
+                          *(evalsha_args(calls[i]) for i in missing)]
+
+
+def _send_sync(conn: redis.Redis, calls: Sequence[ScriptCall], durability: Durability) -> Sent:
+    """The calls and the WAIT as one pipeline; calls the server did not know go again after
+    their ``SCRIPT LOAD`` in a second pipeline with its own fence and WAIT (``_again``)."""
     pipe = conn.pipeline(transaction=False)
-    for args in [*(evalsha_args(call) for call in calls), *_tail(calls, durability, fenced)]:
+    for args in [*(evalsha_args(call) for call in calls), *_tail(calls, durability)]:
         command(pipe)(*args)
-    replies, waited = _waited(pipe.execute(raise_on_error=False), fenced)
+    replies, waited = _waited(pipe.execute(raise_on_error=False))
     missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
     if missing:
+        loads, head = _again(calls, missing)
         pipe = conn.pipeline(transaction=False)
-        for args in [*(eval_args(calls[i]) for i in missing), *_tail(calls, durability, fenced)]:
+        for args in [*head, *_tail(calls, durability)]:
             command(pipe)(*args)
-        again, waited_again = _waited(pipe.execute(raise_on_error=False), fenced)
+        again, waited_again = _waited(pipe.execute(raise_on_error=False)[loads:])
         for i, reply in zip(missing, again, strict=True):
             replies[i] = reply
         waited = _weakest(waited, waited_again)
@@ -142,13 +156,12 @@ def _cluster_sync(client: redis.RedisCluster, calls: list[ScriptCall],
         try:
             conn = client.get_redis_connection(node)
             _check_version_sync(conn, durability)
-            got, node_waited = _send_sync(conn, [calls[i] for i in indexes], durability,
-                                          fenced=False)
+            got, node_waited = _send_sync(conn, [calls[i] for i in indexes], durability)
             _raise_trouble([*got, node_waited])
         except RETRYABLE:
             _refresh_sync(client)
             raise
-        if _redirected(got):
+        if _redirected([*got, node_waited]):
             _refresh_sync(client)
             raise ClusterError(f"slot moved during a durable call on {node.name}; retrying")
         for i, reply in zip(indexes, got, strict=True):
@@ -173,23 +186,22 @@ def run_durable_sync(client: SyncClient, step: Step, durability: Durability) -> 
 
 async def _send_async(conn: Any, calls: Sequence[ScriptCall], durability: Durability) -> Sent:
     """``_send_sync`` on an asyncio client (``conn`` is a Redis client or a cluster node)."""
-    fenced = isinstance(conn, redis.asyncio.Redis)  # a cluster node: no fence
-
-    async def once(argses: list[tuple[Any, ...]]) -> tuple[list[Any], Any]:
-        argses = [*argses, *_tail(calls, durability, fenced)]
+    async def once(argses: list[tuple[Any, ...]], loads: int = 0) -> tuple[list[Any], Any]:
+        argses = [*argses, *_tail(calls, durability)]
         if isinstance(conn, redis.asyncio.Redis):
             pipe = conn.pipeline(transaction=False)
             for args in argses:
                 command(pipe)(*args)
-            return _waited(await pipe.execute(raise_on_error=False), fenced)
+            return _waited((await pipe.execute(raise_on_error=False))[loads:])
         commands = [PipelineCommand(i, *args) for i, args in enumerate(argses)]
         await conn.execute_pipeline(commands)  # a cluster node: one connection
-        return _waited([cmd.result for cmd in commands], fenced)
+        return _waited([cmd.result for cmd in commands][loads:])
 
     replies, waited = await once([evalsha_args(call) for call in calls])
     missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
     if missing:
-        again, waited_again = await once([eval_args(calls[i]) for i in missing])
+        loads, head = _again(calls, missing)
+        again, waited_again = await once(head, loads)
         for i, reply in zip(missing, again, strict=True):
             replies[i] = reply
         waited = _weakest(waited, waited_again)
@@ -236,7 +248,7 @@ async def _cluster_async(client: redis.asyncio.RedisCluster, calls: list[ScriptC
         raise
     waited: Any = None
     for (node, indexes), (got, node_waited) in zip(by_node.values(), sent, strict=True):
-        if _redirected(got):
+        if _redirected([*got, node_waited]):
             await _refresh_async(client)
             raise ClusterError(f"slot moved during a durable call on {node.name}; retrying")
         for i, reply in zip(indexes, got, strict=True):
