@@ -16,6 +16,8 @@ from typing import Any
 
 from ..base.errors import ValidationError
 from ..base.events import JobEvent
+from .keys import partition_keys
+from .plan import Command, Plan
 from .replies import field_map, lenient_text, text
 
 EVENTS_FIELD = "events"  # field of each partition's meta hash: the bound, absent = off
@@ -159,3 +161,20 @@ def parse_event(fields: dict[str, str], cursor: str, partition: int) -> JobEvent
                         detail=fields.get("d", ""), cursor=cursor, partition=partition)
     except (KeyError, ValueError):
         return None
+
+
+def latest_events_plan(queue: str, partitions: int, limit: int
+                       ) -> Plan[tuple[bool, list[JobEvent]]]:
+    """(whether the queue keeps events, its newest ``limit`` events, newest first): one
+    ``XREVRANGE ... COUNT limit`` per partition, merged by time (the dashboard's live panel)."""
+    every = partition_keys(queue, partitions)
+    bound = yield Command(("HGET", every[0].meta, EVENTS_FIELD))
+    rows: list[tuple[tuple[int, int], int, str, dict[str, str]]] = []
+    for partition, keys in enumerate(every):
+        reply = yield Command(("XREVRANGE", keys.events, "+", "-", "COUNT", limit))
+        rows.extend((_order(text(eid)), partition, text(eid), field_map(fields))
+                    for eid, fields in reply or ())
+    rows.sort(key=lambda row: (row[0], row[1]), reverse=True)
+    found = [parse_event(fields, eid, partition) for _, partition, eid, fields in rows[:limit]]
+    on = bound is not None and text(bound) not in ("", "0")
+    return on, [event for event in found if event is not None]
