@@ -73,6 +73,9 @@ def test_each_operation_names_the_scope_it_needs(document: dict[str, Any]) -> No
     assert found == {name: [{"bearer": [scope]}] for name, scope in SCOPES.items()}
     health = document["paths"]["/healthz"]["get"]
     assert health["operationId"] == "healthz" and health["security"] == []
+    answers = health["responses"]  # a load balancer's check: both answers carry the same body
+    assert {"200", "503"} <= set(answers), answers
+    assert answers["503"]["content"] == answers["200"]["content"], answers
     assert all(operation.get("security") is not None for operation in operations.values())
 
 

@@ -12,14 +12,14 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 from litestar import Litestar, MediaType, Request, Response, Router, get
 from litestar.contrib.jinja import JinjaTemplateEngine
 from litestar.exceptions import NotFoundException
 from litestar.middleware import DefineMiddleware
-from litestar.openapi import OpenAPIConfig
+from litestar.openapi import OpenAPIConfig, ResponseSpec
 from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
 from litestar.static_files import create_static_files_router
@@ -50,11 +50,13 @@ class Health(msgspec.Struct, omit_defaults=True):
     """``/healthz``: ``ok`` when every served queue's Redis answered PING in time; the queues
     by name only to a caller allowed to read (docs/security.md#what-serve-shows-to-anyone)."""
 
-    status: str
+    status: Literal["ok", "unavailable"]
     queues: dict[str, bool] | None = None
 
 
-@get("/healthz", tags=["service"], security=[])
+@get("/healthz", tags=["service"], security=[], responses={503: ResponseSpec(
+    data_container=Health, generate_examples=False,
+    description="Redis did not answer in time for a served queue: `status` is `unavailable`")})
 async def healthz(request: Request[Any, Any, Any]) -> Response[Health]:
     """200 when Redis answers for every served queue, else 503. Open to anyone (a load
     balancer's check); the queues it names only with a token (or session) that may read."""
