@@ -39,6 +39,7 @@ from benchmarks import (
     lateness_e2e,
     lateness_rates,
     memory_drain,
+    results_wait,
     servers,
 )
 from benchmarks.harness import LISTED_TARGET, ROOT, Check, Section, redis_server, versions
@@ -136,6 +137,7 @@ def main() -> None:
         lambda: (http_bench.run(single=20_000, batches=200, backlog=100_000, pairs=10_000)
                  if args.full else http_bench.run()),
         http_polls.run,  # 1,000 concurrent long polls on one serve process
+        results_wait.run,  # issue 26: result delivered after the settle, 1,000 waiters
         lambda: dispatch.dispatch_alone(100_000),
         lambda: dispatch.backlog([10_000, 1_000_000] + ([10_000_000] if args.full else [])),
         lambda: drain.run(10_000),

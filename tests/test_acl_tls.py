@@ -60,7 +60,7 @@ def test_documented_acl_user_runs_everything_and_touches_nothing_else(
     admin.execute_command(*documented_acl_line("shop", "s3cret-pw"))
     admin.acl_log_reset()
     url = f"redis://sd-shop:s3cret-pw@127.0.0.1:{acl_server.port}/0"
-    queue = sd.Queue("shop", url=url, retry_for=1.0)
+    queue = sd.Queue("shop", url=url, retry_for=1.0, keep_result=60)
     queue.enqueue("t", {"ok": 1}, id="fine")
     queue.enqueue("t", {"fail": 1}, id="poison", max_attempts=2, backoff=[0.01])
     queue.enqueue_many([sd.JobSpec("t", i, id=f"m{i}", delay=0.05) for i in range(3)])
@@ -81,6 +81,14 @@ def test_documented_acl_user_runs_everything_and_touches_nothing_else(
     asyncio.run(asyncio.wait_for(worker.serve(until_idle=True), 60))
     assert worker.counts["handled"] == 7 and worker.counts["dead"] == 1
     assert queue.stats().topics["t"].dead == 1
+    # results: kept by the settle scripts, read, and awaited (a wait that blocks, then ends)
+    assert queue.result("fine").state == "succeeded"  # type: ignore[union-attr]
+    assert queue.result("poison").state == "dead"  # type: ignore[union-attr]
+    queue.enqueue("t", id="later", delay=300)
+    with pytest.raises(sd.ResultTimeout):
+        queue.result("later", timeout=0.05)
+    assert queue.cancel("later")
+    assert queue.result("later").state == "cancelled"  # type: ignore[union-attr]
     info = queue.get("poison")
     assert info is not None and info.state == "dead" and "poisoned" in (info.error or "")
     assert [d.id for d in queue.dead_list()] == ["poison"]
@@ -114,6 +122,8 @@ def test_documented_acl_user_runs_everything_and_touches_nothing_else(
     assert asyncio.run(dispatch_and_pull()) >= 1
     [pulled] = queue.reserve("pull", wait=2)
     pulled.touch()
+    pulled.touch(progress={"pct": 50})  # progress: written by touchJobsV2, read by get
+    assert queue.get(pulled.id).progress == {"pct": 50}  # type: ignore[union-attr]
     assert pulled.fail("once", retry_delay=60) == "retried"
     [lim] = queue.reserve("lim", wait=2)
     assert queue.reserve("lim", wait=0.3) == []  # concurrency 1 is held: BLPOP wait

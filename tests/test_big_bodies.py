@@ -194,10 +194,10 @@ def test_ack_calls_are_bounded_by_the_bytes_of_their_records(logged: RedisServer
         await all_started.wait()
 
     client = logged.client()
-    client.script_load(script("ackJobsV2").source)  # no NOSCRIPT round in the log
+    client.script_load(script("ackJobsV3").source)  # no NOSCRIPT round in the log
     client.slowlog_reset()
     worker.run(until_idle=True)
-    counts = jobs_per_call(logged.url, "ackJobsV2", 3 + 6 + 2, 3)
+    counts = jobs_per_call(logged.url, "ackJobsV3", 3 + 6 + 3, 3)
     assert sum(counts) == n, counts
     assert all(c == 1 or c * body <= BUDGET for c in counts), counts
     assert queue.stats().total.reserved == 0

@@ -153,8 +153,8 @@ def test_a_rolling_deploy_from_the_previous_release_handles_every_job_once(
             assert sum(queue.client.hlen(k) for k in jobs_keys) == 0
             # both releases really ran: each one's own ackJobs text is in the script cache
             old_ack = v1_sha(v1_code, "ackJobs")
-            assert old_ack != script("ackJobsV2").sha
-            assert queue.client.script_exists(old_ack, script("ackJobsV2").sha,
+            assert old_ack != script("ackJobsV3").sha
+            assert queue.client.script_exists(old_ack, script("ackJobsV3").sha,
                                               script("enqueueJobV2").sha) == [True, True, True]
             stats = queue.stats()
             assert all(t.delayed == 0 and t.ready == 0 and t.reserved == 0

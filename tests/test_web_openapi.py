@@ -64,6 +64,15 @@ def test_the_document_is_valid_openapi_3_1(document: dict[str, Any]) -> None:
         set(enqueue["responses"])
     body = document["components"]["schemas"]["EnqueueBody"]
     assert body["additionalProperties"] is False and body["required"] == ["topic"]
+    # results and progress (docs/results.md): the route, its answers and the new fields
+    result = document["paths"]["/v1/queues/{queue}/jobs/{id}/result"]["get"]
+    assert {"200", "204", "404"} <= set(result["responses"])
+    assert "wait_ms" in {p["name"] for p in result["parameters"]}
+    assert "keep_result" in body["properties"]
+    schemas = document["components"]["schemas"]
+    assert "result" in schemas["AckBody"]["properties"]
+    assert "progress" in schemas["TouchBody"]["properties"]
+    assert "progress" in schemas["JobInfo"]["properties"]
     assert document["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
 
 

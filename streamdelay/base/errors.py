@@ -142,3 +142,7 @@ class StaleReceipt(StreamdelayError):
     """A reservation's ``ack``, ``fail`` or ``touch`` came too late: its delivery was reclaimed
     after its ttr (and redelivered), cancelled, replaced or already settled. Nothing was
     changed; the HTTP service answers 409 (docs/pull.md)."""
+
+
+class ResultTimeout(StreamdelayError):
+    """``Queue.result(id, timeout=)`` ran out of time before the job ended (docs/results.md)."""

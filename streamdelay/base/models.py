@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -52,17 +53,18 @@ class JobSpec:
     headers: dict[str, str] | None = None
     replace: bool = False
     max_wait: Delay | None = None  # with replace: never due later than first enqueue + this
+    keep_result: Delay | None = None  # None: the queue's keep_result (docs/results.md)
 
     def __init__(self, topic: str, body: Any = None, delay: Delay | None = None,
                  at: At | None = None, id: str | None = None, ttr: Delay | None = None,
                  max_attempts: int | None = None, backoff: BackoffPolicy | None = None,
                  headers: dict[str, str] | None = None, replace: bool = False,
-                 max_wait: Delay | None = None) -> None:
+                 max_wait: Delay | None = None, keep_result: Delay | None = None) -> None:
         """The generated ``__init__``'s arguments, set in one go: a frozen dataclass sets its
         fields one ``object.__setattr__`` at a time (~0.3 µs more per job of ``enqueue_many``)."""
         self.__dict__.update(topic=topic, body=body, delay=delay, at=at, id=id, ttr=ttr,
                              max_attempts=max_attempts, backoff=backoff, headers=headers,
-                             replace=replace, max_wait=max_wait)
+                             replace=replace, max_wait=max_wait, keep_result=keep_result)
 
 
 @dataclass(frozen=True, init=False)
@@ -101,6 +103,7 @@ class JobInfo:
     deliveries: int | None = None
     error: str | None = None
     ttr_ms: int = 0
+    progress: Any = None  # the last progress its handler reported while it runs
 
 
 @dataclass(frozen=True)
@@ -184,6 +187,23 @@ class Job:
     headers: dict[str, str]
     entry_id: str
     partition: int
+    keep_result_ms: int = 0  # how long its result is kept (0: not kept; docs/results.md)
+    # where progress goes: set by the worker that delivers it (consumer/delivery.py)
+    _report: Callable[[bytes], None] | None = field(default=None, repr=False, compare=False)
+
+    def progress(self, value: Any) -> None:
+        """Report the job's progress (a number or a small JSON value, at most 1 KiB of JSON):
+        the worker sends the latest value with its next heartbeat (within about 1 s), and
+        ``Queue.get`` shows it while the job runs (docs/results.md#progress). No I/O here:
+        call it as often as you like, from def and async def handlers."""
+        from .validation import progress as checked
+
+        data = checked(value)
+        if self._report is None:
+            raise ValidationError("progress: this job was not delivered by a Worker (a "
+                                  "Reservation reports it with touch(progress=))",
+                                  field="progress")
+        self._report(data)
 
 
 class Retry(Exception):
@@ -198,3 +218,16 @@ class Retry(Exception):
 
 class Drop(Exception):
     """Raise from a handler to acknowledge the job without running it again."""
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """How a job ended (``Queue.result``): ``state`` is ``succeeded`` (``value``: what the handler
+    returned), ``dead`` or ``cancelled`` (``error``: why); ``finished`` is epoch ms (server
+    clock). Kept for the job's ``keep_result`` seconds (docs/results.md)."""
+
+    id: str
+    state: Literal["succeeded", "dead", "cancelled"]
+    value: Any = None
+    error: str | None = None
+    finished: int = 0

@@ -194,3 +194,41 @@ def count(value: Any, field: str, maximum: int = 1_000_000) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= maximum:
         raise ValidationError(f"{field}: must be an int in [0, {maximum}]", field=field)
     return value
+
+
+PROGRESS_LIMIT = 1024  # bytes of JSON: a progress value travels with every heartbeat
+
+
+def progress(value: object) -> bytes:
+    """A job's progress (a number or a small JSON value) as JSON, at most ``PROGRESS_LIMIT``
+    bytes; refused (field ``progress``) when bigger, not JSON-encodable, or holding NaN or
+    Infinity (docs/results.md#progress)."""
+    import msgspec  # local: base needs it only here
+
+    try:
+        data = msgspec.json.encode(value)
+    except (TypeError, ValueError, OverflowError, RecursionError) as exc:
+        raise ValidationError(f"progress: cannot be encoded as JSON: {exc}",
+                              field="progress") from None
+    if b"null" in data:  # NaN and Infinity are written as null
+        finite_json(value, "progress")
+    if len(data) > PROGRESS_LIMIT:
+        raise ValidationError(f"progress: {len(data)} bytes of JSON is over the limit of "
+                              f"{PROGRESS_LIMIT}; report a number or a small object",
+                              field="progress")
+    return data
+
+
+def finite_json(value: object, field: str) -> None:
+    """Refuse NaN and Infinity anywhere in ``value`` (JSON encoders write them as ``null``,
+    so they would not come back as sent), naming ``field``."""
+    todo = [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            raise ValidationError(f"{field}: {item!r} is not valid JSON (JSON has no NaN or "
+                                  f"Infinity)", field=field)
+        if isinstance(item, dict):
+            todo.extend(item.values())
+        elif isinstance(item, list | tuple):
+            todo.extend(item)

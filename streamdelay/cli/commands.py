@@ -49,6 +49,7 @@ from .output import (
     when,
 )
 from .params import BackoffOption, past_at_explained
+from .results import result as result_command
 from .serve import serve
 from .support import (
     PARTITIONS_ENV,
@@ -176,6 +177,8 @@ def dispatch(queue_name: str, url: str | None, partitions: int | None, log_level
 @click.option("--header", "headers", type=HeaderPair(), multiple=True,
               help="A job header KEY=VALUE (repeatable).")
 @click.option("--replace", is_flag=True, help="If the id exists, reschedule it instead.")
+@click.option("--keep-result", type=Duration(),
+              help="Keep the job's result this long once it ended (default: not kept).")
 @click.option("--max-wait", type=Duration(),
               help="With --replace: never due later than the id's first enqueue plus this "
                    "(debounce).")
@@ -191,7 +194,8 @@ def dispatch(queue_name: str, url: str | None, partitions: int | None, log_level
 def enqueue(queue_name: str, topic: str, body: Any, delay: float | None,
             at: datetime | float | None, job_id: str | None, ttr: float | None,
             max_attempts: int | None, headers: tuple[tuple[str, str], ...], replace: bool,
-            max_wait: float | None, backoff: Any, body_format: str, url: str | None,
+            keep_result: float | None, max_wait: float | None, backoff: Any,
+            body_format: str, url: str | None,
             partitions: int | None, as_json: bool) -> None:
     """Schedule one job of TOPIC on QUEUE with the JSON body BODY_JSON; prints id, due, outcome
     (a new job, or the id existed) and state.
@@ -207,7 +211,7 @@ def enqueue(queue_name: str, topic: str, body: Any, delay: float | None,
         result = queue.enqueue(topic, body, delay=delay, at=at, id=job_id, ttr=ttr,
                                max_attempts=max_attempts, backoff=backoff,
                                headers=dict(headers) or None, replace=replace,
-                               max_wait=max_wait)
+                               max_wait=max_wait, keep_result=keep_result)
     click.echo(to_json(result) if as_json else enqueue_text(result, replace))
 
 
@@ -444,6 +448,7 @@ for _durable in (inspect_commands.pause, inspect_commands.resume):
 cli.add_command(exporter)  # cli/exporter.py
 cli.add_command(schedule_commands.schedule)  # cli/schedules.py
 cli.add_command(limit)  # cli/limits.py
+cli.add_command(result_command)  # cli/results.py
 cli.add_command(serve)  # cli/serve.py
 cli.add_command(events)  # cli/events.py
 for _command in (search_commands.jobs, inspect_commands.pause, inspect_commands.resume,

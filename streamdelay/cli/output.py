@@ -131,6 +131,8 @@ def job_text(info: JobInfo) -> str:
                                  f"{info.deliveries} deliveries)"))
     if info.error:
         rows.append(("error", info.error.splitlines()[0]))
+    if info.progress is not None:
+        rows.append(("progress", to_json(info.progress)))
     if info.headers:
         rows.append(("headers", to_json(info.headers)))
     rows.append(("body", to_json(info.body)))

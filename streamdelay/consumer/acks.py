@@ -11,6 +11,7 @@ flush (``ackJobs`` is safe to run twice).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 ACK_BATCH = 500
 ACK_BYTES = 1 << 20
@@ -22,29 +23,52 @@ class PendingAcks:
     def __init__(self) -> None:
         self._flat: dict[int, list[str]] = {}
         self._sizes: dict[int, list[int]] = {}
+        # per partition: (position in its queue, keep_result ms, encoded result) of the kept
+        # results (docs/results.md); acks without a result add nothing here
+        self._results: dict[int, list[tuple[int, int, bytes]]] = {}
 
     def __bool__(self) -> bool:
         """True while some acknowledgement is not written yet."""
         return bool(self._flat)
 
-    def add(self, partition: int, topic: str, job_id: str, entry_id: str, size: int = 0) -> None:
-        """Queue one acknowledgement; ``size`` is the byte length of the job's record."""
+    def add(self, partition: int, topic: str, job_id: str, entry_id: str, size: int = 0,
+            result: tuple[int, bytes] | None = None) -> None:
+        """Queue one acknowledgement; ``size`` is the byte length of the job's record,
+        ``result`` the ``(keep_result ms, encoded result)`` to keep with it."""
+        sizes = self._sizes.setdefault(partition, [])
+        if result is not None:
+            self._results.setdefault(partition, []).append((len(sizes), *result))
+            size += len(result[1])
         self._flat.setdefault(partition, []).extend((topic, job_id, entry_id))
-        self._sizes.setdefault(partition, []).append(size)
+        sizes.append(size)
 
     def entries(self, partition: int) -> set[tuple[str, str]]:
         """``(topic, entry id)`` of the acknowledgements of ``partition`` not written yet."""
         flat = self._flat.get(partition, [])
         return {(flat[i], flat[i + 2]) for i in range(0, len(flat), 3)}
 
-    async def flush(self, send: Callable[[int, list[str]], Awaitable[None]]) -> None:
-        """Write everything queued, ``send(partition, flat_batch)`` per batch; a batch is
+    async def flush(self, send: Callable[..., Awaitable[None]]) -> None:
+        """Write everything queued, ``send(partition, flat_batch)`` per batch (with a third
+        argument, the ``ackJobsV3`` result values, when the batch keeps results); a batch is
         forgotten only after its ``send`` returned (an exception or a cancel keeps it)."""
         while self._flat:
             partition = next(iter(self._flat))
             flat, sizes = self._flat[partition], self._sizes[partition]
             count = batch_length(sizes)
-            await send(partition, flat[:count * 3])
+            kept = self._results.get(partition)
+            if kept:
+                values: list[Any] = []
+                for position, keep_ms, data in kept:
+                    if position < count:
+                        values.extend((position + 1, keep_ms, data))
+                await send(partition, flat[:count * 3], values)
+                rest = [(p - count, k, d) for p, k, d in kept if p >= count]
+                if rest:
+                    self._results[partition] = rest
+                else:
+                    del self._results[partition]
+            else:
+                await send(partition, flat[:count * 3])
             del flat[:count * 3]  # acks queued meanwhile were appended after the batch
             del sizes[:count]
             if not flat:

@@ -22,11 +22,13 @@ from typing import Any
 
 import msgspec
 
-from ..base.errors import BodyDecodeError, ConfigError
+from ..base.errors import BodyDecodeError, ConfigError, ValidationError
 from ..base.models import BackoffPolicy, Drop, Job, Retry
 from ..base.validation import delay_ms
 from ..protocol.backoff import failure_delay_ms
+from ..protocol.codec import Serializer
 from ..protocol.deliveries import ERROR_TEXT_LIMIT, open_entry
+from ..protocol.results import DEFAULT_MAX_RESULT_BYTES, encode_result
 from ..telemetry.jobs import JobRun
 from .time_limits import run_limited
 
@@ -71,6 +73,15 @@ class Delivery:
     thread: concurrent.futures.Future[None] | None = None
     handler_s: float | None = None  # how long its handler ran (None: it did not run)
     run: JobRun | None = None  # the observed run (debug logs, span), when observed
+    keep_result_ms: int = 0  # the job's keep_result: a dead end keeps its error that long
+    progress: bytes | None = None  # the handler's last progress (JSON), sent with each touch
+    progress_fresh: bool = False  # reported since the last touch: touched within PROGRESS_EVERY
+
+    def report_progress(self, data: bytes) -> None:
+        """``Job.progress``'s sink: keep the latest value for the next heartbeat (any thread;
+        two attribute writes, no I/O)."""
+        self.progress = data
+        self.progress_fresh = True
 
     @property
     def thread_running(self) -> bool:
@@ -97,6 +108,7 @@ class Settlement:
     kind: str  # "ack" | "retry" | "dead"
     delay_ms: int = 0
     error: str = ""
+    result: tuple[int, bytes] | None = None  # an ack's (keep_result ms, encoded result)
 
 
 ACKED = Settlement("ack")  # the settlement of every success: one object, not one per job
@@ -113,33 +125,34 @@ def open_delivery(
     delivery.job_id, delivery.ttr_ms, delivery.size = opened.job_id, opened.ttr_ms, opened.size
     if opened.job is None:
         return None, None, Settlement("dead", error=opened.error)
+    delivery.keep_result_ms = opened.job.keep_result_ms
+    object.__setattr__(opened.job, "_report", delivery.report_progress)  # Job.progress
     return opened.job, opened.backoff, None
 
 
 async def call_handler(
     handler: Handler, job: Job, timeout: float | None, executor: Executor | None,
     delivery: Delivery | None = None,
-) -> None:
-    """Run the handler (in ``executor`` when it is a plain def), bounded by ``timeout``.
+) -> Any:
+    """Run the handler (in ``executor`` when it is a plain def), bounded by ``timeout``;
+    returns what it returned (the job's result, docs/results.md).
 
     A def handler's thread cannot be stopped: see ``run_in_thread``.
     """
     if not handler.is_async:
-        await run_in_thread(handler.fn, job, timeout, executor, delivery)  # type: ignore[arg-type]
-        return
+        return await run_in_thread(handler.fn, job, timeout, executor, delivery)
     awaitable: Awaitable[Any] = handler.fn(job)  # type: ignore[assignment]
     if timeout is None:
-        await awaitable
-    elif sys.version_info >= (3, 11):  # shared timers: no timer, task or future per job
-        await run_limited(awaitable, timeout)
-    else:
-        await asyncio.wait_for(awaitable, timeout)
+        return await awaitable
+    if sys.version_info >= (3, 11):  # shared timers: no timer, task or future per job
+        return await run_limited(awaitable, timeout)
+    return await asyncio.wait_for(awaitable, timeout)
 
 
 async def run_in_thread(
-    fn: Callable[[Job], None], job: Job, timeout: float | None, executor: Executor | None,
+    fn: Callable[[Job], Any], job: Job, timeout: float | None, executor: Executor | None,
     delivery: Delivery | None = None,
-) -> None:
+) -> Any:
     """Run a def handler in a thread; ``timeout`` counts from the moment the thread starts it.
 
     Python cannot stop a thread: one still running at ``timeout`` is logged and waited for (its
@@ -149,10 +162,10 @@ async def run_in_thread(
     """
     span: list[float] = []  # when the thread started and ended the handler
 
-    def run() -> None:
+    def run() -> Any:
         span.append(time.monotonic())
         try:
-            fn(job)
+            return fn(job)
         finally:
             span.append(time.monotonic())
 
@@ -163,8 +176,7 @@ async def run_in_thread(
         delivery.thread = thread
     future = asyncio.wrap_future(thread)
     if timeout is None:
-        await future
-        return
+        return await future
     loop = asyncio.get_running_loop()
     timer: asyncio.TimerHandle
 
@@ -182,7 +194,7 @@ async def run_in_thread(
 
     timer = loop.call_later(timeout, check)
     try:
-        await future
+        value = await future
     except Exception as exc:
         if span[-1] - span[0] >= timeout:
             raise asyncio.TimeoutError(f"handler ran longer than {timeout:g}s") from exc
@@ -191,6 +203,7 @@ async def run_in_thread(
         timer.cancel()
     if span[-1] - span[0] >= timeout:
         raise asyncio.TimeoutError(f"handler ran longer than {timeout:g}s")
+    return value
 
 
 def describe_error(exc: BaseException) -> str:
@@ -201,11 +214,20 @@ def describe_error(exc: BaseException) -> str:
 
 def outcome_of(
     exc: BaseException | None, job: Job, backoff: BackoffPolicy, elapsed: float,
-    timeout: float | None,
+    timeout: float | None, value: Any = None, serializer: Serializer = "json",
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
 ) -> Settlement:
-    """Turn a handler's result into a settlement (``Retry``, ``Drop``, timeouts, errors)."""
+    """Turn a handler's outcome into a settlement (``Retry``, ``Drop``, timeouts, errors); a
+    success of a job that keeps its result carries ``value`` encoded (too big or not encodable:
+    a failure, docs/results.md)."""
     if exc is None:
-        return ACKED
+        if not job.keep_result_ms:  # results not used: nothing encoded, the shared ACKED
+            return ACKED
+        try:
+            return Settlement("ack", result=(job.keep_result_ms,
+                                             encode_result(value, serializer, max_result_bytes)))
+        except ValidationError as refused:
+            exc = refused
     if isinstance(exc, Drop):  # acknowledged like a success; the text tells them apart
         return Settlement("ack", error=f"Drop: {exc}")
     if isinstance(exc, Retry):

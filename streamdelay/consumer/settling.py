@@ -27,7 +27,8 @@ async def settle_failure(worker: UpkeepHost, delivery: Delivery, settlement: Set
     """Retry ``delivery`` after its delay or dead-letter it, as ``settlement`` says."""
     keys = worker.partitions[delivery.partition]
     call = fail_call(keys, worker.group, delivery.topic, delivery.job_id, delivery.entry_id,
-                     settlement.delay_ms, settlement.kind == "dead", settlement.error)
+                     settlement.delay_ms, settlement.kind == "dead", settlement.error,
+                     delivery.keep_result_ms)
     reply = await worker.call(call, "fail")
     outcome = parse_fail(reply)
     if worker.metrics is not None:
@@ -48,8 +49,10 @@ async def settle_failure(worker: UpkeepHost, delivery: Delivery, settlement: Set
                     extra=job_fields(worker, delivery))
 
 
-async def send_acks(worker: UpkeepHost, partition: int, flat: list[str]) -> None:
-    """One ``ackJobs`` call for a batch of ``topic, job id, entry id`` of one partition."""
+async def send_acks(worker: UpkeepHost, partition: int, flat: list[str],
+                    results: list[Any] | None = None) -> None:
+    """One ``ackJobs`` call for a batch of ``topic, job id, entry id`` of one partition, with
+    the results it keeps (``acks.PendingAcks.flush``)."""
     keys = worker.partitions[partition]
     keep_ms = validation.delay_ms(worker.config.keep_done)
-    await worker.call(ack_call(keys, worker.group, keep_ms, flat), "ack")
+    await worker.call(ack_call(keys, worker.group, keep_ms, flat, results or ()), "ack")

@@ -81,7 +81,7 @@ _loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Ticks] = (
     weakref.WeakKeyDictionary())
 
 
-async def run_limited(awaitable: Awaitable[Any], timeout: float) -> None:
+async def run_limited(awaitable: Awaitable[Any], timeout: float) -> Any:
     """Await ``awaitable`` in the current task; ``TimeoutError`` once ``timeout`` s have passed
     (then it is cancelled), as ``asyncio.timeout(timeout)`` would."""
     loop = asyncio.get_running_loop()
@@ -90,12 +90,11 @@ async def run_limited(awaitable: Awaitable[Any], timeout: float) -> None:
         ticks = _loops[loop] = _Ticks(loop)
     task = asyncio.current_task()
     if task is None:  # not in a task: nothing to cancel with
-        await asyncio.wait_for(awaitable, timeout)
-        return
+        return await asyncio.wait_for(awaitable, timeout)
     limit = _Limit(task)
     tick = ticks.add(limit, timeout)
     try:
-        await awaitable
+        value = await awaitable
     except asyncio.CancelledError:
         if limit.expired and _uncancel(task) == 0:  # our cancel, and no other one pending
             raise TimeoutError(f"handler ran longer than {timeout:g}s") from None
@@ -103,5 +102,6 @@ async def run_limited(awaitable: Awaitable[Any], timeout: float) -> None:
     else:
         if limit.expired:  # the handler swallowed our cancel: take it back (asyncio.timeout too)
             _uncancel(task)
+        return value
     finally:
         ticks.remove(limit, tick)

@@ -25,6 +25,9 @@ from .upkeep_host import UpkeepHost
 
 log = logging.getLogger("streamdelay.worker")
 HEARTBEAT_TICK = 0.2
+# A delivery whose handler reported progress is touched this soon after its last touch (else
+# at a third of its ttr), carrying the value: progress shows within about a second
+PROGRESS_EVERY = 1.0
 TOUCH_BATCH = 500
 IDLE_TICK = 0.1
 # Consumers that own nothing and were silent PRUNE_IDLE_S are removed (one per worker process
@@ -49,13 +52,21 @@ async def touch(worker: UpkeepHost, deliveries: list[Delivery], *, quiet: bool =
         keys = worker.partitions[partition]
         for chunk in batches(batch, TOUCH_BATCH):
             flat: list[str] = []
-            for delivery in chunk:
+            progress: list[Any] = []  # the latest value of each delivery that reported one
+            sent: list[bytes | None] = []
+            for position, delivery in enumerate(chunk, 1):
                 flat.extend((delivery.topic, delivery.entry_id))
+                sent.append(delivery.progress)
+                if delivery.progress is not None:  # kept alive over two touch intervals
+                    progress.extend((position, delivery.job_id, max(delivery.ttr_ms, 1000) * 2,
+                                     delivery.progress))
             now = time.monotonic()
-            lost = await worker.call(touch_call(keys, worker.group, worker.consumer, flat),
-                                     "heartbeat")
+            lost = await worker.call(touch_call(keys, worker.group, worker.consumer, flat,
+                                                progress), "heartbeat")
             lost_ids = set(texts(lost))
-            for delivery in chunk:
+            for delivery, value in zip(chunk, sent, strict=True):
+                if delivery.progress is value:  # none reported meanwhile
+                    delivery.progress_fresh = False
                 delivery.last_touch = now
                 if delivery.entry_id in lost_ids and not delivery.lost:
                     delivery.lost = True
@@ -77,7 +88,8 @@ async def heartbeat_loop(worker: UpkeepHost) -> None:
         await asyncio.sleep(HEARTBEAT_TICK)
         now = time.monotonic()
         due = [d for d in list(worker.inflight.values())
-               if now - d.last_touch >= d.ttr_ms / 3000.0]
+               if now - d.last_touch >= (min(PROGRESS_EVERY, d.ttr_ms / 3000.0)
+                                         if d.progress_fresh else d.ttr_ms / 3000.0)]
         if due:
             await touch(worker, due)
 

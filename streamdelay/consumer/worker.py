@@ -387,8 +387,10 @@ class Worker:
                               - job.due)
         started = time.monotonic()
         error: BaseException | None = None
+        value: Any = None
         try:
-            await call_handler(handler, job, self.handler_timeout, self._executor, delivery)
+            value = await call_handler(handler, job, self.handler_timeout, self._executor,
+                                       delivery)
         except asyncio.CancelledError as exc:
             error = exc
             raise
@@ -402,7 +404,8 @@ class Worker:
         delivery.handler_s = elapsed = time.monotonic() - started
         try:
             return outcome_of(error, job, backoff or self.config.backoff, elapsed,
-                              self.handler_timeout)
+                              self.handler_timeout, value, self.config.serializer,
+                              self.config.max_result_bytes)
         except Exception as exc:  # e.g. a retry delay that cannot be stored
             return Settlement("dead", error=f"settling failed: {describe_error(exc)}")
 
@@ -425,7 +428,7 @@ class Worker:
                 self.metrics.settled(delivery, "dropped" if settlement.error else "handled")
             log_settled(delivery.run, "handled")
             self.acks.add(delivery.partition, delivery.topic, delivery.job_id, delivery.entry_id,
-                          delivery.size)
+                          delivery.size, settlement.result)
             self._ack_wake.set()
             return
         await settling.settle_failure(self, delivery, settlement)

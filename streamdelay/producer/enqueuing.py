@@ -77,6 +77,12 @@ def _default_ttr_ms(ttr: Any) -> int:
     return validation.ttr_ms(ttr)
 
 
+@lru_cache(maxsize=64)
+def _default_keep_ms(keep: float) -> int:
+    """A queue's default keep_result in ms, once per value."""
+    return validation.delay_ms(keep, "keep_result")
+
+
 @lru_cache(maxsize=64, typed=True)  # typed: True is not 1
 def _default_attempts(attempts: Any) -> int:
     """A queue's default max_attempts, validated once per value."""
@@ -98,14 +104,14 @@ def prepare_job(cfg: QueueConfig, spec: JobSpec) -> PreparedJob:
     """Validate one job and pack its eight ``enqueueJobsV2`` values."""
     return prepare_values(cfg, spec.topic, spec.body, spec.delay, spec.at, spec.id, spec.ttr,
                           spec.max_attempts, spec.backoff, spec.headers, spec.replace,
-                          spec.max_wait)
+                          spec.max_wait, spec.keep_result)
 
 
 def prepare_values(
     cfg: QueueConfig, topic: Any, body: Any, delay: Delay | None, at: At | None,
     id: str | None, ttr: Delay | None, max_attempts: int | None,
     backoff: BackoffPolicy | None, headers: dict[str, str] | None, replace: bool,
-    max_wait: Delay | None,
+    max_wait: Delay | None, keep_result: Delay | None = None,
 ) -> PreparedJob:
     """``prepare_job`` of the fields of a ``JobSpec`` given one by one: the one validation of
     every enqueue path, without building a frozen ``JobSpec`` per job (~1.5 µs) where the
@@ -120,7 +126,9 @@ def prepare_values(
         backoff = validation.backoff_schedule(backoff)
     fmt, data = encode_body(body, cfg.serializer, cfg.max_body_bytes)
     checked = validation.headers(with_trace_context(headers))  # docs/operations.md#tracing
-    blob = encode_blob(fmt, data, checked, backoff)
+    keep_ms = (_default_keep_ms(cfg.keep_result) if keep_result is None
+               else validation.delay_ms(keep_result, "keep_result"))
+    blob = encode_blob(fmt, data, checked, backoff, keep_ms)
     if not isinstance(replace, bool):
         raise ValidationError("replace: must be a bool", field="replace")
     args: tuple[Arg, ...] = (

@@ -38,6 +38,7 @@ from ..protocol.replies import (
     text,
     texts,
 )
+from ..protocol.results import parse_progress, progress_key
 from ..protocol.scripts import Arg, script
 from ..redis_io.config import QueueConfig
 from .enqueuing import ENQUEUE_BATCH as ENQUEUE_BATCH  # the enqueue core, re-exported
@@ -94,7 +95,9 @@ def _keys_for(cfg: QueueConfig, job_id: str) -> PartitionKeys:
 def cancel_plan(cfg: QueueConfig, job_id: str) -> Plan[bool]:
     """Cancel one job in any state."""
     keys = _keys_for(cfg, job_id)
-    reply = yield script("cancelJob").call(keys.script_keys(), [job_id], durable=True)
+    keep_ms = validation.delay_ms(cfg.keep_result, "keep_result")  # docs/results.md
+    reply = yield script("cancelJobV2").call(keys.script_keys(), [job_id, keep_ms],
+                                             durable=True)
     return bool(int(reply))
 
 
@@ -154,7 +157,15 @@ def get_plan(cfg: QueueConfig, job_id: str) -> Plan[JobInfo | None]:
     keys = _keys_for(cfg, job_id)
     reply = yield script("getJobV2").call(keys.script_keys(), [job_id])
     found = parse_job(reply)
-    return None if found is None else job_info(job_id, found)
+    if found is None:
+        return None
+    info = job_info(job_id, found)
+    if info.state != "reserved":
+        return info
+    # a running job: the progress its handler reported (a second round trip for those only)
+    raw = yield Command(("GET", progress_key(keys, job_id)))
+    value = parse_progress(raw, parse_record(found.record).entry)
+    return info if value is None else dataclasses.replace(info, progress=value)
 
 
 def stats_plan(cfg: QueueConfig) -> Plan[QueueStats]:

@@ -83,10 +83,11 @@ class Reservation(_ReservationData):
         super().__init__(receipt, text, job)
         self._queue = queue
 
-    def ack(self) -> None:
-        """The job is done: it is forgotten (or kept as a ``done`` tombstone, ``keep_done``)."""
+    def ack(self, result: Any = None) -> None:
+        """The job is done: it is forgotten (or kept as a ``done`` tombstone, ``keep_done``);
+        ``result`` is kept for the job's ``keep_result`` (docs/results.md)."""
         self._queue._settle(ack_plan(self._queue.config, self._queue._key(),
-                                     self._receipt))
+                                     self._receipt, result))
 
     def fail(self, error: str, retry_delay: Delay | None = None, dead: bool = False) -> str:
         """The attempt failed: the job comes back after ``retry_delay`` seconds (None: its
@@ -96,10 +97,11 @@ class Reservation(_ReservationData):
                                                     self._receipt, error, retry_delay, dead))
         return result
 
-    def touch(self) -> None:
-        """Heartbeat: the ttr counts again from now (a worker does this every ttr/3)."""
+    def touch(self, progress: Any = None) -> None:
+        """Heartbeat: the ttr counts again from now (a worker does this every ttr/3); with
+        ``progress`` (a number or a small JSON value), ``get`` shows it while the job runs."""
         self._queue._settle(touch_plan(self._queue.config, self._queue._key(),
-                                       self._receipt))
+                                       self._receipt, progress))
 
     def release(self) -> bool:
         """Hand the job back at once, no attempt spent: it goes to the tail of its topic for
@@ -116,10 +118,10 @@ class AsyncReservation(_ReservationData):
         super().__init__(receipt, text, job)
         self._queue = queue
 
-    async def ack(self) -> None:
+    async def ack(self, result: Any = None) -> None:
         """The job is done; see ``Reservation.ack``."""
         await self._queue._settle(ack_plan(self._queue.config, self._queue._key(),
-                                           self._receipt))
+                                           self._receipt, result))
 
     async def fail(self, error: str, retry_delay: Delay | None = None, dead: bool = False
                    ) -> str:
@@ -128,10 +130,10 @@ class AsyncReservation(_ReservationData):
             self._queue.config, self._queue._key(), self._receipt, error, retry_delay, dead))
         return result
 
-    async def touch(self) -> None:
-        """Heartbeat; see ``Reservation.touch``."""
+    async def touch(self, progress: Any = None) -> None:
+        """Heartbeat, with an optional progress; see ``Reservation.touch``."""
         await self._queue._settle(touch_plan(self._queue.config, self._queue._key(),
-                                             self._receipt))
+                                             self._receipt, progress))
 
     async def release(self) -> bool:
         """Hand the job back, no attempt spent; see ``Reservation.release``."""

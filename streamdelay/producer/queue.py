@@ -33,6 +33,7 @@ from ..redis_io.lane import Lane
 from ..redis_io.runner import drive_async, drive_sync
 from ..redis_io.topology import AsyncClient, SyncClient, async_client, sync_client
 from . import plans
+from .awaiting import AsyncResults, SyncResults
 from .coalesce import EnqueueCoalescer
 from .enqueuing import PreparedJob, enqueue_prepared_plan, prepare_values, prepared_one_plan
 from .events import AsyncEventMethods, EventMethods
@@ -84,7 +85,7 @@ class _QueueFace:
         return view
 
 
-class Queue(_QueueFace, SyncPull, ScheduleMethods, SearchMethods, EventMethods):
+class Queue(_QueueFace, SyncPull, SyncResults, ScheduleMethods, SearchMethods, EventMethods):
     """A queue on Redis, blocking API. ``Queue("orders", url="redis://localhost:6379/0")``.
 
     Options (``ttr``, ``max_attempts``, ``backoff``, ``handler_timeout``, ``keep_done``,
@@ -149,14 +150,17 @@ class Queue(_QueueFace, SyncPull, ScheduleMethods, SearchMethods, EventMethods):
         headers: dict[str, str] | None = None,
         replace: bool = False,
         max_wait: Delay | None = None,
+        keep_result: Delay | None = None,
     ) -> EnqueueResult:
         """Schedule one job ``delay`` seconds from now (server clock) or ``at`` a time.
 
         ``replace=True`` replaces a job of the same id (body, options, due time);
         ``max_wait`` with it: the due time never moves past the first enqueue of the id plus
-        ``max_wait`` (debounce, docs/producer.md#debounce)."""
+        ``max_wait`` (debounce, docs/producer.md#debounce). ``keep_result``: seconds its
+        result is kept once it ended (default: the queue's; docs/results.md)."""
         job = prepare_values(self.config, topic, body, delay, at, id, ttr, max_attempts, backoff,
-                             headers, replace, max_wait)  # bad input raises here, before any I/O
+                             headers, replace, max_wait,
+                             keep_result)  # bad input raises here, before any I/O
         result: EnqueueResult = self._run(prepared_one_plan(self.config, job), checked=True)
         return result
 
@@ -261,7 +265,7 @@ class Queue(_QueueFace, SyncPull, ScheduleMethods, SearchMethods, EventMethods):
         self.close()
 
 
-class AsyncQueue(_QueueFace, AsyncPull, AsyncScheduleMethods, AsyncSearchMethods,
+class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncScheduleMethods, AsyncSearchMethods,
                  AsyncEventMethods):
     """The same queue with awaitable methods, for asyncio producers.
 
@@ -320,6 +324,7 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncScheduleMethods, AsyncSearchMethods
         headers: dict[str, str] | None = None,
         replace: bool = False,
         max_wait: Delay | None = None,
+        keep_result: Delay | None = None,
     ) -> EnqueueResult:
         """Schedule one job; see ``Queue.enqueue``.
 
@@ -327,7 +332,7 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncScheduleMethods, AsyncSearchMethods
         are sent together in the next round trip; each gets its own result or error.
         """
         job = prepare_values(self.config, topic, body, delay, at, id, ttr, max_attempts,
-                             backoff, headers, replace, max_wait)
+                             backoff, headers, replace, max_wait, keep_result)
         return await self._coalescer.enqueue(job)
 
     async def enqueue_many(self, specs: Iterable[JobSpec]) -> list[EnqueueResult]:

@@ -53,7 +53,8 @@ class Receipt(msgspec.Struct, array_like=True, frozen=True):
     due: int
     ttr_ms: int
     retry_ms: int  # the retry delay a failure without retry_delay gets (the job's backoff)
-    tag: bytes = b""  # HMAC of the fields above under the queue's receipt key
+    tag: bytes = b""  # HMAC of the fields above (and keep_ms) under the queue's receipt key
+    keep_ms: int = 0  # the job's keep_result (docs/results.md); after the tag: older receipts
 
 
 _receipt_encoder = msgspec.msgpack.Encoder()
@@ -63,7 +64,9 @@ _receipt_decoder = msgspec.msgpack.Decoder(Receipt)
 def _tag(key: bytes, receipt: Receipt) -> bytes:
     """The HMAC of every field but the tag, as this process encodes them (so two encodings of
     one value cannot differ)."""
-    fields = msgspec.structs.astuple(receipt)[:-1]
+    values = msgspec.structs.astuple(receipt)
+    # every field but the tag; keep_ms only when set, so a receipt without it signs as before
+    fields = values[:-2] + (values[-1:] if values[-1] else ())
     content = _DOMAIN + _receipt_encoder.encode(fields)
     return hmac.digest(key, content, hashlib.sha256)[:TAG_BYTES]
 
@@ -85,7 +88,8 @@ def bounded(receipt: Receipt) -> Receipt:
     return msgspec.structs.replace(
         receipt, attempt=min(max(receipt.attempt, 1), MAX_ATTEMPT),
         due=min(max(receipt.due, 0), MAX_DUE_MS), ttr_ms=min(max(receipt.ttr_ms, 0), MAX_TTR_MS),
-        retry_ms=min(max(receipt.retry_ms, 0), MAX_RETRY_MS))
+        retry_ms=min(max(receipt.retry_ms, 0), MAX_RETRY_MS),
+        keep_ms=min(max(receipt.keep_ms, 0), MAX_DUE_MS))
 
 
 def encode_receipt(receipt: Receipt) -> str:
@@ -101,6 +105,7 @@ def _in_bounds(found: Receipt, partitions: int) -> bool:
     return (0 <= found.partition < partitions and 1 <= found.attempt <= MAX_ATTEMPT
             and 0 <= found.due <= MAX_DUE_MS and 0 <= found.ttr_ms <= MAX_TTR_MS
             and 0 <= found.retry_ms <= MAX_RETRY_MS and len(found.tag) == TAG_BYTES
+            and 0 <= found.keep_ms <= MAX_DUE_MS
             and _ENTRY.match(found.entry) is not None)
 
 

@@ -36,7 +36,8 @@ from ..protocol.keys import PartitionKeys, partition_keys
 from ..protocol.layouts import FLEET_EVERY_S, join_fleet_call, layout_of
 from ..protocol.plan import Command, Commands, Plan
 from ..protocol.replies import parse_fail, text, texts
-from ..protocol.scripts import ScriptCall, script
+from ..protocol.results import encode_result
+from ..protocol.scripts import Arg, ScriptCall, script
 from ..redis_io.config import QueueConfig
 from .pausing import paused_key
 from .plans import PRUNE_IDLE_S, prune_consumers_plan, requeue_stuck_plan
@@ -380,7 +381,8 @@ def _reserved(cfg: QueueConfig, args: ReserveArgs, job: Job, backoff: BackoffPol
     retry_ms = failure_delay_ms(backoff or cfg.backoff, job.attempt)
     receipt = signed(bounded(Receipt(RECEIPT_VERSION, cfg.name, job.partition, args.topic,
                                      job.id, job.entry_id, args.group, args.consumer,
-                                     job.attempt, job.due, ttr_ms, retry_ms)), key)
+                                     job.attempt, job.due, ttr_ms, retry_ms,
+                                     keep_ms=job.keep_result_ms)), key)
     return Reserved(job, receipt, encode_receipt(receipt))
 
 
@@ -390,14 +392,19 @@ def _stale(receipt: Receipt, what: str) -> StaleReceipt:
                         field="receipt", job_id=receipt.id, topic=receipt.topic)
 
 
-def ack_plan(cfg: QueueConfig, key: ReceiptKey, receipt: Receipt) -> Plan[None]:
-    """Acknowledge a reservation (``ackJobs``); ``StaleReceipt`` when it was not current,
-    ``ValidationError`` when the receipt is not signed by the queue (``key``)."""
+def ack_plan(cfg: QueueConfig, key: ReceiptKey, receipt: Receipt, result: Any = None
+             ) -> Plan[None]:
+    """Acknowledge a reservation (``ackJobs``), keeping ``result`` when its job keeps one
+    (docs/results.md); ``StaleReceipt`` when it was not current, ``ValidationError`` when the
+    receipt is not signed by the queue (``key``) or the result is too big (nothing written)."""
+    kept: tuple[Arg, ...] = ()
+    if receipt.keep_ms:
+        kept = (1, receipt.keep_ms, encode_result(result, cfg.serializer, cfg.max_result_bytes))
     yield from check_receipt_plan(cfg.name, key, receipt)
     keys = PartitionKeys(cfg.name, receipt.partition)
     keep_ms = validation.delay_ms(cfg.keep_done)
     done = yield ack_call(keys, receipt.group, keep_ms, [receipt.topic, receipt.id,
-                                                         receipt.entry])
+                                                         receipt.entry], kept)
     if not int(done):
         raise _stale(receipt, "ack")
 
@@ -415,20 +422,25 @@ def fail_plan(cfg: QueueConfig, key: ReceiptKey, receipt: Receipt, error: object
     yield from check_receipt_plan(cfg.name, key, receipt)
     keys = PartitionKeys(cfg.name, receipt.partition)
     reply = yield fail_call(keys, receipt.group, receipt.topic, receipt.id, receipt.entry,
-                            delay, dead, error[:ERROR_TEXT_LIMIT])
+                            delay, dead, error[:ERROR_TEXT_LIMIT], receipt.keep_ms)
     outcome = parse_fail(reply)
     if outcome.outcome == 0:
         raise _stale(receipt, "fail")
     return "dead" if outcome.dead else "retried"
 
 
-def touch_plan(cfg: QueueConfig, key: ReceiptKey, receipt: Receipt) -> Plan[None]:
+def touch_plan(cfg: QueueConfig, key: ReceiptKey, receipt: Receipt, progress: Any = None
+               ) -> Plan[None]:
     """Heartbeat a reservation (``touchJobs``: its idle time starts again, so its ttr counts
-    from now); ``StaleReceipt`` when its consumer no longer holds it."""
+    from now), storing ``progress`` when given (docs/results.md#progress); ``StaleReceipt``
+    when its consumer no longer holds it."""
+    reported: tuple[Arg, ...] = ()
+    if progress is not None:
+        reported = (1, receipt.id, max(receipt.ttr_ms, 1000) * 2, validation.progress(progress))
     yield from check_receipt_plan(cfg.name, key, receipt)
     keys = PartitionKeys(cfg.name, receipt.partition)
     lost = yield touch_call(keys, receipt.group, receipt.consumer,
-                            [receipt.topic, receipt.entry])
+                            [receipt.topic, receipt.entry], reported)
     if texts(lost):
         raise _stale(receipt, "touch")
 

@@ -188,7 +188,8 @@ def search_plan(cfg: QueueConfig, filt: JobFilter, scan: int = SCAN,
 def _call(cfg: QueueConfig, action: BulkAction, job: JobInfo, target: int) -> ScriptCall:
     keys = PartitionKeys(cfg.name, partition_of(job.id, cfg.partitions)).script_keys()
     if action == "cancel":
-        return script("cancelJob").call(keys, [job.id], durable=True)
+        keep_ms = validation.delay_ms(cfg.keep_result, "keep_result")  # its waiters wake
+        return script("cancelJobV2").call(keys, [job.id, keep_ms], durable=True)
     if action == "reschedule":
         return script("rescheduleJobV2").call(keys, [job.id, "a", target, _ANY_PAST_MS],
                                               durable=True)

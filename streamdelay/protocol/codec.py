@@ -35,6 +35,7 @@ class Blob(msgspec.Struct, array_like=True, omit_defaults=True):
     base: float | None = None
     cap: float | None = None
     jitter: bool | None = None  # None: jitter (the default); False: exact exponential delays
+    keep: int | None = None  # keep_result ms (docs/results.md); an older worker ignores it
 
 
 _blob_encoder = msgspec.msgpack.Encoder()
@@ -163,12 +164,13 @@ def _bare_blob(fmt: str, body: bytes) -> bytes:
 
 
 def encode_blob(
-    fmt: str, body: bytes, headers: dict[str, str], backoff: BackoffPolicy | None
+    fmt: str, body: bytes, headers: dict[str, str], backoff: BackoffPolicy | None,
+    keep_ms: int = 0,
 ) -> bytes:
-    """Pack the producer blob."""
-    if not headers and backoff is None and fmt in _FORMATS:  # the common case, packed by hand
+    """Pack the producer blob; ``keep_ms`` is the job's keep_result (0: not kept)."""
+    if not headers and backoff is None and not keep_ms and fmt in _FORMATS:  # common, by hand
         return _bare_blob(fmt, body)
-    values: list[Any] = [fmt, body, headers, None, None, None, None]
+    values: list[Any] = [fmt, body, headers, None, None, None, None, keep_ms or None]
     if isinstance(backoff, Backoff):
         values[4], values[5] = backoff.base, backoff.cap
         values[6] = None if backoff.jitter else False

@@ -64,31 +64,37 @@ def open_entry(
         id=job_id, topic=topic, body=body, due=record.due, created=record.created,
         attempt=record.attempts + 1, max_attempts=record.max_attempts, ttr=record.ttr_ms / 1000,
         headers=blob.headers, entry_id=entry_id, partition=partition,
+        keep_result_ms=blob.keep or 0,
     )
     return OpenedEntry(job_id, job, blob_backoff(blob), "", ttr_ms, size)
 
 
 def fail_call(keys: PartitionKeys, group: str, topic: str, job_id: str, entry_id: str,
-              delay_ms: int, dead: bool, error: str) -> ScriptCall:
+              delay_ms: int, dead: bool, error: str, keep_result_ms: int = 0) -> ScriptCall:
     """``failJob``: retry the delivery after ``delay_ms``, or dead-letter it (``dead`` or its
-    last attempt); the reply is read by ``replies.parse_fail`` (outcome 0: stale delivery)."""
+    last attempt; then its result, the error, is kept ``keep_result_ms``); the reply is read
+    by ``replies.parse_fail`` (outcome 0: stale delivery)."""
     args: list[Arg] = [group, topic, job_id, entry_id, delay_ms, "1" if dead else "0",
-                       error[:ERROR_TEXT_LIMIT]]
-    return script("failJobV2").call(keys.script_keys(), args)
+                       error[:ERROR_TEXT_LIMIT], keep_result_ms]
+    return script("failJobV3").call(keys.script_keys(), args)
 
 
-def ack_call(keys: PartitionKeys, group: str, keep_done_ms: int, flat: Sequence[str]
-             ) -> ScriptCall:
-    """``ackJobs`` for ``topic, job id, entry id`` triples of one partition; the reply is how
-    many were still current."""
-    return script("ackJobsV2").call(keys.script_keys(), [group, keep_done_ms, *flat])
+def ack_call(keys: PartitionKeys, group: str, keep_done_ms: int, flat: Sequence[str],
+             results: Sequence[Arg] = ()) -> ScriptCall:
+    """``ackJobs`` for ``topic, job id, entry id`` triples of one partition, then ``position
+    (1-based), keep_result ms, encoded result`` triples of the results to keep
+    (``results.encode_result``); the reply is how many were still current."""
+    return script("ackJobsV3").call(keys.script_keys(),
+                                    [group, keep_done_ms, len(flat) // 3, *flat, *results])
 
 
-def touch_call(keys: PartitionKeys, group: str, consumer: str, flat: Sequence[str]
-               ) -> ScriptCall:
-    """``touchJobs`` (heartbeat) for ``topic, entry id`` pairs of ``consumer``; the reply is the
-    entry ids it no longer owns."""
-    return script("touchJobs").call(keys.script_keys(), [group, consumer, *flat])
+def touch_call(keys: PartitionKeys, group: str, consumer: str, flat: Sequence[str],
+               progress: Sequence[Arg] = ()) -> ScriptCall:
+    """``touchJobs`` (heartbeat) for ``topic, entry id`` pairs of ``consumer``, with ``position
+    (1-based), job id, ttl ms, JSON value`` of the progress to store (docs/results.md#progress);
+    the reply is the entry ids it no longer owns."""
+    return script("touchJobsV2").call(keys.script_keys(),
+                                      [group, consumer, len(flat) // 2, *flat, *progress])
 
 
 def release_call(keys: PartitionKeys, group: str, flat: Sequence[str]) -> ScriptCall:

@@ -36,6 +36,8 @@ class QueueConfig:
     backoff: BackoffPolicy = field(default_factory=Backoff)
     handler_timeout: float | None = 300.0
     keep_done: float = 0.0
+    keep_result: float = 0.0  # default seconds a job's result is kept (docs/results.md)
+    max_result_bytes: int = 64 << 10
     max_body_bytes: int = 1 << 20
     past_tolerance: float = 3600.0
     socket_timeout: float = 10.0
@@ -71,6 +73,8 @@ class QueueConfig:
         if self.handler_timeout is not None:
             validation.seconds(self.handler_timeout, "handler_timeout", minimum=0.001)
         validation.seconds(self.keep_done, "keep_done")
+        validation.seconds(self.keep_result, "keep_result")
+        validation.positive_int(self.max_result_bytes, "max_result_bytes", 512 << 20)
         validation.positive_int(self.max_body_bytes, "max_body_bytes", 512 << 20)
         validation.seconds(self.past_tolerance, "past_tolerance")
         validation.seconds(self.socket_timeout, "socket_timeout", minimum=0.1, maximum=3600)

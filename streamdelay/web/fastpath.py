@@ -23,7 +23,7 @@ from .api.bodies import decode_bytes, required
 from .api.common import lookup
 from .api.consumers import settle
 from .api.jobs import enqueue_job
-from .api.models import EnqueueBody, FailBody
+from .api.models import AckBody, EnqueueBody, FailBody, TouchBody
 from .auth import SessionSigner, check, resolve
 from .errors import ErrorBody, ErrorDetail, describe
 from .metrics import HttpMetrics
@@ -79,8 +79,13 @@ class FastPaths:
                 queue, receipt, action = settling.groups()
                 scope["path_template"] = SETTLE_TEMPLATE + action
                 target = self._allowed(scope, queue, "consume")
-                failed = (required(decode_bytes(await self._body(scope, receive), FailBody))
-                          if action == "fail" else None)
+                failed: FailBody | AckBody | TouchBody | None = None
+                if action == "fail":
+                    failed = required(decode_bytes(await self._body(scope, receive), FailBody))
+                elif action == "ack":  # an optional {"result": ...} (docs/results.md)
+                    failed = decode_bytes(await self._body(scope, receive), AckBody)
+                else:  # touch: an optional {"progress": ...}
+                    failed = decode_bytes(await self._body(scope, receive), TouchBody)
                 status, payload = 200, _encoder.encode(
                     await settle(target, self.metrics, receipt, action, failed))
         except _Gone:

@@ -18,7 +18,15 @@ from ..auth import needs, principal_of
 from .bodies import body, decode, decode_optional
 from .common import PREFIX, WRITE_ERRORS, ReceiptParam, TopicParam, errors, served
 from .handover import HandOver, carry
-from .models import FailBody, ReserveAnswer, ReserveBody, Settled, seconds_of
+from .models import (
+    AckBody,
+    FailBody,
+    ReserveAnswer,
+    ReserveBody,
+    Settled,
+    TouchBody,
+    seconds_of,
+)
 
 CONSUME = needs("consume")
 # A long poll waits in slices, so a stopping service answers within one (docs/http.md#serve).
@@ -74,18 +82,18 @@ class Counts(Protocol):
 
 
 async def settle(target: AsyncQueue, metrics: Counts, receipt: str, action: str,
-                 data: FailBody | None = None) -> Settled:
+                 data: FailBody | AckBody | TouchBody | None = None) -> Settled:
     """Ack, fail or touch the delivery of ``receipt`` and count it (these routes and the fast
     path of ``web/fastpath.py``)."""
     reservation = target.reservation(receipt)
     if action == "touch":
-        await reservation.touch()
+        await reservation.touch(data.progress if isinstance(data, TouchBody) else None)
         return Settled("touched")
     if action == "ack":
-        await reservation.ack()
+        await reservation.ack(data.result if isinstance(data, AckBody) else None)
         outcome = "handled"
     else:
-        assert data is not None
+        assert isinstance(data, FailBody)
         done = await reservation.fail(data.error, seconds_of(data.retry_delay, "retry_delay"),
                                       data.dead)
         outcome = "dead" if done == "dead" else "retried"
@@ -96,12 +104,14 @@ async def settle(target: AsyncQueue, metrics: Counts, receipt: str, action: str,
 
 
 @post(f"{PREFIX}/deliveries/:ack/{{receipt:str}}", opt=CONSUME, status_code=200,
-      tags=["consumers"], operation_id="ack", summary="The job is done",
+      tags=["consumers"], operation_id=body("ack", AckBody, False), summary="The job is done",
       responses=errors(*WRITE_ERRORS, 409))
 async def ack(request: Request[Any, Any, Any], queue: str, receipt: ReceiptParam) -> Settled:
     """Acknowledge the delivery: the job is forgotten (or kept as ``done`` when the queue keeps
-    finished jobs)."""
-    return await settle(served(request, queue), request.app.state.metrics, receipt, "ack")
+    finished jobs); ``result`` is kept for the job's ``keep_result``."""
+    data = await decode_optional(request, AckBody)
+    return await settle(served(request, queue), request.app.state.metrics, receipt, "ack",
+                        data)
 
 
 @post(f"{PREFIX}/deliveries/:fail/{{receipt:str}}", opt=CONSUME, status_code=200,
@@ -117,11 +127,14 @@ async def fail(request: Request[Any, Any, Any], queue: str, receipt: ReceiptPara
 
 
 @post(f"{PREFIX}/deliveries/:touch/{{receipt:str}}", opt=CONSUME, status_code=200,
-      tags=["consumers"], operation_id="touch", summary="Keep the job (heartbeat)",
-      responses=errors(*WRITE_ERRORS, 409))
+      tags=["consumers"], operation_id=body("touch", TouchBody, False),
+      summary="Keep the job (heartbeat)", responses=errors(*WRITE_ERRORS, 409))
 async def touch(request: Request[Any, Any, Any], queue: str, receipt: ReceiptParam) -> Settled:
-    """The ttr counts again from now: call it well within each ttr while working."""
-    return await settle(served(request, queue), request.app.state.metrics, receipt, "touch")
+    """The ttr counts again from now: call it well within each ttr while working; an optional
+    ``progress`` is shown by the job's routes while it runs."""
+    data = await decode_optional(request, TouchBody)
+    return await settle(served(request, queue), request.app.state.metrics, receipt, "touch",
+                        data)
 
 
 ROUTES = [reserve, ack, fail, touch]

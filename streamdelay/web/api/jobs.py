@@ -72,7 +72,7 @@ async def enqueue_job(target: AsyncQueue, data: EnqueueBody) -> EnqueueResult:
     return await target.enqueue(spec.topic, spec.body, delay=spec.delay, at=spec.at,
                                 id=spec.id, ttr=spec.ttr, max_attempts=spec.max_attempts,
                                 backoff=spec.backoff, headers=spec.headers,
-                                replace=spec.replace)
+                                replace=spec.replace, keep_result=spec.keep_result)
 
 
 @post(f"{PREFIX}/jobs/:batch", opt=WRITE, status_code=200, tags=["producers"],

@@ -58,6 +58,7 @@ class EnqueueBody(msgspec.Struct, forbid_unknown_fields=True):
         min_length=1, max_length=validation.MAX_ATTEMPTS_LIMIT)] | BackoffBody | None = None
     headers: Headers | None = None
     replace: bool = False
+    keep_result: Seconds | None = None
 
 
 class BatchBody(msgspec.Struct, forbid_unknown_fields=True):
@@ -165,6 +166,19 @@ class FailBody(msgspec.Struct, forbid_unknown_fields=True):
     dead: bool = False
 
 
+class AckBody(msgspec.Struct, forbid_unknown_fields=True):
+    """The job is done; ``result`` is kept for the job's ``keep_result`` (docs/results.md)."""
+
+    result: Any = None
+
+
+class TouchBody(msgspec.Struct, forbid_unknown_fields=True):
+    """A heartbeat; ``progress`` (a number or a small JSON value, at most 1 KiB) is shown by
+    the job's routes while it runs (docs/results.md#progress)."""
+
+    progress: Any = None
+
+
 class Settled(msgspec.Struct):
     """What became of the delivery."""
 
@@ -208,7 +222,9 @@ def job_values(job: EnqueueBody) -> tuple[Any, ...]:
             None if at is None else at_of(at), job.id,
             parse_duration(ttr, field="ttr") if isinstance(ttr, str) else ttr,
             job.max_attempts, None if backoff is None else backoff_of(backoff),
-            job.headers, job.replace, None)
+            job.headers, job.replace, None,
+            parse_duration(job.keep_result, field="keep_result")
+            if isinstance(job.keep_result, str) else job.keep_result)
 
 
 def to_spec(job: EnqueueBody) -> JobSpec:

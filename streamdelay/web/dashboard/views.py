@@ -267,6 +267,8 @@ def job_view(info: JobInfo, now_ms: int, group: str | None = None) -> JobView:
                                                  info.idle_ms)))
     if info.deliveries is not None:
         fields.append(("deliveries", str(info.deliveries)))
+    if info.progress is not None:  # reported by its handler (docs/results.md#progress)
+        fields.append(("progress", msgspec.json.encode(info.progress).decode()))
     return JobView(id=info.id, topic=info.topic, state=info.state, fields=fields,
                    body=body_text(info.body), headers=sorted(info.headers.items()),
                    error=info.error, actions=ACTIONS_BY_STATE.get(info.state, ()))

@@ -1,0 +1,116 @@
+#!lua flags=allow-oom
+-- ackJobsV3-6: settle a batch of successfully handled deliveries, keeping their results.
+-- KEYS: the six partition keys (includes/keys.lua); touches PREFIX..'t:'..topic, and for a kept
+-- result PREFIX..'r:'..id and PREFIX..'w:'..id (includes/keep_result.lua).
+-- ARGV[1] group, ARGV[2] keep_done ms (0: forget the job; > 0: keep a 'c' tombstone that long),
+-- ARGV[3] N, the number of deliveries, then 3 values per delivery: topic, job id, stream entry
+-- id; then 3 values per kept result: the delivery's position (1..N), keep_result ms, the result
+-- (a format letter and the encoded value). ackJobsV2's ARGV plus N and the results.
+-- Returns the number of deliveries that were still current (a cancelled, replaced or reclaimed
+-- job's stale delivery is acknowledged in the stream but leaves the job alone, except that a job
+-- held behind it, rescheduled or replaced while it ran, is freed: includes/hold.lua).
+-- Also forgets expired tombstones: at least as many as the call could create, plus 100.
+-- Batched: one XACK and one XDEL per topic, one HMGET of every record, one HDEL (or HSET and
+-- ZADD for tombstones) for the batch; a job named twice settles once, as one call per delivery
+-- would.
+-- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
+-- Flags: allow-oom, as it frees memory (a tombstone is a record the call already had).
+-- Retry-safe: a repeated call finds nothing current and returns 0.
+-- Layout 2: with keep_done, a header-only record (docs/keys.md#layouts) gets its blob from its
+-- stream entry before the entry is deleted, so the tombstone keeps the body as in layout 1; a
+-- call without keep_done reads no entry.
+-- @include server_time
+-- @include keys
+-- @include release_lease
+-- @include read_records
+-- @include write_many
+-- @include purge_done
+-- @include build_record
+-- @include parse_record
+-- @include hmget_many
+-- @include full_record
+-- @include keep_result
+-- @include wake_if_head
+-- @include hold
+
+local now = server_time()
+local group, keep = ARGV[1], tonumber(ARGV[2])
+local n = tonumber(ARGV[3]) or 0
+if n < 0 or 3 + 3 * n > #ARGV or (#ARGV - 3 - 3 * n) % 3 ~= 0 then
+  error({err = 'SDERR BAD_ARGS ackJobsV3: N does not match the values'})
+end
+local last = 3 + 3 * n -- the last ARGV of the deliveries; results follow
+local results = {} -- delivery position -> {keep ms, result}
+for b = last + 1, #ARGV, 3 do results[tonumber(ARGV[b])] = {tonumber(ARGV[b + 1]), ARGV[b + 2]} end
+local settled = 0
+check_partition_keys()
+local by_topic, topics, ids = {}, {}, {}
+for b = 4, last, 3 do
+  local topic = ARGV[b]
+  if not by_topic[topic] then
+    refuse_wrong_type(stream_key(topic), 'stream')
+    check_lease_keys(topic)
+    by_topic[topic] = {}
+    topics[#topics + 1] = topic
+  end
+  local eids = by_topic[topic]
+  eids[#eids + 1] = ARGV[b + 2]
+  ids[#ids + 1] = ARGV[b + 1]
+end
+local raws = {}
+local whole = {} -- keep_done: header-only records made whole, read before their entry goes
+if #ids > 0 then raws = hmget_many(K_JOBS, ids) end
+if keep > 0 then
+  for i = 1, #ids do
+    local r = parse_record(raws[i])
+    if r and r.state == 's' and r.entry == ARGV[3 * i + 3] and r.blob == '' and full_record(r) then
+      whole[i] = raws[i] .. r.blob
+    end
+  end
+end
+local STEP = 1000
+for _, topic in ipairs(topics) do
+  local sk, eids = stream_key(topic), by_topic[topic]
+  for s = 1, #eids, STEP do
+    local e = math.min(s + STEP - 1, #eids)
+    redis.call('XACK', sk, group, unpack(eids, s, e))
+    redis.call('XDEL', sk, unpack(eids, s, e))
+  end
+  for _, eid in ipairs(eids) do release_lease(topic, eid) end
+end
+if #ids > 0 then
+  local gone, kept, stones, done = {}, {}, {}, {}
+  for i = 1, #ids do
+    local id, eid = ids[i], ARGV[3 * i + 3]
+    -- only the state and the entry are looked at (no copy of the blob); see parse_record
+    local state, entry = nil, nil
+    if raws[i] and not done[id] then
+      state, entry = string.match(raws[i], '^([dsxc])|%d+|%d+|%d+|%d+|%d+|([%d%-]*)|[^|]+|')
+    end
+    if state == 's' and entry == eid then
+      done[id] = true
+      if keep > 0 then
+        local r = parse_record(whole[i] or raws[i])
+        r.state, r.entry = 'c', ''
+        kept[#kept + 1] = id
+        kept[#kept + 1] = build_record(r)
+        stones[#stones + 1] = now + keep
+        stones[#stones + 1] = id
+      else
+        gone[#gone + 1] = id
+      end
+      settled = settled + 1
+      local kept_result = results[i]
+      if kept_result then keep_result(id, 's', now, kept_result[1], kept_result[2]) end
+    elseif state == 'd' and entry == eid then -- its job was rescheduled while it ran: now free
+      release_hold(id, eid)
+    end
+  end
+  if #gone > 0 then write_many('HDEL', K_JOBS, gone) end
+  if #kept > 0 then
+    write_many('HSET', K_JOBS, kept)
+    write_many('ZADD', K_DONE, stones)
+  end
+end
+purge_done(now, n + 100)
+return settled

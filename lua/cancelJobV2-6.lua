@@ -1,0 +1,39 @@
+#!lua flags=allow-oom
+-- cancelJobV2-6: remove one job in any state (delayed, ready, reserved, dead). A running handler may
+-- finish; its acknowledgement is then a no-op. A done tombstone is not a job: returns 0.
+-- KEYS: the six partition keys (includes/keys.lua); may touch the topic and dead-letter streams.
+-- ARGV[1] job id, ARGV[2] keep_result ms for a job whose envelope sets none: a removed job's
+-- result (state 'c') is kept for the envelope's keep_result (its 8th element, includes/blob_keep;
+-- from the stream entry for a header-only record), else that long, under PREFIX..'r:'..id, and
+-- its waiters woken (includes/keep_result.lua). cancelJob's ARGV plus it.
+-- A malformed record (written by a foreign client) is removed too, with its delayed-set entry.
+-- Returns 1 when a job was removed, 0 when there was none. Retry-safe: a repeat returns 0.
+-- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
+-- Flags: allow-oom, as it frees memory: an operator can cancel jobs while Redis is full.
+-- @include keys
+-- @include detach
+-- @include parse_record
+-- @include server_time
+-- @include keep_result
+-- @include full_record
+-- @include blob_keep
+
+local id = ARGV[1]
+check_partition_keys()
+local raw = redis.call('HGET', K_JOBS, id)
+local r = parse_record(raw)
+if not r then
+  if not raw then return 0 end
+  redis.call('ZREM', K_DELAYED, id)
+  redis.call('HDEL', K_JOBS, id)
+  return 1
+end
+if r.state == 'c' then return 0 end
+if r.state == 's' then refuse_wrong_type(stream_key(r.topic), 'stream') end
+if r.state == 'x' then refuse_wrong_type(dead_key(r.topic), 'stream') end
+local keep = tonumber(ARGV[2]) or 0
+if full_record(r) then keep = blob_keep(r.blob) or keep end -- before detach drops the entry
+detach(r, id)
+redis.call('HDEL', K_JOBS, id)
+keep_result(id, 'c', server_time(), keep, '')
+return 1

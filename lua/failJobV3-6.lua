@@ -1,0 +1,62 @@
+#!lua
+-- failJobV3-6: settle a failed delivery: back to the delayed set after a delay, or dead (and
+-- then its result kept, state 'x' with the error: includes/keep_result.lua).
+-- KEYS: the six partition keys (includes/keys.lua); touches PREFIX..'t:'..topic and PREFIX..'dead:'..topic,
+-- and when dead with a keep_result PREFIX..'r:'..id and PREFIX..'w:'..id.
+-- ARGV[1] group, ARGV[2] topic, ARGV[3] job id, ARGV[4] stream entry id,
+-- ARGV[5] retry delay ms, clamped into [0, 10 years] (a value out of range or not a number
+-- never writes a due time past what a Backoff allows), ARGV[6] '1' = dead now (no retry),
+-- ARGV[7] error text, ARGV[8] keep_result ms (failJobV2's ARGV plus this one)
+-- Returns {0} stale delivery (job cancelled/replaced/reclaimed meanwhile), {1, due_ms} retried,
+-- {2, dead_entry_id} dead. Dead-letter entry fields: id, error, attempts, at (ms).
+-- The retry's due time is counted from the server clock in µs and rounded up to the next ms.
+-- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
+-- Retry-safe: a repeated call finds the delivery no longer current and returns {0}.
+-- Layout 2: a header-only record gets its blob back from the stream entry before the entry is
+-- deleted (full_record); the delayed or dead record written is full. When that entry is gone
+-- (trimmed) the job goes dead whatever its attempts, error 'stream entry lost: ...' (its body is
+-- unknown, so it cannot run again).
+-- @include server_time
+-- @include keys
+-- @include release_lease
+-- @include wake_if_head
+-- @include build_record
+-- @include due_after
+-- @include parse_record
+-- @include full_record
+-- @include keep_result
+-- @include hold
+
+local now, now_us = server_time()
+local group, topic, id, eid = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local delay, dead_now, err = tonumber(ARGV[5]) or 0, ARGV[6] == '1', ARGV[7]
+if delay ~= delay or delay < 0 then delay = 0 end -- NaN, negative
+if delay > 315360000000 then delay = 315360000000 end -- 10 years (validation.MAX_DELAY_SECONDS)
+local sk = stream_key(topic)
+check_partition_keys()
+check_settle_keys(topic)
+local r = parse_record(redis.call('HGET', K_JOBS, id))
+local current = r and r.state == 's' and r.entry == eid
+local whole = current and full_record(r) -- read before the entry is deleted
+redis.call('XACK', sk, group, eid)
+redis.call('XDEL', sk, eid)
+release_lease(topic, eid)
+if not current then
+  release_hold(id, eid) -- a job rescheduled or replaced while this delivery ran: now free
+  return {0}
+end
+r.attempts = r.attempts + 1
+if not whole then err = STREAM_ENTRY_LOST .. '; last error: ' .. err end
+if dead_now or r.attempts >= r.max or not whole then
+  r.entry = redis.call('XADD', dead_key(topic), '*', 'id', id, 'error', err, 'attempts', r.attempts, 'at', now)
+  r.state = 'x'
+  redis.call('HSET', K_JOBS, id, build_record(r))
+  keep_result(id, 'x', now, tonumber(ARGV[8]), err)
+  return {2, r.entry}
+end
+r.state, r.entry, r.due = 'd', '', due_after(now_us, delay)
+redis.call('HSET', K_JOBS, id, build_record(r))
+redis.call('ZADD', K_DELAYED, r.due, id)
+redis.call('HINCRBY', K_COUNTS, topic, 1)
+wake_if_head(id, r.due)
+return {1, r.due}
