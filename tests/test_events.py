@@ -17,6 +17,7 @@ import streamdelay as sd
 from streamdelay.protocol.keys import PartitionKeys, partition_keys
 from streamdelay.protocol.scripts import script
 from streamdelay.redis_io.runner import run_step_sync
+from tests.test_docs_examples import example_env, run_example  # noqa: F401
 from tests.test_pull import promote
 
 pytestmark = pytest.mark.timeout(60)
@@ -212,3 +213,11 @@ def test_foreign_value_at_the_events_key_never_blocks_a_transition(evq: sd.Queue
     assert isinstance(partition_keys(evq.name, 1), tuple)
     assert evq.client.get(key) == b"garbage"
     redis.Redis  # noqa: B018  (the module's client type, kept for readers)
+
+
+def test_events_example(example_env: dict[str, str]) -> None:
+    """docs/examples/events.py, the example of docs/events.md, runs and prints each history."""
+    lines = run_example("events.py", example_env).splitlines()
+    assert lines[:2] == ["parcel-7 enqueued promoted started succeeded",
+                         "parcel-8 enqueued promoted started dead"]
+    assert lines[2].startswith("next: parcel-9 enqueued ") and len(lines) == 3
