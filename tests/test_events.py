@@ -17,10 +17,12 @@ import streamdelay as sd
 from streamdelay.protocol.keys import PartitionKeys, partition_keys
 from streamdelay.protocol.scripts import script
 from streamdelay.redis_io.runner import run_step_sync
-from tests.test_docs_examples import example_env, run_example  # noqa: F401
+from tests import test_docs_examples as docs_examples
 from tests.test_pull import promote
 
 pytestmark = pytest.mark.timeout(60)
+example_env = docs_examples.example_env  # the fixture: a private redis-server for the examples
+run_example = docs_examples.run_example
 
 
 @pytest.fixture
