@@ -39,7 +39,7 @@ from benchmarks.harness import (
     verdict,
 )
 from streamdelay.consumer.dispatcher import PROMOTE_BATCH, Dispatcher
-from streamdelay.producer.plans import ENQUEUE_BATCH
+from streamdelay.producer.enqueuing import ENQUEUE_BATCH
 
 BODY = {"order_id": 42, "pad": "x" * 80}  # ~100 bytes of JSON
 FILL_CHUNK = 10_000

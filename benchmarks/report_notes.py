@@ -20,7 +20,7 @@ from benchmarks.dispatch import BODY, CALL_BOUND_US
 from benchmarks.harness import NOT_MEASURED, Check, measured
 from benchmarks.report_history import HISTORY
 from streamdelay.consumer.dispatcher import PROMOTE_BATCH
-from streamdelay.producer.plans import ENQUEUE_BATCH
+from streamdelay.producer.enqueuing import ENQUEUE_BATCH
 
 ANALYSIS_HEADING = "## What bounds the figures"
 HISTORY_HEADING = "## History: earlier runs (not this run)"

@@ -2,7 +2,7 @@
 -- takeLimited-6: read new entries of one limited topic for a consumer, no more than its limit
 -- lets start now (docs/limits.md). The one place where a limited topic's jobs are taken.
 -- KEYS: the six partition keys (includes/keys.lua); touches PREFIX..'t:'..topic and the limit
--- keys of includes/leases.lua.
+-- keys of includes/release_lease.lua.
 -- ARGV[1] group, ARGV[2] consumer, ARGV[3] topic, ARGV[4] wanted (the free slots, >= 1)
 -- Token bucket: capacity = the rate's count, refilled continuously (count per per_ms); a job
 -- read takes one token. Leases: one per entry read, member the entry id, expiring ttr ms after

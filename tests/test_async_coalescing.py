@@ -16,7 +16,7 @@ import pytest
 import redis
 
 import streamdelay as sd
-from streamdelay.producer.plans import ENQUEUE_BATCH
+from streamdelay.producer.enqueuing import ENQUEUE_BATCH
 from streamdelay.protocol.keys import PartitionKeys, partition_of
 from tests.redis_server import RedisServer
 

@@ -17,7 +17,7 @@ from benchmarks.dispatch import CALL_BOUND_US, script_call_check
 from benchmarks.harness import NOT_MEASURED, Check, Section
 from benchmarks.run_all import exit_code, report
 from streamdelay.consumer.dispatcher import PROMOTE_BATCH
-from streamdelay.producer.plans import ENQUEUE_BATCH
+from streamdelay.producer.enqueuing import ENQUEUE_BATCH
 
 NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?")
 ALLOWED_TOKENS = re.compile(r"\bp(?:50|99)\b")  # percentile names, not figures

@@ -19,6 +19,7 @@ import pytest
 
 import streamdelay as sd
 from streamdelay.producer import plans
+from streamdelay.producer.enqueuing import enqueue_plan
 from streamdelay.protocol.durability import (
     Durability,
     check_server,
@@ -46,7 +47,7 @@ def _first_step(plan: plans.Plan[object]) -> object:
 def test_fate_changing_plans_mark_their_calls_and_reads_do_not() -> None:
     cfg = QueueConfig(name="q", url="redis://127.0.0.1:1/0")
     durable = [
-        plans.enqueue_plan(cfg, [sd.JobSpec("t", 1, id="a")]),
+        enqueue_plan(cfg, [sd.JobSpec("t", 1, id="a")]),
         plans.cancel_plan(cfg, "a"),
         plans.reschedule_plan(cfg, "a", 5, None),
     ]
@@ -60,7 +61,7 @@ def test_fate_changing_plans_mark_their_calls_and_reads_do_not() -> None:
     reads = [plans.get_plan(cfg, "a"), plans.stats_plan(cfg)]
     for plan in reads:
         assert not is_durable(_first_step(plan))  # type: ignore[arg-type]
-    many = plans.enqueue_plan(cfg, [sd.JobSpec("t", i, id=f"j{i}") for i in range(400)])
+    many = enqueue_plan(cfg, [sd.JobSpec("t", i, id=f"j{i}") for i in range(400)])
     step = _first_step(many)
     assert isinstance(step, EachCall) and is_durable(step) and len(step.calls) == 3
 

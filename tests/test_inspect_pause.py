@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import streamdelay as sd
-from streamdelay.producer import pausing
+from streamdelay.engine import constants
 
 pytestmark = pytest.mark.timeout(120)
 WORKERS = 3
@@ -153,7 +153,7 @@ def test_an_entry_a_waiting_read_returns_after_the_pause_is_handed_back_not_run(
         serving = asyncio.create_task(worker.serve())
         await asyncio.sleep(1.0)  # registered, its read of "held" waiting
         q.pause("held")
-        await asyncio.sleep(2 * pausing.REFRESH_S + 0.2)  # the worker knows; its read still waits
+        await asyncio.sleep(2 * constants.REFRESH_S + 0.2)  # the worker knows; its read still waits
         assert worker.paused == {"held"}
         q.enqueue("held", 1, id="caught")  # promoted at once: the waiting read returns it
         await asyncio.sleep(1.5)

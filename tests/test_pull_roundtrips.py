@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import streamdelay as sd
-from streamdelay.producer.reserving import ReserveState, reserve_args, round_plan
+from streamdelay.engine.reserving import ReserveState, reserve_args, round_plan
 from streamdelay.protocol.plan import Command, Commands
 from streamdelay.redis_io.config import QueueConfig
 from tests.test_pull import promote

@@ -21,8 +21,8 @@ import pytest
 import redis
 
 import streamdelay as sd
-from streamdelay.producer.receipts import KEY_FIELD, MAX_RETRY_MS, Receipt, signed
-from streamdelay.producer.reserving import reserve_args, round_plan
+from streamdelay.engine.receipts import KEY_FIELD, MAX_RETRY_MS, Receipt, signed
+from streamdelay.engine.reserving import reserve_args, round_plan
 from streamdelay.protocol.codec import encode_blob
 from streamdelay.protocol.deliveries import fail_call
 from streamdelay.protocol.keys import PartitionKeys
@@ -37,7 +37,7 @@ from tests.web_server import WebServer
 pytestmark = pytest.mark.timeout(60)
 TEN_YEARS_MS = 10 * 365 * 86400 * 1000
 
-# the fields of a receipt, in order (streamdelay/producer/receipts.py)
+# the fields of a receipt, in order (streamdelay/engine/receipts.py)
 VERSION, QUEUE, PARTITION, TOPIC, ID, ENTRY, GROUP, CONSUMER, ATTEMPT, DUE, TTR, RETRY, TAG = (
     range(13))
 

@@ -13,6 +13,8 @@ from typing import Any, TypeVar
 import pytest
 
 import streamdelay as sd
+from streamdelay.engine.constants import REQUEUE_BATCH
+from streamdelay.engine.upkeep import claim_plan
 from streamdelay.producer import plans
 from streamdelay.producer.enqueuing import (
     ENQUEUE_BATCH,
@@ -139,18 +141,18 @@ def test_claim_plan_walks_the_pending_list_to_its_end_then_prunes() -> None:
         return {"HGETALL": [b"mail", b"workers"], "requeueStuckV2": None,
                 "pruneConsumers": [b"gone-1"]}[name_of(step)] or next(cursors)
 
-    result, steps = drive(plans.claim_plan(CFG, "workers", None, None, None), answer)
+    result, steps = drive(claim_plan(CFG.name, CFG.partitions, "workers", None, None, None), answer)
     assert (result.moved, result.dead, result.cleaned, result.removed) == (
         ["a", "b"], ["c"], 1, ["gone-1"])
     walks = [s for s in steps if name_of(s) == "requeueStuckV2"]
     assert [w.args[2] for w in walks if isinstance(w, ScriptCall)] == ["-", "5-0"]
-    assert all(isinstance(w, ScriptCall) and w.args[3:] == (plans.SCAN_BATCH, -1, "")
+    assert all(isinstance(w, ScriptCall) and w.args[3:] == (REQUEUE_BATCH, -1, "")
                for w in walks)
 
 
 def test_claim_plan_refuses_a_group_that_serves_nothing() -> None:
     with pytest.raises(sd.GroupNotFound, match="group"):
-        drive(plans.claim_plan(CFG, "nobody", None, None, None), lambda step: [])
+        drive(claim_plan(CFG.name, CFG.partitions, "nobody", None, None, None), lambda step: [])
 
 
 def test_get_plan_reads_a_reserved_job() -> None:
@@ -158,11 +160,15 @@ def test_get_plan_reads_a_reserved_job() -> None:
 
     fmt, body = encode_body({"n": 1}, "json", 1024)
     record = b"s|1|100|90|30000|5|7-0|mail|" + encode_blob(fmt, body, {}, None)
-    info, steps = drive(plans.get_plan(CFG, "job-1"),
-                        lambda step: [record, b"reserved", b"w1", 12, 1, b"", 1000])
-    assert [name_of(s) for s in steps] == ["getJobV2"]
-    assert info is not None and (info.state, info.consumer, info.idle_ms, info.body) == (
-        "reserved", "w1", 12, {"n": 1})
+    replies = {"getJobV2": [record, b"reserved", b"w1", 12, 1, b"", 1000],
+               "GET": b"7-0|42"}  # the progress of this delivery (entry 7-0)
+    info, steps = drive(plans.get_plan(CFG, "job-1"), lambda step: replies[name_of(step)])
+    assert [name_of(s) for s in steps] == ["getJobV2", "GET"]
+    assert info is not None and (info.state, info.consumer, info.idle_ms, info.body,
+                                 info.progress) == ("reserved", "w1", 12, {"n": 1}, 42)
+    replies["GET"] = b"6-0|41"  # an earlier delivery's progress is not this one's
+    earlier, _ = drive(plans.get_plan(CFG, "job-1"), lambda step: replies[name_of(step)])
+    assert earlier is not None and earlier.progress is None
     missing, _ = drive(plans.get_plan(CFG, "job-1"), lambda step: None)
     assert missing is None
 
@@ -364,7 +370,9 @@ def test_every_include_header_names_its_function_and_every_use_is_included() -> 
     files |= {p.stem: p.read_text() for p in (lua_dir() / "includes").glob("*.lua")}
     direct = {name: set(INCLUDE_LINE.findall(body)) for name, body in files.items()}
     for name, body in files.items():
-        if name in provides and name != "keys":  # keys: the key layout, several helpers
+        # keys (the key layout) and hold (held jobs, docs/guarantees.md#never-twice-at-once)
+        # are several helpers of one mechanism, described by their header as a whole
+        if name in provides and name not in ("keys", "hold"):
             signature = re.search(rf"^local function {name}\(([^)]*)\)", body, re.MULTILINE)
             assert signature, f"include {name} defines no function {name}"
             assert body.startswith(f"-- {name}({signature.group(1)})"), (

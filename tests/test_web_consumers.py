@@ -1,7 +1,8 @@
-"""HTTP consumers obey a Python worker's rules: the job set of tests/test_pull_equivalence.py
-through a ``Worker`` and through plain-HTTP consumers (urllib threads against a live
-``streamdelay serve``) ends the same way: the same attempts per job, the same handled and dead
-sets (docs/http.md#consumers). And a long poll ends at once when the service stops."""
+"""HTTP consumers obey the consumer plans' rules: the job set of tests/test_consumer_drivers.py
+(the behaviour suite of both drivers) through plain-HTTP consumers (urllib threads against a
+live ``streamdelay serve``, which drives the async Reservation) ends as it does through each
+driver: the same attempts per job, the same handled and dead sets (docs/http.md#consumers). And
+a long poll ends at once when the service stops."""
 
 from __future__ import annotations
 
@@ -17,15 +18,14 @@ from typing import Any
 import pytest
 
 from tests.redis_server import RedisServer
-from tests.test_pull_equivalence import (
-    FAILS,
+from tests.test_consumer_drivers import (
     GROUP,
     TOPIC,
-    Outcome,
-    decide,
-    fresh_queue,
-    outcome,
-    run_worker,
+    Seen,
+    assert_job_set_done,
+    by_fails,
+    enqueue_job_set,
+    new_queue,
 )
 from tests.web_server import WebServer
 
@@ -64,8 +64,8 @@ def run_http_consumers(server: WebServer, queue: str, consumers: int = 3) -> dic
                 for delivery in answer["deliveries"] if status == 200 else []:
                     with lock:
                         runs[delivery["id"]].append(delivery["attempt"])
-                    action, delay = decide(delivery["id"], delivery["attempt"],
-                                           delivery["body"]["fails"])
+                    action, delay = by_fails(delivery["id"], delivery["attempt"],
+                                             delivery["body"])
                     receipt = delivery["receipt"]
                     if action == "ack":
                         settled = _call(server, "POST", f"{base}/deliveries/{receipt}:ack")
@@ -89,32 +89,30 @@ def run_http_consumers(server: WebServer, queue: str, consumers: int = 3) -> dic
     return runs
 
 
-def test_worker_and_http_consumers_end_the_same(shared_redis: RedisServer) -> None:
-    by_worker = run_worker(shared_redis.url)
-    q = fresh_queue(shared_redis.url)
+def test_http_consumers_end_the_job_set_as_both_drivers_do(shared_redis: RedisServer) -> None:
+    q = new_queue(shared_redis.url)
     try:
+        enqueue_job_set(q)
         with WebServer(shared_redis.url, [q.name]) as server:
             runs = run_http_consumers(server, q.name)
-        by_http: Outcome = outcome(q, runs)
+        assert_job_set_done(q, Seen(runs=runs))
     finally:
         q.close()
-    assert by_http == by_worker
-    assert set(by_http[0]) == set(FAILS)
 
 
 def test_the_same_under_a_concurrency_limit(shared_redis: RedisServer) -> None:
     """With concurrency 2 on the topic (docs/limits.md), HTTP consumers reserving 4 at a time
-    end the job set as a worker does: the limit spends no attempt."""
-    by_worker = run_worker(shared_redis.url, limit=2)
-    q = fresh_queue(shared_redis.url, limit=2)
+    end the job set as both drivers do: the limit spends no attempt."""
+    q = new_queue(shared_redis.url)
     try:
+        q.limit(TOPIC, concurrency=2)
+        enqueue_job_set(q)
         with WebServer(shared_redis.url, [q.name]) as server:
             runs = run_http_consumers(server, q.name)
-        by_http: Outcome = outcome(q, runs)
+        assert_job_set_done(q, Seen(runs=runs))
         assert q.stats().topics[TOPIC].leases == 0  # every settle gave its lease back
     finally:
         q.close()
-    assert by_http == by_worker
 
 
 def test_a_long_poll_ends_when_the_service_stops(shared_redis: RedisServer) -> None:

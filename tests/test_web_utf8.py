@@ -20,6 +20,8 @@ ROUTES = {
     "purgeDead": ("/dead:purge", b'{"topic": "t\xff"}'),
     "reserve": ("/topics/u8:reserve", b'{"group": "g\xff"}'),
     "fail": ("/deliveries/not-a-receipt:fail", b'{"error": "boom\xc3"}'),
+    "ack": ("/deliveries/not-a-receipt:ack", b'{"result": "done\xc3"}'),
+    "touch": ("/deliveries/not-a-receipt:touch", b'{"progress": "half\xff"}'),
     "bulkJobs": ("/jobs:bulk", b'{"action": "cancel", "topic": "t\xff", "dry_run": true}'),
 }
 IN_A_KEY = b'{"\xe2\x82": 1}'  # a truncated UTF-8 sequence in a key

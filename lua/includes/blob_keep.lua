@@ -32,7 +32,7 @@ local function mp_skip(s, pos)
   if b == 0xcd then return pos + 3, be(2) end -- uint 16
   if b == 0xce then return pos + 5, be(4) end -- uint 32
   if b == 0xcf then return pos + 9, be(8) end -- uint 64
-  if b == 0xd0 then return pos + 2 end -- int 8 (no keep_result is negative)
+  if b == 0xd0 then return pos + 2 end -- int 8 (a keep time is never negative)
   if b == 0xd1 then return pos + 3 end
   if b == 0xd2 then return pos + 5 end
   if b == 0xd3 then return pos + 9 end

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .masking import mask_text
-
-if TYPE_CHECKING:
-    from .models import EnqueueResult
+from .results import EnqueueResult
 
 
 class StreamdelayError(Exception):

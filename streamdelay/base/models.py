@@ -9,11 +9,12 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from .errors import ValidationError
+from .results import EnqueueResult as EnqueueResult  # one import path for every data type
+from .results import EnqueueState as EnqueueState
 
 JobState = Literal["delayed", "ready", "reserved", "dead", "done"]
 # What enqueue found under an existing id: a job in its stream is "ready" (reserved or not),
 # "corrupt" a record it could not read (docs/keys.md)
-EnqueueState = Literal["delayed", "ready", "dead", "done", "corrupt"]
 Delay = float | int | timedelta
 At = datetime | float | int
 
@@ -65,21 +66,6 @@ class JobSpec:
         self.__dict__.update(topic=topic, body=body, delay=delay, at=at, id=id, ttr=ttr,
                              max_attempts=max_attempts, backoff=backoff, headers=headers,
                              replace=replace, max_wait=max_wait, keep_result=keep_result)
-
-
-@dataclass(frozen=True, init=False)
-class EnqueueResult:
-    """What ``enqueue`` did: ``created`` is False when the id already existed."""
-
-    id: str
-    due: int
-    created: bool
-    state: EnqueueState
-
-    def __init__(self, id: str, due: int, created: bool, state: EnqueueState) -> None:
-        """The generated ``__init__``'s arguments, set in one go (one result per job of
-        ``enqueue_many``; see ``JobSpec.__init__``)."""
-        self.__dict__.update(id=id, due=due, created=created, state=state)
 
 
 @dataclass(frozen=True)

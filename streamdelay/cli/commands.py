@@ -1,7 +1,7 @@
 """The ``streamdelay`` command: workers, dispatchers and operator commands (docs/cli.md).
 
 Built on click (subcommands, generated help, environment variables, parameter types).
-Exit codes: 0 ok, 1 the operation failed, 2 usage error; see ``cli_support.run_cli``.
+Exit codes: 0 ok, 1 the operation failed, 2 usage error; see ``cli/support.py``'s ``run_cli``.
 """
 
 from __future__ import annotations

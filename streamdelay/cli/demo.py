@@ -30,6 +30,8 @@ from ..base.models import Job, JobSpec
 from ..consumer.worker import Worker
 from ..producer.queue import AsyncQueue
 from ..protocol.keys import partition_keys
+from ..protocol.plan import Command
+from ..redis_io.runner import run_step_sync
 from ..redis_io.topology import sync_client
 from .demo_dashboard import DASHBOARD_HINT, serve_dashboard
 from .private_server import demo_server
@@ -65,7 +67,7 @@ def server_clock_offset_ms(url: str, samples: int = 7) -> tuple[float, float]:
     try:
         for _ in range(samples):
             before = time.time()
-            seconds, micros = client.time()
+            seconds, micros = run_step_sync(client, Command(("TIME",)))
             after = time.time()
             half_trip = (after - before) * 500
             if half_trip < best[1]:
@@ -265,15 +267,17 @@ def drop_queue(url: str, name: str) -> None:
     client = sync_client(url, 5.0)
     try:
         for keys in partition_keys(name, 1):
-            client.delete(*keys.script_keys(), keys.meta, keys.fleet,
-                          *(keys.stream(t) for t in TOPICS), *(keys.dead(t) for t in TOPICS))
+            run_step_sync(client, Command((
+                "DEL", *keys.script_keys(), keys.meta, keys.fleet,
+                *(keys.stream(t) for t in TOPICS), *(keys.dead(t) for t in TOPICS))))
         # the workers' lateness record (docs/dashboard.md#lateness): the minutes of the demo
-        reply = client.time()
+        reply = run_step_sync(client, Command(("TIME",)))
         seconds = next(iter(reply.values()))[0] if isinstance(reply, dict) else reply[0]
         minute = int(seconds) // 60
         base = partition_keys(name, 1)[0].lateness
-        client.delete(base, *(f"{base}:{m}" for m in range(minute - 15, minute + 1)),
-                      *(f"{base}:seen:{m}" for m in range(minute - 15, minute + 1)))
+        minutes = range(minute - 15, minute + 1)
+        run_step_sync(client, Command(("DEL", base, *(f"{base}:{m}" for m in minutes),
+                                       *(f"{base}:seen:{m}" for m in minutes))))
     finally:
         client.close()
 

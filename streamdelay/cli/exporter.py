@@ -1,4 +1,4 @@
-"""The ``streamdelay exporter`` command (added to the CLI group in ``cli.py``)."""
+"""The ``streamdelay exporter`` command (added to the CLI group in ``cli/commands.py``)."""
 
 from __future__ import annotations
 

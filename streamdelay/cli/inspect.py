@@ -1,5 +1,5 @@
 """The ``jobs``, ``pause``, ``resume`` and ``migrate`` commands of the ``streamdelay`` CLI
-(docs/cli.md); ``cli.py`` adds them to its group."""
+(docs/cli.md); ``cli/commands.py`` adds them to its group."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Rendering for the ``streamdelay`` CLI: tables, job details and times (secrets: masking.py).
 
-Pure functions from result objects to text, so ``cli.py`` stays about commands and exit codes.
+Pure functions from result objects to text, so ``cli/commands.py`` stays about commands and exit
+codes.
 """
 
 from __future__ import annotations

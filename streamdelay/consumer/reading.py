@@ -22,14 +22,15 @@ import asyncio
 import contextlib
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
-from redis.exceptions import ResponseError
-
-from ..producer.pausing import REFRESH_S
+from ..base.errors import GroupNotFound
+from ..engine.constants import REFRESH_S
+from ..engine.pending import entries_plan, own_pending_plan
+from ..engine.taking import read_plan, streams_of
 from ..protocol.keys import PartitionKeys
-from ..protocol.replies import text
-from ..redis_io.runner import RETRYABLE
+from ..redis_io.runner import RETRYABLE, drive_once_async
 from ..redis_io.topology import AsyncClient, async_client
 from . import limiting, pausing, upkeep
 from .delivery import Delivery
@@ -39,26 +40,6 @@ from .upkeep_host import ReadingHost
 log = logging.getLogger("streamdelay.worker")
 MAX_LOOK = 10_000  # pending rows read per topic and look
 SUBSET_WAIT = 0.05  # seconds to wait for a slot per topic before reading only some topics
-
-
-async def _own_pending(worker: ReadingHost, keys: PartitionKeys, client: AsyncClient,
-                       count: int) -> tuple[list[tuple[str, str]], bool]:
-    """``(topic, entry id)`` of this consumer's pending entries, oldest first per topic (at most
-    ``count`` per topic), and whether some topic had more."""
-    found: list[tuple[str, str]] = []
-    more = False
-    for topic in sorted(worker.topics):
-        try:
-            rows = await client.xpending_range(keys.stream(topic), worker.group, min="-",
-                                               max="+", count=count,
-                                               consumername=worker.consumer)
-        except ResponseError as exc:  # NOGROUP: the read loop re-creates the group
-            if "NOGROUP" not in str(exc):
-                raise
-            continue
-        found.extend((topic, text(row["message_id"])) for row in rows)
-        more = more or len(rows) >= count
-    return found, more
 
 
 def _start_found(worker: ReadingHost, deliveries: list[Delivery],
@@ -71,14 +52,23 @@ def _start_found(worker: ReadingHost, deliveries: list[Delivery],
         if (delivery.lost or (delivery.topic, delivery.entry_id) in held
                 or delivery.key in worker.inflight):  # started meanwhile (by a take)
             continue
-        if delivery.topic in worker.limited:
+        if delivery.topic in worker.views.limited:
             pausing.hand_back(worker, delivery, entry_fields)
         elif worker.start(delivery, entry_fields):
             started += 1
     return started
 
 
-async def start_orphans(worker: ReadingHost, keys: PartitionKeys, client: AsyncClient) -> int:
+@dataclass
+class OwnPending:
+    """What one read loop knows of its partition's own pending list: the entries an earlier
+    process of this consumer name left (None until the first look)."""
+
+    inherited: set[tuple[str, str]] | None = None
+
+
+async def start_orphans(worker: ReadingHost, keys: PartitionKeys, client: AsyncClient,
+                        own: OwnPending) -> int:
     """Start own pending entries of ``keys``' partition that this worker does not hold."""
     free = worker.free_slots()
     if free <= 0:
@@ -87,14 +77,15 @@ async def start_orphans(worker: ReadingHost, keys: PartitionKeys, client: AsyncC
     # Held before the look: a delivery settled while it looks (its ack then written) must not
     # count as an orphan. New deliveries of this partition start only in this loop.
     held = worker.acks.entries(part) | {(t, e) for p, t, e in worker.inflight if p == part}
-    inherited = worker.inherited.get(part)
+    inherited = own.inherited
     count = MAX_LOOK if inherited is None else min(MAX_LOOK, len(held) + free)
-    rows, more = await _own_pending(worker, keys, client, count)
+    rows, more = await drive_once_async(client, own_pending_plan(
+        keys, worker.group, worker.consumer, worker.topics, count))
     held |= worker.acks.entries(part)
     orphans = [(topic, eid) for topic, eid in rows
                if (topic, eid) not in held and (part, topic, eid) not in worker.inflight]
     if inherited is None:  # the first look: an earlier process of this name left these
-        worker.inherited[part] = set(orphans)
+        own.inherited = set(orphans)
         if orphans:
             log.warning("%d job(s) were pending for consumer %s before this worker started; "
                         "they are re-queued after their ttr", len(orphans), worker.consumer)
@@ -104,16 +95,11 @@ async def start_orphans(worker: ReadingHost, keys: PartitionKeys, client: AsyncC
     chosen = [entry for entry in orphans if entry not in inherited][:free]
     if not chosen:
         return 0
-    pipe = client.pipeline(transaction=False)
-    for topic, eid in chosen:
-        pipe.xrange(keys.stream(topic), eid, eid)
-    replies = await pipe.execute()
-    found = [(topic, entries[0])
-             for (topic, _), entries in zip(chosen, replies, strict=True) if entries]
-    deliveries = [Delivery(part, topic, text(eid)) for topic, (eid, _) in found]
+    found = await drive_once_async(client, entries_plan(keys, chosen))
+    deliveries = [Delivery(part, entry.topic, entry.entry_id) for entry in found]
     if deliveries:  # still ours (not cancelled, rescheduled, reclaimed)? and a fresh idle time
         await upkeep.touch(worker, deliveries, quiet=True)
-    started = _start_found(worker, deliveries, [fields for _, (_, fields) in found])
+    started = _start_found(worker, deliveries, [entry.fields for entry in found])
     if started:
         log.info("started %d job(s) found in consumer %s's own pending list", started,
                  worker.consumer)
@@ -139,6 +125,7 @@ async def read_loop(worker: ReadingHost, keys: PartitionKeys) -> None:
     turn = 0
     failures = 0
     next_look = 0.0
+    own = OwnPending()
     try:
         while not worker.stopping:
             if worker.free_slots() <= 0:
@@ -147,12 +134,12 @@ async def read_loop(worker: ReadingHost, keys: PartitionKeys) -> None:
             if time.monotonic() >= next_look:  # between reads: no read of ours in flight
                 next_look = time.monotonic() + worker.reclaim_interval
                 try:
-                    await start_orphans(worker, keys, blocking)
+                    await start_orphans(worker, keys, blocking, own)
                 except RETRYABLE as exc:
                     log.warning("could not look at the own pending list (%s)", exc)
                 if worker.free_slots() <= 0:
                     continue
-            active = [t for t in topics if t not in worker.paused and t not in worker.limited]
+            active = worker.views.plain(topics)
             if not active:  # every topic paused or limited (limiting.py takes those): look
                 # again when the paused set may change
                 await asyncio.sleep(REFRESH_S)
@@ -160,24 +147,20 @@ async def read_loop(worker: ReadingHost, keys: PartitionKeys) -> None:
             free = await _free_slots_for(worker, len(active))
             chosen = [active[(turn + i) % len(active)] for i in range(min(free, len(active)))]
             turn += 1
-            streams: dict[Any, Any] = {keys.stream(t): ">" for t in chosen}
-            try:  # a read of only some topics does not block: it must not hold up the others
-                reply: Any = await blocking.xreadgroup(
-                    worker.group, worker.consumer, streams, count=free // len(chosen),
-                    block=int(worker.block * 1000) if len(chosen) == len(active) else None)
+            # a read of only some topics does not block: it must not hold up the others
+            block_ms = int(worker.block * 1000) if len(chosen) == len(active) else None
+            try:
+                entries = await drive_once_async(blocking, read_plan(
+                    worker.group, worker.consumer, streams_of([keys], chosen),
+                    free // len(chosen), block_ms))
                 failures = 0
             except RETRYABLE as exc:
                 failures += 1
                 await pause_after_failure(failures, "read", exc)
                 continue
-            except ResponseError as exc:
-                # NOGROUP: the group is gone; UNBLOCKED: the stream or group was deleted
-                # while this read blocked (data lost, FLUSHALL): create them again.
-                if "NOGROUP" not in str(exc) and "UNBLOCKED" not in str(exc):
-                    raise
-                await worker.register()
+            except GroupNotFound:  # the group is gone, or the stream or group was deleted
+                await worker.register()  # while this read blocked (data lost, FLUSHALL)
                 continue
-            worker.start_entries(keys.partition, limiting.plain_read(worker, keys.partition,
-                                                                    reply or []))
+            worker.start_entries(limiting.plain_read(worker, entries))
     finally:
         await blocking.aclose()

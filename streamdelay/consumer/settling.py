@@ -9,8 +9,7 @@ import logging
 from typing import Any
 
 from ..base import validation
-from ..protocol.deliveries import ack_call, fail_call
-from ..protocol.replies import parse_fail
+from ..engine.settling import ack_plan, fail_plan
 from ..telemetry.jobs import delivery_fields, log_settled
 from .delivery import Delivery, Settlement
 from .upkeep_host import UpkeepHost
@@ -26,11 +25,10 @@ def job_fields(worker: UpkeepHost, delivery: Delivery) -> dict[str, Any]:
 async def settle_failure(worker: UpkeepHost, delivery: Delivery, settlement: Settlement) -> None:
     """Retry ``delivery`` after its delay or dead-letter it, as ``settlement`` says."""
     keys = worker.partitions[delivery.partition]
-    call = fail_call(keys, worker.group, delivery.topic, delivery.job_id, delivery.entry_id,
-                     settlement.delay_ms, settlement.kind == "dead", settlement.error,
-                     delivery.keep_result_ms)
-    reply = await worker.call(call, "fail")
-    outcome = parse_fail(reply)
+    outcome = await worker.run_plan(fail_plan(
+        keys, worker.group, delivery.topic, delivery.job_id, delivery.entry_id,
+        settlement.delay_ms, settlement.kind == "dead", settlement.error,
+        delivery.keep_result_ms), "fail")
     if worker.metrics is not None:
         worker.metrics.settled(delivery, ("dropped", "retried", "dead")[outcome.outcome])
     if outcome.outcome == 0 and settlement.kind == "dead":  # an entry no job stands behind
@@ -55,4 +53,4 @@ async def send_acks(worker: UpkeepHost, partition: int, flat: list[str],
     the results it keeps (``acks.PendingAcks.flush``)."""
     keys = worker.partitions[partition]
     keep_ms = validation.delay_ms(worker.config.keep_done)
-    await worker.call(ack_call(keys, worker.group, keep_ms, flat, results or ()), "ack")
+    await worker.run_plan(ack_plan(keys, worker.group, keep_ms, flat, results or ()), "ack")

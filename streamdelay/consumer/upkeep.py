@@ -10,13 +10,14 @@ import random
 import time
 from typing import Any
 
-from ..base.errors import GroupNotFound, LayoutError
-from ..producer.plans import prune_consumers_plan, requeue_stuck_plan
+from ..base.errors import LayoutError
+from ..engine.constants import PRUNE_EVERY_S
+from ..engine.settling import release_plan, touch_plan
+from ..engine.upkeep import prune_plan, reclaim_plan
 from ..protocol.batching import batches, by_partition
-from ..protocol.deliveries import touch_call
 from ..protocol.keys import PartitionKeys
 from ..protocol.layouts import FLEET_EVERY_S, join_fleet_call, layout_of
-from ..protocol.replies import parse_stats, texts
+from ..protocol.replies import parse_stats
 from ..protocol.scripts import script
 from ..redis_io.runner import drive_async
 from ..telemetry.jobs import delivery_fields
@@ -31,8 +32,8 @@ PROGRESS_EVERY = 1.0
 TOUCH_BATCH = 500
 IDLE_TICK = 0.1
 # Consumers that own nothing and were silent PRUNE_IDLE_S are removed (one per worker process
-# that ever read would otherwise pile up, ~170 B each); checked about once a minute.
-PRUNE_EVERY = 60.0
+# that ever read would otherwise pile up); checked about once a minute.
+PRUNE_EVERY = PRUNE_EVERY_S
 # Jobs whose def handler's thread outlived a shutdown come back this long after the hand-back,
 # by when the process (which exits right after it) is gone (docs/worker.md#handler_timeout).
 HANDBACK_DELAY = 2.0
@@ -61,9 +62,8 @@ async def touch(worker: UpkeepHost, deliveries: list[Delivery], *, quiet: bool =
                     progress.extend((position, delivery.job_id, max(delivery.ttr_ms, 1000) * 2,
                                      delivery.progress))
             now = time.monotonic()
-            lost = await worker.call(touch_call(keys, worker.group, worker.consumer, flat,
-                                                progress), "heartbeat")
-            lost_ids = set(texts(lost))
+            lost_ids = await worker.run_plan(touch_plan(keys, worker.group, worker.consumer,
+                                                        flat, progress), "heartbeat")
             for delivery, value in zip(chunk, sent, strict=True):
                 if delivery.progress is value:  # none reported meanwhile
                     delivery.progress_fresh = False
@@ -95,32 +95,26 @@ async def heartbeat_loop(worker: UpkeepHost) -> None:
 
 
 async def reclaim_once(worker: UpkeepHost) -> int:
-    """Re-queue deliveries of silent consumers (idle past their job's ttr) on every topic."""
-    moved = 0
-    for keys in worker.partitions:
-        for topic in sorted(worker.topics):
-            try:  # each job's own ttr, re-queued for anyone: claim's defaults
-                replies = await drive_async(worker.client, requeue_stuck_plan(
-                    keys, worker.group, topic, -1, ""), None, "reclaim")
-            except GroupNotFound:
-                await worker.register()
-                continue
-            reclaimed = sum(len(reply.moved) + len(reply.dead) for reply in replies)
-            moved += reclaimed
-            if worker.metrics is not None and reclaimed:
+    """Re-queue deliveries of silent consumers (idle past their job's ttr) on every topic: the
+    one reclaim plan (``engine/upkeep.py``), each job's own ttr, re-queued for anyone."""
+    cfg = worker.config
+    found = await drive_async(worker.client, reclaim_plan(
+        cfg.name, cfg.partitions, worker.group, worker.topics), None, "reclaim")
+    if found.gone:  # a stream or the group was deleted: register again
+        await worker.register()
+    if worker.metrics is not None:
+        for topic, group in sorted(found.seen):
+            if (reclaimed := found.count((topic, group))):
                 worker.metrics.count(topic, "reclaimed", reclaimed)
-    return moved
+    return found.count()
 
 
 async def prune_once(worker: UpkeepHost) -> list[str]:
     """Remove the group's consumers that own nothing and were silent for ``worker.prune_idle``."""
-    removed: list[str] = []
-    idle_ms = int(worker.prune_idle * 1000)
-    for keys in worker.partitions:
-        for topic in sorted(worker.topics):
-            removed.extend(await drive_async(worker.client, prune_consumers_plan(
-                keys, worker.group, topic, idle_ms), None, "prune"))
-    return removed
+    cfg = worker.config
+    return await drive_async(worker.client, prune_plan(
+        cfg.name, cfg.partitions, worker.group, worker.topics, int(worker.prune_idle * 1000)),
+        None, "prune")
 
 
 async def reclaim_loop(worker: UpkeepHost) -> None:
@@ -195,7 +189,7 @@ async def release_unfinished(worker: UpkeepHost) -> None:
                                               delivery.job_id, delivery.run))
         if delivery.task is not None:
             delivery.task.cancel()
-    await _release(worker, unfinished, "releaseJobsV2", [worker.group])
+    await _release(worker, unfinished, 0)
 
 
 async def release_later(worker: UpkeepHost, deliveries: list[Delivery]) -> None:
@@ -203,24 +197,23 @@ async def release_later(worker: UpkeepHost, deliveries: list[Delivery]) -> None:
     of a process whose def handler threads outlived the shutdown (``releaseJobsLater``)."""
     delay_ms = int(HANDBACK_DELAY * 1000)
     try:
-        await _release(worker, deliveries, "releaseJobsLaterV2", [worker.group, delay_ms])
+        await _release(worker, deliveries, delay_ms)
     finally:
         await worker.client.aclose()
 
 
-async def _release(worker: UpkeepHost, deliveries: list[Delivery], name: str,
-                   head: list[Any]) -> None:
-    """Hand ``deliveries`` back with script ``name`` (``releaseJobs`` / ``releaseJobsLater``,
-    ARGV ``head`` then topic, id, entry per delivery): one call per partition, each bounded to
-    5 s, counted as released; a call that fails leaves its jobs to come back after their ttr."""
+async def _release(worker: UpkeepHost, deliveries: list[Delivery], later_ms: int) -> None:
+    """Hand ``deliveries`` back at once or due ``later_ms`` from now (``engine/settling.py``):
+    one call per partition, each bounded to 5 s, counted as released; a call that fails
+    leaves its jobs to come back after their ttr."""
     for partition, batch in by_partition(deliveries, _partition).items():
         keys = worker.partitions[partition]
-        args: list[Any] = list(head)
+        flat: list[str] = []
         for delivery in batch:
-            args.extend((delivery.topic, delivery.job_id, delivery.entry_id))
+            flat.extend((delivery.topic, delivery.job_id, delivery.entry_id))
         try:
-            released = int(await asyncio.wait_for(
-                worker.call(script(name).call(keys.script_keys(), args), "release"), 5.0))
+            released = await asyncio.wait_for(worker.run_plan(
+                release_plan(keys, worker.group, flat, later_ms), "release"), 5.0)
         except (asyncio.TimeoutError, OSError) as exc:
             log.warning("could not hand back %d job(s) (%s); they return after ttr",
                         len(batch), exc)

@@ -5,18 +5,21 @@ each other (docs/design.md). ``worker.Worker`` is both.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Collection, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Collection, Coroutine, Iterable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
+from ..engine.taking import Entry
 from ..metrics.worker import WorkerMetrics
 from ..protocol.keys import PartitionKeys
-from ..protocol.scripts import ScriptCall
+from ..protocol.plan import Plan, Step
 from ..redis_io.config import QueueConfig
 from ..redis_io.topology import AsyncClient
 from ..telemetry.lateness import LatenessRecorder
 from .acks import PendingAcks
 from .delivery import Delivery
+from .views import TopicViews
+
+T = TypeVar("T")
 
 
 class UpkeepHost(Protocol):
@@ -78,8 +81,11 @@ class UpkeepHost(Protocol):
     def prune_every(self) -> float:
         """Seconds between two prune passes."""
 
-    async def call(self, step: ScriptCall, what: str) -> Any:
-        """Run one script call under the retry policy."""
+    async def call(self, step: Step, what: str) -> Any:
+        """Run one step under the retry policy."""
+
+    async def run_plan(self, plan: Plan[T], what: str) -> T:
+        """Run a consumer plan under the retry policy."""
 
     async def register(self) -> None:
         """Bind the topics to the group again (after the group was deleted)."""
@@ -91,9 +97,9 @@ class UpkeepHost(Protocol):
 class ReadingHost(UpkeepHost, Protocol):
     """What the read loops need of a worker on top of ``UpkeepHost``."""
 
-    paused: frozenset[str]  # topics this worker does not start now (consumer/pausing.py)
-    limited: frozenset[str]  # topics taken through their limit (consumer/limiting.py)
-    limits_changed: asyncio.Event  # set when ``limited`` changes
+    @property
+    def views(self) -> TopicViews:
+        """The paused and limited topics (written by the pause and limit watches only)."""
 
     @property
     def block(self) -> float:
@@ -107,10 +113,6 @@ class ReadingHost(UpkeepHost, Protocol):
     def acks(self) -> PendingAcks:
         """Acknowledgements not written yet."""
 
-    @property
-    def inherited(self) -> dict[int, set[tuple[str, str]]]:
-        """Per partition, own pending entries an earlier process of this name left."""
-
     def free_slots(self) -> int:
         """Handlers this worker can start now."""
 
@@ -120,5 +122,8 @@ class ReadingHost(UpkeepHost, Protocol):
     def start(self, delivery: Delivery, fields: dict[Any, Any] | None) -> bool:
         """Start a handler for one delivery, unless the worker already holds it."""
 
-    def start_entries(self, partition: int, reply: list[Any]) -> int:
-        """Start a handler for each entry of an XREADGROUP reply; how many."""
+    def start_entries(self, entries: Iterable[Entry]) -> int:
+        """Start a handler for each entry a read or a take gave; how many."""
+
+    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` in a background task the worker owns (awaited at shutdown)."""

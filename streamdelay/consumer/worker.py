@@ -15,22 +15,22 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, TypeVar
 
 from ..base import validation
 from ..base.errors import ConfigError
+from ..engine.constants import DEFAULT_GROUP, PRUNE_IDLE_S, default_consumer_name
+from ..engine.taking import Entry
+from ..engine.upkeep import register_plan
 from ..metrics import worker_metrics
-from ..producer.plans import PRUNE_IDLE_S
-from ..producer.reserving import DEFAULT_GROUP, default_consumer_name
 from ..protocol.keys import PartitionKeys, partition_keys
-from ..protocol.replies import text
-from ..protocol.scripts import ScriptCall, script
+from ..protocol.plan import Plan, Step
 from ..redis_io.agreement import agree_partitions_async
 from ..redis_io.config import QueueConfig, mask_url
-from ..redis_io.runner import call_with_retry
+from ..redis_io.runner import call_with_retry, drive_async
 from ..redis_io.topology import AsyncClient, async_client
 from ..telemetry.jobs import JobObserver, log_settled, observe
 from ..telemetry.lateness import LatenessRecorder
@@ -48,9 +48,11 @@ from .delivery import (
 )
 from .dispatcher import Dispatcher
 from .supervise import cancel_all, supervised, threads_finish
+from .views import TopicViews
 
 log = logging.getLogger("streamdelay.worker")
 F = TypeVar("F", bound=HandlerFn)
+T = TypeVar("T")
 FINAL_FLUSH_TIMEOUT = 5.0
 _UNSET: Any = object()
 
@@ -99,17 +101,14 @@ class Worker:
         self.counts = {"handled": 0, "retried": 0, "dead": 0, "released": 0, "reclaimed": 0}
         self.partitions: tuple[PartitionKeys, ...] = partition_keys(config.name, config.partitions)
         self.acks = PendingAcks()
-        # per partition: own pending entries an earlier process of this name left (pending.py)
-        self.inherited: dict[int, set[tuple[str, str]]] = {}
         # (partition, job id) -> the delivery whose handler runs that job in this process
         self.running_jobs: dict[tuple[int, str], Delivery] = {}
-        self.paused: frozenset[str] = frozenset()  # topics not started here (consumer/pausing.py)
-        self.limited: frozenset[str] = frozenset()  # taken through a limit (consumer/limiting.py)
-        self.limits_changed = asyncio.Event()
+        self.views = TopicViews()  # paused and limited topics (pausing.py, limiting.py write it)
         self._ack_wake = asyncio.Event()
         self._slot_free = asyncio.Event()
         self._stopping = asyncio.Event()
         self._signals = 0
+        self._background: set[asyncio.Task[None]] = set()  # hand-backs (consumer/pausing.py)
         self._client: AsyncClient | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._dispatcher: Dispatcher | None = None
@@ -168,9 +167,19 @@ class Worker:
             self._client = async_client(self.config.url, self.config.socket_timeout)
         return self._client
 
-    async def call(self, step: ScriptCall, what: str) -> Any:
-        """Run one script call under the retry policy (forever: workers ride out outages)."""
+    async def call(self, step: Step, what: str) -> Any:
+        """Run one step under the retry policy (forever: workers ride out outages)."""
         return await call_with_retry(self.client, step, None, what)
+
+    async def run_plan(self, plan: Plan[T], what: str) -> T:
+        """Run a consumer plan under the retry policy (forever, as ``call``)."""
+        return await drive_async(self.client, plan, None, what)
+
+    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` in a background task this worker owns: awaited at shutdown."""
+        task = asyncio.ensure_future(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     # --- running ------------------------------------------------------------------------
 
@@ -189,7 +198,7 @@ class Worker:
     def stop(self) -> None:
         """Ask the worker to stop gracefully (call from the worker's event loop)."""
         self._stopping.set()
-        self.limits_changed.set()  # idle take loops (consumer/limiting.py) see the stop at once
+        self.views.changed.set()  # idle take loops (consumer/limiting.py) see the stop at once
         if self._dispatcher is not None:
             self._dispatcher.stop()
 
@@ -213,7 +222,6 @@ class Worker:
                 loop.add_signal_handler(sig, self._on_signal)
         self._executor = ThreadPoolExecutor(self.concurrency, thread_name_prefix="streamdelay")
         self._ack_wake, self._slot_free = asyncio.Event(), asyncio.Event()
-        self.inherited = {}
         if not self._stopping.is_set():
             self._stopping = asyncio.Event()
         if not await self._register_unless_stopped():
@@ -222,7 +230,7 @@ class Worker:
                     loop.remove_signal_handler(sig)
             return
         await pausing.load(self)  # a paused topic stays paused across restarts
-        self.limits_changed = asyncio.Event()
+        self.views.changed = asyncio.Event()
         await limiting.load(self)  # a limited topic is never read past its limit
         upkeep_tasks = self._start_upkeep(until_idle)
         background = [self._start_loop("read", partial(reading.read_loop, self, k))
@@ -283,10 +291,8 @@ class Worker:
                                      events=cfg.events_bound)  # docs/events.md#the-switch
         await upkeep.join_fleet(self)  # before the first read: migrate sees a live reader
         self.observer = await observe(cfg.name, self.group, self.client)  # clock, tracing
-        topics = sorted(self.handlers)
-        for keys in self.partitions:
-            await self.call(script("registerGroup").call(keys.script_keys(),
-                                                          [self.group, *topics]), "register")
+        await self.run_plan(register_plan(cfg.name, cfg.partitions, self.group, self.handlers),
+                            "register")
 
     async def _shutdown(self, readers: list[asyncio.Task[Any]], others: list[asyncio.Task[Any]]
                         ) -> None:
@@ -298,6 +304,8 @@ class Worker:
         if running:
             await asyncio.wait(running, timeout=max(0.0, deadline - time.monotonic()))
         await upkeep.release_unfinished(self)
+        if self._background:  # hand-backs in flight land before the pool closes
+            await asyncio.wait(set(self._background), timeout=FINAL_FLUSH_TIMEOUT)
         self._ack_wake.set()
         await cancel_all([*readers, *others])
         try:  # bounded: a stop during an outage must not wait for Redis forever
@@ -315,6 +323,11 @@ class Worker:
     # --- reading ------------------------------------------------------------------------
 
     @property
+    def paused(self) -> frozenset[str]:
+        """The topics paused now, as this worker last read them (docs/operations.md)."""
+        return self.views.paused
+
+    @property
     def stopping(self) -> bool:
         """True once ``stop()`` was called."""
         return self._stopping.is_set()
@@ -328,21 +341,19 @@ class Worker:
         """Handlers this worker can start now (a def handler's thread holds its slot)."""
         return self.concurrency - len(self.inflight)
 
-    def start_entries(self, partition: int, reply: list[Any]) -> int:
-        """Start a handler task for each entry of an XREADGROUP reply; returns how many."""
+    def start_entries(self, entries: Iterable[Entry]) -> int:
+        """Start a handler task for each entry a read or a take gave; returns how many."""
         started = 0
-        for stream, entries in reply:
-            topic = text(stream).split(":t:", 1)[1]
-            for entry_id, fields in entries:
-                eid = text(entry_id)
-                started += self.start(Delivery(partition, topic, eid), fields)
+        for entry in entries:
+            started += self.start(Delivery(entry.partition, entry.topic, entry.entry_id),
+                                  entry.fields)
         return started
 
     def start(self, delivery: Delivery, fields: dict[Any, Any] | None) -> bool:
         """Start a handler task for one delivery, unless this worker already holds it."""
         if delivery.key in self.inflight:
             return False
-        if delivery.topic in self.paused:  # read just before the pause reached us
+        if delivery.topic in self.views.paused:  # read just before the pause reached us
             pausing.hand_back(self, delivery, fields)
             return False
         self.inflight[delivery.key] = delivery

@@ -17,7 +17,7 @@ from ..protocol.keys import PartitionKeys
 from ..protocol.plan import Command, Plan
 from ..protocol.replies import text
 from ..protocol.scripts import ScriptCall, script
-from ..redis_io.config import QueueConfig
+from ..protocol.spec import QueueSpec
 from .rates import TopicLimit, concurrency, parse_rate
 
 # reasons of a take reply
@@ -57,7 +57,7 @@ def limit_call(topic: str, rate: Any, conc: Any, clear: bool) -> None:
             DeprecationWarning, stacklevel=3)
 
 
-def set_limit_plan(cfg: QueueConfig, topic: str, rate: Any = None,
+def set_limit_plan(cfg: QueueSpec, topic: str, rate: Any = None,
                    conc: Any = None) -> Plan[bool]:
     """Set ``topic``'s limit (both None: clear it); True when this call changed it."""
     name, limit = checked_limit(topic, rate, conc)
@@ -77,12 +77,12 @@ def parse_limits(reply: Any) -> dict[str, TopicLimit]:
     return {text(topic): TopicLimit.from_stored(text(raw)) for topic, raw in pairs}
 
 
-def limits_plan(cfg: QueueConfig) -> Plan[dict[str, TopicLimit]]:
+def limits_plan(cfg: QueueSpec) -> Plan[dict[str, TopicLimit]]:
     """The limited topics of the queue and their limits."""
     return parse_limits((yield Command(("HGETALL", limits_key(cfg.name)))))
 
 
-def running_plan(cfg: QueueConfig, topics: list[str]) -> Plan[dict[str, int]]:
+def running_plan(cfg: QueueSpec, topics: list[str]) -> Plan[dict[str, int]]:
     """Leases held now per topic (jobs running under a concurrency limit; expired ones count
     until the next take drops them)."""
     keys = PartitionKeys(cfg.name, 0)

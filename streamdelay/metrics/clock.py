@@ -14,7 +14,11 @@ import math
 import threading
 import time
 
+from ..protocol.plan import Command
+from ..redis_io.runner import run_step_sync
 from ..redis_io.topology import sync_client
+
+TIME = Command(("TIME",))
 
 log = logging.getLogger("streamdelay.metrics")
 REFRESH = 30.0
@@ -28,7 +32,7 @@ def measure_offset_ms(url: str, socket_timeout: float, samples: int = SAMPLES) -
     try:
         for _ in range(samples):
             before = time.time()
-            reply = client.time()
+            reply = run_step_sync(client, TIME)
             if isinstance(reply, dict):  # a cluster client answers per node
                 reply = next(iter(reply.values()))
             seconds, micros = reply

@@ -22,13 +22,13 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from ..base import validation
 from ..base.errors import ConnectionFailed, ResultTimeout
 from ..base.models import JobResult
+from ..engine.reserving import MAX_WAIT_S
 from ..protocol.keys import PartitionKeys, partition_of
 from ..protocol.plan import Command, Plan
 from ..protocol.results import PENDING, parse_result, result_timeout, wait_step_plan
 from ..redis_io.config import QueueConfig
-from ..redis_io.runner import drive_async, drive_sync
+from ..redis_io.runner import drive_async, drive_sync, run_step_async, run_step_sync
 from ..redis_io.topology import AsyncClient, SyncClient
-from .reserving import MAX_WAIT_S
 
 _LOST = (ConnectionFailed, RedisConnectionError, RedisTimeoutError, ConnectionError, OSError)
 REARM_PAUSE_S = 0.05  # after a lost connection, before arming again (the runner backs off too)
@@ -123,7 +123,7 @@ def _drive_sync(client: SyncClient, plan: Plan[Any], cfg: QueueConfig, job_id: s
     first = drive_sync(client, _until_block(plan), cfg.retry_for)
     if not isinstance(first, Command):
         return first
-    woke = client.execute_command(*first.args)  # type: ignore[no-untyped-call]
+    woke = run_step_sync(client, first)
     return PENDING if woke is None else parse_result(job_id, woke)
 
 
@@ -133,7 +133,7 @@ async def _drive_async(client: AsyncClient, plan: Plan[Any], cfg: QueueConfig, j
     first = await drive_async(client, _until_block(plan), cfg.retry_for)
     if not isinstance(first, Command):
         return first
-    woke = await client.execute_command(*first.args)
+    woke = await run_step_async(client, first)
     return PENDING if woke is None else parse_result(job_id, woke)
 
 

@@ -1,7 +1,7 @@
 """The sans-I/O core of enqueueing: validation, packing into bounded ``enqueueJobsV2`` calls and
 reply parsing.
 
-``plans.enqueue_plan`` (``Queue``, ``AsyncQueue.enqueue_many``) and the coalescing of concurrent
+``enqueue_plan`` (``Queue``, ``AsyncQueue.enqueue_many``) and the coalescing of concurrent
 ``AsyncQueue.enqueue`` calls (``coalesce.py``) both build their calls and read their replies here.
 """
 
@@ -23,7 +23,7 @@ from ..protocol.plan import Command, EachCall, Plan
 from ..protocol.replies import enqueue_row
 from ..protocol.script_errors import error_from_script
 from ..protocol.scripts import Arg, ScriptCall, script
-from ..redis_io.config import QueueConfig
+from ..protocol.spec import QueueSpec
 from ..telemetry.tracing import with_trace_context
 
 # One enqueueJobsV2 call must not block Redis for more than ~1 ms (docs/keys.md#batch-sizes): 240
@@ -70,6 +70,11 @@ class PreparedJob(NamedTuple):
         """The delay in ms, or the absolute due time in epoch ms."""
         return int(self.args[3])
 
+    @property
+    def replaces(self) -> bool:
+        """True when the job replaces one under its id (``replace=True``)."""
+        return self.args[6] != "0"
+
 
 @lru_cache(maxsize=64)
 def _default_ttr_ms(ttr: Any) -> int:
@@ -100,7 +105,7 @@ def replace_arg(replace: bool, max_wait: Delay | None) -> str:
     return f"1:{validation.delay_ms(max_wait, 'max_wait')}"
 
 
-def prepare_job(cfg: QueueConfig, spec: JobSpec) -> PreparedJob:
+def prepare_job(cfg: QueueSpec, spec: JobSpec) -> PreparedJob:
     """Validate one job and pack its eight ``enqueueJobsV2`` values."""
     return prepare_values(cfg, spec.topic, spec.body, spec.delay, spec.at, spec.id, spec.ttr,
                           spec.max_attempts, spec.backoff, spec.headers, spec.replace,
@@ -108,7 +113,7 @@ def prepare_job(cfg: QueueConfig, spec: JobSpec) -> PreparedJob:
 
 
 def prepare_values(
-    cfg: QueueConfig, topic: Any, body: Any, delay: Delay | None, at: At | None,
+    cfg: QueueSpec, topic: Any, body: Any, delay: Delay | None, at: At | None,
     id: str | None, ttr: Delay | None, max_attempts: int | None,
     backoff: BackoffPolicy | None, headers: dict[str, str] | None, replace: bool,
     max_wait: Delay | None, keep_result: Delay | None = None,
@@ -140,7 +145,7 @@ def prepare_values(
 
 def is_absolute(job: PreparedJob) -> bool:
     """True when the job's due time is an absolute ``at`` (only those can be in the past)."""
-    return job.args[2] == "a"
+    return job.when_kind == "a"
 
 
 def past_due(
@@ -204,7 +209,7 @@ def split_jobs(prepared: Sequence[PreparedJob], indexes: Iterable[int] | None = 
 
 
 def enqueue_chunks(
-    cfg: QueueConfig, prepared: Sequence[PreparedJob], tolerance: int, split: Split
+    cfg: QueueSpec, prepared: Sequence[PreparedJob], tolerance: int, split: Split
 ) -> list[EnqueueChunk]:
     """The bounded ``enqueueJobsV2`` calls for ``prepared``, as ``split_jobs`` cut them."""
     keys = partition_keys(cfg.name, cfg.partitions)
@@ -259,7 +264,7 @@ def settle_chunks(
 
 
 def round_plan(
-    cfg: QueueConfig, jobs: Sequence[PreparedJob], outcomes: list[Outcome | None], isolate: bool
+    cfg: QueueSpec, jobs: Sequence[PreparedJob], outcomes: list[Outcome | None], isolate: bool
 ) -> Plan[None]:
     """Send ``jobs`` as one round of bounded ``enqueueJobsV2`` calls (one round trip) and fill
     ``outcomes[i]`` with job ``i``'s result, or the error of the call it rode in.
@@ -321,21 +326,16 @@ def _tolerance_ms(past_tolerance: Any) -> int:
     return validation.delay_ms(past_tolerance)
 
 
-def enqueue_one_plan(cfg: QueueConfig, spec: JobSpec) -> Plan[EnqueueResult]:
-    """Enqueue one job (``Queue.enqueue``): see ``prepared_one_plan``."""
-    return (yield from prepared_one_plan(cfg, prepare_job(cfg, spec)))
-
-
-def one_job_call(cfg: QueueConfig, job: PreparedJob) -> ScriptCall:
+def one_job_call(cfg: QueueSpec, job: PreparedJob) -> ScriptCall:
     """The ``enqueueJobV2`` call of one new job (built positionally: it is on the path of every
     single enqueue, where ``Script.call`` and its checks cost ~1 µs more)."""
-    args = job.args
+    job_id, topic, kind, when, ttr_ms, attempts, _, blob = job.args  # no replace flag
     return ScriptCall(script("enqueueJobV2"), _script_keys(cfg.name, job.partition),
-                      (_tolerance_ms(cfg.past_tolerance), args[0], args[1], args[2], args[3],
-                       args[4], args[5], args[7]), True)
+                      (_tolerance_ms(cfg.past_tolerance), job_id, topic, kind, when, ttr_ms,
+                       attempts, blob), True)
 
 
-def prepared_one_plan(cfg: QueueConfig, job: PreparedJob) -> Plan[EnqueueResult]:
+def prepared_one_plan(cfg: QueueSpec, job: PreparedJob) -> Plan[EnqueueResult]:
     """Enqueue one validated job: one ``enqueueJobV2`` call (the minimal one-job script) when
     its id is free.
 
@@ -343,7 +343,7 @@ def prepared_one_plan(cfg: QueueConfig, job: PreparedJob) -> Plan[EnqueueResult]
     ``enqueueJobsV2``, which has the whole logic: the fast script wrote nothing then
     (docs/keys.md#the-one-job-enqueue).
     """
-    if job.args[6] == "0":  # not replace
+    if not job.replaces:
         try:
             due = yield one_job_call(cfg, job)
         except NotDurable as exc:  # written, not confirmed by the replicas
@@ -361,7 +361,7 @@ def prepared_one_plan(cfg: QueueConfig, job: PreparedJob) -> Plan[EnqueueResult]
     return outcome
 
 
-def enqueue_plan(cfg: QueueConfig, specs: Iterable[JobSpec]) -> Plan[list[EnqueueResult]]:
+def enqueue_plan(cfg: QueueSpec, specs: Iterable[JobSpec]) -> Plan[list[EnqueueResult]]:
     """Enqueue jobs: bounded script calls per partition, all sent in one round trip."""
     if isinstance(specs, JobSpec) or not isinstance(specs, Iterable):
         raise ValidationError("specs: pass a list of JobSpec", field="specs")
@@ -374,7 +374,7 @@ def enqueue_plan(cfg: QueueConfig, specs: Iterable[JobSpec]) -> Plan[list[Enqueu
     return (yield from enqueue_prepared_plan(cfg, prepared))
 
 
-def enqueue_prepared_plan(cfg: QueueConfig, prepared: Sequence[PreparedJob]
+def enqueue_prepared_plan(cfg: QueueSpec, prepared: Sequence[PreparedJob]
                           ) -> Plan[list[EnqueueResult]]:
     """``enqueue_plan`` of jobs ``prepare_job`` / ``prepare_values`` validated already."""
     found: list[Outcome | None] = [None] * len(prepared)

@@ -19,9 +19,9 @@ from ..base.errors import ValidationError
 from ..base.models import JobInfo
 from ..protocol.keys import partition_keys
 from ..protocol.plan import Plan
-from ..protocol.replies import JobReply, parse_job
+from ..protocol.replies import ListedRow, parse_list
 from ..protocol.scripts import script
-from ..redis_io.config import QueueConfig
+from ..protocol.spec import QueueSpec
 from .plans import job_info
 
 ListState = Literal["delayed", "ready", "reserved", "dead"]
@@ -46,14 +46,6 @@ class JobPage:
 
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def _found(row: list[Any]) -> JobReply:
-    """The ``getJob``-shaped part of a listed row (record, substate, owner, idle, deliveries,
-    error)."""
-    found = parse_job([row[3], row[4], row[5], row[6], row[7], row[8]])
-    assert found is not None  # a listed row always carries its record
-    return found
 
 
 def score(value: Any) -> int | float:
@@ -108,21 +100,23 @@ def _args(state: ListState, topic: str, limit: int, pos: Position | None, part: 
             "1" if part <= pos[3] else "0"]
 
 
-def _position(state: ListState, row: list[Any], part: int) -> Position:
+def _position(state: ListState, pos1: Any, pos2: Any, part: int) -> Position:
+    """A row's (or a walk's end's) position: delayed (due, id, 0); the streams (ms, seq,
+    topic, partition)."""
     if state == "delayed":
-        return score(row[0]), _text(row[1]), 0
-    ms, seq = _entry(_text(row[0]))
-    return ms, seq, _text(row[1]), part
+        return score(pos1), _text(pos2), 0
+    ms, seq = _entry(_text(pos1))
+    return ms, seq, _text(pos2), part
 
 
-def jobs_plan(cfg: QueueConfig, state: str, topic: str | None = None, limit: int = 100,
+def jobs_plan(cfg: QueueSpec, state: str, topic: str | None = None, limit: int = 100,
               cursor: str | None = None) -> Plan[JobPage]:
     """One page of the jobs in ``state`` (of ``topic``), after ``cursor``; bounded work."""
     page, _ = yield from timed_jobs_plan(cfg, state, topic, limit, cursor)
     return page
 
 
-def timed_jobs_plan(cfg: QueueConfig, state: str, topic: str | None = None, limit: int = 100,
+def timed_jobs_plan(cfg: QueueSpec, state: str, topic: str | None = None, limit: int = 100,
                     cursor: str | None = None) -> Plan[tuple[JobPage, int]]:
     """``jobs_plan`` and the server time of its replies (epoch ms; the search's bulk
     reschedule counts its target from it, ``searching.py``)."""
@@ -136,14 +130,15 @@ def timed_jobs_plan(cfg: QueueConfig, state: str, topic: str | None = None, limi
     listing = script("listJobsV2")
     calls = [listing.call(k.script_keys(), _args(chosen, only, limit, pos, k.partition))
              for k in partition_keys(cfg.name, cfg.partitions)]
-    replies = [(yield calls[0])] if len(calls) == 1 else (yield calls)
-    rows: list[tuple[Position, list[Any]]] = []
+    raw = [(yield calls[0])] if len(calls) == 1 else (yield calls)
+    replies = [parse_list(reply) for reply in raw]
+    rows: list[tuple[Position, ListedRow]] = []
     bound: Position | None = None
     for part, reply in enumerate(replies):
-        if reply[1]:
-            reached = _position(chosen, reply[1], part)
+        if reply.reached is not None:
+            reached = _position(chosen, *reply.reached, part)
             bound = reached if bound is None else min(bound, reached)
-        rows.extend((_position(chosen, row, part), row) for row in reply[2:])
+        rows.extend((_position(chosen, row.pos1, row.pos2, part), row) for row in reply.rows)
     rows.sort(key=lambda item: item[0])
     if bound is not None:
         rows = [item for item in rows if item[0] <= bound]
@@ -151,6 +146,6 @@ def timed_jobs_plan(cfg: QueueConfig, state: str, topic: str | None = None, limi
     if len(rows) > limit:
         rows = rows[:limit]
         next_pos = rows[-1][0]
-    jobs = [job_info(_text(row[2]), _found(row)) for _, row in rows]
-    now = max(int(reply[0]) for reply in replies)
+    jobs = [job_info(row.job_id, row.job) for _, row in rows]
+    now = max(reply.now_ms for reply in replies)
     return JobPage(jobs, None if next_pos is None else encode_cursor(chosen, next_pos)), now

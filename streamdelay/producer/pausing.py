@@ -2,11 +2,12 @@
 
 The paused topics of a queue live in one Redis hash, partition 0's ``paused`` key (topic ->
 since when, epoch ms), written by ``setPaused``. Workers read it when they start and every
-``REFRESH_S`` seconds after, so a pause reaches every worker within a second with no round trip
-per job: their read loops leave paused topics out of XREADGROUP, and an entry of a paused topic
-that a read already in flight returns is handed back at once (``releaseJobs``: to the tail of
-its stream, not counted as an attempt). Dispatchers are not affected: due jobs still move into
-their streams, so ``stats`` shows them ready, with a growing lag.
+``REFRESH_S`` seconds after (``engine/constants.py``), so a pause reaches every worker within a
+second with no round trip per job: their read loops leave paused topics out of XREADGROUP,
+and an entry of a paused topic that a read already in flight returns is handed back at once
+(``releaseJobs``: to the tail of its stream, not counted as an attempt). Dispatchers are not
+affected: due jobs still move into their streams, so ``stats`` shows them ready, with a growing
+lag.
 """
 
 from __future__ import annotations
@@ -18,10 +19,7 @@ from ..protocol.keys import PartitionKeys
 from ..protocol.plan import Command, Plan
 from ..protocol.replies import text
 from ..protocol.scripts import script
-from ..redis_io.config import QueueConfig
-
-REFRESH_S = 0.5  # how often workers re-read the paused topics (a pause takes effect within 1 s)
-START_PATIENCE = 10.0  # seconds a starting worker retries its first read of them
+from ..protocol.spec import QueueSpec
 
 
 def paused_key(queue: str) -> str:
@@ -29,7 +27,7 @@ def paused_key(queue: str) -> str:
     return PartitionKeys(queue, 0).paused
 
 
-def set_paused_plan(cfg: QueueConfig, topic: str, paused: bool) -> Plan[bool]:
+def set_paused_plan(cfg: QueueSpec, topic: str, paused: bool) -> Plan[bool]:
     """Pause (or resume) ``topic``; True when this call changed its state. Durable: under
     ``replicas=`` it waits for the replicas like a cancel, so a failover cannot un-pause a
     topic (docs/guarantees.md#durability-across-failover)."""
@@ -46,6 +44,6 @@ def parse_paused(reply: Any) -> dict[str, int]:
     return {text(topic): int(since) for topic, since in pairs}
 
 
-def paused_plan(cfg: QueueConfig) -> Plan[dict[str, int]]:
+def paused_plan(cfg: QueueSpec) -> Plan[dict[str, int]]:
     """The paused topics of the queue: topic -> paused since (epoch ms, server clock)."""
     return parse_paused((yield Command(("HGETALL", paused_key(cfg.name)))))

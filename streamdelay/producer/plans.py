@@ -12,10 +12,9 @@ from collections.abc import Iterable
 from typing import TypeVar
 
 from ..base import validation
-from ..base.errors import GroupNotFound, StreamdelayError, ValidationError
+from ..base.errors import StreamdelayError, ValidationError
 from ..base.models import (
     At,
-    ClaimResult,
     DeadJob,
     Delay,
     JobInfo,
@@ -29,10 +28,8 @@ from ..protocol.plan import Command, Plan, Step
 from ..protocol.replies import (
     STATE_NAMES,
     JobReply,
-    RequeueReply,
     field_map,
     parse_job,
-    parse_requeue,
     parse_reschedule,
     parse_stats,
     text,
@@ -40,17 +37,11 @@ from ..protocol.replies import (
 )
 from ..protocol.results import parse_progress, progress_key
 from ..protocol.scripts import Arg, script
-from ..redis_io.config import QueueConfig
-from .enqueuing import ENQUEUE_BATCH as ENQUEUE_BATCH  # the enqueue core, re-exported
-from .enqueuing import enqueue_plan as enqueue_plan
+from ..protocol.spec import QueueSpec
 from .enqueuing import when_args
 from .pausing import paused_plan
 
 SCAN_BATCH = 200
-# Consumers of a group that own nothing and were silent this long are removed by workers (about
-# once a minute) and by ``claim`` (which uses its ``min_idle`` instead when given).
-PRUNE_IDLE_S = 3600.0
-PRUNE_BATCH = 100
 T = TypeVar("T")
 
 
@@ -88,11 +79,11 @@ def _resumed(first: Step, plan: Plan[T]) -> Plan[T]:
             return done.value  # type: ignore[no-any-return]
 
 
-def _keys_for(cfg: QueueConfig, job_id: str) -> PartitionKeys:
+def _keys_for(cfg: QueueSpec, job_id: str) -> PartitionKeys:
     return PartitionKeys(cfg.name, partition_of(validation.job_id(job_id), cfg.partitions))
 
 
-def cancel_plan(cfg: QueueConfig, job_id: str) -> Plan[bool]:
+def cancel_plan(cfg: QueueSpec, job_id: str) -> Plan[bool]:
     """Cancel one job in any state."""
     keys = _keys_for(cfg, job_id)
     keep_ms = validation.delay_ms(cfg.keep_result, "keep_result")  # docs/results.md
@@ -102,7 +93,7 @@ def cancel_plan(cfg: QueueConfig, job_id: str) -> Plan[bool]:
 
 
 def reschedule_plan(
-    cfg: QueueConfig, job_id: str, delay: Delay | None, at: At | None
+    cfg: QueueSpec, job_id: str, delay: Delay | None, at: At | None
 ) -> Plan[bool]:
     """Give one job a new due time."""
     keys = _keys_for(cfg, job_id)
@@ -152,7 +143,7 @@ def job_info(job_id: str, found: JobReply) -> JobInfo:
     )
 
 
-def get_plan(cfg: QueueConfig, job_id: str) -> Plan[JobInfo | None]:
+def get_plan(cfg: QueueSpec, job_id: str) -> Plan[JobInfo | None]:
     """Read one job by id."""
     keys = _keys_for(cfg, job_id)
     reply = yield script("getJobV2").call(keys.script_keys(), [job_id])
@@ -168,7 +159,7 @@ def get_plan(cfg: QueueConfig, job_id: str) -> Plan[JobInfo | None]:
     return info if value is None else dataclasses.replace(info, progress=value)
 
 
-def stats_plan(cfg: QueueConfig) -> Plan[QueueStats]:
+def stats_plan(cfg: QueueSpec) -> Plan[QueueStats]:
     """Per-topic counts summed over partitions."""
     calls = [script("readStats").call(k.script_keys(), []) for k in
              partition_keys(cfg.name, cfg.partitions)]
@@ -206,14 +197,14 @@ def stats_plan(cfg: QueueConfig) -> Plan[QueueStats]:
     return QueueStats(cfg.name, now, dict(sorted(topics.items())))
 
 
-def _topics_plan(cfg: QueueConfig, keys: PartitionKeys, topic: str | None) -> Plan[list[str]]:
+def _topics_plan(cfg: QueueSpec, keys: PartitionKeys, topic: str | None) -> Plan[list[str]]:
     if topic is not None:
         return [validation.topic(topic)]
     names = yield Command(("HKEYS", keys.counts))
     return sorted(texts(names))
 
 
-def dead_list_plan(cfg: QueueConfig, topic: str | None, limit: int) -> Plan[list[DeadJob]]:
+def dead_list_plan(cfg: QueueSpec, topic: str | None, limit: int) -> Plan[list[DeadJob]]:
     """The oldest dead-letter entries (at most ``limit``), of one topic or all."""
     validation.positive_int(limit, "limit")
     found: list[DeadJob] = []
@@ -230,7 +221,7 @@ def dead_list_plan(cfg: QueueConfig, topic: str | None, limit: int) -> Plan[list
 
 
 def _dead_batch_plan(
-    cfg: QueueConfig, name: str, topic: str | None, job_id: str | None, extra: list[Arg]
+    cfg: QueueSpec, name: str, topic: str | None, job_id: str | None, extra: list[Arg]
 ) -> Plan[int]:
     if job_id is not None:
         validation.job_id(job_id)
@@ -250,70 +241,13 @@ def _dead_batch_plan(
 
 
 def dead_replay_plan(
-    cfg: QueueConfig, topic: str | None, job_id: str | None, delay: Delay | None
+    cfg: QueueSpec, topic: str | None, job_id: str | None, delay: Delay | None
 ) -> Plan[int]:
     """Put dead jobs back (attempts reset, due after ``delay``); returns how many."""
     delay_ms = validation.delay_ms(0 if delay is None else delay)
     return (yield from _dead_batch_plan(cfg, "replayDead", topic, job_id, [delay_ms]))
 
 
-def dead_purge_plan(cfg: QueueConfig, topic: str | None, job_id: str | None) -> Plan[int]:
+def dead_purge_plan(cfg: QueueSpec, topic: str | None, job_id: str | None) -> Plan[int]:
     """Forget dead jobs; returns how many."""
     return (yield from _dead_batch_plan(cfg, "purgeDead", topic, job_id, []))
-
-
-def requeue_stuck_plan(
-    keys: PartitionKeys, group: str, topic: str, idle_ms: int, target: str
-) -> Plan[list[RequeueReply]]:
-    """Walk one topic's pending list to its end, re-queueing (or handing ``target``) deliveries
-    idle past ``idle_ms`` (-1: each job's ttr); shared by ``claim`` and the worker's reclaim."""
-    replies: list[RequeueReply] = []
-    cursor = "-"
-    while cursor != "0-0":
-        reply = parse_requeue((yield script("requeueStuckV2").call(
-            keys.script_keys(), [group, topic, cursor, SCAN_BATCH, idle_ms, target])))
-        replies.append(reply)
-        cursor = reply.cursor
-    return replies
-
-
-def prune_consumers_plan(
-    keys: PartitionKeys, group: str, topic: str, idle_ms: int
-) -> Plan[list[str]]:
-    """Remove up to ``PRUNE_BATCH`` consumers of the group that own nothing and were silent
-    ``idle_ms``; shared by ``claim`` and the worker's prune pass."""
-    gone = yield script("pruneConsumers").call(
-        keys.script_keys(), [group, topic, idle_ms, PRUNE_BATCH])
-    return texts(gone)
-
-
-def claim_plan(
-    cfg: QueueConfig, group: str, topic: str | None, min_idle: Delay | None, to: str | None
-) -> Plan[ClaimResult]:
-    """Re-queue (or hand ``to`` a consumer) deliveries idle past ``min_idle`` or their ttr."""
-    validation.group(group)
-    idle_ms = -1 if min_idle is None else validation.delay_ms(min_idle, "min_idle")
-    target = "" if to is None else validation.consumer(to, "to")
-    only = None if topic is None else validation.topic(topic)  # before any Redis call
-    moved: list[str] = []
-    dead: list[str] = []
-    cleaned = 0
-    removed: list[str] = []
-    prune_ms = int(PRUNE_IDLE_S * 1000) if idle_ms < 0 else idle_ms
-    seen_group = False
-    for keys in partition_keys(cfg.name, cfg.partitions):
-        served = field_map((yield Command(("HGETALL", keys.groups))))
-        names = [only] if only is not None else sorted(served)
-        for name in names:
-            if served.get(name) != group:
-                continue
-            seen_group = True
-            for reply in (yield from requeue_stuck_plan(keys, group, name, idle_ms, target)):
-                moved.extend(reply.moved)
-                dead.extend(reply.dead)
-                cleaned += reply.cleaned
-            removed.extend((yield from prune_consumers_plan(keys, group, name, prune_ms)))
-    if not seen_group:
-        raise GroupNotFound(f"group: no topic of queue {cfg.name!r} is served by group {group!r}"
-                            + (f" (topic {topic!r})" if topic else ""), field="group")
-    return ClaimResult(moved, dead, cleaned, removed)

@@ -2,8 +2,9 @@
 
 A consumer without a ``Worker`` takes jobs with ``reserve``, then settles each with ``ack``,
 ``fail`` or keeps it with ``touch``; the receipt rebuilds a reservation in any process
-(``Queue.reservation``). The rules are a worker's, the plans are in ``reserving.py``; these two
-mixins only drive them (docs/pull.md).
+(``Queue.reservation``). This is the Reservation, one of the two drivers of the consumer plans
+(``engine/``; the Worker is the other): these two mixins only run them, sync and async
+(docs/pull.md).
 """
 
 from __future__ import annotations
@@ -16,28 +17,28 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..base.models import Delay, Job
-from ..protocol.plan import Plan
-from ..redis_io.agreement import agree_partitions_async, agree_partitions_sync
-from ..redis_io.config import QueueConfig
-from ..redis_io.runner import drive_async, drive_sync
-from ..redis_io.topology import AsyncClient, SyncClient, async_client, is_cluster, sync_client
-from .pausing import REFRESH_S
-from .receipts import Receipt, ReceiptKey, decode_receipt
-from .reserving import (
-    DEFAULT_GROUP,
+from ..engine.constants import DEFAULT_GROUP, REFRESH_S, default_consumer_name
+from ..engine.receipts import Receipt, ReceiptKey, decode_receipt
+from ..engine.reserving import (
     MAX_WAIT_S,
     READ_SLICE_S,
     ReserveArgs,
     ReserveState,
     Round,
-    ack_plan,
-    default_consumer_name,
-    fail_plan,
-    release_plan,
     reserve_args,
     round_plan,
-    touch_plan,
 )
+from ..engine.settling import (
+    ack_receipt_plan,
+    fail_receipt_plan,
+    release_receipts_plan,
+    touch_receipt_plan,
+)
+from ..protocol.plan import Plan
+from ..redis_io.agreement import agree_partitions_async, agree_partitions_sync
+from ..redis_io.config import QueueConfig
+from ..redis_io.runner import drive_async, drive_sync
+from ..redis_io.topology import AsyncClient, SyncClient, async_client, is_cluster, sync_client
 
 log = logging.getLogger("streamdelay.pull")
 
@@ -86,22 +87,22 @@ class Reservation(_ReservationData):
     def ack(self, result: Any = None) -> None:
         """The job is done: it is forgotten (or kept as a ``done`` tombstone, ``keep_done``);
         ``result`` is kept for the job's ``keep_result`` (docs/results.md)."""
-        self._queue._settle(ack_plan(self._queue.config, self._queue._key(),
-                                     self._receipt, result))
+        self._queue._settle(self._queue._ack_plan(self._receipt, result))
 
     def fail(self, error: str, retry_delay: Delay | None = None, dead: bool = False) -> str:
         """The attempt failed: the job comes back after ``retry_delay`` seconds (None: its
         backoff), or goes to the dead letters after its last attempt or with ``dead=True``.
         Returns ``"retried"`` or ``"dead"``."""
-        result: str = self._queue._settle(fail_plan(self._queue.config, self._queue._key(),
-                                                    self._receipt, error, retry_delay, dead))
+        result: str = self._queue._settle(fail_receipt_plan(
+            self._queue.config.name, self._queue._key(), self._receipt, error, retry_delay,
+            dead))
         return result
 
     def touch(self, progress: Any = None) -> None:
         """Heartbeat: the ttr counts again from now (a worker does this every ttr/3); with
         ``progress`` (a number or a small JSON value), ``get`` shows it while the job runs."""
-        self._queue._settle(touch_plan(self._queue.config, self._queue._key(),
-                                       self._receipt, progress))
+        self._queue._settle(touch_receipt_plan(self._queue.config.name, self._queue._key(),
+                                               self._receipt, progress))
 
     def release(self) -> bool:
         """Hand the job back at once, no attempt spent: it goes to the tail of its topic for
@@ -120,20 +121,20 @@ class AsyncReservation(_ReservationData):
 
     async def ack(self, result: Any = None) -> None:
         """The job is done; see ``Reservation.ack``."""
-        await self._queue._settle(ack_plan(self._queue.config, self._queue._key(),
-                                           self._receipt, result))
+        await self._queue._settle(self._queue._ack_plan(self._receipt, result))
 
     async def fail(self, error: str, retry_delay: Delay | None = None, dead: bool = False
                    ) -> str:
         """The attempt failed; see ``Reservation.fail``."""
-        result: str = await self._queue._settle(fail_plan(
-            self._queue.config, self._queue._key(), self._receipt, error, retry_delay, dead))
+        result: str = await self._queue._settle(fail_receipt_plan(
+            self._queue.config.name, self._queue._key(), self._receipt, error, retry_delay,
+            dead))
         return result
 
     async def touch(self, progress: Any = None) -> None:
         """Heartbeat, with an optional progress; see ``Reservation.touch``."""
-        await self._queue._settle(touch_plan(self._queue.config, self._queue._key(),
-                                             self._receipt, progress))
+        await self._queue._settle(touch_receipt_plan(self._queue.config.name, self._queue._key(),
+                                                     self._receipt, progress))
 
     async def release(self) -> bool:
         """Hand the job back, no attempt spent; see ``Reservation.release``."""
@@ -153,13 +154,6 @@ class _PullFace:
     _pull_state: ReserveState | None = None
     _pull_consumer: str | None = None
 
-    def _key(self) -> ReceiptKey:
-        """The queue's receipt key as this object knows it (shared by reserve and settles)."""
-        if self._pull_state is None:
-            self._pull_state = ReserveState()
-            self._pull_consumer = default_consumer_name()
-        return self._pull_state.key
-
     def _args(self, topic: str, group: str, consumer: str | None, wait: Delay, count: int
               ) -> tuple[ReserveArgs, ReserveState]:
         if self._pull_state is None:
@@ -167,6 +161,16 @@ class _PullFace:
             self._pull_consumer = default_consumer_name()
         return (reserve_args(topic, group, self._pull_consumer if consumer is None else consumer,
                              wait, count), self._pull_state)
+
+    def _key(self) -> ReceiptKey:
+        """The queue's receipt key as this object knows it (shared by reserve and settles)."""
+        if self._pull_state is None:
+            self._pull_state = ReserveState()
+            self._pull_consumer = default_consumer_name()
+        return self._pull_state.key
+
+    def _ack_plan(self, receipt: Receipt, result: Any) -> Plan[None]:
+        return ack_receipt_plan(self.config, self._key(), receipt, result)
 
     def _receipt(self, receipt: str) -> Receipt:
         return decode_receipt(receipt, self.config.name, self.config.partitions)
@@ -226,8 +230,8 @@ class SyncPull(_PullFace):
         stops. For jobs taken but not to be run (a consumer shutting down, an answer that
         cannot be delivered). Returns how many were still current; one round trip per
         partition (docs/pull.md)."""
-        found: int = self._settle(release_plan(self.config, self._key(),
-                                                [r._receipt for r in reservations]))
+        found: int = self._settle(release_receipts_plan(
+            self.config.name, self._key(), [r._receipt for r in reservations]))
         return found
 
     def reservation(self, receipt: str) -> Reservation:
@@ -289,8 +293,8 @@ class AsyncPull(_PullFace):
 
     async def release(self, reservations: Iterable[_ReservationData]) -> int:
         """Hand ``reservations`` back, no attempt spent; see ``Queue.release``."""
-        found: int = await self._settle(release_plan(self.config, self._key(),
-                                                     [r._receipt for r in reservations]))
+        found: int = await self._settle(release_receipts_plan(
+            self.config.name, self._key(), [r._receipt for r in reservations]))
         return found
 
     def reservation(self, receipt: str) -> AsyncReservation:

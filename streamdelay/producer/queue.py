@@ -23,6 +23,7 @@ from ..base.models import (
     JobSpec,
     QueueStats,
 )
+from ..engine.upkeep import claim_plan
 from ..limits.plans import limit_call, limits_plan, set_limit_plan
 from ..limits.rates import Rate, TopicLimit
 from ..protocol.layouts import SEEN_WITHIN_S, migrate_plan
@@ -35,7 +36,13 @@ from ..redis_io.topology import AsyncClient, SyncClient, async_client, sync_clie
 from . import plans
 from .awaiting import AsyncResults, SyncResults
 from .coalesce import EnqueueCoalescer
-from .enqueuing import PreparedJob, enqueue_prepared_plan, prepare_values, prepared_one_plan
+from .enqueuing import (
+    PreparedJob,
+    enqueue_plan,
+    enqueue_prepared_plan,
+    prepare_values,
+    prepared_one_plan,
+)
 from .events import AsyncEventMethods, EventMethods
 from .listing import JobPage, jobs_plan
 from .pausing import set_paused_plan
@@ -166,7 +173,7 @@ class Queue(_QueueFace, SyncPull, SyncResults, ScheduleMethods, SearchMethods, E
 
     def enqueue_many(self, specs: Iterable[JobSpec]) -> list[EnqueueResult]:
         """Schedule many jobs in one round trip; results are in the order of ``specs``."""
-        result: list[EnqueueResult] = self._run(plans.enqueue_plan(self.config, specs))
+        result: list[EnqueueResult] = self._run(enqueue_plan(self.config, specs))
         return result
 
     def cancel(self, id: str) -> bool:
@@ -208,7 +215,8 @@ class Queue(_QueueFace, SyncPull, SyncResults, ScheduleMethods, SearchMethods, E
     ) -> ClaimResult:
         """Re-queue stuck deliveries of ``group`` (idle past ``min_idle`` or each job's ttr)."""
         result: ClaimResult = self._operate(
-            plans.claim_plan(self.config, group, topic, min_idle, to))
+            claim_plan(self.config.name, self.config.partitions, group, topic, min_idle,
+                       to))
         return result
 
     def jobs(self, state: str, topic: str | None = None, limit: int = 100,
@@ -337,7 +345,7 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncScheduleMethods, Asyn
 
     async def enqueue_many(self, specs: Iterable[JobSpec]) -> list[EnqueueResult]:
         """Schedule many jobs in one round trip; see ``Queue.enqueue_many``."""
-        result: list[EnqueueResult] = await self._run(plans.enqueue_plan(self.config, specs))
+        result: list[EnqueueResult] = await self._run(enqueue_plan(self.config, specs))
         return result
 
     async def enqueue_prepared(self, jobs: Sequence[PreparedJob]) -> list[EnqueueResult]:
@@ -387,7 +395,8 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncScheduleMethods, Asyn
     ) -> ClaimResult:
         """Re-queue stuck deliveries; see ``Queue.claim``."""
         result: ClaimResult = await self._operate(
-            plans.claim_plan(self.config, group, topic, min_idle, to))
+            claim_plan(self.config.name, self.config.partitions, group, topic, min_idle,
+                       to))
         return result
 
     async def jobs(self, state: str, topic: str | None = None, limit: int = 100,

@@ -16,7 +16,7 @@ from ..schedules.spec import Missed, Schedule, define
 
 
 class _ScheduleArgs:
-    config: QueueConfig
+    config: QueueConfig  # the face's queue (the plans take its spec)
 
     def _put(self, name: str, topic: str, body: Any, cron: str | None, every: Delay | None,
              tz: str, ttr: Delay | None, max_attempts: int | None, missed: Missed,

@@ -36,6 +36,7 @@ from ..base.models import At, Delay, JobInfo
 from ..protocol.keys import PartitionKeys, partition_of
 from ..protocol.plan import EachCall, Plan
 from ..protocol.scripts import ScriptCall, script
+from ..protocol.spec import QueueSpec
 from ..redis_io.config import QueueConfig
 from .enqueuing import when_args
 from .listing import STATES, ListState, timed_jobs_plan
@@ -157,7 +158,7 @@ def _split_cursor(cursor: str | None, states: Sequence[ListState]) -> tuple[int,
     return states.index(state), rest or None
 
 
-def search_pages(cfg: QueueConfig, filt: JobFilter, scan: int, cursor: str | None
+def search_pages(cfg: QueueSpec, filt: JobFilter, scan: int, cursor: str | None
                  ) -> Plan[tuple[SearchPage, int]]:
     """One bounded search call (``search_plan``) and the server time of its last listing."""
     validation.positive_int(scan, "scan", MAX_SCAN)
@@ -178,14 +179,14 @@ def search_pages(cfg: QueueConfig, filt: JobFilter, scan: int, cursor: str | Non
     return SearchPage(found, next_cursor, examined), now
 
 
-def search_plan(cfg: QueueConfig, filt: JobFilter, scan: int = SCAN,
+def search_plan(cfg: QueueSpec, filt: JobFilter, scan: int = SCAN,
                 cursor: str | None = None) -> Plan[SearchPage]:
     """Examine at most ``scan`` jobs after ``cursor`` and answer those ``filt`` matches."""
     page, _ = yield from search_pages(cfg, filt.validated(), scan, cursor)
     return page
 
 
-def _call(cfg: QueueConfig, action: BulkAction, job: JobInfo, target: int) -> ScriptCall:
+def _call(cfg: QueueSpec, action: BulkAction, job: JobInfo, target: int) -> ScriptCall:
     keys = PartitionKeys(cfg.name, partition_of(job.id, cfg.partitions)).script_keys()
     if action == "cancel":
         keep_ms = validation.delay_ms(cfg.keep_result, "keep_result")  # its waiters wake
@@ -228,7 +229,7 @@ def bulk_filter(action: str, filt: JobFilter) -> JobFilter:
     return checked
 
 
-def bulk_plan(cfg: QueueConfig, action: str, filt: JobFilter, *, dry_run: bool = False,
+def bulk_plan(cfg: QueueSpec, action: str, filt: JobFilter, *, dry_run: bool = False,
               scan: int = SCAN, cursor: str | None = None, delay: Delay | None = None,
               at: At | None = None) -> Plan[BulkResult]:
     """One bounded call of a bulk ``action`` over the jobs ``filt`` matches after ``cursor``:
@@ -263,7 +264,7 @@ def bulk_plan(cfg: QueueConfig, action: str, filt: JobFilter, *, dry_run: bool =
 
 
 class _Searching:
-    config: QueueConfig
+    config: QueueConfig  # the face's queue (the plans take its spec)
 
 
 class SearchMethods(_Searching):

@@ -131,6 +131,38 @@ def parse_job(reply: Any) -> JobReply | None:
     return JobReply(raw, text(sub), text(owner), int(idle or 0), int(deliveries or 0), text(error))
 
 
+class ListedRow(NamedTuple):
+    """One row of a ``listJobsV2`` reply: its position (delayed: due and job id; the streams:
+    entry id and topic), the job id, and the ``getJob``-shaped rest."""
+
+    pos1: Any
+    pos2: Any
+    job_id: str
+    job: JobReply
+
+
+class ListReply(NamedTuple):
+    """``listJobsV2``: the server time, where the partition's walk stopped (None: it has
+    nothing beyond the rows; else the last position examined, as ``(pos1, pos2)``), and the
+    rows."""
+
+    now_ms: int
+    reached: tuple[Any, Any] | None
+    rows: list[ListedRow]
+
+
+def parse_list(reply: Any) -> ListReply:
+    """Parse ``{now_ms, reached, rows...}``; each row ``{pos1, pos2, job id, record, substate,
+    owner, idle_ms, deliveries, error}``."""
+    rows = []
+    for row in reply[2:]:
+        pos1, pos2, job_id, raw, sub, owner, idle, deliveries, error = row[:9]
+        rows.append(ListedRow(pos1, pos2, text(job_id), JobReply(
+            raw, text(sub), text(owner), int(idle or 0), int(deliveries or 0), text(error))))
+    reached = (reply[1][0], reply[1][1]) if reply[1] else None
+    return ListReply(int(reply[0]), reached, rows)
+
+
 class EnqueueRow(NamedTuple):
     """One job's value of an ``enqueueJobsV2`` reply, parsed (a named tuple: cheap to build)."""
 

@@ -75,6 +75,28 @@ SCRIPT_ERRORS: dict[str, Callable[[str, str, str], StreamdelayError]] = {
 }
 
 
+def _gone(command: str, detail: str, message: str) -> StreamdelayError:
+    return GroupNotFound(f"group: {command} found no consumer group or stream ({message})")
+
+
+# Redis's own error codes (the first word of an error reply) a consumer acts on: NOGROUP (the
+# group or its stream does not exist) and UNBLOCKED (a blocking read's stream or group was
+# deleted while it waited: data lost, FLUSHALL) both mean "register again".
+REDIS_ERRORS: dict[str, Callable[[str, str, str], StreamdelayError]] = {
+    "NOGROUP": _gone,
+    "UNBLOCKED": _gone,
+}
+
+
+def error_from_command(command: str, message: str) -> StreamdelayError:
+    """Map a plain command's error reply to the matching exception, by its error code."""
+    code, _, detail = message.partition(" ")
+    known = REDIS_ERRORS.get(code)
+    if known is not None:
+        return known(command, detail, message)
+    return StreamdelayError(f"redis: {command} failed: {message}")
+
+
 def error_from_script(script: str, message: str) -> StreamdelayError:
     """Map a Lua error reply (``SDERR <CODE> <detail>``) to the matching exception."""
     text = message.split("SDERR ", 1)[1] if "SDERR " in message else message

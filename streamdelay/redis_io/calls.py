@@ -23,9 +23,9 @@ from redis.exceptions import (
     TryAgainError,
 )
 
-from ..base.errors import ConfigError, ConnectionFailed, ScriptError, StreamdelayError
+from ..base.errors import ConfigError, ConnectionFailed, ScriptError
 from ..protocol.plan import Command
-from ..protocol.script_errors import error_from_script
+from ..protocol.script_errors import error_from_command, error_from_script
 from ..protocol.scripts import ScriptCall
 
 log = logging.getLogger("streamdelay")
@@ -56,7 +56,7 @@ def command_error(step: Command, exc: ResponseError) -> Exception:
         return denied(exc)
     if isinstance(exc, RETRYABLE):
         return exc
-    return StreamdelayError(f"redis: {step.args[0]} failed: {exc}")
+    return error_from_command(str(step.args[0]), str(exc))
 
 
 def map_error(call: ScriptCall, exc: Exception) -> Exception:
@@ -75,6 +75,17 @@ def command(client: Any) -> Callable[..., Any]:
     """redis-py's ``execute_command`` (untyped upstream), typed for our callers."""
     command: Callable[..., Any] = client.execute_command
     return command
+
+
+# How redis-py must parse the reply of a plain command a plan sends, where its default differs
+# from what the command answers: the extended XPENDING form (a range) gives one row per entry.
+_REPLY_OPTIONS: dict[str, dict[str, Any]] = {"XPENDING": {"parse_detail": True}}
+
+
+def send(target: Any, step: Command) -> Any:
+    """Send a plan's plain command on a client or a pipeline (its reply parsed by redis-py)."""
+    options = _REPLY_OPTIONS.get(step.args[0], {}) if len(step.args) > 3 else {}
+    return command(target)(*step.args, **options)
 
 
 def evalsha_args(call: ScriptCall) -> tuple[Any, ...]:
@@ -118,4 +129,4 @@ def old_server(exc: ResponseError) -> Exception:
 
 __all__ = ["RETRYABLE", "auth_failed", "call_outcomes", "command", "command_error", "denied",
            "eval_args", "evalsha_args", "first_error", "gave_up", "map_error", "old_server",
-           "retryable"]
+           "retryable", "send"]

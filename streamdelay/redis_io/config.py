@@ -16,6 +16,7 @@ from ..base.models import Backoff, BackoffPolicy
 from ..protocol.codec import Serializer
 from ..protocol.durability import Durability
 from ..protocol.events import DEFAULT_EVENTS_MAXLEN, MAX_EVENTS_MAXLEN, events_bound
+from ..protocol.spec import check_spec
 from . import topology
 
 DEFAULT_URL = "redis://localhost:6379/0"
@@ -25,7 +26,9 @@ MAX_POOL = 100_000
 
 @dataclass(frozen=True)
 class QueueConfig:
-    """Everything that defines a queue and its defaults; shared by producers and workers."""
+    """Everything that defines a queue and its defaults; shared by producers and workers: a
+    ``protocol.spec.QueueSpec`` (name, partitions, codec, job defaults, what the plans read)
+    and the connection settings (URL, timeouts, retries, durability waits, pool sizes)."""
 
     name: str
     url: str
@@ -63,20 +66,7 @@ class QueueConfig:
     def __post_init__(self) -> None:
         validation.queue_name(self.name)
         check_url(self.url)
-        validation.positive_int(self.partitions, "partitions", 1024)
-        if self.serializer not in ("json", "msgpack"):
-            raise ValidationError("serializer: must be 'json' or 'msgpack'", field="serializer")
-        validation.ttr_ms(self.ttr)
-        validation.max_attempts(self.max_attempts)
-        if not isinstance(self.backoff, Backoff):
-            validation.backoff_schedule(self.backoff)
-        if self.handler_timeout is not None:
-            validation.seconds(self.handler_timeout, "handler_timeout", minimum=0.001)
-        validation.seconds(self.keep_done, "keep_done")
-        validation.seconds(self.keep_result, "keep_result")
-        validation.positive_int(self.max_result_bytes, "max_result_bytes", 512 << 20)
-        validation.positive_int(self.max_body_bytes, "max_body_bytes", 512 << 20)
-        validation.seconds(self.past_tolerance, "past_tolerance")
+        check_spec(self)  # the protocol spec and job defaults (protocol/spec.py)
         validation.seconds(self.socket_timeout, "socket_timeout", minimum=0.1, maximum=3600)
         if self.retry_for is not None:
             validation.seconds(self.retry_for, "retry_for")

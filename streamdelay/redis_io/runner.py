@@ -32,12 +32,12 @@ from .calls import (
     map_error,
     old_server,
     retryable,
+    send,
 )
 from .lane import MISSED, Lane
 from .topology import AsyncClient, SyncClient, is_cluster, plain_pool
 from .waiting import run_durable_async, run_durable_sync
 
-_old_server = old_server  # the name tests/test_scripts.py imports
 log = logging.getLogger("streamdelay")
 T = TypeVar("T")
 
@@ -155,7 +155,7 @@ def _command_replies(step: Commands, replies: list[Any]) -> list[Any]:
 def _run_commands_sync(client: SyncClient, step: Commands) -> list[Any]:
     pipe = client.pipeline(transaction=False)
     for each in step.commands:
-        command(pipe)(*each.args)
+        send(pipe, each)
     return _command_replies(step, pipe.execute(raise_on_error=False))
 
 
@@ -168,7 +168,7 @@ def run_step_sync(client: SyncClient, step: Step, durability: Durability | None 
         return _run_script_sync(client, step)
     if isinstance(step, Command):
         try:
-            return command(client)(*step.args)
+            return send(client, step)
         except ResponseError as exc:
             raise command_error(step, exc) from exc
     if isinstance(step, Commands):
@@ -298,7 +298,7 @@ async def _run_pipeline_async(client: AsyncClient, calls: list[ScriptCall]) -> l
 async def _run_commands_async(client: AsyncClient, step: Commands) -> list[Any]:
     pipe = client.pipeline(transaction=False)
     for each in step.commands:
-        command(pipe)(*each.args)
+        send(pipe, each)
     return _command_replies(step, await pipe.execute(raise_on_error=False))
 
 
@@ -311,7 +311,7 @@ async def run_step_async(client: AsyncClient, step: Step,
         return await _run_script_async(client, step)
     if isinstance(step, Command):
         try:
-            return await command(client)(*step.args)
+            return await send(client, step)
         except ResponseError as exc:
             raise command_error(step, exc) from exc
     if isinstance(step, Commands):
@@ -362,6 +362,24 @@ async def drive_async(
         raise gave_up(exc) from exc
 
 
+async def drive_once_async(client: AsyncClient, plan: Plan[T]) -> T:
+    """Run a plan on an asyncio client, each step sent once: connection trouble is raised as
+    it is, for a loop with its own failure policy (a worker's read and take loops pause and
+    read again); a step's streamdelay error is raised inside the plan, as ``drive_async``
+    does."""
+    try:
+        step = next(plan)
+        while True:
+            try:
+                reply: Any = await run_step_async(client, step)
+            except StreamdelayError as exc:
+                step = plan.throw(exc)
+                continue
+            step = plan.send(reply)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
 async def call_with_retry(
     client: AsyncClient, step: Step, give_up_after: float | None, what: str
 ) -> Any:
@@ -376,6 +394,7 @@ __all__ = [
     "RETRYABLE",
     "call_with_retry",
     "drive_async",
+    "drive_once_async",
     "drive_sync",
     "retry_policy",
     "run_step_async",

@@ -10,6 +10,11 @@ import logging
 import time
 from typing import Any
 
+from ..protocol.plan import Command
+from ..redis_io.runner import run_step_async
+
+TIME = Command(("TIME",))
+
 log = logging.getLogger("streamdelay.worker")
 
 CLOCK_SAMPLES = 5
@@ -30,7 +35,7 @@ async def server_clock_offset(client: Any, samples: int = CLOCK_SAMPLES) -> floa
     try:
         for _ in range(samples):
             sent = time.time()
-            reply = await client.execute_command("TIME")
+            reply = await run_step_async(client, TIME)
             if isinstance(reply, dict):  # a cluster client: one node's answer
                 reply = next(iter(reply.values()))
             sample = offset_of(sent, time.time(), reply)

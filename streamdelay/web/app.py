@@ -26,6 +26,8 @@ from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
 
 from .. import __version__
+from ..protocol.plan import Command
+from ..redis_io.runner import run_step_async
 from .api import api_routes
 from .api.openapi import finish
 from .api.paths import ActionPaths
@@ -54,6 +56,9 @@ class Health(msgspec.Struct, omit_defaults=True):
     queues: dict[str, bool] | None = None
 
 
+PING = Command(("PING",))
+
+
 @get("/healthz", tags=["service"], security=[], responses={503: ResponseSpec(
     data_container=Health, generate_examples=False,
     description="Redis did not answer in time for a served queue: `status` is `unavailable`")})
@@ -64,7 +69,8 @@ async def healthz(request: Request[Any, Any, Any]) -> Response[Health]:
 
     async def ping(queue: Any) -> bool:
         try:
-            return bool(await asyncio.wait_for(queue.client.ping(), HEALTH_TIMEOUT))
+            return bool(await asyncio.wait_for(run_step_async(queue.client, PING),
+                                               HEALTH_TIMEOUT))
         except Exception:
             return False
 

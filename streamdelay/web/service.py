@@ -3,8 +3,9 @@ per served queue, and (unless ``--no-dispatch``) a dispatcher and the reclaim up
 so a fleet of HTTP consumers needs nothing else (docs/http.md#serve).
 
 The reclaim pass re-queues deliveries idle past their job's ttr for every (topic, group) the
-queue records, the same ``requeueStuck`` plan as ``streamdelay claim`` and the worker's own
-pass: an HTTP consumer that stops calling ``:touch`` loses its jobs to the next consumer.
+queue records: the one reclaim plan (``engine/upkeep.py``) of ``streamdelay claim``, the worker
+and a reserve caller: an HTTP consumer that stops calling ``:touch`` loses its jobs to the next
+consumer.
 """
 
 from __future__ import annotations
@@ -16,15 +17,11 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from ..base.errors import GroupNotFound, StreamdelayError
+from ..base.errors import StreamdelayError
 from ..consumer.dispatcher import Dispatcher
-from ..producer.plans import requeue_stuck_plan
+from ..engine.constants import default_consumer_name
+from ..engine.upkeep import reclaim_plan
 from ..producer.queue import AsyncQueue
-from ..producer.reserving import default_consumer_name
-from ..protocol.keys import partition_keys
-from ..protocol.plan import Command, Plan
-from ..protocol.replies import field_map
-from ..redis_io.config import QueueConfig
 from ..redis_io.runner import drive_async
 from ..telemetry.lateness import LatenessRecorder
 from .settings import ServeSettings
@@ -33,20 +30,6 @@ log = logging.getLogger("streamdelay.web")
 # the HTTP metrics' outcome -> the lateness record's outcome field (reclaims are not counted)
 OUTCOME_NAMES = {"handled": "ok", "retried": "retried", "dead": "dead"}
 STOP_GRACE = 3.0
-
-
-def reclaim_plan(cfg: QueueConfig) -> Plan[dict[tuple[str, str], int]]:
-    """Re-queue, for every topic and the group that serves it, deliveries idle past their ttr;
-    returns how many moved (or went dead) per (topic, group)."""
-    moved: dict[tuple[str, str], int] = {}
-    for keys in partition_keys(cfg.name, cfg.partitions):
-        served = field_map((yield Command(("HGETALL", keys.groups))))
-        for topic, group in sorted(served.items()):
-            for reply in (yield from requeue_stuck_plan(keys, group, topic, -1, "")):
-                count = len(reply.moved) + len(reply.dead)
-                if count:
-                    moved[topic, group] = moved.get((topic, group), 0) + count
-    return moved
 
 
 class Service:
@@ -119,13 +102,14 @@ class Service:
         """One reclaim pass over every served queue."""
         moved = 0
         for name, queue in self.queues.items():
-            with contextlib.suppress(GroupNotFound):
-                found = await drive_async(queue.client, reclaim_plan(queue.config), None,
-                                          "reclaim")
-                for (topic, group), count in found.items():
-                    moved += count
-                    if self.on_reclaimed is not None:
-                        self.on_reclaimed(name, topic, group, count)
+            cfg = queue.config  # every (topic, group) the queue records
+            found = await drive_async(queue.client, reclaim_plan(cfg.name, cfg.partitions),
+                                      None, "reclaim")
+            for topic, group in sorted(found.seen):
+                count = found.count((topic, group))
+                moved += count
+                if count and self.on_reclaimed is not None:
+                    self.on_reclaimed(name, topic, group, count)
         return moved
 
     async def _reclaim_loop(self) -> None:

@@ -12,8 +12,8 @@ from typing import Any, Protocol
 from litestar import Request, Response, post
 from litestar.openapi import ResponseSpec
 
+from ...engine.receipts import decode_receipt
 from ...producer.queue import AsyncQueue
-from ...producer.receipts import decode_receipt
 from ..auth import needs, principal_of
 from .bodies import body, decode, decode_optional
 from .common import PREFIX, WRITE_ERRORS, ReceiptParam, TopicParam, errors, served

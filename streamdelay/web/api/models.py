@@ -167,14 +167,15 @@ class FailBody(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class AckBody(msgspec.Struct, forbid_unknown_fields=True):
-    """The job is done; ``result`` is kept for the job's ``keep_result`` (docs/results.md)."""
+    """The job is done. `result`, any JSON value, is kept as the job's result for the job's
+    `keep_result` seconds, for `GET .../jobs/{id}/result`."""
 
     result: Any = None
 
 
 class TouchBody(msgspec.Struct, forbid_unknown_fields=True):
-    """A heartbeat; ``progress`` (a number or a small JSON value, at most 1 KiB) is shown by
-    the job's routes while it runs (docs/results.md#progress)."""
+    """A heartbeat. `progress` (a number or a small JSON value, at most 1 KiB) is shown by
+    the job's routes while it runs."""
 
     progress: Any = None
 

@@ -1,0 +1,291 @@
+"""The Reservation's round (``Queue.reserve``, docs/pull.md) over the shared consumer plans:
+upkeep (register, fleet, reclaim, prune: ``upkeep.py``), the pause and limit look, one take
+(``taking.py``), opening each entry (``protocol/deliveries.py``) and the hand-back or
+dead-lettering of what it must not hand out (``settling.py``). ``producer/pull.py`` drives it,
+sync and async.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..base import validation
+from ..base.errors import GroupNotFound, StreamdelayError
+from ..base.models import BackoffPolicy, Job
+from ..protocol.backoff import failure_delay_ms
+from ..protocol.deliveries import fail_call, open_entry, release_call
+from ..protocol.keys import PartitionKeys, partition_keys
+from ..protocol.layouts import FLEET_EVERY_S
+from ..protocol.plan import Commands, Plan
+from ..protocol.scripts import ScriptCall
+from ..protocol.spec import QueueSpec
+from .constants import PRUNE_EVERY_S, RECLAIM_EVERY_S
+from .receipts import (
+    RECEIPT_VERSION,
+    Receipt,
+    ReceiptKey,
+    bounded,
+    encode_receipt,
+    signed,
+    signing_key_plan,
+)
+from .taking import (
+    Entry,
+    is_limited,
+    is_paused_plan,
+    limit_of,
+    look_plan,
+    parse_read,
+    paused_flag,
+    read_command,
+    read_plan,
+    streams_of,
+    take_plan,
+)
+from .upkeep import join_fleet_plan, prune_plan, reclaim_plan, register_plan
+
+MAX_WAIT_S = 30.0
+MAX_COUNT = 100
+READ_SLICE_S = 1.0  # longest single blocking read: a pause is seen within about a second
+CLUSTER_SLICE_S = 0.25  # a cluster blocks on one partition at a time, in turns
+FLEET_REMEMBERED = 4096  # consumers whose fleet renewal time is kept (the expired ones go first)
+
+
+@dataclass(frozen=True)
+class ReserveArgs:
+    """Validated arguments of one ``reserve`` call."""
+
+    topic: str
+    group: str
+    consumer: str
+    wait: float
+    count: int
+
+
+def reserve_args(topic: object, group: object, consumer: object, wait: object, count: object
+                 ) -> ReserveArgs:
+    """Check ``reserve``'s arguments, each error naming its field."""
+    return ReserveArgs(validation.topic(topic), validation.group(group),
+                       validation.consumer(consumer),
+                       validation.seconds(wait, "wait", maximum=MAX_WAIT_S),
+                       validation.positive_int(count, "count", MAX_COUNT))
+
+
+@dataclass
+class ReserveState:
+    """What one queue object remembers between reserve calls (in memory, per process)."""
+
+    registered: set[tuple[str, str]] = field(default_factory=set)  # (group, topic)
+    next_reclaim: dict[tuple[str, str], float] = field(default_factory=dict)  # monotonic s
+    next_prune: dict[tuple[str, str], float] = field(default_factory=dict)
+    next_fleet: dict[str, float] = field(default_factory=dict)  # consumer -> monotonic s
+    turn: int = 0  # the partition a round starts at, in turns
+    plain: set[str] = field(default_factory=set)  # topics last found neither paused nor limited
+    key: ReceiptKey = field(default_factory=ReceiptKey)  # signs the receipts (receipts.py)
+
+
+@dataclass(frozen=True)
+class Reserved:
+    """One delivery a reserve round took: the decoded job and its receipt (and as text)."""
+
+    job: Job
+    receipt: Receipt
+    text: str
+
+
+@dataclass(frozen=True)
+class Round:
+    """What one reserve round found: deliveries, whether the topic is paused, and the entries
+    it dead-lettered because they can never run (job id, why)."""
+
+    reserved: list[Reserved]
+    paused: bool = False
+    dropped: list[tuple[str, str]] = field(default_factory=list)
+    rest_s: float = 0.0  # the rate limit holds the topic back: the caller sleeps this long
+
+
+def upkeep_plan(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, now: float
+                ) -> Plan[int]:
+    """Register the group once, renew the fleet entry, then (at most every
+    ``RECLAIM_EVERY_S`` per group and topic) reclaim and (every ``PRUNE_EVERY_S``) prune: a
+    worker's duties (docs/pull.md, "Who reclaims"). Returns how many deliveries were re-queued
+    or went dead."""
+    key = (args.group, args.topic)
+    if key not in state.registered:
+        yield from register_plan(cfg.name, cfg.partitions, args.group, [args.topic])
+        state.registered.add(key)
+    if now >= state.next_fleet.get(args.consumer, 0.0):  # before its read: docs/keys.md#fleet
+        if len(state.next_fleet) >= FLEET_REMEMBERED:
+            state.next_fleet = {c: t for c, t in state.next_fleet.items() if t > now}
+        state.next_fleet[args.consumer] = now + FLEET_EVERY_S
+        yield from join_fleet_plan(cfg.name, args.consumer)
+    moved = 0
+    if now >= state.next_reclaim.get(key, 0.0):
+        state.next_reclaim[key] = now + RECLAIM_EVERY_S
+        found = yield from reclaim_plan(cfg.name, cfg.partitions, args.group, [args.topic])
+        if found.gone:  # the stream or group was deleted: register again
+            yield from register_plan(cfg.name, cfg.partitions, args.group, [args.topic])
+        moved = found.count()
+    if now >= state.next_prune.setdefault(key, now + PRUNE_EVERY_S):
+        state.next_prune[key] = now + PRUNE_EVERY_S
+        yield from prune_plan(cfg.name, cfg.partitions, args.group, [args.topic])
+    return moved
+
+
+def read_step(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, block_ms: int,
+              cluster: bool) -> Plan[list[Entry]]:
+    """The read of a topic without a limit, from every partition, blocking up to
+    ``block_ms`` (0: not at all) when none is there.
+
+    One partition: one ``XREADGROUP`` (with ``BLOCK`` when waiting). Several: a non-blocking
+    read per partition (starting at a different one each round) until ``count`` came; then, if
+    none did, one blocking read over all partitions (a cluster blocks on one partition per round,
+    in turns, ``CLUSTER_SLICE_S`` at most). May return more than ``count`` (a blocking read over
+    several streams): the caller hands the extra ones back.
+    """
+    parts = list(partition_keys(cfg.name, cfg.partitions))
+    block = block_ms if block_ms > 0 else None
+    if len(parts) == 1:
+        return (yield from read_plan(args.group, args.consumer,
+                                     streams_of(parts, [args.topic]), args.count, block))
+    start = state.turn % len(parts)
+    state.turn += 1
+    order = parts[start:] + parts[:start]
+    found: list[Entry] = []
+    for keys in order:
+        found.extend((yield from read_plan(args.group, args.consumer,
+                                           streams_of([keys], [args.topic]),
+                                           args.count - len(found), None)))
+        if len(found) >= args.count:
+            return found
+    if found or block is None:
+        return found
+    if cluster:
+        return (yield from read_plan(args.group, args.consumer,
+                                     streams_of(order[:1], [args.topic]), args.count,
+                                     min(block, int(CLUSTER_SLICE_S * 1000))))
+    return (yield from read_plan(args.group, args.consumer, streams_of(order, [args.topic]),
+                                 args.count, block))
+
+
+def _plain_read(cfg: QueueSpec, args: ReserveArgs, block_ms: int
+                ) -> Plan[tuple[list[Entry], bool, bool]]:
+    """The read of a topic the last round found neither paused nor limited, on a queue of one
+    partition, in ONE round trip: a pipeline of the pause flag, the limit, the ``XREADGROUP``
+    (blocking up to ``block_ms``) and the pause flag again. Returns the entries, whether the
+    topic was paused before or after the read, and whether it is limited now: in either case
+    the caller hands every entry back (not an attempt), as a worker does with what it read
+    just before a pause or a limit reached it."""
+    streams = streams_of([PartitionKeys(cfg.name, 0)], [args.topic])
+    before, raw, reply, after = yield Commands((
+        paused_flag(cfg.name, args.topic), limit_of(cfg.name, args.topic),
+        read_command(args.group, args.consumer, list(streams), args.count,
+                     block_ms if block_ms > 0 else None),
+        paused_flag(cfg.name, args.topic)))
+    return parse_read(reply, streams), bool(int(before)) or bool(int(after)), is_limited(raw)
+
+
+def _read(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, block_ms: int,
+          cluster: bool) -> Plan[tuple[list[Entry], bool, bool, float]]:
+    """The take of one round: (entries, paused, hand every entry back, rest seconds)."""
+    if cfg.partitions == 1 and args.topic in state.plain:
+        entries, paused, limited = yield from _plain_read(cfg, args, block_ms)
+        if paused or limited:
+            state.plain.discard(args.topic)
+        return entries, paused, paused or limited, 0.0
+    paused, limited = yield from look_plan(cfg.name, cfg.partitions, args.topic)
+    if paused:
+        return [], True, False, 0.0
+    if limited:  # only through the shared take (a take never blocks: no second look)
+        taken = yield from take_plan(PartitionKeys(cfg.name, 0), args.group, args.consumer,
+                                     args.topic, args.count, block_ms)
+        return taken.entries, False, False, taken.rest_s
+    state.plain.add(args.topic)
+    entries = yield from read_step(cfg, state, args, block_ms, cluster)
+    # a blocking read may return after a pause began
+    paused = (bool(entries) and block_ms > 0 and (yield from is_paused_plan(cfg.name,
+                                                                              args.topic)))
+    return entries, paused, paused, 0.0
+
+
+def round_plan(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, block_ms: int,
+               now: float, cluster: bool) -> Plan[Round]:
+    """One reserve round: upkeep, the pause and limit checks, one take (``_read``), then
+    opening each entry.
+
+    A topic the previous round found neither paused nor limited, on a queue of one partition,
+    is checked and read in one round trip (``_plain_read``); otherwise the checks come first
+    (one round trip) and a paused topic is not read at all.
+
+    Entries that can never run are dead-lettered as a worker does; entries over ``count``, and
+    those read while the topic was paused (or limited: a limited topic is read only through
+    the take), are handed back (not an attempt), as a worker hands back what it read just
+    before a pause reached it."""
+    yield from upkeep_plan(cfg, state, args, now)
+    try:
+        entries, paused, back_all, rest_s = yield from _read(cfg, state, args, block_ms,
+                                                             cluster)
+    except GroupNotFound:  # the group or stream was deleted: register again
+        state.registered.discard((args.group, args.topic))
+        yield from register_plan(cfg.name, cfg.partitions, args.group, [args.topic])
+        state.registered.add((args.group, args.topic))
+        return Round([])
+    if paused and not entries:
+        return Round([], paused=True)
+    return (yield from _deliver_plan(cfg, state, args, entries, paused, back_all, rest_s, now))
+
+
+def _deliver_plan(cfg: QueueSpec, state: ReserveState, args: ReserveArgs,
+                  entries: list[Entry], paused: bool, back_all: bool, rest_s: float, now: float
+                  ) -> Plan[Round]:
+    """What a round read becomes (open, then settle what is not handed out): deliveries with
+    signed receipts (up to ``count``), dead letters for entries that can never run, and every
+    other entry handed back (``back_all``, over ``count``, or no signing key to be had: that
+    error is raised once they are back)."""
+    found = Round([], paused, rest_s=rest_s)
+    # the key is read only when a job came: a round that finds none costs no round trip for it
+    key, unsigned = None, None
+    try:
+        if entries and not back_all:
+            key = yield from signing_key_plan(cfg.name, state.key, now)
+    except StreamdelayError as exc:
+        unsigned = exc
+    settle: dict[int, list[ScriptCall]] = {}
+    back: dict[int, list[str]] = {}
+    for entry in entries:
+        keys = PartitionKeys(cfg.name, entry.partition)
+        opened = open_entry(entry.fields, args.topic, entry.entry_id, entry.partition, None,
+                            cfg.max_body_bytes)
+        if opened.job is None:  # never runnable: dead now, like a worker's delivery
+            found.dropped.append((opened.job_id, opened.error))
+            settle.setdefault(entry.partition, []).append(fail_call(
+                keys, args.group, args.topic, opened.job_id, entry.entry_id, 0, True,
+                opened.error))
+        elif key is None or len(found.reserved) >= args.count:
+            back.setdefault(entry.partition, []).extend((args.topic, opened.job_id,
+                                                         entry.entry_id))
+        else:
+            found.reserved.append(_reserved(cfg, args, opened.job, opened.backoff,
+                                            opened.ttr_ms, key))
+    for partition, flat in back.items():
+        settle.setdefault(partition, []).append(
+            release_call(PartitionKeys(cfg.name, partition), args.group, flat))
+    calls = [call for per_partition in settle.values() for call in per_partition]
+    if calls:
+        yield calls if len(calls) > 1 else calls[0]
+    if unsigned is not None:
+        raise unsigned
+    return found
+
+
+def _reserved(cfg: QueueSpec, args: ReserveArgs, job: Job, backoff: BackoffPolicy | None,
+              ttr_ms: int, key: bytes) -> Reserved:
+    """A delivery with its receipt, signed with ``key``; the retry delay of a failure is drawn
+    now (the receipt carries it: a rebuilt reservation fails with the job's backoff without
+    reading the job)."""
+    retry_ms = failure_delay_ms(backoff or cfg.backoff, job.attempt)
+    receipt = signed(bounded(Receipt(RECEIPT_VERSION, cfg.name, job.partition, args.topic,
+                                     job.id, job.entry_id, args.group, args.consumer,
+                                     job.attempt, job.due, ttr_ms, retry_ms,
+                                     keep_ms=job.keep_result_ms)), key)
+    return Reserved(job, receipt, encode_receipt(receipt))

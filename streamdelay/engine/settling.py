@@ -1,0 +1,144 @@
+"""Settle and keep alive, as plans both drivers run: acknowledge (``ackJobs``), fail — retry
+after a delay or dead (``failJob``) —, hand back now (``releaseJobs``) or later
+(``releaseJobsLater``), touch (``touchJobs``). The Worker settles its deliveries in batches per
+partition; a reservation settles one receipt (docs/pull.md, docs/worker.md#acknowledgements).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..base import validation
+from ..base.errors import StaleReceipt, ValidationError
+from ..protocol.deliveries import ERROR_TEXT_LIMIT, ack_call, fail_call, release_call, touch_call
+from ..protocol.keys import PartitionKeys
+from ..protocol.plan import Plan
+from ..protocol.replies import FailReply, parse_fail, texts
+from ..protocol.results import encode_result
+from ..protocol.scripts import Arg, script
+from ..protocol.spec import QueueSpec
+from .receipts import Receipt, ReceiptKey, check_receipt_plan
+
+Triple = tuple[str, str, str]  # topic, job id, entry id
+
+
+# --- by delivery (the Worker, and the dead-lettering of a reserve round) -----------------
+
+def ack_plan(keys: PartitionKeys, group: str, keep_done_ms: int, flat: Sequence[str],
+             results: Sequence[Arg] = ()) -> Plan[int]:
+    """Acknowledge ``topic, job id, entry id`` triples of one partition, keeping the results
+    given as ``position, keep ms, encoded result`` (docs/results.md); how many were
+    current."""
+    return int((yield ack_call(keys, group, keep_done_ms, flat, results)))
+
+
+def fail_plan(keys: PartitionKeys, group: str, topic: str, job_id: str, entry_id: str,
+              delay_ms: int, dead: bool, error: str, keep_result_ms: int = 0
+              ) -> Plan[FailReply]:
+    """Retry one delivery after ``delay_ms`` or dead-letter it (``dead``, or its last
+    attempt; its error kept as its result ``keep_result_ms``); outcome 0: the delivery was
+    not current."""
+    return parse_fail((yield fail_call(keys, group, topic, job_id, entry_id, delay_ms, dead,
+                                       error[:ERROR_TEXT_LIMIT], keep_result_ms)))
+
+
+def touch_plan(keys: PartitionKeys, group: str, consumer: str, flat: Sequence[str],
+               progress: Sequence[Arg] = ()) -> Plan[set[str]]:
+    """Reset the idle time of ``topic, entry id`` pairs of ``consumer``, storing the progress
+    given as ``position, job id, ttl ms, JSON value`` (docs/results.md#progress); the entry
+    ids it no longer owns (reclaimed, cancelled, settled)."""
+    return set(texts((yield touch_call(keys, group, consumer, flat, progress))))
+
+
+def release_plan(keys: PartitionKeys, group: str, flat: Sequence[str], later_ms: int = 0
+                 ) -> Plan[int]:
+    """Hand ``topic, job id, entry id`` triples back to the tail of their streams, not an
+    attempt: at once, or due ``later_ms`` from now (``releaseJobsLater``: a process whose def
+    handler threads outlived its shutdown); how many were current."""
+    if later_ms:
+        call = script("releaseJobsLaterV2").call(keys.script_keys(), [group, later_ms, *flat])
+    else:
+        call = release_call(keys, group, flat)
+    return int((yield call))
+
+
+# --- by receipt (a reservation, in any process) ------------------------------------------
+
+def stale(receipt: Receipt, what: str) -> StaleReceipt:
+    """The error of a receipt whose delivery is no longer current."""
+    return StaleReceipt(f"receipt: the delivery of job {receipt.id!r} is no longer current "
+                        f"({what}: it was reclaimed, cancelled, replaced or settled)",
+                        field="receipt", job_id=receipt.id, topic=receipt.topic)
+
+
+def _keys(queue: str, receipt: Receipt) -> PartitionKeys:
+    return PartitionKeys(queue, receipt.partition)
+
+
+def ack_receipt_plan(spec: QueueSpec, key: ReceiptKey, receipt: Receipt, result: Any = None
+                     ) -> Plan[None]:
+    """Acknowledge a reservation, keeping ``result`` when its job keeps one
+    (docs/results.md); ``StaleReceipt`` when it was not current, ``ValidationError`` when the
+    receipt is not signed by the queue (``key``) or the result is too big (nothing written)."""
+    kept: tuple[Arg, ...] = ()
+    if receipt.keep_ms:
+        kept = (1, receipt.keep_ms, encode_result(result, spec.serializer,
+                                                  spec.max_result_bytes))
+    yield from check_receipt_plan(spec.name, key, receipt)
+    if not (yield from ack_plan(_keys(spec.name, receipt), receipt.group,
+                                validation.delay_ms(spec.keep_done),
+                                [receipt.topic, receipt.id, receipt.entry], kept)):
+        raise stale(receipt, "ack")
+
+
+def fail_receipt_plan(queue: str, key: ReceiptKey, receipt: Receipt, error: object,
+                      retry_delay: object, dead: object) -> Plan[str]:
+    """Fail a reservation: retried after ``retry_delay`` (None: the job's backoff, drawn when
+    it was reserved) or dead after its last attempt or with ``dead``. Returns ``"retried"`` or
+    ``"dead"``; ``StaleReceipt`` when it was not current."""
+    if not isinstance(error, str):
+        raise ValidationError("error: must be a str", field="error")
+    if not isinstance(dead, bool):
+        raise ValidationError("dead: must be a bool", field="dead")
+    delay = (receipt.retry_ms if retry_delay is None
+             else validation.delay_ms(retry_delay, "retry_delay"))
+    yield from check_receipt_plan(queue, key, receipt)
+    outcome = yield from fail_plan(_keys(queue, receipt), receipt.group, receipt.topic,
+                                   receipt.id, receipt.entry, delay, dead, error,
+                                   receipt.keep_ms)
+    if outcome.outcome == 0:
+        raise stale(receipt, "fail")
+    return "dead" if outcome.dead else "retried"
+
+
+def touch_receipt_plan(queue: str, key: ReceiptKey, receipt: Receipt, progress: Any = None
+                       ) -> Plan[None]:
+    """Heartbeat a reservation (its ttr counts from now), storing ``progress`` when given
+    (docs/results.md#progress); ``StaleReceipt`` when its consumer no longer holds it."""
+    reported: tuple[Arg, ...] = ()
+    if progress is not None:
+        reported = (1, receipt.id, max(receipt.ttr_ms, 1000) * 2, validation.progress(progress))
+    yield from check_receipt_plan(queue, key, receipt)
+    if (yield from touch_plan(_keys(queue, receipt), receipt.group, receipt.consumer,
+                              [receipt.topic, receipt.entry], reported)):
+        raise stale(receipt, "touch")
+
+
+def release_receipts_plan(queue: str, key: ReceiptKey, receipts: Sequence[Receipt]
+                          ) -> Plan[int]:
+    """Hand reservations back at once, no attempt spent (one call per partition and group,
+    sent together); how many were still current (a stale one is only acknowledged). A receipt
+    not signed by the queue (``key``) is refused before anything is handed back."""
+    for receipt in receipts:
+        yield from check_receipt_plan(queue, key, receipt)
+    flat: dict[tuple[int, str], list[str]] = {}
+    for receipt in receipts:
+        flat.setdefault((receipt.partition, receipt.group), []).extend(
+            (receipt.topic, receipt.id, receipt.entry))
+    calls = [release_call(PartitionKeys(queue, partition), group, triples)
+             for (partition, group), triples in flat.items()]
+    if not calls:
+        return 0
+    replies = yield calls if len(calls) > 1 else calls[0]
+    return sum(int(reply) for reply in (replies if len(calls) > 1 else [replies]))

@@ -1,0 +1,191 @@
+"""Take: reading ready entries for a consumer, as plans both drivers run (the Worker's read and
+take loops, a reserve round). A topic without a limit is read with ``XREADGROUP``; a limited
+topic only through the shared ``takeLimited`` (docs/limits.md), whose reply says how long to
+wait when it gave fewer than asked: for the next token (rate: the driver sleeps), for a freed
+lease (concurrency: ``BLPOP`` on the topic's ``limitwake`` list) or for a new entry (drained:
+``XREAD BLOCK`` from the group's last delivered id).
+
+Which topics are paused or limited is read here too: all of them at once (the Worker's view,
+refreshed every ``REFRESH_S``), or one topic's pause flag and limit (a reserve round).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+from ..limits.plans import (
+    CONCURRENCY,
+    DRAINED,
+    RATE,
+    limits_key,
+    parse_limits,
+    parse_take,
+    take_call,
+)
+from ..limits.rates import TopicLimit
+from ..protocol.keys import PartitionKeys
+from ..protocol.plan import Command, Commands, Plan
+from ..protocol.replies import field_map, text
+
+
+class Entry(NamedTuple):
+    """One stream entry a read or a take returned: where it is, and its fields."""
+
+    partition: int
+    topic: str
+    entry_id: str
+    fields: dict[Any, Any] | None
+
+
+Streams = Mapping[str, tuple[int, str]]  # stream key -> (partition, topic)
+
+
+def streams_of(keys: Sequence[PartitionKeys], topics: Sequence[str]) -> dict[str, tuple[int, str]]:
+    """Each topic stream key of ``topics`` on ``keys``' partitions -> (partition, topic): how a
+    read's reply is mapped back, by name (never by cutting the key apart)."""
+    return {k.stream(t): (k.partition, t) for k in keys for t in topics}
+
+
+def read_command(group: str, consumer: str, streams: Sequence[str], count: int,
+                 block_ms: int | None) -> Command:
+    """``XREADGROUP`` of new entries of ``streams`` for ``consumer`` (``BLOCK`` when
+    ``block_ms`` is not None)."""
+    head: tuple[Any, ...] = ("XREADGROUP", "GROUP", group, consumer, "COUNT", max(1, count))
+    if block_ms is not None:
+        head += ("BLOCK", max(1, block_ms))
+    return Command((*head, "STREAMS", *streams, *[">"] * len(streams)))
+
+
+def parse_read(reply: Any, streams: Streams) -> list[Entry]:
+    """The entries of an ``XREADGROUP`` reply (a RESP2 list or a RESP3 map), oldest first per
+    stream."""
+    found: list[Entry] = []
+    rows = reply.items() if isinstance(reply, dict) else (reply or [])
+    for stream, entries in rows:
+        partition, topic = streams[text(stream)]
+        found.extend(Entry(partition, topic, text(eid), fields) for eid, fields in entries)
+    return found
+
+
+def read_plan(group: str, consumer: str, streams: Streams, count: int, block_ms: int | None
+              ) -> Plan[list[Entry]]:
+    """One read of new entries of ``streams`` (see ``read_command``)."""
+    return parse_read((yield read_command(group, consumer, list(streams), count, block_ms)),
+                      streams)
+
+
+class Taken(NamedTuple):
+    """What one take gave: the entries, and how long the driver rests before the next take
+    (seconds; a rate limit holds the topic back)."""
+
+    entries: list[Entry]
+    rest_s: float
+
+
+def take_plan(keys: PartitionKeys, group: str, consumer: str, topic: str, count: int,
+              block_ms: int, wait_after_some: bool = False) -> Plan[Taken]:
+    """Take up to ``count`` entries of a limited ``topic`` through its limit (``takeLimited``).
+    When it gave fewer (none, unless ``wait_after_some``: the caller has started those by then)
+    and ``block_ms`` > 0, wait as its reply says, never longer than ``block_ms``."""
+    entries, reason, wait_ms, last_id = yield from take_now_plan(keys, group, consumer, topic,
+                                                                 count)
+    if block_ms <= 0 or (entries and not wait_after_some):
+        return Taken(entries, 0.0)
+    return Taken(entries, (yield from wait_plan(keys, topic, reason, wait_ms, last_id,
+                                                block_ms)))
+
+
+def take_now_plan(keys: PartitionKeys, group: str, consumer: str, topic: str, count: int
+                  ) -> Plan[tuple[list[Entry], int, int, str]]:
+    """One ``takeLimited`` call: the entries and the reply's reason, wait and last id (for
+    ``wait_plan``, which a driver runs after starting the entries)."""
+    reply = parse_take((yield take_call(keys, group, consumer, topic, count)))
+    return ([Entry(keys.partition, topic, eid, fields) for eid, fields in reply.entries],
+            reply.reason, reply.wait_ms, reply.last_id)
+
+
+def wait_plan(keys: PartitionKeys, topic: str, reason: int, wait_ms: int, last_id: str,
+              block_ms: int) -> Plan[float]:
+    """Wait as a take's reply says (nothing when it got all it wanted), at most ``block_ms``;
+    returns the seconds the driver still sleeps (a rate's next token)."""
+    wait = max(1, min(wait_ms, block_ms))
+    if reason == RATE:
+        return wait / 1000
+    if reason == CONCURRENCY:
+        yield Command(("BLPOP", keys.limit_wake(topic), f"{wait / 1000:.3f}"))
+    elif reason == DRAINED:  # at once when an entry came after the take; else at the next XADD
+        yield Command(("XREAD", "COUNT", 1, "BLOCK", max(1, block_ms), "STREAMS",
+                       keys.stream(topic), last_id or "$"))
+    return 0.0
+
+
+# --- pause and limits ---------------------------------------------------------------------
+
+def is_limited(raw: Any) -> bool:
+    """Whether a stored limit (an HGET reply) holds its topic back (a rate or a concurrency)."""
+    if raw is None:
+        return False
+    limit = TopicLimit.from_stored(text(raw))
+    return bool(limit.rate or limit.concurrency)
+
+
+class Views(NamedTuple):
+    """Which topics of a queue are paused, and which are limited (with their limits)."""
+
+    paused: frozenset[str]
+    limits: dict[str, TopicLimit]
+
+    @property
+    def limited(self) -> frozenset[str]:
+        """The topics a limit holds back: taken only through ``takeLimited``."""
+        return frozenset(t for t, limit in self.limits.items() if limit.rate or limit.concurrency)
+
+
+def paused_command(queue: str) -> Command:
+    """``HGETALL`` of the queue's paused topics (partition 0's hash)."""
+    return Command(("HGETALL", PartitionKeys(queue, 0).paused))
+
+
+def parse_paused(reply: Any) -> frozenset[str]:
+    """The paused topics from an ``HGETALL`` reply of the paused hash."""
+    return frozenset(field_map(reply))
+
+
+def paused_plan(queue: str) -> Plan[frozenset[str]]:
+    """The paused topics of the queue."""
+    return parse_paused((yield paused_command(queue)))
+
+
+def limits_command(queue: str) -> Command:
+    """``HGETALL`` of the queue's limits (partition 0's hash)."""
+    return Command(("HGETALL", limits_key(queue)))
+
+
+def limits_plan(queue: str) -> Plan[dict[str, TopicLimit]]:
+    """The limits of the queue's topics."""
+    return parse_limits((yield limits_command(queue)))
+
+
+def paused_flag(queue: str, topic: str) -> Command:
+    """``HEXISTS``: whether ``topic`` is paused."""
+    return Command(("HEXISTS", PartitionKeys(queue, 0).paused, topic))
+
+
+def limit_of(queue: str, topic: str) -> Command:
+    """``HGET``: ``topic``'s stored limit."""
+    return Command(("HGET", limits_key(queue), topic))
+
+
+def look_plan(queue: str, partitions: int, topic: str) -> Plan[tuple[bool, bool]]:
+    """Whether ``topic`` is paused, and limited: one round trip (a queue of several partitions
+    has no limits: limits need one partition)."""
+    if partitions != 1:
+        return (bool(int((yield paused_flag(queue, topic)))), False)
+    paused, raw = yield Commands((paused_flag(queue, topic), limit_of(queue, topic)))
+    return (bool(int(paused)), is_limited(raw))
+
+
+def is_paused_plan(queue: str, topic: str) -> Plan[bool]:
+    """Whether ``topic`` is paused now."""
+    return bool(int((yield paused_flag(queue, topic))))

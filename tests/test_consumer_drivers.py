@@ -1,0 +1,277 @@
+"""One behaviour suite, run against both drivers of the consumer plans (docs/design.md): the
+Worker, and the Reservation (``reserve`` from sync threads and from asyncio tasks; the HTTP
+consumer routes drive the async one). Every test states what a consumer must do and checks it
+for each driver: the rules are one engine's, not two engines kept alike (docs/pull.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pytest
+
+import streamdelay as sd
+from tests.test_pull import promote
+
+pytestmark = pytest.mark.timeout(120)
+TOPIC = "eq.job"
+GROUP = "eq"
+DRIVERS = ["worker", "reserve-sync", "reserve-async"]
+# ok-*: succeed at once; flaky-*: fail 1 or 2 times, then succeed; dead-*: always fail (dead
+# after max_attempts=3); retry-*: fail once with an explicit retry delay.
+FAILS = {**{f"ok-{i}": 0 for i in range(6)}, **{f"flaky-{i}": 1 + i % 2 for i in range(6)},
+         **{f"dead-{i}": 99 for i in range(4)}, **{f"retry-{i}": 1 for i in range(2)}}
+Decide = Callable[[str, int, object], "tuple[str, float | None]"]
+
+
+@dataclass
+class Seen:
+    """What the handlers saw: the attempts per job, and the most jobs held at once."""
+
+    runs: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    held: int = 0
+    most: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def start(self, job_id: str, attempt: int) -> None:
+        with self.lock:
+            self.runs[job_id].append(attempt)
+            self.held += 1
+            self.most = max(self.most, self.held)
+
+    def end(self) -> None:
+        with self.lock:
+            self.held -= 1
+
+
+def by_fails(job_id: str, attempt: int, body: object) -> tuple[str, float | None]:
+    """The job set's rule: ("ack", None) or ("fail", retry delay or None: the backoff)."""
+    fails = body["fails"] if isinstance(body, dict) else 0
+    if attempt > fails:
+        return "ack", None
+    return "fail", (0.1 if job_id.startswith("retry-") else None)
+
+
+def idle(q: sd.Queue) -> bool:
+    """Nothing delayed, ready or reserved is left on the topic."""
+    row = q.stats().topics.get(TOPIC)
+    return row is not None and row.delayed + row.ready + row.reserved == 0
+
+
+def new_queue(url: str, **options: object) -> sd.Queue:
+    return sd.Queue(f"q{uuid.uuid4().hex[:10]}", url=url, max_attempts=3, backoff=[0.05],
+                    **options)  # type: ignore[arg-type]
+
+
+# --- the drivers ----------------------------------------------------------------------------
+
+def run_worker(q: sd.Queue, decide: Decide, until: Callable[[sd.Queue], bool],
+               seconds: float, seen: Seen) -> None:
+    worker = sd.Worker(q, group=GROUP, concurrency=8)
+
+    @worker.handler(TOPIC)
+    async def handle(job: sd.Job) -> None:
+        seen.start(job.id, job.attempt)
+        try:
+            await asyncio.sleep(0.01)  # held a while: the most held at once is measured
+            action, delay = decide(job.id, job.attempt, job.body)
+        finally:
+            seen.end()
+        if action == "fail":
+            if delay is not None:
+                raise sd.Retry(delay=delay)
+            raise RuntimeError("boom")
+
+    async def main() -> None:
+        serving = asyncio.create_task(worker.serve())
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and not serving.done():
+            await asyncio.sleep(0.1)
+            if await asyncio.to_thread(until, q):
+                break
+        worker.stop()
+        await serving
+
+    asyncio.run(main())
+
+
+def settle_sync(r: sd.Reservation, decide: Decide, seen: Seen) -> None:
+    seen.start(r.id, r.attempt)
+    try:
+        time.sleep(0.01)
+        action, delay = decide(r.id, r.attempt, r.body)
+        if action == "ack":
+            r.ack()
+        else:
+            r.fail("RuntimeError: boom", retry_delay=delay)
+    finally:
+        seen.end()
+
+
+def run_sync_reserve(q: sd.Queue, decide: Decide, until: Callable[[sd.Queue], bool],
+                     seconds: float, seen: Seen, consumers: int = 2) -> None:
+    loop = asyncio.new_event_loop()
+    dispatcher = sd.Dispatcher(q.config)
+    promoting = threading.Thread(target=loop.run_until_complete, args=(dispatcher.run(),),
+                                 daemon=True)
+    promoting.start()
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def consume(name: str) -> None:
+        mine = sd.Queue(q.name, url=q.config.url, max_attempts=3, backoff=[0.05],
+                        max_body_bytes=q.config.max_body_bytes)
+        try:
+            while not stop.is_set():
+                for r in mine.reserve(TOPIC, group=GROUP, consumer=name, wait=0.3, count=4):
+                    settle_sync(r, decide, seen)
+        except BaseException as exc:  # reported by the test thread
+            errors.append(exc)
+        finally:
+            mine.close()
+
+    threads = [threading.Thread(target=consume, args=(f"sync-{i}",)) for i in range(consumers)]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not until(q):
+        time.sleep(0.1)
+    stop.set()
+    for thread in threads:
+        thread.join(30)
+    loop.call_soon_threadsafe(dispatcher.stop)
+    promoting.join(10)
+    loop.run_until_complete(dispatcher.close())
+    loop.close()
+    assert not errors, errors
+
+
+def run_async_reserve(q: sd.Queue, decide: Decide, until: Callable[[sd.Queue], bool],
+                      seconds: float, seen: Seen, consumers: int = 3) -> None:
+    async def consume(aq: sd.AsyncQueue, name: str, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            for r in await aq.reserve(TOPIC, group=GROUP, consumer=name, wait=0.3, count=3):
+                seen.start(r.id, r.attempt)
+                try:
+                    await asyncio.sleep(0.01)
+                    action, delay = decide(r.id, r.attempt, r.body)
+                    if action == "ack":
+                        await r.ack()
+                    else:
+                        await r.fail("RuntimeError: boom", retry_delay=delay)
+                finally:
+                    seen.end()
+
+    async def main() -> None:
+        async with sd.AsyncQueue(q.name, url=q.config.url, max_attempts=3, backoff=[0.05],
+                                 max_body_bytes=q.config.max_body_bytes) as aq:
+            dispatcher = sd.Dispatcher(aq.config)
+            promoting = asyncio.create_task(dispatcher.run())
+            stop = asyncio.Event()
+            consumers_ = [asyncio.create_task(consume(aq, f"async-{i}", stop))
+                          for i in range(consumers)]
+            deadline = time.monotonic() + seconds
+            while time.monotonic() < deadline and not await asyncio.to_thread(until, q):
+                await asyncio.sleep(0.1)
+            stop.set()
+            await asyncio.gather(*consumers_)
+            dispatcher.stop()
+            await promoting
+            await dispatcher.close()
+
+    asyncio.run(main())
+
+
+RUN = {"worker": run_worker, "reserve-sync": run_sync_reserve,
+       "reserve-async": run_async_reserve}
+
+
+def consume(driver: str, q: sd.Queue, decide: Decide = by_fails,
+            until: Callable[[sd.Queue], bool] = idle, seconds: float = 60.0) -> Seen:
+    """Run ``driver`` on ``q``'s topic until ``until(q)`` (or ``seconds``); what it saw."""
+    seen = Seen()
+    RUN[driver](q, decide, until, seconds, seen)
+    return seen
+
+
+# --- the behaviours ---------------------------------------------------------------------
+
+def enqueue_job_set(q: sd.Queue) -> None:
+    q.enqueue_many([sd.JobSpec(TOPIC, {"fails": fails}, id=job_id)
+                    for job_id, fails in FAILS.items()])
+
+
+def assert_job_set_done(q: sd.Queue, seen: Seen) -> None:
+    """Each job ran as often as its rule says, and only the dead-* jobs are dead (3 attempts)."""
+    expected = {job_id: list(range(1, min(fails, 2) + 2)) for job_id, fails in FAILS.items()}
+    assert {k: sorted(v) for k, v in seen.runs.items()} == expected
+    assert {d.id: d.attempts for d in q.dead_list(TOPIC, limit=1000)} == {
+        f"dead-{i}": 3 for i in range(4)}
+    assert all((info := q.get(job_id)) is None or info.state == "dead" for job_id in FAILS)
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_retries_backoff_and_dead_letters(redis_url: str, driver: str) -> None:
+    q = new_queue(redis_url)
+    enqueue_job_set(q)
+    assert_job_set_done(q, consume(driver, q))
+    q.close()
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_concurrency_limit_holds_and_spends_no_attempt(redis_url: str, driver: str) -> None:
+    q = new_queue(redis_url)
+    q.limit(TOPIC, concurrency=2)
+    enqueue_job_set(q)
+    seen = consume(driver, q)
+    assert_job_set_done(q, seen)  # the same attempts as without the limit
+    assert seen.most <= 2
+    q.close()
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_paused_topic_gives_nothing_until_resumed(redis_url: str, driver: str) -> None:
+    q = new_queue(redis_url)
+    q.enqueue_many([sd.JobSpec(TOPIC, {"fails": 0}, id=f"p{i}") for i in range(3)])
+    assert q.pause(TOPIC)
+    assert consume(driver, q, until=lambda q: False, seconds=1.5).runs == {}
+    assert q.resume(TOPIC)
+    seen = consume(driver, q)
+    assert dict(seen.runs) == {f"p{i}": [1] for i in range(3)}  # a pause is not an attempt
+    q.close()
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_body_that_cannot_be_opened_goes_dead_with_the_reason(redis_url: str, driver: str
+                                                                ) -> None:
+    q = new_queue(redis_url)
+    q.enqueue(TOPIC, "x" * 3000, id="big")
+    q.enqueue(TOPIC, {"fails": 0}, id="small")
+    consumer_q = sd.Queue(q.name, url=redis_url, max_attempts=3, backoff=[0.05],
+                          max_body_bytes=1024)
+    seen = consume(driver, consumer_q)
+    assert dict(seen.runs) == {"small": [1]}  # never handed to a handler
+    [dead] = q.dead_list(TOPIC)
+    assert dead.id == "big" and "over the limit of 1024" in dead.error
+    consumer_q.close()
+    q.close()
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_silent_holder_loses_its_job_after_its_ttr(redis_url: str, driver: str) -> None:
+    q = new_queue(redis_url)
+    q.enqueue(TOPIC, {"fails": 0}, id="held", ttr=1)
+    q.reserve(TOPIC, group=GROUP, consumer="gone")  # registers the group
+    promote(q)
+    taken = q.reserve(TOPIC, group=GROUP, consumer="gone", wait=1)
+    assert [r.id for r in taken] == ["held"]  # then never settled: its holder went silent
+    seen = consume(driver, q)
+    assert dict(seen.runs) == {"held": [2]}  # reclaimed after its ttr: the second attempt
+    q.close()
+
