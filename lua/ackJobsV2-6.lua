@@ -16,6 +16,8 @@
 -- Layout 2: with keep_done, a header-only record (docs/keys.md#layouts) gets its blob from its
 -- stream entry before the entry is deleted, so the tombstone keeps the body as in layout 1; a
 -- call without keep_done reads no entry.
+-- Events (docs/events.md): 'started' (when no heartbeat reported it) and 'succeeded' per current
+--  delivery, when the queue keeps events.
 -- @include server_time
 -- @include keys
 -- @include release_lease
@@ -28,6 +30,8 @@
 -- @include full_record
 -- @include wake_if_head
 -- @include hold
+-- @include emit_event
+-- @include emit_started
 
 local now = server_time()
 local group, keep = ARGV[1], tonumber(ARGV[2])
@@ -57,6 +61,7 @@ if keep > 0 then
     end
   end
 end
+for i = 1, #ids do emit_started(ids[i], raws[i], group, ARGV[3 * i + 2], now) end
 local STEP = 1000
 for _, topic in ipairs(topics) do
   local sk, eids = stream_key(topic), by_topic[topic]
@@ -78,6 +83,7 @@ if #ids > 0 then
     end
     if state == 's' and entry == eid then
       done[id] = true
+      emit_event('succeeded', id, ARGV[3 * i], tonumber(string.match(raws[i], '^.|(%d+)')) + 1, '', now)
       if keep > 0 then
         local r = parse_record(whole[i] or raws[i])
         r.state, r.entry = 'c', ''

@@ -7,9 +7,12 @@
 -- Returns 1 when a job was removed, 0 when there was none. Retry-safe: a repeat returns 0.
 -- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
 -- Flags: allow-oom, as it frees memory: an operator can cancel jobs while Redis is full.
+-- Events (docs/events.md): 'cancelled' (detail: the state it left: delayed, ready or running,
+--  dead), when the queue keeps events.
 -- @include keys
 -- @include detach
 -- @include parse_record
+-- @include emit_event
 
 local id = ARGV[1]
 check_partition_keys()
@@ -24,6 +27,7 @@ end
 if r.state == 'c' then return 0 end
 if r.state == 's' then refuse_wrong_type(stream_key(r.topic), 'stream') end
 if r.state == 'x' then refuse_wrong_type(dead_key(r.topic), 'stream') end
+emit_event('cancelled', id, r.topic, r.attempts, ({d = 'delayed', s = 'ready or running', x = 'dead'})[r.state])
 detach(r, id)
 redis.call('HDEL', K_JOBS, id)
 return 1

@@ -19,11 +19,13 @@
 -- Side effects: HSETNX jobs, ZADD delayed, HINCRBY counts, ZADD wake when the job is the head.
 -- Retry-safe: a repeated call finds the id taken and answers 0 (the caller then asks enqueueJobsV2,
 -- which reports created=0).
+-- Events (docs/events.md): 'enqueued' (detail: the due time), when the queue keeps events.
 -- @include server_time
 -- @include keys
 -- @include due_after
 -- @include resolve_due
 -- @include new_record
+-- @include emit_event
 
 if #ARGV ~= 8 then return redis.error_reply('SDERR BAD_ARGS') end
 local tolerance, id, topic = tonumber(ARGV[1]), ARGV[2], ARGV[3]
@@ -69,4 +71,5 @@ if type(counted) == 'table' then
   elseif woke then redis.call('ZREM', K_WAKE, 'w') end
   return refused(K_COUNTS, 'hash', counted)
 end
+emit_event('enqueued', id, topic, 0, due, now)
 return due

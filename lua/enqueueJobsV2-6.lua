@@ -24,6 +24,8 @@
 -- value is not an integer: <counts key> <topic>' (a count field holds no integer; checked too).
 -- Side effects: HSET jobs, ZADD delayed, HINCRBY counts, ZADD wake when a job becomes the head.
 -- Retry-safe: a repeated call finds the ids and reports them as existing ('d:<due_ms>').
+-- Events (docs/events.md): 'enqueued' per job written (detail: the due time, ' replaced' when it
+--  replaced one), when the queue keeps events.
 -- @include server_time
 -- @include keys
 -- @include new_record
@@ -38,6 +40,7 @@
 -- @include parse_record
 -- @include build_record
 -- @include hold
+-- @include emit_event
 
 local now, now_us = server_time()
 -- created_ms is rounded up like a relative due, so due - created is exactly the delay
@@ -150,6 +153,7 @@ for i = 0, n - 1 do
     counts[topic] = (counts[topic] or 0) + 1
     if not head_due or score < head_due then head_id, head_due = id, score end
     out[i + 1] = old_raw and string.format('d:%d', due) or due
+    emit_event('enqueued', id, topic, 0, old_raw and (due .. ' replaced') or due, now)
   end
 end
 flush()

@@ -16,6 +16,8 @@
 -- deleted (full_record); the delayed or dead record written is full. When that entry is gone
 -- (trimmed) the job goes dead whatever its attempts, error 'stream entry lost: ...' (its body is
 -- unknown, so it cannot run again).
+-- Events (docs/events.md): 'started' (when no heartbeat reported it), then 'retried' or 'dead'
+--  (detail: the error), when the queue keeps events.
 -- @include server_time
 -- @include keys
 -- @include release_lease
@@ -26,6 +28,8 @@
 -- @include full_record
 -- @include keep_result
 -- @include hold
+-- @include emit_event
+-- @include emit_started
 
 local now, now_us = server_time()
 local group, topic, id, eid = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -38,6 +42,7 @@ check_settle_keys(topic)
 local r = parse_record(redis.call('HGET', K_JOBS, id))
 local current = r and r.state == 's' and r.entry == eid
 local whole = current and full_record(r) -- read before the entry is deleted
+if current then emit_started(id, r, group, eid, now) end
 redis.call('XACK', sk, group, eid)
 redis.call('XDEL', sk, eid)
 release_lease(topic, eid)
@@ -52,6 +57,7 @@ if dead_now or r.attempts >= r.max or not whole then
   r.state = 'x'
   redis.call('HSET', K_JOBS, id, build_record(r))
   keep_result(id, 'x', now, tonumber(ARGV[8]), err)
+  emit_event('dead', id, topic, r.attempts, err, now)
   return {2, r.entry}
 end
 r.state, r.entry, r.due = 'd', '', due_after(now_us, delay)
@@ -59,4 +65,5 @@ redis.call('HSET', K_JOBS, id, build_record(r))
 redis.call('ZADD', K_DELAYED, r.due, id)
 redis.call('HINCRBY', K_COUNTS, topic, 1)
 wake_if_head(id, r.due)
+emit_event('retried', id, topic, r.attempts, err, now)
 return {1, r.due}

@@ -26,6 +26,8 @@
 -- Errors: 'SDERR WRONG_TYPE <key> <type>' (a KEYS key of another type; nothing written),
 -- 'SDERR LAYOUT <meta key> <layout>' (a layout this script does not know; nothing written).
 -- Retry-safe: a job moves once; a repeated call finds it gone from the delayed set.
+-- Events (docs/events.md): 'promoted' (detail: the stream entry id), 'dead' for a job whose topic
+--  key is not a stream, when the queue keeps events.
 -- @include server_time
 -- @include keys
 -- @include read_records
@@ -33,6 +35,7 @@
 -- @include purge_done
 -- @include build_record
 -- @include parse_record
+-- @include emit_event
 
 local MAX_BATCH_BYTES = 1048576
 local RETRY_LATER_MS = 60000
@@ -96,6 +99,7 @@ if n > 0 then
         left = left + 1
         per_topic[topic] = (per_topic[topic] or 0) + 1
         moved = moved + 1
+        emit_event('promoted', id, topic, tonumber(match(mid, '^|(%d+)')), entry, now)
       elseif not wrong_type(entry) then
         failed = sk .. ' ' .. tostring(entry.err)
         break
@@ -111,6 +115,7 @@ if n > 0 then
           nw = nw + 2
           left = left + 1
           per_topic[topic] = (per_topic[topic] or 0) + 1
+          emit_event('dead', id, topic, r.attempts, why, now)
         elseif wrong_type(dead) then
           why = why .. '; its dead-letter key is not a stream either: tried again in 60 s'
           later[#later + 1] = now + RETRY_LATER_MS

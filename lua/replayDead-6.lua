@@ -7,6 +7,8 @@
 -- one job); the caller calls again until the list is empty. The due time is counted from the
 -- server clock in µs and rounded up to the next ms.
 -- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
+-- Events (docs/events.md): 'enqueued' per job replayed (detail: the due time and ' replayed'),
+--  when the queue keeps events.
 -- @include server_time
 -- @include keys
 -- @include parse_record
@@ -14,6 +16,7 @@
 -- @include wake_if_head
 -- @include build_record
 -- @include due_after
+-- @include emit_event
 
 local MAX_BATCH_BYTES = 1048576
 local now, now_us = server_time()
@@ -37,6 +40,7 @@ for _, c in ipairs(candidates) do
     redis.call('HINCRBY', K_COUNTS, topic, 1)
     wake_if_head(id, r.due)
     replayed[#replayed + 1] = id
+    emit_event('enqueued', id, topic, 0, r.due .. ' replayed', now)
   end
 end
 return replayed

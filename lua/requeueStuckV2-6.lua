@@ -17,6 +17,8 @@
 -- Retry-safe: a moved delivery has a fresh idle time and is not moved again.
 -- Layout 2: a header-only record takes its blob from the entry read here into the new entry
 -- (requeue_entry); the byte budget counts it.
+-- Events (docs/events.md): 'retried' or 'dead' per job re-queued for its silent consumer (detail:
+--  why), when the queue keeps events.
 -- @include server_time
 -- @include keys
 -- @include build_record
@@ -26,6 +28,7 @@
 -- @include parse_record
 -- @include wake_if_head
 -- @include hold
+-- @include emit_event
 
 local now = server_time()
 local group, topic, cursor = ARGV[1], ARGV[2], ARGV[3]
@@ -85,8 +88,9 @@ for _, row in ipairs(rows) do
         local why = 'ttr expired: consumer ' .. owner .. ' silent for ' .. idle .. ' ms'
         full_record(r, f) -- the blob of a header-only record, from the entry read above
         bytes = bytes + #raw + #r.blob
-        if requeue_entry(r, id, eid, group, true, why, now) then moved[#moved + 1] = id
-        else dead[#dead + 1] = id end
+        local back = requeue_entry(r, id, eid, group, true, why, now)
+        emit_event(back and 'retried' or 'dead', id, topic, r.attempts, why, now)
+        if back then moved[#moved + 1] = id else dead[#dead + 1] = id end
       end
     end
   end

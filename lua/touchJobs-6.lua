@@ -10,6 +10,8 @@
 -- Flags: allow-oom (a heartbeat adds nothing, so jobs in flight are not lost while Redis is full).
 -- A delivery holding a limit lease (docs/limits.md) has it moved on to its job's ttr from now.
 -- Retry-safe: touching twice only resets the idle time twice.
+-- Events (docs/events.md): 'started' on a delivery's first heartbeat (its delivery count goes
+--  from 1 to 2), when the queue keeps events.
 -- @include server_time
 -- @include keys
 -- @include release_lease
@@ -17,6 +19,8 @@
 -- @include build_record
 -- @include wake_if_head
 -- @include hold
+-- @include emit_event
+-- @include touch_started
 
 local group, me = ARGV[1], ARGV[2]
 local lost = {}
@@ -29,7 +33,7 @@ for b = 3, #ARGV, 2 do
   -- not an error that would cost the other deliveries of the batch their heartbeat
   local row = redis.pcall('XPENDING', sk, group, eid, eid, 1)
   if type(row) == 'table' and not row.err and row[1] and row[1][2] == me then
-    redis.call('XCLAIM', sk, group, me, 0, eid, 'JUSTID')
+    redis.call('XCLAIM', sk, group, me, 0, eid, 'RETRYCOUNT', touch_started(ARGV[b], eid, row[1]), 'JUSTID')
     now = now or server_time()
     -- a delivery whose job was rescheduled while it runs: its job's next run keeps waiting
     -- for it, and it is reported as no longer current (its result is ignored)

@@ -24,6 +24,7 @@ from .base.errors import (
     StreamdelayError,
     ValidationError,
 )
+from .base.events import JobEvent
 from .base.models import (
     Backoff,
     ClaimResult,
@@ -73,6 +74,7 @@ __all__ = [
     "EnqueueResult",
     "GroupNotFound",
     "Job",
+    "JobEvent",
     "JobInfo",
     "JobNotFound",
     "JobPage",

@@ -24,6 +24,7 @@ from ..redis_io.config import DEFAULT_URL, QueueConfig, resolve_url
 from . import inspect as inspect_commands
 from . import schedules as schedule_commands
 from . import searching as search_commands
+from .events import events
 from .exporter import exporter
 from .limits import limit
 from .options import (
@@ -449,6 +450,7 @@ cli.add_command(schedule_commands.schedule)  # cli/schedules.py
 cli.add_command(limit)  # cli/limits.py
 cli.add_command(result_command)  # cli/results.py
 cli.add_command(serve)  # cli/serve.py
+cli.add_command(events)  # cli/events.py
 for _command in (search_commands.jobs, inspect_commands.pause, inspect_commands.resume,
                  inspect_commands.migrate):
     cli.add_command(_command)

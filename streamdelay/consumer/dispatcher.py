@@ -125,7 +125,8 @@ class Dispatcher:
         May be called again after it returned, in the same or another event loop.
         """
         cfg = self.config
-        await agree_partitions_async(self.client, cfg.url, cfg.name, cfg.partitions, None)
+        await agree_partitions_async(self.client, cfg.url, cfg.name, cfg.partitions, None,
+                                     events=cfg.events_bound)  # docs/events.md#the-switch
         promoters, wakers = [], []
         for keys in partition_keys(cfg.name, cfg.partitions):
             wake = asyncio.Event()

@@ -287,7 +287,8 @@ class Worker:
     async def register(self) -> None:
         """Bind this worker's topics to its group and create the groups (idempotent)."""
         cfg = self.config
-        await agree_partitions_async(self.client, cfg.url, cfg.name, cfg.partitions, None)
+        await agree_partitions_async(self.client, cfg.url, cfg.name, cfg.partitions, None,
+                                     events=cfg.events_bound)  # docs/events.md#the-switch
         await upkeep.join_fleet(self)  # before the first read: migrate sees a live reader
         self.observer = await observe(cfg.name, self.group, self.client)  # clock, tracing
         await self.run_plan(register_plan(cfg.name, cfg.partitions, self.group, self.handlers),

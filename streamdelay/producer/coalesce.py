@@ -126,7 +126,7 @@ class EnqueueCoalescer:
         try:
             client = self._client()
             await agree_partitions_async(client, cfg.url, cfg.name, cfg.partitions,
-                                         cfg.retry_for)
+                                         cfg.retry_for, events=cfg.events_bound)
             if len(waiters) == 1:  # a caller alone: the one-job script (docs/keys.md)
                 outcomes[0] = await drive_async(client, enqueuing.prepared_one_plan(
                     cfg, waiters[0][0]), cfg.retry_for, _WHAT, cfg.durability)

@@ -208,7 +208,8 @@ class SyncPull(_PullFace):
         args, state = self._args(topic, group, consumer, wait, count)
         cfg = self.config
         client = self._reading_client()
-        agree_partitions_sync(client, cfg.url, cfg.name, cfg.partitions, cfg.retry_for)
+        agree_partitions_sync(client, cfg.url, cfg.name, cfg.partitions, cfg.retry_for,
+                              events=cfg.events_bound)
         deadline = time.monotonic() + args.wait
         while True:
             found: Round = drive_sync(client, round_plan(
@@ -273,7 +274,8 @@ class AsyncPull(_PullFace):
         args, state = self._args(topic, group, consumer, wait, count)
         cfg = self.config
         client = self._reading_client()
-        await agree_partitions_async(client, cfg.url, cfg.name, cfg.partitions, cfg.retry_for)
+        await agree_partitions_async(client, cfg.url, cfg.name, cfg.partitions, cfg.retry_for,
+                                     events=cfg.events_bound)
         deadline = time.monotonic() + args.wait
         while True:
             found: Round = await drive_async(client, round_plan(

@@ -43,6 +43,7 @@ from .enqueuing import (
     prepare_values,
     prepared_one_plan,
 )
+from .events import AsyncEventMethods, EventMethods
 from .listing import JobPage, jobs_plan
 from .pausing import set_paused_plan
 from .pull import AsyncPull, SyncPull
@@ -91,7 +92,7 @@ class _QueueFace:
         return view
 
 
-class Queue(_QueueFace, SyncPull, SyncResults, ScheduleMethods, SearchMethods):
+class Queue(_QueueFace, SyncPull, SyncResults, ScheduleMethods, SearchMethods, EventMethods):
     """A queue on Redis, blocking API. ``Queue("orders", url="redis://localhost:6379/0")``.
 
     Options (``ttr``, ``max_attempts``, ``backoff``, ``handler_timeout``, ``keep_done``,
@@ -134,7 +135,7 @@ class Queue(_QueueFace, SyncPull, SyncResults, ScheduleMethods, SearchMethods):
         if not checked:
             plan = plans.validated(plan)  # bad input is refused before Redis is touched
         agree_partitions_sync(self.client, cfg.url, cfg.name, cfg.partitions, cfg.retry_for,
-                              create)
+                              create, cfg.events_bound)
         return drive_sync(self.client, plan, cfg.retry_for, cfg.durability,
                           self._lane if checked else None)
 
@@ -272,7 +273,8 @@ class Queue(_QueueFace, SyncPull, SyncResults, ScheduleMethods, SearchMethods):
         self.close()
 
 
-class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncScheduleMethods, AsyncSearchMethods):
+class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncScheduleMethods, AsyncSearchMethods,
+                 AsyncEventMethods):
     """The same queue with awaitable methods, for asyncio producers.
 
     Concurrent ``enqueue`` calls are coalesced: while one ``enqueueJobsV2`` call of a partition is
@@ -309,7 +311,7 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncScheduleMethods, Asyn
         cfg = self.config
         plan = plans.validated(plan)  # bad input is refused before Redis is touched
         await agree_partitions_async(self.client, cfg.url, cfg.name, cfg.partitions,
-                                     cfg.retry_for, create)
+                                     cfg.retry_for, create, cfg.events_bound)
         return await drive_async(self.client, plan, cfg.retry_for, durability=cfg.durability)
 
     async def _operate(self, plan: Plan[Any]) -> Any:

@@ -106,6 +106,12 @@ class PartitionKeys:
         queue; docs/dashboard.md#lateness)."""
         return self.prefix + "lateness"
 
+    @property
+    def events(self) -> str:
+        """Stream of lifecycle events of this partition's jobs, when the queue keeps them
+        (field ``events`` of ``meta``: its bound; docs/events.md)."""
+        return self.prefix + "events"
+
     def stream(self, topic: str) -> str:
         """Stream of one topic: ready and reserved jobs."""
         return self.prefix + "t:" + topic

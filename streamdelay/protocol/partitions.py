@@ -7,6 +7,7 @@ Queue protocol, not URL parsing: the count is stored in each partition's ``meta`
 from __future__ import annotations
 
 from ..base.errors import ConfigError, NoSuchQueue
+from .events import EVENTS_FIELD
 from .keys import partition_keys
 from .layouts import LAYOUT_FIELD, NEW_QUEUE_LAYOUT, layout_of
 from .plan import Command, Plan
@@ -15,7 +16,8 @@ from .replies import text
 PARTITIONS_FIELD = "partitions"
 
 
-def partition_check_plan(queue: str, partitions: int, create: bool = True) -> Plan[None]:
+def partition_check_plan(queue: str, partitions: int, create: bool = True,
+                         events: int | None = None) -> Plan[None]:
     """Check ``partitions`` against every partition's ``meta`` hash; record it when it is absent.
 
     The first process to touch a queue fixes its partition count (HSETNX); any process that uses
@@ -27,12 +29,18 @@ def partition_check_plan(queue: str, partitions: int, create: bool = True) -> Pl
     (docs/operations.md). The same read gets each partition's record layout: one this release
     cannot read raises ``LayoutError``. The process that creates a partition sets its layout to
     ``NEW_QUEUE_LAYOUT`` (1, what every release reads): a layout change is ``migrate_plan``'s
-    checked step only (docs/keys.md#layouts).
+    checked step only (docs/keys.md#layouts). ``events`` (not None): the lifecycle events
+    switch each partition's ``meta`` gets (its bound, 0 = off; docs/events.md#the-switch),
+    written only where it differs.
     """
     found = False
     for keys in partition_keys(queue, partitions):
-        stored, layout = yield Command(("HMGET", keys.meta, PARTITIONS_FIELD, LAYOUT_FIELD))
+        wanted = (PARTITIONS_FIELD, LAYOUT_FIELD) + ((EVENTS_FIELD,) if events is not None else ())
+        stored, layout, *bound = yield Command(("HMGET", keys.meta, *wanted))
         layout_of(layout, keys.meta)
+        if bound and (stored is not None or create) and (
+                text(bound[0]) if bound[0] is not None else "0") != str(events):
+            yield Command(("HSET", keys.meta, EVENTS_FIELD, events))
         if stored is None:
             if not create:  # a foreign producer (docs/keys.md) writes no meta: look for jobs
                 found = found or bool((yield Command(("EXISTS", keys.jobs, keys.counts))))

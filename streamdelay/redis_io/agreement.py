@@ -1,4 +1,5 @@
-"""Run the partition-count agreement (``protocol.partitions``) once per process, URL and queue."""
+"""Run the partition-count agreement (``protocol.partitions``) once per process, URL and queue
+(and lifecycle events setting: docs/events.md#the-switch)."""
 
 from __future__ import annotations
 
@@ -6,25 +7,26 @@ from ..protocol.partitions import partition_check_plan
 from .runner import drive_async, drive_sync
 from .topology import AsyncClient, SyncClient
 
-_agreed: set[tuple[str, str, int]] = set()  # (url, queue, partitions) checked in this process
+# (url, queue, partitions, events bound) checked in this process
+_agreed: set[tuple[str, str, int, int | None]] = set()
 
 
 def agree_partitions_sync(
     client: SyncClient, url: str, queue: str, partitions: int, give_up_after: float | None,
-    create: bool = True,
+    create: bool = True, events: int | None = None,
 ) -> None:
     """Run the partition check once per process for this URL and queue (blocking)."""
-    if (url, queue, partitions) not in _agreed:
-        drive_sync(client, partition_check_plan(queue, partitions, create), give_up_after)
-        _agreed.add((url, queue, partitions))
+    if (url, queue, partitions, events) not in _agreed:
+        drive_sync(client, partition_check_plan(queue, partitions, create, events), give_up_after)
+        _agreed.add((url, queue, partitions, events))
 
 
 async def agree_partitions_async(
     client: AsyncClient, url: str, queue: str, partitions: int, give_up_after: float | None,
-    create: bool = True,
+    create: bool = True, events: int | None = None,
 ) -> None:
     """Run the partition check once per process for this URL and queue (asyncio)."""
-    if (url, queue, partitions) not in _agreed:
-        await drive_async(client, partition_check_plan(queue, partitions, create),
+    if (url, queue, partitions, events) not in _agreed:
+        await drive_async(client, partition_check_plan(queue, partitions, create, events),
                           give_up_after)
-        _agreed.add((url, queue, partitions))
+        _agreed.add((url, queue, partitions, events))

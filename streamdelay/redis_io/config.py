@@ -15,6 +15,7 @@ from ..base.masking import mask_url as mask_url  # the one masking function, imp
 from ..base.models import Backoff, BackoffPolicy
 from ..protocol.codec import Serializer
 from ..protocol.durability import Durability
+from ..protocol.events import DEFAULT_EVENTS_MAXLEN, MAX_EVENTS_MAXLEN, events_bound
 from ..protocol.spec import check_spec
 from . import topology
 
@@ -51,6 +52,10 @@ class QueueConfig:
     # one ``reserve`` waits on (every waiting reserve holds a connection); docs/operations.md
     max_connections: int = topology.DEFAULT_MAX_CONNECTIONS
     reserve_connections: int = topology.DEFAULT_MAX_CONNECTIONS
+    # lifecycle events (docs/events.md#the-switch): True turns the queue's events stream on
+    # (kept to about events_maxlen entries per partition), False off, None leaves it as it is
+    events: bool | None = None
+    events_maxlen: int = DEFAULT_EVENTS_MAXLEN
 
     def __repr__(self) -> str:
         """The settings with the URL's password masked (configs end up in logs)."""
@@ -76,8 +81,16 @@ class QueueConfig:
                 field="replica_timeout")
         validation.positive_int(self.max_connections, "max_connections", MAX_POOL)
         validation.positive_int(self.reserve_connections, "reserve_connections", MAX_POOL)
+        if self.events is not None and not isinstance(self.events, bool):
+            raise ValidationError("events: must be True, False or None", field="events")
+        validation.positive_int(self.events_maxlen, "events_maxlen", MAX_EVENTS_MAXLEN)
         if not isinstance(self.local_fsync, bool):
             raise ValidationError("local_fsync: must be a bool", field="local_fsync")
+
+    @property
+    def events_bound(self) -> int | None:
+        """The events switch the partition check writes (docs/events.md#the-switch)."""
+        return events_bound(self.events, self.events_maxlen)
 
     @cached_property
     def durability(self) -> Durability | None:

@@ -33,3 +33,13 @@ def map_path_parameters(context: Any, path_parameters: Any) -> Any:
     if queue and isinstance(path_parameters, dict) and "queue" in path_parameters:
         path_parameters["queue"] = queue
     return path_parameters
+
+
+@schemathesis.hook
+def map_query(context: Any, query: Any) -> Any:
+    """The events route answers at once (``follow=false``): a follow never ends by itself."""
+    operation = getattr(context, "operation", None)
+    path = getattr(operation, "path", "") or ""
+    if path.endswith("/events") and isinstance(query, dict):
+        query["follow"] = False
+    return query

@@ -14,12 +14,14 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
 
 import streamdelay as sd
 from streamdelay.protocol.durability import fence
+from streamdelay.protocol.events import latest_events_plan
 from streamdelay.protocol.keys import PartitionKeys
 from streamdelay.protocol.scripts import ScriptCall, script
 from tests.support.redis_server import RedisServer, free_port, wait_until
@@ -60,7 +62,7 @@ def test_documented_acl_user_runs_everything_and_touches_nothing_else(
     admin.execute_command(*documented_acl_line("shop", "s3cret-pw"))
     admin.acl_log_reset()
     url = f"redis://sd-shop:s3cret-pw@127.0.0.1:{acl_server.port}/0"
-    queue = sd.Queue("shop", url=url, retry_for=1.0, keep_result=60)
+    queue = sd.Queue("shop", url=url, retry_for=1.0, keep_result=60, events=True)
     queue.enqueue("t", {"ok": 1}, id="fine")
     queue.enqueue("t", {"fail": 1}, id="poison", max_attempts=2, backoff=[0.01])
     queue.enqueue_many([sd.JobSpec("t", i, id=f"m{i}", delay=0.05) for i in range(3)])
@@ -131,7 +133,13 @@ def test_documented_acl_user_runs_everything_and_touches_nothing_else(
     lim.ack()
     assert queue.reserve("lim", wait=0.3) == []  # drained: XREAD wait
     queue.enqueue("t", 1, id="for-cli", delay=300)
-    readers = [["schedule", "list", "shop"],["stats", "shop", "--json"], ["get", "shop", "for-cli"],
+    # lifecycle events: written by the scripts above, read with XREAD and (the dashboard's
+    # panel) XREVRANGE
+    kinds = {e.kind for e in queue.events(follow=False)}
+    assert {"enqueued", "promoted", "started", "succeeded", "retried", "dead"} <= kinds, kinds
+    assert run_plan_sync(queue, latest_events_plan("shop", 1, 5))[1]
+    readers = [["events", "shop", "--json"],
+               ["schedule", "list", "shop"],["stats", "shop", "--json"], ["get", "shop", "for-cli"],
                ["enqueue", "shop", "t", "{}", "--delay", "5m"], ["dead", "list", "shop"],
                ["claim", "shop", "--group", "workers"], ["pause", "shop", "t"],
                ["limit", "shop", "lim"],
@@ -339,3 +347,10 @@ def test_every_command_the_scripts_call_is_in_the_documented_acl_line() -> None:
                                  loaded.source):
             command, sub = match.group(1).lower(), (match.group(2) or "").lower()
             assert command in granted or f"{command}|{sub}" in granted, (name, command, sub)
+
+
+def run_plan_sync(queue: sd.Queue, plan: Any) -> Any:
+    """Drive one plan on the queue's client (as the dashboard does on its async one)."""
+    from streamdelay.redis_io.runner import drive_sync
+
+    return drive_sync(queue.client, plan, 1.0)

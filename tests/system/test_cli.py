@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 APP = "tests.support.apps.cli_worker_app"
 COMMANDS = [[], ["worker"], ["dispatch"], ["enqueue"], ["get"], ["cancel"], ["reschedule"],
             ["stats"], ["claim"], ["dead"], ["dead", "list"], ["dead", "replay"],
-            ["dead", "purge"], ["demo"]]
+            ["dead", "purge"], ["demo"], ["events"]]
 
 
 def cli_env(url: str | None, **extra: str) -> dict[str, str]:

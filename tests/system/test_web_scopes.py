@@ -52,6 +52,8 @@ def scoped_routes(queue: str) -> list[tuple[str, str, str]]:
             path = re.sub(r"\{(\w+)(?::\w+)?\}",
                           lambda m: queue if m.group(1) == "queue" else PARAMS[m.group(1)],
                           public_path(route.path))
+            if path.endswith("/events"):  # an SSE follow never ends: the answer that does
+                path += "?follow=false"
             found.extend((method, path, scope) for method in sorted(handler.http_methods))
     return found
 

@@ -29,6 +29,7 @@ from ..auth import principal_of
 from ..tokens import Principal
 from . import views
 from .actions import ACTIONS
+from .live_events import events_context
 from .render import render
 
 PAGE_SIZE = 50  # rows of a job list page
@@ -177,20 +178,32 @@ async def queue_page(request: Req, queue: str) -> Response[str]:
     """One queue: its topic table with lateness charts (live) and the job lists."""
     principal(request)
     q = served(request, queue)
-    found, listed = await asyncio.gather(read_topics(q), q.schedules(),
-                                         return_exceptions=True)
+    found, listed, events = await asyncio.gather(read_topics(q), q.schedules(),
+                                                 events_context(q), return_exceptions=True)
     if isinstance(found, StreamdelayError):
         return problem(request, f"Queue {queue}", str(found), status_of(found), queue)
     if isinstance(found, BaseException):
         raise found
     if isinstance(listed, BaseException) and not isinstance(listed, StreamdelayError):
         raise listed
+    if isinstance(events, BaseException):
+        if not isinstance(events, StreamdelayError):
+            raise events
+        events = {"events_on": True, "events": []}  # the panel's refresh tries again
     schedules = (None if isinstance(listed, BaseException)
                  else views.schedule_rows(listed, found.stats.now))
     return html(render("queue.html", **{**base_context(request, queue),
                                         **topics_context(queue, found, detail=True)},
-                       schedules=schedules,
+                       schedules=schedules, **events,
                        schedules_error=str(listed) if isinstance(listed, BaseException) else ""))
+
+
+@get("/q/{queue:str}/fragment/events", include_in_schema=False)
+async def events_fragment(request: Req, queue: str) -> Response[str]:
+    """The queue page's live events panel alone, for the live refresh."""
+    principal(request)
+    return html(render("_events.html", queue=queue,
+                       **await events_context(served(request, queue))))
 
 
 @get("/q/{queue:str}/fragment/topics", include_in_schema=False)

@@ -1,0 +1,71 @@
+"""``GET /v1/queues/{queue}/events``: the queue's lifecycle events as Server-Sent Events
+(docs/http.md#events). Each event's SSE ``id`` is its cursor, so a client that reconnects with
+``Last-Event-ID`` resumes right after the last event it got; ``event`` is the kind and ``data``
+the event as JSON. It drives ``AsyncQueue.events``, the reader every other face uses."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+import msgspec
+from litestar import Request, get
+from litestar.openapi import ResponseSpec
+from litestar.params import Parameter
+from litestar.response import ServerSentEvent, ServerSentEventMessage
+
+from ...base.events import JobEvent
+from ..auth import needs
+from .common import PREFIX, READ_ERRORS, TopicParam, errors, served
+
+RETRY_MS = 1000  # what an EventSource waits before it reconnects (its ``retry`` field)
+SinceParam = Annotated[str | None, Parameter(
+    pattern=r"^[0-9,\-]{1,4096}$", description=(
+        "Events at or after this epoch ms, or after this cursor (an event's SSE id). The "
+        "Last-Event-ID header, when sent, takes its place. Absent: every event kept."))]
+FollowParam = Annotated[bool, Parameter(description=(
+    "Keep the answer open and send new events as they come (false: end after the newest "
+    "kept)."))]
+
+
+class EventData(msgspec.Struct):
+    """The ``data`` of one SSE event: a lifecycle event (``sd.JobEvent``)."""
+
+    kind: str
+    id: str
+    topic: str
+    attempt: int
+    at: int
+    detail: str
+    cursor: str
+
+
+def _message(event: JobEvent) -> ServerSentEventMessage:
+    data = EventData(event.kind, event.id, event.topic, event.attempt, event.at, event.detail,
+                     event.cursor)
+    return ServerSentEventMessage(data=msgspec.json.encode(data).decode(), event=event.kind,
+                                  id=event.cursor)
+
+
+async def _stream(events: AsyncIterator[JobEvent]) -> AsyncIterator[ServerSentEventMessage]:
+    yield ServerSentEventMessage(data=None, retry=RETRY_MS, comment="streamdelay events")
+    async for event in events:
+        yield _message(event)
+
+
+@get(f"{PREFIX}/events", opt=needs("read"), tags=["operators"], operation_id="events",
+     summary="Follow the lifecycle events (Server-Sent Events)",
+     responses={200: ResponseSpec(EventData, media_type="text/event-stream",
+                                  generate_examples=False, description=(
+                                      "A text/event-stream: one event per lifecycle event, "
+                                      "its id the cursor, its data this object.")),
+                **errors(*READ_ERRORS)})
+async def events(request: Request[Any, Any, Any], queue: str, topic: TopicParam | None = None,
+                 since: SinceParam = None, follow: FollowParam = True) -> ServerSentEvent:
+    """The queue's events, oldest kept first, then (``follow``) new ones as they come; resume
+    with ``Last-Event-ID``. Empty unless the queue keeps events (docs/events.md)."""
+    resume = request.headers.get("last-event-id") or since
+    return ServerSentEvent(_stream(served(request, queue).events(topic, resume, follow=follow)))
+
+
+ROUTES = [events]
