@@ -27,13 +27,18 @@ _WHY = {
     403: "The token lacks the scope this route needs.",
     404: "The queue is not served here, or the job (group, queue) does not exist.",
     405: "The path exists but not with this method.",
+    408: "The request's headers or body did not arrive in time; the connection is closed.",
     409: "The receipt's delivery was reclaimed, cancelled, replaced or already settled.",
     413: "The request body is larger than the service accepts.",
     422: "A value the library refuses (the field is named).",
+    431: "The request line and headers are larger than the service accepts; the connection "
+         "is closed.",
     500: "A fault of the service itself (logged there with its traceback, never sent).",
     503: "Redis is unreachable or refused the operation; retrying is safe.",
 }
-ALWAYS = (405, 500)  # any operation may answer these
+# any operation may answer these: 408 and 431 come from the HTTP layer before the route
+# (docs/security.md#limits-of-serve)
+ALWAYS = (405, 408, 431, 500)
 READ_ERRORS = (400, 401, 403, 404, 422, 503)
 WRITE_ERRORS = (400, 401, 403, 404, 413, 422, 503)
 

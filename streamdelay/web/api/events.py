@@ -55,15 +55,17 @@ async def _stream(events: AsyncIterator[JobEvent]) -> AsyncIterator[ServerSentEv
 
 @get(f"{PREFIX}/events", opt=needs("read"), tags=["operators"], operation_id="events",
      summary="Follow the lifecycle events (Server-Sent Events)",
-     responses={200: ResponseSpec(EventData, media_type="text/event-stream",
+     responses={200: ResponseSpec(str, media_type="text/event-stream",
                                   generate_examples=False, description=(
-                                      "A text/event-stream: one event per lifecycle event, "
-                                      "its id the cursor, its data this object.")),
+                                      "A `text/event-stream`: one event per lifecycle event, "
+                                      "its `id` the cursor, its `event` the kind, its `data` "
+                                      "a JSON object with `kind`, `id`, `topic`, `attempt`, "
+                                      "`at` (epoch ms), `detail` and `cursor`.")),
                 **errors(*READ_ERRORS)})
 async def events(request: Request[Any, Any, Any], queue: str, topic: TopicParam | None = None,
                  since: SinceParam = None, follow: FollowParam = True) -> ServerSentEvent:
-    """The queue's events, oldest kept first, then (``follow``) new ones as they come; resume
-    with ``Last-Event-ID``. Empty unless the queue keeps events (docs/events.md)."""
+    """The queue's events, oldest kept first, then (`follow`) new ones as they come; resume
+    with `Last-Event-ID`. Empty unless the queue keeps events."""
     resume = request.headers.get("last-event-id") or since
     return ServerSentEvent(_stream(served(request, queue).events(topic, resume, follow=follow)))
 

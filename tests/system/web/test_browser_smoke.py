@@ -32,6 +32,8 @@ def site(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     shutil.copytree(STATIC, tmp_path / "static")
     (tmp_path / "q" / "q" / "fragment").mkdir(parents=True)
     (tmp_path / "q" / "q" / "fragment" / "topics").write_text(_topics(3))
+    (tmp_path / "q" / "q" / "fragment" / "events").write_text(  # the queue page's events panel
+        environment().get_template("_events.html").render(queue="q"))
     rows = views.topic_rows(QueueStats("q", 0, {"mail": TopicStats("mail", 3, 0, 0, 0, 0,
                                                                     "workers")}), None)
     (tmp_path / "index.html").write_text(render("queue.html", queues=["q"], queue="q",
