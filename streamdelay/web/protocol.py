@@ -93,9 +93,13 @@ class ReadDeadlines(_Protocol):  # type: ignore[misc]
             return
         if self._reading == "headers":
             self._header_bytes += len(data)
+        before = self.cycle
         super().data_received(data)
         self._follow()
-        if self._reading == "headers" and self._header_bytes > MAX_HEADER_BYTES:
+        # the cap is for a header block that does not end: once a request's headers were
+        # parsed in this chunk, the bytes counted include its body (or the next request's)
+        started = self.cycle is not before
+        if not started and self._reading == "headers" and self._header_bytes > MAX_HEADER_BYTES:
             self._close_with(raw_answer(
                 431, "headers_too_large", f"the request line and headers passed "
                 f"{MAX_HEADER_BYTES} bytes"))
@@ -132,6 +136,7 @@ class ReadDeadlines(_Protocol):  # type: ignore[misc]
             return
         if cycle is not self._seen:  # a new request's headers are in
             self._seen = cycle
+            self._header_bytes = 0
             self._disarm()
             if cycle.more_body:
                 self._arm("body")
