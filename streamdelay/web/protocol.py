@@ -77,7 +77,8 @@ class ReadDeadlines(_Protocol):  # type: ignore[misc]
         self._reading = ""  # what the deadline waits for: "headers", "body" or ""
         self._seen: Any = None  # the request cycle whose headers were read last
         self._refused = False
-        self._header_bytes = 0  # bytes received while waiting for the current headers
+        self._header_bytes = 0  # bytes received since the last header block ended
+        self._in_body = False  # the parser is inside a request's body (headers complete)
 
     def connection_made(self, transport: Any) -> None:
         """Refuse the connection beyond the cap, else start the header deadline."""
@@ -91,18 +92,28 @@ class ReadDeadlines(_Protocol):  # type: ignore[misc]
         """Parse as uvicorn does, then move the deadline on."""
         if self._refused:
             return
-        if self._reading == "headers":
+        # the cap is for a header block that does not end. A chunk that starts inside a body is
+        # that body's (a request answered early, before its body came, still sends it); a
+        # chunk that starts outside one counts until a header block ends in it
+        if not self._in_body:
             self._header_bytes += len(data)
-        before = self.cycle
         super().data_received(data)
         self._follow()
-        # the cap is for a header block that does not end: once a request's headers were
-        # parsed in this chunk, the bytes counted include its body (or the next request's)
-        started = self.cycle is not before
-        if not started and self._reading == "headers" and self._header_bytes > MAX_HEADER_BYTES:
+        if not self._in_body and self._header_bytes > MAX_HEADER_BYTES:
             self._close_with(raw_answer(
                 431, "headers_too_large", f"the request line and headers passed "
                 f"{MAX_HEADER_BYTES} bytes"))
+
+    def on_headers_complete(self) -> None:
+        """The parser ended a header block: its bytes stop counting; a body may follow."""
+        self._header_bytes = 0
+        self._in_body = True
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        """The parser ended a request (its body included)."""
+        self._in_body = False
+        super().on_message_complete()
 
     def on_response_complete(self) -> None:
         """After an answer, the next request's headers have ``header_timeout``."""
@@ -136,7 +147,6 @@ class ReadDeadlines(_Protocol):  # type: ignore[misc]
             return
         if cycle is not self._seen:  # a new request's headers are in
             self._seen = cycle
-            self._header_bytes = 0
             self._disarm()
             if cycle.more_body:
                 self._arm("body")
@@ -150,7 +160,6 @@ class ReadDeadlines(_Protocol):  # type: ignore[misc]
     def _arm(self, reading: str) -> None:
         self._disarm()
         self._reading = reading
-        self._header_bytes = 0
         self._deadline = self.loop.call_later(self._limit(reading), self._expired)
 
     def _disarm(self) -> None:

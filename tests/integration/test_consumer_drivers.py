@@ -103,15 +103,15 @@ def run_worker(q: sd.Queue, decide: Decide, until: Callable[[sd.Queue], bool],
 
 def settle_sync(r: sd.Reservation, decide: Decide, seen: Seen) -> None:
     seen.start(r.id, r.attempt)
-    try:
-        time.sleep(0.01)
-        action, delay = decide(r.id, r.attempt, r.body)
-        if action == "ack":
-            r.ack()
-        else:
-            r.fail("RuntimeError: boom", retry_delay=delay)
+    try:  # the work ends before its settle, as a worker's handler returns before its ack:
+        time.sleep(0.01)  # the settle frees the lease, and another consumer may start a job
+        action, delay = decide(r.id, r.attempt, r.body)  # before this one's reply came back
     finally:
         seen.end()
+    if action == "ack":
+        r.ack()
+    else:
+        r.fail("RuntimeError: boom", retry_delay=delay)
 
 
 def run_sync_reserve(q: sd.Queue, decide: Decide, until: Callable[[sd.Queue], bool],
@@ -158,15 +158,15 @@ def run_async_reserve(q: sd.Queue, decide: Decide, until: Callable[[sd.Queue], b
         while not stop.is_set():
             for r in await aq.reserve(TOPIC, group=GROUP, consumer=name, wait=0.3, count=3):
                 seen.start(r.id, r.attempt)
-                try:
+                try:  # the work ends before its settle (settle_sync)
                     await asyncio.sleep(0.01)
                     action, delay = decide(r.id, r.attempt, r.body)
-                    if action == "ack":
-                        await r.ack()
-                    else:
-                        await r.fail("RuntimeError: boom", retry_delay=delay)
                 finally:
                     seen.end()
+                if action == "ack":
+                    await r.ack()
+                else:
+                    await r.fail("RuntimeError: boom", retry_delay=delay)
 
     async def main() -> None:
         async with sd.AsyncQueue(q.name, url=q.config.url, max_attempts=3, backoff=[0.05],
