@@ -48,6 +48,7 @@ for b = 3, #ARGV, 3 do
   end
   local eids = by_topic[topic]
   eids[#eids + 1] = ARGV[b + 2]
+  if string.byte(ARGV[b + 1], 1) == 123 then eids[ARGV[b + 2]] = ARGV[b + 1] end -- keyed: release_lease
   ids[#ids + 1] = ARGV[b + 1]
 end
 local raws = {}
@@ -70,7 +71,7 @@ for _, topic in ipairs(topics) do
     redis.call('XACK', sk, group, unpack(eids, s, e))
     redis.call('XDEL', sk, unpack(eids, s, e))
   end
-  for _, eid in ipairs(eids) do release_lease(topic, eid) end
+  for _, eid in ipairs(eids) do release_lease(topic, eid, eids[eid]) end
 end
 if #ids > 0 then
   local gone, kept, stones, done = {}, {}, {}, {}

@@ -10,6 +10,7 @@
 -- Events (docs/events.md): 'cancelled' (detail: the state it left: delayed, ready or running,
 --  dead), when the queue keeps events.
 -- @include keys
+-- @include staging
 -- @include detach
 -- @include parse_record
 -- @include emit_event
@@ -27,7 +28,7 @@ end
 if r.state == 'c' then return 0 end
 if r.state == 's' then refuse_wrong_type(stream_key(r.topic), 'stream') end
 if r.state == 'x' then refuse_wrong_type(dead_key(r.topic), 'stream') end
-emit_event('cancelled', id, r.topic, r.attempts, ({d = 'delayed', s = 'ready or running', x = 'dead'})[r.state])
+emit_event('cancelled', id, r.topic, r.attempts, ({d = 'delayed', s = 'ready or running', x = 'dead', r = 'ready'})[r.state])
 detach(r, id)
 redis.call('HDEL', K_JOBS, id)
 return 1

@@ -13,6 +13,7 @@
 -- Events (docs/events.md): 'cancelled' (detail: the state it left: delayed, ready or running,
 --  dead), when the queue keeps events.
 -- @include keys
+-- @include staging
 -- @include detach
 -- @include parse_record
 -- @include server_time
@@ -36,7 +37,7 @@ if r.state == 's' then refuse_wrong_type(stream_key(r.topic), 'stream') end
 if r.state == 'x' then refuse_wrong_type(dead_key(r.topic), 'stream') end
 local keep = tonumber(ARGV[2]) or 0
 if full_record(r) then keep = blob_keep(r.blob) or keep end -- before detach drops the entry
-emit_event('cancelled', id, r.topic, r.attempts, ({d = 'delayed', s = 'ready or running', x = 'dead'})[r.state])
+emit_event('cancelled', id, r.topic, r.attempts, ({d = 'delayed', s = 'ready or running', x = 'dead', r = 'ready'})[r.state])
 detach(r, id)
 redis.call('HDEL', K_JOBS, id)
 keep_result(id, 'c', server_time(), keep, '')

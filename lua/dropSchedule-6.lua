@@ -7,6 +7,7 @@
 -- Flags: allow-oom, as it frees memory.
 -- @include server_time
 -- @include keys
+-- @include staging
 -- @include detach
 -- @include parse_record
 -- @include parse_schedule

@@ -42,7 +42,7 @@ local whole = current and full_record(r) -- read before the entry is deleted
 if current then emit_started(id, r, group, eid, now) end
 redis.call('XACK', sk, group, eid)
 redis.call('XDEL', sk, eid)
-release_lease(topic, eid)
+release_lease(topic, eid, id)
 if not current then
   release_hold(id, eid) -- a job rescheduled or replaced while this delivery ran: now free
   return {0}

@@ -5,7 +5,7 @@
 -- Flags: no-writes (runs while Redis is full, and on a replica).
 -- Returns false (nil) when there is no such job (or only an expired tombstone), else
 -- {record, substate, owner, idle_ms, deliveries, error, now_ms}: substate is 'ready' or
--- 'reserved' for a job in its stream, else ''; owner/idle/deliveries describe a reservation;
+-- 'reserved' for a job in its stream, 'ready' for one in a staged topic's lane (state r), else ''; owner/idle/deliveries describe a reservation;
 -- error is the last error of a dead job.
 -- Layout 2: the record of a job in its stream is given whole (its blob read from the stream
 -- entry, full_record); when that entry is gone it is given as stored, header only (empty blob).
@@ -35,6 +35,8 @@ if r.state == 's' then
     local ok, row = pcall(redis.call, 'XPENDING', stream_key(r.topic), group, r.entry, r.entry, 1)
     if ok and row[1] then sub, owner, idle, deliveries = 'reserved', row[1][2], row[1][3], row[1][4] end
   end
+elseif r.state == 'r' then -- due, in its staged topic's lane (docs/priorities.md)
+  sub = 'ready'
 elseif r.state == 'x' then
   local e = redis.call('XRANGE', dead_key(r.topic), r.entry, r.entry)
   if e[1] then

@@ -12,6 +12,7 @@
 -- Errors: 'SDERR WRONG_TYPE <key> <type>' (nothing written).
 -- @include server_time
 -- @include keys
+-- @include staging
 -- @include detach
 -- @include parse_record
 -- @include parse_schedule

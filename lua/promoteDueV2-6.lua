@@ -19,6 +19,10 @@
 -- the call whole under maxmemory (docs/operations.md).
 -- Also forgets up to 500 expired keep_done tombstones (the periodic sweep, see next_due).
 -- Stream entry fields: 'id' job id, 'rec' the job record as it was when delayed.
+-- Staged topics (PREFIX..'staged', docs/priorities.md): a due job of a staged topic is not
+-- XADDed: its record becomes 'r' (ready, entry empty, whole) and it joins its key's lane
+-- (includes/staging.lua), ranked by due time and priority; one element is pushed on the topic's
+-- stagewake list per call. A queue without staged topics pays one EXISTS per call.
 -- Layout (docs/keys.md#layouts): field 'layout' of PREFIX..'meta' (read once per call). Absent or
 -- '1': the jobs hash gets the full record in state s (what a version 1 process reads). '2': it
 -- gets the header only (the record up to its 8th '|', empty blob), so the body is kept once,
@@ -36,6 +40,7 @@
 -- @include build_record
 -- @include parse_record
 -- @include emit_event
+-- @include staging
 
 local MAX_BATCH_BYTES = 1048576
 local RETRY_LATER_MS = 60000
@@ -68,6 +73,7 @@ if n > 0 then
   local streams = {}
   local bytes = 0
   local failed = nil
+  local staged = {} -- {id, topic, due}: jobs of staged topics, staged after the batch is written
   local match, rpcall, type = string.match, redis.pcall, type -- looked up once, not per job
   for i = 1, n do
     local id, raw = ids[i], raws[i]
@@ -81,7 +87,17 @@ if n > 0 then
       mid, tail, topic, blob_at = match(raw,
         '^d(|%d+|%d+|%d+|%d+|%d+|)[%d%-]*(|([^|]+)|)()')
     end
-    if mid then
+    if mid and staged_topic(topic) then
+      writes[nw + 1] = id
+      writes[nw + 2] = 'r' .. mid .. tail .. string.sub(raw, blob_at)
+      nw = nw + 2
+      left = left + 1
+      per_topic[topic] = (per_topic[topic] or 0) + 1
+      moved = moved + 1
+      local attempts, due = match(mid, '^|(%d+)|(%d+)|')
+      staged[#staged + 1] = {id, topic, tonumber(due)}
+      emit_event('promoted', id, topic, tonumber(attempts), 'ready', now)
+    elseif mid then
       local sk = streams[topic]
       if not sk then sk = stream_key(topic); streams[topic] = sk end
       -- pcall: a foreign client may have put another type of value at the topic's key; that job
@@ -139,6 +155,11 @@ if n > 0 then
     return redis.error_reply('SDERR PROMOTE_FAILED ' .. failed)
   end
   if nw > 0 then write_many('HSET', K_JOBS, writes) end
+  local woken = {}
+  for _, job in ipairs(staged) do
+    stage(job[1], job[2], job[3])
+    if not woken[job[2]] then woken[job[2]] = true; wake_takers(job[2]) end
+  end
   -- the jobs looked at are the head of the delayed set, ranks 0..k-1 in the order read (nothing
   -- wrote to it since): one range removal walks the skiplist once instead of once per job, which
   -- keeps the cost per job flat as the backlog grows (docs/benchmarks.md)

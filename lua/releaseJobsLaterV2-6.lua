@@ -35,7 +35,7 @@ for b = 3, #ARGV, 3 do
   local current = r and r.state == 's' and r.entry == eid
   local whole = current and full_record(r) -- read before the entry is deleted
   redis.call('XACK', sk, group, eid)
-  release_lease(topic, eid)
+  release_lease(topic, eid, id)
   if current and not whole then
     redis.call('XDEL', sk, eid)
     r.entry = redis.call('XADD', dead_key(topic), '*', 'id', id, 'error', STREAM_ENTRY_LOST,

@@ -32,7 +32,7 @@ for b = 2, #ARGV, 3 do
     if requeue_entry(r, id, eid, group, false, 'released', now) then released = released + 1 end
   else
     redis.call('XACK', stream_key(topic), group, eid)
-    release_lease(topic, eid)
+    release_lease(topic, eid, id)
     -- a job held behind this delivery (includes/hold.lua): the run ended, the entry goes
     if r and r.state == 'd' and release_hold(id, eid) then redis.call('XDEL', stream_key(topic), eid) end
   end

@@ -66,14 +66,14 @@ for _, row in ipairs(rows) do
     if idle >= limit then
       redis.call('XACK', sk, group, eid)
       redis.call('XDEL', sk, eid)
-      release_lease(topic, eid)
+      release_lease(topic, eid, id)
       release_hold(id, eid)
       cleaned = cleaned + 1
     end
   elseif not (r and r.state == 's' and r.entry == eid) then
     redis.call('XACK', sk, group, eid)
     redis.call('XDEL', sk, eid)
-    release_lease(topic, eid)
+    release_lease(topic, eid, id)
     cleaned = cleaned + 1
   else
     local limit = min_idle

@@ -16,6 +16,7 @@
 -- @include server_time
 -- @include keys
 -- @include wake_if_head
+-- @include staging
 -- @include detach
 -- @include due_after
 -- @include resolve_due

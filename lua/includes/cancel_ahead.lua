@@ -4,6 +4,7 @@
 -- from the first tick not yet past). Empties s.ahead. Returns how many were cancelled and the
 -- earliest cancelled tick (nil when none).
 -- @include keys
+-- @include staging
 -- @include detach
 -- @include parse_record
 -- @include parse_schedule

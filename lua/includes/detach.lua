@@ -1,6 +1,8 @@
 -- detach(r, id): take job id out of wherever its record r says it is (delayed set, topic stream and
--- the group's pending list, dead-letter stream, tombstones). The jobs hash is left to the caller.
+-- the group's pending list, dead-letter stream, tombstones, a staged topic's lane: state 'r',
+-- includes/staging.lua). The jobs hash is left to the caller.
 -- @include keys
+-- @include staging
 local function detach(r, id)
   if r.state == 'd' then
     if redis.call('ZREM', K_DELAYED, id) == 1 then redis.call('HINCRBY', K_COUNTS, r.topic, -1) end
@@ -11,6 +13,8 @@ local function detach(r, id)
     redis.call('XDEL', sk, r.entry)
   elseif r.state == 'x' then
     redis.call('XDEL', dead_key(r.topic), r.entry)
+  elseif r.state == 'r' then
+    unstage(r, id)
   elseif r.state == 'c' then
     redis.call('ZREM', K_DONE, id)
   end

@@ -1,5 +1,7 @@
--- release_lease(topic, eid): free the limit lease of a delivery (a no-op when it has none) and
--- wake one waiting worker. Limits (docs/limits.md) keep per-topic keys next to the topic stream,
+-- release_lease(topic, eid, id): free the limit lease of a delivery (a no-op when it has none) and
+-- wake one waiting worker; for a job id with a fairness key ('{key}rest'), also its key lease
+-- (release_key_lease: includes/key_limits.lua, includes/staging.lua). A job without a key
+-- costs no command for it. Limits (docs/limits.md) keep per-topic keys next to the topic stream,
 -- sharing its hash tag:
 --   PREFIX..'limits'            hash topic -> 'count|per_ms|concurrency' (empty part: no limit)
 --   PREFIX..'bucket:'..topic    hash tokens, ts (ms): the token bucket of a rate limit
@@ -31,7 +33,23 @@ local function check_settle_keys(topic)
   refuse_wrong_type(dead_key(topic), 'stream')
   check_lease_keys(topic)
 end
-local function release_lease(topic, eid)
+-- release_key_lease(topic, eid, id): free the key lease of a delivery of a keyed job; its lane,
+-- when a key limit parked it, goes back to the turns, and one waiting taker is woken
+local function release_key_lease(topic, eid, id)
+  if not id or string.byte(id, 1) ~= 123 then return end -- '{'
+  local key = string.match(id, '^{([^}]+)}')
+  if not key or redis.pcall('ZREM', PREFIX .. 'kl:' .. topic .. '|' .. key, eid) ~= 1 then return end
+  if redis.pcall('ZREM', PREFIX .. 'parked:' .. topic, key) == 1
+     and redis.call('EXISTS', PREFIX .. 'rq:' .. topic .. '|' .. key) == 1 then
+    local lk = PREFIX .. 'lanes:' .. topic
+    local last = redis.call('ZRANGE', lk, -1, -1, 'WITHSCORES')
+    redis.pcall('ZADD', lk, last[2] and tonumber(last[2]) + 1 or 1, key)
+  end
+  local wk = PREFIX .. 'stagewake:' .. topic
+  if redis.pcall('LPUSH', wk, '1') then redis.pcall('LTRIM', wk, 0, 63) end
+end
+local function release_lease(topic, eid, id)
+  release_key_lease(topic, eid, id)
   if lease_topics[topic] == false then return end
   if redis.call('ZREM', leases_key(topic), eid) == 1 then
     local wk = limitwake_key(topic)

@@ -17,7 +17,7 @@ local function requeue_entry(r, id, old_entry, group, count_attempt, why, now)
   local whole = full_record(r) -- read before the entry is deleted
   redis.call('XACK', sk, group, old_entry)
   redis.call('XDEL', sk, old_entry)
-  release_lease(r.topic, old_entry)
+  release_lease(r.topic, old_entry, id)
   if count_attempt then r.attempts = r.attempts + 1 end
   if not whole then why = STREAM_ENTRY_LOST .. '; ' .. why end
   if r.attempts >= r.max or not whole then

@@ -107,6 +107,10 @@ class TopicStats:
     rate: str | None = None  # the topic's rate limit, e.g. "100/s" (docs/limits.md)
     concurrency: int | None = None  # the topic's concurrency limit across all workers
     leases: int = 0  # leases held now under the concurrency limit (jobs running)
+    staged: bool = False  # priorities or fairness keys: taken in turns (docs/priorities.md)
+    keys: tuple[tuple[str, int], ...] = ()  # the keys with the most ready jobs ("": no key)
+    key_rate: str | None = None  # the limit each fairness key is held to (docs/limits.md)
+    key_concurrency: int | None = None
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,11 @@ from collections.abc import Iterable
 
 from ..base.errors import GroupNotFound, StreamdelayError
 from ..engine.constants import REFRESH_S, START_PATIENCE
+from ..engine.staging import parse_staged, staged_command, staged_take_now_plan, staged_wait_plan
 from ..engine.taking import Entry, Views, limits_command, take_now_plan, wait_plan
 from ..limits.plans import parse_limits
 from ..protocol.keys import PartitionKeys
+from ..protocol.plan import Commands
 from ..redis_io.runner import RETRYABLE, call_with_retry, drive_once_async
 from ..redis_io.topology import async_client
 from . import pausing
@@ -30,18 +32,28 @@ from .upkeep_host import ReadingHost
 log = logging.getLogger("streamdelay.worker")
 
 
+def _look(queue: str) -> Commands:
+    """The limits and the staged topics (docs/priorities.md): one round trip."""
+    return Commands((limits_command(queue), staged_command(queue)))
+
+
 async def refresh(worker: ReadingHost) -> None:
-    """Read which topics have a limit into ``worker.views`` (one HGETALL)."""
-    _apply(worker, await worker.call(limits_command(worker.config.name), "limits"))
+    """Read which topics have a limit, and which are staged, into ``worker.views``."""
+    _apply(worker, await worker.call(_look(worker.config.name), "limits"))
 
 
-def _apply(worker: ReadingHost, reply: object) -> None:
-    found = Views(worker.views.paused, parse_limits(reply))
+def _apply(worker: ReadingHost, replies: list[object]) -> None:
+    found = Views(worker.views.paused, parse_limits(replies[0]))
     limited = found.limited
+    staged = parse_staged(replies[1]) & frozenset(worker.topics)
     if limited != worker.views.limited:
         log.info("limited topics: %s", ", ".join(
             f"{t} ({found.limits[t]})" for t in sorted(limited)) or "none")
         worker.views.limited = limited
+        worker.views.changed.set()
+    if staged != worker.views.staged:
+        log.info("staged topics (priorities, fairness keys): %s", ", ".join(sorted(staged)))
+        worker.views.staged = staged
         worker.views.changed.set()
 
 
@@ -49,7 +61,7 @@ async def load(worker: ReadingHost) -> None:
     """The first read, before the worker reads any job: retried for up to ``START_PATIENCE``
     seconds, so a limited topic is never read past its limit after a restart."""
     try:
-        _apply(worker, await call_with_retry(worker.client, limits_command(worker.config.name),
+        _apply(worker, await call_with_retry(worker.client, _look(worker.config.name),
                                              START_PATIENCE, "reading the limited topics"))
     except StreamdelayError as exc:
         log.warning("could not read the limited topics (%s); the watch retries every %gs",
@@ -70,12 +82,12 @@ def plain_read(worker: ReadingHost, entries: list[Entry]) -> Iterable[Entry]:
     """The entries of a plain read without those of topics that became limited while the read
     waited: those are handed straight back to their streams (not an attempt, as for a paused
     topic) for the take loop to take under the limit."""
-    limited = worker.views.limited
-    if not limited:
+    views = worker.views
+    if not views.limited and not views.staged:
         return entries
     kept = []
     for entry in entries:
-        if entry.topic not in limited:
+        if not views.taken(entry.topic):
             kept.append(entry)
         else:
             pausing.hand_back(worker, Delivery(entry.partition, entry.topic, entry.entry_id),
@@ -84,14 +96,17 @@ def plain_read(worker: ReadingHost, entries: list[Entry]) -> Iterable[Entry]:
 
 
 async def take_loop(worker: ReadingHost, keys: PartitionKeys, topic: str) -> None:
-    """Take entries of ``topic`` on ``keys``' partition through its limit, while it has one."""
+    """Take entries of ``topic`` on ``keys``' partition through its take, while it has one: a
+    staged topic through ``takeStaged`` (also holding a limited topic to its limit on a queue
+    of one partition), a limited one through ``takeLimited``."""
     blocking = async_client(worker.config.url, worker.block + worker.config.socket_timeout)
     failures = 0
     block_ms = int(worker.block * 1000)
+    one = len(worker.partitions) == 1
     try:
         while not worker.stopping:
             views = worker.views
-            if topic not in views.limited or topic in views.paused:
+            if not views.taken(topic) or topic in views.paused:
                 views.changed.clear()
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(views.changed.wait(), REFRESH_S)
@@ -100,16 +115,24 @@ async def take_loop(worker: ReadingHost, keys: PartitionKeys, topic: str) -> Non
             if wanted <= 0:
                 await worker.slot_freed()
                 continue
+            staged = topic in views.staged
             try:
-                entries, reason, wait_ms, last_id = await worker.run_plan(take_now_plan(
-                    keys, worker.group, worker.consumer, topic, wanted), "take")
+                if staged:
+                    entries, reason, wait_ms = await worker.run_plan(staged_take_now_plan(
+                        keys, worker.group, worker.consumer, topic, wanted,
+                        one and topic in views.limited), "take")
+                    last_id = ""
+                else:
+                    entries, reason, wait_ms, last_id = await worker.run_plan(take_now_plan(
+                        keys, worker.group, worker.consumer, topic, wanted), "take")
                 failures = 0
             except GroupNotFound:
                 await worker.register()
                 continue
             worker.start_entries(entries)
             try:  # never longer than the block time: a stop or a loosened limit is seen
-                rest_s = await drive_once_async(blocking, wait_plan(
+                rest_s = await drive_once_async(blocking, staged_wait_plan(
+                    [keys], topic, reason, wait_ms, block_ms) if staged else wait_plan(
                     keys, topic, reason, wait_ms, last_id, block_ms))
             except RETRYABLE as exc:
                 failures += 1

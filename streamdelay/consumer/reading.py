@@ -44,15 +44,15 @@ SUBSET_WAIT = 0.05  # seconds to wait for a slot per topic before reading only s
 
 def _start_found(worker: ReadingHost, deliveries: list[Delivery],
                  fields: list[Any]) -> int:
-    """Start the orphans still ours and not held; those of a limited topic are handed back
-    instead (only the take loop starts a limited topic's jobs, docs/limits.md)."""
+    """Start the orphans still ours and not held; those of a limited or staged topic are handed
+    back instead (only the take loop starts their jobs, docs/limits.md, docs/priorities.md)."""
     started = 0
     held = worker.acks.entries(deliveries[0].partition) if deliveries else set()
     for delivery, entry_fields in zip(deliveries, fields, strict=True):
         if (delivery.lost or (delivery.topic, delivery.entry_id) in held
                 or delivery.key in worker.inflight):  # started meanwhile (by a take)
             continue
-        if delivery.topic in worker.views.limited:
+        if worker.views.taken(delivery.topic):  # limited or staged: only the take starts it
             pausing.hand_back(worker, delivery, entry_fields)
         elif worker.start(delivery, entry_fields):
             started += 1

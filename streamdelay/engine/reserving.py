@@ -19,7 +19,7 @@ from ..protocol.layouts import FLEET_EVERY_S
 from ..protocol.plan import Commands, Plan
 from ..protocol.scripts import ScriptCall
 from ..protocol.spec import QueueSpec
-from .constants import PRUNE_EVERY_S, RECLAIM_EVERY_S
+from .constants import PRUNE_EVERY_S, RECLAIM_EVERY_S, REFRESH_S
 from .receipts import (
     RECEIPT_VERSION,
     Receipt,
@@ -29,12 +29,12 @@ from .receipts import (
     signed,
     signing_key_plan,
 )
+from .staging import staged_flag, staged_round_plan
 from .taking import (
     Entry,
     is_limited,
     is_paused_plan,
     limit_of,
-    look_plan,
     parse_read,
     paused_flag,
     read_command,
@@ -81,6 +81,8 @@ class ReserveState:
     next_fleet: dict[str, float] = field(default_factory=dict)  # consumer -> monotonic s
     turn: int = 0  # the partition a round starts at, in turns
     plain: set[str] = field(default_factory=set)  # topics last found neither paused nor limited
+    staged: set[str] = field(default_factory=set)  # staged topics (docs/priorities.md) seen
+    next_staged: dict[str, float] = field(default_factory=dict)  # topic -> monotonic s: look
     key: ReceiptKey = field(default_factory=ReceiptKey)  # signs the receipts (receipts.py)
 
 
@@ -168,43 +170,88 @@ def read_step(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, block_ms: 
                                  args.count, block))
 
 
-def _plain_read(cfg: QueueSpec, args: ReserveArgs, block_ms: int
-                ) -> Plan[tuple[list[Entry], bool, bool]]:
-    """The read of a topic the last round found neither paused nor limited, on a queue of one
-    partition, in ONE round trip: a pipeline of the pause flag, the limit, the ``XREADGROUP``
-    (blocking up to ``block_ms``) and the pause flag again. Returns the entries, whether the
-    topic was paused before or after the read, and whether it is limited now: in either case
-    the caller hands every entry back (not an attempt), as a worker does with what it read
-    just before a pause or a limit reached it."""
+def _plain_read(cfg: QueueSpec, args: ReserveArgs, block_ms: int, look_staged: bool
+                ) -> Plan[tuple[list[Entry], bool, bool, bool]]:
+    """The read of a topic the last round found neither paused nor limited nor staged, on a
+    queue of one partition, in ONE round trip: a pipeline of the pause flag, the limit (and,
+    every ``REFRESH_S``, the staged flag), the ``XREADGROUP`` (blocking up to ``block_ms``) and
+    the pause flag again. Returns the entries, whether the topic was paused before or after the
+    read, whether it is limited now and whether it is staged: in any of those cases the caller
+    hands every entry back (not an attempt), as a worker does with what it read just before a
+    pause or a limit reached it."""
     streams = streams_of([PartitionKeys(cfg.name, 0)], [args.topic])
-    before, raw, reply, after = yield Commands((
-        paused_flag(cfg.name, args.topic), limit_of(cfg.name, args.topic),
+    staged = (staged_flag(cfg.name, args.topic),) if look_staged else ()
+    replies = yield Commands((
+        paused_flag(cfg.name, args.topic), limit_of(cfg.name, args.topic), *staged,
         read_command(args.group, args.consumer, list(streams), args.count,
                      block_ms if block_ms > 0 else None),
         paused_flag(cfg.name, args.topic)))
-    return parse_read(reply, streams), bool(int(before)) or bool(int(after)), is_limited(raw)
+    before, raw, reply, after = replies[0], replies[1], replies[-2], replies[-1]
+    return (parse_read(reply, streams), bool(int(before)) or bool(int(after)), is_limited(raw),
+            bool(look_staged and int(replies[2])))
+
+
+def _look(cfg: QueueSpec, topic: str, look_staged: bool) -> Plan[tuple[bool, bool, bool]]:
+    """Whether ``topic`` is paused, limited (a queue of one partition) and, with
+    ``look_staged``, staged: one round trip."""
+    one = cfg.partitions == 1
+    replies = yield Commands((paused_flag(cfg.name, topic),
+                              *((limit_of(cfg.name, topic),) if one else ()),
+                              *((staged_flag(cfg.name, topic),) if look_staged else ())))
+    return (bool(int(replies[0])), one and is_limited(replies[1]),
+            look_staged and bool(int(replies[-1])))
+
+
+def _staged_due(state: ReserveState, topic: str, now: float) -> bool:
+    """Whether this round looks at the topic's staged flag (every ``REFRESH_S``)."""
+    if now < state.next_staged.get(topic, 0.0):
+        return False
+    if len(state.next_staged) >= FLEET_REMEMBERED:
+        state.next_staged.clear()
+    state.next_staged[topic] = now + REFRESH_S
+    return True
 
 
 def _read(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, block_ms: int,
-          cluster: bool) -> Plan[tuple[list[Entry], bool, bool, float]]:
-    """The take of one round: (entries, paused, hand every entry back, rest seconds)."""
-    if cfg.partitions == 1 and args.topic in state.plain:
-        entries, paused, limited = yield from _plain_read(cfg, args, block_ms)
-        if paused or limited:
-            state.plain.discard(args.topic)
-        return entries, paused, paused or limited, 0.0
-    paused, limited = yield from look_plan(cfg.name, cfg.partitions, args.topic)
+          cluster: bool, now: float = 0.0) -> Plan[tuple[list[Entry], bool, bool, float]]:
+    """The take of one round: (entries, paused, hand every entry back, rest seconds).
+
+    Whether the topic is staged is looked at every ``REFRESH_S``, in the round trip the round
+    makes anyway (no command more per plain read); a staged topic is taken only through
+    ``takeStaged`` (``staging.py``), a limited one only through ``takeLimited``."""
+    look = _staged_due(state, args.topic, now)
+    topic = args.topic
+    if cfg.partitions == 1 and topic in state.plain and topic not in state.staged:
+        entries, paused, limited, staged = yield from _plain_read(cfg, args, block_ms, look)
+        if staged:
+            state.staged.add(topic)
+        if paused or limited or staged:
+            state.plain.discard(topic)
+        if entries or paused or not staged:
+            return entries, paused, paused or limited or staged, 0.0
+        block_ms, look = 0, False  # found staged, nothing read: its take, at once
+    paused, limited, staged = yield from _look(cfg, topic, look)
+    if look:
+        (state.staged.add if staged else state.staged.discard)(topic)
     if paused:
         return [], True, False, 0.0
+    if topic in state.staged:
+        state.plain.discard(topic)
+        parts = list(partition_keys(cfg.name, cfg.partitions))
+        start = state.turn % len(parts)
+        state.turn += 1
+        entries, rest_s = yield from staged_round_plan(
+            parts[start:] + parts[:start], args.group, args.consumer, topic, args.count,
+            block_ms, limited, cluster)
+        return entries, False, False, rest_s
     if limited:  # only through the shared take (a take never blocks: no second look)
         taken = yield from take_plan(PartitionKeys(cfg.name, 0), args.group, args.consumer,
-                                     args.topic, args.count, block_ms)
+                                     topic, args.count, block_ms)
         return taken.entries, False, False, taken.rest_s
-    state.plain.add(args.topic)
+    state.plain.add(topic)
     entries = yield from read_step(cfg, state, args, block_ms, cluster)
     # a blocking read may return after a pause began
-    paused = (bool(entries) and block_ms > 0 and (yield from is_paused_plan(cfg.name,
-                                                                              args.topic)))
+    paused = (bool(entries) and block_ms > 0 and (yield from is_paused_plan(cfg.name, topic)))
     return entries, paused, paused, 0.0
 
 
@@ -224,7 +271,7 @@ def round_plan(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, block_ms:
     yield from upkeep_plan(cfg, state, args, now)
     try:
         entries, paused, back_all, rest_s = yield from _read(cfg, state, args, block_ms,
-                                                             cluster)
+                                                             cluster, now)
     except GroupNotFound:  # the group or stream was deleted: register again
         state.registered.discard((args.group, args.topic))
         yield from register_plan(cfg.name, cfg.partitions, args.group, [args.topic])

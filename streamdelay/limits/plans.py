@@ -13,8 +13,8 @@ from typing import Any
 
 from ..base import validation
 from ..base.errors import ConfigError, ValidationError
-from ..protocol.keys import PartitionKeys
-from ..protocol.plan import Command, Plan
+from ..protocol.keys import PartitionKeys, partition_keys
+from ..protocol.plan import Command, Commands, Plan
 from ..protocol.replies import text
 from ..protocol.scripts import ScriptCall, script
 from ..protocol.spec import QueueSpec
@@ -29,14 +29,19 @@ def limits_key(queue: str) -> str:
     return PartitionKeys(queue, 0).limits
 
 
-def checked_limit(topic: str, rate: Any, conc: Any) -> tuple[str, TopicLimit]:
+def checked_limit(topic: str, rate: Any, conc: Any, key_rate: Any = None,
+                  key_conc: Any = None) -> tuple[str, TopicLimit]:
     """Validate the arguments of ``limit`` (each wrong one named)."""
     name = validation.topic(topic)
     return name, TopicLimit(None if rate is None else parse_rate(rate),
-                            None if conc is None else concurrency(conc))
+                            None if conc is None else concurrency(conc),
+                            None if key_rate is None else parse_rate(key_rate, "key_rate"),
+                            None if key_conc is None else concurrency(key_conc,
+                                                                      "key_concurrency"))
 
 
-def limit_call(topic: str, rate: Any, conc: Any, clear: bool) -> None:
+def limit_call(topic: str, rate: Any, conc: Any, clear: bool, key_rate: Any = None,
+               key_conc: Any = None) -> None:
     """Check how ``limit`` was called, before its plan runs (both faces call it first).
 
     ``limit(topic)`` with nothing to set clears the limit, while ``streamdelay limit Q T`` with
@@ -44,10 +49,10 @@ def limit_call(topic: str, rate: Any, conc: Any, clear: bool) -> None:
     library call still clears, with a DeprecationWarning, until a later release makes it read
     the limit as the CLI does; clear with ``clear=True`` (what ``--clear`` calls), read with
     ``limits()`` (docs/limits.md#one-call-one-meaning)."""
-    nothing = rate is None and conc is None
+    nothing = rate is None and conc is None and key_rate is None and key_conc is None
     if clear and not nothing:
-        raise ValidationError("limit: give either clear=True or rate/concurrency, not both",
-                              field="clear")
+        raise ValidationError("limit: give either clear=True or rate/concurrency/key_rate/"
+                              "key_concurrency, not both", field="clear")
     if nothing and not clear:
         warnings.warn(
             f"limit({topic!r}) with no rate and no concurrency clears the limit; that meaning "
@@ -58,16 +63,21 @@ def limit_call(topic: str, rate: Any, conc: Any, clear: bool) -> None:
 
 
 def set_limit_plan(cfg: QueueSpec, topic: str, rate: Any = None,
-                   conc: Any = None) -> Plan[bool]:
-    """Set ``topic``'s limit (both None: clear it); True when this call changed it."""
-    name, limit = checked_limit(topic, rate, conc)
+                   conc: Any = None, key_rate: Any = None, key_conc: Any = None) -> Plan[bool]:
+    """Set ``topic``'s limit (all None: clear it); True when this call changed it. The key
+    limit goes to every partition (``setKeyLimit``): a key's jobs and state live in one."""
+    name, limit = checked_limit(topic, rate, conc, key_rate, key_conc)
     if cfg.partitions != 1 and (limit.rate or limit.concurrency):
         raise ConfigError(f"partitions: limits need a queue of 1 partition (this one has "
                           f"{cfg.partitions}); see docs/limits.md", field="partitions")
     # durable: under replicas= a failover cannot drop or undo a limit change
-    reply = yield script("setLimit").call([limits_key(cfg.name)], [name, *limit.stored()],
-                                          durable=True)
-    return bool(int(reply))
+    calls = [script("setLimit").call([limits_key(cfg.name)], [name, *limit.stored()],
+                                     durable=True)]
+    calls += [script("setKeyLimit").call([keys.key_limits], [name, *limit.key_stored()],
+                                         durable=True)
+              for keys in partition_keys(cfg.name, cfg.partitions)]
+    replies = yield calls
+    return any(bool(int(reply)) for reply in replies)
 
 
 def parse_limits(reply: Any) -> dict[str, TopicLimit]:
@@ -78,8 +88,21 @@ def parse_limits(reply: Any) -> dict[str, TopicLimit]:
 
 
 def limits_plan(cfg: QueueSpec) -> Plan[dict[str, TopicLimit]]:
-    """The limited topics of the queue and their limits."""
-    return parse_limits((yield Command(("HGETALL", limits_key(cfg.name)))))
+    """The limited topics of the queue and their limits (with their key limits, as partition
+    0 holds them: every partition holds the same)."""
+    topics, keyed = yield Commands((Command(("HGETALL", limits_key(cfg.name))),
+                                    Command(("HGETALL", PartitionKeys(cfg.name, 0).key_limits))))
+    found = parse_limits(topics)
+    for name, raw in parse_limits_raw(keyed).items():
+        found[name] = found.get(name, TopicLimit()).with_keys(raw)
+    return {name: limit for name, limit in found.items() if str(limit) != "no limit"}
+
+
+def parse_limits_raw(reply: Any) -> dict[str, str]:
+    """An HGETALL reply of a limits hash (a dict or a flat list) as topic -> stored text."""
+    pairs = (reply.items() if isinstance(reply, dict)
+             else zip(reply[::2], reply[1::2], strict=True))
+    return {text(topic): text(raw) for topic, raw in pairs}
 
 
 def running_plan(cfg: QueueSpec, topics: list[str]) -> Plan[dict[str, int]]:

@@ -73,16 +73,31 @@ def concurrency(value: Any, field: str = "concurrency") -> int:
 
 @dataclass(frozen=True)
 class TopicLimit:
-    """The limit of one topic: a rate, a concurrency, or both (None: not limited so)."""
+    """The limit of one topic: a rate, a concurrency, or both (None: not limited so), and the
+    limit each of its fairness keys is held to (``key_rate``, ``key_concurrency``:
+    docs/limits.md#key-limits)."""
 
     rate: Rate | None = None
     concurrency: int | None = None
+    key_rate: Rate | None = None
+    key_concurrency: int | None = None
 
     def stored(self) -> tuple[str, str, str]:
         """The ``setLimit`` arguments: count, period ms, concurrency ('' where not limited)."""
         rate = self.rate
         return ("" if rate is None else str(rate.count), "" if rate is None else str(rate.per_ms),
                 "" if self.concurrency is None else str(self.concurrency))
+
+    def key_stored(self) -> tuple[str, str, str]:
+        """The ``setKeyLimit`` arguments: key rate count, period ms, key concurrency."""
+        rate = self.key_rate
+        return ("" if rate is None else str(rate.count), "" if rate is None else str(rate.per_ms),
+                "" if self.key_concurrency is None else str(self.key_concurrency))
+
+    def with_keys(self, raw: str) -> TopicLimit:
+        """This limit with the key limit of its stored form ``count|per_ms|concurrency``."""
+        keys = TopicLimit.from_stored(raw)
+        return TopicLimit(self.rate, self.concurrency, keys.rate, keys.concurrency)
 
     @classmethod
     def from_stored(cls, raw: str) -> TopicLimit:
@@ -94,5 +109,7 @@ class TopicLimit:
 
     def __str__(self) -> str:
         parts = ([f"rate {self.rate}"] if self.rate else []) + (
-            [f"concurrency {self.concurrency}"] if self.concurrency else [])
+            [f"concurrency {self.concurrency}"] if self.concurrency else []) + (
+            [f"key rate {self.key_rate}"] if self.key_rate else []) + (
+            [f"key concurrency {self.key_concurrency}"] if self.key_concurrency else [])
         return ", ".join(parts) or "no limit"

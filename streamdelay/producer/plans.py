@@ -21,6 +21,7 @@ from ..base.models import (
     QueueStats,
     TopicStats,
 )
+from ..limits.keyed import backlog_plan
 from ..limits.plans import limits_plan, running_plan
 from ..protocol.codec import Blob, decode_blob, decode_body, parse_record
 from ..protocol.keys import PartitionKeys, partition_keys, partition_of
@@ -193,7 +194,16 @@ def stats_plan(cfg: QueueSpec) -> Plan[QueueStats]:
         known = topics.get(name) or TopicStats(name, 0, 0, 0, 0, 0, None)
         topics[name] = dataclasses.replace(
             known, rate=None if limit.rate is None else str(limit.rate),
-            concurrency=limit.concurrency, leases=held.get(name, 0))
+            concurrency=limit.concurrency, leases=held.get(name, 0),
+            key_rate=None if limit.key_rate is None else str(limit.key_rate),
+            key_concurrency=limit.key_concurrency)
+    staged, backlog = yield from backlog_plan(cfg)  # docs/priorities.md: ready in lanes
+    for name in staged | backlog.keys():
+        known = topics.get(name) or TopicStats(name, 0, 0, 0, 0, 0, None)
+        found = backlog.get(name)
+        topics[name] = dataclasses.replace(
+            known, staged=name in staged, ready=known.ready + (found.ready if found else 0),
+            keys=found.keys if found else ())
     return QueueStats(cfg.name, now, dict(sorted(topics.items())))
 
 

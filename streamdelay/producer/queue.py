@@ -237,13 +237,16 @@ class Queue(_QueueFace, SyncPull, SyncResults, ScheduleMethods, SearchMethods, E
         return bool(self._operate(set_paused_plan(self.config, topic, False)))
 
     def limit(self, topic: str, rate: str | Rate | None = None,
-              concurrency: int | None = None, *, clear: bool = False) -> bool:
+              concurrency: int | None = None, *, key_rate: str | Rate | None = None,
+              key_concurrency: int | None = None, clear: bool = False) -> bool:
         """Across all workers, start at most ``rate`` jobs of ``topic`` (``"100/s"``, ``"5/m"``)
-        and run at most ``concurrency`` at once; ``clear=True`` removes the topic's limit (a
-        call with neither is deprecated, see ``limit_call``). Each call sets the whole limit.
-        False when it already was so (docs/limits.md)."""
-        limit_call(topic, rate, concurrency, clear)
-        return bool(self._run(set_limit_plan(self.config, topic, rate, concurrency)))
+        and run at most ``concurrency`` at once, and hold each fairness key of the topic to
+        ``key_rate`` and ``key_concurrency`` (docs/limits.md#key-limits); ``clear=True``
+        removes the topic's limit (a call with none is deprecated, see ``limit_call``). Each
+        call sets the whole limit. False when it already was so (docs/limits.md)."""
+        limit_call(topic, rate, concurrency, clear, key_rate, key_concurrency)
+        return bool(self._run(set_limit_plan(self.config, topic, rate, concurrency, key_rate,
+                                             key_concurrency)))
 
     def limits(self) -> dict[str, TopicLimit]:
         """The limited topics and their limits."""
@@ -415,10 +418,12 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncScheduleMethods, Asyn
         return bool(await self._operate(set_paused_plan(self.config, topic, False)))
 
     async def limit(self, topic: str, rate: str | Rate | None = None,
-                    concurrency: int | None = None, *, clear: bool = False) -> bool:
+                    concurrency: int | None = None, *, key_rate: str | Rate | None = None,
+                    key_concurrency: int | None = None, clear: bool = False) -> bool:
         """Set or clear a topic's limit; see ``Queue.limit``."""
-        limit_call(topic, rate, concurrency, clear)
-        return bool(await self._run(set_limit_plan(self.config, topic, rate, concurrency)))
+        limit_call(topic, rate, concurrency, clear, key_rate, key_concurrency)
+        return bool(await self._run(set_limit_plan(self.config, topic, rate, concurrency,
+                                                   key_rate, key_concurrency)))
 
     async def limits(self) -> dict[str, TopicLimit]:
         """The limited topics and their limits; see ``Queue.limits``."""

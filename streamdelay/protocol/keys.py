@@ -100,6 +100,41 @@ class PartitionKeys:
         return self.prefix + "limitwake:" + topic
 
     @property
+    def staged(self) -> str:
+        """Hash: staged topic -> 1 (docs/priorities.md); partition 0's is the consumers' view,
+        each partition's tells its scripts which topics' due jobs wait in lanes."""
+        return self.prefix + "staged"
+
+    @property
+    def key_limits(self) -> str:
+        """Hash: topic -> ``count|per_ms|concurrency`` held by each of its fairness keys
+        (docs/limits.md#key-limits); in every partition."""
+        return self.prefix + "keylimits"
+
+    @property
+    def ready(self) -> str:
+        """Hash: staged topic -> jobs ready in its lanes (docs/priorities.md#storage)."""
+        return self.prefix + "ready"
+
+    def stage_wake(self, topic: str) -> str:
+        """List: one element per new ready job batch or freed key lease of a staged topic, for
+        waiting takers (BLPOP)."""
+        return self.prefix + "stagewake:" + topic
+
+    def backlog(self, topic: str) -> str:
+        """Sorted set: fairness key -> its jobs ready in a staged topic's lanes (``''``: the
+        jobs without a key)."""
+        return self.prefix + "backlog:" + topic
+
+    def lanes(self, topic: str) -> str:
+        """Sorted set: key -> turn, the lanes of a staged topic that may go (round robin)."""
+        return self.prefix + "lanes:" + topic
+
+    def lane(self, topic: str, key: str) -> str:
+        """Sorted set: job id -> rank, the ready jobs of one key of a staged topic."""
+        return self.prefix + "rq:" + topic + "|" + key
+
+    @property
     def lateness(self) -> str:
         """The base of the lateness record: ``lateness:<minute>`` hashes hold the counts,
         ``lateness:seen:<minute>`` the flushes applied (partition 0's only, for the whole

@@ -14,9 +14,10 @@ from typing import Any, NamedTuple
 from ..base.models import EnqueueState
 
 # What a record's state letter means (docs/keys.md); '?' is enqueueJobsV2's word for a record it
-# cannot parse. A job in its stream ('s') is 'ready' or 'reserved': getJob tells which.
-STATE_NAMES: dict[str, EnqueueState] = {"d": "delayed", "s": "ready", "x": "dead", "c": "done",
-                                         "?": "corrupt"}
+# cannot parse. A job in its stream ('s') is 'ready' or 'reserved': getJob tells which; 'r' is
+# ready in a staged topic's lane (docs/priorities.md).
+STATE_NAMES: dict[str, EnqueueState] = {"d": "delayed", "s": "ready", "r": "ready", "x": "dead",
+                                         "c": "done", "?": "corrupt"}
 
 
 def text(value: Any) -> str:

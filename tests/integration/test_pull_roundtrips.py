@@ -18,10 +18,11 @@ pytestmark = pytest.mark.timeout(60)
 CFG = QueueConfig("orders", "redis://127.0.0.1:1/0")
 
 
-def _steps(state: ReserveState, replies: list[Any], block_ms: int = 1000) -> list[Any]:
-    """The steps one round sends, answered with ``replies`` in turn."""
+def _steps(state: ReserveState, replies: list[Any], block_ms: int = 1000, now: float = 0.0
+           ) -> list[Any]:
+    """The steps one round sends at ``now`` (monotonic s), answered with ``replies`` in turn."""
     args = reserve_args("t", "g", "c", 1, 1)
-    plan = round_plan(CFG, state, args, block_ms, 0.0, False)
+    plan = round_plan(CFG, state, args, block_ms, now, False)
     seen: list[Any] = []
     answers = iter(replies)
     try:
@@ -43,15 +44,23 @@ def _settled_state() -> ReserveState:
 
 def test_a_plain_topic_is_checked_and_read_in_one_round_trip() -> None:
     state = _settled_state()
-    first = _steps(state, [[0, None], None])  # checks (one pipeline), then the read
+    first = _steps(state, [[0, None, 0], None])  # checks (one pipeline), then the read
     assert isinstance(first[0], Commands) and len(first) == 2
     [only] = _steps(state, [[0, None, None, 0]])
     assert isinstance(only, Commands)
     assert [c.args[0] for c in only.commands] == ["HEXISTS", "HGET", "XREADGROUP", "HEXISTS"]
+    # every REFRESH_S the same round trip also looks whether the topic became staged
+    # (docs/priorities.md): one command more twice a second, none more per read
+    [later] = _steps(state, [[0, None, 0, None, 0]], now=0.6)
+    assert [c.args[0] for c in later.commands] == ["HEXISTS", "HGET", "HEXISTS", "XREADGROUP",
+                                                   "HEXISTS"]
+    assert later.commands[2].args[1].endswith(":staged")
+    [again] = _steps(state, [[0, None, None, 0]], now=0.7)
+    assert len(again.commands) == 4
 
 
 def test_a_paused_topic_is_not_read_when_not_known_plain() -> None:
-    steps = _steps(_settled_state(), [[1, None]])
+    steps = _steps(_settled_state(), [[1, None, 0]])
     assert len(steps) == 1 and not any(isinstance(c, Command) and c.args[0] == "XREADGROUP"
                                        for c in steps[0].commands)
 

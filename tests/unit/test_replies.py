@@ -5,6 +5,7 @@ script's header in lua/ documents; the real-server suites check that Redis answe
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -116,15 +117,30 @@ def test_stats_plan_sums_partitions_and_takes_lag_from_the_delayed_head() -> Non
     paused = [b"sms", b"990"]  # HGETALL of the paused topics: sms, not yet seen by any job
     limits = [b"mail", b"50|1000|3"]  # HGETALL of the limits: mail, 50/s and 3 at once
 
+    hashes = {"paused": paused, "limits": limits, "keylimits": [b"mail", b"||2"],
+              "staged": [b"mail", b"1"], "ready": [b"mail", b"5"]}
+
+    def one(args: tuple[Any, ...]) -> Any:
+        if args[0] == "HGETALL":
+            return hashes[args[1].rsplit(":", 1)[1]]
+        return {"ZCARD": 2, "ZREVRANGE": [b"tenant-1", b"3", b"", b"2"]}[args[0]]
+
     def answer(step: Step) -> Any:
         if isinstance(step, list):
             return replies
-        args = step.args  # type: ignore[union-attr]
-        return {"HGETALL": paused if args[1].endswith("paused") else limits, "ZCARD": 2}[args[0]]
+        if isinstance(step, Commands):
+            return [one(c.args) for c in step.commands]
+        return one(step.args)  # type: ignore[union-attr]
 
     stats, steps = drive(plans.stats_plan(cfg), answer)
-    assert len(steps) == 4 and isinstance(steps[0], list) and len(steps[0]) == 2
-    assert [name_of(s) for s in steps[1:]] == ["HGETALL", "HGETALL", "ZCARD"]
+    assert len(steps) == 6 and isinstance(steps[0], list) and len(steps[0]) == 2
+    assert [name_of(s) if not isinstance(s, Commands) else "pipeline" for s in steps[1:]] == [
+        "HGETALL", "pipeline", "ZCARD", "pipeline", "pipeline"]
+    staged = stats.topics["mail"]  # 5 ready in the lanes of each partition, top keys summed
+    assert (staged.staged, staged.ready, staged.keys, staged.key_concurrency) == (
+        True, 2 + 10, (("tenant-1", 6), ("", 4)), 2)
+    stats = dataclasses.replace(stats, topics={**stats.topics, "mail": dataclasses.replace(
+        staged, ready=2)})
     assert (stats.topics["mail"].rate, stats.topics["mail"].concurrency,
             stats.topics["mail"].leases) == ("50/s", 3, 2)
     mail = stats.topics["mail"]
@@ -370,9 +386,10 @@ def test_every_include_header_names_its_function_and_every_use_is_included() -> 
     files |= {p.stem: p.read_text() for p in (lua_dir() / "includes").glob("*.lua")}
     direct = {name: set(INCLUDE_LINE.findall(body)) for name, body in files.items()}
     for name, body in files.items():
-        # keys (the key layout) and hold (held jobs, docs/guarantees.md#never-twice-at-once)
+        # keys (the key layout), hold (held jobs, docs/guarantees.md#never-twice-at-once),
+        # staging and key_limits (staged topics, docs/priorities.md)
         # are several helpers of one mechanism, described by their header as a whole
-        if name in provides and name not in ("keys", "hold"):
+        if name in provides and name not in ("keys", "hold", "staging", "key_limits"):
             signature = re.search(rf"^local function {name}\(([^)]*)\)", body, re.MULTILINE)
             assert signature, f"include {name} defines no function {name}"
             assert body.startswith(f"-- {name}({signature.group(1)})"), (

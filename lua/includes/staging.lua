@@ -1,0 +1,114 @@
+-- staging: staged topics (docs/priorities.md): a topic that has ever had a job with a priority other
+-- than 5 or a fairness key is named in PREFIX..'staged' (hash topic -> 1). Its due jobs do not
+-- go to the topic stream: they wait, in state 'r' (ready, record entry empty), in per-key lanes
+-- until a consumer takes them (takeStaged), which moves them into the stream and delivers them
+-- in the same call. Keys of a staged topic (all in the partition's hash tag):
+--   PREFIX..'rq:'..topic..'|'..key  zset job id -> rank (due_ms - priority * aging_ms): a lane;
+--                                   the jobs without a key form the lane of key ''
+--   PREFIX..'lanes:'..topic         zset key -> turn: the lanes that may go, in turns (the
+--                                   lowest turn goes next, then goes to the back)
+--   PREFIX..'parked:'..topic        zset key -> epoch ms: lanes a key limit holds back, until
+--                                   then (or until a lease of the key is freed)
+--   PREFIX..'backlog:'..topic       zset key -> ready jobs of the key (stats: top keys)
+--   PREFIX..'ready'                 hash topic -> ready jobs waiting in the topic's lanes
+--   PREFIX..'stagewake:'..topic     list: one element per event a waiting taker wants (new
+--                                   ready jobs, a freed key lease), at most 64 (BLPOP)
+-- A lane is non-empty exactly when its key is in lanes or parked (a taker drops a stale one).
+-- The fairness key of a job is the tag of its id: '{key}rest' (docs/priorities.md#keys).
+-- @include keys
+local function lane_key(topic, key) return PREFIX .. 'rq:' .. topic .. '|' .. key end
+local function lanes_key(topic) return PREFIX .. 'lanes:' .. topic end
+local function parked_key(topic) return PREFIX .. 'parked:' .. topic end
+local function backlog_key(topic) return PREFIX .. 'backlog:' .. topic end
+local function stagewake_key(topic) return PREFIX .. 'stagewake:' .. topic end
+local K_READY = PREFIX .. 'ready'
+local DEFAULT_AGING_MS = 10000
+
+-- job_key(id): the fairness key of a job id ('' for an id without a '{key}' tag)
+local function job_key(id)
+  if string.byte(id, 1) ~= 123 then return '' end -- '{'
+  return string.match(id, '^{([^}]+)}') or ''
+end
+
+-- check_stage_keys(topic): refuse a wrong type of the topic's staging keys (before a write)
+local function check_stage_keys(topic)
+  refuse_wrong_type(lanes_key(topic), 'zset'); refuse_wrong_type(parked_key(topic), 'zset')
+  refuse_wrong_type(backlog_key(topic), 'zset'); refuse_wrong_type(K_READY, 'hash')
+  refuse_wrong_type(stagewake_key(topic), 'list')
+end
+
+-- lane_to_back(topic, key): the lane takes its next turn after every lane now waiting
+local function lane_to_back(topic, key)
+  local lk = lanes_key(topic)
+  local last = redis.call('ZRANGE', lk, -1, -1, 'WITHSCORES')
+  redis.call('ZADD', lk, last[2] and tonumber(last[2]) + 1 or 1, key)
+end
+
+local function wake_takers(topic)
+  local wk = stagewake_key(topic)
+  redis.call('LPUSH', wk, '1')
+  redis.call('LTRIM', wk, 0, 63)
+end
+
+-- staged_topic(topic): whether topic is staged; one EXISTS per call while none is, then one
+-- HGET per topic and call
+local staged_cache, any_staged = {}, nil
+local function staged_topic(topic)
+  if any_staged == nil then any_staged = redis.call('EXISTS', PREFIX .. 'staged') == 1 end
+  if not any_staged then return false end
+  local s = staged_cache[topic]
+  if s == nil then
+    s = redis.call('HEXISTS', PREFIX .. 'staged', topic) == 1
+    staged_cache[topic] = s
+  end
+  return s
+end
+
+-- job_rank(id, due): the lane rank of a job: due - priority * aging (lower goes first), the
+-- priority from PREFIX..'opts' ('<priority>|<deadline_ms>|<key>', absent: 5), the aging from
+-- field 'priority_aging' of PREFIX..'meta' (ms, absent: 10 s)
+local aging_ms, any_opts = nil, nil
+local function job_rank(id, due)
+  if aging_ms == nil then
+    aging_ms = tonumber(redis.call('HGET', PREFIX .. 'meta', 'priority_aging')) or DEFAULT_AGING_MS
+    any_opts = redis.call('EXISTS', PREFIX .. 'opts') == 1
+  end
+  local priority = 5
+  if any_opts then
+    local o = redis.call('HGET', PREFIX .. 'opts', id)
+    if o then priority = tonumber(string.match(o, '^(%d)')) or 5 end
+  end
+  return due - priority * aging_ms
+end
+
+-- stage(id, topic, due): put a job (its record already 'r') into its key's lane
+local function stage(id, topic, due)
+  local key = job_key(id)
+  local ln = lane_key(topic, key)
+  if redis.call('ZADD', ln, job_rank(id, due), id) == 0 then return false end
+  redis.call('HINCRBY', K_READY, topic, 1)
+  redis.call('ZINCRBY', backlog_key(topic), 1, key)
+  if redis.call('ZCARD', ln) == 1 and not redis.call('ZSCORE', parked_key(topic), key) then
+    lane_to_back(topic, key)
+  end
+  return true
+end
+
+-- lane_took(topic, key, n): n jobs left the key's lane (taken or removed): the counts follow,
+-- and an empty lane leaves the turns
+local function lane_took(topic, key, n)
+  if redis.call('HINCRBY', K_READY, topic, -n) <= 0 then redis.call('HDEL', K_READY, topic) end
+  if tonumber(redis.call('ZINCRBY', backlog_key(topic), -n, key)) <= 0 then
+    redis.call('ZREM', backlog_key(topic), key)
+  end
+  if redis.call('EXISTS', lane_key(topic, key)) == 0 then
+    redis.call('ZREM', lanes_key(topic), key)
+    redis.call('ZREM', parked_key(topic), key)
+  end
+end
+
+-- unstage(r, id): take a ready job (state 'r') out of its lane (cancel, reschedule, replace)
+local function unstage(r, id)
+  local key = job_key(id)
+  if redis.call('ZREM', lane_key(r.topic, key), id) == 1 then lane_took(r.topic, key, 1) end
+end
