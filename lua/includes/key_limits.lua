@@ -15,6 +15,7 @@ local LEASE_LOOK = 64
 local function klease_key(topic, key) return PREFIX .. 'kl:' .. topic .. '|' .. key end
 local function kbucket_key(topic, key) return PREFIX .. 'kb:' .. topic .. '|' .. key end
 local KL = {}
+local fresh = {} -- entry ids leased in this call: not delivered yet (no XPENDING row), valid
 local function check_key_limit_keys(topic) refuse_wrong_type(PREFIX .. 'keylimits', 'hash') end
 local function load_key_limits(topic)
   local spec = redis.call('HGET', PREFIX .. 'keylimits', topic)
@@ -40,8 +41,11 @@ local function key_may_start(topic, key, group, now)
       local rows = redis.call('ZRANGE', kl, 0, LEASE_LOOK - 1, 'WITHSCORES')
       for i = 1, #rows, 2 do
         local eid, ttr = rows[i], tonumber(rows[i + 1])
-        local ok, p = pcall(redis.call, 'XPENDING', stream_key(topic), group, eid, eid, 1)
-        local idle = ok and p[1] and tonumber(p[1][3])
+        local idle = 0
+        if not fresh[eid] then
+          local ok, p = pcall(redis.call, 'XPENDING', stream_key(topic), group, eid, eid, 1)
+          idle = ok and p[1] and tonumber(p[1][3])
+        end
         if not idle or idle >= ttr then
           redis.call('ZREM', kl, eid)
           n = n - 1
@@ -62,7 +66,10 @@ local function key_may_start(topic, key, group, now)
 end
 -- key_started(topic, key, eid, ttr, now): a delivery of the key started: its lease, its token
 local function key_started(topic, key, eid, ttr, now)
-  if KL.conc then redis.call('ZADD', klease_key(topic, key), ttr, eid) end
+  if KL.conc then
+    redis.call('ZADD', klease_key(topic, key), ttr, eid)
+    fresh[eid] = true
+  end
   if KL.count and KL.per then
     local kb = kbucket_key(topic, key)
     local tokens = key_tokens(topic, key, now) - 1

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from functools import partial
 
+from ..engine.staging import aging_plan
 from ..protocol.keys import PartitionKeys, partition_keys
 from ..protocol.plan import Command
 from ..protocol.replies import parse_promote
@@ -127,6 +128,8 @@ class Dispatcher:
         cfg = self.config
         await agree_partitions_async(self.client, cfg.url, cfg.name, cfg.partitions, None,
                                      events=cfg.events_bound)  # docs/events.md#the-switch
+        await drive_async(self.client, aging_plan(cfg.name, cfg.partitions, cfg.priority_aging),
+                          None)
         promoters, wakers = [], []
         for keys in partition_keys(cfg.name, cfg.partitions):
             wake = asyncio.Event()

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from ..base import validation
 from ..base.errors import ConfigError
 from ..engine.constants import DEFAULT_GROUP, PRUNE_IDLE_S, default_consumer_name
+from ..engine.staging import aging_plan
 from ..engine.taking import Entry
 from ..engine.upkeep import register_plan
 from ..metrics import worker_metrics
@@ -289,6 +290,7 @@ class Worker:
         cfg = self.config
         await agree_partitions_async(self.client, cfg.url, cfg.name, cfg.partitions, None,
                                      events=cfg.events_bound)  # docs/events.md#the-switch
+        await self.run_plan(aging_plan(cfg.name, cfg.partitions, cfg.priority_aging), "aging")
         await upkeep.join_fleet(self)  # before the first read: migrate sees a live reader
         self.observer = await observe(cfg.name, self.group, self.client)  # clock, tracing
         await self.run_plan(register_plan(cfg.name, cfg.partitions, self.group, self.handlers),

@@ -17,13 +17,24 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..limits.plans import CONCURRENCY, GOT_ALL, RATE, parse_take
-from ..protocol.keys import PartitionKeys
-from ..protocol.plan import Command, Plan
+from ..protocol.keys import PartitionKeys, partition_keys
+from ..protocol.plan import Command, Commands, Plan
 from ..protocol.replies import field_map
 from ..protocol.scripts import ScriptCall, script
 from .taking import Entry
 
 MAX_TAKE = 1000  # entries one takeStaged call may give (its ARGV bound)
+AGING_FIELD = "priority_aging"  # field of each partition's meta: ms per priority level
+
+
+def aging_plan(queue: str, partitions: int, seconds: float | None) -> Plan[None]:
+    """Write the queue's ``priority_aging`` (ms) to each partition's ``meta``, where
+    ``promoteDueV2`` and ``takeStaged`` rank ready jobs with it (None: nothing written)."""
+    if seconds is None:
+        return
+    ms = max(1, round(seconds * 1000))
+    yield Commands(tuple(Command(("HSET", k.meta, AGING_FIELD, ms))
+                         for k in partition_keys(queue, partitions)))
 
 
 def staged_command(queue: str) -> Command:

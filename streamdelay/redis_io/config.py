@@ -56,6 +56,10 @@ class QueueConfig:
     # (kept to about events_maxlen entries per partition), False off, None leaves it as it is
     events: bool | None = None
     events_maxlen: int = DEFAULT_EVENTS_MAXLEN
+    # staged topics (docs/priorities.md): a ready job gains a priority level per this many
+    # seconds it waits; written to Redis by the workers and dispatchers of this config (None:
+    # leave it as it is; absent there: 10 s)
+    priority_aging: float | None = None
 
     def __repr__(self) -> str:
         """The settings with the URL's password masked (configs end up in logs)."""
@@ -84,6 +88,9 @@ class QueueConfig:
         if self.events is not None and not isinstance(self.events, bool):
             raise ValidationError("events: must be True, False or None", field="events")
         validation.positive_int(self.events_maxlen, "events_maxlen", MAX_EVENTS_MAXLEN)
+        if self.priority_aging is not None:
+            validation.seconds(self.priority_aging, "priority_aging", minimum=0.001,
+                               maximum=86400)
         if not isinstance(self.local_fsync, bool):
             raise ValidationError("local_fsync: must be a bool", field="local_fsync")
 
