@@ -29,6 +29,7 @@
 -- @include keys
 -- @include new_record
 -- @include wake_if_head
+-- @include staging
 -- @include detach
 -- @include hmget_many
 -- @include write_many

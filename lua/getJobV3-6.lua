@@ -37,6 +37,8 @@ if r.state == 's' then
     local ok, row = pcall(redis.call, 'XPENDING', stream_key(r.topic), group, r.entry, r.entry, 1)
     if ok and row[1] then sub, owner, idle, deliveries = 'reserved', row[1][2], row[1][3], row[1][4] end
   end
+elseif r.state == 'r' then -- due, in its staged topic's lane (docs/priorities.md)
+  sub = 'ready'
 elseif r.state == 'x' then
   local e = redis.call('XRANGE', dead_key(r.topic), r.entry, r.entry)
   if e[1] then

@@ -100,12 +100,6 @@ class PartitionKeys:
         return self.prefix + "limitwake:" + topic
 
     @property
-    def staged(self) -> str:
-        """Hash: staged topic -> 1 (docs/priorities.md); partition 0's is the consumers' view,
-        each partition's tells its scripts which topics' due jobs wait in lanes."""
-        return self.prefix + "staged"
-
-    @property
     def key_limits(self) -> str:
         """Hash: topic -> ``count|per_ms|concurrency`` held by each of its fairness keys
         (docs/limits.md#key-limits); in every partition."""

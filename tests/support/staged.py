@@ -45,10 +45,10 @@ def enqueue_staged(q: sd.Queue, topic: str, jobs: Iterable[StagedJob], body: obj
     the ids written, in order. ``body`` None: ``{"n": name}``."""
     jobs = list(jobs)
     if producer_speaks_keys():
-        return [q.enqueue(topic, body if body is not None else {"n": name},  # type: ignore[call-arg]
+        return [q.enqueue(topic, body if body is not None else {"n": name},
                           id=name, priority=priority, key=key, ttr=ttr_ms / 1000,
                           **({"at": at_ms / 1000} if at_ms is not None else {}))
-                for name, priority, key in jobs]
+                .id for name, priority, key in jobs]
     r = redis.Redis.from_url(q.config.url)
     src = script("enqueueJobsV2").source
     ids = []
