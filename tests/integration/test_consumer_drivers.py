@@ -35,19 +35,30 @@ class Seen:
     """What the handlers saw: the attempts per job, and the most jobs held at once."""
 
     runs: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    order: list[str] = field(default_factory=list)  # the jobs in the order they first started
     held: int = 0
     most: int = 0
+    per_key: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # held now
+    most_per_key: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start(self, job_id: str, attempt: int) -> None:
         with self.lock:
+            if job_id not in self.runs:
+                self.order.append(job_id)
             self.runs[job_id].append(attempt)
             self.held += 1
             self.most = max(self.most, self.held)
+            if job_id.startswith("{"):  # a fairness key's job (docs/priorities.md)
+                key = job_id[1:job_id.index("}")]
+                self.per_key[key] += 1
+                self.most_per_key[key] = max(self.most_per_key[key], self.per_key[key])
 
-    def end(self) -> None:
+    def end(self, job_id: str = "") -> None:
         with self.lock:
             self.held -= 1
+            if job_id.startswith("{"):
+                self.per_key[job_id[1:job_id.index("}")]] -= 1
 
 
 def by_fails(job_id: str, attempt: int, body: object) -> tuple[str, float | None]:
@@ -82,7 +93,7 @@ def run_worker(q: sd.Queue, decide: Decide, until: Callable[[sd.Queue], bool],
             await asyncio.sleep(0.01)  # held a while: the most held at once is measured
             action, delay = decide(job.id, job.attempt, job.body)
         finally:
-            seen.end()
+            seen.end(job.id)
         if action == "fail":
             if delay is not None:
                 raise sd.Retry(delay=delay)
@@ -107,7 +118,7 @@ def settle_sync(r: sd.Reservation, decide: Decide, seen: Seen) -> None:
         time.sleep(0.01)  # the settle frees the lease, and another consumer may start a job
         action, delay = decide(r.id, r.attempt, r.body)  # before this one's reply came back
     finally:
-        seen.end()
+        seen.end(r.id)
     if action == "ack":
         r.ack()
     else:
@@ -162,7 +173,7 @@ def run_async_reserve(q: sd.Queue, decide: Decide, until: Callable[[sd.Queue], b
                     await asyncio.sleep(0.01)
                     action, delay = decide(r.id, r.attempt, r.body)
                 finally:
-                    seen.end()
+                    seen.end(r.id)
                 if action == "ack":
                     await r.ack()
                 else:
@@ -275,3 +286,34 @@ def test_a_silent_holder_loses_its_job_after_its_ttr(redis_url: str, driver: str
     assert dict(seen.runs) == {"held": [2]}  # reclaimed after its ttr: the second attempt
     q.close()
 
+
+
+# --- staged topics: priorities and fairness keys (docs/priorities.md) ----------------------
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_hot_key_backlog_does_not_hold_back_a_new_keys_first_job(redis_url: str,
+                                                                    driver: str) -> None:
+    q = new_queue(redis_url)
+    hot = [q.enqueue(TOPIC, {"fails": 0}, id=f"h{i:03}", key="hot").id for i in range(40)]
+    late = [q.enqueue(TOPIC, {"fails": 0}, id=f"n{i}", key=f"new{i}").id for i in range(3)]
+    seen = consume(driver, q)
+    order = seen.order
+    assert sorted(seen.runs) == sorted(hot + late) and all(
+        v == [1] for v in seen.runs.values())
+    # keys take turns: each new key starts within one turn (4 lanes), plus the jobs the
+    # consumers held at once when the new keys arrived
+    assert max(order.index(jid) for jid in late) < 4 + 8
+    q.close()
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_key_concurrency_limit_holds_for_every_key(redis_url: str, driver: str) -> None:
+    q = new_queue(redis_url)
+    q.limit(TOPIC, key_concurrency=1)
+    q.enqueue_many([sd.JobSpec(TOPIC, {"fails": i % 2}, id=f"j{i}", key=f"k{i % 3}")
+                    for i in range(18)])
+    seen = consume(driver, q)
+    assert len(seen.runs) == 18 and sum(len(v) for v in seen.runs.values()) == 18 + 9
+    assert dict(seen.most_per_key) == {"k0": 1, "k1": 1, "k2": 1}  # retries too
+    assert seen.most > 1  # the consumers did run jobs of different keys at once
+    q.close()
