@@ -1,4 +1,5 @@
-"""A worker for the key limit tests: ``streamdelay worker tests.support.apps.key_worker_app:worker``.
+"""A worker for the key limit tests:
+``streamdelay worker tests.support.apps.key_worker_app:worker``.
 
 The queue name comes from ``KEY_APP_QUEUE`` (2 partitions); the URL is given with ``--url``. The
 handler of topic ``keyed`` appends ``<job id> <attempt> <pid>`` to ``KEY_APP_OUT`` at its start (and
