@@ -153,6 +153,18 @@ def limit_text(row: TopicStats) -> str:
     return ", ".join(parts) or "-"
 
 
+def key_limit_text(row: TopicStats) -> str:
+    """A topic's key limit as ``stats`` shows it: ``each key 10/m, 2 at once``."""
+    parts = ([row.key_rate] if row.key_rate else []) + (
+        [f"{row.key_concurrency} at once"] if row.key_concurrency else [])
+    return "each key " + ", ".join(parts) if parts else "-"
+
+
+def keys_text(row: TopicStats) -> str:
+    """A staged topic's top keys by ready jobs: ``acme 120, bolt 4, (no key) 2``."""
+    return ", ".join(f"{key or '(no key)'} {n}" for key, n in row.keys) or "none ready"
+
+
 def stats_text(stats: QueueStats) -> str:
     """The per-topic table of ``stats`` with a TOTAL row; under it, the paused topics and the
     limits (docs/limits.md)."""
@@ -164,11 +176,15 @@ def stats_text(stats: QueueStats) -> str:
     lines = [table(STATS_COLUMNS, [*rows, total], align="llrrrrr")]
     paused = [row.topic for row in stats.topics.values() if row.paused]
     limited = [row for row in stats.topics.values() if row.rate or row.concurrency]
-    if paused or limited:
+    keyed = [row for row in stats.topics.values() if row.key_rate or row.key_concurrency]
+    staged = [row for row in stats.topics.values() if row.staged]
+    if paused or limited or keyed or staged:
         lines.append("")
     if paused:
         lines.append(f"paused: {', '.join(paused)}")
     lines.extend(f"limit: {row.topic} {limit_text(row)}" for row in limited)
+    lines.extend(f"key limit: {row.topic} {key_limit_text(row)}" for row in keyed)
+    lines.extend(f"ready by key: {row.topic} {keys_text(row)}" for row in staged)
     return "\n".join(lines)
 
 

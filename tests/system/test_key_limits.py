@@ -6,6 +6,7 @@ after that process's last heartbeat and the keys' other jobs run, never two of a
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -19,6 +20,7 @@ import redis
 
 import streamdelay as sd
 from streamdelay.protocol.keys import partition_of
+from tests.integration.test_pull import promote
 from tests.support.apps.key_worker_app import PEAK
 
 pytestmark = pytest.mark.timeout(120)
@@ -129,3 +131,38 @@ def test_key_concurrency_holds_across_processes_and_reserve_and_after_a_kill(
     # the hung job ran again after its ttr (attempt 2), and the stuck key's other jobs ran
     assert ("{stuck}s0", 2) in runs
     q.close()
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "streamdelay", *args], capture_output=True,
+                          text=True, cwd=ROOT, timeout=60)
+
+
+def test_cli_sets_shows_and_clears_key_limits_and_stats_shows_them_and_the_top_keys(
+        redis_url: str, queue_name: str) -> None:
+    done = cli("limit", queue_name, "report", "--key-concurrency", "2", "--key-rate", "10/m",
+               "--url", redis_url)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "report: key rate 10/m, key concurrency 2"
+    q = sd.Queue(queue_name, url=redis_url)
+    q.enqueue_many([sd.JobSpec("report", {}, id=f"r{i}", key="acme") for i in range(3)]
+                   + [sd.JobSpec("report", {}, id="b", key="bolt")])
+    promote(q, 4)  # ready, in the lanes of their keys
+    stats = cli("stats", queue_name, "--url", redis_url).stdout.splitlines()
+    assert "key limit: report each key 10/m, 2 at once" in stats
+    assert "ready by key: report acme 3, bolt 1" in stats
+    shown = cli("limit", queue_name, "report", "--url", redis_url, "--json")
+    assert json.loads(shown.stdout)["key_concurrency"] == 2
+    assert cli("limit", queue_name, "report", "--clear", "--url", redis_url).stdout.strip() == (
+        "report: no limit")
+    q.close()
+
+
+@pytest.mark.parametrize("args", [["--key-rate", "lots"], ["--key-concurrency", "0"],
+                                  ["--clear", "--key-rate", "1/s"]])
+def test_cli_refuses_bad_key_limits_in_one_line(redis_url: str, queue_name: str,
+                                                args: list[str]) -> None:
+    done = cli("limit", queue_name, "report", *args, "--url", redis_url)
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    assert "key" in done.stderr

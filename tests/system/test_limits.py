@@ -239,7 +239,8 @@ def test_cli_sets_shows_and_clears_a_limit_and_stats_shows_it(redis_url: str,
     assert done.returncode == 0 and done.stdout.strip() == "mail: rate 20/s, concurrency 2"
     shown = cli("limit", queue_name, "mail", "--url", redis_url, "--json")
     assert json.loads(shown.stdout) == {"topic": "mail", "changed": None, "rate": "20/s",
-                                        "concurrency": 2}
+                                        "concurrency": 2, "key_rate": None,
+                                        "key_concurrency": None}
     stats = cli("stats", queue_name, "--url", redis_url)
     assert "limit: mail 20/s, 0/2 running" in stats.stdout.splitlines()
     assert cli("limit", queue_name, "mail", "--clear", "--url", redis_url).stdout.strip() == (

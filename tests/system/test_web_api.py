@@ -181,6 +181,29 @@ def test_pause_and_resume_show_in_stats(web_server: WebServer) -> None:
     assert web_server.request("GET", f"{base}/stats")[1]["topics"]["pz"]["paused"] is False
 
 
+def test_a_limit_with_key_limits_is_set_shown_and_cleared(web_server: WebServer) -> None:
+    """docs/limits.md#key-limits over HTTP: the whole limit of a topic in one call."""
+    base = _q(web_server)
+    status, answer = web_server.request("POST", f"{base}/topics/lk:limit", {
+        "concurrency": 4, "key_concurrency": 2, "key_rate": "10/m"}, token="admin")
+    assert status == 200 and answer == {"topic": "lk", "rate": None, "concurrency": 4,
+                                        "key_rate": "10/m", "key_concurrency": 2,
+                                        "changed": True}
+    status, listed = web_server.request("GET", f"{base}/limits")
+    assert status == 200 and {"topic": "lk", "rate": None, "concurrency": 4, "key_rate": "10/m",
+                              "key_concurrency": 2, "changed": None} in listed["limits"]
+    row = web_server.request("GET", f"{base}/stats")[1]["topics"]["lk"]
+    assert (row["key_concurrency"], row["key_rate"]) == (2, "10/m")
+    status, error = web_server.request("POST", f"{base}/topics/lk:limit", {"key_rate": "fast"},
+                                       token="admin")
+    assert status == 422 and error["error"]["field"] == "key_rate"
+    status, error = web_server.request("POST", f"{base}/topics/lk:limit",
+                                       {"key_concurrency": 0}, token="admin")
+    assert status == 400 and "key_concurrency" in error["error"]["message"]
+    status, answer = web_server.request("POST", f"{base}/topics/lk:limit", None, token="admin")
+    assert status == 200 and answer["changed"] is True and answer["key_concurrency"] is None
+
+
 def test_reserve_ack_and_an_empty_poll(web_server: WebServer) -> None:
     base = _q(web_server)
     web_server.request("POST", f"{base}/jobs", {"topic": "c.ack", "body": {"n": 1},
@@ -300,6 +323,8 @@ ROUTES = [  # (method, path, body, the scope it needs)
     ("POST", "/dead:purge", {"id": "x"}, "admin"),
     ("POST", "/topics/s:pause", None, "admin"),
     ("POST", "/topics/s:resume", None, "admin"),
+    ("POST", "/topics/s:limit", {"key_concurrency": 2}, "admin"),
+    ("GET", "/limits", None, "read"),
     ("POST", "/topics/s:reserve", {}, "consume"),
     ("POST", "/deliveries/r:ack", None, "consume"),
     ("POST", "/deliveries/r:fail", {"error": "e"}, "consume"),

@@ -15,7 +15,7 @@ from typing import Any
 
 _COLLECTION = re.compile(r"^(/v1/queues/[^/]+/(?:jobs|dead)):(batch|bulk|replay|purge)$")
 _MEMBER = re.compile(r"^(/v1/queues/[^/]+/(?:jobs|topics|deliveries))/(.+):"
-                     r"(reschedule|pause|resume|reserve|ack|fail|touch)$", re.DOTALL)
+                     r"(reschedule|pause|resume|limit|reserve|ack|fail|touch)$", re.DOTALL)
 # GET .../jobs/{id}/result: a job id may hold "/", so a trailing "/result" is always this
 # route's (the job of an id that itself ends in "/result" is not readable by GET .../jobs/{id};
 # docs/http.md#results)
