@@ -95,6 +95,16 @@ def test_limited_worker_example_holds_its_limits(example_env: dict[str, str]) ->
     ]
 
 
+def test_priorities_example_runs_urgent_first_and_keys_in_turns(
+        example_env: dict[str, str]) -> None:
+    out = run_example("priorities.py", example_env).splitlines()
+    assert out == [
+        "started: {big-corp}r9 {small-shop}r0 {tiny-inc}r0 {big-corp}r0 {big-corp}r1 "
+        "{big-corp}r2 {big-corp}r3 {big-corp}r4",
+        "stats: staged True, each key 1 at once, 0 ready",
+    ]
+
+
 def test_retry_dead_example(example_env: dict[str, str]) -> None:
     out = run_example("retry_dead.py", example_env).splitlines()
     assert out == [
