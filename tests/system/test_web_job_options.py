@@ -4,6 +4,7 @@ values answered 4xx JSON naming the field. Against a live ``streamdelay serve``.
 
 from __future__ import annotations
 
+import re
 import urllib.parse
 from typing import Any
 
@@ -99,3 +100,17 @@ def test_an_id_of_neither_form_is_refused_naming_the_id(web_server: WebServer) -
     for bad in ("a{b}c", "{a}", "{}x", "{a b}x"):
         status, error = web_server.request("GET", f"{base}/jobs/{urllib.parse.quote(bad)}")
         assert status in (400, 422) and error["error"]["field"] == "id", (bad, error)
+
+
+def test_the_dashboard_job_page_shows_the_options(web_server: WebServer) -> None:
+    base = _q(web_server)
+    status, made = web_server.request("POST", f"{base}/jobs", {
+        "topic": "opt", "delay": 60, "priority": 2, "key": "dash-key", "expires": 90})
+    assert status == 201
+    queue = web_server.queues[0]
+    status, page = web_server.request(
+        "GET", f"/q/{queue}/job?{urllib.parse.urlencode({'id': made['id']})}")
+    assert status == 200 and made["id"] in page
+    for label, value in (("priority", "2"), ("key", "dash-key")):
+        assert re.search(rf">{label}<.*?>{value}<", page, re.DOTALL), label
+    assert ">expires<" in page
