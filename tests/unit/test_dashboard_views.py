@@ -60,6 +60,15 @@ def test_topic_rows_join_counts_and_lateness() -> None:
     assert [r.p99 for r in no_window] == [views.UNKNOWN, views.UNKNOWN]
 
 
+def test_topic_rows_show_key_limits_and_the_top_keys_of_a_staged_topic() -> None:
+    stats = QueueStats("q", NOW, {"report": TopicStats(
+        "report", 0, 9, 1, 0, 0, "workers", concurrency=4, leases=1, staged=True,
+        keys=(("acme", 7), ("", 2)), key_rate="10/m", key_concurrency=2)})
+    [row] = views.topic_rows(stats, None)
+    assert row.limit == "1/4 running, each key 10/m, 2 at once"
+    assert row.keys == "acme 7, (no key) 2"
+
+
 def test_chart_draws_p50_and_p99_with_gaps_on_a_log_axis() -> None:
     svg = lateness_chart([1.0, None, 10.0, 20.0], [5.0, None, 100.0, 60_000.0], title="a<b")
     assert svg.startswith("<svg") and svg.endswith("</svg>")

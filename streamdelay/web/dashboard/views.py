@@ -92,6 +92,7 @@ class TopicRow:
     lateness_panel: str = ""  # the queue page's charts (inline SVG), "" on the overview
     throughput_panel: str = ""
     settled: int = 0  # deliveries settled in the window (ok, retried, dead)
+    keys: str = ""  # a staged topic's keys with the most ready jobs (docs/priorities.md)
 
 
 def warning_of(ready: int, group: str | None) -> str:
@@ -136,7 +137,10 @@ def topic_rows(stats: QueueStats, window: LatenessWindow | None,
             started=sum(merged),
             chart=lateness_chart(p50, p99, title=f"{name}: lateness p50 / p99 per minute, "
                                  f"last {minutes} min"),
-            limit=limit_text(t.rate, t.concurrency, t.leases) if t else "",
+            limit=", ".join(x for x in (
+                limit_text(t.rate, t.concurrency, t.leases),
+                key_limit_text(t.key_rate, t.key_concurrency)) if x) if t else "",
+            keys=", ".join(f"{k or '(no key)'} {n}" for k, n in t.keys) if t else "",
             warning=warning_of(t.ready, t.group) if t else "",
             settled=sum(sum(flow[k]) for k in ("ok", "retried", "dead")), **panels,
         ))
@@ -159,6 +163,12 @@ def limit_text(rate: str | None, concurrency: int | None, leases: int) -> str:
     if concurrency:
         parts.append(f"{leases}/{concurrency} running")
     return ", ".join(parts)
+
+
+def key_limit_text(rate: str | None, concurrency: int | None) -> str:
+    """The limit each fairness key of a topic is held to: ``each key 10/m, 2 at once``."""
+    parts = ([rate] if rate else []) + ([f"{concurrency} at once"] if concurrency else [])
+    return "each key " + ", ".join(parts) if parts else ""
 
 
 @dataclass(frozen=True)
