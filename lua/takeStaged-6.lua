@@ -17,7 +17,8 @@
 --    job (lowest rank), unless its key is at a limit (the lane is parked until the key may go
 --    again: its earliest lease end or next token; a freed lease un-parks it at once). The lane
 --    then goes to the back of the turns. Each job taken is XADDed to the stream (rec: the record
---    in state s) and its record becomes s with that entry.
+--    in state s; p: its priority, for the per-priority lateness metric) and its record becomes
+--    s with that entry.
 -- 3. One XREADGROUP delivers what step 2 added (they are the only new entries by then).
 -- Key leases (includes/key_limits.lua): one per delivery of a key with a key concurrency,
 -- member the entry id, score the job's ttr; a lease counts while its entry is in the group's
@@ -131,7 +132,8 @@ if #entries < k then
           -- -> its dead letter with reason 'expired'):
           --   if is_expired(id, now) then expire_job(...) else <the take below> end
           r.state, r.entry = 's', ''
-          local eid = redis.call('XADD', sk, '*', 'id', id, 'rec', build_record(r))
+          local eid = redis.call('XADD', sk, '*', 'id', id, 'rec', build_record(r),
+                                 'p', job_priority(id))
           r.entry = eid
           redis.call('HSET', K_JOBS, id, build_record(r))
           if key ~= '' then key_started(topic, key, eid, r.ttr, now) end

@@ -64,21 +64,24 @@ local function staged_topic(topic)
   return s
 end
 
+-- job_priority(id): a job's priority from PREFIX..'opts' (5 without a field);
 -- job_rank(id, due): the lane rank of a job: due - priority * aging (lower goes first), the
 -- priority from PREFIX..'opts' ('<priority>|<deadline_ms>|<key>', absent: 5), the aging from
 -- field 'priority_aging' of PREFIX..'meta' (ms, absent: 10 s)
 local aging_ms, any_opts = nil, nil
+local function job_priority(id)
+  if any_opts == nil then any_opts = redis.call('EXISTS', PREFIX .. 'opts') == 1 end
+  if any_opts then
+    local o = redis.call('HGET', PREFIX .. 'opts', id)
+    if o then return tonumber(string.match(o, '^(%d)')) or 5 end
+  end
+  return 5
+end
 local function job_rank(id, due)
   if aging_ms == nil then
     aging_ms = tonumber(redis.call('HGET', PREFIX .. 'meta', 'priority_aging')) or DEFAULT_AGING_MS
-    any_opts = redis.call('EXISTS', PREFIX .. 'opts') == 1
   end
-  local priority = 5
-  if any_opts then
-    local o = redis.call('HGET', PREFIX .. 'opts', id)
-    if o then priority = tonumber(string.match(o, '^(%d)')) or 5 end
-  end
-  return due - priority * aging_ms
+  return due - job_priority(id) * aging_ms
 end
 
 -- stage(id, topic, due): put a job (its record already 'r') into its key's lane

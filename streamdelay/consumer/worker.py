@@ -393,8 +393,9 @@ class Worker:
         if job_key in self.running_jobs and not await self._after_earlier_run(job_key, delivery):
             return None
         self.running_jobs[job_key] = delivery
-        if self.metrics is not None:
-            self.metrics.started(job)
+        if self.metrics is not None:  # a staged topic's: by priority too (docs/priorities.md)
+            self.metrics.started(job, _priority(fields) if job.topic in self.views.staged
+                                 else None)
         run = delivery.run = self.observer.started(job)
         self.lateness.observe(job.topic, time.time() * 1000 + self.observer.clock_offset_ms
                               - job.due)
@@ -456,3 +457,9 @@ class Worker:
 
     async def _flush_acks(self) -> None:
         await self.acks.flush(partial(settling.send_acks, self))
+
+
+def _priority(fields: dict[Any, Any] | None) -> str:
+    """The priority a staged take wrote into a stream entry (field ``p``; 5 without one)."""
+    raw = (fields or {}).get(b"p", (fields or {}).get("p"))
+    return raw.decode() if isinstance(raw, bytes) else str(raw or 5)

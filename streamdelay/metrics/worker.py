@@ -76,6 +76,10 @@ class WorkerMetrics:
         self.lateness = client.Histogram(
             "streamdelay_lateness_seconds", "Handler start minus due time (Redis server clock).",
             ["queue", "topic"], buckets=LATENESS_BUCKETS, registry=registry)
+        self.priority_lateness = client.Histogram(
+            "streamdelay_priority_lateness_seconds", "Handler start minus due time of the jobs "
+            "of staged topics (priorities, fairness keys), by priority.",
+            ["queue", "topic", "priority"], buckets=LATENESS_BUCKETS, registry=registry)
         self.handler_time = client.Histogram(
             "streamdelay_handler_seconds", "How long handlers ran, by the delivery's outcome.",
             ["queue", "topic", "outcome"], buckets=HANDLER_BUCKETS, registry=registry)
@@ -85,6 +89,7 @@ class WorkerMetrics:
         self.server: MetricsServer | None = None
         self._jobs: dict[tuple[str, str], Any] = {}
         self._lateness: dict[str, Any] = {}
+        self._priority: dict[tuple[str, str], Any] = {}
         self._handler: dict[tuple[str, str], Any] = {}
 
     # --- life cycle ------------------------------------------------------------------------
@@ -111,8 +116,9 @@ class WorkerMetrics:
 
     # --- hooks (called by the worker) -------------------------------------------------------
 
-    def started(self, job: Job) -> None:
-        """A handler starts: observe its lateness on the server clock."""
+    def started(self, job: Job, priority: str | None = None) -> None:
+        """A handler starts: observe its lateness on the server clock (and, for a job of a
+        staged topic, by its ``priority``: docs/priorities.md)."""
         now = None if self.clock is None else self.clock.now_ms()
         if now is None:
             return
@@ -120,6 +126,12 @@ class WorkerMetrics:
         if child is None:
             child = self._lateness[job.topic] = self.lateness.labels(self.queue, job.topic)
         child.observe((now - job.due) / 1000.0)
+        if priority is not None:
+            key = (job.topic, priority)
+            by = self._priority.get(key)
+            if by is None:
+                by = self._priority[key] = self.priority_lateness.labels(self.queue, *key)
+            by.observe((now - job.due) / 1000.0)
 
     def settled(self, delivery: Delivery, outcome: str) -> None:
         """A delivery is settled: count it, and time its handler when one ran."""

@@ -171,3 +171,31 @@ def test_the_docs_and_the_dashboard_name_exactly_the_metrics_served(queue: sd.Qu
     exprs = [t["expr"] for panel in dashboard["panels"] for t in panel["targets"]]
     used = {name for expr in exprs for name in re.findall(r"streamdelay_[a-z_]+", expr)}
     assert used and used <= served | {"streamdelay_promoted_total"}
+
+
+def test_lateness_by_priority_is_counted_for_staged_topics_only(queue: sd.Queue) -> None:
+    """docs/priorities.md: ``streamdelay_priority_lateness_seconds`` has a ``priority`` label
+    and only the jobs of staged topics; the lateness of every topic stays as it was."""
+    worker = sd.Worker(queue, group="g", metrics_port=0)
+    ran: list[str] = []
+
+    @worker.handler("urgent")
+    async def urgent(job: sd.Job) -> None:
+        ran.append(job.id)
+
+    @worker.handler("plain")
+    async def plain(job: sd.Job) -> None:
+        ran.append(job.id)
+
+    queue.enqueue("urgent", None, priority=9)
+    queue.enqueue("urgent", None, priority=2)
+    queue.enqueue("urgent", None, priority=2, key="acme")
+    queue.enqueue("plain", None)
+    worker.run(until_idle=True)
+    assert len(ran) == 4
+    name = "streamdelay_priority_lateness_seconds_count"
+    assert sample(worker, name, queue=queue.name, topic="urgent", priority="9") == 1
+    assert sample(worker, name, queue=queue.name, topic="urgent", priority="2") == 2
+    assert sample(worker, name, queue=queue.name, topic="plain", priority="5") is None
+    assert sample(worker, "streamdelay_lateness_seconds_count", queue=queue.name,
+                  topic="plain") == 1
