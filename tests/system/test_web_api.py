@@ -204,6 +204,29 @@ def test_a_limit_with_key_limits_is_set_shown_and_cleared(web_server: WebServer)
     assert status == 200 and answer["changed"] is True and answer["key_concurrency"] is None
 
 
+def test_reserve_takes_a_staged_topic_by_priority_in_key_turns_within_key_limits(
+        web_server: WebServer) -> None:
+    """docs/priorities.md: the HTTP consumer takes through the engine's take like a worker."""
+    base = _q(web_server)
+    web_server.request("POST", f"{base}/topics/kt:limit", {"key_concurrency": 1},
+                       token="admin")
+    jobs = [{"topic": "kt", "body": i, "id": f"a{i}", "key": "acme", "priority": 5}
+            for i in range(3)] + [{"topic": "kt", "body": 9, "id": "a9", "key": "acme",
+                                   "priority": 9}, {"topic": "kt", "body": 0, "id": "b0",
+                                                    "key": "bolt"}]
+    status, _ = web_server.request("POST", f"{base}/jobs:batch", {"jobs": jobs})
+    assert status in (200, 201)
+    got: list[str] = []
+    deadline = time.monotonic() + 20
+    while len(got) < 2:  # the dispatcher of the service promotes them
+        assert time.monotonic() < deadline
+        status, answer = _reserve(web_server, "kt", wait_ms=500, count=10)
+        got += [d["id"] for d in (answer or {}).get("deliveries", [])]
+    assert sorted(got) == ["{acme}a9", "{bolt}b0"]  # acme's best, and one job per key
+    status, answer = _reserve(web_server, "kt", wait_ms=0, count=10)
+    assert status == 204  # acme holds its one lease
+
+
 def test_reserve_ack_and_an_empty_poll(web_server: WebServer) -> None:
     base = _q(web_server)
     web_server.request("POST", f"{base}/jobs", {"topic": "c.ack", "body": {"n": 1},
