@@ -33,6 +33,7 @@ from benchmarks import (
     durable,
     enqueue,
     events_cost,
+    fairness,
     http_bench,
     http_polls,
     inspect_jobs,
@@ -144,6 +145,8 @@ def main() -> None:
         # issue 16: 100k due jobs, and the curve over worker processes (one more than the cores)
         lambda: drain.run(100_000, tuple(range(1, (os.cpu_count() or 1) + 2))),
         events_cost.run,  # issue 26: drain and enqueue with lifecycle events on against off
+        # issue 27: Jain's index under a hot key's backlog, Redis µs per job staged vs plain
+        lambda: fairness.section(10_000, 10, 100_000),
         lambda: memory_drain.run(1_000_000 if args.full else 100_000),
         lambda: lateness_rates.run(rates=(200, 2000), worker_count=1),
         # issue 16: 20k due/s with as many worker processes as the machine has cores
