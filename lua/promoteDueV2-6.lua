@@ -160,6 +160,7 @@ if n > 0 then
     stage(job[1], job[2], job[3])
     if not woken[job[2]] then woken[job[2]] = true; wake_takers(job[2]) end
   end
+  flush_tally()
   -- the jobs looked at are the head of the delayed set, ranks 0..k-1 in the order read (nothing
   -- wrote to it since): one range removal walks the skiplist once instead of once per job, which
   -- keeps the cost per job flat as the backlog grows (docs/benchmarks.md)

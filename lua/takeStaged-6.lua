@@ -139,10 +139,9 @@ if #entries < k then
           if key ~= '' then key_started(topic, key, eid, r.ttr, now) end
           added = added + 1
         end
-        lane_took(topic, key, 1)
+        tally(topic, key, -1)
       end
-      if redis.call('EXISTS', ln) == 1 then lane_to_back(topic, key)
-      else redis.call('ZREM', lk, key) end
+      if lane_left(topic, key) then lane_to_back(topic, key) end
     end
   end
 end
@@ -151,6 +150,7 @@ end
 if added > 0 then
   for _, e in ipairs(xreadgroup(added)) do entries[#entries + 1] = e end
 end
+flush_tally()
 local got = #entries
 if tl then topic_limit_took(topic, tl, entries, now) end
 if got < k then

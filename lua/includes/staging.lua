@@ -84,30 +84,65 @@ local function job_rank(id, due)
   return due - job_priority(id) * aging_ms
 end
 
--- stage(id, topic, due): put a job (its record already 'r') into its key's lane
+-- The ready counts (K_READY per topic, backlog per key) move by a tally kept during the call
+-- and written once per topic and key by flush_tally(): every script that stages or takes calls
+-- it before it returns.
+local tally_topics, tally_keys = {}, {}
+local function tally(topic, key, n)
+  tally_topics[topic] = (tally_topics[topic] or 0) + n
+  local t = tally_keys[topic]
+  if not t then t = {}; tally_keys[topic] = t end
+  t[key] = (t[key] or 0) + n
+end
+local function flush_tally()
+  for topic, n in pairs(tally_topics) do
+    if n ~= 0 and redis.call('HINCRBY', K_READY, topic, n) <= 0 then
+      redis.call('HDEL', K_READY, topic)
+    end
+  end
+  for topic, keys in pairs(tally_keys) do
+    local bk = backlog_key(topic)
+    for key, n in pairs(keys) do
+      if n ~= 0 and tonumber(redis.call('ZINCRBY', bk, n, key)) <= 0 then
+        redis.call('ZREM', bk, key)
+      end
+    end
+  end
+  tally_topics, tally_keys = {}, {}
+end
+
+-- stage(id, topic, due): put a job (its record already 'r') into its key's lane; a lane that
+-- was empty joins the turns (looked at once per lane and call)
+local lane_seen = {}
 local function stage(id, topic, due)
   local key = job_key(id)
   local ln = lane_key(topic, key)
   if redis.call('ZADD', ln, job_rank(id, due), id) == 0 then return false end
-  redis.call('HINCRBY', K_READY, topic, 1)
-  redis.call('ZINCRBY', backlog_key(topic), 1, key)
-  if redis.call('ZCARD', ln) == 1 and not redis.call('ZSCORE', parked_key(topic), key) then
-    lane_to_back(topic, key)
+  tally(topic, key, 1)
+  if not lane_seen[ln] then
+    lane_seen[ln] = true
+    if redis.call('ZCARD', ln) == 1 and not redis.call('ZSCORE', parked_key(topic), key) then
+      lane_to_back(topic, key)
+    end
   end
   return true
 end
 
--- lane_took(topic, key, n): n jobs left the key's lane (taken or removed): the counts follow,
--- and an empty lane leaves the turns
+-- lane_left(topic, key): after jobs left a lane: whether it still has some (an empty lane
+-- leaves the turns and the parked lanes)
+local function lane_left(topic, key)
+  if redis.call('EXISTS', lane_key(topic, key)) == 1 then return true end
+  redis.call('ZREM', lanes_key(topic), key)
+  redis.call('ZREM', parked_key(topic), key)
+  lane_seen[lane_key(topic, key)] = nil
+  return false
+end
+
+-- lane_took(topic, key, n): n jobs left the key's lane, counted at once
 local function lane_took(topic, key, n)
-  if redis.call('HINCRBY', K_READY, topic, -n) <= 0 then redis.call('HDEL', K_READY, topic) end
-  if tonumber(redis.call('ZINCRBY', backlog_key(topic), -n, key)) <= 0 then
-    redis.call('ZREM', backlog_key(topic), key)
-  end
-  if redis.call('EXISTS', lane_key(topic, key)) == 0 then
-    redis.call('ZREM', lanes_key(topic), key)
-    redis.call('ZREM', parked_key(topic), key)
-  end
+  tally(topic, key, -n)
+  flush_tally()
+  lane_left(topic, key)
 end
 
 -- unstage(r, id): take a ready job (state 'r') out of its lane (cancel, reschedule, replace)
