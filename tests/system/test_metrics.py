@@ -152,6 +152,7 @@ def test_the_docs_and_the_dashboard_name_exactly_the_metrics_served(queue: sd.Qu
     metrics.count("t", "handled")
     metrics.handler_time.labels(queue.name, "t", "handled").observe(0.1)
     metrics.lateness.labels(queue.name, job.topic).observe(0.001)
+    metrics.priority_lateness.labels(queue.name, job.topic, "5").observe(0.001)  # staged
     queue.enqueue("t", None, delay=60)
     queue.limit("t", rate="1/s", concurrency=2)  # the limit gauges show only limited topics
     registry = CollectorRegistry()
