@@ -107,6 +107,7 @@ async def take_loop(worker: ReadingHost, keys: PartitionKeys, topic: str) -> Non
             except GroupNotFound:
                 await worker.register()
                 continue
+            worker.leases.add((e.partition, e.topic, e.entry_id) for e in entries if e.leased)
             worker.start_entries(entries)
             try:  # never longer than the block time: a stop or a loosened limit is seen
                 rest_s = await drive_once_async(blocking, wait_plan(

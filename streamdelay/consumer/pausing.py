@@ -15,6 +15,7 @@ from ..engine.settling import release_plan
 from ..engine.taking import parse_paused, paused_command
 from ..protocol.replies import text
 from ..redis_io.runner import RETRYABLE, call_with_retry
+from .settling import frees
 
 if TYPE_CHECKING:
     from .delivery import Delivery
@@ -67,8 +68,10 @@ def hand_back(worker: Worker, delivery: Delivery, fields: dict[Any, Any] | None)
 async def _release(worker: Worker, delivery: Delivery, job_id: str) -> None:
     keys = worker.partitions[delivery.partition]
     try:
+        also = frees(worker, delivery.partition, [(delivery.topic, delivery.entry_id)])
         released = await worker.run_plan(release_plan(
-            keys, worker.group, [delivery.topic, job_id, delivery.entry_id]), "release")
+            keys, worker.group, [delivery.topic, job_id, delivery.entry_id], 0, also),
+            "release")
         worker.counts["released"] += released
     except (OSError, *RETRYABLE) as exc:
         log.warning("could not hand back job %s of paused topic %s (%s); it returns after its "

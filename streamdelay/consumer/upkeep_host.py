@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Collection, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
+from ..engine.leasing import LeaseBook
 from ..engine.taking import Entry
 from ..metrics.worker import WorkerMetrics
 from ..protocol.keys import PartitionKeys
@@ -32,6 +33,10 @@ class UpkeepHost(Protocol):
     @property
     def metrics(self) -> WorkerMetrics | None:
         """This process's Prometheus metrics, when served (docs/operations.md#metrics)."""
+
+    @property
+    def leases(self) -> LeaseBook:
+        """The deliveries holding a lease in partition 0's slot (engine/leasing.py)."""
 
     @property
     def group(self) -> str:

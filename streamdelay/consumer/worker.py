@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from ..base import validation
 from ..base.errors import ConfigError
 from ..engine.constants import DEFAULT_GROUP, PRUNE_IDLE_S, default_consumer_name
+from ..engine.leasing import LeaseBook
 from ..engine.taking import Entry
 from ..engine.upkeep import register_plan
 from ..metrics import worker_metrics
@@ -101,6 +102,7 @@ class Worker:
         self.counts = {"handled": 0, "retried": 0, "dead": 0, "released": 0, "reclaimed": 0}
         self.partitions: tuple[PartitionKeys, ...] = partition_keys(config.name, config.partitions)
         self.acks = PendingAcks()
+        self.leases = LeaseBook()  # deliveries holding a lease in slot 0 (engine/leasing.py)
         # (partition, job id) -> the delivery whose handler runs that job in this process
         self.running_jobs: dict[tuple[int, str], Delivery] = {}
         self.views = TopicViews()  # paused and limited topics (pausing.py, limiting.py write it)
