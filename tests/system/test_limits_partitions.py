@@ -10,6 +10,7 @@ import asyncio
 import signal
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +21,8 @@ import streamdelay as sd
 from streamdelay.protocol.keys import PartitionKeys, partition_of
 from tests.integration.test_pull import running_dispatcher
 from tests.support.cluster import LocalCluster, spread_queue_name
+from tests.support.redis_server import RedisServer
+from tests.support.web_server import WebServer
 from tests.system.test_limits import Fleet, starts, wait_for
 
 pytestmark = pytest.mark.timeout(150)
@@ -238,3 +241,30 @@ def test_limits_on_a_3_primary_cluster() -> None:
             assert sorted(ran) == sorted(jobs)
             assert state["peak"] <= 2
             assert prefixes & {"1", "2"}  # leases of other partitions lived in slot 0
+
+
+def test_http_reserve_obeys_a_limit_on_3_partitions(shared_redis: RedisServer) -> None:
+    """Over HTTP: concurrency 1 over jobs of partitions 1 and 2; the ack frees the lease in
+    partition 0's slot, and the next reserve gets the next job."""
+    url = shared_redis.url
+    client = redis.Redis.from_url(url)
+    name = f"h{uuid.uuid4().hex[:10]}"
+    with sd.Queue(name, url=url, partitions=P) as q, running_dispatcher(q):
+        q.limit("t", concurrency=1)
+        q.enqueue_many([sd.JobSpec("t", i, id=i) for i in ids_on(1, 2, "a") + ids_on(2, 2, "b")])
+        wait_for(lambda: q.stats().topics["t"].ready == 4, 10, "the jobs to be ready")
+    base = f"/v1/queues/{name}"
+    with WebServer(url, [name], "--partitions", str(P)) as server:
+        status, first = server.request("POST", f"{base}/topics/t:reserve",
+                                       {"count": 5, "consumer": "h1"})
+        assert status == 200 and len(first["deliveries"]) == 1
+        assert [m.split(":")[0] for m in leases(client, name, "t")] in (["1"], ["2"])
+        status, _ = server.request("POST", f"{base}/topics/t:reserve",
+                                   {"count": 5, "consumer": "h2", "wait_ms": 400})
+        assert status == 204
+        receipt = first["deliveries"][0]["receipt"]
+        assert server.request("POST", f"{base}/deliveries/{receipt}:ack")[0] == 200
+        assert leases(client, name, "t") == []
+        status, second = server.request("POST", f"{base}/topics/t:reserve",
+                                        {"count": 5, "consumer": "h2", "wait_ms": 2000})
+        assert status == 200 and len(second["deliveries"]) == 1
