@@ -56,15 +56,20 @@ async def send_acks(worker: UpkeepHost, partition: int, flat: list[str],
     the results it keeps (``acks.PendingAcks.flush``)."""
     keys = worker.partitions[partition]
     keep_ms = validation.delay_ms(worker.config.keep_done)
-    await worker.run_plan(ack_plan(keys, worker.group, keep_ms, flat, results or (),
-                                   frees(worker, partition, triples_pairs(flat))), "ack")
+    pairs = triples_pairs(flat)
+    also = frees(worker, partition, pairs, keep=True)  # a failed batch is sent again
+    await worker.run_plan(ack_plan(keys, worker.group, keep_ms, flat, results or (), also),
+                          "ack")
+    if also:
+        worker.leases.forget(partition, pairs)
 
 
-def frees(worker: UpkeepHost, partition: int, pairs: list[tuple[str, str]]
-          ) -> tuple[ScriptCall, ...]:
+def frees(worker: UpkeepHost, partition: int, pairs: list[tuple[str, str]],
+          keep: bool = False) -> tuple[ScriptCall, ...]:
     """The ``freeLeases`` call (partition 0's slot) of those of ``pairs`` (topic, entry id)
-    that hold a lease there, sent with their settle; none when none does."""
+    that hold a lease there, sent with their settle; none when none does. They are forgotten
+    here unless ``keep``."""
     if not len(worker.leases):
         return ()
-    found = worker.leases.pop(partition, pairs)
+    found = worker.leases.pop(partition, pairs, keep)
     return (free_call(worker.config.name, found),) if found else ()

@@ -118,16 +118,23 @@ class LeaseBook:
         """Remember deliveries that hold a lease."""
         self._held.update(rows)
 
-    def pop(self, partition: int, pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    def pop(self, partition: int, pairs: Iterable[tuple[str, str]], keep: bool = False
+            ) -> list[tuple[str, str]]:
         """The ``(topic, member)`` of those of ``pairs`` (topic, entry id) of ``partition``
-        that hold a lease, forgotten here (their settle frees them)."""
+        that hold a lease, forgotten here (their settle frees them) unless ``keep`` (a settle
+        that may be sent again: ``forget`` them once it succeeded)."""
         found = []
         for topic, eid in pairs:
             row = (partition, topic, eid)
             if row in self._held:
-                self._held.discard(row)
+                if not keep:
+                    self._held.discard(row)
                 found.append((topic, member(partition, eid)))
         return found
+
+    def forget(self, partition: int, pairs: Iterable[tuple[str, str]]) -> None:
+        """Forget these deliveries' leases (their settle, with the free, succeeded)."""
+        self._held.difference_update((partition, topic, eid) for topic, eid in pairs)
 
     def held(self, partition: int, topic: str, eid: str) -> bool:
         """Whether this delivery holds a lease in slot 0."""

@@ -84,6 +84,9 @@ def test_the_lease_book_frees_each_lease_once() -> None:
     book.add([(1, "t", "1-0"), (2, "t", "1-0")])
     assert book.pop(1, [("t", "1-0"), ("t", "5-0")]) == [("t", "1:1-0")]
     assert book.pop(1, [("t", "1-0")]) == [] and len(book) == 1
+    assert book.pop(2, [("t", "1-0")], keep=True) == [("t", "2:1-0")] and len(book) == 1
+    book.forget(2, [("t", "1-0")])  # an ack batch with its free succeeded
+    assert len(book) == 0
     assert leasing.ttr_of({b"rec": REC}) == 5000 and leasing.ttr_of({b"rec": b"bad"}) == 60000
 
 
