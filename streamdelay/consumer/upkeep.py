@@ -125,7 +125,7 @@ async def reclaim_loop(worker: UpkeepHost) -> None:
         await asyncio.sleep(worker.reclaim_interval * random.uniform(0.8, 1.2))
         moved = await reclaim_once(worker)
         if moved:
-            worker.counts["reclaimed"] += moved
+            worker.counts.add("reclaimed", moved)
             log.info("re-queued %d job(s) of silent consumers", moved)
         if time.monotonic() >= next_prune:
             next_prune = time.monotonic() + worker.prune_every * random.uniform(0.8, 1.2)
@@ -218,6 +218,6 @@ async def _release(worker: UpkeepHost, deliveries: list[Delivery], later_ms: int
             log.warning("could not hand back %d job(s) (%s); they return after ttr",
                         len(batch), exc)
             continue
-        worker.counts["released"] += released
+        worker.counts.add("released", released)
         if worker.metrics is not None:
             worker.metrics.released(batch, released)
