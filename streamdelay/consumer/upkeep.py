@@ -65,13 +65,7 @@ async def touch(worker: UpkeepHost, deliveries: list[Delivery], *, quiet: bool =
             lost_ids = await worker.run_plan(touch_plan(keys, worker.group, worker.consumer,
                                                         flat, progress), "heartbeat")
             for delivery, value in zip(chunk, sent, strict=True):
-                if delivery.progress is value:  # none reported meanwhile
-                    delivery.progress_fresh = False
-                delivery.last_touch = now
-                if delivery.entry_id in lost_ids and not delivery.lost:
-                    delivery.lost = True
-                    if quiet:
-                        continue
+                if delivery.touched(now, value, delivery.entry_id in lost_ids) and not quiet:
                     log.warning("job %s is no longer held by this worker (reclaimed or "
                                 "cancelled); its result will be ignored", delivery.job_id,
                                 extra=delivery_fields(worker.config.name, delivery.topic,
