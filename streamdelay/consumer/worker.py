@@ -5,7 +5,7 @@ above the block time), handler tasks bounded by ``concurrency`` (``running.py``)
 acknowledgements (``acks.py``), and the upkeep loops from ``upkeep.py`` (heartbeats, reclaiming
 silent consumers' jobs, idle watch). An embedded ``Dispatcher`` runs unless ``dispatch=False``.
 This module is the public class: registration, serving and the graceful shutdown; each loop it
-starts owns the state it changes (docs/design.md#the-workers-state).
+starts owns the state it changes (docs/design.md, "The worker's state").
 """
 
 from __future__ import annotations
