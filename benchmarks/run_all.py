@@ -2,11 +2,13 @@
 
 Each benchmark starts its own redis-server on a free port; the raw ceilings are measured in the
 same run, next to our figures. ``--full`` adds the long variants (10M backlog,
-1M backlog drained back to the memory baseline). The "Targets" list judges the issue-5 targets
-(``targets.py``) and the HTTP service's (``http_bench.py``, keyed ``listed-target:``); a target
-or check with no figure is "not measured" and the run exits 1. The
-"Peers" section written by ``benchmarks/peers/run.py`` (``make bench-full``) is kept, dated,
-under the report's History heading.
+1M backlog drained back to the memory baseline). The benchmarks live in ``micro/`` (one
+component in one process), ``e2e/`` (through worker processes), ``web/`` (the HTTP service and
+the dashboard) and ``peers/`` (other libraries, ``make bench-peers``); what they share, and the
+report writer, in ``core/``. The report's words are in ``docs/benchmarks-report/``.
+The "Targets" list judges the issue-5 targets (``core/targets.py``) and the HTTP service's
+(``web/http_bench.py``, keyed ``listed-target:``); a target or check with no figure is "not
+measured" and the run exits 1.
 
 Run: ``.venv/bin/python benchmarks/run_all.py [--full] [--out docs/benchmarks.md]``.
 """
@@ -14,111 +16,34 @@ Run: ``.venv/bin/python benchmarks/run_all.py [--full] [--out docs/benchmarks.md
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import os
-import re
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks import (
-    big_bodies,
+from benchmarks.core.harness import ROOT, Section, redis_server, versions
+from benchmarks.core.report import exit_code, kept_peers_section, report
+from benchmarks.e2e import (
     cluster_bench,
-    dashboard_pages,
-    dispatch,
     drain,
-    durable,
-    enqueue,
     events_cost,
-    http_bench,
-    http_polls,
-    inspect_jobs,
     lateness_e2e,
     lateness_rates,
     memory_drain,
     results_wait,
     servers,
 )
-from benchmarks.harness import LISTED_TARGET, ROOT, Check, Section, redis_server, versions
-from benchmarks.report_notes import analysis, fill_values, history, intro
-from benchmarks.targets import issue_targets
-
-PEERS_START, PEERS_END = "<!-- peers:start -->", "<!-- peers:end -->"
-
-
-def raw_redis_benchmark() -> Section:
-    """``redis-benchmark`` on a private server: the server's own ceiling on this machine."""
-    rows = []
-    with redis_server() as server:
-        for pipeline, clients in ((1, 1), (1, 50), (16, 50)):
-            out = subprocess.run(
-                ["redis-benchmark", "-h", "127.0.0.1", "-p", str(server.port), "-q",
-                 "-n", "100000", "-c", str(clients), "-P", str(pipeline), "-r", "100000",
-                 "-t", "ping,set,zadd,xadd"], capture_output=True, text=True, timeout=300,
-                check=True).stdout
-            for line in out.replace("\r", "\n").splitlines():
-                match = re.match(r"^(\S+).*?: ([\d.]+) requests per second", line.strip())
-                if match:
-                    rows.append([match.group(1).rstrip(":"), str(clients), str(pipeline),
-                                 f"{float(match.group(2)):,.0f}"])
-    return Section("Raw Redis ceilings (`redis-benchmark`, same run)",
-                   ["command", "clients", "pipeline", "ops/s"], rows)
-
-
-def summary(checks: dict[str, Check], sections: list[Section]) -> str:
-    """The targets of issue 5, met, NOT met or not measured with the figure, then the other
-    checks (guarantees and documented limits) the sections judged."""
-    lines = ["## Targets", "", "Targets for streamdelay (one worker process, default settings "
-             "unless named); a miss points to what bounds it.", ""]
-    lines += [f"- {check}" for check in checks.values()]
-    lines += [f"- {check}" for section in sections for check in section.verdicts
-              if check.key.startswith(LISTED_TARGET)]  # judged in their section (HTTP)
-    lines += ["", "Other checks (guarantees and documented limits):", ""]
-    lines += [f"- {check}" for section in sections for check in section.verdicts
-              if not check.key.startswith(("target:", LISTED_TARGET))]
-    return "\n".join(lines) + "\n"
-
-
-def report(sections: list[Section], info: dict[str, str], full: bool, minutes: float,
-           peers: str) -> tuple[str, list[Check]]:
-    """The markdown report of one run, and the checks it could not judge (not measured).
-
-    Every figure and verdict in it comes from ``sections`` (this run); the only figures from
-    earlier runs are under the History heading, each with its date.
-    """
-    figures: dict[str, float] = {"cores": float(os.cpu_count() or 0),
-                                 "load_1m": float(info.get("load_1m", "nan"))}
-    for section in sections:
-        figures.update(section.figures)
-    checks = issue_targets(figures, full)
-    keyed = {**{c.key: c for s in sections for c in s.verdicts if c.key}, **checks}
-    values = fill_values(figures, keyed, info)
-    header = [
-        "# Benchmarks", "",
-        f"Generated by `make {'bench-full' if full else 'bench'}` "
-        f"(`benchmarks/run_all.py`) on {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC "
-        f"in {minutes:.1f} min.", "",
-        *(f"- {name}: {value}" for name, value in info.items() if name != "load_1m"), "",
-        intro(values),
-    ]
-    body = ("\n".join(header) + "\n" + summary(checks, sections) + "\n"
-            + "\n".join(s.markdown() for s in sections) + "\n" + analysis(values) + "\n"
-            + history(peers))
-    unmeasured = [c for c in checks.values() if c.met is None]
-    unmeasured += [c for s in sections for c in s.verdicts if c.met is None]
-    return body, unmeasured
-
-
-def kept_peers_section(path: Path) -> str:
-    """The "Peers" section of the current report (written by ``benchmarks/peers/run.py``)."""
-    if not path.exists():
-        return ""
-    doc = path.read_text()
-    start, end = doc.find(PEERS_START), doc.find(PEERS_END)
-    return doc[start:end + len(PEERS_END)] + "\n\n" if 0 <= start < end else ""
+from benchmarks.micro import (
+    big_bodies,
+    dispatch,
+    durable,
+    enqueue,
+    inspect_jobs,
+    redis_ceiling,
+)
+from benchmarks.web import dashboard_pages, http_bench, http_polls
 
 
 def main() -> None:
@@ -131,7 +56,7 @@ def main() -> None:
     with redis_server() as server:
         info = {**versions(server.client()), "load_1m": f"{os.getloadavg()[0]:.2f}"}
     steps = [
-        raw_redis_benchmark,
+        redis_ceiling.run,
         lateness_e2e.run,
         enqueue.run,
         lambda: (http_bench.run(single=20_000, batches=200, backlog=100_000, pairs=10_000)
@@ -171,18 +96,6 @@ def main() -> None:
     Path(args.out).write_text(text)
     print(f"\nwrote {args.out} ({minutes:.1f} min)")
     sys.exit(exit_code(sections, unmeasured))
-
-
-def exit_code(sections: list[Section], unmeasured: list[Check]) -> int:
-    """1 when a guarantee broke in a run or a check had no figure to judge by, else 0."""
-    code = 0
-    if not all(s.correct for s in sections):
-        print("a guarantee was broken in a run (see the tables)", file=sys.stderr)
-        code = 1
-    for check in unmeasured:
-        print(f"not measured: {check.name} ({check.figure})", file=sys.stderr)
-        code = 1
-    return code
 
 
 if __name__ == "__main__":
