@@ -18,7 +18,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -45,41 +47,70 @@ from benchmarks.micro import (
 )
 from benchmarks.web import dashboard_pages, http_bench, http_polls
 
+QUICK_OUT = Path(tempfile.gettempdir()) / "streamdelay-bench-quick.md"
 
-def main() -> None:
-    """Run the suite, print each table, write the markdown report."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--full", action="store_true")
-    parser.add_argument("--out", default=str(ROOT / "docs" / "benchmarks.md"))
-    args = parser.parse_args()
-    began = time.monotonic()
-    with redis_server() as server:
-        info = {**versions(server.client()), "load_1m": f"{os.getloadavg()[0]:.2f}"}
-    steps = [
+
+Step = Callable[[], Section]
+
+
+def report_steps(full: bool) -> list[Step]:
+    """Every section of the report, in its order, at the report's sizes (``full``: the long
+    variants)."""
+    cores = os.cpu_count() or 1
+    return [
         redis_ceiling.run,
         lateness_e2e.run,
         enqueue.run,
         lambda: (http_bench.run(single=20_000, batches=200, backlog=100_000, pairs=10_000)
-                 if args.full else http_bench.run()),
+                 if full else http_bench.run()),
         http_polls.run,  # 1,000 concurrent long polls on one serve process
         results_wait.run,  # issue 26: result delivered after the settle, 1,000 waiters
         lambda: dispatch.dispatch_alone(100_000),
-        lambda: dispatch.backlog([10_000, 1_000_000] + ([10_000_000] if args.full else [])),
+        lambda: dispatch.backlog([10_000, 1_000_000] + ([10_000_000] if full else [])),
         lambda: drain.run(10_000),
         # issue 16: 100k due jobs, and the curve over worker processes (one more than the cores)
-        lambda: drain.run(100_000, tuple(range(1, (os.cpu_count() or 1) + 2))),
+        lambda: drain.run(100_000, tuple(range(1, cores + 2))),
         events_cost.run,  # issue 26: drain and enqueue with lifecycle events on against off
-        lambda: memory_drain.run(1_000_000 if args.full else 100_000),
+        lambda: memory_drain.run(1_000_000 if full else 100_000),
         lambda: lateness_rates.run(rates=(200, 2000), worker_count=1),
         # issue 16: 20k due/s with as many worker processes as the machine has cores
-        lambda: lateness_rates.run(rates=(20000,), worker_count=os.cpu_count() or 1),
+        lambda: lateness_rates.run(rates=(20000,), worker_count=cores),
         servers.run,  # the core figures on Redis and on Valkey, side by side
-        lambda: cluster_bench.run(memory_jobs=1_000_000 if args.full else 200_000),
+        lambda: cluster_bench.run(memory_jobs=1_000_000 if full else 200_000),
         lambda: big_bodies.run([64 << 10, 1 << 20], 150),
         durable.run,
-        lambda: inspect_jobs.run(10_000_000 if args.full else 1_000_000),
-        lambda: dashboard_pages.run(10_000_000 if args.full else 1_000_000),
+        lambda: inspect_jobs.run(10_000_000 if full else 1_000_000),
+        lambda: dashboard_pages.run(10_000_000 if full else 1_000_000),
     ]
+
+
+def quick_steps() -> list[Step]:
+    """The same sections at their smallest sizes (``make bench-quick``): each benchmark starts,
+    runs and reports; its figures mean nothing and no target is judged by them."""
+    return [
+        lambda: redis_ceiling.run(2_000),
+        lambda: lateness_e2e.run(jobs=100, spread=1.0, cancels=10, worker_count=1),
+        lambda: enqueue.run(single=200, many=2_000, callers=10),
+        lambda: http_bench.run(single=300, batches=2, backlog=30, pairs=20, connections=4),
+        lambda: http_polls.run(polls=20, rate=40, seconds=1.0),
+        lambda: results_wait.run(waiters=20, jobs=200, sizes=(100,)),
+        lambda: dispatch.dispatch_alone(2_000),
+        lambda: dispatch.backlog([1_000, 5_000]),
+        lambda: drain.run(1_000, (1, 2)),
+        lambda: events_cost.run(jobs=500, drains=1, single=200, rounds=2),
+        lambda: memory_drain.run(2_000, processes=1),
+        lambda: lateness_rates.run(rates=(200,), worker_count=1),
+        lambda: servers.run(rounds=1),
+        lambda: cluster_bench.run(jobs=1_000, workers=1, memory_jobs=2_000),
+        lambda: big_bodies.run([64 << 10], 10),
+        lambda: durable.run(single=100, many=1_000, callers=10),
+        lambda: inspect_jobs.run(5_000),
+        lambda: dashboard_pages.run(5_000),
+    ]
+
+
+def run_steps(steps: list[Step]) -> list[Section]:
+    """Each step's section, printed as it ends; a step that raises gives a failed section."""
     sections = []
     for step in steps:
         try:
@@ -89,13 +120,33 @@ def main() -> None:
                               [[str(exc).replace("\n", " ")[:300]]], correct=False)
         section.print()
         sections.append(section)
+    return sections
+
+
+def main() -> None:
+    """Run the suite, print each table, write the markdown report."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--full", action="store_true")
+    mode.add_argument("--quick", action="store_true",
+                      help="every benchmark at its smallest size; the report goes to --out "
+                           f"(default {QUICK_OUT}), never docs/benchmarks.md")
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    out = Path(args.out or (QUICK_OUT if args.quick else ROOT / "docs" / "benchmarks.md"))
+    if args.quick and out.resolve() == (ROOT / "docs" / "benchmarks.md").resolve():
+        parser.error("--quick never writes docs/benchmarks.md: its figures are not measurements")
+    began = time.monotonic()
+    with redis_server() as server:
+        info = {**versions(server.client()), "load_1m": f"{os.getloadavg()[0]:.2f}"}
+    sections = run_steps(quick_steps() if args.quick else report_steps(args.full))
     minutes = (time.monotonic() - began) / 60
-    peers = kept_peers_section(Path(args.out))
+    peers = kept_peers_section(ROOT / "docs" / "benchmarks.md" if args.quick else out)
     text, unmeasured = report(sections, info, args.full, minutes, peers)
     print("\n" + text[text.index("## Targets"):text.index("\n## ", text.index("## Targets") + 3)])
-    Path(args.out).write_text(text)
-    print(f"\nwrote {args.out} ({minutes:.1f} min)")
-    sys.exit(exit_code(sections, unmeasured))
+    out.write_text(text)
+    print(f"\nwrote {out} ({minutes:.1f} min)")
+    sys.exit(exit_code(sections, [] if args.quick else unmeasured))
 
 
 if __name__ == "__main__":

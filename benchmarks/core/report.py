@@ -15,6 +15,7 @@ from pathlib import Path
 from benchmarks.core.harness import LISTED_TARGET, Check, Section
 from benchmarks.core.report_notes import (
     HEADER,
+    LAYOUT,
     SUMMARY,
     analysis,
     fill,
@@ -64,7 +65,7 @@ def report(sections: list[Section], info: dict[str, str], full: bool, minutes: f
     body = (header(info, full, minutes) + "\n\n" + intro(values) + "\n"
             + summary(checks, sections) + "\n"
             + "\n".join(s.markdown() for s in sections) + "\n" + analysis(values) + "\n"
-            + history(peers))
+            + LAYOUT + "\n\n" + history(peers))
     unmeasured = [c for c in checks.values() if c.met is None]
     unmeasured += [c for s in sections for c in s.verdicts if c.met is None]
     return body, unmeasured

@@ -1,12 +1,12 @@
 """The prose of ``docs/benchmarks.md``: how to read the tables and what bounds each figure.
 
-The prose itself is markdown in ``docs/benchmarks-report/`` (``intro.md``, ``bounds.md``,
-``summary.md``, ``history.md``); this module reads it and fills its ``{placeholders}`` with
-``fill()`` from one run's figures (``Section.figures``), its judged targets
-(``targets.issue_targets``) and the code's own settings (batch sizes, targets). The fragments
-hold no figures; a figure the run did not produce reads "not measured". Figures from earlier
-profiling sessions live in ``history.md`` only, each quoted with its date and run, under a
-heading that says they are not this run's.
+The prose itself is markdown in ``docs/benchmarks-report/`` (``header.md``, ``intro.md``,
+``summary.md``, ``bounds.md``, ``layout.md``, ``history.md``); this module reads it and fills
+its ``{placeholders}`` with ``fill()`` from one run's figures (``Section.figures``), its judged
+targets (``targets.issue_targets``) and the code's own settings (batch sizes, targets). The
+fragments hold no figures; a figure the run did not produce reads "not measured". Figures from
+earlier profiling sessions live in ``history.md`` only, each quoted with its date and run, under
+a heading that says they are not this run's.
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ HISTORY_HEADING, _HISTORY = heading_and_body(fragment("history.md"))
 HISTORY = _HISTORY + "\n"
 SUMMARY = fragment("summary.md")
 HEADER = fragment("header.md")
+LAYOUT = fragment("layout.md")
 
 
 def _fmt(value: float, spec: str) -> str:

@@ -73,12 +73,11 @@ def install(out_dir: str) -> None:
         await wait(self, wake, gap)
         waits.append((began, gap, time.time() - began))
 
-    def traced_start(self: Any, partition: int, reply: list[Any]) -> int:
+    def traced_start(self: Any, entries: Any) -> int:
         got = time.time()
-        ids = [(eid.decode() if isinstance(eid, bytes) else eid)
-               for _, entries in reply for eid, _ in entries]
-        reads.append((got, ids))
-        return start_entries(self, partition, reply)
+        entries = list(entries)  # engine.taking.Entry: (partition, topic, entry_id, fields)
+        reads.append((got, [entry.entry_id for entry in entries]))
+        return start_entries(self, entries)
 
     started: list[float] = []
 
