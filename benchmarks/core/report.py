@@ -12,13 +12,13 @@ import os
 import sys
 from pathlib import Path
 
+from benchmarks.core.fragments import fill
 from benchmarks.core.harness import LISTED_TARGET, Check, Section
 from benchmarks.core.report_notes import (
     HEADER,
     LAYOUT,
     SUMMARY,
     analysis,
-    fill,
     fill_values,
     history,
     intro,

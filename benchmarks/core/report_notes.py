@@ -13,46 +13,14 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping
-from pathlib import Path
 
 from benchmarks.core import targets
-from benchmarks.core.harness import BODY, NOT_MEASURED, ROOT, Check, measured
+from benchmarks.core.fragments import fill, fragment, heading_and_body
+from benchmarks.core.harness import BODY, NOT_MEASURED, Check, measured
 from benchmarks.core.targets import CALL_BOUND_US
 from streamdelay.consumer.dispatcher import PROMOTE_BATCH
 from streamdelay.producer.enqueuing import ENQUEUE_BATCH
-
-FRAGMENTS = ROOT / "docs" / "benchmarks-report"
-PLACEHOLDER = re.compile(r"\{([a-z0-9_]+)\}")
-COMMENT = re.compile(r"\A<!--.*?-->\n*", re.DOTALL)
-
-
-def unwrap(markdown: str) -> str:
-    """A fragment as the report prints it: its leading comment dropped, each paragraph and each
-    bullet (``- `` at the start of a line, continued by indented lines) joined into one line."""
-    lines: list[str] = []
-    for line in COMMENT.sub("", markdown).splitlines():
-        if not line.strip():
-            lines.append("")
-        elif (lines and lines[-1] and not lines[-1].startswith("#")
-              and (line.startswith(" ") or not line.startswith(("- ", "#")))):
-            lines[-1] += " " + line.strip()
-        else:
-            lines.append(line)
-    return "\n".join(lines).strip("\n")
-
-
-def fragment(name: str, folder: Path = FRAGMENTS) -> str:
-    """The unwrapped text of ``docs/benchmarks-report/<name>``."""
-    return unwrap((folder / name).read_text(encoding="utf-8"))
-
-
-def heading_and_body(text: str) -> tuple[str, str]:
-    """A fragment that opens with its ``## `` heading, split into the heading and the rest."""
-    heading, _, body = text.partition("\n\n")
-    return heading, body
-
 
 INTRO = fragment("intro.md") + "\n"
 ANALYSIS_HEADING, _BOUNDS = heading_and_body(fragment("bounds.md"))
@@ -169,12 +137,6 @@ def fill_values(figures: Mapping[str, float], checks: Mapping[str, Check],
         values[f"verdict_{key}"] = f"**{check.state}**"
     values.setdefault("verdict_calls", f"**{NOT_MEASURED}**")
     return values
-
-
-def fill(template: str, values: Mapping[str, str]) -> str:
-    """The template with every placeholder replaced; one this run has no value for reads
-    "not measured"."""
-    return PLACEHOLDER.sub(lambda m: values.get(m.group(1), NOT_MEASURED), template)
 
 
 def intro(values: Mapping[str, str]) -> str:

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from benchmarks.core import report_notes, targets
+from benchmarks.core import fragments, report_notes, targets
 from benchmarks.core.harness import NOT_MEASURED, Check, Section
 from benchmarks.core.report import exit_code, report
 from benchmarks.core.targets import CALL_BOUND_US
@@ -89,7 +89,7 @@ def prose(text: str) -> str:
 
 def test_the_prose_templates_hold_no_figures() -> None:
     for template in (report_notes.INTRO, *report_notes.NOTES):
-        literal = report_notes.PLACEHOLDER.sub("", template)
+        literal = fragments.PLACEHOLDER.sub("", template)
         assert numbers(literal) == [], (numbers(literal), literal[:200])
 
 
