@@ -10,7 +10,7 @@ The "Targets" list judges the issue-5 targets (``core/targets.py``) and the HTTP
 (``web/http_bench.py``, keyed ``listed-target:``); a target or check with no figure is "not
 measured" and the run exits 1.
 
-Run: ``.venv/bin/python benchmarks/run_all.py [--full] [--out docs/benchmarks.md]``.
+Run: ``.venv/bin/python benchmarks/run_all.py [--full | --quick] [--out FILE]``.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.core.harness import ROOT, Section, redis_server, versions
 from benchmarks.core.report import exit_code, kept_peers_section, report
+from benchmarks.core.targets import BACKLOG_FULL, BACKLOG_LARGE, BACKLOG_SMALL
 from benchmarks.e2e import (
     cluster_bench,
     drain,
@@ -66,7 +67,7 @@ def report_steps(full: bool) -> list[Step]:
         http_polls.run,  # 1,000 concurrent long polls on one serve process
         results_wait.run,  # issue 26: result delivered after the settle, 1,000 waiters
         lambda: dispatch.dispatch_alone(100_000),
-        lambda: dispatch.backlog([10_000, 1_000_000] + ([10_000_000] if full else [])),
+        lambda: dispatch.backlog([BACKLOG_SMALL, BACKLOG_LARGE] + ([BACKLOG_FULL] if full else [])),
         lambda: drain.run(10_000),
         # issue 16: 100k due jobs, and the curve over worker processes (one more than the cores)
         lambda: drain.run(100_000, tuple(range(1, cores + 2))),
