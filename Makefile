@@ -131,10 +131,10 @@ demo-dashboard: $(DEMO_STAMP)
 bench: install redis
 	$(BIN)/python benchmarks/run_all.py
 
-# Every section of `make bench` at its smallest size (~3 min): each benchmark still starts, runs
+# Every section of `make bench` at its smallest size (~5 min): each benchmark still starts, runs
 # and reports. The report goes to the temporary directory (streamdelay-bench-quick.md), never
-# docs/benchmarks.md;
-# exits 1 only when a benchmark failed or a guarantee broke (tiny runs judge no target).
+# docs/benchmarks.md; exits 1 only when a benchmark failed or a guarantee broke (tiny runs
+# judge no target).
 .PHONY: bench-quick
 bench-quick: install redis
 	$(BIN)/python benchmarks/run_all.py --quick
