@@ -74,6 +74,12 @@ class HandlerRunner:
                                            thread_name_prefix="streamdelay")
         self.slots.freed = asyncio.Event()
 
+    def close(self) -> None:
+        """The serve ends: the pool takes no new work (a def handler's thread still running
+        ends on its own; ``Worker.run`` waits for it a moment)."""
+        if self.executor is not None:
+            self.executor.shutdown(wait=False, cancel_futures=True)
+
     def start_entries(self, entries: Iterable[Entry]) -> int:
         """Start a handler task for each entry a read or a take gave; returns how many."""
         started = 0

@@ -318,8 +318,7 @@ class Worker:
         except (asyncio.TimeoutError, OSError) as exc:
             log.warning("could not acknowledge finished jobs at shutdown (%s); they are "
                         "redelivered after their ttr", exc)
-        if self._runner.executor is not None:
-            self._runner.executor.shutdown(wait=False, cancel_futures=True)
+        self._runner.close()
         await self.client.aclose()
         if self.metrics is not None:
             self.metrics.stop()
