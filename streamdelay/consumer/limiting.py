@@ -38,11 +38,9 @@ async def refresh(worker: ReadingHost) -> None:
 def _apply(worker: ReadingHost, reply: object) -> None:
     found = Views(worker.views.paused, parse_limits(reply))
     limited = found.limited
-    if limited != worker.views.limited:
+    if worker.views.set_limited(limited):
         log.info("limited topics: %s", ", ".join(
             f"{t} ({found.limits[t]})" for t in sorted(limited)) or "none")
-        worker.views.limited = limited
-        worker.views.changed.set()
 
 
 async def load(worker: ReadingHost) -> None:

@@ -42,9 +42,8 @@ async def load(worker: Worker) -> None:
 
 def _apply(worker: Worker, reply: Any) -> None:
     paused = parse_paused(reply)
-    if paused != worker.views.paused:
+    if worker.views.set_paused(paused):
         log.info("paused topics: %s", ", ".join(sorted(paused)) or "none")
-    worker.views.paused = paused
 
 
 async def watch(worker: Worker) -> None:
@@ -72,7 +71,7 @@ async def _release(worker: Worker, delivery: Delivery, job_id: str) -> None:
         released = await worker.run_plan(release_plan(
             keys, worker.group, [delivery.topic, job_id, delivery.entry_id], 0, also),
             "release")
-        worker.counts["released"] += released
+        worker.counts.add("released", released)
     except (OSError, *RETRYABLE) as exc:
         log.warning("could not hand back job %s of paused topic %s (%s); it returns after its "
                     "ttr", job_id, delivery.topic, exc)

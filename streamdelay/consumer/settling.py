@@ -41,10 +41,10 @@ async def settle_failure(worker: UpkeepHost, delivery: Delivery, settlement: Set
     if outcome.retried or outcome.dead:  # the dashboard's throughput (docs/dashboard.md)
         worker.lateness.settled(delivery.topic, "retried" if outcome.retried else "dead")
     if outcome.retried:
-        worker.counts["retried"] += 1
+        worker.counts.add("retried")
         log_settled(delivery.run, "retried", settlement.error)
     elif outcome.dead:
-        worker.counts["dead"] += 1
+        worker.counts.add("dead")
         log.warning("job %s (%s) is dead: %s", delivery.job_id, delivery.topic,
                     settlement.error.splitlines()[0] if settlement.error else "",
                     extra=job_fields(worker, delivery))

@@ -71,13 +71,7 @@ async def touch(worker: UpkeepHost, deliveries: list[Delivery], *, quiet: bool =
                 keys, worker.group, worker.consumer, flat, progress,
                 (touch_call(worker.config.name, moved),) if moved else ()), "heartbeat")
             for delivery, value in zip(chunk, sent, strict=True):
-                if delivery.progress is value:  # none reported meanwhile
-                    delivery.progress_fresh = False
-                delivery.last_touch = now
-                if delivery.entry_id in lost_ids and not delivery.lost:
-                    delivery.lost = True
-                    if quiet:
-                        continue
+                if delivery.touched(now, value, delivery.entry_id in lost_ids) and not quiet:
                     log.warning("job %s is no longer held by this worker (reclaimed or "
                                 "cancelled); its result will be ignored", delivery.job_id,
                                 extra=delivery_fields(worker.config.name, delivery.topic,
@@ -131,7 +125,7 @@ async def reclaim_loop(worker: UpkeepHost) -> None:
         await asyncio.sleep(worker.reclaim_interval * random.uniform(0.8, 1.2))
         moved = await reclaim_once(worker)
         if moved:
-            worker.counts["reclaimed"] += moved
+            worker.counts.add("reclaimed", moved)
             log.info("re-queued %d job(s) of silent consumers", moved)
         if time.monotonic() >= next_prune:
             next_prune = time.monotonic() + worker.prune_every * random.uniform(0.8, 1.2)
@@ -225,6 +219,6 @@ async def _release(worker: UpkeepHost, deliveries: list[Delivery], later_ms: int
             log.warning("could not hand back %d job(s) (%s); they return after ttr",
                         len(batch), exc)
             continue
-        worker.counts["released"] += released
+        worker.counts.add("released", released)
         if worker.metrics is not None:
             worker.metrics.released(batch, released)
