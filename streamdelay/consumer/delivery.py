@@ -83,6 +83,18 @@ class Delivery:
         self.progress = data
         self.progress_fresh = True
 
+    def touched(self, now: float, sent: bytes | None, lost: bool) -> bool:
+        """The heartbeat's write (``upkeep.touch``): touched at ``now`` carrying the progress
+        ``sent``; ``lost`` when this consumer no longer owns the entry. True when it was just
+        found lost."""
+        if self.progress is sent:  # none reported meanwhile
+            self.progress_fresh = False
+        self.last_touch = now
+        if lost and not self.lost:
+            self.lost = True
+            return True
+        return False
+
     @property
     def thread_running(self) -> bool:
         """True while a def handler's thread for this delivery has not returned."""

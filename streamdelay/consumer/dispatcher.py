@@ -31,7 +31,7 @@ from .timer import PreciseWait, ServerClock
 
 log = logging.getLogger("streamdelay.dispatcher")
 # One promoteDue call must not block Redis for more than ~1 ms (docs/keys.md#batch-sizes). Runs
-# of 2026-11-24 02:17-02:21 UTC (benchmarks/dispatch.py's dispatch alone, SLOWLOG median per
+# of 2026-11-24 02:17-02:21 UTC (benchmarks/micro/dispatch.py's dispatch alone, SLOWLOG median per
 # call, 100k jobs): 150 jobs 0.53 ms, 200 jobs 0.70-0.73 ms, 250 jobs 0.85 ms.
 PROMOTE_BATCH = 200
 # A due schedule that could not be advanced (another dispatcher was first, a damaged record) is

@@ -27,6 +27,7 @@ from ..limits.rates import TopicLimit
 from ..protocol.keys import PartitionKeys
 from ..protocol.plan import Command, Commands, Plan
 from ..protocol.replies import field_map, text
+from .leasing import leased_take_plan
 
 
 class Entry(NamedTuple):
@@ -36,6 +37,7 @@ class Entry(NamedTuple):
     topic: str
     entry_id: str
     fields: dict[Any, Any] | None
+    leased: bool = False  # holds a lease in partition 0's slot (engine/leasing.py)
 
 
 Streams = Mapping[str, tuple[int, str]]  # stream key -> (partition, topic)
@@ -98,8 +100,15 @@ def take_plan(keys: PartitionKeys, group: str, consumer: str, topic: str, count:
 
 def take_now_plan(keys: PartitionKeys, group: str, consumer: str, topic: str, count: int
                   ) -> Plan[tuple[list[Entry], int, int, str]]:
-    """One ``takeLimited`` call: the entries and the reply's reason, wait and last id (for
-    ``wait_plan``, which a driver runs after starting the entries)."""
+    """One take through the limit: the entries and the reply's reason, wait and last id (for
+    ``wait_plan``, which a driver runs after starting the entries). Partition 0 (every queue
+    of one partition) takes with one ``takeLimited`` call; another partition in three steps
+    around partition 0's limit state (``leasing.leased_take_plan``)."""
+    if keys.partition != 0:
+        rows, reason, wait_ms, last_id, leased = yield from leased_take_plan(
+            keys, group, consumer, topic, count)
+        return ([Entry(keys.partition, topic, eid, fields, leased) for eid, fields in rows],
+                reason, wait_ms, last_id)
     reply = parse_take((yield take_call(keys, group, consumer, topic, count)))
     return ([Entry(keys.partition, topic, eid, fields) for eid, fields in reply.entries],
             reply.reason, reply.wait_ms, reply.last_id)
@@ -113,7 +122,8 @@ def wait_plan(keys: PartitionKeys, topic: str, reason: int, wait_ms: int, last_i
     if reason == RATE:
         return wait / 1000
     if reason == CONCURRENCY:
-        yield Command(("BLPOP", keys.limit_wake(topic), f"{wait / 1000:.3f}"))
+        yield Command(("BLPOP", PartitionKeys(keys.queue, 0).limit_wake(topic),  # the limit's slot
+                       f"{wait / 1000:.3f}"))
     elif reason == DRAINED:  # at once when an entry came after the take; else at the next XADD
         yield Command(("XREAD", "COUNT", 1, "BLOCK", max(1, block_ms), "STREAMS",
                        keys.stream(topic), last_id or "$"))
@@ -178,10 +188,9 @@ def limit_of(queue: str, topic: str) -> Command:
 
 
 def look_plan(queue: str, partitions: int, topic: str) -> Plan[tuple[bool, bool]]:
-    """Whether ``topic`` is paused, and limited: one round trip (a queue of several partitions
-    has no limits: limits need one partition)."""
-    if partitions != 1:
-        return (bool(int((yield paused_flag(queue, topic)))), False)
+    """Whether ``topic`` is paused, and limited: one round trip (both in partition 0's slot,
+    whatever the number of ``partitions``)."""
+    del partitions  # kept for callers; limits hold on any number of partitions
     paused, raw = yield Commands((paused_flag(queue, topic), limit_of(queue, topic)))
     return (bool(int(paused)), is_limited(raw))
 

@@ -126,7 +126,8 @@ def run_sync_reserve(q: sd.Queue, decide: Decide, until: Callable[[sd.Queue], bo
 
     def consume(name: str) -> None:
         mine = sd.Queue(q.name, url=q.config.url, max_attempts=3, backoff=[0.05],
-                        max_body_bytes=q.config.max_body_bytes)
+                        max_body_bytes=q.config.max_body_bytes,
+                        partitions=q.config.partitions)
         try:
             while not stop.is_set():
                 for r in mine.reserve(TOPIC, group=GROUP, consumer=name, wait=0.3, count=4):
@@ -170,7 +171,8 @@ def run_async_reserve(q: sd.Queue, decide: Decide, until: Callable[[sd.Queue], b
 
     async def main() -> None:
         async with sd.AsyncQueue(q.name, url=q.config.url, max_attempts=3, backoff=[0.05],
-                                 max_body_bytes=q.config.max_body_bytes) as aq:
+                                 max_body_bytes=q.config.max_body_bytes,
+                                 partitions=q.config.partitions) as aq:
             dispatcher = sd.Dispatcher(aq.config)
             promoting = asyncio.create_task(dispatcher.run())
             stop = asyncio.Event()
@@ -224,9 +226,13 @@ def test_retries_backoff_and_dead_letters(redis_url: str, driver: str) -> None:
     q.close()
 
 
+@pytest.mark.parametrize("partitions", [1, 3])
 @pytest.mark.parametrize("driver", DRIVERS)
-def test_a_concurrency_limit_holds_and_spends_no_attempt(redis_url: str, driver: str) -> None:
-    q = new_queue(redis_url)
+def test_a_concurrency_limit_holds_and_spends_no_attempt(redis_url: str, driver: str,
+                                                         partitions: int) -> None:
+    """On 3 partitions the limit's state lives in partition 0's slot and a take elsewhere
+    leases there first (docs/limits.md#more-than-one-partition): the same outcome."""
+    q = new_queue(redis_url, partitions=partitions)
     q.limit(TOPIC, concurrency=2)
     enqueue_job_set(q)
     seen = consume(driver, q)
