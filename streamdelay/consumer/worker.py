@@ -98,7 +98,8 @@ class Worker:
         self.prune_every = upkeep.PRUNE_EVERY
         self.handlers: dict[str, Handler] = {}
         self.inflight: dict[tuple[int, str, str], Delivery] = {}
-        self.counts = {"handled": 0, "retried": 0, "dead": 0, "released": 0, "reclaimed": 0}
+        self.counts = {"handled": 0, "retried": 0, "dead": 0, "expired": 0, "released": 0,
+                       "reclaimed": 0}
         self.partitions: tuple[PartitionKeys, ...] = partition_keys(config.name, config.partitions)
         self.acks = PendingAcks()
         # (partition, job id) -> the delivery whose handler runs that job in this process
@@ -345,8 +346,8 @@ class Worker:
         """Start a handler task for each entry a read or a take gave; returns how many."""
         started = 0
         for entry in entries:
-            started += self.start(Delivery(entry.partition, entry.topic, entry.entry_id),
-                                  entry.fields)
+            started += self.start(Delivery(entry.partition, entry.topic, entry.entry_id,
+                                           read_ms=entry.now_ms), entry.fields)
         return started
 
     def start(self, delivery: Delivery, fields: dict[Any, Any] | None) -> bool:
@@ -441,6 +442,9 @@ class Worker:
             self.acks.add(delivery.partition, delivery.topic, delivery.job_id, delivery.entry_id,
                           delivery.size, settlement.result)
             self._ack_wake.set()
+            return
+        if settlement.kind == "expired":
+            await settling.settle_expired(self, delivery)
             return
         await settling.settle_failure(self, delivery, settlement)
 

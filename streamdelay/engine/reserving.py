@@ -13,7 +13,7 @@ from ..base import validation
 from ..base.errors import GroupNotFound, StreamdelayError
 from ..base.models import BackoffPolicy, Job
 from ..protocol.backoff import failure_delay_ms
-from ..protocol.deliveries import fail_call, open_entry, release_call
+from ..protocol.deliveries import expire_call, fail_call, open_entry, release_call
 from ..protocol.keys import PartitionKeys, partition_keys
 from ..protocol.layouts import FLEET_EVERY_S
 from ..protocol.plan import Commands, Plan
@@ -30,7 +30,9 @@ from .receipts import (
     signing_key_plan,
 )
 from .taking import (
+    TIME,
     Entry,
+    clock_ms,
     is_limited,
     is_paused_plan,
     limit_of,
@@ -172,17 +174,19 @@ def _plain_read(cfg: QueueSpec, args: ReserveArgs, block_ms: int
                 ) -> Plan[tuple[list[Entry], bool, bool]]:
     """The read of a topic the last round found neither paused nor limited, on a queue of one
     partition, in ONE round trip: a pipeline of the pause flag, the limit, the ``XREADGROUP``
-    (blocking up to ``block_ms``) and the pause flag again. Returns the entries, whether the
+    (blocking up to ``block_ms``), ``TIME`` (the clock the open step checks a job's deadline
+    against: docs/expiry.md) and the pause flag again. Returns the entries, whether the
     topic was paused before or after the read, and whether it is limited now: in either case
     the caller hands every entry back (not an attempt), as a worker does with what it read
     just before a pause or a limit reached it."""
     streams = streams_of([PartitionKeys(cfg.name, 0)], [args.topic])
-    before, raw, reply, after = yield Commands((
+    before, raw, reply, clock, after = yield Commands((
         paused_flag(cfg.name, args.topic), limit_of(cfg.name, args.topic),
         read_command(args.group, args.consumer, list(streams), args.count,
                      block_ms if block_ms > 0 else None),
-        paused_flag(cfg.name, args.topic)))
-    return parse_read(reply, streams), bool(int(before)) or bool(int(after)), is_limited(raw)
+        TIME, paused_flag(cfg.name, args.topic)))
+    return (parse_read(reply, streams, clock_ms(clock)), bool(int(before)) or bool(int(after)),
+            is_limited(raw))
 
 
 def _read(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, block_ms: int,
@@ -239,7 +243,8 @@ def _deliver_plan(cfg: QueueSpec, state: ReserveState, args: ReserveArgs,
                   entries: list[Entry], paused: bool, back_all: bool, rest_s: float, now: float
                   ) -> Plan[Round]:
     """What a round read becomes (open, then settle what is not handed out): deliveries with
-    signed receipts (up to ``count``), dead letters for entries that can never run, and every
+    signed receipts (up to ``count``), dead letters for entries that can never run or whose
+    job's deadline passed (``expireJobs``, docs/expiry.md), and every
     other entry handed back (``back_all``, over ``count``, or no signing key to be had: that
     error is raised once they are back)."""
     found = Round([], paused, rest_s=rest_s)
@@ -252,11 +257,16 @@ def _deliver_plan(cfg: QueueSpec, state: ReserveState, args: ReserveArgs,
         unsigned = exc
     settle: dict[int, list[ScriptCall]] = {}
     back: dict[int, list[str]] = {}
+    expired: dict[int, list[str]] = {}
     for entry in entries:
         keys = PartitionKeys(cfg.name, entry.partition)
         opened = open_entry(entry.fields, args.topic, entry.entry_id, entry.partition, None,
-                            cfg.max_body_bytes)
-        if opened.job is None:  # never runnable: dead now, like a worker's delivery
+                            cfg.max_body_bytes, entry.now_ms)
+        if opened.expired:  # its deadline passed while it waited: dead, never handed out
+            found.dropped.append((opened.job_id, opened.error))
+            expired.setdefault(entry.partition, []).extend((args.topic, opened.job_id,
+                                                            entry.entry_id))
+        elif opened.job is None:  # never runnable: dead now, like a worker's delivery
             found.dropped.append((opened.job_id, opened.error))
             settle.setdefault(entry.partition, []).append(fail_call(
                 keys, args.group, args.topic, opened.job_id, entry.entry_id, 0, True,
@@ -270,6 +280,9 @@ def _deliver_plan(cfg: QueueSpec, state: ReserveState, args: ReserveArgs,
     for partition, flat in back.items():
         settle.setdefault(partition, []).append(
             release_call(PartitionKeys(cfg.name, partition), args.group, flat))
+    for partition, flat in expired.items():
+        settle.setdefault(partition, []).append(
+            expire_call(PartitionKeys(cfg.name, partition), args.group, flat))
     calls = [call for per_partition in settle.values() for call in per_partition]
     if calls:
         yield calls if len(calls) > 1 else calls[0]

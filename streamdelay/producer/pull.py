@@ -34,6 +34,7 @@ from ..engine.settling import (
     release_receipts_plan,
     touch_receipt_plan,
 )
+from ..protocol.deliveries import EXPIRED
 from ..protocol.plan import Plan
 from ..redis_io.agreement import agree_partitions_async, agree_partitions_sync
 from ..redis_io.config import QueueConfig
@@ -45,7 +46,10 @@ log = logging.getLogger("streamdelay.pull")
 
 def _log_dropped(found: Round) -> None:
     for job_id, error in found.dropped:  # as a worker logs them
-        log.warning("job %s is dead: %s", job_id or "(no id)", error.splitlines()[0])
+        if error == EXPIRED:  # expected: the producer gave it a deadline (docs/expiry.md)
+            log.info("job %s expired: its deadline passed before it ran", job_id)
+        else:
+            log.warning("job %s is dead: %s", job_id or "(no id)", error.splitlines()[0])
 
 
 class _ReservationData:
