@@ -22,7 +22,7 @@
 -- @include keep_result
 -- @include emit_event
 local EXPIRED = 'expired'
-local OPTS_KEY = PREFIX .. 'opts'
+local OPTS_KEY = K_OPTS
 local opts_exist = nil -- one EXISTS per script run, at the first lookup
 local function has_opts()
   if opts_exist == nil then opts_exist = redis.call('EXISTS', OPTS_KEY) == 1 end

@@ -18,7 +18,6 @@ import pytest
 
 import streamdelay as sd
 from tests.integration.test_pull import promote
-from tests.support.expiring import give_deadline
 
 pytestmark = pytest.mark.timeout(120)
 TOPIC = "eq.job"
@@ -289,11 +288,9 @@ def test_a_job_whose_deadline_passed_in_its_stream_is_never_handed_out(
     q = new_queue(redis_url)
     if limited:
         q.limit(TOPIC, concurrency=2)
-    q.enqueue_many([sd.JobSpec(TOPIC, {"fails": 0}, id=job_id)
-                    for job_id in ("late-0", "late-1", "late-2", "ok-0", "far")])
-    for i in range(3):
-        give_deadline(q, f"late-{i}", 150)
-    give_deadline(q, "far", 60_000)
+    expires = {"late-0": 0.15, "late-1": 0.15, "late-2": 0.15, "ok-0": None, "far": 60}
+    q.enqueue_many([sd.JobSpec(TOPIC, {"fails": 0}, id=job_id, expires=seconds)
+                    for job_id, seconds in expires.items()])
     promote(q, 5)
     time.sleep(0.4)  # the deadlines of late-* pass while they wait in the stream
     seen = consume(driver, q)

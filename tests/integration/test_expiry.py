@@ -71,10 +71,10 @@ def assert_expired(q: sd.Queue, job_id: str, attempts: int = 0) -> None:
 
 
 def test_a_job_past_its_deadline_with_no_worker_running_never_runs(evq: sd.Queue) -> None:
-    evq.enqueue("t", {"n": 1}, id="late")
-    evq.enqueue("t", {"n": 2}, id="fine")
-    give_deadline(evq, "late", 150)
-    give_deadline(evq, "fine", 60_000)
+    evq.enqueue("t", {"n": 1}, id="late", expires=0.15)
+    evq.enqueue("t", {"n": 2}, id="fine", expires=60)
+    info = evq.get("late")
+    assert info is not None and info.expires_at == info.due + 150 == deadline_of(evq, "late")
     time.sleep(PAST)  # no worker, no dispatcher: the deadline passes while it is delayed
     ran, worker = drain(evq, metrics=True)
     assert ran == ["fine"]
@@ -88,9 +88,8 @@ def test_a_job_past_its_deadline_with_no_worker_running_never_runs(evq: sd.Queue
 def test_a_job_whose_deadline_passes_in_its_stream_never_runs(evq: sd.Queue) -> None:
     """Promoted in time, then waiting behind a backlog (no consumer) past its deadline: the
     consumer's read carries the server clock, and the open step settles it as expired."""
-    evq.enqueue_many([sd.JobSpec("t", {"n": i}, id=f"j{i}") for i in range(4)])
-    for i in range(2):
-        give_deadline(evq, f"j{i}", 150)
+    evq.enqueue_many([sd.JobSpec("t", {"n": i}, id=f"j{i}", expires=0.15 if i < 2 else None)
+                      for i in range(4)])
     promote(evq, 4)
     time.sleep(PAST)
     ran, worker = drain(evq, metrics=True)
@@ -104,8 +103,7 @@ def test_a_job_whose_deadline_passes_in_its_stream_never_runs(evq: sd.Queue) -> 
 
 def test_a_retry_keeps_the_deadline(evq: sd.Queue) -> None:
     """A retry due after the job's deadline is expired when it comes due, not run again."""
-    evq.enqueue("t", {"n": 1}, id="flaky")
-    give_deadline(evq, "flaky", 1000)
+    evq.enqueue("t", {"n": 1}, id="flaky", expires=1.0)
 
     def fail_once(job: sd.Job) -> None:
         raise sd.Retry(delay=1.5)  # due again after the deadline
@@ -131,8 +129,7 @@ def test_a_replay_drops_the_deadline_and_runs_the_job(evq: sd.Queue) -> None:
 
 
 def test_a_replayed_job_without_other_options_loses_its_opts_field(evq: sd.Queue) -> None:
-    evq.enqueue("t", {"n": 1}, id="late")
-    give_deadline(evq, "late", 150)
+    evq.enqueue("t", {"n": 1}, id="late", expires=0.15)
     time.sleep(PAST)
     assert drain(evq)[0] == []
     assert evq.dead_replay("t", id="late") == 1
@@ -142,19 +139,17 @@ def test_a_replayed_job_without_other_options_loses_its_opts_field(evq: sd.Queue
 
 
 def test_a_reschedule_moves_the_deadline_with_the_due_time(evq: sd.Queue) -> None:
-    evq.enqueue("t", {"n": 1}, id="r", delay=60)
+    evq.enqueue("t", {"n": 1}, id="r", delay=60, expires=120)
     before = evq.get("r")
-    assert before is not None
-    deadline = give_deadline(evq, "r", 120_000)
+    assert before is not None and before.expires_at == before.due + 120_000
     assert evq.reschedule("r", delay=600)
     after = evq.get("r")
-    assert after is not None
-    assert deadline_of(evq, "r") == deadline + (after.due - before.due)
+    assert after is not None and after.due > before.due
+    assert after.expires_at == after.due + 120_000  # the window after the due time is kept
 
 
 def test_a_reschedule_of_an_expired_job_drops_its_deadline(evq: sd.Queue) -> None:
-    evq.enqueue("t", {"n": 1}, id="late")
-    give_deadline(evq, "late", 150)
+    evq.enqueue("t", {"n": 1}, id="late", expires=0.15)
     time.sleep(PAST)
     assert drain(evq)[0] == []
     assert evq.reschedule("late", delay=0)
@@ -164,8 +159,7 @@ def test_a_reschedule_of_an_expired_job_drops_its_deadline(evq: sd.Queue) -> Non
 
 def test_the_reclaim_expires_a_job_whose_silent_holder_outlived_its_deadline(
         evq: sd.Queue) -> None:
-    evq.enqueue("t", {"n": 1}, id="held", ttr=1)
-    give_deadline(evq, "held", 600)
+    evq.enqueue("t", {"n": 1}, id="held", ttr=1, expires=0.6)
     evq.reserve("t", group="workers", consumer="gone")  # registers the worker's group
     promote(evq)
     assert [r.id for r in evq.reserve("t", group="workers", consumer="gone", wait=1)] == ["held"]
@@ -187,8 +181,7 @@ def test_expire_jobs_checks_the_deadline_again_on_its_own_clock(evq: sd.Queue) -
     """A delivery whose job's deadline is still ahead on the script's clock (a reader's clock
     from elsewhere) is handed back, not dead-lettered; a stale delivery is only acknowledged;
     a second call finds the delivery no longer current."""
-    evq.enqueue("t", {"n": 1}, id="a")
-    give_deadline(evq, "a", 60_000)
+    evq.enqueue("t", {"n": 1}, id="a", expires=60)
     promote(evq)
     keys = PartitionKeys(evq.name, 0)
     evq.client.xgroup_create(keys.stream("t"), "g", id="0")

@@ -29,7 +29,6 @@ from tests.integration.test_consumer_drivers import (
     new_queue,
 )
 from tests.integration.test_pull import promote
-from tests.support.expiring import give_deadline
 from tests.support.redis_server import RedisServer
 from tests.support.web_server import WebServer
 
@@ -157,13 +156,11 @@ def test_reserve_never_hands_out_an_expired_job(shared_redis: RedisServer) -> No
     they are dead with the error ``expired`` and counted as outcome ``expired``."""
     q = new_queue(shared_redis.url)
     try:
-        q.enqueue_many([sd.JobSpec(TOPIC, {"fails": 0}, id=job_id)
-                        for job_id in ("late-0", "late-1", "ok-0")])
-        for job_id in ("late-0", "late-1"):
-            give_deadline(q, job_id, 150)
+        q.enqueue_many([sd.JobSpec(TOPIC, {"fails": 0}, id=job_id, expires=expires)
+                        for job_id, expires in (("late-0", 0.15), ("late-1", 0.15),
+                                                ("ok-0", None))])
         promote(q, 3)
-        q.enqueue(TOPIC, {"fails": 0}, id="late-delayed")
-        give_deadline(q, "late-delayed", 150)
+        q.enqueue(TOPIC, {"fails": 0}, id="late-delayed", expires=0.15)
         time.sleep(0.4)
         with WebServer(shared_redis.url, [q.name]) as server:
             runs = run_http_consumers(server, q.name)
