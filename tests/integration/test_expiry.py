@@ -19,8 +19,11 @@ from streamdelay.redis_io.runner import run_step_sync
 from tests.integration.test_pull import promote
 from tests.support.expiring import deadline_of, give_deadline, server_ms
 from tests.support.redis_server import free_port
+from tests.system import test_docs_examples as docs_examples
 
 pytestmark = pytest.mark.timeout(60)
+example_env = docs_examples.example_env  # the fixture: a private redis-server for the examples
+run_example = docs_examples.run_example
 PAST = 0.4  # seconds slept so that a deadline 150 ms ahead has passed
 
 
@@ -203,3 +206,13 @@ def test_a_plain_queue_writes_no_opts_key_and_no_deadline_field(queue: sd.Queue)
     [(_, fields)] = queue.client.xrange(keys.stream("t"))
     assert set(fields) == {b"id", b"rec"}
     assert not queue.client.exists(keys.prefix + "opts")
+
+
+def test_the_docs_example_runs(example_env: dict[str, str]) -> None:
+    assert run_example("expiry.py", example_env).splitlines() == [
+        "paged dev for page-2",
+        "dead: page-1 expired after 0 attempts",
+        "events of page-1: ['enqueued', 'expired']",
+        "replayed: 1",
+        "paged ops for page-1",
+    ]
