@@ -92,7 +92,7 @@ class WorkerMetrics:
 
     def start(self, config: QueueConfig, dispatcher: Dispatcher | None = None) -> None:
         """Measure the server clock and serve ``/metrics``; count ``dispatcher``'s promotions
-        (the embedded one, if any)."""
+        (the embedded one, if any) and the jobs it expired (outcome ``expired``)."""
         if dispatcher is not None:
             self.promoted.watch(dispatcher)
             # jobs it dead-lettered past their deadline count as outcome "expired" (no delivery)
