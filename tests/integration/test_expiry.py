@@ -173,6 +173,20 @@ def test_the_reclaim_expires_a_job_whose_silent_holder_outlived_its_deadline(
     assert kinds(evq, "held")[-1] == "expired" and "dead" not in kinds(evq, "held")
 
 
+def test_a_hand_back_after_the_deadline_expires_the_job(evq: sd.Queue) -> None:
+    """A delivery handed back (a shutdown, a pause, a reservation released) after its job's
+    deadline does not go back to the stream: the job is dead, ``expired``."""
+    evq.enqueue("t", {"n": 1}, id="back", expires=0.3)
+    evq.reserve("t")  # registers the group
+    promote(evq)
+    [r] = evq.reserve("t", wait=1)
+    time.sleep(PAST)
+    assert r.release() is False  # not handed back
+    assert_expired(evq, "back")
+    assert kinds(evq, "back")[-1] == "expired"
+    assert evq.reserve("t", wait=0.2) == []
+
+
 def _expire(q: sd.Queue, entry: str, job_id: str) -> list[int]:
     keys = PartitionKeys(q.name, 0)
     reply = run_step_sync(q.client, script("expireJobs").call(
