@@ -20,6 +20,8 @@ JOB_ID = re.compile(r"^[A-Za-z0-9_.:@/+=-]{1,128}$")
 # a fairness key (docs/producer.md#fairness-keys), and the id of a job that has one: {key}rest
 FAIRNESS_KEY = re.compile(r"^[A-Za-z0-9_.:@/+=-]{1,64}$")
 KEYED_JOB_ID = re.compile(r"^\{([A-Za-z0-9_.:@/+=-]{1,64})\}[A-Za-z0-9_.:@/+=-]{1,128}$")
+# either form, as the HTTP API's schema states it
+ANY_JOB_ID = re.compile(r"^(\{[A-Za-z0-9_.:@/+=-]{1,64}\})?[A-Za-z0-9_.:@/+=-]{1,128}$")
 PRIORITY_DEFAULT = 5
 GROUP = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 CONSUMER = re.compile(r"^[A-Za-z0-9_.:@-]{1,128}$")
