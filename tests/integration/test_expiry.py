@@ -6,6 +6,7 @@ keeps its deadline through retries, loses it on a replay and moves it with a res
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -18,6 +19,7 @@ from streamdelay.protocol.scripts import script
 from streamdelay.redis_io.runner import run_step_sync
 from tests.integration.test_pull import promote
 from tests.support.expiring import deadline_of, give_deadline, server_ms
+from tests.support.promoting import promote_due
 from tests.support.redis_server import free_port
 from tests.system import test_docs_examples as docs_examples
 
@@ -185,6 +187,37 @@ def test_a_hand_back_after_the_deadline_expires_the_job(evq: sd.Queue) -> None:
     assert_expired(evq, "back")
     assert kinds(evq, "back")[-1] == "expired"
     assert evq.reserve("t", wait=0.2) == []
+
+
+def test_a_job_handed_to_a_live_worker_after_its_deadline_is_not_run(evq: sd.Queue) -> None:
+    """The Worker's own pending list (``claim --to``): the entries it finds there are read with
+    the server clock too (``XRANGE`` and ``TIME`` in one pipeline)."""
+    evq.enqueue("t", {}, id="handed", ttr=30, expires=0.3)
+    keys = PartitionKeys(evq.name, 0)
+    worker = sd.Worker(evq, group="g", consumer="live-1", dispatch=False,
+                       reclaim_interval=0.1, block=0.1)
+    ran: list[str] = []
+    worker.handler("t")(lambda job: ran.append(job.id))
+
+    async def scenario() -> None:
+        await worker.register()
+        dispatcher = sd.Dispatcher(evq.config)
+        assert await promote_due(dispatcher, keys) == 1
+        await dispatcher.close()
+        evq.client.xreadgroup("g", "ghost", {keys.stream("t"): ">"}, count=1)  # goes silent
+        serving = asyncio.ensure_future(worker.serve())
+        await asyncio.sleep(PAST)  # live-1 reads (nothing left); the deadline passes
+        assert evq.claim("g", min_idle=0, to="live-1").moved == ["handed"]
+        deadline = time.monotonic() + 5
+        while not evq.dead_list("t") and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        worker.stop()
+        await serving
+
+    asyncio.run(scenario())
+    assert ran == []
+    assert_expired(evq, "handed")
+    assert worker.counts["expired"] == 1
 
 
 def _expire(q: sd.Queue, entry: str, job_id: str) -> list[int]:
