@@ -27,6 +27,7 @@ pytestmark = pytest.mark.timeout(60)
 example_env = docs_examples.example_env  # the fixture: a private redis-server for the examples
 run_example = docs_examples.run_example
 PAST = 0.4  # seconds slept so that a deadline 150 ms ahead has passed
+LATER = 0.8  # the same for 0.5 s: a job that must be promoted or taken before its deadline
 
 
 @pytest.fixture
@@ -93,10 +94,10 @@ def test_a_job_past_its_deadline_with_no_worker_running_never_runs(evq: sd.Queue
 def test_a_job_whose_deadline_passes_in_its_stream_never_runs(evq: sd.Queue) -> None:
     """Promoted in time, then waiting behind a backlog (no consumer) past its deadline: the
     consumer's read carries the server clock, and the open step settles it as expired."""
-    evq.enqueue_many([sd.JobSpec("t", {"n": i}, id=f"j{i}", expires=0.15 if i < 2 else None)
+    evq.enqueue_many([sd.JobSpec("t", {"n": i}, id=f"j{i}", expires=0.5 if i < 2 else None)
                       for i in range(4)])
     promote(evq, 4)
-    time.sleep(PAST)
+    time.sleep(LATER)
     ran, worker = drain(evq, metrics=True)
     assert sorted(ran) == ["j2", "j3"]
     for i in range(2):
@@ -108,10 +109,10 @@ def test_a_job_whose_deadline_passes_in_its_stream_never_runs(evq: sd.Queue) -> 
 
 def test_a_retry_keeps_the_deadline(evq: sd.Queue) -> None:
     """A retry due after the job's deadline is expired when it comes due, not run again."""
-    evq.enqueue("t", {"n": 1}, id="flaky", expires=1.0)
+    evq.enqueue("t", {"n": 1}, id="flaky", expires=2.0)
 
     def fail_once(job: sd.Job) -> None:
-        raise sd.Retry(delay=1.5)  # due again after the deadline
+        raise sd.Retry(delay=2.5)  # due again after the deadline
 
     ran, _ = drain(evq, fail_once)
     assert ran == ["flaky"]
@@ -164,11 +165,11 @@ def test_a_reschedule_of_an_expired_job_drops_its_deadline(evq: sd.Queue) -> Non
 
 def test_the_reclaim_expires_a_job_whose_silent_holder_outlived_its_deadline(
         evq: sd.Queue) -> None:
-    evq.enqueue("t", {"n": 1}, id="held", ttr=1, expires=0.6)
+    evq.enqueue("t", {"n": 1}, id="held", ttr=1, expires=1.0)
     evq.reserve("t", group="workers", consumer="gone")  # registers the worker's group
     promote(evq)
     assert [r.id for r in evq.reserve("t", group="workers", consumer="gone", wait=1)] == ["held"]
-    time.sleep(1.3)  # past its ttr and its deadline: the reclaim meets it
+    time.sleep(1.4)  # past its ttr and its deadline: the reclaim meets it
     ran, _ = drain(evq)
     assert ran == []
     assert_expired(evq, "held", attempts=1)  # the silent delivery was an attempt
@@ -178,11 +179,11 @@ def test_the_reclaim_expires_a_job_whose_silent_holder_outlived_its_deadline(
 def test_a_hand_back_after_the_deadline_expires_the_job(evq: sd.Queue) -> None:
     """A delivery handed back (a shutdown, a pause, a reservation released) after its job's
     deadline does not go back to the stream: the job is dead, ``expired``."""
-    evq.enqueue("t", {"n": 1}, id="back", expires=0.3)
+    evq.enqueue("t", {"n": 1}, id="back", expires=0.5)
     evq.reserve("t")  # registers the group
     promote(evq)
     [r] = evq.reserve("t", wait=1)
-    time.sleep(PAST)
+    time.sleep(LATER)
     assert r.release() is False  # not handed back
     assert_expired(evq, "back")
     assert kinds(evq, "back")[-1] == "expired"
@@ -192,7 +193,7 @@ def test_a_hand_back_after_the_deadline_expires_the_job(evq: sd.Queue) -> None:
 def test_a_job_handed_to_a_live_worker_after_its_deadline_is_not_run(evq: sd.Queue) -> None:
     """The Worker's own pending list (``claim --to``): the entries it finds there are read with
     the server clock too (``XRANGE`` and ``TIME`` in one pipeline)."""
-    evq.enqueue("t", {}, id="handed", ttr=30, expires=0.3)
+    evq.enqueue("t", {}, id="handed", ttr=30, expires=0.5)
     keys = PartitionKeys(evq.name, 0)
     worker = sd.Worker(evq, group="g", consumer="live-1", dispatch=False,
                        reclaim_interval=0.1, block=0.1)
@@ -206,7 +207,7 @@ def test_a_job_handed_to_a_live_worker_after_its_deadline_is_not_run(evq: sd.Que
         await dispatcher.close()
         evq.client.xreadgroup("g", "ghost", {keys.stream("t"): ">"}, count=1)  # goes silent
         serving = asyncio.ensure_future(worker.serve())
-        await asyncio.sleep(PAST)  # live-1 reads (nothing left); the deadline passes
+        await asyncio.sleep(LATER)  # live-1 reads (nothing left); the deadline passes
         assert evq.claim("g", min_idle=0, to="live-1").moved == ["handed"]
         deadline = time.monotonic() + 5
         while not evq.dead_list("t") and time.monotonic() < deadline:
