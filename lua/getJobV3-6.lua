@@ -44,4 +44,6 @@ elseif r.state == 'x' then
     for i = 1, #f, 2 do if f[i] == 'error' then err = f[i + 1] end end
   end
 end
-return {raw, sub, owner, idle, deliveries, err, now, redis.call('HGET', K_OPTS, id) or ''}
+-- a foreign value at K_OPTS (not a hash) shows no options instead of failing the read
+local ok, opts = pcall(redis.call, 'HGET', K_OPTS, id)
+return {raw, sub, owner, idle, deliveries, err, now, ok and opts or ''}

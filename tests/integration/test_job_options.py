@@ -251,3 +251,15 @@ def test_the_batch_script_lets_the_last_job_of_an_id_decide_its_field(
         run_step_sync(queue.client, script("enqueueJobV3").call(
             keys.script_keys(), [3_600_000, "n", "t", "r", 1, 30_000, 3, blob, "5|x|"]))
     assert queue.client.hget(keys.jobs, "n") is None
+
+
+def test_listed_jobs_show_their_options(make_queue: Callable[..., Face]) -> None:
+    q = make_queue(partitions=2)
+    made = [q.enqueue("t", i, delay=60 + i, key=f"k{i}", priority=i, expires=None if i else 9)
+            for i in range(4)]
+    q.enqueue("t", "plain", id="plain", delay=100)
+    page = q.jobs("delayed")
+    shown = {info.id: (info.priority, info.key, info.expires_at) for info in page.jobs}
+    assert shown["plain"] == (5, None, None)
+    for i, result in enumerate(made):
+        assert shown[result.id] == (i, f"k{i}", None if i else result.due + 9000)
