@@ -9,6 +9,8 @@
 -- Returns the number of deliveries that were still current (a cancelled, replaced or reclaimed
 -- job's stale delivery is acknowledged in the stream but leaves the job alone, except that a job
 -- held behind it, rescheduled or replaced while it ran, is freed: includes/hold.lua).
+-- A job that ended drops its options (PREFIX..'opts', includes/drop_opts.lua: one EXISTS when the
+-- partition has none).
 -- Also forgets expired tombstones: at least as many as the call could create, plus 100.
 -- Batched: one XACK and one XDEL per topic, one HMGET of every record, one HDEL (or HSET and
 -- ZADD for tombstones) for the batch; a job named twice settles once, as one call per delivery
@@ -36,6 +38,7 @@
 -- @include hold
 -- @include emit_event
 -- @include emit_started
+-- @include drop_opts
 
 local now = server_time()
 local group, keep = ARGV[1], tonumber(ARGV[2])
@@ -84,7 +87,7 @@ for _, topic in ipairs(topics) do
   for _, eid in ipairs(eids) do release_lease(topic, eid) end
 end
 if #ids > 0 then
-  local gone, kept, stones, done = {}, {}, {}, {}
+  local gone, kept, stones, done, ended = {}, {}, {}, {}, {}
   for i = 1, #ids do
     local id, eid = ids[i], ARGV[3 * i + 3]
     -- only the state and the entry are looked at (no copy of the blob); see parse_record
@@ -94,6 +97,7 @@ if #ids > 0 then
     end
     if state == 's' and entry == eid then
       done[id] = true
+      ended[#ended + 1] = id
       emit_event('succeeded', id, ARGV[3 * i + 1], tonumber(string.match(raws[i], '^.|(%d+)')) + 1, '', now)
       if keep > 0 then
         local r = parse_record(whole[i] or raws[i])
@@ -113,6 +117,7 @@ if #ids > 0 then
     end
   end
   if #gone > 0 then write_many('HDEL', K_JOBS, gone) end
+  drop_opts(ended)
   if #kept > 0 then
     write_many('HSET', K_JOBS, kept)
     write_many('ZADD', K_DONE, stones)

@@ -35,12 +35,12 @@ from ..redis_io.topology import AsyncClient, SyncClient, async_client, sync_clie
 from . import plans
 from .awaiting import AsyncResults, SyncResults
 from .coalesce import EnqueueCoalescer
+from .enqueue_one import prepared_one_plan
 from .enqueuing import (
     PreparedJob,
     enqueue_plan,
     enqueue_prepared_plan,
     prepare_values,
-    prepared_one_plan,
 )
 from .events import AsyncEventMethods, EventMethods
 from .operating import AsyncOperatorMethods, OperatorMethods
@@ -157,16 +157,24 @@ class Queue(_QueueFace, SyncPull, SyncResults, OperatorMethods, ScheduleMethods,
         replace: bool = False,
         max_wait: Delay | None = None,
         keep_result: Delay | None = None,
+        priority: int | None = None,
+        key: str | None = None,
+        expires: Delay | None = None,
     ) -> EnqueueResult:
         """Schedule one job ``delay`` seconds from now (server clock) or ``at`` a time.
 
         ``replace=True`` replaces a job of the same id (body, options, due time);
         ``max_wait`` with it: the due time never moves past the first enqueue of the id plus
         ``max_wait`` (debounce, docs/producer.md#debounce). ``keep_result``: seconds its
-        result is kept once it ended (default: the queue's; docs/results.md)."""
+        result is kept once it ended (default: the queue's; docs/results.md).
+
+        ``priority`` (0-9, default 5): higher starts first among ready jobs of its topic;
+        ``key``: a fairness key (the job's id becomes ``{key}<id>``: use the returned id);
+        ``expires``: seconds after its due time past which it never starts
+        (docs/producer.md#priorities-keys-and-expiry)."""
         job = prepare_values(self.config, topic, body, delay, at, id, ttr, max_attempts, backoff,
-                             headers, replace, max_wait,
-                             keep_result)  # bad input raises here, before any I/O
+                             headers, replace, max_wait, keep_result, priority, key,
+                             expires)  # bad input raises here, before any I/O
         result: EnqueueResult = self._run(prepared_one_plan(self.config, job), checked=True)
         return result
 
@@ -277,6 +285,9 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncOperatorMethods, Asyn
         replace: bool = False,
         max_wait: Delay | None = None,
         keep_result: Delay | None = None,
+        priority: int | None = None,
+        key: str | None = None,
+        expires: Delay | None = None,
     ) -> EnqueueResult:
         """Schedule one job; see ``Queue.enqueue``.
 
@@ -284,7 +295,8 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncOperatorMethods, Asyn
         are sent together in the next round trip; each gets its own result or error.
         """
         job = prepare_values(self.config, topic, body, delay, at, id, ttr, max_attempts,
-                             backoff, headers, replace, max_wait, keep_result)
+                             backoff, headers, replace, max_wait, keep_result, priority,
+                             key, expires)
         return await self._coalescer.enqueue(job)
 
     async def enqueue_many(self, specs: Iterable[JobSpec]) -> list[EnqueueResult]:

@@ -160,10 +160,10 @@ def test_get_plan_reads_a_reserved_job() -> None:
 
     fmt, body = encode_body({"n": 1}, "json", 1024)
     record = b"s|1|100|90|30000|5|7-0|mail|" + encode_blob(fmt, body, {}, None)
-    replies = {"getJobV2": [record, b"reserved", b"w1", 12, 1, b"", 1000],
+    replies = {"getJobV3": [record, b"reserved", b"w1", 12, 1, b"", 1000, b""],
                "GET": b"7-0|42"}  # the progress of this delivery (entry 7-0)
     info, steps = drive(plans.get_plan(CFG, "job-1"), lambda step: replies[name_of(step)])
-    assert [name_of(s) for s in steps] == ["getJobV2", "GET"]
+    assert [name_of(s) for s in steps] == ["getJobV3", "GET"]
     assert info is not None and (info.state, info.consumer, info.idle_ms, info.body,
                                  info.progress) == ("reserved", "w1", 12, {"n": 1}, 42)
     replies["GET"] = b"6-0|41"  # an earlier delivery's progress is not this one's
@@ -370,9 +370,10 @@ def test_every_include_header_names_its_function_and_every_use_is_included() -> 
     files |= {p.stem: p.read_text() for p in (lua_dir() / "includes").glob("*.lua")}
     direct = {name: set(INCLUDE_LINE.findall(body)) for name, body in files.items()}
     for name, body in files.items():
-        # keys (the key layout) and hold (held jobs, docs/guarantees.md#never-twice-at-once)
-        # are several helpers of one mechanism, described by their header as a whole
-        if name in provides and name not in ("keys", "hold"):
+        # keys (the key layout), hold (held jobs, docs/guarantees.md#never-twice-at-once) and
+        # expired (job deadlines, docs/expiry.md) are several helpers of one mechanism,
+        # described by their header as a whole
+        if name in provides and name not in ("keys", "hold", "expired"):
             signature = re.search(rf"^local function {name}\(([^)]*)\)", body, re.MULTILINE)
             assert signature, f"include {name} defines no function {name}"
             assert body.startswith(f"-- {name}({signature.group(1)})"), (

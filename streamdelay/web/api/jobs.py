@@ -72,7 +72,8 @@ async def enqueue_job(target: AsyncQueue, data: EnqueueBody) -> EnqueueResult:
     return await target.enqueue(spec.topic, spec.body, delay=spec.delay, at=spec.at,
                                 id=spec.id, ttr=spec.ttr, max_attempts=spec.max_attempts,
                                 backoff=spec.backoff, headers=spec.headers,
-                                replace=spec.replace, keep_result=spec.keep_result)
+                                replace=spec.replace, keep_result=spec.keep_result,
+                                priority=spec.priority, key=spec.key, expires=spec.expires)
 
 
 @post(f"{PREFIX}/jobs/:batch", opt=WRITE, status_code=200, tags=["producers"],
