@@ -5,11 +5,12 @@
 
 from __future__ import annotations
 
-KINDS = ("handled", "retried", "dead", "released", "reclaimed")
+KINDS = ("handled", "retried", "dead", "expired", "released", "reclaimed")
 
 
 class Counts(dict[str, int]):
-    """Deliveries handled, retried, dead and released, and jobs reclaimed, by this worker."""
+    """Deliveries handled, retried, dead, expired and released, and jobs reclaimed, by this
+    worker."""
 
     def __init__(self) -> None:
         super().__init__(dict.fromkeys(KINDS, 0))

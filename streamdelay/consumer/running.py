@@ -84,8 +84,8 @@ class HandlerRunner:
         """Start a handler task for each entry a read or a take gave; returns how many."""
         started = 0
         for entry in entries:
-            started += self.start(Delivery(entry.partition, entry.topic, entry.entry_id),
-                                  entry.fields)
+            started += self.start(Delivery(entry.partition, entry.topic, entry.entry_id,
+                                           read_ms=entry.now_ms), entry.fields)
         return started
 
     def start(self, delivery: Delivery, fields: dict[Any, Any] | None) -> bool:
@@ -182,5 +182,8 @@ class HandlerRunner:
             log_settled(delivery.run, "handled")
             self.acks.add(delivery.partition, delivery.topic, delivery.job_id,
                           delivery.entry_id, delivery.size, settlement.result)
+            return
+        if settlement.kind == "expired":  # its deadline passed before it started
+            await settling.settle_expired(host, delivery)
             return
         await settling.settle_failure(host, delivery, settlement)

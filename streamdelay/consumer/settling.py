@@ -10,7 +10,7 @@ from typing import Any
 
 from ..base import validation
 from ..engine.leasing import free_call, triples_pairs
-from ..engine.settling import ack_plan, fail_plan
+from ..engine.settling import EXPIRED_NOW, HANDED_BACK, ack_plan, expire_plan, fail_plan
 from ..protocol.scripts import ScriptCall
 from ..telemetry.jobs import delivery_fields, log_settled
 from .delivery import Delivery, Settlement
@@ -48,6 +48,25 @@ async def settle_failure(worker: UpkeepHost, delivery: Delivery, settlement: Set
         log.warning("job %s (%s) is dead: %s", delivery.job_id, delivery.topic,
                     settlement.error.splitlines()[0] if settlement.error else "",
                     extra=job_fields(worker, delivery))
+
+
+async def settle_expired(worker: UpkeepHost, delivery: Delivery) -> None:
+    """Dead-letter ``delivery`` without running it: its job's deadline passed while it waited
+    in its stream (``expireJobs``, error ``expired``, not an attempt: docs/expiry.md)."""
+    keys = worker.partitions[delivery.partition]
+    outcome = (await worker.run_plan(expire_plan(
+        keys, worker.group, [delivery.topic, delivery.job_id, delivery.entry_id],
+        frees(worker, delivery.partition, [(delivery.topic, delivery.entry_id)])),
+        "expire"))[0]
+    if outcome == EXPIRED_NOW:
+        if worker.metrics is not None:
+            worker.metrics.settled(delivery, "expired")
+        worker.lateness.settled(delivery.topic, "dead")  # the dashboard's throughput
+        worker.counts.add("expired")
+        log.info("job %s (%s) expired: its deadline passed before it ran", delivery.job_id,
+                 delivery.topic, extra=job_fields(worker, delivery))
+    elif outcome == HANDED_BACK:
+        worker.counts.add("released")
 
 
 async def send_acks(worker: UpkeepHost, partition: int, flat: list[str],

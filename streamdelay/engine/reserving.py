@@ -7,6 +7,7 @@ sync and async.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..base import validation
@@ -14,7 +15,7 @@ from ..base.errors import GroupNotFound, StreamdelayError
 from ..base.models import BackoffPolicy, Job
 from ..limits.plans import DRAINED
 from ..protocol.backoff import failure_delay_ms
-from ..protocol.deliveries import fail_call, open_entry, release_call
+from ..protocol.deliveries import expire_call, fail_call, open_entry, release_call
 from ..protocol.keys import PartitionKeys, partition_keys
 from ..protocol.layouts import FLEET_EVERY_S
 from ..protocol.plan import Commands, Plan
@@ -32,7 +33,9 @@ from .receipts import (
     signing_key_plan,
 )
 from .taking import (
+    TIME,
     Entry,
+    clock_ms,
     is_limited,
     is_paused_plan,
     limit_of,
@@ -176,17 +179,19 @@ def _plain_read(cfg: QueueSpec, args: ReserveArgs, block_ms: int
                 ) -> Plan[tuple[list[Entry], bool, bool]]:
     """The read of a topic the last round found neither paused nor limited, on a queue of one
     partition, in ONE round trip: a pipeline of the pause flag, the limit, the ``XREADGROUP``
-    (blocking up to ``block_ms``) and the pause flag again. Returns the entries, whether the
+    (blocking up to ``block_ms``), ``TIME`` (the clock the open step checks a job's deadline
+    against: docs/expiry.md) and the pause flag again. Returns the entries, whether the
     topic was paused before or after the read, and whether it is limited now: in either case
     the caller hands every entry back (not an attempt), as a worker does with what it read
     just before a pause or a limit reached it."""
     streams = streams_of([PartitionKeys(cfg.name, 0)], [args.topic])
-    before, raw, reply, after = yield Commands((
+    before, raw, reply, clock, after = yield Commands((
         paused_flag(cfg.name, args.topic), limit_of(cfg.name, args.topic),
         read_command(args.group, args.consumer, list(streams), args.count,
                      block_ms if block_ms > 0 else None),
-        paused_flag(cfg.name, args.topic)))
-    return parse_read(reply, streams), bool(int(before)) or bool(int(after)), is_limited(raw)
+        TIME, paused_flag(cfg.name, args.topic)))
+    return (parse_read(reply, streams, clock_ms(clock)), bool(int(before)) or bool(int(after)),
+            is_limited(raw))
 
 
 def _read(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, block_ms: int,
@@ -275,7 +280,8 @@ def _deliver_plan(cfg: QueueSpec, state: ReserveState, args: ReserveArgs,
                   entries: list[Entry], paused: bool, back_all: bool, rest_s: float, now: float
                   ) -> Plan[Round]:
     """What a round read becomes (open, then settle what is not handed out): deliveries with
-    signed receipts (up to ``count``), dead letters for entries that can never run, and every
+    signed receipts (up to ``count``), dead letters for entries that can never run or whose
+    job's deadline passed (``expireJobs``, docs/expiry.md), and every
     other entry handed back (``back_all``, over ``count``, or no signing key to be had: that
     error is raised once they are back)."""
     found = Round([], paused, rest_s=rest_s)
@@ -287,29 +293,34 @@ def _deliver_plan(cfg: QueueSpec, state: ReserveState, args: ReserveArgs,
     except StreamdelayError as exc:
         unsigned = exc
     settle: dict[int, list[ScriptCall]] = {}
-    back: dict[int, list[str]] = {}
+    # (partition, release_call or expire_call) -> the triples it settles
+    kept: dict[tuple[int, Callable[..., ScriptCall]], list[str]] = {}
     frees: list[tuple[str, str]] = []  # leases (slot 0) of the entries not handed out
     for entry in entries:
         keys = PartitionKeys(cfg.name, entry.partition)
         opened = open_entry(entry.fields, args.topic, entry.entry_id, entry.partition, None,
-                            cfg.max_body_bytes)
-        if entry.leased and (opened.job is None or key is None
+                            cfg.max_body_bytes, entry.now_ms)
+        if entry.leased and (opened.expired or opened.job is None or key is None
                              or len(found.reserved) >= args.count):
             frees.append((args.topic, leasing.member(entry.partition, entry.entry_id)))
-        if opened.job is None:  # never runnable: dead now, like a worker's delivery
+        if opened.expired:  # its deadline passed while it waited: dead, never handed out
+            found.dropped.append((opened.job_id, opened.error))
+            kept.setdefault((entry.partition, expire_call), []).extend(
+                (args.topic, opened.job_id, entry.entry_id))
+        elif opened.job is None:  # never runnable: dead now, like a worker's delivery
             found.dropped.append((opened.job_id, opened.error))
             settle.setdefault(entry.partition, []).append(fail_call(
                 keys, args.group, args.topic, opened.job_id, entry.entry_id, 0, True,
                 opened.error))
         elif key is None or len(found.reserved) >= args.count:
-            back.setdefault(entry.partition, []).extend((args.topic, opened.job_id,
-                                                         entry.entry_id))
+            kept.setdefault((entry.partition, release_call), []).extend(
+                (args.topic, opened.job_id, entry.entry_id))
         else:
             found.reserved.append(_reserved(cfg, args, opened.job, opened.backoff,
                                             opened.ttr_ms, key, entry.leased))
-    for partition, flat in back.items():
+    for (partition, make), flat in kept.items():
         settle.setdefault(partition, []).append(
-            release_call(PartitionKeys(cfg.name, partition), args.group, flat))
+            make(PartitionKeys(cfg.name, partition), args.group, flat))
     calls = [call for per_partition in settle.values() for call in per_partition]
     if frees:
         calls.append(leasing.free_call(cfg.name, frees))

@@ -11,7 +11,14 @@ from typing import Any
 
 from ..base import validation
 from ..base.errors import StaleReceipt, ValidationError
-from ..protocol.deliveries import ERROR_TEXT_LIMIT, ack_call, fail_call, release_call, touch_call
+from ..protocol.deliveries import (
+    ERROR_TEXT_LIMIT,
+    ack_call,
+    expire_call,
+    fail_call,
+    release_call,
+    touch_call,
+)
 from ..protocol.keys import PartitionKeys
 from ..protocol.plan import EachCall, Plan
 from ..protocol.replies import FailReply, parse_fail, texts
@@ -55,6 +62,19 @@ def fail_plan(keys: PartitionKeys, group: str, topic: str, job_id: str, entry_id
     return parse_fail((yield from _with(fail_call(keys, group, topic, job_id, entry_id,
                                                   delay_ms, dead, error[:ERROR_TEXT_LIMIT],
                                                   keep_result_ms), also)))
+
+
+EXPIRED_NOW, HANDED_BACK, STALE = 2, 1, 0  # expireJobs' outcome per delivery
+
+
+def expire_plan(keys: PartitionKeys, group: str, flat: Sequence[str],
+                also: Sequence[ScriptCall] = ()) -> Plan[list[int]]:
+    """Dead-letter ``topic, job id, entry id`` triples of one partition whose job's deadline
+    passed before they ran (error ``expired``, not an attempt: docs/expiry.md); one outcome
+    per delivery: ``EXPIRED_NOW``, ``HANDED_BACK`` (not expired on the script's clock after
+    all), ``STALE``. ``also``: their leases in partition 0's slot, freed with it."""
+    return [int(outcome) for outcome in (yield from _with(expire_call(keys, group, flat),
+                                                          also))]
 
 
 def touch_plan(keys: PartitionKeys, group: str, consumer: str, flat: Sequence[str],

@@ -5,6 +5,10 @@ wait when it gave fewer than asked: for the next token (rate: the driver sleeps)
 lease (concurrency: ``BLPOP`` on the topic's ``limitwake`` list) or for a new entry (drained:
 ``XREAD BLOCK`` from the group's last delivered id).
 
+Every take reads the server clock in the same round trip as its entries (``TIME`` after the
+read in one pipeline; after ``takeLimited`` only when an entry carries a deadline), so the open
+step can tell a job whose deadline passed while it waited in its stream (docs/expiry.md).
+
 Which topics are paused or limited is read here too: all of them at once (the Worker's view,
 refreshed every ``REFRESH_S``), or one topic's pause flag and limit (a reserve round).
 """
@@ -38,6 +42,20 @@ class Entry(NamedTuple):
     entry_id: str
     fields: dict[Any, Any] | None
     leased: bool = False  # holds a lease in partition 0's slot (engine/leasing.py)
+    now_ms: int = 0  # the server clock read with it (epoch ms; 0: not read)
+
+
+TIME = Command(("TIME",))
+
+
+def clock_ms(reply: Any) -> int:
+    """Epoch ms of a ``TIME`` reply (seconds, microseconds)."""
+    return int(reply[0]) * 1000 + int(reply[1]) // 1000
+
+
+def has_deadline(entries: Sequence[Entry]) -> bool:
+    """Whether any of ``entries`` carries a job deadline (field ``x``, docs/expiry.md)."""
+    return any(entry.fields and b"x" in entry.fields for entry in entries)
 
 
 Streams = Mapping[str, tuple[int, str]]  # stream key -> (partition, topic)
@@ -59,22 +77,25 @@ def read_command(group: str, consumer: str, streams: Sequence[str], count: int,
     return Command((*head, "STREAMS", *streams, *[">"] * len(streams)))
 
 
-def parse_read(reply: Any, streams: Streams) -> list[Entry]:
+def parse_read(reply: Any, streams: Streams, now_ms: int = 0) -> list[Entry]:
     """The entries of an ``XREADGROUP`` reply (a RESP2 list or a RESP3 map), oldest first per
-    stream."""
+    stream, with the server clock ``now_ms`` read with them."""
     found: list[Entry] = []
     rows = reply.items() if isinstance(reply, dict) else (reply or [])
     for stream, entries in rows:
         partition, topic = streams[text(stream)]
-        found.extend(Entry(partition, topic, text(eid), fields) for eid, fields in entries)
+        found.extend(Entry(partition, topic, text(eid), fields, now_ms=now_ms)
+                     for eid, fields in entries)
     return found
 
 
 def read_plan(group: str, consumer: str, streams: Streams, count: int, block_ms: int | None
               ) -> Plan[list[Entry]]:
-    """One read of new entries of ``streams`` (see ``read_command``)."""
-    return parse_read((yield read_command(group, consumer, list(streams), count, block_ms)),
-                      streams)
+    """One read of new entries of ``streams`` (see ``read_command``), and ``TIME`` after it in
+    the same pipeline: the server clock when the read returned."""
+    reply, clock = yield Commands((read_command(group, consumer, list(streams), count,
+                                                block_ms), TIME))
+    return parse_read(reply, streams, clock_ms(clock))
 
 
 class Taken(NamedTuple):
@@ -103,15 +124,20 @@ def take_now_plan(keys: PartitionKeys, group: str, consumer: str, topic: str, co
     """One take through the limit: the entries and the reply's reason, wait and last id (for
     ``wait_plan``, which a driver runs after starting the entries). Partition 0 (every queue
     of one partition) takes with one ``takeLimited`` call; another partition in three steps
-    around partition 0's limit state (``leasing.leased_take_plan``)."""
+    around partition 0's limit state (``leasing.leased_take_plan``). When an entry carries a
+    job deadline, ``TIME`` follows (one more round trip, only then)."""
     if keys.partition != 0:
         rows, reason, wait_ms, last_id, leased = yield from leased_take_plan(
             keys, group, consumer, topic, count)
-        return ([Entry(keys.partition, topic, eid, fields, leased) for eid, fields in rows],
-                reason, wait_ms, last_id)
-    reply = parse_take((yield take_call(keys, group, consumer, topic, count)))
-    return ([Entry(keys.partition, topic, eid, fields) for eid, fields in reply.entries],
-            reply.reason, reply.wait_ms, reply.last_id)
+        entries = [Entry(keys.partition, topic, eid, fields, leased) for eid, fields in rows]
+    else:
+        reply = parse_take((yield take_call(keys, group, consumer, topic, count)))
+        entries = [Entry(keys.partition, topic, eid, fields) for eid, fields in reply.entries]
+        reason, wait_ms, last_id = reply.reason, reply.wait_ms, reply.last_id
+    if has_deadline(entries):
+        now_ms = clock_ms((yield TIME))
+        entries = [entry._replace(now_ms=now_ms) for entry in entries]
+    return entries, reason, wait_ms, last_id
 
 
 def wait_plan(keys: PartitionKeys, topic: str, reason: int, wait_ms: int, last_id: str,

@@ -281,3 +281,26 @@ def test_a_silent_holder_loses_its_job_after_its_ttr(redis_url: str, driver: str
     assert dict(seen.runs) == {"held": [2]}  # reclaimed after its ttr: the second attempt
     q.close()
 
+
+
+@pytest.mark.parametrize("limited", [False, True], ids=["plain", "limited"])
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_job_whose_deadline_passed_in_its_stream_is_never_handed_out(
+        redis_url: str, driver: str, limited: bool) -> None:
+    """Expiry at take (docs/expiry.md): jobs promoted in time whose deadline passes while they
+    wait in the stream go dead with the error ``expired``, no attempt spent; the others run.
+    Plain topics are read with the server clock in the same round trip, a limited topic's take
+    reads it after the take."""
+    q = new_queue(redis_url)
+    if limited:
+        q.limit(TOPIC, concurrency=2)
+    expires = {"late-0": 0.15, "late-1": 0.15, "late-2": 0.15, "ok-0": None, "far": 60}
+    q.enqueue_many([sd.JobSpec(TOPIC, {"fails": 0}, id=job_id, expires=seconds)
+                    for job_id, seconds in expires.items()])
+    promote(q, 5)
+    time.sleep(0.4)  # the deadlines of late-* pass while they wait in the stream
+    seen = consume(driver, q)
+    assert dict(seen.runs) == {"ok-0": [1], "far": [1]}
+    assert {d.id: (d.error, d.attempts) for d in q.dead_list(TOPIC)} == {
+        f"late-{i}": ("expired", 0) for i in range(3)}
+    q.close()
