@@ -17,8 +17,10 @@
 --    job (lowest rank), unless its key is at a limit (the lane is parked until the key may go
 --    again: its earliest lease end or next token; a freed lease un-parks it at once). The lane
 --    then goes to the back of the turns. Each job taken is XADDed to the stream (rec: the record
---    in state s; p: its priority, for the per-priority lateness metric) and its record becomes
---    s with that entry.
+--    in state s; p: its priority, for the per-priority lateness metric; x: its deadline, when it
+--    has one, for the open step) and its record becomes s with that entry. A job past its
+--    deadline is not taken: it goes to its dead letters with the error 'expired'
+--    (includes/expired.lua, docs/expiry.md), no attempt spent.
 -- 3. One XREADGROUP delivers what step 2 added (they are the only new entries by then).
 -- Key leases (includes/key_limits.lua): one per delivery of a key with a key concurrency,
 -- member the entry id, score the job's ttr; a lease counts while its entry is in the group's
@@ -42,6 +44,10 @@
 -- @include staging
 -- @include topic_limit
 -- @include key_limits
+-- @include blob_keep
+-- @include keep_result
+-- @include emit_event
+-- @include expired
 
 local LOOK = 256 -- lanes looked at per call at most (parked or taken)
 local now = server_time()
@@ -126,14 +132,21 @@ if #entries < k then
       local id = top[1]
       if id then
         local r = parse_record(redis.call('HGET', K_JOBS, id))
-        if r and r.state == 'r' and r.topic == topic then
-          -- h-expiry: a job past its deadline is never run. CALL SITE for
-          -- lua/includes/expired.lua (is_expired(id, now) -> deadline or nil; expire_job(...)
-          -- -> its dead letter with reason 'expired'):
-          --   if is_expired(id, now) then expire_job(...) else <the take below> end
+        local deadline = r and r.state == 'r' and r.topic == topic and job_deadline(id)
+        if deadline and now >= deadline then
+          -- past its deadline (docs/expiry.md): never run, its dead letter says 'expired'
+          -- (includes/expired.lua); when that key is no stream, it waits in its lane again
+          if not expire_job(id, r, now) then stage(id, topic, r.due) end
+        elseif r and r.state == 'r' and r.topic == topic then
           r.state, r.entry = 's', ''
-          local eid = redis.call('XADD', sk, '*', 'id', id, 'rec', build_record(r),
-                                 'p', job_priority(id))
+          local eid
+          if deadline then -- the open step checks it again against the take's clock
+            eid = redis.call('XADD', sk, '*', 'id', id, 'rec', build_record(r),
+                             'p', job_priority(id), 'x', deadline)
+          else
+            eid = redis.call('XADD', sk, '*', 'id', id, 'rec', build_record(r),
+                             'p', job_priority(id))
+          end
           r.entry = eid
           redis.call('HSET', K_JOBS, id, build_record(r))
           if key ~= '' then key_started(topic, key, eid, r.ttr, now) end

@@ -46,15 +46,11 @@ def _apply(worker: ReadingHost, replies: list[object]) -> None:
     found = Views(worker.views.paused, parse_limits(replies[0]))
     limited = found.limited
     staged = parse_staged(replies[1]) & frozenset(worker.topics)
-    if limited != worker.views.limited:
+    if worker.views.set_limited(limited):
         log.info("limited topics: %s", ", ".join(
             f"{t} ({found.limits[t]})" for t in sorted(limited)) or "none")
-        worker.views.limited = limited
-        worker.views.changed.set()
-    if staged != worker.views.staged:
+    if worker.views.set_staged(staged):
         log.info("staged topics (priorities, fairness keys): %s", ", ".join(sorted(staged)))
-        worker.views.staged = staged
-        worker.views.changed.set()
 
 
 async def load(worker: ReadingHost) -> None:
@@ -129,6 +125,7 @@ async def take_loop(worker: ReadingHost, keys: PartitionKeys, topic: str) -> Non
             except GroupNotFound:
                 await worker.register()
                 continue
+            worker.leases.add((e.partition, e.topic, e.entry_id) for e in entries if e.leased)
             worker.start_entries(entries)
             try:  # never longer than the block time: a stop or a loosened limit is seen
                 rest_s = await drive_once_async(blocking, staged_wait_plan(

@@ -1,6 +1,8 @@
-"""A worker's view of its topics: which are paused, limited or staged, as the pause and limit
-watches last read them (``pausing.py``, ``limiting.py``: the only writers). The read and take
-loops read it; ``changed`` wakes idle take loops when the limits change (or the worker stops).
+"""A worker's view of its topics: which are paused, limited or staged (priorities, fairness keys:
+docs/priorities.md), as the pause and limit watches last read them. The watches (``pausing.py``,
+``limiting.py``) are the only writers, each through its own method (``set_paused``,
+``set_limited``, ``set_staged``); the read and take loops only read it. ``changed`` wakes idle
+take loops when the limited or staged topics change (or the worker stops: ``wake``).
 """
 
 from __future__ import annotations
@@ -11,19 +13,52 @@ from dataclasses import dataclass, field
 
 @dataclass
 class TopicViews:
-    """The paused, the limited and the staged topics, and an event set when the limited or the
-    staged ones change."""
+    """The paused, the limited and the staged topics, and an event set when the limited or
+    the staged ones change."""
 
     paused: frozenset[str] = frozenset()
     limited: frozenset[str] = frozenset()
-    staged: frozenset[str] = frozenset()  # docs/priorities.md: taken only through takeStaged
+    staged: frozenset[str] = frozenset()  # taken only through takeStaged (docs/priorities.md)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def set_paused(self, paused: frozenset[str]) -> bool:
+        """The pause watch's write: the topics paused now; True when they changed."""
+        changed = paused != self.paused
+        self.paused = paused
+        return changed
+
+    def set_limited(self, limited: frozenset[str]) -> bool:
+        """The limit watch's write: the topics limited now; when they changed, idle take loops
+        are woken and True is returned."""
+        if limited == self.limited:
+            return False
+        self.limited = limited
+        self.changed.set()
+        return True
+
+    def set_staged(self, staged: frozenset[str]) -> bool:
+        """The limit watch's write of the staged topics; when they changed, idle take loops
+        are woken and True is returned."""
+        if staged == self.staged:
+            return False
+        self.staged = staged
+        self.changed.set()
+        return True
+
+    def taken(self, topic: str) -> bool:
+        """Whether ``topic``'s jobs start only through a take (limited or staged)."""
+        return topic in self.limited or topic in self.staged
+
+    def wake(self) -> None:
+        """Wake idle take loops (the worker stops: they see it at once)."""
+        self.changed.set()
+
+    def renew(self) -> None:
+        """A fresh wake-up event for a new ``serve`` (an event belongs to the loop that first
+        waited on it)."""
+        self.changed = asyncio.Event()
 
     def plain(self, topics: list[str]) -> list[str]:
         """The topics the plain read loop reads now: neither paused nor limited nor staged."""
         return [t for t in topics
                 if t not in self.paused and t not in self.limited and t not in self.staged]
-
-    def taken(self, topic: str) -> bool:
-        """Whether ``topic``'s jobs start only through a take (limited or staged)."""
-        return topic in self.limited or topic in self.staged

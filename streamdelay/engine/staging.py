@@ -21,7 +21,7 @@ from ..protocol.keys import PartitionKeys, partition_keys
 from ..protocol.plan import Command, Commands, Plan
 from ..protocol.replies import field_map
 from ..protocol.scripts import ScriptCall, script
-from .taking import Entry
+from .taking import TIME, Entry, clock_ms, has_deadline
 
 MAX_TAKE = 1000  # entries one takeStaged call may give (its ARGV bound)
 AGING_FIELD = "priority_aging"  # field of each partition's meta: ms per priority level
@@ -68,8 +68,11 @@ def staged_take_now_plan(keys: PartitionKeys, group: str, consumer: str, topic: 
     ``staged_wait_plan``."""
     reply = parse_take((yield take_staged_call(keys, group, consumer, topic, count,
                                                topic_limits)))
-    return ([Entry(keys.partition, topic, eid, fields) for eid, fields in reply.entries],
-            reply.reason, reply.wait_ms)
+    entries = [Entry(keys.partition, topic, eid, fields) for eid, fields in reply.entries]
+    if has_deadline(entries):  # the open step checks deadlines against the server clock
+        now_ms = clock_ms((yield TIME))
+        entries = [entry._replace(now_ms=now_ms) for entry in entries]
+    return entries, reply.reason, reply.wait_ms
 
 
 def staged_wait_plan(keys: Sequence[PartitionKeys], topic: str, reason: int, wait_ms: int,

@@ -1,6 +1,9 @@
 """The producer and operator API: ``Queue`` (blocking) and ``AsyncQueue`` (asyncio).
 
-Both are thin: they validate through and drive the same plans from ``plans.py``.
+Both are thin: they validate through and drive the same plans from ``plans.py``. This module
+holds the producer face (enqueue, cancel, reschedule, get, stats, claim) and the connections;
+the operator methods come from ``operating.py``, the pull API from ``pull.py``, results,
+schedules, search and events from their own mixins.
 """
 
 from __future__ import annotations
@@ -16,7 +19,6 @@ from ..base.models import (
     At,
     BackoffPolicy,
     ClaimResult,
-    DeadJob,
     Delay,
     EnqueueResult,
     JobInfo,
@@ -24,9 +26,6 @@ from ..base.models import (
     QueueStats,
 )
 from ..engine.upkeep import claim_plan
-from ..limits.plans import limit_call, limits_plan, set_limit_plan
-from ..limits.rates import Rate, TopicLimit
-from ..protocol.layouts import SEEN_WITHIN_S, migrate_plan
 from ..protocol.plan import Plan
 from ..redis_io.agreement import agree_partitions_async, agree_partitions_sync
 from ..redis_io.config import QueueConfig, mask_url, resolve_partitions, resolve_url
@@ -44,8 +43,7 @@ from .enqueuing import (
     prepare_values,
 )
 from .events import AsyncEventMethods, EventMethods
-from .listing import JobPage, jobs_plan
-from .pausing import set_paused_plan
+from .operating import AsyncOperatorMethods, OperatorMethods
 from .pull import AsyncPull, SyncPull
 from .scheduling import AsyncScheduleMethods, ScheduleMethods
 from .searching import AsyncSearchMethods, SearchMethods
@@ -92,7 +90,8 @@ class _QueueFace:
         return view
 
 
-class Queue(_QueueFace, SyncPull, SyncResults, ScheduleMethods, SearchMethods, EventMethods):
+class Queue(_QueueFace, SyncPull, SyncResults, OperatorMethods, ScheduleMethods, SearchMethods,
+            EventMethods):
     """A queue on Redis, blocking API. ``Queue("orders", url="redis://localhost:6379/0")``.
 
     Options (``ttr``, ``max_attempts``, ``backoff``, ``handler_timeout``, ``keep_done``,
@@ -202,21 +201,6 @@ class Queue(_QueueFace, SyncPull, SyncResults, ScheduleMethods, SearchMethods, E
         result: QueueStats = self._operate(plans.stats_plan(self.config))
         return result
 
-    def dead_list(self, topic: str | None = None, limit: int = 100) -> list[DeadJob]:
-        """The oldest dead-letter entries."""
-        result: list[DeadJob] = self._operate(plans.dead_list_plan(self.config, topic, limit))
-        return result
-
-    def dead_replay(
-        self, topic: str | None = None, id: str | None = None, delay: Delay | None = None
-    ) -> int:
-        """Put dead jobs back as new (attempts reset); returns how many."""
-        return int(self._operate(plans.dead_replay_plan(self.config, topic, id, delay)))
-
-    def dead_purge(self, topic: str | None = None, id: str | None = None) -> int:
-        """Forget dead jobs; returns how many."""
-        return int(self._operate(plans.dead_purge_plan(self.config, topic, id)))
-
     def claim(
         self, group: str, *, topic: str | None = None, min_idle: Delay | None = None,
         to: str | None = None,
@@ -225,49 +209,6 @@ class Queue(_QueueFace, SyncPull, SyncResults, ScheduleMethods, SearchMethods, E
         result: ClaimResult = self._operate(
             claim_plan(self.config.name, self.config.partitions, group, topic, min_idle,
                        to))
-        return result
-
-    def jobs(self, state: str, topic: str | None = None, limit: int = 100,
-             cursor: str | None = None) -> JobPage:
-        """One page of the jobs in ``state`` (delayed, ready, reserved or dead): delayed by due
-        time, the others in stream order; pass ``page.cursor`` for the next page (None: the
-        end). Every call is bounded, whatever the backlog (docs/operations.md#list-jobs)."""
-        result: JobPage = self._operate(jobs_plan(self.config, state, topic, limit, cursor))
-        return result
-
-    def pause(self, topic: str) -> bool:
-        """Within 1 s no worker starts a job of ``topic`` (running ones finish; due jobs still
-        become ready). False when it was paused already. Kept in Redis until ``resume``."""
-        return bool(self._operate(set_paused_plan(self.config, topic, True)))
-
-    def resume(self, topic: str) -> bool:
-        """Let workers start jobs of ``topic`` again; False when it was not paused."""
-        return bool(self._operate(set_paused_plan(self.config, topic, False)))
-
-    def limit(self, topic: str, rate: str | Rate | None = None,
-              concurrency: int | None = None, *, key_rate: str | Rate | None = None,
-              key_concurrency: int | None = None, clear: bool = False) -> bool:
-        """Across all workers, start at most ``rate`` jobs of ``topic`` (``"100/s"``, ``"5/m"``)
-        and run at most ``concurrency`` at once, and hold each fairness key of the topic to
-        ``key_rate`` and ``key_concurrency`` (docs/limits.md#key-limits); ``clear=True``
-        removes the topic's limit (a call with none is deprecated, see ``limit_call``). Each
-        call sets the whole limit. False when it already was so (docs/limits.md)."""
-        limit_call(topic, rate, concurrency, clear, key_rate, key_concurrency)
-        return bool(self._run(set_limit_plan(self.config, topic, rate, concurrency, key_rate,
-                                             key_concurrency)))
-
-    def limits(self) -> dict[str, TopicLimit]:
-        """The limited topics and their limits."""
-        result: dict[str, TopicLimit] = self._operate(limits_plan(self.config))
-        return result
-
-    def migrate(self, *, seen_within: float = SEEN_WITHIN_S) -> list[int]:
-        """Move every partition to record layout 2 (one copy of a body in Redis); idempotent.
-        The layouts before, per partition. Refused (``LayoutError`` naming them) while a live
-        process cannot read layout 2: a consumer active within ``seen_within`` seconds
-        that keeps no fleet record counts as one (docs/operations.md#upgrading-a-running-queue)."""
-        result: list[int] = self._operate(migrate_plan(self.config.name, self.config.partitions,
-                                                       seen_within))
         return result
 
     def close(self) -> None:
@@ -284,8 +225,8 @@ class Queue(_QueueFace, SyncPull, SyncResults, ScheduleMethods, SearchMethods, E
         self.close()
 
 
-class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncScheduleMethods, AsyncSearchMethods,
-                 AsyncEventMethods):
+class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncOperatorMethods, AsyncScheduleMethods,
+                 AsyncSearchMethods, AsyncEventMethods):
     """The same queue with awaitable methods, for asyncio producers.
 
     Concurrent ``enqueue`` calls are coalesced: while one ``enqueueJobsV2`` call of a partition is
@@ -389,21 +330,6 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncScheduleMethods, Asyn
         result: QueueStats = await self._operate(plans.stats_plan(self.config))
         return result
 
-    async def dead_list(self, topic: str | None = None, limit: int = 100) -> list[DeadJob]:
-        """The oldest dead-letter entries; see ``Queue.dead_list``."""
-        result: list[DeadJob] = await self._operate(plans.dead_list_plan(self.config, topic, limit))
-        return result
-
-    async def dead_replay(
-        self, topic: str | None = None, id: str | None = None, delay: Delay | None = None
-    ) -> int:
-        """Put dead jobs back; see ``Queue.dead_replay``."""
-        return int(await self._operate(plans.dead_replay_plan(self.config, topic, id, delay)))
-
-    async def dead_purge(self, topic: str | None = None, id: str | None = None) -> int:
-        """Forget dead jobs; see ``Queue.dead_purge``."""
-        return int(await self._operate(plans.dead_purge_plan(self.config, topic, id)))
-
     async def claim(
         self, group: str, *, topic: str | None = None, min_idle: Delay | None = None,
         to: str | None = None,
@@ -412,40 +338,6 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncScheduleMethods, Asyn
         result: ClaimResult = await self._operate(
             claim_plan(self.config.name, self.config.partitions, group, topic, min_idle,
                        to))
-        return result
-
-    async def jobs(self, state: str, topic: str | None = None, limit: int = 100,
-                   cursor: str | None = None) -> JobPage:
-        """One page of the jobs in ``state``; see ``Queue.jobs``."""
-        result: JobPage = await self._operate(
-            jobs_plan(self.config, state, topic, limit, cursor))
-        return result
-
-    async def pause(self, topic: str) -> bool:
-        """Stop workers starting jobs of ``topic``; see ``Queue.pause``."""
-        return bool(await self._operate(set_paused_plan(self.config, topic, True)))
-
-    async def resume(self, topic: str) -> bool:
-        """Let workers start jobs of ``topic`` again; see ``Queue.resume``."""
-        return bool(await self._operate(set_paused_plan(self.config, topic, False)))
-
-    async def limit(self, topic: str, rate: str | Rate | None = None,
-                    concurrency: int | None = None, *, key_rate: str | Rate | None = None,
-                    key_concurrency: int | None = None, clear: bool = False) -> bool:
-        """Set or clear a topic's limit; see ``Queue.limit``."""
-        limit_call(topic, rate, concurrency, clear, key_rate, key_concurrency)
-        return bool(await self._run(set_limit_plan(self.config, topic, rate, concurrency,
-                                                   key_rate, key_concurrency)))
-
-    async def limits(self) -> dict[str, TopicLimit]:
-        """The limited topics and their limits; see ``Queue.limits``."""
-        result: dict[str, TopicLimit] = await self._operate(limits_plan(self.config))
-        return result
-
-    async def migrate(self, *, seen_within: float = SEEN_WITHIN_S) -> list[int]:
-        """Move every partition to record layout 2; see ``Queue.migrate``."""
-        result: list[int] = await self._operate(
-            migrate_plan(self.config.name, self.config.partitions, seen_within))
         return result
 
     async def close(self) -> None:

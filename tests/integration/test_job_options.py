@@ -263,3 +263,4 @@ def test_listed_jobs_show_their_options(make_queue: Callable[..., Face]) -> None
     assert shown["plain"] == (5, None, None)
     for i, result in enumerate(made):
         assert shown[result.id] == (i, f"k{i}", None if i else result.due + 9000)
+

@@ -166,3 +166,15 @@ def test_jobs_in_the_stream_before_the_topic_was_staged_are_taken_first(
     enqueue_staged(queue, T, [("staged-later", 9, None)])
     promote(queue, 1)
     assert take_one_by_one(queue) == ["plain-early", "staged-later"]
+
+
+def test_a_job_past_its_deadline_in_its_lane_is_not_taken_but_expired(queue: sd.Queue) -> None:
+    """docs/expiry.md at the staged take: no attempt spent, dead with the error ``expired``."""
+    late = queue.enqueue(T, {"n": 1}, id="late", key="acme", expires=0.2).id
+    ok = queue.enqueue(T, {"n": 2}, id="ok", key="acme", expires=600).id
+    promote(queue, 2)
+    time.sleep(0.4)  # the deadline of late passes while it waits in its lane
+    got = queue.reserve(T, group="g", consumer="c", count=10)
+    assert [r.id for r in got] == [ok]
+    assert {d.id: (d.error, d.attempts) for d in queue.dead_list(T)} == {late: ("expired", 0)}
+    assert queue.stats().topics[T].ready == 0

@@ -387,9 +387,10 @@ def test_every_include_header_names_its_function_and_every_use_is_included() -> 
     direct = {name: set(INCLUDE_LINE.findall(body)) for name, body in files.items()}
     for name, body in files.items():
         # keys (the key layout), hold (held jobs, docs/guarantees.md#never-twice-at-once),
-        # staging and key_limits (staged topics, docs/priorities.md)
-        # are several helpers of one mechanism, described by their header as a whole
-        if name in provides and name not in ("keys", "hold", "staging", "key_limits"):
+        # expired (job deadlines, docs/expiry.md), staging and key_limits (staged topics,
+        # docs/priorities.md) are several helpers of one mechanism, described by their header
+        # as a whole
+        if name in provides and name not in ("keys", "hold", "expired", "staging", "key_limits"):
             signature = re.search(rf"^local function {name}\(([^)]*)\)", body, re.MULTILINE)
             assert signature, f"include {name} defines no function {name}"
             assert body.startswith(f"-- {name}({signature.group(1)})"), (
