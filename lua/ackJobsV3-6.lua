@@ -21,6 +21,8 @@
 -- call without keep_done reads no entry.
 -- Events (docs/events.md): 'started' (when no heartbeat reported it) and 'succeeded' per current
 --  delivery, when the queue keeps events.
+-- Workflows (docs/workflows.md): on a partition that keeps outcomes, each job settled keeps its
+-- outcome and tells its waiters (includes/flow.lua); otherwise one HGET per call.
 -- @include server_time
 -- @include keys
 -- @include release_lease
@@ -36,6 +38,8 @@
 -- @include hold
 -- @include emit_event
 -- @include emit_started
+-- @include new_record
+-- @include flow
 
 local now = server_time()
 local group, keep = ARGV[1], tonumber(ARGV[2])
@@ -84,7 +88,7 @@ for _, topic in ipairs(topics) do
   for _, eid in ipairs(eids) do release_lease(topic, eid) end
 end
 if #ids > 0 then
-  local gone, kept, stones, done = {}, {}, {}, {}
+  local gone, kept, stones, done, ended = {}, {}, {}, {}, {}
   for i = 1, #ids do
     local id, eid = ids[i], ARGV[3 * i + 3]
     -- only the state and the entry are looked at (no copy of the blob); see parse_record
@@ -106,6 +110,7 @@ if #ids > 0 then
         gone[#gone + 1] = id
       end
       settled = settled + 1
+      ended[#ended + 1] = id
       local kept_result = results[i]
       if kept_result then keep_result(id, 's', now, kept_result[1], kept_result[2]) end
     elseif state == 'd' and entry == eid then -- its job was rescheduled while it ran: now free
@@ -116,6 +121,9 @@ if #ids > 0 then
   if #kept > 0 then
     write_many('HSET', K_JOBS, kept)
     write_many('ZADD', K_DONE, stones)
+  end
+  if #ended > 0 and flow_keep() > 0 then
+    for _, id in ipairs(ended) do flow_ended(id, 's', now) end
   end
 end
 purge_done(now, n + 100)

@@ -12,6 +12,8 @@
 -- Flags: allow-oom, as it frees memory: an operator can cancel jobs while Redis is full.
 -- Events (docs/events.md): 'cancelled' (detail: the state it left: delayed, ready or running,
 --  dead), when the queue keeps events.
+-- Workflows (docs/workflows.md): a job cancelled before it ended tells its waiters it ended
+--  cancelled ('c'; includes/flow.lua); a waiting job's parents record goes (includes/detach.lua).
 -- @include keys
 -- @include detach
 -- @include parse_record
@@ -20,6 +22,10 @@
 -- @include full_record
 -- @include blob_keep
 -- @include emit_event
+-- @include build_record
+-- @include new_record
+-- @include wake_if_head
+-- @include flow
 
 local id = ARGV[1]
 check_partition_keys()
@@ -39,5 +45,7 @@ if full_record(r) then keep = blob_keep(r.blob) or keep end -- before detach dro
 emit_event('cancelled', id, r.topic, r.attempts, ({d = 'delayed', s = 'ready or running', x = 'dead'})[r.state])
 detach(r, id)
 redis.call('HDEL', K_JOBS, id)
-keep_result(id, 'c', server_time(), keep, '')
+local now = server_time()
+keep_result(id, 'c', now, keep, '')
+if r.state ~= 'x' then flow_ended(id, 'c', now) end
 return 1

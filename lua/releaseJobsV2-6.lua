@@ -15,9 +15,12 @@
 -- @include build_record
 -- @include release_lease
 -- @include full_record
--- @include requeue_entry
 -- @include parse_record
+-- @include new_record
 -- @include wake_if_head
+-- @include emit_event
+-- @include flow
+-- @include requeue_entry
 -- @include hold
 
 local now = server_time()

@@ -24,11 +24,13 @@
 -- @include build_record
 -- @include release_lease
 -- @include full_record
--- @include requeue_entry
 -- @include parse_record
+-- @include new_record
 -- @include wake_if_head
--- @include hold
 -- @include emit_event
+-- @include flow
+-- @include requeue_entry
+-- @include hold
 
 local now = server_time()
 local group, topic, cursor = ARGV[1], ARGV[2], ARGV[3]

@@ -1,5 +1,5 @@
 -- detach(r, id): take job id out of wherever its record r says it is (delayed set, topic stream and
--- the group's pending list, dead-letter stream, tombstones). The jobs hash is left to the caller.
+-- the group's pending list, dead-letter stream, tombstones, a waiting job's parents). The jobs hash is left to the caller.
 -- @include keys
 local function detach(r, id)
   if r.state == 'd' then
@@ -13,5 +13,8 @@ local function detach(r, id)
     redis.call('XDEL', dead_key(r.topic), r.entry)
   elseif r.state == 'c' then
     redis.call('ZREM', K_DONE, id)
+  elseif r.state == 'w' then -- waiting for its parents (includes/flow.lua): their record goes
+    redis.call('DEL', PREFIX .. 'deps:' .. id)
+    redis.call('HINCRBY', PREFIX .. 'waiting', r.topic, -1)
   end
 end

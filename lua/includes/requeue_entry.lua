@@ -12,6 +12,7 @@
 -- @include release_lease
 -- @include build_record
 -- @include full_record
+-- @include flow
 local function requeue_entry(r, id, old_entry, group, count_attempt, why, now)
   local sk = stream_key(r.topic)
   local whole = full_record(r) -- read before the entry is deleted
@@ -24,6 +25,7 @@ local function requeue_entry(r, id, old_entry, group, count_attempt, why, now)
     r.entry = redis.call('XADD', dead_key(r.topic), '*', 'id', id, 'error', why, 'attempts', r.attempts, 'at', now)
     r.state = 'x'
     redis.call('HSET', K_JOBS, id, build_record(r))
+    flow_ended(id, 'x', now) -- docs/workflows.md
     return false
   end
   r.state = 's'

@@ -12,7 +12,7 @@ from .errors import ValidationError
 from .results import EnqueueResult as EnqueueResult  # one import path for every data type
 from .results import EnqueueState as EnqueueState
 
-JobState = Literal["delayed", "ready", "reserved", "dead", "done"]
+JobState = Literal["delayed", "ready", "reserved", "dead", "done", "waiting"]
 # What enqueue found under an existing id: a job in its stream is "ready" (reserved or not),
 # "corrupt" a record it could not read (docs/keys.md)
 Delay = float | int | timedelta

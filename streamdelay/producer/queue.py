@@ -44,11 +44,13 @@ from .enqueuing import (
     prepared_one_plan,
 )
 from .events import AsyncEventMethods, EventMethods
+from .flows import after_job
 from .listing import JobPage, jobs_plan
 from .pausing import set_paused_plan
 from .pull import AsyncPull, SyncPull
 from .scheduling import AsyncScheduleMethods, ScheduleMethods
 from .searching import AsyncSearchMethods, SearchMethods
+from .workflows import AsyncFlowMethods, FlowMethods
 
 
 def _config(name: str, url: str | None, options: dict[str, Any]) -> QueueConfig:
@@ -92,7 +94,8 @@ class _QueueFace:
         return view
 
 
-class Queue(_QueueFace, SyncPull, SyncResults, ScheduleMethods, SearchMethods, EventMethods):
+class Queue(_QueueFace, SyncPull, SyncResults, ScheduleMethods, SearchMethods, EventMethods,
+            FlowMethods):
     """A queue on Redis, blocking API. ``Queue("orders", url="redis://localhost:6379/0")``.
 
     Options (``ttr``, ``max_attempts``, ``backoff``, ``handler_timeout``, ``keep_done``,
@@ -158,16 +161,23 @@ class Queue(_QueueFace, SyncPull, SyncResults, ScheduleMethods, SearchMethods, E
         replace: bool = False,
         max_wait: Delay | None = None,
         keep_result: Delay | None = None,
+        after: Sequence[str] | None = None,
+        on_parent_failure: str = "dead",
     ) -> EnqueueResult:
         """Schedule one job ``delay`` seconds from now (server clock) or ``at`` a time.
 
         ``replace=True`` replaces a job of the same id (body, options, due time);
         ``max_wait`` with it: the due time never moves past the first enqueue of the id plus
         ``max_wait`` (debounce, docs/producer.md#debounce). ``keep_result``: seconds its
-        result is kept once it ended (default: the queue's; docs/results.md)."""
+        result is kept once it ended (default: the queue's; docs/results.md).
+        ``after``: the ids of jobs it waits for (state ``waiting`` until each succeeded, then
+        due after its delay); ``on_parent_failure`` ``"dead"`` or ``"run"``
+        (docs/workflows.md)."""
         job = prepare_values(self.config, topic, body, delay, at, id, ttr, max_attempts, backoff,
                              headers, replace, max_wait,
                              keep_result)  # bad input raises here, before any I/O
+        if after is not None:
+            return self._run_flow([after_job(self.config, job, after, on_parent_failure)])[0]
         result: EnqueueResult = self._run(prepared_one_plan(self.config, job), checked=True)
         return result
 
@@ -274,7 +284,7 @@ class Queue(_QueueFace, SyncPull, SyncResults, ScheduleMethods, SearchMethods, E
 
 
 class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncScheduleMethods, AsyncSearchMethods,
-                 AsyncEventMethods):
+                 AsyncEventMethods, AsyncFlowMethods):
     """The same queue with awaitable methods, for asyncio producers.
 
     Concurrent ``enqueue`` calls are coalesced: while one ``enqueueJobsV2`` call of a partition is
@@ -333,6 +343,8 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncScheduleMethods, Asyn
         replace: bool = False,
         max_wait: Delay | None = None,
         keep_result: Delay | None = None,
+        after: Sequence[str] | None = None,
+        on_parent_failure: str = "dead",
     ) -> EnqueueResult:
         """Schedule one job; see ``Queue.enqueue``.
 
@@ -341,6 +353,9 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncScheduleMethods, Asyn
         """
         job = prepare_values(self.config, topic, body, delay, at, id, ttr, max_attempts,
                              backoff, headers, replace, max_wait, keep_result)
+        if after is not None:
+            done = await self._run_flow([after_job(self.config, job, after, on_parent_failure)])
+            return done[0]
         return await self._coalescer.enqueue(job)
 
     async def enqueue_many(self, specs: Iterable[JobSpec]) -> list[EnqueueResult]:

@@ -16,7 +16,7 @@ from ..base.models import EnqueueState
 # What a record's state letter means (docs/keys.md); '?' is enqueueJobsV2's word for a record it
 # cannot parse. A job in its stream ('s') is 'ready' or 'reserved': getJob tells which.
 STATE_NAMES: dict[str, EnqueueState] = {"d": "delayed", "s": "ready", "x": "dead", "c": "done",
-                                         "?": "corrupt"}
+                                         "?": "corrupt", "w": "waiting"}
 
 
 def text(value: Any) -> str:
