@@ -11,8 +11,11 @@ import pytest
 
 import streamdelay as sd
 from streamdelay.protocol.keys import PartitionKeys
+from tests.system import test_docs_examples as docs_examples
 
 pytestmark = pytest.mark.timeout(120)
+example_env = docs_examples.example_env  # the fixture: a private redis-server for the examples
+run_example = docs_examples.run_example
 
 
 def run_worker(q: sd.Queue, handler: Callable[[sd.Job], Any], topic: str = "t") -> None:
@@ -151,3 +154,14 @@ def test_a_batch_with_a_dead_member_only_completes(redis_url: str, queue_name: s
         assert final is not None and (final.succeeded, final.dead, final.pending) == (1, 1, 0)
         empty = q.batch([], id="b3", on_complete=sd.JobSpec("done"))
         assert empty.state == "done" and q.get("b3@2") is not None
+
+
+def test_the_workflows_example_runs(example_env: dict[str, str]) -> None:
+    assert run_example("workflows.py", example_env).splitlines() == [
+        "merge: waiting",
+        "batch: 5 running",
+        "merge after fetches: True",
+        "chain: ['step-1', 'step-2', 'step-3']",
+        "callbacks: ['pages@1', 'pages@2']",
+        "batch: 5 0 0 done",
+    ]
