@@ -90,6 +90,8 @@ class JobInfo:
     error: str | None = None
     ttr_ms: int = 0
     progress: Any = None  # the last progress its handler reported while it runs
+    # (parent id, "pending" | "succeeded" | "dead" | "cancelled") of a job enqueued with after=
+    parents: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,7 @@ class TopicStats:
     rate: str | None = None  # the topic's rate limit, e.g. "100/s" (docs/limits.md)
     concurrency: int | None = None  # the topic's concurrency limit across all workers
     leases: int = 0  # leases held now under the concurrency limit (jobs running)
+    waiting: int = 0  # jobs waiting for their parents (docs/workflows.md)
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,7 @@ class QueueStats:
             dead=sum(r.dead for r in rows),
             lag_ms=max((r.lag_ms for r in rows), default=0),
             group=None,
+            waiting=sum(r.waiting for r in rows),
         )
 
 

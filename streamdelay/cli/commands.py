@@ -49,6 +49,7 @@ from .output import (
     when,
 )
 from .params import BackoffOption, past_at_explained
+from .results import batch as batch_commands
 from .results import result as result_command
 from .serve import serve
 from .support import (
@@ -187,6 +188,11 @@ def dispatch(queue_name: str, url: str | None, partitions: int | None, log_level
                    "(2s/10m). Default: the queue's.")
 @click.option("--format", "body_format", type=click.Choice(["json", "msgpack"]),
               default="json", show_default=True, help="How the body is stored.")
+@click.option("--after", "after", multiple=True, metavar="ID",
+              help="Wait for this job to succeed first (repeat for more; docs/workflows.md).")
+@click.option("--on-parent-failure", type=click.Choice(["dead", "run"]), default="dead",
+              show_default=True, help="With --after: a parent that did not succeed makes this "
+                                      "job dead, or it runs once all ended.")
 @url_option
 @partitions_option
 @with_durability_options
@@ -195,7 +201,7 @@ def enqueue(queue_name: str, topic: str, body: Any, delay: float | None,
             at: datetime | float | None, job_id: str | None, ttr: float | None,
             max_attempts: int | None, headers: tuple[tuple[str, str], ...], replace: bool,
             keep_result: float | None, max_wait: float | None, backoff: Any,
-            body_format: str, url: str | None,
+            body_format: str, after: tuple[str, ...], on_parent_failure: str, url: str | None,
             partitions: int | None, as_json: bool) -> None:
     """Schedule one job of TOPIC on QUEUE with the JSON body BODY_JSON; prints id, due, outcome
     (a new job, or the id existed) and state.
@@ -211,7 +217,9 @@ def enqueue(queue_name: str, topic: str, body: Any, delay: float | None,
         result = queue.enqueue(topic, body, delay=delay, at=at, id=job_id, ttr=ttr,
                                max_attempts=max_attempts, backoff=backoff,
                                headers=dict(headers) or None, replace=replace,
-                               max_wait=max_wait, keep_result=keep_result)
+                               max_wait=max_wait, keep_result=keep_result,
+                               after=list(after) if after else None,
+                               on_parent_failure=on_parent_failure)
     click.echo(to_json(result) if as_json else enqueue_text(result, replace))
 
 
@@ -449,6 +457,7 @@ cli.add_command(exporter)  # cli/exporter.py
 cli.add_command(schedule_commands.schedule)  # cli/schedules.py
 cli.add_command(limit)  # cli/limits.py
 cli.add_command(result_command)  # cli/results.py
+cli.add_command(batch_commands)  # cli/results.py: batch info
 cli.add_command(serve)  # cli/serve.py
 cli.add_command(events)  # cli/events.py
 for _command in (search_commands.jobs, inspect_commands.pause, inspect_commands.resume,

@@ -15,7 +15,7 @@ from ..base.errors import ValidationError
 from ..base.flows import BatchInfo, BatchState
 from ..base.models import EnqueueResult, JobSpec
 from ..protocol.keys import PartitionKeys, partition_of
-from ..protocol.plan import Command, Plan
+from ..protocol.plan import Command, Commands, Plan
 from ..protocol.replies import enqueue_row, text
 from ..protocol.scripts import Arg, ScriptCall, script
 from ..protocol.spec import QueueSpec
@@ -271,3 +271,31 @@ def after_job(cfg: QueueSpec, job: PreparedJob, after: object, on_parent_failure
         raise ValidationError("replace: not with after (a waiting job is not replaced)",
                               field="replace")
     return FlowJob(job, check_after(after, job.id), check_policy(on_parent_failure))
+
+
+PARENT_STATES = {"w": "pending", "s": "succeeded", "x": "dead", "c": "cancelled"}
+
+
+def parents_plan(cfg: QueueSpec, job_id: str) -> Plan[tuple[tuple[str, str], ...]]:
+    """The parents of a job enqueued with ``after`` and what each did, in id order (empty for
+    any other job, or once the job ended)."""
+    prefix = PartitionKeys(cfg.name, partition_of(job_id, cfg.partitions)).prefix
+    reply = yield Command(("HGETALL", prefix + "deps:" + job_id))
+    pairs = reply.items() if isinstance(reply, dict) else zip(reply[::2], reply[1::2],
+                                                                  strict=True)
+    found = {text(k): PARENT_STATES.get(text(v), "pending") for k, v in pairs if text(k) != "~"}
+    return tuple(sorted(found.items()))
+
+
+def waiting_plan(cfg: QueueSpec) -> Plan[dict[str, int]]:
+    """Jobs waiting for their parents, per topic, summed over partitions."""
+    commands = tuple(Command(("HGETALL", PartitionKeys(cfg.name, p).prefix + "waiting"))
+                     for p in range(cfg.partitions))
+    replies = yield Commands(commands)
+    counts: dict[str, int] = {}
+    for reply in replies:
+        pairs = reply.items() if isinstance(reply, dict) else zip(reply[::2], reply[1::2],
+                                                                      strict=True)
+        for topic, value in pairs:
+            counts[text(topic)] = counts.get(text(topic), 0) + int(value)
+    return {topic: n for topic, n in counts.items() if n > 0}

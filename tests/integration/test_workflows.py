@@ -43,6 +43,8 @@ def test_a_child_waits_for_every_parent_then_runs(redis_url: str, queue_name: st
         assert made.created and made.state == "waiting"
         info = q.get("c")
         assert info is not None and info.state == "waiting"
+        assert info.parents == (("a", "pending"), ("b", "pending"))
+        assert q.stats().topics["t"].waiting == 1
         assert q.reschedule("c", delay=0) is False  # a waiting job has no due time yet
         ran, handle = recorder()
         run_worker(q, handle)
@@ -92,7 +94,10 @@ def test_cancelling_a_parent_ends_it_for_its_children(redis_url: str, queue_name
         assert q.cancel("p")
         assert q.get("c").state == "dead"  # type: ignore[union-attr]
         assert q.dead_list("t")[0].error == "parent failed: p (cancelled)"
-        assert q.get("r").state == "delayed"  # type: ignore[union-attr]
+        released = q.get("r")
+        assert released is not None and released.state == "delayed"
+        assert released.parents == (("p", "cancelled"),)
+        assert q.stats().topics["t"].waiting == 0
         assert q.cancel("r")
 
 
