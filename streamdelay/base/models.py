@@ -90,8 +90,8 @@ class JobInfo:
     error: str | None = None
     ttr_ms: int = 0
     progress: Any = None  # the last progress its handler reported while it runs
-    # (parent id, "pending" | "succeeded" | "dead" | "cancelled") of a job enqueued with after=
-    parents: tuple[tuple[str, str], ...] = ()
+    # parent id -> "pending" | "succeeded" | "dead" | "cancelled", for a job enqueued with after=
+    parents: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)

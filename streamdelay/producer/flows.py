@@ -276,7 +276,7 @@ def after_job(cfg: QueueSpec, job: PreparedJob, after: object, on_parent_failure
 PARENT_STATES = {"w": "pending", "s": "succeeded", "x": "dead", "c": "cancelled"}
 
 
-def parents_plan(cfg: QueueSpec, job_id: str) -> Plan[tuple[tuple[str, str], ...]]:
+def parents_plan(cfg: QueueSpec, job_id: str) -> Plan[dict[str, str]]:
     """The parents of a job enqueued with ``after`` and what each did, in id order (empty for
     any other job, or once the job ended)."""
     prefix = PartitionKeys(cfg.name, partition_of(job_id, cfg.partitions)).prefix
@@ -284,7 +284,7 @@ def parents_plan(cfg: QueueSpec, job_id: str) -> Plan[tuple[tuple[str, str], ...
     pairs = reply.items() if isinstance(reply, dict) else zip(reply[::2], reply[1::2],
                                                                   strict=True)
     found = {text(k): PARENT_STATES.get(text(v), "pending") for k, v in pairs if text(k) != "~"}
-    return tuple(sorted(found.items()))
+    return dict(sorted(found.items()))
 
 
 def waiting_plan(cfg: QueueSpec) -> Plan[dict[str, int]]:

@@ -43,7 +43,7 @@ def test_a_child_waits_for_every_parent_then_runs(redis_url: str, queue_name: st
         assert made.created and made.state == "waiting"
         info = q.get("c")
         assert info is not None and info.state == "waiting"
-        assert info.parents == (("a", "pending"), ("b", "pending"))
+        assert info.parents == {"a": "pending", "b": "pending"}
         assert q.stats().topics["t"].waiting == 1
         assert q.reschedule("c", delay=0) is False  # a waiting job has no due time yet
         ran, handle = recorder()
@@ -96,7 +96,7 @@ def test_cancelling_a_parent_ends_it_for_its_children(redis_url: str, queue_name
         assert q.dead_list("t")[0].error == "parent failed: p (cancelled)"
         released = q.get("r")
         assert released is not None and released.state == "delayed"
-        assert released.parents == (("p", "cancelled"),)
+        assert released.parents == {"p": "cancelled"}
         assert q.stats().topics["t"].waiting == 0
         assert q.cancel("r")
 
