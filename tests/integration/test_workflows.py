@@ -170,3 +170,26 @@ def test_the_workflows_example_runs(example_env: dict[str, str]) -> None:
         "callbacks: ['pages@1', 'pages@2']",
         "batch: 5 0 0 done",
     ]
+
+
+def test_the_async_faces_and_the_waiting_gauge(redis_url: str, queue_name: str) -> None:
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from streamdelay.metrics.exporter import QueueCollector
+
+    async def produce() -> tuple[list[sd.EnqueueResult], sd.BatchInfo, sd.BatchInfo | None]:
+        async with sd.AsyncQueue(queue_name, url=redis_url) as aq:
+            chained = await aq.chain([sd.JobSpec("t", id="x1", delay=60), sd.JobSpec("t")])
+            await aq.enqueue("t", id="x2", after=["x1"])
+            made = await aq.batch([sd.JobSpec("t", id="x3", delay=60)], id="ab",
+                                  on_complete=sd.JobSpec("t"))
+            return chained, made, await aq.batch_info("ab")
+
+    chained, made, read = asyncio.run(produce())
+    assert [c.state for c in chained] == ["delayed", "waiting"]
+    assert made.state == "running" and read == made
+    with sd.Queue(queue_name, url=redis_url) as q:
+        registry = CollectorRegistry()
+        registry.register(QueueCollector(q))
+        text = generate_latest(registry).decode()
+    assert f'streamdelay_queue_jobs{{queue="{queue_name}",state="waiting",topic="t"}} 2.0' in text
