@@ -40,6 +40,7 @@ from benchmarks import (
     lateness_rates,
     memory_drain,
     results_wait,
+    workflows,
     servers,
 )
 from benchmarks.harness import LISTED_TARGET, ROOT, Check, Section, redis_server, versions
@@ -138,6 +139,7 @@ def main() -> None:
                  if args.full else http_bench.run()),
         http_polls.run,  # 1,000 concurrent long polls on one serve process
         results_wait.run,  # issue 26: result delivered after the settle, 1,000 waiters
+        workflows.run,  # issue 28: fan-in of 10,000, a chain of 1,000, waiting children
         lambda: dispatch.dispatch_alone(100_000),
         lambda: dispatch.backlog([10_000, 1_000_000] + ([10_000_000] if args.full else [])),
         lambda: drain.run(10_000),
