@@ -40,8 +40,8 @@ from benchmarks import (
     lateness_rates,
     memory_drain,
     results_wait,
-    workflows,
     servers,
+    workflows,
 )
 from benchmarks.harness import LISTED_TARGET, ROOT, Check, Section, redis_server, versions
 from benchmarks.report_notes import analysis, fill_values, history, intro
