@@ -193,3 +193,20 @@ def test_the_async_faces_and_the_waiting_gauge(redis_url: str, queue_name: str) 
         registry.register(QueueCollector(q))
         text = generate_latest(registry).decode()
     assert f'streamdelay_queue_jobs{{queue="{queue_name}",state="waiting",topic="t"}} 2.0' in text
+
+
+def test_other_callbacks_for_a_batch_are_refused_and_nothing_is_added(
+        redis_url: str, queue_name: str) -> None:
+    with sd.Queue(queue_name, url=redis_url) as q:
+        q.batch([sd.JobSpec("t", id="n1", delay=60)], id="b9", close=False,
+                on_complete=sd.JobSpec("done"))
+        with pytest.raises(sd.ValidationError) as other:
+            q.batch([sd.JobSpec("t", id="n2")], id="b9", on_success=sd.JobSpec("done"))
+        assert other.value.field == "on_success"
+        assert q.get("n2") is None and q.batch_info("b9").total == 1  # type: ignore[union-attr]
+        with pytest.raises(sd.ValidationError) as derived:
+            q.batch([], id="b8", on_complete=sd.JobSpec("done", id="mine"))
+        assert derived.value.field == "on_complete"
+        again = q.batch([sd.JobSpec("t", id="n1", delay=60)], id="b9",
+                        on_complete=sd.JobSpec("done"))  # the same call again: idempotent
+        assert (again.total, again.state) == (1, "running")
