@@ -2,7 +2,7 @@
 a batch's members concurrently, one is killed with kill -9 in the middle of the batch, and the
 batch's callbacks are enqueued exactly once; a chain across partitions keeps its order. On one
 server with 3 partitions, and on a real 3-primary Redis Cluster with the slot of the batch's
-partition migrated to another node in the middle of the batch (docs/workflows.md#limits: a
+partition migrated to another node in the middle of the batch, and through Sentinel (docs/workflows.md#limits: a
 migration while that partition's jobs end at full speed is not covered)."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import streamdelay as sd
 from streamdelay.producer.flows import batch_home
 from streamdelay.protocol.keys import PartitionKeys
 from tests.support.apps.reliability_app import Workers, count, wait_for
-from tests.support.cluster import LocalCluster, error_stats, spread_queue_name
+from tests.support.cluster import LocalCluster, LocalSentinel, error_stats, spread_queue_name
 from tests.support.redis_server import RedisServer
 from tests.system.chaos.cluster_run import migrate_slot
 
@@ -96,3 +96,9 @@ def test_callbacks_exactly_once_on_a_cluster_with_a_slot_migration(
         assert notes and "keys" in notes[0], notes
         for node in cluster.primaries():
             assert "errorstat_CROSSSLOT" not in error_stats(node)
+
+
+def test_workflows_through_sentinel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same run against a Sentinel-managed primary (a sentinel:// URL)."""
+    with LocalSentinel() as sentinel:
+        scenario(sentinel.url, f"wf{uuid.uuid4().hex[:8]}", tmp_path, monkeypatch)
