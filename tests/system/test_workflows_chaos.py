@@ -2,8 +2,9 @@
 a batch's members concurrently, one is killed with kill -9 in the middle of the batch, and the
 batch's callbacks are enqueued exactly once; a chain across partitions keeps its order. On one
 server with 3 partitions, and on a real 3-primary Redis Cluster with the slot of the batch's
-partition migrated to another node in the middle of the batch, and through Sentinel (docs/workflows.md#limits: a
-migration while that partition's jobs end at full speed is not covered)."""
+partition migrated to another node in the middle of the batch, and through Sentinel
+(docs/workflows.md#guarantees-and-costs: a migration while that partition's jobs end at full
+speed is not covered)."""
 
 from __future__ import annotations
 
