@@ -119,12 +119,16 @@ def test_stats_plan_sums_partitions_and_takes_lag_from_the_delayed_head() -> Non
     def answer(step: Step) -> Any:
         if isinstance(step, list):
             return replies
+        if isinstance(step, Commands):  # the waiting counts of each partition (workflows)
+            return [[b"mail", b"2"], [b"mail", b"1", b"sms", b"0"]]
         args = step.args  # type: ignore[union-attr]
         return {"HGETALL": paused if args[1].endswith("paused") else limits, "ZCARD": 2}[args[0]]
 
     stats, steps = drive(plans.stats_plan(cfg), answer)
-    assert len(steps) == 4 and isinstance(steps[0], list) and len(steps[0]) == 2
-    assert [name_of(s) for s in steps[1:]] == ["HGETALL", "HGETALL", "ZCARD"]
+    assert len(steps) == 5 and isinstance(steps[0], list) and len(steps[0]) == 2
+    assert isinstance(steps[1], Commands) and len(steps[1].commands) == 2
+    assert [name_of(s) for s in steps[2:]] == ["HGETALL", "HGETALL", "ZCARD"]
+    assert stats.topics["mail"].waiting == 3 and stats.topics["sms"].waiting == 0
     assert (stats.topics["mail"].rate, stats.topics["mail"].concurrency,
             stats.topics["mail"].leases) == ("50/s", 3, 2)
     mail = stats.topics["mail"]
@@ -161,9 +165,11 @@ def test_get_plan_reads_a_reserved_job() -> None:
     fmt, body = encode_body({"n": 1}, "json", 1024)
     record = b"s|1|100|90|30000|5|7-0|mail|" + encode_blob(fmt, body, {}, None)
     replies = {"getJobV2": [record, b"reserved", b"w1", 12, 1, b"", 1000],
+               "HGETALL": [b"~", b"d|r|0|0", b"p1", b"s"],  # its parents (workflows)
                "GET": b"7-0|42"}  # the progress of this delivery (entry 7-0)
     info, steps = drive(plans.get_plan(CFG, "job-1"), lambda step: replies[name_of(step)])
-    assert [name_of(s) for s in steps] == ["getJobV2", "GET"]
+    assert [name_of(s) for s in steps] == ["getJobV2", "HGETALL", "GET"]
+    assert info is not None and info.parents == {"p1": "succeeded"}
     assert info is not None and (info.state, info.consumer, info.idle_ms, info.body,
                                  info.progress) == ("reserved", "w1", 12, {"n": 1}, 42)
     replies["GET"] = b"6-0|41"  # an earlier delivery's progress is not this one's
