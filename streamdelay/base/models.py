@@ -92,6 +92,7 @@ class JobInfo:
     progress: Any = None  # the last progress its handler reported while it runs
     # parent id -> "pending" | "succeeded" | "dead" | "cancelled", for a job enqueued with after=
     parents: dict[str, str] | None = None
+    children: list[str] | None = None  # the jobs (and "batch:<id>") waiting for it
 
 
 @dataclass(frozen=True)

@@ -134,6 +134,8 @@ def job_text(info: JobInfo) -> str:
         rows.append(("error", info.error.splitlines()[0]))
     if info.parents:  # docs/workflows.md
         rows.append(("parents", ", ".join(f"{p} ({state})" for p, state in info.parents.items())))
+    if info.children:
+        rows.append(("children", ", ".join(info.children)))
     if info.progress is not None:
         rows.append(("progress", to_json(info.progress)))
     if info.headers:

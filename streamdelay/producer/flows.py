@@ -276,15 +276,19 @@ def after_job(cfg: QueueSpec, job: PreparedJob, after: object, on_parent_failure
 PARENT_STATES = {"w": "pending", "s": "succeeded", "x": "dead", "c": "cancelled"}
 
 
-def parents_plan(cfg: QueueSpec, job_id: str) -> Plan[dict[str, str]]:
+def relations_plan(cfg: QueueSpec, job_id: str
+                   ) -> Plan[tuple[dict[str, str], list[str]]]:
     """The parents of a job enqueued with ``after`` and what each did, in id order (empty for
-    any other job, or once the job ended)."""
+    any other job, or once the job ended), and the jobs and batches waiting for it (a batch as
+    ``batch:<id>``), one round trip."""
     prefix = PartitionKeys(cfg.name, partition_of(job_id, cfg.partitions)).prefix
-    reply = yield Command(("HGETALL", prefix + "deps:" + job_id))
-    pairs = reply.items() if isinstance(reply, dict) else zip(reply[::2], reply[1::2],
-                                                                  strict=True)
+    deps, kids = yield Commands((Command(("HGETALL", prefix + "deps:" + job_id)),
+                                 Command(("SMEMBERS", prefix + "children:" + job_id))))
+    pairs = deps.items() if isinstance(deps, dict) else zip(deps[::2], deps[1::2], strict=True)
     found = {text(k): PARENT_STATES.get(text(v), "pending") for k, v in pairs if text(k) != "~"}
-    return dict(sorted(found.items()))
+    waiters = sorted(text(ref).partition("|")[2] for ref in kids)
+    return dict(sorted(found.items())), [
+        "batch:" + w[1:] if w.startswith("#") else w for w in waiters]
 
 
 def waiting_plan(cfg: QueueSpec) -> Plan[dict[str, int]]:

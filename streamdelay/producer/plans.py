@@ -39,7 +39,7 @@ from ..protocol.results import parse_progress, progress_key
 from ..protocol.scripts import Arg, script
 from ..protocol.spec import QueueSpec
 from .enqueuing import when_args
-from .flows import parents_plan, waiting_plan
+from .flows import relations_plan, waiting_plan
 from .pausing import paused_plan
 
 SCAN_BATCH = 200
@@ -152,9 +152,9 @@ def get_plan(cfg: QueueSpec, job_id: str) -> Plan[JobInfo | None]:
     if found is None:
         return None
     info = job_info(job_id, found)
-    parents = yield from parents_plan(cfg, job_id)  # docs/workflows.md
-    if parents:
-        info = dataclasses.replace(info, parents=parents)
+    parents, children = yield from relations_plan(cfg, job_id)  # docs/workflows.md
+    if parents or children:
+        info = dataclasses.replace(info, parents=parents or None, children=children or None)
     if info.state != "reserved":
         return info
     # a running job: the progress its handler reported (a second round trip for those only)

@@ -43,7 +43,9 @@ def test_a_child_waits_for_every_parent_then_runs(redis_url: str, queue_name: st
         assert made.created and made.state == "waiting"
         info = q.get("c")
         assert info is not None and info.state == "waiting"
-        assert info.parents == {"a": "pending", "b": "pending"}
+        assert info.parents == {"a": "pending", "b": "pending"} and info.children is None
+        parent = q.get("b")
+        assert parent is not None and parent.children == ["c"] and parent.parents is None
         assert q.stats().topics["t"].waiting == 1
         assert q.reschedule("c", delay=0) is False  # a waiting job has no due time yet
         ran, handle = recorder()

@@ -19,6 +19,8 @@ def test_enqueue_after_get_stats_and_batch_info(redis_url: str, queue_name: str)
     assert field(made.stdout, "state") == "waiting"
     shown = cli("get", queue_name, "kid", url=redis_url)
     assert field(shown.stdout, "parents") == "m1 (pending), p1 (pending)"
+    member = cli("get", queue_name, "m1", url=redis_url)
+    assert field(member.stdout, "children") == "batch:b1, kid"
     stats = cli("stats", queue_name, url=redis_url).stdout.splitlines()
     assert stats[0].split()[:3] == ["TOPIC", "GROUP", "WAITING"]
     assert stats[1].split()[2] == "1"

@@ -165,15 +165,23 @@ def test_get_plan_reads_a_reserved_job() -> None:
     fmt, body = encode_body({"n": 1}, "json", 1024)
     record = b"s|1|100|90|30000|5|7-0|mail|" + encode_blob(fmt, body, {}, None)
     replies = {"getJobV2": [record, b"reserved", b"w1", 12, 1, b"", 1000],
-               "HGETALL": [b"~", b"d|r|0|0", b"p1", b"s"],  # its parents (workflows)
                "GET": b"7-0|42"}  # the progress of this delivery (entry 7-0)
-    info, steps = drive(plans.get_plan(CFG, "job-1"), lambda step: replies[name_of(step)])
-    assert [name_of(s) for s in steps] == ["getJobV2", "HGETALL", "GET"]
+    # its parents and its waiters (workflows), one pipeline
+    relations = [[b"~", b"d|r|0|0", b"p1", b"s"], [b"0|kid", b"1|#b7"]]
+
+    def answer(step: Step) -> Any:
+        return relations if isinstance(step, Commands) else replies[name_of(step)]
+
+    info, steps = drive(plans.get_plan(CFG, "job-1"), answer)
+    assert [name_of_any(s) for s in steps] == ["getJobV2", "HGETALL", "GET"]
     assert info is not None and info.parents == {"p1": "succeeded"}
+    assert info.children == ["batch:b7", "kid"]
+    relations = [[], []]
     assert info is not None and (info.state, info.consumer, info.idle_ms, info.body,
                                  info.progress) == ("reserved", "w1", 12, {"n": 1}, 42)
     replies["GET"] = b"6-0|41"  # an earlier delivery's progress is not this one's
-    earlier, _ = drive(plans.get_plan(CFG, "job-1"), lambda step: replies[name_of(step)])
+    earlier, _ = drive(plans.get_plan(CFG, "job-1"), answer)
+    assert earlier is not None and earlier.parents is None and earlier.children is None
     assert earlier is not None and earlier.progress is None
     missing, _ = drive(plans.get_plan(CFG, "job-1"), lambda step: None)
     assert missing is None
@@ -234,8 +242,9 @@ def test_a_single_call_refused_for_one_job_goes_again_without_it() -> None:
 
 
 def name_of_any(step: Step) -> str:
-    """``name_of`` for a pipeline too (its first call)."""
+    """``name_of`` for a pipeline too (its first call or command)."""
     return name_of(step.calls[0] if isinstance(step, EachCall)
+                   else step.commands[0] if isinstance(step, Commands)
                    else step[0] if isinstance(step, list) else step)
 
 

@@ -271,6 +271,8 @@ def job_view(info: JobInfo, now_ms: int, group: str | None = None) -> JobView:
         fields.append(("deliveries", str(info.deliveries)))
     if info.parents:  # docs/workflows.md
         fields.append(("parents", ", ".join(f"{p} ({s})" for p, s in info.parents.items())))
+    if info.children:
+        fields.append(("children", ", ".join(info.children)))
     if info.progress is not None:  # reported by its handler (docs/results.md#progress)
         fields.append(("progress", msgspec.json.encode(info.progress).decode()))
     return JobView(id=info.id, topic=info.topic, state=info.state, fields=fields,
