@@ -2,40 +2,36 @@
 
 Each benchmark starts its own redis-server on a free port; the raw ceilings are measured in the
 same run, next to our figures. ``--full`` adds the long variants (10M backlog,
-1M backlog drained back to the memory baseline). The "Targets" list judges the issue-5 targets
-(``targets.py``) and the HTTP service's (``http_bench.py``, keyed ``listed-target:``); a target
-or check with no figure is "not measured" and the run exits 1. The
-"Peers" section written by ``benchmarks/peers/run.py`` (``make bench-full``) is kept, dated,
-under the report's History heading.
+1M backlog drained back to the memory baseline). The benchmarks live in ``micro/`` (one
+component in one process), ``e2e/`` (through worker processes), ``web/`` (the HTTP service and
+the dashboard) and ``peers/`` (other libraries, ``make bench-peers``); what they share, and the
+report writer, in ``core/``. The report's words are in ``docs/benchmarks-report/``.
+The "Targets" list judges the issue-5 targets (``core/targets.py``) and the HTTP service's
+(``web/http_bench.py``, keyed ``listed-target:``); a target or check with no figure is "not
+measured" and the run exits 1.
 
-Run: ``.venv/bin/python benchmarks/run_all.py [--full] [--out docs/benchmarks.md]``.
+Run: ``.venv/bin/python benchmarks/run_all.py [--full | --quick] [--out FILE]``.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import os
-import re
-import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks import (
-    big_bodies,
+from benchmarks.core.harness import ROOT, Section, redis_server, versions
+from benchmarks.core.report import exit_code, kept_peers_section, report
+from benchmarks.core.targets import BACKLOG_FULL, BACKLOG_LARGE, BACKLOG_SMALL
+from benchmarks.e2e import (
     cluster_bench,
-    dashboard_pages,
-    dispatch,
     drain,
-    durable,
-    enqueue,
     events_cost,
-    http_bench,
-    http_polls,
-    inspect_jobs,
     lateness_e2e,
     lateness_rates,
     memory_drain,
@@ -43,120 +39,82 @@ from benchmarks import (
     servers,
     workflows,
 )
-from benchmarks.harness import LISTED_TARGET, ROOT, Check, Section, redis_server, versions
-from benchmarks.report_notes import analysis, fill_values, history, intro
-from benchmarks.targets import issue_targets
+from benchmarks.micro import (
+    big_bodies,
+    dispatch,
+    durable,
+    enqueue,
+    inspect_jobs,
+    redis_ceiling,
+)
+from benchmarks.web import dashboard_pages, http_bench, http_polls
 
-PEERS_START, PEERS_END = "<!-- peers:start -->", "<!-- peers:end -->"
-
-
-def raw_redis_benchmark() -> Section:
-    """``redis-benchmark`` on a private server: the server's own ceiling on this machine."""
-    rows = []
-    with redis_server() as server:
-        for pipeline, clients in ((1, 1), (1, 50), (16, 50)):
-            out = subprocess.run(
-                ["redis-benchmark", "-h", "127.0.0.1", "-p", str(server.port), "-q",
-                 "-n", "100000", "-c", str(clients), "-P", str(pipeline), "-r", "100000",
-                 "-t", "ping,set,zadd,xadd"], capture_output=True, text=True, timeout=300,
-                check=True).stdout
-            for line in out.replace("\r", "\n").splitlines():
-                match = re.match(r"^(\S+).*?: ([\d.]+) requests per second", line.strip())
-                if match:
-                    rows.append([match.group(1).rstrip(":"), str(clients), str(pipeline),
-                                 f"{float(match.group(2)):,.0f}"])
-    return Section("Raw Redis ceilings (`redis-benchmark`, same run)",
-                   ["command", "clients", "pipeline", "ops/s"], rows)
+QUICK_OUT = Path(tempfile.gettempdir()) / "streamdelay-bench-quick.md"
 
 
-def summary(checks: dict[str, Check], sections: list[Section]) -> str:
-    """The targets of issue 5, met, NOT met or not measured with the figure, then the other
-    checks (guarantees and documented limits) the sections judged."""
-    lines = ["## Targets", "", "Targets for streamdelay (one worker process, default settings "
-             "unless named); a miss points to what bounds it.", ""]
-    lines += [f"- {check}" for check in checks.values()]
-    lines += [f"- {check}" for section in sections for check in section.verdicts
-              if check.key.startswith(LISTED_TARGET)]  # judged in their section (HTTP)
-    lines += ["", "Other checks (guarantees and documented limits):", ""]
-    lines += [f"- {check}" for section in sections for check in section.verdicts
-              if not check.key.startswith(("target:", LISTED_TARGET))]
-    return "\n".join(lines) + "\n"
+Step = Callable[[], Section]
 
 
-def report(sections: list[Section], info: dict[str, str], full: bool, minutes: float,
-           peers: str) -> tuple[str, list[Check]]:
-    """The markdown report of one run, and the checks it could not judge (not measured).
-
-    Every figure and verdict in it comes from ``sections`` (this run); the only figures from
-    earlier runs are under the History heading, each with its date.
-    """
-    figures: dict[str, float] = {"cores": float(os.cpu_count() or 0),
-                                 "load_1m": float(info.get("load_1m", "nan"))}
-    for section in sections:
-        figures.update(section.figures)
-    checks = issue_targets(figures, full)
-    keyed = {**{c.key: c for s in sections for c in s.verdicts if c.key}, **checks}
-    values = fill_values(figures, keyed, info)
-    header = [
-        "# Benchmarks", "",
-        f"Generated by `make {'bench-full' if full else 'bench'}` "
-        f"(`benchmarks/run_all.py`) on {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC "
-        f"in {minutes:.1f} min.", "",
-        *(f"- {name}: {value}" for name, value in info.items() if name != "load_1m"), "",
-        intro(values),
-    ]
-    body = ("\n".join(header) + "\n" + summary(checks, sections) + "\n"
-            + "\n".join(s.markdown() for s in sections) + "\n" + analysis(values) + "\n"
-            + history(peers))
-    unmeasured = [c for c in checks.values() if c.met is None]
-    unmeasured += [c for s in sections for c in s.verdicts if c.met is None]
-    return body, unmeasured
-
-
-def kept_peers_section(path: Path) -> str:
-    """The "Peers" section of the current report (written by ``benchmarks/peers/run.py``)."""
-    if not path.exists():
-        return ""
-    doc = path.read_text()
-    start, end = doc.find(PEERS_START), doc.find(PEERS_END)
-    return doc[start:end + len(PEERS_END)] + "\n\n" if 0 <= start < end else ""
-
-
-def main() -> None:
-    """Run the suite, print each table, write the markdown report."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--full", action="store_true")
-    parser.add_argument("--out", default=str(ROOT / "docs" / "benchmarks.md"))
-    args = parser.parse_args()
-    began = time.monotonic()
-    with redis_server() as server:
-        info = {**versions(server.client()), "load_1m": f"{os.getloadavg()[0]:.2f}"}
-    steps = [
-        raw_redis_benchmark,
+def report_steps(full: bool) -> list[Step]:
+    """Every section of the report, in its order, at the report's sizes (``full``: the long
+    variants)."""
+    cores = os.cpu_count() or 1
+    return [
+        redis_ceiling.run,
         lateness_e2e.run,
         enqueue.run,
         lambda: (http_bench.run(single=20_000, batches=200, backlog=100_000, pairs=10_000)
-                 if args.full else http_bench.run()),
+                 if full else http_bench.run()),
         http_polls.run,  # 1,000 concurrent long polls on one serve process
         results_wait.run,  # issue 26: result delivered after the settle, 1,000 waiters
         workflows.run,  # issue 28: fan-in of 10,000, a chain of 1,000, waiting children
         lambda: dispatch.dispatch_alone(100_000),
-        lambda: dispatch.backlog([10_000, 1_000_000] + ([10_000_000] if args.full else [])),
+        lambda: dispatch.backlog([BACKLOG_SMALL, BACKLOG_LARGE] + ([BACKLOG_FULL] if full else [])),
         lambda: drain.run(10_000),
         # issue 16: 100k due jobs, and the curve over worker processes (one more than the cores)
-        lambda: drain.run(100_000, tuple(range(1, (os.cpu_count() or 1) + 2))),
+        lambda: drain.run(100_000, tuple(range(1, cores + 2))),
         events_cost.run,  # issue 26: drain and enqueue with lifecycle events on against off
-        lambda: memory_drain.run(1_000_000 if args.full else 100_000),
+        lambda: memory_drain.run(1_000_000 if full else 100_000),
         lambda: lateness_rates.run(rates=(200, 2000), worker_count=1),
         # issue 16: 20k due/s with as many worker processes as the machine has cores
-        lambda: lateness_rates.run(rates=(20000,), worker_count=os.cpu_count() or 1),
+        lambda: lateness_rates.run(rates=(20000,), worker_count=cores),
         servers.run,  # the core figures on Redis and on Valkey, side by side
-        lambda: cluster_bench.run(memory_jobs=1_000_000 if args.full else 200_000),
+        lambda: cluster_bench.run(memory_jobs=1_000_000 if full else 200_000),
         lambda: big_bodies.run([64 << 10, 1 << 20], 150),
         durable.run,
-        lambda: inspect_jobs.run(10_000_000 if args.full else 1_000_000),
-        lambda: dashboard_pages.run(10_000_000 if args.full else 1_000_000),
+        lambda: inspect_jobs.run(10_000_000 if full else 1_000_000),
+        lambda: dashboard_pages.run(10_000_000 if full else 1_000_000),
     ]
+
+
+def quick_steps() -> list[Step]:
+    """The same sections at their smallest sizes (``make bench-quick``): each benchmark starts,
+    runs and reports; its figures mean nothing and no target is judged by them."""
+    return [
+        lambda: redis_ceiling.run(2_000),
+        lambda: lateness_e2e.run(jobs=100, spread=1.0, cancels=10, worker_count=1),
+        lambda: enqueue.run(single=200, many=2_000, callers=10),
+        lambda: http_bench.run(single=300, batches=2, backlog=30, pairs=20, connections=4),
+        lambda: http_polls.run(polls=20, rate=40, seconds=1.0),
+        lambda: results_wait.run(waiters=20, jobs=200, sizes=(100,)),
+        lambda: workflows.run(jobs=200, chain=20),
+        lambda: dispatch.dispatch_alone(2_000),
+        lambda: dispatch.backlog([1_000, 5_000]),
+        lambda: drain.run(1_000, (1, 2)),
+        lambda: events_cost.run(jobs=500, drains=1, single=200, rounds=2),
+        lambda: memory_drain.run(2_000, processes=1),
+        lambda: lateness_rates.run(rates=(200,), worker_count=1),
+        lambda: servers.run(rounds=1),
+        lambda: cluster_bench.run(jobs=1_000, workers=1, memory_jobs=2_000),
+        lambda: big_bodies.run([64 << 10], 10),
+        lambda: durable.run(single=100, many=1_000, callers=10),
+        lambda: inspect_jobs.run(5_000),
+        lambda: dashboard_pages.run(5_000),
+    ]
+
+
+def run_steps(steps: list[Step]) -> list[Section]:
+    """Each step's section, printed as it ends; a step that raises gives a failed section."""
     sections = []
     for step in steps:
         try:
@@ -166,25 +124,33 @@ def main() -> None:
                               [[str(exc).replace("\n", " ")[:300]]], correct=False)
         section.print()
         sections.append(section)
+    return sections
+
+
+def main() -> None:
+    """Run the suite, print each table, write the markdown report."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--full", action="store_true")
+    mode.add_argument("--quick", action="store_true",
+                      help="every benchmark at its smallest size; the report goes to --out "
+                           f"(default {QUICK_OUT}), never docs/benchmarks.md")
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    out = Path(args.out or (QUICK_OUT if args.quick else ROOT / "docs" / "benchmarks.md"))
+    if args.quick and out.resolve() == (ROOT / "docs" / "benchmarks.md").resolve():
+        parser.error("--quick never writes docs/benchmarks.md: its figures are not measurements")
+    began = time.monotonic()
+    with redis_server() as server:
+        info = {**versions(server.client()), "load_1m": f"{os.getloadavg()[0]:.2f}"}
+    sections = run_steps(quick_steps() if args.quick else report_steps(args.full))
     minutes = (time.monotonic() - began) / 60
-    peers = kept_peers_section(Path(args.out))
+    peers = kept_peers_section(ROOT / "docs" / "benchmarks.md" if args.quick else out)
     text, unmeasured = report(sections, info, args.full, minutes, peers)
     print("\n" + text[text.index("## Targets"):text.index("\n## ", text.index("## Targets") + 3)])
-    Path(args.out).write_text(text)
-    print(f"\nwrote {args.out} ({minutes:.1f} min)")
-    sys.exit(exit_code(sections, unmeasured))
-
-
-def exit_code(sections: list[Section], unmeasured: list[Check]) -> int:
-    """1 when a guarantee broke in a run or a check had no figure to judge by, else 0."""
-    code = 0
-    if not all(s.correct for s in sections):
-        print("a guarantee was broken in a run (see the tables)", file=sys.stderr)
-        code = 1
-    for check in unmeasured:
-        print(f"not measured: {check.name} ({check.figure})", file=sys.stderr)
-        code = 1
-    return code
+    out.write_text(text)
+    print(f"\nwrote {out} ({minutes:.1f} min)")
+    sys.exit(exit_code(sections, [] if args.quick else unmeasured))
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@
 -- Returns the number of deliveries that were still current (a cancelled, replaced or reclaimed
 -- job's stale delivery is acknowledged in the stream but leaves the job alone, except that a job
 -- held behind it, rescheduled or replaced while it ran, is freed: includes/hold.lua).
+-- A job that ended drops its options (PREFIX..'opts', includes/drop_opts.lua: one EXISTS when the
+-- partition has none).
 -- Also forgets expired tombstones: at least as many as the call could create, plus 100.
 -- Batched: one XACK and one XDEL per topic, one HMGET of every record, one HDEL (or HSET and
 -- ZADD for tombstones) for the batch; a job named twice settles once, as one call per delivery
@@ -38,6 +40,7 @@
 -- @include hold
 -- @include emit_event
 -- @include emit_started
+-- @include drop_opts
 -- @include new_record
 -- @include flow
 
@@ -98,6 +101,7 @@ if #ids > 0 then
     end
     if state == 's' and entry == eid then
       done[id] = true
+      ended[#ended + 1] = id
       emit_event('succeeded', id, ARGV[3 * i + 1], tonumber(string.match(raws[i], '^.|(%d+)')) + 1, '', now)
       if keep > 0 then
         local r = parse_record(whole[i] or raws[i])
@@ -110,7 +114,6 @@ if #ids > 0 then
         gone[#gone + 1] = id
       end
       settled = settled + 1
-      ended[#ended + 1] = id
       local kept_result = results[i]
       if kept_result then keep_result(id, 's', now, kept_result[1], kept_result[2]) end
     elseif state == 'd' and entry == eid then -- its job was rescheduled while it ran: now free
@@ -118,6 +121,7 @@ if #ids > 0 then
     end
   end
   if #gone > 0 then write_many('HDEL', K_JOBS, gone) end
+  drop_opts(ended)
   if #kept > 0 then
     write_many('HSET', K_JOBS, kept)
     write_many('ZADD', K_DONE, stones)

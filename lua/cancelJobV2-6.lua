@@ -6,6 +6,7 @@
 -- result (state 'c') is kept for the envelope's keep_result (its 8th element, includes/blob_keep;
 -- from the stream entry for a header-only record), else that long, under PREFIX..'r:'..id, and
 -- its waiters woken (includes/keep_result.lua). cancelJob's ARGV plus it.
+-- The job's options go with it (PREFIX..'opts', includes/drop_opts.lua).
 -- A malformed record (written by a foreign client) is removed too, with its delayed-set entry.
 -- Returns 1 when a job was removed, 0 when there was none. Retry-safe: a repeat returns 0.
 -- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
@@ -22,6 +23,8 @@
 -- @include full_record
 -- @include blob_keep
 -- @include emit_event
+-- @include write_many
+-- @include drop_opts
 -- @include build_record
 -- @include new_record
 -- @include wake_if_head
@@ -35,6 +38,7 @@ if not r then
   if not raw then return 0 end
   redis.call('ZREM', K_DELAYED, id)
   redis.call('HDEL', K_JOBS, id)
+  drop_opts({id})
   return 1
 end
 if r.state == 'c' then return 0 end
@@ -45,6 +49,7 @@ if full_record(r) then keep = blob_keep(r.blob) or keep end -- before detach dro
 emit_event('cancelled', id, r.topic, r.attempts, ({d = 'delayed', s = 'ready or running', x = 'dead'})[r.state])
 detach(r, id)
 redis.call('HDEL', K_JOBS, id)
+drop_opts({id})
 local now = server_time()
 keep_result(id, 'c', now, keep, '')
 if r.state ~= 'x' then flow_ended(id, 'c', now) end

@@ -27,7 +27,15 @@
 -- 'SDERR LAYOUT <meta key> <layout>' (a layout this script does not know; nothing written).
 -- Retry-safe: a job moves once; a repeated call finds it gone from the delayed set.
 -- Events (docs/events.md): 'promoted' (detail: the stream entry id), 'dead' for a job whose topic
---  key is not a stream, when the queue keeps events.
+--  key is not a stream, 'expired' for a job past its deadline, when the queue keeps events.
+-- Expiry (docs/expiry.md, includes/expired.lua): a due job whose deadline (PREFIX..'opts', one
+-- EXISTS per call when the queue never used job options) has passed on the server clock is not
+-- promoted: it goes to its topic's dead letters with error 'expired' and is listed in dropped
+-- with the reason 'expired <topic>'. A job with a deadline still ahead is promoted with a third
+-- entry field 'x', its deadline (epoch ms), which the consumers' open step checks against the
+-- server clock (TIME read in the same round trip as the read).
+-- Workflows (docs/workflows.md): an expired job tells its waiters (a child goes dead with
+-- 'parent failed: <id>', a batch counts it dead), after the batch's own writes.
 -- @include server_time
 -- @include keys
 -- @include read_records
@@ -36,6 +44,12 @@
 -- @include build_record
 -- @include parse_record
 -- @include emit_event
+-- @include blob_keep
+-- @include keep_result
+-- @include new_record
+-- @include wake_if_head
+-- @include flow
+-- @include expired
 
 local MAX_BATCH_BYTES = 1048576
 local RETRY_LATER_MS = 60000
@@ -61,6 +75,8 @@ if n > 0 then
   -- records are read in growing steps that stop past the byte budget: only ids[1..n] are looked at
   local raws
   raws, n = read_records(ids, MAX_BATCH_BYTES)
+  local deadlines = deadlines_of(ids, n) -- nil on a queue without job options
+  defer_expired_flow() -- waiters of expired jobs are told after the delayed set's removal by rank
   local writes, nw = {}, 0 -- id, new record pairs: one HSET for the batch
   local left = 0 -- jobs whose new place is written (or that have none to have)
   local later = {} -- score, id pairs: jobs that can go nowhere now
@@ -81,12 +97,27 @@ if n > 0 then
       mid, tail, topic, blob_at = match(raw,
         '^d(|%d+|%d+|%d+|%d+|%d+|)[%d%-]*(|([^|]+)|)()')
     end
-    if mid then
+    local deadline = mid and deadlines and deadlines[i]
+    if deadline and now >= deadline then -- expired while delayed: never runs
+      local r = parse_record(raw)
+      if expire_job(id, r, now) then
+        left = left + 1
+        per_topic[topic] = (per_topic[topic] or 0) + 1
+        dropped[#dropped + 1] = {id, EXPIRED .. ' ' .. topic}
+      else
+        later[#later + 1] = now + RETRY_LATER_MS
+        later[#later + 1] = id
+        dropped[#dropped + 1] = {id, 'expired, but its dead-letter key ' .. dead_key(topic) ..
+                                     ' is not a stream: tried again in 60 s'}
+      end
+    elseif mid then
       local sk = streams[topic]
       if not sk then sk = stream_key(topic); streams[topic] = sk end
       -- pcall: a foreign client may have put another type of value at the topic's key; that job
       -- goes dead with the reason instead of aborting the batch for every other job
-      local entry = rpcall('XADD', sk, '*', 'id', id, 'rec', raw)
+      local entry
+      if deadline then entry = rpcall('XADD', sk, '*', 'id', id, 'rec', raw, 'x', deadline)
+      else entry = rpcall('XADD', sk, '*', 'id', id, 'rec', raw) end
       if type(entry) == 'string' then
         writes[nw + 1] = id
         -- layout 2: the header only, up to and with the 8th '|' (the blob is not copied)
@@ -146,6 +177,7 @@ if n > 0 then
   if looked_at > 0 then redis.call('ZREMRANGEBYRANK', K_DELAYED, 0, looked_at - 1) end
   if #later > 0 then write_many('ZADD', K_DELAYED, later) end
   for topic, count in pairs(per_topic) do redis.call('HINCRBY', K_COUNTS, topic, -count) end
+  flush_expired_flow(now) -- docs/workflows.md: a released child may join the delayed set now
 end
 local more = purge_done(now, SWEEP)
 local head = redis.call('ZRANGE', K_DELAYED, 0, 0, 'WITHSCORES')

@@ -10,16 +10,21 @@
 -- Retry-safe: a repeated call finds the old entries no longer current.
 -- Layout 2: a header-only record keeps its blob through the move (requeue_entry); a job whose
 -- entry is gone goes dead ('stream entry lost').
+-- Expiry (docs/expiry.md): a job past its deadline is not handed back: it goes dead with error
+-- 'expired' (event 'expired'), not counted.
 -- @include server_time
 -- @include keys
 -- @include build_record
 -- @include release_lease
 -- @include full_record
+-- @include blob_keep
+-- @include keep_result
+-- @include emit_event
 -- @include parse_record
 -- @include new_record
 -- @include wake_if_head
--- @include emit_event
 -- @include flow
+-- @include expired
 -- @include requeue_entry
 -- @include hold
 

@@ -9,6 +9,8 @@
 -- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
 -- Events (docs/events.md): 'enqueued' per job replayed (detail: the due time and ' replayed'),
 --  when the queue keeps events.
+-- Expiry (docs/expiry.md): a replayed job loses its deadline (else an expired job would expire
+-- again at once); its priority and key stay (PREFIX..'opts', includes/expired.lua).
 -- @include server_time
 -- @include keys
 -- @include parse_record
@@ -17,6 +19,11 @@
 -- @include build_record
 -- @include due_after
 -- @include emit_event
+-- @include blob_keep
+-- @include keep_result
+-- @include new_record
+-- @include flow
+-- @include expired
 
 local MAX_BATCH_BYTES = 1048576
 local now, now_us = server_time()
@@ -39,6 +46,7 @@ for _, c in ipairs(candidates) do
     redis.call('ZADD', K_DELAYED, r.due, id)
     redis.call('HINCRBY', K_COUNTS, topic, 1)
     wake_if_head(id, r.due)
+    drop_deadline(id)
     replayed[#replayed + 1] = id
     emit_event('enqueued', id, topic, 0, r.due .. ' replayed', now)
   end

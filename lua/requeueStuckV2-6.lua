@@ -18,17 +18,21 @@
 -- Layout 2: a header-only record takes its blob from the entry read here into the new entry
 -- (requeue_entry); the byte budget counts it.
 -- Events (docs/events.md): 'retried' or 'dead' per job re-queued for its silent consumer (detail:
---  why), when the queue keeps events.
+--  why), when the queue keeps events; 'expired' instead for a job past its deadline
+--  (docs/expiry.md: it goes dead with error 'expired' and is listed with the dead ids).
 -- @include server_time
 -- @include keys
 -- @include build_record
 -- @include release_lease
 -- @include full_record
+-- @include blob_keep
+-- @include keep_result
+-- @include emit_event
 -- @include parse_record
 -- @include new_record
 -- @include wake_if_head
--- @include emit_event
 -- @include flow
+-- @include expired
 -- @include requeue_entry
 -- @include hold
 
@@ -91,7 +95,7 @@ for _, row in ipairs(rows) do
         full_record(r, f) -- the blob of a header-only record, from the entry read above
         bytes = bytes + #raw + #r.blob
         local back = requeue_entry(r, id, eid, group, true, why, now)
-        emit_event(back and 'retried' or 'dead', id, topic, r.attempts, why, now)
+        if not r.expired then emit_event(back and 'retried' or 'dead', id, topic, r.attempts, why, now) end
         if back then moved[#moved + 1] = id else dead[#dead + 1] = id end
       end
     end

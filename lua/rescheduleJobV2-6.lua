@@ -14,6 +14,9 @@
 -- Layout 2: a header-only record gets its blob back from its stream entry (full_record) and the
 -- delayed record is full. When that entry is gone the job goes dead instead ('stream entry
 -- lost': its body is unknown) and the reply is {0}.
+-- Expiry (docs/expiry.md): a job with a deadline (PREFIX..'opts') keeps its window: the deadline
+-- moves by as much as the due time does (new due - old due); a dead job loses its deadline, as a
+-- replay does (includes/expired.lua).
 -- @include server_time
 -- @include keys
 -- @include wake_if_head
@@ -24,6 +27,12 @@
 -- @include parse_record
 -- @include full_record
 -- @include hold
+-- @include blob_keep
+-- @include keep_result
+-- @include emit_event
+-- @include new_record
+-- @include flow
+-- @include expired
 
 local now, now_us = server_time()
 local id = ARGV[1]
@@ -46,7 +55,8 @@ if not whole then
   redis.call('HSET', K_JOBS, id, build_record(r))
   return {0}
 end
-if r.state == 'x' then r.attempts = 0 end
+if r.state == 'x' then r.attempts = 0; drop_deadline(id)
+else shift_deadline(id, due - r.due) end
 r.state, r.entry, r.due = 'd', held or '', due
 redis.call('HSET', K_JOBS, id, build_record(r))
 local score = due

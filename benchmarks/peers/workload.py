@@ -54,7 +54,7 @@ if str(ROOT) not in sys.path:
 
 import redis  # noqa: E402
 
-from benchmarks.stats import percentile  # noqa: E402
+from benchmarks.core.stats import percentile  # noqa: E402
 from tests.support.redis_server import RedisServer  # noqa: E402
 
 PEERS = {  # library -> module in benchmarks/peers

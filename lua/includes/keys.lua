@@ -8,6 +8,10 @@ local K_DELAYED, K_JOBS, K_WAKE, K_COUNTS, K_GROUPS, K_DONE = KEYS[1], KEYS[2], 
 local PREFIX = string.sub(K_JOBS, 1, -5)
 local function stream_key(topic) return PREFIX .. 't:' .. topic end
 local function dead_key(topic) return PREFIX .. 'dead:' .. topic end
+-- Job options (docs/keys.md#job-options): K_OPTS (hash job id -> '<priority>|<deadline_ms>|<key>',
+-- only for a job that has any) and K_STAGED (hash topic -> 1: a topic that ever had a job with a
+-- priority other than 5 or a key); a queue that never used options has neither key.
+local K_OPTS, K_STAGED = PREFIX .. 'opts', PREFIX .. 'staged'
 
 -- refuse_wrong_type(key, want): a key another client filled with a value of another type stops
 -- the call with 'SDERR WRONG_TYPE <key> <type>' before its first write, so a call that fails

@@ -8,11 +8,22 @@
 -- from the caller, who may have fetched it with full_record already) for the new entry and
 -- stays header-only in the jobs hash; a dead record is full. When the old entry is gone the
 -- job goes dead ('stream entry lost').
+-- Expiry (includes/expired.lua): a job past its deadline is not put back: it goes to the dead
+-- letters with error 'expired' (r.expired set, false returned; the 'expired' event is written,
+-- so the caller writes no other); a job with a deadline still ahead gets it in the new entry's
+-- 'x' field, as promoteDue writes it.
 -- @include keys
 -- @include release_lease
 -- @include build_record
 -- @include full_record
+-- @include parse_record
+-- @include new_record
+-- @include wake_if_head
+-- @include emit_event
 -- @include flow
+-- @include blob_keep
+-- @include keep_result
+-- @include expired
 local function requeue_entry(r, id, old_entry, group, count_attempt, why, now)
   local sk = stream_key(r.topic)
   local whole = full_record(r) -- read before the entry is deleted
@@ -28,9 +39,18 @@ local function requeue_entry(r, id, old_entry, group, count_attempt, why, now)
     flow_ended(id, 'x', now) -- docs/workflows.md
     return false
   end
+  local deadline = job_deadline(id)
+  if deadline and now >= deadline and expire_job(id, r, now) then
+    r.expired = true
+    return false
+  end
   r.state = 's'
   r.entry = ''
-  r.entry = redis.call('XADD', sk, '*', 'id', id, 'rec', build_record(r))
+  if deadline then
+    r.entry = redis.call('XADD', sk, '*', 'id', id, 'rec', build_record(r), 'x', deadline)
+  else
+    r.entry = redis.call('XADD', sk, '*', 'id', id, 'rec', build_record(r))
+  end
   local blob = r.blob
   if r.header_only then r.blob = '' end
   redis.call('HSET', K_JOBS, id, build_record(r))

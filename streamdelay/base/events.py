@@ -7,8 +7,8 @@ from typing import Literal
 
 EventKind = Literal["enqueued", "promoted", "started", "succeeded", "retried", "dead",
                     "cancelled", "expired"]
-# every kind a script may write, in lifecycle order; ``expired`` is reserved for job expiry
-# (a later feature: no script of this release writes it, readers already know it)
+# every kind a script may write, in lifecycle order; ``expired``: a job whose deadline passed
+# before it started (docs/expiry.md)
 EVENT_KINDS: tuple[EventKind, ...] = ("enqueued", "promoted", "started", "succeeded", "retried",
                                       "dead", "cancelled", "expired")
 

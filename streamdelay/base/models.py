@@ -55,17 +55,23 @@ class JobSpec:
     replace: bool = False
     max_wait: Delay | None = None  # with replace: never due later than first enqueue + this
     keep_result: Delay | None = None  # None: the queue's keep_result (docs/results.md)
+    priority: int | None = None  # 0-9, higher first; None: 5 (docs/producer.md#priorities)
+    key: str | None = None  # fairness key (docs/producer.md#fairness-keys)
+    expires: Delay | None = None  # never run later than this after its due time
 
     def __init__(self, topic: str, body: Any = None, delay: Delay | None = None,
                  at: At | None = None, id: str | None = None, ttr: Delay | None = None,
                  max_attempts: int | None = None, backoff: BackoffPolicy | None = None,
                  headers: dict[str, str] | None = None, replace: bool = False,
-                 max_wait: Delay | None = None, keep_result: Delay | None = None) -> None:
+                 max_wait: Delay | None = None, keep_result: Delay | None = None,
+                 priority: int | None = None, key: str | None = None,
+                 expires: Delay | None = None) -> None:
         """The generated ``__init__``'s arguments, set in one go: a frozen dataclass sets its
         fields one ``object.__setattr__`` at a time (~0.3 µs more per job of ``enqueue_many``)."""
         self.__dict__.update(topic=topic, body=body, delay=delay, at=at, id=id, ttr=ttr,
                              max_attempts=max_attempts, backoff=backoff, headers=headers,
-                             replace=replace, max_wait=max_wait, keep_result=keep_result)
+                             replace=replace, max_wait=max_wait, keep_result=keep_result,
+                             priority=priority, key=key, expires=expires)
 
 
 @dataclass(frozen=True)
@@ -90,6 +96,9 @@ class JobInfo:
     error: str | None = None
     ttr_ms: int = 0
     progress: Any = None  # the last progress its handler reported while it runs
+    priority: int = 5  # 0-9 (docs/producer.md#priorities)
+    key: str | None = None  # its fairness key, if it has one
+    expires_at: int | None = None  # epoch ms (server clock) after which it never starts
     # parent id -> "pending" | "succeeded" | "dead" | "cancelled", for a job enqueued with after=
     parents: dict[str, str] | None = None
     children: list[str] | None = None  # the jobs (and "batch:<id>") waiting for it

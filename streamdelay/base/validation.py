@@ -17,6 +17,12 @@ from .errors import ValidationError
 QUEUE_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 TOPIC = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 JOB_ID = re.compile(r"^[A-Za-z0-9_.:@/+=-]{1,128}$")
+# a fairness key (docs/producer.md#fairness-keys), and the id of a job that has one: {key}rest
+FAIRNESS_KEY = re.compile(r"^[A-Za-z0-9_.:@/+=-]{1,64}$")
+KEYED_JOB_ID = re.compile(r"^\{([A-Za-z0-9_.:@/+=-]{1,64})\}[A-Za-z0-9_.:@/+=-]{1,128}$")
+# either form, as the HTTP API's schema states it
+ANY_JOB_ID = re.compile(r"^(\{[A-Za-z0-9_.:@/+=-]{1,64}\})?[A-Za-z0-9_.:@/+=-]{1,128}$")
+PRIORITY_DEFAULT = 5
 GROUP = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 CONSUMER = re.compile(r"^[A-Za-z0-9_.:@-]{1,128}$")
 # the id of a schedule's tick, <schedule name>@<tick epoch ms> (schedules/spec.py: NAME, tick_id)
@@ -57,8 +63,49 @@ def topic(value: object) -> str:
 
 
 def job_id(value: object) -> str:
-    """A job id: 1-128 of letters, digits, ``_ . : @ / + = -``."""
+    """A job id: 1-128 of letters, digits, ``_ . : @ / + = -``; or ``{<key>}<rest>``, the id of a
+    job with a fairness key (``<key>`` a valid key, ``<rest>`` such 1-128 characters)."""
+    if type(value) is str and value.startswith("{"):
+        return _pattern(value, KEYED_JOB_ID, "id", "job id ({key}rest)")
     return _pattern(value, JOB_ID, "id", "job id")
+
+
+def priority(value: object) -> int:
+    """A job's priority: an int 0-9 (higher runs first; 5 is the default)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 9:
+        shown = repr(value)[:40]
+        raise ValidationError(f"priority: must be an int in [0, 9], got {shown}",
+                              field="priority")
+    return value
+
+
+def fairness_key(value: object) -> str:
+    """A fairness key: 1-64 of letters, digits, ``_ . : @ / + = -``."""
+    return _pattern(value, FAIRNESS_KEY, "key", "fairness key")
+
+
+def expires_ms(value: object) -> int:
+    """A job's expiry: a finite number of seconds > 0 and at most 10 years after its due time,
+    in whole ms (rounded up, so never earlier than asked)."""
+    number = seconds(value, "expires")
+    if number <= 0:
+        raise ValidationError("expires: must be more than 0 seconds", field="expires")
+    return math.ceil(number * 1000)
+
+
+def keyed_job_id(key: str, value: str | None, fresh: str) -> str:
+    """The id of a job with fairness key ``key`` (validated): ``{key}<value>``, or ``value``
+    itself when it starts with ``{key}`` already; ``{key}<fresh>`` without an id. An id that
+    starts with ``{`` for another key is refused naming ``id``."""
+    if value is None:
+        return job_id("{" + key + "}" + fresh)
+    if type(value) is str and value.startswith("{"):
+        checked = job_id(value)
+        if not checked.startswith("{" + key + "}"):
+            raise ValidationError(f"id: {checked[:80]!r} carries another key than "
+                                  f"key={key!r} (a keyed job's id is {{key}}rest)", field="id")
+        return checked
+    return job_id("{" + key + "}" + job_id(value))
 
 
 def producer_job_id(value: object) -> str:
@@ -67,6 +114,10 @@ def producer_job_id(value: object) -> str:
     (docs/schedules.md#exactly-once-per-tick): a producer could otherwise take a tick's id
     first and run its own topic and body in the tick's place."""
     checked = job_id(value)
+    if checked.startswith("{"):
+        raise ValidationError(
+            f"id: {checked[:80]!r} has the form {{key}}rest of a keyed job's id; pass key= "
+            "as well (or an id without braces)", field="id")
     if "@" in checked and TICK_ID.fullmatch(checked):
         raise ValidationError(
             f"id: {checked[:80]!r} has the shape of a schedule tick's id (<name>@<digits>), "

@@ -36,6 +36,7 @@ from .options import (
     url_option,
     with_dead_options,
     with_durability_options,
+    with_job_options,
 )
 from .output import (
     claim_text,
@@ -188,6 +189,7 @@ def dispatch(queue_name: str, url: str | None, partitions: int | None, log_level
                    "(2s/10m). Default: the queue's.")
 @click.option("--format", "body_format", type=click.Choice(["json", "msgpack"]),
               default="json", show_default=True, help="How the body is stored.")
+@with_job_options
 @click.option("--after", "after", multiple=True, metavar="ID",
               help="Wait for this job to succeed first (repeat for more; docs/workflows.md).")
 @click.option("--on-parent-failure", type=click.Choice(["dead", "run"]), default="dead",
@@ -201,7 +203,9 @@ def enqueue(queue_name: str, topic: str, body: Any, delay: float | None,
             at: datetime | float | None, job_id: str | None, ttr: float | None,
             max_attempts: int | None, headers: tuple[tuple[str, str], ...], replace: bool,
             keep_result: float | None, max_wait: float | None, backoff: Any,
-            body_format: str, after: tuple[str, ...], on_parent_failure: str, url: str | None,
+            body_format: str, priority: int | None, fairness_key: str | None,
+            expires: float | None, after: tuple[str, ...], on_parent_failure: str,
+            url: str | None,
             partitions: int | None, as_json: bool) -> None:
     """Schedule one job of TOPIC on QUEUE with the JSON body BODY_JSON; prints id, due, outcome
     (a new job, or the id existed) and state.
@@ -218,6 +222,7 @@ def enqueue(queue_name: str, topic: str, body: Any, delay: float | None,
                                max_attempts=max_attempts, backoff=backoff,
                                headers=dict(headers) or None, replace=replace,
                                max_wait=max_wait, keep_result=keep_result,
+                               priority=priority, key=fairness_key, expires=expires,
                                after=list(after) if after else None,
                                on_parent_failure=on_parent_failure)
     click.echo(to_json(result) if as_json else enqueue_text(result, replace))

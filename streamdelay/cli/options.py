@@ -90,3 +90,22 @@ def with_durability_options(fn: Any) -> Any:
     for option in reversed(durability_options):
         fn = option(fn)
     return fn
+
+
+job_options = [
+    click.option("--priority", type=int, default=None, metavar="0-9",
+                 help="Among ready jobs of its topic, higher starts first [default: 5]."),
+    click.option("--key", "fairness_key", default=None, metavar="KEY",
+                 help="A fairness key (tenant, customer); the id becomes {KEY}<id>."),
+    click.option("--expires", type=Duration(), default=None,
+                 help="Never start later than this after its due time (then dead, reason "
+                      "expired)."),
+]
+
+
+def with_job_options(fn: Any) -> Any:
+    """Apply ``--priority`` / ``--key`` / ``--expires`` (docs/producer.md#priorities-keys-and-
+    expiry) to a command that enqueues; the library checks the values (one line, exit 2)."""
+    for option in reversed(job_options):
+        fn = option(fn)
+    return fn

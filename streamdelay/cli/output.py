@@ -130,6 +130,12 @@ def job_text(info: JobInfo) -> str:
     if info.consumer is not None:
         rows.append(("consumer", f"{info.consumer} (idle {info.idle_ms} ms, "
                                  f"{info.deliveries} deliveries)"))
+    if info.priority != 5 or info.key is not None:  # shown when the job has options
+        rows.append(("priority", str(info.priority)))
+    if info.key is not None:
+        rows.append(("key", info.key))
+    if info.expires_at is not None:
+        rows.append(("expires", when(info.expires_at)))
     if info.error:
         rows.append(("error", info.error.splitlines()[0]))
     if info.parents:  # docs/workflows.md

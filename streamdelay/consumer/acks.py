@@ -6,10 +6,14 @@ The worker queues an acknowledgement when a handler returns; the ack loop writes
 one delivery, see docs/worker.md). A batch leaves the queue only once its
 call succeeded: a call that fails, or a flush cancelled by shutdown, leaves it for the next
 flush (``ackJobs`` is safe to run twice).
+
+``AckLoop`` owns the queue: handlers' deliveries are added through it, and its loop (one task of
+the worker) writes them whenever it is woken; the read loops only read which are queued.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -84,3 +88,38 @@ def batch_length(sizes: list[int]) -> int:
         if count and total > ACK_BYTES:
             return count
     return min(len(sizes), ACK_BATCH)
+
+
+class AckLoop:
+    """The worker's acknowledgements: the queue (``pending``), the event that wakes the loop, and
+    the loop that writes them with ``send`` (``settling.send_acks``)."""
+
+    def __init__(self, send: Callable[..., Awaitable[None]]) -> None:
+        self.pending = PendingAcks()
+        self._send = send
+        self._wake = asyncio.Event()
+
+    def add(self, partition: int, topic: str, job_id: str, entry_id: str, size: int = 0,
+            result: tuple[int, bytes] | None = None) -> None:
+        """Queue one acknowledgement (see ``PendingAcks.add``) and wake the loop."""
+        self.pending.add(partition, topic, job_id, entry_id, size, result)
+        self._wake.set()
+
+    def renew(self) -> None:
+        """A fresh wake-up event for a new ``serve`` (an event belongs to its first loop)."""
+        self._wake = asyncio.Event()
+
+    def wake(self) -> None:
+        """Wake the loop (at shutdown: it may be cancelled while it waits)."""
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Write what is queued each time something is added, until cancelled."""
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Write everything queued now."""
+        await self.pending.flush(self._send)

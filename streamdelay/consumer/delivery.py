@@ -27,7 +27,7 @@ from ..base.models import BackoffPolicy, Drop, Job, Retry
 from ..base.validation import delay_ms
 from ..protocol.backoff import failure_delay_ms
 from ..protocol.codec import Serializer
-from ..protocol.deliveries import ERROR_TEXT_LIMIT, open_entry
+from ..protocol.deliveries import ERROR_TEXT_LIMIT, EXPIRED, open_entry
 from ..protocol.results import DEFAULT_MAX_RESULT_BYTES, encode_result
 from ..telemetry.jobs import JobRun
 from .time_limits import run_limited
@@ -76,12 +76,25 @@ class Delivery:
     keep_result_ms: int = 0  # the job's keep_result: a dead end keeps its error that long
     progress: bytes | None = None  # the handler's last progress (JSON), sent with each touch
     progress_fresh: bool = False  # reported since the last touch: touched within PROGRESS_EVERY
+    read_ms: int = 0  # the server clock read with the entry (0: not read), docs/expiry.md
 
     def report_progress(self, data: bytes) -> None:
         """``Job.progress``'s sink: keep the latest value for the next heartbeat (any thread;
         two attribute writes, no I/O)."""
         self.progress = data
         self.progress_fresh = True
+
+    def touched(self, now: float, sent: bytes | None, lost: bool) -> bool:
+        """The heartbeat's write (``upkeep.touch``): touched at ``now`` carrying the progress
+        ``sent``; ``lost`` when this consumer no longer owns the entry. True when it was just
+        found lost."""
+        if self.progress is sent:  # none reported meanwhile
+            self.progress_fresh = False
+        self.last_touch = now
+        if lost and not self.lost:
+            self.lost = True
+            return True
+        return False
 
     @property
     def thread_running(self) -> bool:
@@ -103,15 +116,17 @@ class Delivery:
 
 @dataclass(frozen=True)
 class Settlement:
-    """How to settle a delivery: ack, retry after ``delay_ms``, or dead now."""
+    """How to settle a delivery: ack, retry after ``delay_ms``, dead now, or expired (its
+    job's deadline passed before it ran: docs/expiry.md)."""
 
-    kind: str  # "ack" | "retry" | "dead"
+    kind: str  # "ack" | "retry" | "dead" | "expired"
     delay_ms: int = 0
     error: str = ""
     result: tuple[int, bytes] | None = None  # an ack's (keep_result ms, encoded result)
 
 
 ACKED = Settlement("ack")  # the settlement of every success: one object, not one per job
+EXPIRED_NOW = Settlement("expired", error=EXPIRED)
 
 
 def open_delivery(
@@ -119,10 +134,13 @@ def open_delivery(
     max_body_bytes: int | None = None,
 ) -> tuple[Job | None, BackoffPolicy | None, Settlement | None]:
     """Decode a stream entry into a ``Job`` (``protocol.deliveries.open_entry``); a bad entry
-    gives a dead ``Settlement`` instead."""
+    gives a dead ``Settlement`` instead, an entry whose job's deadline the read's clock has
+    reached an expired one."""
     opened = open_entry(fields, delivery.topic, delivery.entry_id, delivery.partition,
-                        handler.body_type, max_body_bytes)
+                        handler.body_type, max_body_bytes, delivery.read_ms)
     delivery.job_id, delivery.ttr_ms, delivery.size = opened.job_id, opened.ttr_ms, opened.size
+    if opened.expired:
+        return None, None, EXPIRED_NOW
     if opened.job is None:
         return None, None, Settlement("dead", error=opened.error)
     delivery.keep_result_ms = opened.job.keep_result_ms

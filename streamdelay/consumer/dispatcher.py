@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
@@ -33,9 +34,10 @@ from .timer import PreciseWait, ServerClock
 
 log = logging.getLogger("streamdelay.dispatcher")
 # One promoteDue call must not block Redis for more than ~1 ms (docs/keys.md#batch-sizes). Runs
-# of 2026-11-24 02:17-02:21 UTC (benchmarks/dispatch.py's dispatch alone, SLOWLOG median per
+# of 2026-11-24 02:17-02:21 UTC (benchmarks/micro/dispatch.py's dispatch alone, SLOWLOG median per
 # call, 100k jobs): 150 jobs 0.53 ms, 200 jobs 0.70-0.73 ms, 250 jobs 0.85 ms.
 PROMOTE_BATCH = 200
+EXPIRED_AS = "expired "  # promoteDue's reason for a job past its deadline, then its topic
 # A due schedule that could not be advanced (another dispatcher was first, a damaged record) is
 # looked at again after this long, not in a busy loop.
 SCHEDULE_RETRY = 1.0
@@ -71,6 +73,8 @@ class Dispatcher:
         self.batch = batch
         self.safety_tick = safety_tick
         self.promoted = 0
+        self.expired: dict[str, int] = {}  # topic -> jobs it dead-lettered past their deadline
+        self.on_expired: Callable[[str, int], None] | None = None  # metrics hook (topic, n)
         self.ticks_enqueued = 0
         self.forwarded = 0  # workflow hand-overs applied (docs/workflows.md#across-partitions)
         self._client = client
@@ -104,11 +108,22 @@ class Dispatcher:
                                promoted.now_us, time.monotonic() - sent,
                                promoted.schedule_at_ms, sent)
         for job_id, why in promoted.dropped:  # foreign garbage, quarantined
+            if why.startswith(EXPIRED_AS):  # expected: docs/expiry.md
+                self._count_expired(job_id, why[len(EXPIRED_AS):])
+                continue
             log.warning("due job %r of queue %s was not promoted: %s", job_id,
                         self.config.name, why,
                         extra={"queue": self.config.name, "job_id": job_id})
         self.promoted += result.moved
         return result
+
+    def _count_expired(self, job_id: str, topic: str) -> None:
+        """A job promoteDue dead-lettered: its deadline passed before it was due to run."""
+        self.expired[topic] = self.expired.get(topic, 0) + 1
+        if self.on_expired is not None:
+            self.on_expired(topic, 1)
+        log.info("job %s (%s) expired: its deadline passed before it was due", job_id, topic,
+                 extra={"queue": self.config.name, "job_id": job_id, "topic": topic})
 
     async def fire_schedules(self, keys: PartitionKeys) -> int:
         """Enqueue the due ticks of a partition's schedules; how many schedules advanced."""

@@ -38,11 +38,9 @@ async def refresh(worker: ReadingHost) -> None:
 def _apply(worker: ReadingHost, reply: object) -> None:
     found = Views(worker.views.paused, parse_limits(reply))
     limited = found.limited
-    if limited != worker.views.limited:
+    if worker.views.set_limited(limited):
         log.info("limited topics: %s", ", ".join(
             f"{t} ({found.limits[t]})" for t in sorted(limited)) or "none")
-        worker.views.limited = limited
-        worker.views.changed.set()
 
 
 async def load(worker: ReadingHost) -> None:
@@ -107,6 +105,7 @@ async def take_loop(worker: ReadingHost, keys: PartitionKeys, topic: str) -> Non
             except GroupNotFound:
                 await worker.register()
                 continue
+            worker.leases.add((e.partition, e.topic, e.entry_id) for e in entries if e.leased)
             worker.start_entries(entries)
             try:  # never longer than the block time: a stop or a loosened limit is seen
                 rest_s = await drive_once_async(blocking, wait_plan(

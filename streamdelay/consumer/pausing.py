@@ -15,6 +15,7 @@ from ..engine.settling import release_plan
 from ..engine.taking import parse_paused, paused_command
 from ..protocol.replies import text
 from ..redis_io.runner import RETRYABLE, call_with_retry
+from .settling import frees
 
 if TYPE_CHECKING:
     from .delivery import Delivery
@@ -41,9 +42,8 @@ async def load(worker: Worker) -> None:
 
 def _apply(worker: Worker, reply: Any) -> None:
     paused = parse_paused(reply)
-    if paused != worker.views.paused:
+    if worker.views.set_paused(paused):
         log.info("paused topics: %s", ", ".join(sorted(paused)) or "none")
-    worker.views.paused = paused
 
 
 async def watch(worker: Worker) -> None:
@@ -67,9 +67,11 @@ def hand_back(worker: Worker, delivery: Delivery, fields: dict[Any, Any] | None)
 async def _release(worker: Worker, delivery: Delivery, job_id: str) -> None:
     keys = worker.partitions[delivery.partition]
     try:
+        also = frees(worker, delivery.partition, [(delivery.topic, delivery.entry_id)])
         released = await worker.run_plan(release_plan(
-            keys, worker.group, [delivery.topic, job_id, delivery.entry_id]), "release")
-        worker.counts["released"] += released
+            keys, worker.group, [delivery.topic, job_id, delivery.entry_id], 0, also),
+            "release")
+        worker.counts.add("released", released)
     except (OSError, *RETRYABLE) as exc:
         log.warning("could not hand back job %s of paused topic %s (%s); it returns after its "
                     "ttr", job_id, delivery.topic, exc)

@@ -96,7 +96,8 @@ async def start_orphans(worker: ReadingHost, keys: PartitionKeys, client: AsyncC
     if not chosen:
         return 0
     found = await drive_once_async(client, entries_plan(keys, chosen))
-    deliveries = [Delivery(part, entry.topic, entry.entry_id) for entry in found]
+    deliveries = [Delivery(part, entry.topic, entry.entry_id, read_ms=entry.now_ms)
+                  for entry in found]
     if deliveries:  # still ours (not cancelled, rescheduled, reclaimed)? and a fresh idle time
         await upkeep.touch(worker, deliveries, quiet=True)
     started = _start_found(worker, deliveries, [entry.fields for entry in found])

@@ -9,7 +9,9 @@ import logging
 from typing import Any
 
 from ..base import validation
-from ..engine.settling import ack_plan, fail_plan
+from ..engine.leasing import free_call, triples_pairs
+from ..engine.settling import EXPIRED_NOW, HANDED_BACK, ack_plan, expire_plan, fail_plan
+from ..protocol.scripts import ScriptCall
 from ..telemetry.jobs import delivery_fields, log_settled
 from .delivery import Delivery, Settlement
 from .upkeep_host import UpkeepHost
@@ -28,7 +30,8 @@ async def settle_failure(worker: UpkeepHost, delivery: Delivery, settlement: Set
     outcome = await worker.run_plan(fail_plan(
         keys, worker.group, delivery.topic, delivery.job_id, delivery.entry_id,
         settlement.delay_ms, settlement.kind == "dead", settlement.error,
-        delivery.keep_result_ms), "fail")
+        delivery.keep_result_ms, frees(worker, delivery.partition,
+                                       [(delivery.topic, delivery.entry_id)])), "fail")
     if worker.metrics is not None:
         worker.metrics.settled(delivery, ("dropped", "retried", "dead")[outcome.outcome])
     if outcome.outcome == 0 and settlement.kind == "dead":  # an entry no job stands behind
@@ -38,13 +41,32 @@ async def settle_failure(worker: UpkeepHost, delivery: Delivery, settlement: Set
     if outcome.retried or outcome.dead:  # the dashboard's throughput (docs/dashboard.md)
         worker.lateness.settled(delivery.topic, "retried" if outcome.retried else "dead")
     if outcome.retried:
-        worker.counts["retried"] += 1
+        worker.counts.add("retried")
         log_settled(delivery.run, "retried", settlement.error)
     elif outcome.dead:
-        worker.counts["dead"] += 1
+        worker.counts.add("dead")
         log.warning("job %s (%s) is dead: %s", delivery.job_id, delivery.topic,
                     settlement.error.splitlines()[0] if settlement.error else "",
                     extra=job_fields(worker, delivery))
+
+
+async def settle_expired(worker: UpkeepHost, delivery: Delivery) -> None:
+    """Dead-letter ``delivery`` without running it: its job's deadline passed while it waited
+    in its stream (``expireJobs``, error ``expired``, not an attempt: docs/expiry.md)."""
+    keys = worker.partitions[delivery.partition]
+    outcome = (await worker.run_plan(expire_plan(
+        keys, worker.group, [delivery.topic, delivery.job_id, delivery.entry_id],
+        frees(worker, delivery.partition, [(delivery.topic, delivery.entry_id)])),
+        "expire"))[0]
+    if outcome == EXPIRED_NOW:
+        if worker.metrics is not None:
+            worker.metrics.settled(delivery, "expired")
+        worker.lateness.settled(delivery.topic, "dead")  # the dashboard's throughput
+        worker.counts.add("expired")
+        log.info("job %s (%s) expired: its deadline passed before it ran", delivery.job_id,
+                 delivery.topic, extra=job_fields(worker, delivery))
+    elif outcome == HANDED_BACK:
+        worker.counts.add("released")
 
 
 async def send_acks(worker: UpkeepHost, partition: int, flat: list[str],
@@ -53,4 +75,20 @@ async def send_acks(worker: UpkeepHost, partition: int, flat: list[str],
     the results it keeps (``acks.PendingAcks.flush``)."""
     keys = worker.partitions[partition]
     keep_ms = validation.delay_ms(worker.config.keep_done)
-    await worker.run_plan(ack_plan(keys, worker.group, keep_ms, flat, results or ()), "ack")
+    pairs = triples_pairs(flat)
+    also = frees(worker, partition, pairs, keep=True)  # a failed batch is sent again
+    await worker.run_plan(ack_plan(keys, worker.group, keep_ms, flat, results or (), also),
+                          "ack")
+    if also:
+        worker.leases.forget(partition, pairs)
+
+
+def frees(worker: UpkeepHost, partition: int, pairs: list[tuple[str, str]],
+          keep: bool = False) -> tuple[ScriptCall, ...]:
+    """The ``freeLeases`` call (partition 0's slot) of those of ``pairs`` (topic, entry id)
+    that hold a lease there, sent with their settle; none when none does. They are forgotten
+    here unless ``keep``."""
+    if not len(worker.leases):
+        return ()
+    found = worker.leases.pop(partition, pairs, keep)
+    return (free_call(worker.config.name, found),) if found else ()

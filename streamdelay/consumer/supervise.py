@@ -10,7 +10,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -78,6 +78,30 @@ async def supervised(
             pause = failure_pause(failures)
             logger.exception("%s loop failed (%s); restarting it in %.2fs", what, exc, pause)
             await asyncio.sleep(pause)
+
+
+class OwnedTasks:
+    """Short background tasks a worker starts while it runs (hand-backs of entries of a paused
+    or limited topic): each is kept until it ends, and ``wait`` awaits those still running at
+    shutdown, so none outlives the worker's connection pool."""
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def __bool__(self) -> bool:
+        """True while some task runs."""
+        return bool(self._tasks)
+
+    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` in a task owned here (kept until it ends)."""
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def wait(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the tasks still running."""
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=timeout)
 
 
 def threads_finish(executor: ThreadPoolExecutor, timeout: float) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 from ..base.errors import LayoutError
 from ..engine.constants import PRUNE_EVERY_S
 from ..engine.forwarding import outbox_key
+from ..engine.leasing import member, touch_call
 from ..engine.settling import release_plan, touch_plan
 from ..engine.upkeep import prune_plan, reclaim_plan
 from ..protocol.batching import batches, by_partition
@@ -24,6 +25,7 @@ from ..protocol.scripts import script
 from ..redis_io.runner import drive_async
 from ..telemetry.jobs import delivery_fields
 from .delivery import Delivery
+from .settling import frees
 from .upkeep_host import UpkeepHost
 
 log = logging.getLogger("streamdelay.worker")
@@ -63,17 +65,15 @@ async def touch(worker: UpkeepHost, deliveries: list[Delivery], *, quiet: bool =
                 if delivery.progress is not None:  # kept alive over two touch intervals
                     progress.extend((position, delivery.job_id, max(delivery.ttr_ms, 1000) * 2,
                                      delivery.progress))
+            moved = [(d.topic, member(partition, d.entry_id), max(d.ttr_ms, 1)) for d in chunk
+                     if len(worker.leases) and worker.leases.held(partition, d.topic,
+                                                                  d.entry_id)]
             now = time.monotonic()
-            lost_ids = await worker.run_plan(touch_plan(keys, worker.group, worker.consumer,
-                                                        flat, progress), "heartbeat")
+            lost_ids = await worker.run_plan(touch_plan(
+                keys, worker.group, worker.consumer, flat, progress,
+                (touch_call(worker.config.name, moved),) if moved else ()), "heartbeat")
             for delivery, value in zip(chunk, sent, strict=True):
-                if delivery.progress is value:  # none reported meanwhile
-                    delivery.progress_fresh = False
-                delivery.last_touch = now
-                if delivery.entry_id in lost_ids and not delivery.lost:
-                    delivery.lost = True
-                    if quiet:
-                        continue
+                if delivery.touched(now, value, delivery.entry_id in lost_ids) and not quiet:
                     log.warning("job %s is no longer held by this worker (reclaimed or "
                                 "cancelled); its result will be ignored", delivery.job_id,
                                 extra=delivery_fields(worker.config.name, delivery.topic,
@@ -127,7 +127,7 @@ async def reclaim_loop(worker: UpkeepHost) -> None:
         await asyncio.sleep(worker.reclaim_interval * random.uniform(0.8, 1.2))
         moved = await reclaim_once(worker)
         if moved:
-            worker.counts["reclaimed"] += moved
+            worker.counts.add("reclaimed", moved)
             log.info("re-queued %d job(s) of silent consumers", moved)
         if time.monotonic() >= next_prune:
             next_prune = time.monotonic() + worker.prune_every * random.uniform(0.8, 1.2)
@@ -216,13 +216,14 @@ async def _release(worker: UpkeepHost, deliveries: list[Delivery], later_ms: int
         flat: list[str] = []
         for delivery in batch:
             flat.extend((delivery.topic, delivery.job_id, delivery.entry_id))
+        also = frees(worker, partition, [(d.topic, d.entry_id) for d in batch])
         try:
             released = await asyncio.wait_for(worker.run_plan(
-                release_plan(keys, worker.group, flat, later_ms), "release"), 5.0)
+                release_plan(keys, worker.group, flat, later_ms, also), "release"), 5.0)
         except (asyncio.TimeoutError, OSError) as exc:
             log.warning("could not hand back %d job(s) (%s); they return after ttr",
                         len(batch), exc)
             continue
-        worker.counts["released"] += released
+        worker.counts.add("released", released)
         if worker.metrics is not None:
             worker.metrics.released(batch, released)

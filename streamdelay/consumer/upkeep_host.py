@@ -1,6 +1,10 @@
-"""The narrow interfaces the upkeep loops (``upkeep.py``) and the read loops (``reading.py``)
-see of a worker: no private attribute, no Worker class, so they and ``worker.py`` do not import
-each other (docs/design.md). ``worker.Worker`` is both.
+"""The narrow interfaces the upkeep loops (``upkeep.py``), the read loops (``reading.py``) and
+the handler runner (``running.py``) see of a worker: no private attribute, no Worker class, so
+they and ``worker.py`` do not import each other (docs/design.md). ``worker.Worker`` is all three.
+
+Read-only: what a loop changes is a typed state it owns and writes through that state's own
+methods (``TopicViews``, ``Slots``, ``AckLoop``, ``Counts``, ``OwnedTasks``), never an
+attribute of the worker.
 """
 
 from __future__ import annotations
@@ -8,15 +12,18 @@ from __future__ import annotations
 from collections.abc import Collection, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
+from ..engine.leasing import LeaseBook
 from ..engine.taking import Entry
 from ..metrics.worker import WorkerMetrics
 from ..protocol.keys import PartitionKeys
 from ..protocol.plan import Plan, Step
 from ..redis_io.config import QueueConfig
 from ..redis_io.topology import AsyncClient
+from ..telemetry.jobs import JobObserver
 from ..telemetry.lateness import LatenessRecorder
 from .acks import PendingAcks
-from .delivery import Delivery
+from .counts import Counts
+from .delivery import Delivery, Handler
 from .views import TopicViews
 
 T = TypeVar("T")
@@ -32,6 +39,10 @@ class UpkeepHost(Protocol):
     @property
     def metrics(self) -> WorkerMetrics | None:
         """This process's Prometheus metrics, when served (docs/operations.md#metrics)."""
+
+    @property
+    def leases(self) -> LeaseBook:
+        """The deliveries holding a lease in partition 0's slot (engine/leasing.py)."""
 
     @property
     def group(self) -> str:
@@ -66,8 +77,8 @@ class UpkeepHost(Protocol):
         """True while finished jobs wait to be acknowledged."""
 
     @property
-    def counts(self) -> dict[str, int]:
-        """Counters the loops add to (``reclaimed``, ``released``)."""
+    def counts(self) -> Counts:
+        """Counters the loops add to (``reclaimed``, ``released``, ...)."""
 
     @property
     def reclaim_interval(self) -> float:
@@ -127,3 +138,19 @@ class ReadingHost(UpkeepHost, Protocol):
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` in a background task the worker owns (awaited at shutdown)."""
+
+
+class RunningHost(ReadingHost, Protocol):
+    """What the handler runner needs of a worker on top of ``ReadingHost``."""
+
+    @property
+    def handlers(self) -> Mapping[str, Handler]:
+        """The registered handlers, by topic."""
+
+    @property
+    def handler_timeout(self) -> float | None:
+        """Seconds a handler may run (None: no limit)."""
+
+    @property
+    def observer(self) -> JobObserver:
+        """Per-job logs and spans (telemetry/jobs.py)."""

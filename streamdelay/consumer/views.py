@@ -1,6 +1,7 @@
 """A worker's view of its topics: which are paused and which are limited, as the pause and limit
-watches last read them (``pausing.py``, ``limiting.py``: the only writers). The read and take
-loops read it; ``changed`` wakes idle take loops when the limits change (or the worker stops).
+watches last read them. The watches (``pausing.py``, ``limiting.py``) are the only writers, each
+through its own method (``set_paused``, ``set_limited``); the read and take loops only read it.
+``changed`` wakes idle take loops when the limits change (or the worker stops: ``wake``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,30 @@ class TopicViews:
     paused: frozenset[str] = frozenset()
     limited: frozenset[str] = frozenset()
     changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def set_paused(self, paused: frozenset[str]) -> bool:
+        """The pause watch's write: the topics paused now; True when they changed."""
+        changed = paused != self.paused
+        self.paused = paused
+        return changed
+
+    def set_limited(self, limited: frozenset[str]) -> bool:
+        """The limit watch's write: the topics limited now; when they changed, idle take loops
+        are woken and True is returned."""
+        if limited == self.limited:
+            return False
+        self.limited = limited
+        self.changed.set()
+        return True
+
+    def wake(self) -> None:
+        """Wake idle take loops (the worker stops: they see it at once)."""
+        self.changed.set()
+
+    def renew(self) -> None:
+        """A fresh wake-up event for a new ``serve`` (an event belongs to the loop that first
+        waited on it)."""
+        self.changed = asyncio.Event()
 
     def plain(self, topics: list[str]) -> list[str]:
         """The topics the plain read loop reads now: neither paused nor limited."""

@@ -1,9 +1,11 @@
 """The worker: reads due jobs of its topics from their streams and runs the handlers.
 
 One asyncio loop per process: a blocking reader per partition (its own connection, socket timeout
-above the block time), handler tasks bounded by ``concurrency``, batched acknowledgements, and the
-upkeep loops from ``upkeep.py`` (heartbeats, reclaiming silent consumers' jobs, idle watch). An
-embedded ``Dispatcher`` runs unless ``dispatch=False``.
+above the block time), handler tasks bounded by ``concurrency`` (``running.py``), batched
+acknowledgements (``acks.py``), and the upkeep loops from ``upkeep.py`` (heartbeats, reclaiming
+silent consumers' jobs, idle watch). An embedded ``Dispatcher`` runs unless ``dispatch=False``.
+This module is the public class: registration, serving and the graceful shutdown; each loop it
+starts owns the state it changes (docs/design.md, "The worker's state").
 """
 
 from __future__ import annotations
@@ -16,13 +18,13 @@ import os
 import signal
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, TypeVar
 
 from ..base import validation
 from ..base.errors import ConfigError
 from ..engine.constants import DEFAULT_GROUP, PRUNE_IDLE_S, default_consumer_name
+from ..engine.leasing import LeaseBook
 from ..engine.taking import Entry
 from ..engine.upkeep import register_plan
 from ..metrics import worker_metrics
@@ -32,22 +34,15 @@ from ..redis_io.agreement import agree_partitions_async
 from ..redis_io.config import QueueConfig, mask_url
 from ..redis_io.runner import call_with_retry, drive_async
 from ..redis_io.topology import AsyncClient, async_client
-from ..telemetry.jobs import JobObserver, log_settled, observe
+from ..telemetry.jobs import JobObserver, observe
 from ..telemetry.lateness import LatenessRecorder
 from . import limiting, pausing, reading, settling, upkeep
-from .acks import PendingAcks
-from .delivery import (
-    Delivery,
-    Handler,
-    HandlerFn,
-    Settlement,
-    call_handler,
-    describe_error,
-    open_delivery,
-    outcome_of,
-)
+from .acks import AckLoop, PendingAcks
+from .counts import Counts
+from .delivery import Delivery, Handler, HandlerFn
 from .dispatcher import Dispatcher
-from .supervise import cancel_all, supervised, threads_finish
+from .running import HandlerRunner, Slots
+from .supervise import OwnedTasks, cancel_all, supervised, threads_finish
 from .views import TopicViews
 
 log = logging.getLogger("streamdelay.worker")
@@ -97,20 +92,19 @@ class Worker:
         self.prune_idle = PRUNE_IDLE_S
         self.prune_every = upkeep.PRUNE_EVERY
         self.handlers: dict[str, Handler] = {}
-        self.inflight: dict[tuple[int, str, str], Delivery] = {}
-        self.counts = {"handled": 0, "retried": 0, "dead": 0, "released": 0, "reclaimed": 0}
+        self.counts = Counts()  # the settling, hand-back and reclaim loops add to it
         self.partitions: tuple[PartitionKeys, ...] = partition_keys(config.name, config.partitions)
-        self.acks = PendingAcks()
-        # (partition, job id) -> the delivery whose handler runs that job in this process
-        self.running_jobs: dict[tuple[int, str], Delivery] = {}
-        self.views = TopicViews()  # paused and limited topics (pausing.py, limiting.py write it)
-        self._ack_wake = asyncio.Event()
-        self._slot_free = asyncio.Event()
+        self.leases = LeaseBook()  # deliveries holding a lease in slot 0 (engine/leasing.py)
+        self.views = TopicViews()  # paused and limited topics (the watches write it)
+        # each state below is written by its owner only: the ack loop, the handler runner,
+        # the hand-back tasks' set; this class reads them and awaits their tasks at shutdown
+        self._ack_loop = AckLoop(partial(settling.send_acks, self))
+        self._slots = Slots(self.concurrency)
+        self._runner = HandlerRunner(self, self._slots, self._ack_loop)
+        self._tasks = OwnedTasks()  # hand-backs (consumer/pausing.py)
         self._stopping = asyncio.Event()
         self._signals = 0
-        self._background: set[asyncio.Task[None]] = set()  # hand-backs (consumer/pausing.py)
         self._client: AsyncClient | None = None
-        self._executor: ThreadPoolExecutor | None = None
         self._dispatcher: Dispatcher | None = None
         self.metrics_port = metrics_port
         self.metrics = worker_metrics(config.name, self.group, metrics_port)
@@ -158,7 +152,22 @@ class Worker:
     @property
     def acks_pending(self) -> bool:
         """True while finished jobs wait to be acknowledged (the next ack flush sends them)."""
-        return bool(self.acks)
+        return bool(self._ack_loop.pending)
+
+    @property
+    def acks(self) -> PendingAcks:
+        """The acknowledgements not written yet (the ack loop's queue)."""
+        return self._ack_loop.pending
+
+    @property
+    def inflight(self) -> dict[tuple[int, str, str], Delivery]:
+        """The deliveries whose handlers run now, by (partition, topic, entry id)."""
+        return self._slots.inflight
+
+    @property
+    def running_jobs(self) -> dict[tuple[int, str], Delivery]:
+        """(partition, job id) -> the delivery whose handler runs that job in this process."""
+        return self._slots.running_jobs
 
     @property
     def client(self) -> AsyncClient:
@@ -177,9 +186,7 @@ class Worker:
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` in a background task this worker owns: awaited at shutdown."""
-        task = asyncio.ensure_future(work)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        self._tasks.spawn(work)
 
     # --- running ------------------------------------------------------------------------
 
@@ -187,7 +194,8 @@ class Worker:
         """Block serving jobs; SIGINT/SIGTERM stop gracefully, a second signal at once."""
         gc.freeze()  # start-up objects leave the GC's view: no 15-20 ms gen-2 pauses (lateness)
         asyncio.run(self.serve(until_idle=until_idle, handle_signals=True))
-        finished = self._executor is None or threads_finish(self._executor, 1.0)
+        executor = self._runner.executor
+        finished = executor is None or threads_finish(executor, 1.0)
         if self.running_jobs:  # def handlers cancelled at shutdown: their threads outlived it
             asyncio.run(upkeep.release_later(self, list(self.running_jobs.values())))
         if not finished:
@@ -198,7 +206,7 @@ class Worker:
     def stop(self) -> None:
         """Ask the worker to stop gracefully (call from the worker's event loop)."""
         self._stopping.set()
-        self.views.changed.set()  # idle take loops (consumer/limiting.py) see the stop at once
+        self.views.wake()  # idle take loops (consumer/limiting.py) see the stop at once
         if self._dispatcher is not None:
             self._dispatcher.stop()
 
@@ -220,8 +228,8 @@ class Worker:
         if handle_signals:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, self._on_signal)
-        self._executor = ThreadPoolExecutor(self.concurrency, thread_name_prefix="streamdelay")
-        self._ack_wake, self._slot_free = asyncio.Event(), asyncio.Event()
+        self._runner.open()
+        self._ack_loop.renew()
         if not self._stopping.is_set():
             self._stopping = asyncio.Event()
         if not await self._register_unless_stopped():
@@ -230,7 +238,7 @@ class Worker:
                     loop.remove_signal_handler(sig)
             return
         await pausing.load(self)  # a paused topic stays paused across restarts
-        self.views.changed = asyncio.Event()
+        self.views.renew()
         await limiting.load(self)  # a limited topic is never read past its limit
         upkeep_tasks = self._start_upkeep(until_idle)
         background = [self._start_loop("read", partial(reading.read_loop, self, k))
@@ -251,7 +259,7 @@ class Worker:
         dispatcher = Dispatcher(self.config, client=self.client) if self.dispatch else None
         if self.metrics is not None:  # docs/operations.md#metrics
             self.metrics.start(self.config, dispatcher)
-        tasks = [self._start_loop("ack", self._ack_loop),
+        tasks = [self._start_loop("ack", self._ack_loop.run),
                  self._start_loop("heartbeat", partial(upkeep.heartbeat_loop, self)),
                  self._start_loop("reclaim", partial(upkeep.reclaim_loop, self)),
                  self._start_loop("paused", partial(pausing.watch, self)),
@@ -300,21 +308,19 @@ class Worker:
         deadline = time.monotonic() + self.shutdown_grace  # the grace runs from the stop request
         await asyncio.wait(readers, timeout=self.block + 1.0)  # a read in flight lands first
         await cancel_all(readers)
-        running = [d.task for d in self.inflight.values() if d.task is not None]
+        running = self._slots.tasks()
         if running:
             await asyncio.wait(running, timeout=max(0.0, deadline - time.monotonic()))
         await upkeep.release_unfinished(self)
-        if self._background:  # hand-backs in flight land before the pool closes
-            await asyncio.wait(set(self._background), timeout=FINAL_FLUSH_TIMEOUT)
-        self._ack_wake.set()
+        await self._tasks.wait(FINAL_FLUSH_TIMEOUT)  # hand-backs land before the pool closes
+        self._ack_loop.wake()
         await cancel_all([*readers, *others])
         try:  # bounded: a stop during an outage must not wait for Redis forever
-            await asyncio.wait_for(self._flush_acks(), FINAL_FLUSH_TIMEOUT)
+            await asyncio.wait_for(self._ack_loop.flush(), FINAL_FLUSH_TIMEOUT)
         except (asyncio.TimeoutError, OSError) as exc:
             log.warning("could not acknowledge finished jobs at shutdown (%s); they are "
                         "redelivered after their ttr", exc)
-        if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
+        self._runner.close()
         await self.client.aclose()
         if self.metrics is not None:
             self.metrics.stop()
@@ -334,123 +340,16 @@ class Worker:
 
     async def slot_freed(self) -> None:
         """Wait until a running delivery ends."""
-        self._slot_free.clear()
-        await self._slot_free.wait()
+        await self._slots.wait_freed()
 
     def free_slots(self) -> int:
         """Handlers this worker can start now (a def handler's thread holds its slot)."""
-        return self.concurrency - len(self.inflight)
+        return self._slots.free()
 
     def start_entries(self, entries: Iterable[Entry]) -> int:
         """Start a handler task for each entry a read or a take gave; returns how many."""
-        started = 0
-        for entry in entries:
-            started += self.start(Delivery(entry.partition, entry.topic, entry.entry_id),
-                                  entry.fields)
-        return started
+        return self._runner.start_entries(entries)
 
     def start(self, delivery: Delivery, fields: dict[Any, Any] | None) -> bool:
         """Start a handler task for one delivery, unless this worker already holds it."""
-        if delivery.key in self.inflight:
-            return False
-        if delivery.topic in self.views.paused:  # read just before the pause reached us
-            pausing.hand_back(self, delivery, fields)
-            return False
-        self.inflight[delivery.key] = delivery
-        delivery.task = asyncio.create_task(self._execute(delivery, fields))
-        return True
-
-    # --- running one delivery -----------------------------------------------------------
-
-    async def _execute(self, delivery: Delivery, fields: dict[Any, Any] | None) -> None:
-        """Run one delivery and settle it, whatever is raised (docs/worker.md#handlers)."""
-        try:
-            settlement = await self._run(delivery, fields)
-            if settlement is not None:
-                await self._settle(delivery, settlement)
-        except Exception as exc:  # a fault of the worker or of Redis: say so, never vanish
-            log.exception("job %s (%s): could not settle entry %s (%s); it is re-queued "
-                          "after its ttr", delivery.job_id, delivery.topic, delivery.entry_id,
-                          exc, extra=settling.job_fields(self, delivery))
-        finally:
-            self.inflight.pop(delivery.key, None)
-            self._slot_free.set()
-
-    async def _run(self, delivery: Delivery, fields: dict[Any, Any] | None
-                   ) -> Settlement | None:
-        """Decode, run the handler and decide the settlement (None: nothing to settle)."""
-        handler = self.handlers[delivery.topic]
-        try:
-            job, backoff, settlement = open_delivery(delivery, fields, handler,
-                                                     self.config.max_body_bytes)
-        except Exception as exc:  # cannot be decoded, now or on a retry
-            return Settlement("dead", error=describe_error(exc))
-        if job is None:
-            return settlement
-        job_key = (delivery.partition, job.id)
-        if job_key in self.running_jobs and not await self._after_earlier_run(job_key, delivery):
-            return None
-        self.running_jobs[job_key] = delivery
-        if self.metrics is not None:
-            self.metrics.started(job)
-        run = delivery.run = self.observer.started(job)
-        self.lateness.observe(job.topic, time.time() * 1000 + self.observer.clock_offset_ms
-                              - job.due)
-        started = time.monotonic()
-        error: BaseException | None = None
-        value: Any = None
-        try:
-            value = await call_handler(handler, job, self.handler_timeout, self._executor,
-                                       delivery)
-        except asyncio.CancelledError as exc:
-            error = exc
-            raise
-        except Exception as exc:  # the handler's failure is data, not a crash
-            error = exc
-        finally:
-            if not delivery.thread_running:
-                del self.running_jobs[job_key]
-            if run is not None:
-                run.ended(error)
-        delivery.handler_s = elapsed = time.monotonic() - started
-        try:
-            return outcome_of(error, job, backoff or self.config.backoff, elapsed,
-                              self.handler_timeout, value, self.config.serializer,
-                              self.config.max_result_bytes)
-        except Exception as exc:  # e.g. a retry delay that cannot be stored
-            return Settlement("dead", error=f"settling failed: {describe_error(exc)}")
-
-    async def _after_earlier_run(self, job_key: tuple[int, str], delivery: Delivery) -> bool:
-        """Wait for an earlier run of the same job in this process to end; True when the
-        delivery is still this worker's afterwards (docs/guarantees.md: never twice at once)."""
-        while (earlier := self.running_jobs.get(job_key)) is not None:
-            await earlier.finished()
-            if self.running_jobs.get(job_key) is earlier:  # its task was cancelled
-                del self.running_jobs[job_key]
-        await upkeep.touch(self, [delivery], quiet=True)  # still ours after the wait?
-        return not delivery.lost
-
-    async def _settle(self, delivery: Delivery, settlement: Settlement) -> None:
-        if settlement.kind == "ack":
-            self.counts["handled"] += 1
-            if not settlement.error:  # a Drop is acknowledged, not a success
-                self.lateness.settled(delivery.topic, "ok")  # docs/dashboard.md#lateness
-            if self.metrics is not None:
-                self.metrics.settled(delivery, "dropped" if settlement.error else "handled")
-            log_settled(delivery.run, "handled")
-            self.acks.add(delivery.partition, delivery.topic, delivery.job_id, delivery.entry_id,
-                          delivery.size, settlement.result)
-            self._ack_wake.set()
-            return
-        await settling.settle_failure(self, delivery, settlement)
-
-    # --- acknowledgements ---------------------------------------------------------------
-
-    async def _ack_loop(self) -> None:
-        while True:
-            await self._ack_wake.wait()
-            self._ack_wake.clear()
-            await self._flush_acks()
-
-    async def _flush_acks(self) -> None:
-        await self.acks.flush(partial(settling.send_acks, self))
+        return self._runner.start(delivery, fields)

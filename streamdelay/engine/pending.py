@@ -12,7 +12,7 @@ from ..base.errors import GroupNotFound
 from ..protocol.keys import PartitionKeys
 from ..protocol.plan import Command, Commands, Plan
 from ..protocol.replies import text
-from .taking import Entry
+from .taking import TIME, Entry, clock_ms
 
 
 def _entry_id(row: Any) -> str:
@@ -40,10 +40,11 @@ def own_pending_plan(keys: PartitionKeys, group: str, consumer: str, topics: Col
 
 def entries_plan(keys: PartitionKeys, chosen: Sequence[tuple[str, str]]) -> Plan[list[Entry]]:
     """The entries ``(topic, entry id)`` of ``keys``' partition still in their streams, with
-    their fields (one round trip); those gone are left out."""
+    their fields and the server clock (one round trip); those gone are left out."""
     if not chosen:
         return []
-    replies = yield Commands(tuple(Command(("XRANGE", keys.stream(topic), eid, eid))
-                                   for topic, eid in chosen))
-    return [Entry(keys.partition, topic, text(rows[0][0]), rows[0][1])
+    *replies, clock = yield Commands((*(Command(("XRANGE", keys.stream(topic), eid, eid))
+                                        for topic, eid in chosen), TIME))
+    now_ms = clock_ms(clock)
+    return [Entry(keys.partition, topic, text(rows[0][0]), rows[0][1], now_ms=now_ms)
             for (topic, _), rows in zip(chosen, replies, strict=True) if rows]

@@ -55,6 +55,10 @@ class Receipt(msgspec.Struct, array_like=True, frozen=True):
     retry_ms: int  # the retry delay a failure without retry_delay gets (the job's backoff)
     tag: bytes = b""  # HMAC of the fields above (and keep_ms) under the queue's receipt key
     keep_ms: int = 0  # the job's keep_result (docs/results.md); after the tag: older receipts
+    # the delivery holds a lease in partition 0's slot (a limited topic on a partition other
+    # than 0: docs/limits.md#more-than-one-partition): its settle frees it. Not signed: it only
+    # says whether to send that free, of the lease named by the signed partition and entry
+    lease: bool = False
 
 
 _receipt_encoder = msgspec.msgpack.Encoder()
@@ -64,9 +68,10 @@ _receipt_decoder = msgspec.msgpack.Decoder(Receipt)
 def _tag(key: bytes, receipt: Receipt) -> bytes:
     """The HMAC of every field but the tag, as this process encodes them (so two encodings of
     one value cannot differ)."""
-    values = msgspec.structs.astuple(receipt)
-    # every field but the tag; keep_ms only when set, so a receipt without it signs as before
-    fields = values[:-2] + (values[-1:] if values[-1] else ())
+    values = msgspec.structs.astuple(receipt)[:-3]  # up to retry_ms
+    # every field but the tag (and lease); keep_ms only when set, so a receipt without it
+    # signs as before
+    fields = values + ((receipt.keep_ms,) if receipt.keep_ms else ())
     content = _DOMAIN + _receipt_encoder.encode(fields)
     return hmac.digest(key, content, hashlib.sha256)[:TAG_BYTES]
 

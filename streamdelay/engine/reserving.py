@@ -7,18 +7,21 @@ sync and async.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..base import validation
 from ..base.errors import GroupNotFound, StreamdelayError
 from ..base.models import BackoffPolicy, Job
+from ..limits.plans import DRAINED
 from ..protocol.backoff import failure_delay_ms
-from ..protocol.deliveries import fail_call, open_entry, release_call
+from ..protocol.deliveries import expire_call, fail_call, open_entry, release_call
 from ..protocol.keys import PartitionKeys, partition_keys
 from ..protocol.layouts import FLEET_EVERY_S
 from ..protocol.plan import Commands, Plan
 from ..protocol.scripts import ScriptCall
 from ..protocol.spec import QueueSpec
+from . import leasing
 from .constants import PRUNE_EVERY_S, RECLAIM_EVERY_S
 from .receipts import (
     RECEIPT_VERSION,
@@ -30,7 +33,9 @@ from .receipts import (
     signing_key_plan,
 )
 from .taking import (
+    TIME,
     Entry,
+    clock_ms,
     is_limited,
     is_paused_plan,
     limit_of,
@@ -40,7 +45,9 @@ from .taking import (
     read_command,
     read_plan,
     streams_of,
+    take_now_plan,
     take_plan,
+    wait_plan,
 )
 from .upkeep import join_fleet_plan, prune_plan, reclaim_plan, register_plan
 
@@ -172,17 +179,19 @@ def _plain_read(cfg: QueueSpec, args: ReserveArgs, block_ms: int
                 ) -> Plan[tuple[list[Entry], bool, bool]]:
     """The read of a topic the last round found neither paused nor limited, on a queue of one
     partition, in ONE round trip: a pipeline of the pause flag, the limit, the ``XREADGROUP``
-    (blocking up to ``block_ms``) and the pause flag again. Returns the entries, whether the
+    (blocking up to ``block_ms``), ``TIME`` (the clock the open step checks a job's deadline
+    against: docs/expiry.md) and the pause flag again. Returns the entries, whether the
     topic was paused before or after the read, and whether it is limited now: in either case
     the caller hands every entry back (not an attempt), as a worker does with what it read
     just before a pause or a limit reached it."""
     streams = streams_of([PartitionKeys(cfg.name, 0)], [args.topic])
-    before, raw, reply, after = yield Commands((
+    before, raw, reply, clock, after = yield Commands((
         paused_flag(cfg.name, args.topic), limit_of(cfg.name, args.topic),
         read_command(args.group, args.consumer, list(streams), args.count,
                      block_ms if block_ms > 0 else None),
-        paused_flag(cfg.name, args.topic)))
-    return parse_read(reply, streams), bool(int(before)) or bool(int(after)), is_limited(raw)
+        TIME, paused_flag(cfg.name, args.topic)))
+    return (parse_read(reply, streams, clock_ms(clock)), bool(int(before)) or bool(int(after)),
+            is_limited(raw))
 
 
 def _read(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, block_ms: int,
@@ -197,6 +206,9 @@ def _read(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, block_ms: int,
     if paused:
         return [], True, False, 0.0
     if limited:  # only through the shared take (a take never blocks: no second look)
+        if cfg.partitions > 1:
+            entries, rest_s = yield from _limited_parts(cfg, state, args, block_ms, cluster)
+            return entries, False, False, rest_s
         taken = yield from take_plan(PartitionKeys(cfg.name, 0), args.group, args.consumer,
                                      args.topic, args.count, block_ms)
         return taken.entries, False, False, taken.rest_s
@@ -206,6 +218,35 @@ def _read(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, block_ms: int,
     paused = (bool(entries) and block_ms > 0 and (yield from is_paused_plan(cfg.name,
                                                                               args.topic)))
     return entries, paused, paused, 0.0
+
+
+def _limited_parts(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, block_ms: int,
+                   cluster: bool) -> Plan[tuple[list[Entry], float]]:
+    """The take of a limited topic on a queue of several partitions: through the limit on
+    each partition in turns (starting at a different one each round) until ``count`` came or
+    the limit holds back; when none came, one wait as the last take's reply says: a freed
+    lease or a token (partition 0's slot), or a new entry on the round's first partition
+    (``CLUSTER_SLICE_S`` at most: the next round waits on the next one)."""
+    del cluster  # one partition at a time either way
+    parts = list(partition_keys(cfg.name, cfg.partitions))
+    start = state.turn % len(parts)
+    state.turn += 1
+    order = parts[start:] + parts[:start]
+    found: list[Entry] = []
+    reason, wait_ms, first_last = DRAINED, 0, ""
+    for keys in order:
+        entries, reason, wait_ms, last_id = yield from take_now_plan(
+            keys, args.group, args.consumer, args.topic, args.count - len(found))
+        found.extend(entries)
+        first_last = last_id if keys is order[0] else first_last
+        if len(found) >= args.count or reason != DRAINED:  # got all, or the limit holds back
+            break
+    if found or block_ms <= 0:
+        return found, 0.0
+    if reason == DRAINED:
+        return found, (yield from wait_plan(order[0], args.topic, reason, 0, first_last,
+                                            min(block_ms, int(CLUSTER_SLICE_S * 1000))))
+    return found, (yield from wait_plan(order[0], args.topic, reason, wait_ms, "", block_ms))
 
 
 def round_plan(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, block_ms: int,
@@ -239,7 +280,8 @@ def _deliver_plan(cfg: QueueSpec, state: ReserveState, args: ReserveArgs,
                   entries: list[Entry], paused: bool, back_all: bool, rest_s: float, now: float
                   ) -> Plan[Round]:
     """What a round read becomes (open, then settle what is not handed out): deliveries with
-    signed receipts (up to ``count``), dead letters for entries that can never run, and every
+    signed receipts (up to ``count``), dead letters for entries that can never run or whose
+    job's deadline passed (``expireJobs``, docs/expiry.md), and every
     other entry handed back (``back_all``, over ``count``, or no signing key to be had: that
     error is raised once they are back)."""
     found = Round([], paused, rest_s=rest_s)
@@ -251,26 +293,37 @@ def _deliver_plan(cfg: QueueSpec, state: ReserveState, args: ReserveArgs,
     except StreamdelayError as exc:
         unsigned = exc
     settle: dict[int, list[ScriptCall]] = {}
-    back: dict[int, list[str]] = {}
+    # (partition, release_call or expire_call) -> the triples it settles
+    kept: dict[tuple[int, Callable[..., ScriptCall]], list[str]] = {}
+    frees: list[tuple[str, str]] = []  # leases (slot 0) of the entries not handed out
     for entry in entries:
         keys = PartitionKeys(cfg.name, entry.partition)
         opened = open_entry(entry.fields, args.topic, entry.entry_id, entry.partition, None,
-                            cfg.max_body_bytes)
-        if opened.job is None:  # never runnable: dead now, like a worker's delivery
+                            cfg.max_body_bytes, entry.now_ms)
+        if entry.leased and (opened.expired or opened.job is None or key is None
+                             or len(found.reserved) >= args.count):
+            frees.append((args.topic, leasing.member(entry.partition, entry.entry_id)))
+        if opened.expired:  # its deadline passed while it waited: dead, never handed out
+            found.dropped.append((opened.job_id, opened.error))
+            kept.setdefault((entry.partition, expire_call), []).extend(
+                (args.topic, opened.job_id, entry.entry_id))
+        elif opened.job is None:  # never runnable: dead now, like a worker's delivery
             found.dropped.append((opened.job_id, opened.error))
             settle.setdefault(entry.partition, []).append(fail_call(
                 keys, args.group, args.topic, opened.job_id, entry.entry_id, 0, True,
                 opened.error))
         elif key is None or len(found.reserved) >= args.count:
-            back.setdefault(entry.partition, []).extend((args.topic, opened.job_id,
-                                                         entry.entry_id))
+            kept.setdefault((entry.partition, release_call), []).extend(
+                (args.topic, opened.job_id, entry.entry_id))
         else:
             found.reserved.append(_reserved(cfg, args, opened.job, opened.backoff,
-                                            opened.ttr_ms, key))
-    for partition, flat in back.items():
+                                            opened.ttr_ms, key, entry.leased))
+    for (partition, make), flat in kept.items():
         settle.setdefault(partition, []).append(
-            release_call(PartitionKeys(cfg.name, partition), args.group, flat))
+            make(PartitionKeys(cfg.name, partition), args.group, flat))
     calls = [call for per_partition in settle.values() for call in per_partition]
+    if frees:
+        calls.append(leasing.free_call(cfg.name, frees))
     if calls:
         yield calls if len(calls) > 1 else calls[0]
     if unsigned is not None:
@@ -279,7 +332,7 @@ def _deliver_plan(cfg: QueueSpec, state: ReserveState, args: ReserveArgs,
 
 
 def _reserved(cfg: QueueSpec, args: ReserveArgs, job: Job, backoff: BackoffPolicy | None,
-              ttr_ms: int, key: bytes) -> Reserved:
+              ttr_ms: int, key: bytes, lease: bool = False) -> Reserved:
     """A delivery with its receipt, signed with ``key``; the retry delay of a failure is drawn
     now (the receipt carries it: a rebuilt reservation fails with the job's backoff without
     reading the job)."""
@@ -287,5 +340,5 @@ def _reserved(cfg: QueueSpec, args: ReserveArgs, job: Job, backoff: BackoffPolic
     receipt = signed(bounded(Receipt(RECEIPT_VERSION, cfg.name, job.partition, args.topic,
                                      job.id, job.entry_id, args.group, args.consumer,
                                      job.attempt, job.due, ttr_ms, retry_ms,
-                                     keep_ms=job.keep_result_ms)), key)
+                                     keep_ms=job.keep_result_ms, lease=lease)), key)
     return Reserved(job, receipt, encode_receipt(receipt))

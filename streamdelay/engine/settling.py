@@ -11,48 +11,83 @@ from typing import Any
 
 from ..base import validation
 from ..base.errors import StaleReceipt, ValidationError
-from ..protocol.deliveries import ERROR_TEXT_LIMIT, ack_call, fail_call, release_call, touch_call
+from ..protocol.deliveries import (
+    ERROR_TEXT_LIMIT,
+    ack_call,
+    expire_call,
+    fail_call,
+    release_call,
+    touch_call,
+)
 from ..protocol.keys import PartitionKeys
-from ..protocol.plan import Plan
+from ..protocol.plan import EachCall, Plan
 from ..protocol.replies import FailReply, parse_fail, texts
 from ..protocol.results import encode_result
-from ..protocol.scripts import Arg, script
+from ..protocol.scripts import Arg, ScriptCall, script
 from ..protocol.spec import QueueSpec
+from . import leasing
 from .receipts import Receipt, ReceiptKey, check_receipt_plan
 
 Triple = tuple[str, str, str]  # topic, job id, entry id
 
 
+def _with(call: ScriptCall, also: Sequence[ScriptCall]) -> Plan[Any]:
+    """The reply of ``call``, sent together with ``also`` (the lease calls of partition 0's
+    slot, engine/leasing.py: freed or moved on in the same round trip). A failed ``also`` call
+    is not raised: its leases expire with their ttr."""
+    if not also:
+        return (yield call)
+    replies = yield EachCall((call, *also))
+    if isinstance(replies[0], BaseException):
+        raise replies[0]
+    return replies[0]
+
+
 # --- by delivery (the Worker, and the dead-lettering of a reserve round) -----------------
 
 def ack_plan(keys: PartitionKeys, group: str, keep_done_ms: int, flat: Sequence[str],
-             results: Sequence[Arg] = ()) -> Plan[int]:
+             results: Sequence[Arg] = (), also: Sequence[ScriptCall] = ()) -> Plan[int]:
     """Acknowledge ``topic, job id, entry id`` triples of one partition, keeping the results
     given as ``position, keep ms, encoded result`` (docs/results.md); how many were
-    current."""
-    return int((yield ack_call(keys, group, keep_done_ms, flat, results)))
+    current. ``also``: lease calls sent with it (``leasing.free_call``)."""
+    return int((yield from _with(ack_call(keys, group, keep_done_ms, flat, results), also)))
 
 
 def fail_plan(keys: PartitionKeys, group: str, topic: str, job_id: str, entry_id: str,
-              delay_ms: int, dead: bool, error: str, keep_result_ms: int = 0
-              ) -> Plan[FailReply]:
+              delay_ms: int, dead: bool, error: str, keep_result_ms: int = 0,
+              also: Sequence[ScriptCall] = ()) -> Plan[FailReply]:
     """Retry one delivery after ``delay_ms`` or dead-letter it (``dead``, or its last
     attempt; its error kept as its result ``keep_result_ms``); outcome 0: the delivery was
     not current."""
-    return parse_fail((yield fail_call(keys, group, topic, job_id, entry_id, delay_ms, dead,
-                                       error[:ERROR_TEXT_LIMIT], keep_result_ms)))
+    return parse_fail((yield from _with(fail_call(keys, group, topic, job_id, entry_id,
+                                                  delay_ms, dead, error[:ERROR_TEXT_LIMIT],
+                                                  keep_result_ms), also)))
+
+
+EXPIRED_NOW, HANDED_BACK, STALE = 2, 1, 0  # expireJobs' outcome per delivery
+
+
+def expire_plan(keys: PartitionKeys, group: str, flat: Sequence[str],
+                also: Sequence[ScriptCall] = ()) -> Plan[list[int]]:
+    """Dead-letter ``topic, job id, entry id`` triples of one partition whose job's deadline
+    passed before they ran (error ``expired``, not an attempt: docs/expiry.md); one outcome
+    per delivery: ``EXPIRED_NOW``, ``HANDED_BACK`` (not expired on the script's clock after
+    all), ``STALE``. ``also``: their leases in partition 0's slot, freed with it."""
+    return [int(outcome) for outcome in (yield from _with(expire_call(keys, group, flat),
+                                                          also))]
 
 
 def touch_plan(keys: PartitionKeys, group: str, consumer: str, flat: Sequence[str],
-               progress: Sequence[Arg] = ()) -> Plan[set[str]]:
+               progress: Sequence[Arg] = (), also: Sequence[ScriptCall] = ()) -> Plan[set[str]]:
     """Reset the idle time of ``topic, entry id`` pairs of ``consumer``, storing the progress
     given as ``position, job id, ttl ms, JSON value`` (docs/results.md#progress); the entry
     ids it no longer owns (reclaimed, cancelled, settled)."""
-    return set(texts((yield touch_call(keys, group, consumer, flat, progress))))
+    return set(texts((yield from _with(touch_call(keys, group, consumer, flat, progress),
+                                       also))))
 
 
-def release_plan(keys: PartitionKeys, group: str, flat: Sequence[str], later_ms: int = 0
-                 ) -> Plan[int]:
+def release_plan(keys: PartitionKeys, group: str, flat: Sequence[str], later_ms: int = 0,
+                 also: Sequence[ScriptCall] = ()) -> Plan[int]:
     """Hand ``topic, job id, entry id`` triples back to the tail of their streams, not an
     attempt: at once, or due ``later_ms`` from now (``releaseJobsLater``: a process whose def
     handler threads outlived its shutdown); how many were current."""
@@ -60,7 +95,7 @@ def release_plan(keys: PartitionKeys, group: str, flat: Sequence[str], later_ms:
         call = script("releaseJobsLaterV2").call(keys.script_keys(), [group, later_ms, *flat])
     else:
         call = release_call(keys, group, flat)
-    return int((yield call))
+    return int((yield from _with(call, also)))
 
 
 # --- by receipt (a reservation, in any process) ------------------------------------------
@@ -76,6 +111,15 @@ def _keys(queue: str, receipt: Receipt) -> PartitionKeys:
     return PartitionKeys(queue, receipt.partition)
 
 
+def _frees(queue: str, receipt: Receipt) -> tuple[ScriptCall, ...]:
+    """The lease call of a receipt whose delivery holds a lease in slot 0 (a partition other
+    than 0 of a limited topic): sent with its settle."""
+    if not receipt.lease:
+        return ()
+    return (leasing.free_call(queue, [(receipt.topic, leasing.member(receipt.partition,
+                                                                     receipt.entry))]),)
+
+
 def ack_receipt_plan(spec: QueueSpec, key: ReceiptKey, receipt: Receipt, result: Any = None
                      ) -> Plan[None]:
     """Acknowledge a reservation, keeping ``result`` when its job keeps one
@@ -88,7 +132,8 @@ def ack_receipt_plan(spec: QueueSpec, key: ReceiptKey, receipt: Receipt, result:
     yield from check_receipt_plan(spec.name, key, receipt)
     if not (yield from ack_plan(_keys(spec.name, receipt), receipt.group,
                                 validation.delay_ms(spec.keep_done),
-                                [receipt.topic, receipt.id, receipt.entry], kept)):
+                                [receipt.topic, receipt.id, receipt.entry], kept,
+                                _frees(spec.name, receipt))):
         raise stale(receipt, "ack")
 
 
@@ -106,7 +151,7 @@ def fail_receipt_plan(queue: str, key: ReceiptKey, receipt: Receipt, error: obje
     yield from check_receipt_plan(queue, key, receipt)
     outcome = yield from fail_plan(_keys(queue, receipt), receipt.group, receipt.topic,
                                    receipt.id, receipt.entry, delay, dead, error,
-                                   receipt.keep_ms)
+                                   receipt.keep_ms, _frees(queue, receipt))
     if outcome.outcome == 0:
         raise stale(receipt, "fail")
     return "dead" if outcome.dead else "retried"
@@ -120,8 +165,10 @@ def touch_receipt_plan(queue: str, key: ReceiptKey, receipt: Receipt, progress: 
     if progress is not None:
         reported = (1, receipt.id, max(receipt.ttr_ms, 1000) * 2, validation.progress(progress))
     yield from check_receipt_plan(queue, key, receipt)
+    moved = (leasing.touch_call(queue, [(receipt.topic, leasing.member(
+        receipt.partition, receipt.entry), max(receipt.ttr_ms, 1))]),) if receipt.lease else ()
     if (yield from touch_plan(_keys(queue, receipt), receipt.group, receipt.consumer,
-                              [receipt.topic, receipt.entry], reported)):
+                              [receipt.topic, receipt.entry], reported, moved)):
         raise stale(receipt, "touch")
 
 
@@ -140,5 +187,12 @@ def release_receipts_plan(queue: str, key: ReceiptKey, receipts: Sequence[Receip
              for (partition, group), triples in flat.items()]
     if not calls:
         return 0
+    frees = [(r.topic, leasing.member(r.partition, r.entry)) for r in receipts if r.lease]
+    if frees:  # sent with the hand-backs (engine/leasing.py); its failure is not raised
+        outcomes = yield EachCall((*calls, leasing.free_call(queue, frees)))
+        for outcome in outcomes[:-1]:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        return sum(int(reply) for reply in outcomes[:-1])
     replies = yield calls if len(calls) > 1 else calls[0]
     return sum(int(reply) for reply in (replies if len(calls) > 1 else [replies]))

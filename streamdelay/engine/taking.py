@@ -5,6 +5,10 @@ wait when it gave fewer than asked: for the next token (rate: the driver sleeps)
 lease (concurrency: ``BLPOP`` on the topic's ``limitwake`` list) or for a new entry (drained:
 ``XREAD BLOCK`` from the group's last delivered id).
 
+Every take reads the server clock in the same round trip as its entries (``TIME`` after the
+read in one pipeline; after ``takeLimited`` only when an entry carries a deadline), so the open
+step can tell a job whose deadline passed while it waited in its stream (docs/expiry.md).
+
 Which topics are paused or limited is read here too: all of them at once (the Worker's view,
 refreshed every ``REFRESH_S``), or one topic's pause flag and limit (a reserve round).
 """
@@ -27,6 +31,7 @@ from ..limits.rates import TopicLimit
 from ..protocol.keys import PartitionKeys
 from ..protocol.plan import Command, Commands, Plan
 from ..protocol.replies import field_map, text
+from .leasing import leased_take_plan
 
 
 class Entry(NamedTuple):
@@ -36,6 +41,21 @@ class Entry(NamedTuple):
     topic: str
     entry_id: str
     fields: dict[Any, Any] | None
+    leased: bool = False  # holds a lease in partition 0's slot (engine/leasing.py)
+    now_ms: int = 0  # the server clock read with it (epoch ms; 0: not read)
+
+
+TIME = Command(("TIME",))
+
+
+def clock_ms(reply: Any) -> int:
+    """Epoch ms of a ``TIME`` reply (seconds, microseconds)."""
+    return int(reply[0]) * 1000 + int(reply[1]) // 1000
+
+
+def has_deadline(entries: Sequence[Entry]) -> bool:
+    """Whether any of ``entries`` carries a job deadline (field ``x``, docs/expiry.md)."""
+    return any(entry.fields and b"x" in entry.fields for entry in entries)
 
 
 Streams = Mapping[str, tuple[int, str]]  # stream key -> (partition, topic)
@@ -57,22 +77,25 @@ def read_command(group: str, consumer: str, streams: Sequence[str], count: int,
     return Command((*head, "STREAMS", *streams, *[">"] * len(streams)))
 
 
-def parse_read(reply: Any, streams: Streams) -> list[Entry]:
+def parse_read(reply: Any, streams: Streams, now_ms: int = 0) -> list[Entry]:
     """The entries of an ``XREADGROUP`` reply (a RESP2 list or a RESP3 map), oldest first per
-    stream."""
+    stream, with the server clock ``now_ms`` read with them."""
     found: list[Entry] = []
     rows = reply.items() if isinstance(reply, dict) else (reply or [])
     for stream, entries in rows:
         partition, topic = streams[text(stream)]
-        found.extend(Entry(partition, topic, text(eid), fields) for eid, fields in entries)
+        found.extend(Entry(partition, topic, text(eid), fields, now_ms=now_ms)
+                     for eid, fields in entries)
     return found
 
 
 def read_plan(group: str, consumer: str, streams: Streams, count: int, block_ms: int | None
               ) -> Plan[list[Entry]]:
-    """One read of new entries of ``streams`` (see ``read_command``)."""
-    return parse_read((yield read_command(group, consumer, list(streams), count, block_ms)),
-                      streams)
+    """One read of new entries of ``streams`` (see ``read_command``), and ``TIME`` after it in
+    the same pipeline: the server clock when the read returned."""
+    reply, clock = yield Commands((read_command(group, consumer, list(streams), count,
+                                                block_ms), TIME))
+    return parse_read(reply, streams, clock_ms(clock))
 
 
 class Taken(NamedTuple):
@@ -98,11 +121,23 @@ def take_plan(keys: PartitionKeys, group: str, consumer: str, topic: str, count:
 
 def take_now_plan(keys: PartitionKeys, group: str, consumer: str, topic: str, count: int
                   ) -> Plan[tuple[list[Entry], int, int, str]]:
-    """One ``takeLimited`` call: the entries and the reply's reason, wait and last id (for
-    ``wait_plan``, which a driver runs after starting the entries)."""
-    reply = parse_take((yield take_call(keys, group, consumer, topic, count)))
-    return ([Entry(keys.partition, topic, eid, fields) for eid, fields in reply.entries],
-            reply.reason, reply.wait_ms, reply.last_id)
+    """One take through the limit: the entries and the reply's reason, wait and last id (for
+    ``wait_plan``, which a driver runs after starting the entries). Partition 0 (every queue
+    of one partition) takes with one ``takeLimited`` call; another partition in three steps
+    around partition 0's limit state (``leasing.leased_take_plan``). When an entry carries a
+    job deadline, ``TIME`` follows (one more round trip, only then)."""
+    if keys.partition != 0:
+        rows, reason, wait_ms, last_id, leased = yield from leased_take_plan(
+            keys, group, consumer, topic, count)
+        entries = [Entry(keys.partition, topic, eid, fields, leased) for eid, fields in rows]
+    else:
+        reply = parse_take((yield take_call(keys, group, consumer, topic, count)))
+        entries = [Entry(keys.partition, topic, eid, fields) for eid, fields in reply.entries]
+        reason, wait_ms, last_id = reply.reason, reply.wait_ms, reply.last_id
+    if has_deadline(entries):
+        now_ms = clock_ms((yield TIME))
+        entries = [entry._replace(now_ms=now_ms) for entry in entries]
+    return entries, reason, wait_ms, last_id
 
 
 def wait_plan(keys: PartitionKeys, topic: str, reason: int, wait_ms: int, last_id: str,
@@ -113,7 +148,8 @@ def wait_plan(keys: PartitionKeys, topic: str, reason: int, wait_ms: int, last_i
     if reason == RATE:
         return wait / 1000
     if reason == CONCURRENCY:
-        yield Command(("BLPOP", keys.limit_wake(topic), f"{wait / 1000:.3f}"))
+        yield Command(("BLPOP", PartitionKeys(keys.queue, 0).limit_wake(topic),  # the limit's slot
+                       f"{wait / 1000:.3f}"))
     elif reason == DRAINED:  # at once when an entry came after the take; else at the next XADD
         yield Command(("XREAD", "COUNT", 1, "BLOCK", max(1, block_ms), "STREAMS",
                        keys.stream(topic), last_id or "$"))
@@ -178,10 +214,9 @@ def limit_of(queue: str, topic: str) -> Command:
 
 
 def look_plan(queue: str, partitions: int, topic: str) -> Plan[tuple[bool, bool]]:
-    """Whether ``topic`` is paused, and limited: one round trip (a queue of several partitions
-    has no limits: limits need one partition)."""
-    if partitions != 1:
-        return (bool(int((yield paused_flag(queue, topic)))), False)
+    """Whether ``topic`` is paused, and limited: one round trip (both in partition 0's slot,
+    whatever the number of ``partitions``)."""
+    del partitions  # kept for callers; limits hold on any number of partitions
     paused, raw = yield Commands((paused_flag(queue, topic), limit_of(queue, topic)))
     return (bool(int(paused)), is_limited(raw))
 

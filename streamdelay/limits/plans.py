@@ -1,8 +1,9 @@
 """The plans of limits (docs/limits.md): set or clear a topic's limit, read the limits, and the
 take-with-limit call every taker shares (``take_call`` + ``parse_take``: ``takeLimited``).
 
-Limits live in partition 0's hash tag, next to the topic stream, so the take is one script;
-a queue with limits has one partition (checked here, named in the error).
+Limits live in partition 0's hash tag, next to its topic stream, so a take there is one
+script; a take on another partition leases in partition 0's slot first
+(``engine/leasing.py``, docs/limits.md#more-than-one-partition).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base import validation
-from ..base.errors import ConfigError, ValidationError
+from ..base.errors import ValidationError
 from ..protocol.keys import PartitionKeys
 from ..protocol.plan import Command, Plan
 from ..protocol.replies import text
@@ -61,9 +62,6 @@ def set_limit_plan(cfg: QueueSpec, topic: str, rate: Any = None,
                    conc: Any = None) -> Plan[bool]:
     """Set ``topic``'s limit (both None: clear it); True when this call changed it."""
     name, limit = checked_limit(topic, rate, conc)
-    if cfg.partitions != 1 and (limit.rate or limit.concurrency):
-        raise ConfigError(f"partitions: limits need a queue of 1 partition (this one has "
-                          f"{cfg.partitions}); see docs/limits.md", field="partitions")
     # durable: under replicas= a failover cannot drop or undo a limit change
     reply = yield script("setLimit").call([limits_key(cfg.name)], [name, *limit.stored()],
                                           durable=True)

@@ -8,7 +8,7 @@ where it starts a handler and where it settles a delivery (nothing is called wit
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import HANDLER_BUCKETS, LATENESS_BUCKETS, prometheus
@@ -24,6 +24,7 @@ class Dispatcher(Protocol):
     """What the promoted counter reads of a dispatcher (``consumer.dispatcher.Dispatcher``)."""
 
     promoted: int
+    on_expired: Callable[[str, int], None] | None
 
 
 class Delivery(Protocol):
@@ -91,9 +92,11 @@ class WorkerMetrics:
 
     def start(self, config: QueueConfig, dispatcher: Dispatcher | None = None) -> None:
         """Measure the server clock and serve ``/metrics``; count ``dispatcher``'s promotions
-        (the embedded one, if any)."""
+        (the embedded one, if any) and the jobs it expired (outcome ``expired``)."""
         if dispatcher is not None:
             self.promoted.watch(dispatcher)
+            # jobs it dead-lettered past their deadline count as outcome "expired" (no delivery)
+            dispatcher.on_expired = lambda topic, n: self.count(topic, "expired", n)
         if self.clock is None:
             self.clock = ServerClock(config.url, config.socket_timeout)
             self.clock.start()

@@ -24,7 +24,7 @@ from ..redis_io.agreement import agree_partitions_async
 from ..redis_io.config import QueueConfig
 from ..redis_io.runner import drive_async
 from ..redis_io.topology import AsyncClient
-from . import enqueuing
+from . import enqueue_one, enqueuing
 from .enqueuing import PreparedJob
 
 _WHAT = "enqueue"
@@ -128,7 +128,7 @@ class EnqueueCoalescer:
             await agree_partitions_async(client, cfg.url, cfg.name, cfg.partitions,
                                          cfg.retry_for, events=cfg.events_bound)
             if len(waiters) == 1:  # a caller alone: the one-job script (docs/keys.md)
-                outcomes[0] = await drive_async(client, enqueuing.prepared_one_plan(
+                outcomes[0] = await drive_async(client, enqueue_one.prepared_one_plan(
                     cfg, waiters[0][0]), cfg.retry_for, _WHAT, cfg.durability)
             else:
                 await drive_async(client, enqueuing.round_plan(

@@ -7,7 +7,6 @@ reply parsing.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -18,13 +17,14 @@ from ..base.errors import NotDurable, PartialEnqueueError, StreamdelayError, Val
 from ..base.models import At, Backoff, BackoffPolicy, Delay, EnqueueResult, JobSpec
 from ..protocol.batching import partition_batches
 from ..protocol.codec import encode_blob, encode_body
-from ..protocol.keys import PartitionKeys, partition_keys, partition_of
+from ..protocol.keys import partition_keys, partition_of
 from ..protocol.plan import Command, EachCall, Plan
 from ..protocol.replies import enqueue_row
 from ..protocol.script_errors import error_from_script
 from ..protocol.scripts import Arg, ScriptCall, script
 from ..protocol.spec import QueueSpec
 from ..telemetry.tracing import with_trace_context
+from .options import is_staged, job_options, mark_staged_call, new_job_id
 
 # One enqueueJobsV2 call must not block Redis for more than ~1 ms (docs/keys.md#batch-sizes): 240
 # small jobs took 1.3 ms (SLOWLOG median, quiet run of 2026-11-23), so 160 (~0.9 ms); a bigger
@@ -35,11 +35,6 @@ ENQUEUE_BATCH = 160
 ENQUEUE_BYTES = 1 << 20
 PAST_CHECK_SLACK_MS = 60_000  # see round_plan
 Outcome = EnqueueResult | Exception  # a job's result, or the error of the call it rode in
-
-
-def new_job_id() -> str:
-    """A fresh random job id (16 URL-safe characters)."""
-    return secrets.token_urlsafe(12)
 
 
 def when_args(delay: Delay | None, at: At | None) -> tuple[str, int]:
@@ -59,6 +54,7 @@ class PreparedJob(NamedTuple):
     partition: int
     args: tuple[Arg, ...]  # id, topic, when_kind, when_ms, ttr_ms, max_attempts, replace, blob
     size: int  # bytes of job data it adds to a call (its eight values)
+    opts: str = ""  # its options for the V3 scripts, '' for none (options.py)
 
     @property
     def when_kind(self) -> str:
@@ -74,6 +70,11 @@ class PreparedJob(NamedTuple):
     def replaces(self) -> bool:
         """True when the job replaces one under its id (``replace=True``)."""
         return self.args[6] != "0"
+
+    @property
+    def staged(self) -> bool:
+        """True when its options make its topic staged (a priority other than 5, or a key)."""
+        return is_staged(self.opts)
 
 
 @lru_cache(maxsize=64)
@@ -109,7 +110,8 @@ def prepare_job(cfg: QueueSpec, spec: JobSpec) -> PreparedJob:
     """Validate one job and pack its eight ``enqueueJobsV2`` values."""
     return prepare_values(cfg, spec.topic, spec.body, spec.delay, spec.at, spec.id, spec.ttr,
                           spec.max_attempts, spec.backoff, spec.headers, spec.replace,
-                          spec.max_wait, spec.keep_result)
+                          spec.max_wait, spec.keep_result, spec.priority, spec.key,
+                          spec.expires)
 
 
 def prepare_values(
@@ -117,12 +119,17 @@ def prepare_values(
     id: str | None, ttr: Delay | None, max_attempts: int | None,
     backoff: BackoffPolicy | None, headers: dict[str, str] | None, replace: bool,
     max_wait: Delay | None, keep_result: Delay | None = None,
+    priority: int | None = None, key: str | None = None, expires: Delay | None = None,
 ) -> PreparedJob:
     """``prepare_job`` of the fields of a ``JobSpec`` given one by one: the one validation of
     every enqueue path, without building a frozen ``JobSpec`` per job (~1.5 µs) where the
     caller has the values already (``enqueue``, the HTTP batch route)."""
     topic = validation.topic(topic)
-    job_id = new_job_id() if id is None else validation.producer_job_id(id)
+    opts = ""
+    if priority is None and key is None and expires is None:  # the plain job: no options
+        job_id = new_job_id() if id is None else validation.producer_job_id(id)
+    else:
+        job_id, opts = job_options(id, priority, key, expires)
     kind, when = when_args(delay, at)
     ttr_ms = _default_ttr_ms(cfg.ttr) if ttr is None else validation.ttr_ms(ttr)
     attempts = (_default_attempts(cfg.max_attempts) if max_attempts is None
@@ -139,8 +146,8 @@ def prepare_values(
     args: tuple[Arg, ...] = (
         job_id, topic, kind, when, ttr_ms, attempts, replace_arg(replace, max_wait), blob,
     )
-    size = len(blob) + len(job_id) + len(topic) + 40  # 40: the five numbers and flags
-    return PreparedJob(job_id, partition_of(job_id, cfg.partitions), args, size)
+    size = len(blob) + len(job_id) + len(topic) + len(opts) + 40  # 40: numbers and flags
+    return PreparedJob(job_id, partition_of(job_id, cfg.partitions), args, size, opts)
 
 
 def is_absolute(job: PreparedJob) -> bool:
@@ -211,18 +218,37 @@ def split_jobs(prepared: Sequence[PreparedJob], indexes: Iterable[int] | None = 
 def enqueue_chunks(
     cfg: QueueSpec, prepared: Sequence[PreparedJob], tolerance: int, split: Split
 ) -> list[EnqueueChunk]:
-    """The bounded ``enqueueJobsV2`` calls for ``prepared``, as ``split_jobs`` cut them."""
+    """The bounded ``enqueueJobsV2`` calls for ``prepared``, as ``split_jobs`` cut them: a call
+    with a job that has options or replaces one is an ``enqueueJobsV3`` call (its ninth value
+    per job, the options, drop a replaced job's; docs/keys.md#job-options)."""
     keys = partition_keys(cfg.name, cfg.partitions)
     head = (tolerance, validation.delay_ms(cfg.keep_done))
     enqueue_jobs = script("enqueueJobsV2")
     chunks: list[EnqueueChunk] = []
     for partition, chunk in split:
         args: list[Arg] = [*head]
+        if any(prepared[i].opts or prepared[i].replaces for i in chunk):
+            for index in chunk:
+                args.extend(prepared[index].args)
+                args.append(prepared[index].opts)
+            call = script("enqueueJobsV3").call(keys[partition].script_keys(), args,
+                                                durable=True)
+            chunks.append(EnqueueChunk(call, tuple(chunk)))
+            continue
         for index in chunk:
             args.extend(prepared[index].args)
         chunks.append(EnqueueChunk(
             enqueue_jobs.call(keys[partition].script_keys(), args, durable=True), tuple(chunk)))
     return chunks
+
+
+def staged_marks(cfg: QueueSpec, prepared: Sequence[PreparedJob],
+                 chunks: Sequence[EnqueueChunk]) -> list[ScriptCall]:
+    """The ``markStaged`` call (none or one) that flags in partition 0 the topics of the staged
+    jobs ``chunks`` carry to other partitions (partition 0's own flag is its script's)."""
+    topics = {str(prepared[i].args[1]) for chunk in chunks for i in chunk.owners
+              if prepared[i].partition and prepared[i].staged}
+    return [mark_staged_call(cfg.name, topics)] if topics else []
 
 
 def fill_results(
@@ -291,9 +317,19 @@ def round_plan(
         split = split_jobs(jobs, live)
     while live:
         chunks = enqueue_chunks(cfg, jobs, tolerance, split)
-        if len(chunks) == 1:  # one call: atomic
+        marks = staged_marks(cfg, jobs, chunks)
+        replies: list[Any]
+        if marks:  # sent first, in the same round trip; its refusal stops the plan
             try:
-                replies: list[Any] = [(yield chunks[0].call)]
+                replies = yield EachCall((*marks, *(chunk.call for chunk in chunks)))
+            except NotDurable as exc:
+                replies = [None, *[exc] * len(chunks)]
+            if isinstance(replies[0], Exception):
+                raise replies[0]
+            replies = replies[1:]
+        elif len(chunks) == 1:  # one call: atomic
+            try:
+                replies = [(yield chunks[0].call)]
             except StreamdelayError as exc:  # the runner raises a call's refusal here
                 replies = [exc]
         else:
@@ -313,52 +349,6 @@ def not_durable_for(error: NotDurable, job_ids: Sequence[str]) -> NotDurable:
     return NotDurable(f"{error} [jobs: {shown}]", acked=error.acked, replicas=error.replicas,
                       job_ids=tuple(job_ids), script=error.script,
                       job_id=job_ids[0] if len(job_ids) == 1 else None)
-
-
-@lru_cache(maxsize=1024)
-def _script_keys(queue: str, partition: int) -> tuple[str, ...]:
-    return PartitionKeys(queue, partition).script_keys()
-
-
-@lru_cache(maxsize=64)
-def _tolerance_ms(past_tolerance: Any) -> int:
-    """A queue's past tolerance in ms, validated once per value (the config's is hashable)."""
-    return validation.delay_ms(past_tolerance)
-
-
-def one_job_call(cfg: QueueSpec, job: PreparedJob) -> ScriptCall:
-    """The ``enqueueJobV2`` call of one new job (built positionally: it is on the path of every
-    single enqueue, where ``Script.call`` and its checks cost ~1 µs more)."""
-    job_id, topic, kind, when, ttr_ms, attempts, _, blob = job.args  # no replace flag
-    return ScriptCall(script("enqueueJobV2"), _script_keys(cfg.name, job.partition),
-                      (_tolerance_ms(cfg.past_tolerance), job_id, topic, kind, when, ttr_ms,
-                       attempts, blob), True)
-
-
-def prepared_one_plan(cfg: QueueSpec, job: PreparedJob) -> Plan[EnqueueResult]:
-    """Enqueue one validated job: one ``enqueueJobV2`` call (the minimal one-job script) when
-    its id is free.
-
-    A taken id (an existing job or tombstone, or ``replace``) is sent again through
-    ``enqueueJobsV2``, which has the whole logic: the fast script wrote nothing then
-    (docs/keys.md#the-one-job-enqueue).
-    """
-    if not job.replaces:
-        try:
-            due = yield one_job_call(cfg, job)
-        except NotDurable as exc:  # written, not confirmed by the replicas
-            raise not_durable_for(exc, [job.id]) from exc
-        if due:  # the due time of the job written; 0: the id is taken, nothing written
-            return EnqueueResult(job.id, int(due), True, "delayed")
-    found: list[Outcome | None] = [None]
-    yield from round_plan(cfg, [job], found, isolate=False)
-    outcome = found[0]
-    if isinstance(outcome, NotDurable):
-        raise not_durable_for(outcome, [job.id])
-    if isinstance(outcome, Exception):
-        raise outcome
-    assert outcome is not None
-    return outcome
 
 
 def enqueue_plan(cfg: QueueSpec, specs: Iterable[JobSpec]) -> Plan[list[EnqueueResult]]:

@@ -19,7 +19,8 @@ from ..protocol.plan import Command, Commands, Plan
 from ..protocol.replies import enqueue_row, text
 from ..protocol.scripts import Arg, ScriptCall, script
 from ..protocol.spec import QueueSpec
-from .enqueuing import PreparedJob, new_job_id, prepare_job
+from .enqueuing import PreparedJob, prepare_job
+from .options import new_job_id
 
 MAX_PARENTS = 1000  # per job (docs/workflows.md#limits)
 OUTCOME_KEEP_MS = 3_600_000  # how long a partition keeps the outcome of an ended job

@@ -17,12 +17,12 @@ from typing import Any, Literal
 from ..base import validation
 from ..base.errors import ValidationError
 from ..base.models import JobInfo
-from ..protocol.keys import partition_keys
-from ..protocol.plan import Plan
+from ..protocol.keys import partition_keys, partition_of
+from ..protocol.plan import Command, Commands, Plan
 from ..protocol.replies import ListedRow, parse_list
 from ..protocol.scripts import script
 from ..protocol.spec import QueueSpec
-from .plans import job_info
+from .plans import job_info, with_options
 
 ListState = Literal["delayed", "ready", "reserved", "dead"]
 STATES: tuple[ListState, ...] = ("delayed", "ready", "reserved", "dead")
@@ -109,6 +109,24 @@ def _position(state: ListState, pos1: Any, pos2: Any, part: int) -> Position:
     return ms, seq, _text(pos2), part
 
 
+def listed_options_plan(cfg: QueueSpec, jobs: list[JobInfo]) -> Plan[list[JobInfo]]:
+    """``jobs`` with their options (priority, key, deadline): one ``HMGET`` of each partition's
+    ``opts`` hash, all in one pipeline."""
+    by_partition: dict[int, list[int]] = {}
+    for index, info in enumerate(jobs):
+        by_partition.setdefault(partition_of(info.id, cfg.partitions), []).append(index)
+    keys = partition_keys(cfg.name, cfg.partitions)
+    parts = sorted(by_partition)
+    replies = yield Commands(tuple(
+        Command(("HMGET", keys[p].opts, *(jobs[i].id for i in by_partition[p])))
+        for p in parts))
+    found = list(jobs)
+    for part, values in zip(parts, replies, strict=True):
+        for index, value in zip(by_partition[part], values, strict=True):
+            found[index] = with_options(jobs[index], value)
+    return found
+
+
 def jobs_plan(cfg: QueueSpec, state: str, topic: str | None = None, limit: int = 100,
               cursor: str | None = None) -> Plan[JobPage]:
     """One page of the jobs in ``state`` (of ``topic``), after ``cursor``; bounded work."""
@@ -147,5 +165,7 @@ def timed_jobs_plan(cfg: QueueSpec, state: str, topic: str | None = None, limit:
         rows = rows[:limit]
         next_pos = rows[-1][0]
     jobs = [job_info(row.job_id, row.job) for _, row in rows]
+    if jobs:  # their options (docs/keys.md#job-options): one HMGET per partition, one trip
+        jobs = yield from listed_options_plan(cfg, jobs)
     now = max(reply.now_ms for reply in replies)
     return JobPage(jobs, None if next_pos is None else encode_cursor(chosen, next_pos)), now

@@ -40,6 +40,7 @@ from ..protocol.scripts import Arg, script
 from ..protocol.spec import QueueSpec
 from .enqueuing import when_args
 from .flows import relations_plan, waiting_plan
+from .options import parse_options
 from .pausing import paused_plan
 
 SCAN_BATCH = 200
@@ -144,14 +145,24 @@ def job_info(job_id: str, found: JobReply) -> JobInfo:
     )
 
 
+def with_options(info: JobInfo, opts: object) -> JobInfo:
+    """``info`` with the priority, key and deadline of its ``opts`` field (docs/keys.md#job-
+    options); unchanged for a job without options."""
+    if not opts:
+        return info
+    found = parse_options(opts)
+    return dataclasses.replace(info, priority=found.priority, key=found.key,
+                               expires_at=found.deadline_ms)
+
+
 def get_plan(cfg: QueueSpec, job_id: str) -> Plan[JobInfo | None]:
     """Read one job by id."""
     keys = _keys_for(cfg, job_id)
-    reply = yield script("getJobV2").call(keys.script_keys(), [job_id])
+    reply = yield script("getJobV3").call(keys.script_keys(), [job_id])
     found = parse_job(reply)
     if found is None:
         return None
-    info = job_info(job_id, found)
+    info = with_options(job_info(job_id, found), reply[7] if len(reply) > 7 else None)
     parents, children = yield from relations_plan(cfg, job_id)  # docs/workflows.md
     if parents or children:
         info = dataclasses.replace(info, parents=parents or None, children=children or None)

@@ -13,7 +13,7 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..base.models import Delay, Job
@@ -34,6 +34,7 @@ from ..engine.settling import (
     release_receipts_plan,
     touch_receipt_plan,
 )
+from ..protocol.deliveries import EXPIRED
 from ..protocol.plan import Plan
 from ..redis_io.agreement import agree_partitions_async, agree_partitions_sync
 from ..redis_io.config import QueueConfig
@@ -43,9 +44,16 @@ from ..redis_io.topology import AsyncClient, SyncClient, async_client, is_cluste
 log = logging.getLogger("streamdelay.pull")
 
 
-def _log_dropped(found: Round) -> None:
+def _log_dropped(found: Round, args: ReserveArgs, face: _PullFace) -> None:
+    expired = 0
     for job_id, error in found.dropped:  # as a worker logs them
-        log.warning("job %s is dead: %s", job_id or "(no id)", error.splitlines()[0])
+        if error == EXPIRED:  # expected: the producer gave it a deadline (docs/expiry.md)
+            expired += 1
+            log.info("job %s expired: its deadline passed before it ran", job_id)
+        else:
+            log.warning("job %s is dead: %s", job_id or "(no id)", error.splitlines()[0])
+    if expired and face.on_expired is not None:
+        face.on_expired(args.topic, args.group, expired)
 
 
 class _ReservationData:
@@ -153,6 +161,9 @@ class _PullFace:
     config: QueueConfig
     _pull_state: ReserveState | None = None
     _pull_consumer: str | None = None
+    # called with (topic, group, count) when a reserve round dead-lettered expired jobs (the
+    # HTTP service counts them: docs/expiry.md)
+    on_expired: Callable[[str, str, int], None] | None = None
 
     def _args(self, topic: str, group: str, consumer: str | None, wait: Delay, count: int
               ) -> tuple[ReserveArgs, ReserveState]:
@@ -215,7 +226,7 @@ class SyncPull(_PullFace):
             found: Round = drive_sync(client, round_plan(
                 cfg, state, args, _block_ms(deadline), time.monotonic(), is_cluster(client)),
                 cfg.retry_for)
-            _log_dropped(found)
+            _log_dropped(found, args, self)
             left = deadline - time.monotonic()
             if found.reserved or left <= 0:
                 return [Reservation(self, r.receipt, r.text, r.job) for r in found.reserved]
@@ -281,7 +292,7 @@ class AsyncPull(_PullFace):
             found: Round = await drive_async(client, round_plan(
                 cfg, state, args, _block_ms(deadline), time.monotonic(), is_cluster(client)),
                 cfg.retry_for)
-            _log_dropped(found)
+            _log_dropped(found, args, self)
             left = deadline - time.monotonic()
             if found.reserved or left <= 0:
                 return [AsyncReservation(self, r.receipt, r.text, r.job)

@@ -1,6 +1,9 @@
 """The producer and operator API: ``Queue`` (blocking) and ``AsyncQueue`` (asyncio).
 
-Both are thin: they validate through and drive the same plans from ``plans.py``.
+Both are thin: they validate through and drive the same plans from ``plans.py``. This module
+holds the producer face (enqueue, cancel, reschedule, get, stats, claim) and the connections;
+the operator methods come from ``operating.py``, the pull API from ``pull.py``, results,
+schedules, search and events from their own mixins.
 """
 
 from __future__ import annotations
@@ -16,7 +19,6 @@ from ..base.models import (
     At,
     BackoffPolicy,
     ClaimResult,
-    DeadJob,
     Delay,
     EnqueueResult,
     JobInfo,
@@ -24,9 +26,6 @@ from ..base.models import (
     QueueStats,
 )
 from ..engine.upkeep import claim_plan
-from ..limits.plans import limit_call, limits_plan, set_limit_plan
-from ..limits.rates import Rate, TopicLimit
-from ..protocol.layouts import SEEN_WITHIN_S, migrate_plan
 from ..protocol.plan import Plan
 from ..redis_io.agreement import agree_partitions_async, agree_partitions_sync
 from ..redis_io.config import QueueConfig, mask_url, resolve_partitions, resolve_url
@@ -36,17 +35,16 @@ from ..redis_io.topology import AsyncClient, SyncClient, async_client, sync_clie
 from . import plans
 from .awaiting import AsyncResults, SyncResults
 from .coalesce import EnqueueCoalescer
+from .enqueue_one import prepared_one_plan
 from .enqueuing import (
     PreparedJob,
     enqueue_plan,
     enqueue_prepared_plan,
     prepare_values,
-    prepared_one_plan,
 )
 from .events import AsyncEventMethods, EventMethods
 from .flows import after_job
-from .listing import JobPage, jobs_plan
-from .pausing import set_paused_plan
+from .operating import AsyncOperatorMethods, OperatorMethods
 from .pull import AsyncPull, SyncPull
 from .scheduling import AsyncScheduleMethods, ScheduleMethods
 from .searching import AsyncSearchMethods, SearchMethods
@@ -94,8 +92,8 @@ class _QueueFace:
         return view
 
 
-class Queue(_QueueFace, SyncPull, SyncResults, ScheduleMethods, SearchMethods, EventMethods,
-            FlowMethods):
+class Queue(_QueueFace, SyncPull, SyncResults, OperatorMethods, ScheduleMethods, SearchMethods,
+            EventMethods, FlowMethods):
     """A queue on Redis, blocking API. ``Queue("orders", url="redis://localhost:6379/0")``.
 
     Options (``ttr``, ``max_attempts``, ``backoff``, ``handler_timeout``, ``keep_done``,
@@ -161,6 +159,9 @@ class Queue(_QueueFace, SyncPull, SyncResults, ScheduleMethods, SearchMethods, E
         replace: bool = False,
         max_wait: Delay | None = None,
         keep_result: Delay | None = None,
+        priority: int | None = None,
+        key: str | None = None,
+        expires: Delay | None = None,
         after: Sequence[str] | None = None,
         on_parent_failure: str = "dead",
     ) -> EnqueueResult:
@@ -170,12 +171,19 @@ class Queue(_QueueFace, SyncPull, SyncResults, ScheduleMethods, SearchMethods, E
         ``max_wait`` with it: the due time never moves past the first enqueue of the id plus
         ``max_wait`` (debounce, docs/producer.md#debounce). ``keep_result``: seconds its
         result is kept once it ended (default: the queue's; docs/results.md).
+
+
+        ``priority`` (0-9, default 5): higher starts first among ready jobs of its topic;
+        ``key``: a fairness key (the job's id becomes ``{key}<id>``: use the returned id);
+        ``expires``: seconds after its due time past which it never starts
+        (docs/producer.md#priorities-keys-and-expiry).
+
         ``after``: the ids of jobs it waits for (state ``waiting`` until each succeeded, then
         due after its delay); ``on_parent_failure`` ``"dead"`` or ``"run"``
         (docs/workflows.md)."""
         job = prepare_values(self.config, topic, body, delay, at, id, ttr, max_attempts, backoff,
-                             headers, replace, max_wait,
-                             keep_result)  # bad input raises here, before any I/O
+                             headers, replace, max_wait, keep_result, priority, key,
+                             expires)  # bad input raises here, before any I/O
         if after is not None:
             return self._run_flow([after_job(self.config, job, after, on_parent_failure)])[0]
         result: EnqueueResult = self._run(prepared_one_plan(self.config, job), checked=True)
@@ -204,21 +212,6 @@ class Queue(_QueueFace, SyncPull, SyncResults, ScheduleMethods, SearchMethods, E
         result: QueueStats = self._operate(plans.stats_plan(self.config))
         return result
 
-    def dead_list(self, topic: str | None = None, limit: int = 100) -> list[DeadJob]:
-        """The oldest dead-letter entries."""
-        result: list[DeadJob] = self._operate(plans.dead_list_plan(self.config, topic, limit))
-        return result
-
-    def dead_replay(
-        self, topic: str | None = None, id: str | None = None, delay: Delay | None = None
-    ) -> int:
-        """Put dead jobs back as new (attempts reset); returns how many."""
-        return int(self._operate(plans.dead_replay_plan(self.config, topic, id, delay)))
-
-    def dead_purge(self, topic: str | None = None, id: str | None = None) -> int:
-        """Forget dead jobs; returns how many."""
-        return int(self._operate(plans.dead_purge_plan(self.config, topic, id)))
-
     def claim(
         self, group: str, *, topic: str | None = None, min_idle: Delay | None = None,
         to: str | None = None,
@@ -227,46 +220,6 @@ class Queue(_QueueFace, SyncPull, SyncResults, ScheduleMethods, SearchMethods, E
         result: ClaimResult = self._operate(
             claim_plan(self.config.name, self.config.partitions, group, topic, min_idle,
                        to))
-        return result
-
-    def jobs(self, state: str, topic: str | None = None, limit: int = 100,
-             cursor: str | None = None) -> JobPage:
-        """One page of the jobs in ``state`` (delayed, ready, reserved or dead): delayed by due
-        time, the others in stream order; pass ``page.cursor`` for the next page (None: the
-        end). Every call is bounded, whatever the backlog (docs/operations.md#list-jobs)."""
-        result: JobPage = self._operate(jobs_plan(self.config, state, topic, limit, cursor))
-        return result
-
-    def pause(self, topic: str) -> bool:
-        """Within 1 s no worker starts a job of ``topic`` (running ones finish; due jobs still
-        become ready). False when it was paused already. Kept in Redis until ``resume``."""
-        return bool(self._operate(set_paused_plan(self.config, topic, True)))
-
-    def resume(self, topic: str) -> bool:
-        """Let workers start jobs of ``topic`` again; False when it was not paused."""
-        return bool(self._operate(set_paused_plan(self.config, topic, False)))
-
-    def limit(self, topic: str, rate: str | Rate | None = None,
-              concurrency: int | None = None, *, clear: bool = False) -> bool:
-        """Across all workers, start at most ``rate`` jobs of ``topic`` (``"100/s"``, ``"5/m"``)
-        and run at most ``concurrency`` at once; ``clear=True`` removes the topic's limit (a
-        call with neither is deprecated, see ``limit_call``). Each call sets the whole limit.
-        False when it already was so (docs/limits.md)."""
-        limit_call(topic, rate, concurrency, clear)
-        return bool(self._run(set_limit_plan(self.config, topic, rate, concurrency)))
-
-    def limits(self) -> dict[str, TopicLimit]:
-        """The limited topics and their limits."""
-        result: dict[str, TopicLimit] = self._operate(limits_plan(self.config))
-        return result
-
-    def migrate(self, *, seen_within: float = SEEN_WITHIN_S) -> list[int]:
-        """Move every partition to record layout 2 (one copy of a body in Redis); idempotent.
-        The layouts before, per partition. Refused (``LayoutError`` naming them) while a live
-        process cannot read layout 2: a consumer active within ``seen_within`` seconds
-        that keeps no fleet record counts as one (docs/operations.md#upgrading-a-running-queue)."""
-        result: list[int] = self._operate(migrate_plan(self.config.name, self.config.partitions,
-                                                       seen_within))
         return result
 
     def close(self) -> None:
@@ -283,8 +236,8 @@ class Queue(_QueueFace, SyncPull, SyncResults, ScheduleMethods, SearchMethods, E
         self.close()
 
 
-class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncScheduleMethods, AsyncSearchMethods,
-                 AsyncEventMethods, AsyncFlowMethods):
+class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncOperatorMethods, AsyncScheduleMethods,
+                 AsyncSearchMethods, AsyncEventMethods, AsyncFlowMethods):
     """The same queue with awaitable methods, for asyncio producers.
 
     Concurrent ``enqueue`` calls are coalesced: while one ``enqueueJobsV2`` call of a partition is
@@ -343,6 +296,9 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncScheduleMethods, Asyn
         replace: bool = False,
         max_wait: Delay | None = None,
         keep_result: Delay | None = None,
+        priority: int | None = None,
+        key: str | None = None,
+        expires: Delay | None = None,
         after: Sequence[str] | None = None,
         on_parent_failure: str = "dead",
     ) -> EnqueueResult:
@@ -352,7 +308,8 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncScheduleMethods, Asyn
         are sent together in the next round trip; each gets its own result or error.
         """
         job = prepare_values(self.config, topic, body, delay, at, id, ttr, max_attempts,
-                             backoff, headers, replace, max_wait, keep_result)
+                             backoff, headers, replace, max_wait, keep_result, priority,
+                             key, expires)
         if after is not None:
             done = await self._run_flow([after_job(self.config, job, after, on_parent_failure)])
             return done[0]
@@ -389,21 +346,6 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncScheduleMethods, Asyn
         result: QueueStats = await self._operate(plans.stats_plan(self.config))
         return result
 
-    async def dead_list(self, topic: str | None = None, limit: int = 100) -> list[DeadJob]:
-        """The oldest dead-letter entries; see ``Queue.dead_list``."""
-        result: list[DeadJob] = await self._operate(plans.dead_list_plan(self.config, topic, limit))
-        return result
-
-    async def dead_replay(
-        self, topic: str | None = None, id: str | None = None, delay: Delay | None = None
-    ) -> int:
-        """Put dead jobs back; see ``Queue.dead_replay``."""
-        return int(await self._operate(plans.dead_replay_plan(self.config, topic, id, delay)))
-
-    async def dead_purge(self, topic: str | None = None, id: str | None = None) -> int:
-        """Forget dead jobs; see ``Queue.dead_purge``."""
-        return int(await self._operate(plans.dead_purge_plan(self.config, topic, id)))
-
     async def claim(
         self, group: str, *, topic: str | None = None, min_idle: Delay | None = None,
         to: str | None = None,
@@ -412,38 +354,6 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncScheduleMethods, Asyn
         result: ClaimResult = await self._operate(
             claim_plan(self.config.name, self.config.partitions, group, topic, min_idle,
                        to))
-        return result
-
-    async def jobs(self, state: str, topic: str | None = None, limit: int = 100,
-                   cursor: str | None = None) -> JobPage:
-        """One page of the jobs in ``state``; see ``Queue.jobs``."""
-        result: JobPage = await self._operate(
-            jobs_plan(self.config, state, topic, limit, cursor))
-        return result
-
-    async def pause(self, topic: str) -> bool:
-        """Stop workers starting jobs of ``topic``; see ``Queue.pause``."""
-        return bool(await self._operate(set_paused_plan(self.config, topic, True)))
-
-    async def resume(self, topic: str) -> bool:
-        """Let workers start jobs of ``topic`` again; see ``Queue.resume``."""
-        return bool(await self._operate(set_paused_plan(self.config, topic, False)))
-
-    async def limit(self, topic: str, rate: str | Rate | None = None,
-                    concurrency: int | None = None, *, clear: bool = False) -> bool:
-        """Set or clear a topic's limit; see ``Queue.limit``."""
-        limit_call(topic, rate, concurrency, clear)
-        return bool(await self._run(set_limit_plan(self.config, topic, rate, concurrency)))
-
-    async def limits(self) -> dict[str, TopicLimit]:
-        """The limited topics and their limits; see ``Queue.limits``."""
-        result: dict[str, TopicLimit] = await self._operate(limits_plan(self.config))
-        return result
-
-    async def migrate(self, *, seen_within: float = SEEN_WITHIN_S) -> list[int]:
-        """Move every partition to record layout 2; see ``Queue.migrate``."""
-        result: list[int] = await self._operate(
-            migrate_plan(self.config.name, self.config.partitions, seen_within))
         return result
 
     async def close(self) -> None:

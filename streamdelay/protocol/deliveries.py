@@ -15,6 +15,7 @@ from .keys import PartitionKeys
 from .scripts import Arg, ScriptCall, script
 
 ERROR_TEXT_LIMIT = 2000  # characters of an error kept with a retried or dead job
+EXPIRED = "expired"  # the error of a job whose deadline passed before it ran (docs/expiry.md)
 
 
 class OpenedEntry(NamedTuple):
@@ -28,16 +29,40 @@ class OpenedEntry(NamedTuple):
     error: str
     ttr_ms: int = 60_000
     size: int = 0  # bytes of the job record
+    expired: bool = False  # its deadline passed: settled by ``expire_call``, never run
+
+
+def entry_ms(entry_id: str) -> int:
+    """The server time (epoch ms) a stream entry id was written at."""
+    head = entry_id.partition("-")[0]
+    return int(head) if head.isdigit() else 0
+
+
+def deadline_passed(fields: dict[Any, Any], entry_id: str, now_ms: int) -> bool:
+    """Whether the entry carries a deadline (field ``x``, written by ``promoteDue``: epoch ms)
+    that ``now_ms`` (the server clock read in the same round trip as the read; 0: unknown) has
+    reached. The entry's own id is a lower bound of the server clock (a clock read on another
+    node of a cluster may be older than a read that blocked)."""
+    raw = fields.get(b"x")
+    if raw is None:
+        return False
+    try:
+        deadline = int(raw)
+    except ValueError:
+        return False
+    return max(now_ms, entry_ms(entry_id)) >= deadline
 
 
 def open_entry(
     fields: dict[Any, Any] | None, topic: str, entry_id: str, partition: int,
-    body_type: Any = None, max_body_bytes: int | None = None,
+    body_type: Any = None, max_body_bytes: int | None = None, now_ms: int = 0,
 ) -> OpenedEntry:
     """Decode the fields of a topic stream entry into a ``Job``.
 
     A body over ``max_body_bytes`` (written by a foreign producer) gives an error, never a job,
     and so does one nested too deeply to decode (``RecursionError``): no retry can decode it.
+    A job whose deadline ``now_ms`` (the server clock of the read) has reached is not decoded:
+    ``expired`` (docs/expiry.md).
     """
     if not fields or b"id" not in fields:
         return OpenedEntry("", None, None, "envelope: stream entry without a job id")
@@ -45,6 +70,8 @@ def open_entry(
     job_id = raw_id.decode(errors="replace")
     if not raw_id or job_id.encode() != raw_id:  # no producer writes such an id
         return OpenedEntry(job_id, None, None, "envelope: job id is empty or not UTF-8")
+    if b"x" in fields and deadline_passed(fields, entry_id, now_ms):
+        return OpenedEntry(job_id, None, None, EXPIRED, expired=True)
     ttr_ms, size = 60_000, 0
     try:
         raw_record = fields.get(b"rec", b"")
@@ -95,6 +122,13 @@ def touch_call(keys: PartitionKeys, group: str, consumer: str, flat: Sequence[st
     the reply is the entry ids it no longer owns."""
     return script("touchJobsV2").call(keys.script_keys(),
                                       [group, consumer, len(flat) // 2, *flat, *progress])
+
+
+def expire_call(keys: PartitionKeys, group: str, flat: Sequence[str]) -> ScriptCall:
+    """``expireJobs``: dead-letter ``topic, job id, entry id`` triples whose job's deadline has
+    passed (checked again on the script's clock); the reply is one outcome per delivery, 2
+    expired, 1 handed back (not expired after all), 0 stale (``settling.expire_plan``)."""
+    return script("expireJobs").call(keys.script_keys(), [group, *flat])
 
 
 def release_call(keys: PartitionKeys, group: str, flat: Sequence[str]) -> ScriptCall:

@@ -107,6 +107,18 @@ class PartitionKeys:
         return self.prefix + "lateness"
 
     @property
+    def opts(self) -> str:
+        """Hash: job id -> ``<priority>|<deadline_ms>|<key>``, only for jobs enqueued with a
+        priority, a fairness key or an expiry (docs/keys.md#job-options)."""
+        return self.prefix + "opts"
+
+    @property
+    def staged(self) -> str:
+        """Hash: topic -> 1 for a topic that ever had a job with a priority other than 5 or a
+        fairness key; partition 0's is the queue's flag (docs/keys.md#job-options)."""
+        return self.prefix + "staged"
+
+    @property
     def events(self) -> str:
         """Stream of lifecycle events of this partition's jobs, when the queue keeps them
         (field ``events`` of ``meta``: its bound; docs/events.md)."""
@@ -134,7 +146,9 @@ def partition_of(job_id: str, partitions: int) -> int:
     """Stable partition of a job id: CRC-32 of its UTF-8 bytes modulo the partition count.
 
     An id of the form ``<name>@<digits>`` (a schedule's tick) is placed by ``<name>`` alone, so
-    every tick of a schedule shares its schedule's partition (docs/keys.md#partitions).
+    every tick of a schedule shares its schedule's partition; an id of the form ``{<key>}<rest>``
+    (a job with a fairness key) by ``<key>`` alone, so every job of a key shares one partition
+    (docs/keys.md#partitions).
     """
     if partitions == 1:
         return 0
@@ -142,7 +156,12 @@ def partition_of(job_id: str, partitions: int) -> int:
 
 
 def placement_name(job_id: str) -> str:
-    """The part of a job id that picks its partition: ``name`` for ``name@<digits>``, else all."""
+    """The part of a job id that picks its partition: ``key`` for ``{key}<rest>``, ``name`` for
+    ``name@<digits>``, else all."""
+    if job_id.startswith("{"):
+        close = job_id.find("}", 2)
+        if close > 0:
+            return job_id[1:close]
     name, at, tail = job_id.rpartition("@")
     if at and name and tail.isdigit() and tail.isascii():
         return name

@@ -190,7 +190,7 @@ def run_with_retry_sync(
     """Run one step; on a connection error, run it again under the shared retry policy.
 
     The first attempt goes without a tenacity controller: building one costs ~15 µs (~20 µs
-    asyncio) per call, a tenth of a single enqueue (benchmarks/enqueue.py).
+    asyncio) per call, a tenth of a single enqueue (benchmarks/micro/enqueue.py).
     """
     began = time.monotonic()
     try:

@@ -126,6 +126,8 @@ def create_app(settings: ServeSettings) -> Litestar:
     registry = HttpMetrics([q.config for q in service.queues.values()], service.promoted)
     service.on_reclaimed = lambda queue, topic, group, count: registry.settled(
         queue, topic, group, "reclaimed", count)
+    service.on_expired = lambda queue, topic, group, count: registry.settled(
+        queue, topic, group, "expired", count)
     registry.on_settled = service.observe_outcome  # the dashboard's throughput
 
     @contextlib.asynccontextmanager

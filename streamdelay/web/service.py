@@ -15,6 +15,7 @@ import contextlib
 import logging
 import random
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from ..base.errors import StreamdelayError
@@ -28,7 +29,7 @@ from .settings import ServeSettings
 
 log = logging.getLogger("streamdelay.web")
 # the HTTP metrics' outcome -> the lateness record's outcome field (reclaims are not counted)
-OUTCOME_NAMES = {"handled": "ok", "retried": "retried", "dead": "dead"}
+OUTCOME_NAMES = {"handled": "ok", "retried": "retried", "dead": "dead", "expired": "dead"}
 STOP_GRACE = 3.0
 
 
@@ -51,6 +52,18 @@ class Service:
         self._reclaim: asyncio.Task[Any] | None = None
         # called with (queue, topic, group, count) after each reclaim that moved jobs
         self.on_reclaimed: Callable[[str, str, str, int], None] | None = None
+        # called with (queue, topic, group, count) for jobs expired at :reserve (group: the
+        # consumers') or at promotion (group ''), docs/expiry.md
+        self.on_expired: Callable[[str, str, str, int], None] | None = None
+        for name, queue in self.queues.items():
+            queue.on_expired = partial(self._expired, name)
+
+    def _expired(self, queue: str, topic: str, group: str, count: int) -> None:
+        if self.on_expired is not None:
+            self.on_expired(queue, topic, group, count)
+
+    def _promote_expired(self, queue: str, topic: str, count: int) -> None:
+        self._expired(queue, topic, "", count)
 
     def promoted(self) -> dict[str, int]:
         """Jobs promoted so far by each embedded dispatcher."""
@@ -81,6 +94,7 @@ class Service:
             return
         for name, queue in self.queues.items():
             dispatcher = self.dispatchers[name] = Dispatcher(queue.config)
+            dispatcher.on_expired = partial(self._promote_expired, name)
             self._tasks.append(asyncio.create_task(self._supervised(
                 dispatcher.run, f"dispatcher of {name}")))
         self._reclaim = asyncio.create_task(self._supervised(self._reclaim_loop, "reclaim"))

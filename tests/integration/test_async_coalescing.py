@@ -49,10 +49,12 @@ def run(body: Callable[[], Awaitable[Any]], timeout: float = 60) -> Any:
 
 async def warmed(name: str, url: str, **options: Any) -> sd.AsyncQueue:
     """An AsyncQueue whose scripts are loaded and partitions agreed (one enqueue done, and one
-    enqueue_many: a caller alone uses the one-job script, a burst enqueueJobsV2)."""
+    enqueue_many: a caller alone uses the one-job script, a burst enqueueJobsV2, and one that
+    replaces enqueueJobsV3)."""
     queue = sd.AsyncQueue(name, url=url, **options)
     await queue.enqueue("warm", None, delay=3600, id="warm-up")
     await queue.enqueue_many([sd.JobSpec("warm", None, delay=3600, id="warm-up")])
+    await queue.enqueue_many([sd.JobSpec("warm", None, delay=3600, id="warm-up", replace=True)])
     return queue
 
 

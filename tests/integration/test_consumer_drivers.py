@@ -126,7 +126,8 @@ def run_sync_reserve(q: sd.Queue, decide: Decide, until: Callable[[sd.Queue], bo
 
     def consume(name: str) -> None:
         mine = sd.Queue(q.name, url=q.config.url, max_attempts=3, backoff=[0.05],
-                        max_body_bytes=q.config.max_body_bytes)
+                        max_body_bytes=q.config.max_body_bytes,
+                        partitions=q.config.partitions)
         try:
             while not stop.is_set():
                 for r in mine.reserve(TOPIC, group=GROUP, consumer=name, wait=0.3, count=4):
@@ -170,7 +171,8 @@ def run_async_reserve(q: sd.Queue, decide: Decide, until: Callable[[sd.Queue], b
 
     async def main() -> None:
         async with sd.AsyncQueue(q.name, url=q.config.url, max_attempts=3, backoff=[0.05],
-                                 max_body_bytes=q.config.max_body_bytes) as aq:
+                                 max_body_bytes=q.config.max_body_bytes,
+                                 partitions=q.config.partitions) as aq:
             dispatcher = sd.Dispatcher(aq.config)
             promoting = asyncio.create_task(dispatcher.run())
             stop = asyncio.Event()
@@ -224,9 +226,13 @@ def test_retries_backoff_and_dead_letters(redis_url: str, driver: str) -> None:
     q.close()
 
 
+@pytest.mark.parametrize("partitions", [1, 3])
 @pytest.mark.parametrize("driver", DRIVERS)
-def test_a_concurrency_limit_holds_and_spends_no_attempt(redis_url: str, driver: str) -> None:
-    q = new_queue(redis_url)
+def test_a_concurrency_limit_holds_and_spends_no_attempt(redis_url: str, driver: str,
+                                                         partitions: int) -> None:
+    """On 3 partitions the limit's state lives in partition 0's slot and a take elsewhere
+    leases there first (docs/limits.md#more-than-one-partition): the same outcome."""
+    q = new_queue(redis_url, partitions=partitions)
     q.limit(TOPIC, concurrency=2)
     enqueue_job_set(q)
     seen = consume(driver, q)
@@ -275,3 +281,26 @@ def test_a_silent_holder_loses_its_job_after_its_ttr(redis_url: str, driver: str
     assert dict(seen.runs) == {"held": [2]}  # reclaimed after its ttr: the second attempt
     q.close()
 
+
+
+@pytest.mark.parametrize("limited", [False, True], ids=["plain", "limited"])
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_job_whose_deadline_passed_in_its_stream_is_never_handed_out(
+        redis_url: str, driver: str, limited: bool) -> None:
+    """Expiry at take (docs/expiry.md): jobs promoted in time whose deadline passes while they
+    wait in the stream go dead with the error ``expired``, no attempt spent; the others run.
+    Plain topics are read with the server clock in the same round trip, a limited topic's take
+    reads it after the take."""
+    q = new_queue(redis_url)
+    if limited:
+        q.limit(TOPIC, concurrency=2)
+    expires = {"late-0": 0.15, "late-1": 0.15, "late-2": 0.15, "ok-0": None, "far": 60}
+    q.enqueue_many([sd.JobSpec(TOPIC, {"fails": 0}, id=job_id, expires=seconds)
+                    for job_id, seconds in expires.items()])
+    promote(q, 5)
+    time.sleep(0.4)  # the deadlines of late-* pass while they wait in the stream
+    seen = consume(driver, q)
+    assert dict(seen.runs) == {"ok-0": [1], "far": [1]}
+    assert {d.id: (d.error, d.attempts) for d in q.dead_list(TOPIC)} == {
+        f"late-{i}": ("expired", 0) for i in range(3)}
+    q.close()

@@ -43,11 +43,15 @@ def _settled_state() -> ReserveState:
 
 def test_a_plain_topic_is_checked_and_read_in_one_round_trip() -> None:
     state = _settled_state()
-    first = _steps(state, [[0, None], None])  # checks (one pipeline), then the read
+    clock = [b"1764000000", b"0"]  # TIME: read with every take (docs/expiry.md)
+    first = _steps(state, [[0, None], [None, clock]])  # checks (one pipeline), then the read
     assert isinstance(first[0], Commands) and len(first) == 2
-    [only] = _steps(state, [[0, None, None, 0]])
+    assert isinstance(first[1], Commands)
+    assert [c.args[0] for c in first[1].commands] == ["XREADGROUP", "TIME"]
+    [only] = _steps(state, [[0, None, None, clock, 0]])
     assert isinstance(only, Commands)
-    assert [c.args[0] for c in only.commands] == ["HEXISTS", "HGET", "XREADGROUP", "HEXISTS"]
+    assert [c.args[0] for c in only.commands] == ["HEXISTS", "HGET", "XREADGROUP", "TIME",
+                                                  "HEXISTS"]
 
 
 def test_a_paused_topic_is_not_read_when_not_known_plain() -> None:

@@ -374,14 +374,15 @@ def test_worker_rides_out_unreachable_redis_and_stops_on_sigterm(tmp_path: Path)
     proc = subprocess.Popen(command("worker", APP), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=ROOT,
                             env=cli_env(None, CLI_APP_OUT=str(tmp_path / "out.txt")))
-    try:
-        time.sleep(3)
+    try:  # the signal comes once the worker says it retries (it then handles SIGTERM)
+        early = read_until(proc.stderr, "retrying")  # type: ignore[arg-type]
         assert proc.poll() is None, proc.communicate()
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=20)
     finally:
         if proc.poll() is None:
             proc.kill()
+    err = early + err
     assert proc.returncode == 0, err
     assert "retrying" in err and "Traceback" not in err
 

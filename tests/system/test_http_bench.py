@@ -1,5 +1,5 @@
-"""The HTTP benchmark (``benchmarks/http_bench.py``, a section of ``make bench``) runs end to end
-at a tiny size against a real ``streamdelay serve`` and redis-server, and does what it claims:
+"""The HTTP benchmark (``benchmarks/web/http_bench.py``, a section of ``make bench``) runs end to
+end at a tiny size against a real ``streamdelay serve`` and redis-server, and does what it claims:
 every enqueued job is in Redis, every reserved one acked. No figure is judged here (speed lives
 in the benchmark's report); the load generator and the profile summary are checked directly.
 """
@@ -13,9 +13,9 @@ import math
 import pytest
 
 import streamdelay as sd
-from benchmarks import http_bench, http_profile
-from benchmarks.harness import LISTED_TARGET
-from benchmarks.http_load import close_all, drive, open_all
+from benchmarks.core.harness import LISTED_TARGET
+from benchmarks.web import http_bench, http_profile
+from benchmarks.web.http_load import close_all, drive, open_all
 from tests.support.redis_server import RedisServer, free_port
 
 pytestmark = pytest.mark.timeout(120)

@@ -1,4 +1,4 @@
-"""The long-poll benchmark (``benchmarks/http_polls.py``, a section of ``make bench``) runs end
+"""The long-poll benchmark (``benchmarks/web/http_polls.py``, a section of ``make bench``) runs end
 to end at a tiny size against a real ``streamdelay serve``: every job is delivered once and
 acked, no poll refused, and the section carries its figures (no speed is judged here)."""
 
@@ -10,7 +10,7 @@ import math
 import pytest
 
 import streamdelay as sd
-from benchmarks import http_polls
+from benchmarks.web import http_polls
 from tests.support.redis_server import RedisServer
 
 pytestmark = pytest.mark.timeout(120)

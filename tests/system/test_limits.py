@@ -152,13 +152,6 @@ def test_bad_limits_name_the_field_and_write_nothing(queue: sd.Queue, kwargs: di
     assert list(queue.limits()) == ["other"]
 
 
-def test_limits_refuse_a_queue_of_several_partitions(redis_url: str, queue_name: str) -> None:
-    q = sd.Queue(queue_name, url=redis_url, partitions=2)
-    with pytest.raises(sd.ConfigError) as err:
-        q.limit("mail", rate="1/s")
-    assert err.value.field == "partitions"
-
-
 def test_rate_holds_across_four_worker_processes(fleet: Fleet, redis_url: str, queue_name: str,
                                                  tmp_path: Path) -> None:
     """50/s measured over a 20 s window under `make soak`, 10 s in `make test`, after the first

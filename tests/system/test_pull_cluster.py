@@ -95,3 +95,32 @@ def test_one_partition_reserve_pipelines_its_checks_on_a_cluster(cluster: LocalC
         assert len(asyncio.run(take_rest())) == 3
     for node in cluster.primaries():
         assert "errorstat_CROSSSLOT" not in error_stats(node)
+
+
+def test_expired_jobs_never_run_on_a_cluster(cluster: LocalCluster) -> None:
+    """Expiry (docs/expiry.md#clocks) on 3 primaries and 8 partitions: jobs promoted in time
+    whose deadline passes in their streams are never handed to a worker's handler (its blocking
+    reads pipeline TIME, which a cluster may answer from another node) nor to ``reserve``;
+    jobs expired while delayed are dead-lettered by the dispatcher. All dead with ``expired``."""
+    name = spread_queue_name(cluster, PARTITIONS)
+    with sd.Queue(name, url=cluster.url, partitions=PARTITIONS, backoff=[0]) as q:
+        q.enqueue_many([sd.JobSpec("t", i, id=f"late{i}", expires=0.3) for i in range(16)]
+                       + [sd.JobSpec("t", i, id=f"ok{i}", expires=60) for i in range(16)])
+        with running_dispatcher(q):  # promoted in time (or, on a slow machine, expired)
+            deadline = time.monotonic() + 30
+            while q.stats().topics["t"].delayed and time.monotonic() < deadline:
+                time.sleep(0.05)
+        q.enqueue_many([sd.JobSpec("t", i, id=f"delayed{i}", expires=0.3) for i in range(8)])
+        time.sleep(0.6)
+        ran: list[str] = []
+        for r in q.reserve("t", group="workers", count=8, wait=1):  # the pull driver
+            ran.append(r.id)
+            r.ack()
+        assert ran and all(job_id.startswith("ok") for job_id in ran)
+        worker = sd.Worker(q, concurrency=4)
+        worker.handler("t")(lambda job: ran.append(job.id))
+        worker.run(until_idle=True)
+        assert sorted(ran) == sorted(f"ok{i}" for i in range(16))
+        dead = {d.id: d.error for d in q.dead_list("t", limit=100)}
+        assert dead == {**{f"late{i}": "expired" for i in range(16)},
+                        **{f"delayed{i}": "expired" for i in range(8)}}

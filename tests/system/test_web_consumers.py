@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+import streamdelay as sd
 from tests.integration.test_consumer_drivers import (
     GROUP,
     TOPIC,
@@ -27,6 +28,7 @@ from tests.integration.test_consumer_drivers import (
     enqueue_job_set,
     new_queue,
 )
+from tests.integration.test_pull import promote
 from tests.support.redis_server import RedisServer
 from tests.support.web_server import WebServer
 
@@ -146,3 +148,30 @@ def test_an_abandoned_long_poll_takes_no_job(web_server: WebServer) -> None:
         == 201
     time.sleep(1.5)
     assert _call(web_server, "GET", f"{base}/jobs/ab-1")[1]["state"] == "ready"
+
+
+def test_reserve_never_hands_out_an_expired_job(shared_redis: RedisServer) -> None:
+    """Expiry (docs/expiry.md) over HTTP: jobs whose deadline passed in their stream (promoted
+    in time) or while delayed (the service's dispatcher) are never delivered by ``:reserve``;
+    they are dead with the error ``expired`` and counted as outcome ``expired``."""
+    q = new_queue(shared_redis.url)
+    try:
+        q.enqueue_many([sd.JobSpec(TOPIC, {"fails": 0}, id=job_id, expires=expires)
+                        for job_id, expires in (("late-0", 0.15), ("late-1", 0.15),
+                                                ("ok-0", None))])
+        promote(q, 3)
+        q.enqueue(TOPIC, {"fails": 0}, id="late-delayed", expires=0.15)
+        time.sleep(0.4)
+        with WebServer(shared_redis.url, [q.name]) as server:
+            runs = run_http_consumers(server, q.name)
+            text = server.request("GET", "/metrics", token="reader")[1]
+        assert dict(runs) == {"ok-0": [1]}
+        assert {d.id: (d.error, d.attempts) for d in q.dead_list(TOPIC)} == {
+            "late-0": ("expired", 0), "late-1": ("expired", 0),
+            "late-delayed": ("expired", 0)}
+        assert (f'streamdelay_jobs_total{{group="{GROUP}",outcome="expired",queue="{q.name}",'
+                f'topic="{TOPIC}"}} 2.0') in text, text[-3000:]
+        assert (f'streamdelay_jobs_total{{group="",outcome="expired",queue="{q.name}",'
+                f'topic="{TOPIC}"}} 1.0') in text, text[-3000:]
+    finally:
+        q.close()

@@ -12,10 +12,11 @@ import re
 
 import pytest
 
-from benchmarks import report_notes, targets
-from benchmarks.dispatch import CALL_BOUND_US, script_call_check
-from benchmarks.harness import NOT_MEASURED, Check, Section
-from benchmarks.run_all import exit_code, report
+from benchmarks.core import fragments, report_notes, targets
+from benchmarks.core.harness import NOT_MEASURED, Check, Section
+from benchmarks.core.report import exit_code, report
+from benchmarks.core.targets import CALL_BOUND_US
+from benchmarks.micro.dispatch import script_call_check
 from streamdelay.consumer.dispatcher import PROMOTE_BATCH
 from streamdelay.producer.enqueuing import ENQUEUE_BATCH
 
@@ -88,7 +89,7 @@ def prose(text: str) -> str:
 
 def test_the_prose_templates_hold_no_figures() -> None:
     for template in (report_notes.INTRO, *report_notes.NOTES):
-        literal = report_notes.PLACEHOLDER.sub("", template)
+        literal = fragments.PLACEHOLDER.sub("", template)
         assert numbers(literal) == [], (numbers(literal), literal[:200])
 
 
@@ -219,7 +220,7 @@ def test_a_section_s_listed_targets_are_in_the_targets_list() -> None:
 
 
 def test_the_servers_section_run_alone_replaces_its_own_section_only() -> None:
-    from benchmarks.servers import TITLE, put_section
+    from benchmarks.e2e.servers import TITLE, put_section
 
     doc = ("# Benchmarks\n\n## Enqueue\n\n| 1 |\n\n" + report_notes.ANALYSIS_HEADING
            + "\n\nprose\n")

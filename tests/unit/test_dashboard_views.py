@@ -89,6 +89,17 @@ def test_job_view_shows_record_and_actions_by_state() -> None:
     assert shown["due"] == "when its parents have ended"
 
 
+def test_job_view_shows_priority_key_and_expiry_of_a_job_with_options() -> None:
+    plain = dict(views.job_view(_info(), NOW).fields)
+    assert not {"priority", "key", "expires"} & set(plain)
+    fields = dict(views.job_view(_info(id="{acme}close-42", priority=8, key="acme",
+                                       expires_at=NOW + 90_000), NOW).fields)
+    assert (fields["priority"], fields["key"]) == ("8", "acme")
+    assert fields["expires"].endswith("(in 1 m 30 s)")
+    expiring = dict(views.job_view(_info(expires_at=NOW + 60_000), NOW).fields)
+    assert "expires" in expiring and "priority" not in expiring
+
+
 def test_bodies_are_shown_as_text_and_cut() -> None:
     assert views.body_text(b"plain") == "plain"
     assert views.body_text(b"\xff\x00") == "ff 00"

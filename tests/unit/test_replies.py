@@ -164,7 +164,7 @@ def test_get_plan_reads_a_reserved_job() -> None:
 
     fmt, body = encode_body({"n": 1}, "json", 1024)
     record = b"s|1|100|90|30000|5|7-0|mail|" + encode_blob(fmt, body, {}, None)
-    replies = {"getJobV2": [record, b"reserved", b"w1", 12, 1, b"", 1000],
+    replies = {"getJobV3": [record, b"reserved", b"w1", 12, 1, b"", 1000, b""],
                "GET": b"7-0|42"}  # the progress of this delivery (entry 7-0)
     # its parents and its waiters (workflows), one pipeline
     relations = [[b"~", b"d|r|0|0", b"p1", b"s"], [b"0|kid", b"1|#b7"]]
@@ -173,7 +173,7 @@ def test_get_plan_reads_a_reserved_job() -> None:
         return relations if isinstance(step, Commands) else replies[name_of(step)]
 
     info, steps = drive(plans.get_plan(CFG, "job-1"), answer)
-    assert [name_of_any(s) for s in steps] == ["getJobV2", "HGETALL", "GET"]
+    assert [name_of_any(s) for s in steps] == ["getJobV3", "HGETALL", "GET"]
     assert info is not None and info.parents == {"p1": "succeeded"}
     assert info.children == ["batch:b7", "kid"]
     relations = [[], []]
@@ -386,9 +386,9 @@ def test_every_include_header_names_its_function_and_every_use_is_included() -> 
     direct = {name: set(INCLUDE_LINE.findall(body)) for name, body in files.items()}
     for name, body in files.items():
         # keys (the key layout), hold (held jobs, docs/guarantees.md#never-twice-at-once) and
-        # flow (workflows, docs/workflows.md) are several helpers of one mechanism, described
-        # by their header as a whole
-        if name in provides and name not in ("keys", "hold", "flow"):
+        # flow (workflows, docs/workflows.md) and expired (job deadlines, docs/expiry.md) are
+        # several helpers of one mechanism, described by their header as a whole
+        if name in provides and name not in ("keys", "hold", "flow", "expired"):
             signature = re.search(rf"^local function {name}\(([^)]*)\)", body, re.MULTILINE)
             assert signature, f"include {name} defines no function {name}"
             assert body.startswith(f"-- {name}({signature.group(1)})"), (

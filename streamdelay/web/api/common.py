@@ -16,8 +16,13 @@ from ..errors import ApiError, ErrorBody
 PREFIX = "/v1/queues/{queue:str}"
 TopicParam = Annotated[str, Parameter(pattern=validation.TOPIC.pattern,
                                       description="The topic.")]
-JobIdParam = Annotated[str, Parameter(pattern=validation.JOB_ID.pattern, description=(
-    "The job id (a \"/\" in it may be sent as is or as %2F)."))]
+# The characters of both id forms (a {name:path} value starts with "/": path_value strips it);
+# the exact form, {key}rest or plain, is the library's check (422 naming id): a pattern with the
+# optional {key} group kept schemathesis from generating the reschedule route's examples.
+JobIdParam = Annotated[str, Parameter(
+    pattern=r"^/?[A-Za-z0-9_.:@/+={}-]{1,195}$", description=(
+    "The job id (a \"/\" in it may be sent as is or as %2F; a keyed job's id, {key}rest, "
+    "with its braces as %7B and %7D)."))]
 ReceiptParam = Annotated[str, Parameter(pattern=r"^[A-Za-z0-9_-]{1,2048}$", description=(
     "The receipt of a delivery, as reserve returned it."))]
 _WHY = {

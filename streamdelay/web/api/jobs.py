@@ -74,6 +74,7 @@ async def enqueue_job(target: AsyncQueue, data: EnqueueBody) -> EnqueueResult:
                                 id=spec.id, ttr=spec.ttr, max_attempts=spec.max_attempts,
                                 backoff=spec.backoff, headers=spec.headers,
                                 replace=spec.replace, keep_result=spec.keep_result,
+                                priority=spec.priority, key=spec.key, expires=spec.expires,
                                 after=data.after, on_parent_failure=data.on_parent_failure)
 
 

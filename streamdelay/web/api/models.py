@@ -29,7 +29,17 @@ AtTime = Annotated[Annotated[float, msgspec.Meta(ge=0, le=1e11)] | str, msgspec.
     description="Epoch seconds, or an ISO 8601 time with an offset "
                 "(\"2030-01-31T09:30:00Z\"), on the Redis server clock.")]
 Topic = Annotated[str, msgspec.Meta(pattern=validation.TOPIC.pattern, examples=["order.close"])]
-JobId = Annotated[str, msgspec.Meta(pattern=validation.JOB_ID.pattern, examples=["close-42"])]
+JobId = Annotated[str, msgspec.Meta(pattern=validation.ANY_JOB_ID.pattern, examples=["close-42"])]
+Priority = Annotated[int, msgspec.Meta(ge=0, le=9, description=(
+    "0-9, higher starts first among ready jobs of its topic (default 5)."))]
+FairnessKey = Annotated[str, msgspec.Meta(
+    pattern=validation.FAIRNESS_KEY.pattern, examples=["tenant-42"], description=(
+        "A fairness key (tenant, customer): the job's id becomes {key}<id>."))]
+Expires = Annotated[Annotated[float, msgspec.Meta(gt=0, le=validation.MAX_DELAY_SECONDS)]
+                    | Duration, msgspec.Meta(
+    description="Seconds after its due time past which the job never starts (a number > 0, "
+                "or a duration such as \"30s\", \"5m\"); it goes to the dead letters with "
+                "reason expired.")]
 Group = Annotated[str, msgspec.Meta(pattern=validation.GROUP.pattern)]
 Consumer = Annotated[str, msgspec.Meta(pattern=validation.CONSUMER.pattern)]
 Attempts = Annotated[int, msgspec.Meta(ge=1, le=validation.MAX_ATTEMPTS_LIMIT)]
@@ -60,6 +70,9 @@ class EnqueueBody(msgspec.Struct, forbid_unknown_fields=True):
     headers: Headers | None = None
     replace: bool = False
     keep_result: Seconds | None = None
+    priority: Priority | None = None
+    key: FairnessKey | None = None
+    expires: Expires | None = None
     # docs/workflows.md: the ids of the jobs it waits for (one-job enqueue only)
     after: Annotated[list[JobId], msgspec.Meta(min_length=1, max_length=1000)] | None = None
     on_parent_failure: Literal["dead", "run"] = "dead"
@@ -245,7 +258,10 @@ def job_values(job: EnqueueBody) -> tuple[Any, ...]:
             job.max_attempts, None if backoff is None else backoff_of(backoff),
             job.headers, job.replace, None,
             parse_duration(job.keep_result, field="keep_result")
-            if isinstance(job.keep_result, str) else job.keep_result)
+            if isinstance(job.keep_result, str) else job.keep_result,
+            job.priority, job.key,
+            parse_duration(job.expires, field="expires")
+            if isinstance(job.expires, str) else job.expires)
 
 
 def to_spec(job: EnqueueBody) -> JobSpec:

@@ -259,6 +259,13 @@ def job_view(info: JobInfo, now_ms: int, group: str | None = None) -> JobView:
         ("attempts", f"{info.attempts} failed of at most {info.max_attempts}"),
         ("ttr", duration(info.ttr_ms or info.ttr * 1000)),
     ]
+    if info.priority != 5 or info.key is not None:  # a job with options (docs/producer.md)
+        fields.append(("priority", str(info.priority)))
+    if info.key is not None:
+        fields.append(("key", info.key))
+    if info.expires_at is not None:
+        fields.append(("expires", f"{moment(info.expires_at)} "
+                                  f"({relative(info.expires_at, now_ms)})"))
     if group and info.state in ("ready", "reserved"):
         fields.append(("group", group))
     if info.consumer is not None:

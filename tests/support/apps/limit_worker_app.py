@@ -4,7 +4,9 @@ The queue name comes from ``LIMIT_APP_QUEUE``; the URL is given with ``--url``. 
 topic ``limited`` appends ``<job id> <wall clock at start>`` to ``LIMIT_APP_OUT``, and keeps a
 Redis counter of the handlers running now (INCR at start, DECR at the end), recording its peak
 in ``LIMIT_APP_QUEUE:peak`` (a Lua max, sampled at every start); it sleeps
-``LIMIT_APP_SLEEP`` seconds (default 0). The job body ``"hang"`` sleeps an hour.
+``LIMIT_APP_SLEEP`` seconds (default 0). The job body ``"hang"`` sleeps an hour (on its first
+attempt only: a job reclaimed from a killed worker then runs normally). The queue has
+``LIMIT_APP_PARTITIONS`` partitions (default 1).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ import redis.asyncio
 import streamdelay as sd
 
 NAME = os.environ.get("LIMIT_APP_QUEUE", "limitapp")
-queue = sd.Queue(NAME, url="redis://127.0.0.1:1/0")
+queue = sd.Queue(NAME, url="redis://127.0.0.1:1/0",
+                 partitions=int(os.environ.get("LIMIT_APP_PARTITIONS", "1")))
 worker = sd.Worker(queue, group="limit-app", concurrency=16, shutdown_grace=5)
 _PEAK = """local n = redis.call('INCR', KEYS[1])
 if n > tonumber(redis.call('GET', KEYS[2]) or '0') then redis.call('SET', KEYS[2], n) end
@@ -37,7 +40,7 @@ async def limited(job: sd.Job) -> None:
         out.write(f"{job.id} {time.time():.6f} {os.getpid()}\n")
     await _client.eval(_PEAK, 2, f"{NAME}:running", f"{NAME}:peak")
     try:
-        await asyncio.sleep(3600 if job.body == "hang" else
+        await asyncio.sleep(3600 if job.body == "hang" and job.attempt == 1 else
                             float(os.environ.get("LIMIT_APP_SLEEP", "0")))
     finally:
         await _client.decr(f"{NAME}:running")

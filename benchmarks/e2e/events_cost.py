@@ -1,0 +1,181 @@
+"""Lifecycle events: what ``Queue(..., events=True)`` costs, against the same work with events
+off, in the same run (docs/events.md; target: at most 10 % slower).
+
+Two queues on one redis-server, one with events on (field ``events`` of its meta), one off.
+Enqueue: one ``enqueue`` call per job and ``enqueue_many`` batches of 1,000, in alternating
+rounds (off then on, on then off, ...), so a neighbour's burst hits a round, not a side; the
+figure is the median of the rounds' ratios. Drain: N jobs due at once drained by one worker
+process (``benchmarks.e2e.bench_app``, async no-op handler, embedded dispatcher), the sides
+alternated drain by drain; each drain's events queue writes enqueued, promoted, started and
+succeeded per job. Redis CPU per job from ``INFO``'s used_cpu, both sides.
+
+Run: ``.venv/bin/python benchmarks/e2e/events_cost.py [--jobs 10000] [--drains 3]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import redis
+
+import streamdelay as sd
+from benchmarks.core.harness import (
+    Section,
+    Workers,
+    keys_of,
+    measure_clock_offset,
+    rate,
+    redis_cpu_seconds,
+    redis_server,
+    server_now_ms,
+    verdict,
+)
+from streamdelay.protocol.keys import PartitionKeys
+
+BODY = {"order_id": 42, "pad": "x" * 80}  # ~100 bytes of JSON
+BATCH = 1000
+TARGET = 0.10  # at most 10 % slower with events on
+
+
+def _single(queue: sd.Queue, tag: str) -> Callable[[int, int], float]:
+    def run(start: int, n: int) -> float:
+        began = time.perf_counter()
+        for i in range(start, start + n):
+            queue.enqueue("bench.job", BODY, delay=3600.0, id=f"{tag}s{i}")
+        return time.perf_counter() - began
+    return run
+
+
+def _many(queue: sd.Queue, tag: str) -> Callable[[int, int], float]:
+    def run(start: int, n: int) -> float:
+        began = time.perf_counter()
+        for first in range(start, start + n, BATCH):
+            queue.enqueue_many([sd.JobSpec("bench.job", BODY, delay=3600.0, id=f"{tag}m{i}")
+                                for i in range(first, min(start + n, first + BATCH))])
+        return time.perf_counter() - began
+    return run
+
+
+def alternate(client: redis.Redis, jobs: int, rounds: int, off: Callable[[int, int], float],
+              on: Callable[[int, int], float]) -> tuple[float, float, float, float, float]:
+    """(off jobs/s, on jobs/s, median on/off time ratio, off and on Redis CPU µs per job)."""
+    per = max(1, jobs // rounds)
+    totals = {"off": 0.0, "on": 0.0}
+    cpu = {"off": 0.0, "on": 0.0}
+    ratios = []
+    for number in range(rounds):
+        times: dict[str, float] = {}
+        for side in (("off", "on") if number % 2 == 0 else ("on", "off")):
+            before = redis_cpu_seconds(client)
+            times[side] = (off if side == "off" else on)(number * per, per)
+            cpu[side] += redis_cpu_seconds(client) - before
+            totals[side] += times[side]
+        ratios.append(times["on"] / times["off"])
+    done = per * rounds
+    return (done / totals["off"], done / totals["on"], statistics.median(ratios),
+            cpu["off"] * 1e6 / done, cpu["on"] * 1e6 / done)
+
+
+def drain_once(url: str, client: redis.Redis, name: str, jobs: int) -> tuple[float, float]:
+    """(seconds from T0 to the last ack, Redis CPU s) of one drain of ``jobs`` due at once."""
+    with Workers(url, name, 1, mode="noop", concurrency=64) as workers:
+        workers.wait_ready(client)
+        queue = sd.Queue(name, url=url)
+        offset_ms, _ = measure_clock_offset(client)
+        due_at_ms = server_now_ms(client) + (2.0 + jobs / 10_000) * 1000
+        for start in range(0, jobs, 10_000):
+            queue.enqueue_many([sd.JobSpec("bench.job", BODY, at=due_at_ms / 1000,
+                                           id=f"{name}-{time.time_ns()}-{i}")
+                                for i in range(start, min(jobs, start + 10_000))])
+        queue.close()
+        if server_now_ms(client) >= due_at_ms:
+            raise RuntimeError("enqueueing took longer than the lead")
+        cpu_start = None
+        jobs_key = keys_of(name).jobs
+        while True:
+            now_ms = time.time() * 1000 + offset_ms
+            if cpu_start is None and now_ms >= due_at_ms:
+                cpu_start = redis_cpu_seconds(client)
+            if now_ms >= due_at_ms and client.hlen(jobs_key) == 0:
+                break
+            workers.check_alive()
+            time.sleep(0.002)
+        return (now_ms - due_at_ms) / 1000, redis_cpu_seconds(client) - (cpu_start or 0.0)
+
+
+def _pct(ratio: float) -> str:
+    return f"{ratio - 1:+.1%}"
+
+
+def run(jobs: int = 10_000, drains: int = 3, single: int = 4000, rounds: int = 8) -> Section:
+    """The events-on / events-off table of one run."""
+    rows: list[list[str]] = []
+    figures: dict[str, float] = {}
+    slowdowns: dict[str, float] = {}
+    with redis_server() as server:
+        client = server.client()
+        url = server.url
+        with sd.Queue("evoff", url=url) as off_q, \
+                sd.Queue("evon", url=url, events=True) as on_q:
+            for q in (off_q, on_q):  # both queues exist; evon's meta says events on
+                q.enqueue("warm", 0, id="warm", delay=3600.0)
+            for what, n, make in (("enqueue, 1 call per job", single, _single),
+                                  (f"enqueue_many, batches of {BATCH:,}", jobs * 2, _many)):
+                off_rate, on_rate, ratio, off_cpu, on_cpu = alternate(
+                    client, n, rounds, make(off_q, "off"), make(on_q, "on"))
+                slowdowns[what] = ratio
+                rows.append([what, f"{n:,}", rate(1, 1 / off_rate), rate(1, 1 / on_rate),
+                             _pct(ratio), f"{off_cpu:.1f} / {on_cpu:.1f}"])
+        for name in ("droff", "dron"):  # the drain queues: created empty, dron with events
+            with sd.Queue(name, url=url, events=name == "dron") as q:
+                q.enqueue("warm", 0, id="warm", delay=3600.0)
+                q.cancel("warm")
+        drain_times: dict[str, list[float]] = {"droff": [], "dron": []}
+        drain_cpu: dict[str, float] = {"droff": 0.0, "dron": 0.0}
+        for number in range(drains):
+            for name in (("droff", "dron") if number % 2 == 0 else ("dron", "droff")):
+                elapsed, cpu = drain_once(url, client, name, jobs)
+                drain_times[name].append(elapsed)
+                drain_cpu[name] += cpu
+        off_s, on_s = (statistics.median(drain_times[n]) for n in ("droff", "dron"))
+        ratio = on_s / off_s
+        slowdowns["drain"] = ratio
+        rows.append([f"drain, {jobs:,} due at once, 1 worker process", f"{jobs:,} x {drains}",
+                     rate(jobs, off_s), rate(jobs, on_s), _pct(ratio),
+                     f"{drain_cpu['droff'] * 1e6 / (jobs * drains):.1f} / "
+                     f"{drain_cpu['dron'] * 1e6 / (jobs * drains):.1f}"])
+        kept = client.xlen(PartitionKeys("dron", 0).events)
+    for what, value in slowdowns.items():
+        figures[f"events_slowdown_{what.split(',')[0].replace(' ', '_')}"] = value - 1
+    worst = max(slowdowns.values())
+    section = Section(
+        "Lifecycle events: on against off, same run",
+        ["workload", "jobs", "events off, jobs/s", "events on, jobs/s", "on vs off (time)",
+         "Redis CPU µs per job, off / on"], rows, figures=figures,
+        verdicts=[verdict("lifecycle events cost at most 10 % (enqueue and drain)",
+                          worst - 1 <= TARGET, f"worst {_pct(worst)}", "events-cost")])
+    section.notes = [f"The events queue's stream held {kept:,} entries at the end (bound "
+                     f"10,000 per partition, `MAXLEN ~`). Enqueue figures: the median of "
+                     f"{rounds} alternating rounds; drain: the median of {drains} drains a "
+                     "side, alternated."]
+    return section
+
+
+def main() -> None:
+    """Command line entry point."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=10_000)
+    parser.add_argument("--drains", type=int, default=3)
+    args = parser.parse_args()
+    run(args.jobs, args.drains).print()
+
+
+if __name__ == "__main__":
+    main()

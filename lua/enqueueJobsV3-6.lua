@@ -1,0 +1,193 @@
+#!lua
+-- enqueueJobsV3-6: enqueueJobsV2-6 with job options (priority, fairness key, expiry; docs/keys.md
+-- #job-options): a ninth value per job, its options or ''. A job written with options gets its
+-- field in PREFIX..'opts' (and, for a priority other than 5 or a key, its topic's flag in
+-- PREFIX..'staged'); a job written without (a replace, or an id freed by an expired tombstone)
+-- drops the field of the job it replaced. Producers call it for a batch with a job that has
+-- options or replaces; other batches keep calling enqueueJobsV2 (nothing to pay for options).
+-- KEYS: the six partition keys (includes/keys.lua); PREFIX..'opts' and PREFIX..'staged' too.
+-- ARGV[1]  past tolerance ms for absolute due times
+-- ARGV[2]  keep_done ms (> 0: acknowledged ids stay taken as tombstones; used here only to purge:
+--          not 0, the call also forgets up to 100 expired tombstones)
+-- then 9 values per job: id, topic, when_kind ('r' relative | 'a' absolute), when_ms,
+--                        ttr_ms, max_attempts, replace ('0' | '1' | '1:<max_wait_ms>'), blob,
+--                        opts ('' | '<priority 0-9>|<expires_ms or empty>|<key or empty>')
+-- opts are stored as '<priority>|<due_ms + expires_ms or empty>|<key>' (the deadline on the
+-- Redis clock, from the due time the job was written with).
+-- replace '1:<max_wait_ms>' (debounce, docs/producer.md#debounce): as in enqueueJobsV2.
+-- Returns one value per job, in ARGV order, exactly as enqueueJobsV2: the due time in epoch ms
+-- (a number) when the job was created; else '<state>:<due_ms>' of the job now under that id
+-- ('d:<new due_ms>' when replace rewrote it). A job replaced while a consumer runs it keeps that
+-- delivery and is held behind it (includes/hold.lua).
+-- Errors: 'SDERR AT_IN_PAST <id>' (nothing written), 'SDERR BAD_ARGS' (a malformed opts value
+-- too), 'SDERR WRONG_TYPE <key> <type>' (checked before any write, opts and staged included),
+-- 'ERR hash value is not an integer: <counts key> <topic>' (checked too).
+-- Side effects: as enqueueJobsV2, plus HSET/HDEL opts, HSET staged.
+-- Retry-safe: a repeated call finds the ids and reports them as existing ('d:<due_ms>').
+-- Events (docs/events.md): 'enqueued' per job written, as enqueueJobsV2.
+-- @include server_time
+-- @include keys
+-- @include new_record
+-- @include wake_if_head
+-- @include detach
+-- @include hmget_many
+-- @include write_many
+-- @include read_records
+-- @include purge_done
+-- @include due_after
+-- @include resolve_due
+-- @include parse_record
+-- @include build_record
+-- @include hold
+-- @include emit_event
+-- @include opts_arg
+-- @include drop_opts
+
+local now, now_us = server_time()
+-- created_ms is rounded up like a relative due, so due - created is exactly the delay
+local created = due_after(now_us, 0)
+local tolerance = tonumber(ARGV[1])
+local per_job = 9
+if (#ARGV - 2) % per_job ~= 0 or not tolerance then return redis.error_reply('SDERR BAD_ARGS') end
+local n = (#ARGV - 2) / per_job
+
+local dues = {}
+for i = 0, n - 1 do
+  local b = 3 + i * per_job
+  local due = resolve_due(ARGV[b + 2], tonumber(ARGV[b + 3]), now, now_us, tolerance)
+  if not due then return redis.error_reply('SDERR AT_IN_PAST ' .. ARGV[b]) end
+  dues[i] = due
+end
+-- each job's options, checked before any write: false for none
+local options, any_options = {}, false
+for i = 0, n - 1 do
+  local value = ARGV[3 + i * per_job + 8]
+  if value == '' then options[i] = false else
+    local p, e, k = opts_arg(value)
+    if not p then return redis.error_reply('SDERR BAD_ARGS') end
+    options[i] = {p, e, k}
+    any_options = true
+  end
+end
+
+-- One HMGET reads every id; the new records, delayed-set entries and count increments are
+-- collected and written with one HSET, one ZADD and one HINCRBY per topic. What is pending is
+-- written first when an id comes twice in one call (its record is then read again) and before
+-- a job is detached (replace, expired tombstone), so each job sees the ones before it, and a
+-- call that fails half-way (foreign garbage) leaves them, exactly as if written one by one.
+local ids = {}
+for i = 0, n - 1 do ids[i + 1] = ARGV[3 + i * per_job] end
+check_partition_keys()
+refuse_wrong_type(K_OPTS, 'hash')
+if any_options then refuse_wrong_type(K_STAGED, 'hash') end
+-- HINCRBY comes after the records are written: a topic's count another client filled with
+-- something that is no integer is refused first (one HMGET of the call's topics)
+local topics, listed = {}, {}
+for i = 0, n - 1 do
+  local topic = ARGV[3 + i * per_job + 1]
+  if not listed[topic] then listed[topic] = true; topics[#topics + 1] = topic end
+end
+local held = #topics > 0 and hmget_many(K_COUNTS, topics) or {}
+for j = 1, #topics do
+  local v = held[j]
+  if v and not (#v <= 20 and string.match(v, '^%-?%d+$')) then
+    return redis.error_reply('ERR hash value is not an integer: ' .. K_COUNTS .. ' ' .. topics[j])
+  end
+end
+local olds = n > 0 and hmget_many(K_JOBS, ids) or {}
+-- a job that is replaced (or whose tombstone expired) leaves its stream: checked before any write
+for i = 0, n - 1 do
+  local old = olds[i + 1] and parse_record(olds[i + 1])
+  if old and old.state == 's' then refuse_wrong_type(stream_key(old.topic), 'stream') end
+  if old and old.state == 'x' then refuse_wrong_type(dead_key(old.topic), 'stream') end
+  -- one a consumer may run is held behind its run, noted in PREFIX holds (includes/hold.lua)
+  if old and old.entry ~= '' and (old.state == 's' or old.state == 'd') then check_hold_keys() end
+end
+local seen = {}
+local records, entries, counts = {}, {}, {}
+local function flush()
+  if #records > 0 then
+    write_many('HSET', K_JOBS, records)
+    write_many('ZADD', K_DELAYED, entries)
+    for topic, count in pairs(counts) do redis.call('HINCRBY', K_COUNTS, topic, count) end
+    records, entries, counts = {}, {}, {}
+  end
+end
+
+local out = {}
+local opt_of, staged = {}, {} -- id -> the field written (false: dropped); staged topics
+local head_id, head_due = nil, nil
+for i = 0, n - 1 do
+  local b = 3 + i * per_job
+  local id, topic = ARGV[b], ARGV[b + 1]
+  local old_raw = olds[i + 1]
+  if seen[id] then
+    flush()
+    old_raw = redis.call('HGET', K_JOBS, id)
+  end
+  seen[id] = true
+  local old = parse_record(old_raw)
+  if old and old.state == 'c' then
+    local expires = redis.call('ZSCORE', K_DONE, id)
+    if not expires or tonumber(expires) <= now then -- a tombstone past its time frees the id
+      flush()
+      detach(old, id)
+      old_raw, old = nil, nil
+    end
+  end
+  local replace = ARGV[b + 6]
+  if old_raw and string.byte(replace, 1) ~= 49 then -- 49: '1'
+    out[i + 1] = string.format('%s:%d', old and old.state or '?', old and old.due or 0)
+  else
+    -- a job a consumer runs keeps that delivery and is held behind it (includes/hold.lua)
+    local held, not_before = nil, nil
+    if old then
+      flush()
+      held, not_before = hold_of(old, id, now)
+      if not held or old.state == 'd' then detach(old, id) end
+    end
+    local due, born = dues[i], created
+    local max_wait = replace ~= '0' and tonumber(string.match(replace, '^1:(%d+)$'))
+    if max_wait then
+      if old and old.state == 'd' then born = old.created end
+      if born + max_wait < due then due = born + max_wait end
+    end
+    local record = new_record(due, born, tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]), topic,
+                              ARGV[b + 7])
+    local score = due
+    if held then
+      record = string.format('d|0|%d|%d|%d|%d|', due, born, tonumber(ARGV[b + 4]),
+                             tonumber(ARGV[b + 5])) .. held
+               .. '|' .. topic .. '|' .. ARGV[b + 7]
+      if not_before > score then score = not_before end
+    end
+    records[#records + 1] = id
+    records[#records + 1] = record
+    entries[#entries + 1] = score
+    entries[#entries + 1] = id
+    counts[topic] = (counts[topic] or 0) + 1
+    if not head_due or score < head_due then head_id, head_due = id, score end
+    local o = options[i]
+    if o then -- the last job written under an id decides its field (an id may come twice)
+      opt_of[id] = o[1] .. '|' .. (o[2] and (due + o[2]) or '') .. '|' .. o[3]
+      if o[1] ~= 5 or o[3] ~= '' then staged[topic] = true end
+    elseif old_raw then
+      opt_of[id] = false
+    end
+    out[i + 1] = old_raw and string.format('d:%d', due) or due
+    emit_event('enqueued', id, topic, 0, old_raw and (due .. ' replaced') or due, now)
+  end
+end
+flush()
+local sets, drops, flags = {}, {}, {}
+for id, value in pairs(opt_of) do
+  if value then sets[#sets + 1] = id; sets[#sets + 1] = value else drops[#drops + 1] = id end
+end
+if #sets > 0 then write_many('HSET', K_OPTS, sets) end
+drop_opts(drops)
+for topic in pairs(staged) do flags[#flags + 1] = topic; flags[#flags + 1] = 1 end
+if #flags > 0 then write_many('HSET', K_STAGED, flags) end
+if head_id then wake_if_head(head_id, head_due) end
+-- tombstones exist only where keep_done > 0; ackJobs purges as well, whatever its keep_done
+if tonumber(ARGV[2]) ~= 0 then purge_done(now, 100) end
+return out

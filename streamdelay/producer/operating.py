@@ -1,0 +1,150 @@
+"""The operator faces of ``Queue`` and ``AsyncQueue``: dead letters, the job listing, pause and
+resume, topic limits and the record-layout migration (docs/operations.md).
+
+Mixins, as ``scheduling.py`` and ``searching.py``: each method validates through and drives one
+producer or operator plan with the face's ``_operate`` (reads and operator commands: never
+creates the queue) or ``_run``. ``queue.py`` keeps the producer face (enqueue, cancel,
+reschedule, get, stats, claim) and the connections.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..base.models import DeadJob, Delay
+from ..limits.plans import limit_call, limits_plan, set_limit_plan
+from ..limits.rates import Rate, TopicLimit
+from ..protocol.layouts import SEEN_WITHIN_S, migrate_plan
+from ..protocol.plan import Plan
+from ..redis_io.config import QueueConfig
+from . import plans
+from .listing import JobPage, jobs_plan
+from .pausing import set_paused_plan
+
+
+class OperatorMethods:
+    """Dead letters, listing, pause, limits and migration, blocking (``Queue``)."""
+
+    config: QueueConfig
+
+    def _run(self, plan: Plan[Any], create: bool = True, checked: bool = False) -> Any:
+        raise NotImplementedError
+
+    def _operate(self, plan: Plan[Any]) -> Any:
+        raise NotImplementedError
+
+    def dead_list(self, topic: str | None = None, limit: int = 100) -> list[DeadJob]:
+        """The oldest dead-letter entries."""
+        result: list[DeadJob] = self._operate(plans.dead_list_plan(self.config, topic, limit))
+        return result
+
+    def dead_replay(
+        self, topic: str | None = None, id: str | None = None, delay: Delay | None = None
+    ) -> int:
+        """Put dead jobs back as new (attempts reset); returns how many."""
+        return int(self._operate(plans.dead_replay_plan(self.config, topic, id, delay)))
+
+    def dead_purge(self, topic: str | None = None, id: str | None = None) -> int:
+        """Forget dead jobs; returns how many."""
+        return int(self._operate(plans.dead_purge_plan(self.config, topic, id)))
+
+    def jobs(self, state: str, topic: str | None = None, limit: int = 100,
+             cursor: str | None = None) -> JobPage:
+        """One page of the jobs in ``state`` (delayed, ready, reserved or dead): delayed by due
+        time, the others in stream order; pass ``page.cursor`` for the next page (None: the
+        end). Every call is bounded, whatever the backlog (docs/operations.md#list-jobs)."""
+        result: JobPage = self._operate(jobs_plan(self.config, state, topic, limit, cursor))
+        return result
+
+    def pause(self, topic: str) -> bool:
+        """Within 1 s no worker starts a job of ``topic`` (running ones finish; due jobs still
+        become ready). False when it was paused already. Kept in Redis until ``resume``."""
+        return bool(self._operate(set_paused_plan(self.config, topic, True)))
+
+    def resume(self, topic: str) -> bool:
+        """Let workers start jobs of ``topic`` again; False when it was not paused."""
+        return bool(self._operate(set_paused_plan(self.config, topic, False)))
+
+    def limit(self, topic: str, rate: str | Rate | None = None,
+              concurrency: int | None = None, *, clear: bool = False) -> bool:
+        """Across all workers, start at most ``rate`` jobs of ``topic`` (``"100/s"``, ``"5/m"``)
+        and run at most ``concurrency`` at once; ``clear=True`` removes the topic's limit (a
+        call with neither is deprecated, see ``limit_call``). Each call sets the whole limit.
+        False when it already was so (docs/limits.md)."""
+        limit_call(topic, rate, concurrency, clear)
+        return bool(self._run(set_limit_plan(self.config, topic, rate, concurrency)))
+
+    def limits(self) -> dict[str, TopicLimit]:
+        """The limited topics and their limits."""
+        result: dict[str, TopicLimit] = self._operate(limits_plan(self.config))
+        return result
+
+    def migrate(self, *, seen_within: float = SEEN_WITHIN_S) -> list[int]:
+        """Move every partition to record layout 2 (one copy of a body in Redis); idempotent.
+        The layouts before, per partition. Refused (``LayoutError`` naming them) while a live
+        process cannot read layout 2: a consumer active within ``seen_within`` seconds
+        that keeps no fleet record counts as one (docs/operations.md#upgrading-a-running-queue)."""
+        result: list[int] = self._operate(migrate_plan(self.config.name, self.config.partitions,
+                                                       seen_within))
+        return result
+
+
+
+class AsyncOperatorMethods:
+    """The same methods for ``AsyncQueue``, awaitable."""
+
+    config: QueueConfig
+
+    async def _run(self, plan: Plan[Any], create: bool = True) -> Any:
+        raise NotImplementedError
+
+    async def _operate(self, plan: Plan[Any]) -> Any:
+        raise NotImplementedError
+
+    async def dead_list(self, topic: str | None = None, limit: int = 100) -> list[DeadJob]:
+        """The oldest dead-letter entries; see ``Queue.dead_list``."""
+        result: list[DeadJob] = await self._operate(plans.dead_list_plan(self.config, topic, limit))
+        return result
+
+    async def dead_replay(
+        self, topic: str | None = None, id: str | None = None, delay: Delay | None = None
+    ) -> int:
+        """Put dead jobs back; see ``Queue.dead_replay``."""
+        return int(await self._operate(plans.dead_replay_plan(self.config, topic, id, delay)))
+
+    async def dead_purge(self, topic: str | None = None, id: str | None = None) -> int:
+        """Forget dead jobs; see ``Queue.dead_purge``."""
+        return int(await self._operate(plans.dead_purge_plan(self.config, topic, id)))
+
+    async def jobs(self, state: str, topic: str | None = None, limit: int = 100,
+                   cursor: str | None = None) -> JobPage:
+        """One page of the jobs in ``state``; see ``Queue.jobs``."""
+        result: JobPage = await self._operate(
+            jobs_plan(self.config, state, topic, limit, cursor))
+        return result
+
+    async def pause(self, topic: str) -> bool:
+        """Stop workers starting jobs of ``topic``; see ``Queue.pause``."""
+        return bool(await self._operate(set_paused_plan(self.config, topic, True)))
+
+    async def resume(self, topic: str) -> bool:
+        """Let workers start jobs of ``topic`` again; see ``Queue.resume``."""
+        return bool(await self._operate(set_paused_plan(self.config, topic, False)))
+
+    async def limit(self, topic: str, rate: str | Rate | None = None,
+                    concurrency: int | None = None, *, clear: bool = False) -> bool:
+        """Set or clear a topic's limit; see ``Queue.limit``."""
+        limit_call(topic, rate, concurrency, clear)
+        return bool(await self._run(set_limit_plan(self.config, topic, rate, concurrency)))
+
+    async def limits(self) -> dict[str, TopicLimit]:
+        """The limited topics and their limits; see ``Queue.limits``."""
+        result: dict[str, TopicLimit] = await self._operate(limits_plan(self.config))
+        return result
+
+    async def migrate(self, *, seen_within: float = SEEN_WITHIN_S) -> list[int]:
+        """Move every partition to record layout 2; see ``Queue.migrate``."""
+        result: list[int] = await self._operate(
+            migrate_plan(self.config.name, self.config.partitions, seen_within))
+        return result
+

@@ -1,0 +1,157 @@
+"""The worker's state has owners (issue 24, item 5): each loop changes only the typed state it
+owns, through that state's methods, and the public attributes of ``sd.Worker`` read as before.
+
+No server: the states are exercised alone, and the ownership rule is checked on the source."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+from pathlib import Path
+
+import streamdelay as sd
+from streamdelay.consumer.acks import AckLoop
+from streamdelay.consumer.counts import KINDS, Counts
+from streamdelay.consumer.delivery import Delivery
+from streamdelay.consumer.running import Slots
+from streamdelay.consumer.supervise import OwnedTasks
+from streamdelay.consumer.views import TopicViews
+from streamdelay.redis_io.config import QueueConfig
+
+CONSUMER = Path(sd.__file__).parent / "consumer"
+# the names under which a module other than worker.py sees the worker
+HOST_NAMES = {"worker", "host"}
+
+
+def _root(node: ast.expr) -> ast.expr:
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+        if isinstance(node, ast.Attribute) and node.attr == "host":  # self.host
+            return ast.Name(id="host")
+    return node
+
+
+def _writes_to_worker(tree: ast.AST) -> list[int]:
+    lines = []
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        for target in targets:
+            assert isinstance(node, ast.stmt)
+            if (isinstance(target, (ast.Attribute, ast.Subscript))
+                    and isinstance(root := _root(target), ast.Name)
+                    and root.id in HOST_NAMES):
+                lines.append(node.lineno)
+    return lines
+
+
+def test_no_consumer_module_writes_the_workers_state() -> None:
+    """``worker.x = ...``, ``worker.views.paused = ...`` or ``worker.counts[k] += 1`` outside
+    worker.py is a write into state another module owns: it goes through a method instead."""
+    found = {path.name: lines for path in sorted(CONSUMER.glob("*.py"))
+             if path.name != "worker.py"
+             and (lines := _writes_to_worker(ast.parse(path.read_text())))}
+    assert found == {}
+
+
+def test_the_ownership_check_sees_a_write() -> None:
+    """The check above can fail: the writes it was written against are found."""
+    assert _writes_to_worker(ast.parse("worker.views.paused = p\nworker.counts['x'] += 1\n"
+                                       "self.host.handlers = {}\n")) == [1, 2, 3]
+    assert _writes_to_worker(ast.parse("worker.counts.add('x')\nown.inherited = set()\n")) == []
+
+
+def test_views_are_written_through_their_methods() -> None:
+    async def scenario() -> None:
+        views = TopicViews()
+        assert views.set_paused(frozenset({"a"})) and not views.set_paused(frozenset({"a"}))
+        assert views.paused == {"a"} and not views.changed.is_set()  # pauses wake no take
+        assert views.set_limited(frozenset({"b"})) and views.changed.is_set()
+        views.changed.clear()
+        assert not views.set_limited(frozenset({"b"})) and not views.changed.is_set()
+        assert views.plain(["a", "b", "c"]) == ["c"]
+        views.wake()
+        assert views.changed.is_set()
+        views.renew()
+        assert not views.changed.is_set()
+
+    asyncio.run(scenario())
+
+
+def test_counts_read_as_a_dict_and_are_added_to() -> None:
+    counts = Counts()
+    assert counts == dict.fromkeys(KINDS, 0) and isinstance(counts, dict)
+    counts.add("handled")
+    counts.add("released", 3)
+    assert counts["handled"] == 1 and counts["released"] == 3
+
+
+def test_owned_tasks_are_awaited() -> None:
+    async def scenario() -> list[str]:
+        done: list[str] = []
+        tasks = OwnedTasks()
+
+        async def work() -> None:
+            await asyncio.sleep(0.01)
+            done.append("handed back")
+
+        tasks.spawn(work())
+        assert tasks
+        await tasks.wait(5.0)
+        assert not tasks  # forgotten once ended
+        return done
+
+    assert asyncio.run(scenario()) == ["handed back"]
+
+
+def test_ack_loop_writes_what_is_added() -> None:
+    sent: list[tuple[int, list[str]]] = []
+
+    async def send(partition: int, flat: list[str]) -> None:
+        sent.append((partition, list(flat)))
+
+    async def scenario() -> None:
+        acks = AckLoop(send)
+        loop = asyncio.create_task(acks.run())
+        acks.add(0, "t", "j1", "1-0")
+        while acks.pending:
+            await asyncio.sleep(0.001)
+        loop.cancel()
+        await asyncio.gather(loop, return_exceptions=True)
+
+    asyncio.run(scenario())
+    assert sent == [(0, ["t", "j1", "1-0"])]
+
+
+def test_a_touch_marks_a_delivery_through_its_method() -> None:
+    delivery = Delivery(0, "t", "1-0", "j1")
+    delivery.report_progress(b"1")
+    assert not delivery.touched(5.0, b"1", lost=False)
+    assert delivery.last_touch == 5.0 and not delivery.progress_fresh
+    delivery.report_progress(b"2")  # reported while the touch was in flight: still fresh
+    assert delivery.touched(6.0, b"1", lost=True) and delivery.lost and delivery.progress_fresh
+    assert not delivery.touched(7.0, b"2", lost=True)  # found lost once
+
+
+def test_slots_count_free_handlers() -> None:
+    slots = Slots(2)
+    slots.inflight[(0, "t", "1-0")] = Delivery(0, "t", "1-0")
+    assert slots.free() == 1 and slots.tasks() == []
+
+
+def test_the_workers_public_attributes_are_unchanged() -> None:
+    worker = sd.Worker(QueueConfig("q", "redis://127.0.0.1:1/0"), concurrency=3)
+
+    @worker.handler("t")
+    def handle(job: sd.Job) -> None:
+        """Nothing to do."""
+
+    assert worker.counts == dict.fromkeys(KINDS, 0)
+    assert worker.inflight == {} and worker.running_jobs == {}
+    assert worker.free_slots() == 3 and not worker.acks_pending and not worker.stopping
+    assert worker.paused == frozenset() and worker.topics == ["t"]
+    rebuilt = worker.replace(concurrency=5)
+    assert rebuilt.free_slots() == 5 and rebuilt.handlers == worker.handlers
