@@ -5,8 +5,9 @@
 -- ARGV[1] past tolerance ms for absolute due times, ARGV[2] outcome keep ms (written to field
 -- 'flow' of PREFIX..'meta' when absent: from then on this partition keeps the outcome of every
 -- job that ends, that long), then per job: id, topic, when_kind ('r' | 'a'), when_ms, ttr_ms,
--- max_attempts, blob, policy ('d' dead or 'r' run when a parent did not succeed), NP, NP
--- parents '<hint>|<parent id>', NK, NK waiter refs '<partition>|<child id or #batch>' to add to
+-- max_attempts, blob, policy ('d' dead or 'r' run when a parent did not succeed), opts (the job's
+-- options '<priority 0-9>|<expires_ms or empty>|<key or empty>' as enqueueJobV3 takes them, ''
+-- for none; docs/keys.md#job-options), NP, NP parents '<hint>|<parent id>', NK, NK waiter refs '<partition>|<child id or #batch>' to add to
 -- the job's children. A parent's hint: '' (of this partition: looked up here; a job earlier in
 -- the call counts as live), 'l' (of another partition, live when the caller linked it), or the
 -- outcome the caller found there ('s', 'x', 'c').
@@ -16,6 +17,10 @@
 -- Errors: 'SDERR NO_PARENT <id>' (a parent of this partition the queue does not know: nothing
 -- written), 'SDERR AT_IN_PAST <id>', 'SDERR BAD_ARGS', 'SDERR WRONG_TYPE <key> <type>'.
 -- Retry-safe: a repeat finds the ids and reports them; refs are set members.
+-- Options: a new job's field of PREFIX..'opts' is written as enqueueJobV3 writes it (a deadline
+-- due + expires for a job created delayed; none yet for a job created waiting, whose expires
+-- rides in its deps record and becomes a deadline when it is released, flow_apply; none for a
+-- job created dead), and a priority other than 5 or a key flags its topic in PREFIX..'staged'.
 -- @include server_time
 -- @include keys
 -- @include due_after
@@ -26,18 +31,26 @@
 -- @include wake_if_head
 -- @include emit_event
 -- @include flow
+-- @include opts_arg
 
 local now, now_us = server_time()
 local tolerance, keep = tonumber(ARGV[1]), tonumber(ARGV[2])
 if not tolerance or not keep then return redis.error_reply('SDERR BAD_ARGS') end
-local jobs, b = {}, 3
+local jobs, b, any_opts = {}, 3, false
 while b <= #ARGV do
   local j = {id = ARGV[b], topic = ARGV[b + 1], kind = ARGV[b + 2], when = tonumber(ARGV[b + 3]),
              ttr = tonumber(ARGV[b + 4]), max = tonumber(ARGV[b + 5]), blob = ARGV[b + 6],
-             policy = ARGV[b + 7], parents = {}, kids = {}}
-  local np = tonumber(ARGV[b + 8])
-  if not (j.when and j.ttr and j.max and np) then return redis.error_reply('SDERR BAD_ARGS') end
-  b = b + 9
+             policy = ARGV[b + 7], opts = ARGV[b + 8], parents = {}, kids = {}}
+  local np = tonumber(ARGV[b + 9])
+  if not (j.when and j.ttr and j.max and np and j.opts) then
+    return redis.error_reply('SDERR BAD_ARGS')
+  end
+  if j.opts ~= '' then
+    j.priority, j.expires, j.key = opts_arg(j.opts)
+    if not j.priority then return redis.error_reply('SDERR BAD_ARGS') end
+    any_opts = true
+  end
+  b = b + 10
   for k = 0, np - 1 do
     local hint, pid = string.match(ARGV[b + k] or '', '^(%a?)|(.+)$')
     if not pid then return redis.error_reply('SDERR BAD_ARGS') end
@@ -52,6 +65,7 @@ while b <= #ARGV do
   jobs[#jobs + 1] = j
 end
 check_partition_keys()
+if any_opts then refuse_wrong_type(K_OPTS, 'hash'); refuse_wrong_type(K_STAGED, 'hash') end
 -- checked before any write: due times, and every parent of this partition is known
 local earlier = {}
 for _, j in ipairs(jobs) do
@@ -110,6 +124,7 @@ for i, j in ipairs(jobs) do
     if #deps > 0 then
       deps[#deps + 1] = '~'
       deps[#deps + 1] = j.policy .. '|' .. j.kind .. '|' .. string.format('%d', j.when) .. '|' .. unmet
+        .. (j.expires and string.format('|%d', j.expires) or '')
       redis.call('HSET', PREFIX .. 'deps:' .. j.id, unpack(deps))
     end
     if failed and j.policy == 'd' then
@@ -126,6 +141,11 @@ for i, j in ipairs(jobs) do
       out[i] = j.due
     end
     redis.call('DEL', PREFIX .. 'early:' .. j.id)
+    if j.priority then -- its options, as enqueueJobV3 writes them (a deadline once it has a due)
+      local deadline = (out[i] == j.due and j.expires) and string.format('%d', j.due + j.expires) or ''
+      redis.call('HSET', K_OPTS, j.id, j.priority .. '|' .. deadline .. '|' .. j.key)
+      if j.priority ~= 5 or j.key ~= '' then redis.call('HSET', K_STAGED, j.topic, 1) end
+    end
   end
   if #j.kids > 0 then
     if ended then

@@ -1,8 +1,10 @@
 -- Workflows (docs/workflows.md): dependencies, chains and batches. Every key shares the
 -- partition's hash tag (one slot):
 --   PREFIX..'deps:'..child      hash: parent id -> 'w' waiting, 's' succeeded, 'x' dead, 'c'
---                               cancelled; field '~' -> 'policy|when_kind|when_ms|unmet'
---                               (policy 'd' dead on a failed parent, 'r' run once all ended)
+--                               cancelled; field '~' -> 'policy|when_kind|when_ms|unmet[|expires_ms]'
+--                               (policy 'd' dead on a failed parent, 'r' run once all ended;
+--                               expires_ms: the job's expiry, docs/expiry.md, made its deadline in
+--                               PREFIX..'opts' when it is released: due + expires_ms)
 --   PREFIX..'children:'..parent set of waiter refs '<partition>|<child id>' or '<partition>|#<batch>'
 --   PREFIX..'o:'..id            string '<s|x|c>|<ended ms>': the outcome of an ended job, kept the
 --                               ms in field 'flow' of PREFIX..'meta' (absent: workflows off here)
@@ -107,11 +109,11 @@ local function flow_apply(target, parent, o, now)
   local r = parse_record(raw)
   if not r or r.state ~= 'w' then return nil end
   redis.call('HSET', dk, parent, o)
-  local policy, kind, when, unmet = string.match(redis.call('HGET', dk, '~') or '',
-                                                 '^(%a)|(%a)|(%d+)|(%d+)$')
+  local policy, kind, when, unmet, expires = string.match(redis.call('HGET', dk, '~') or '',
+                                                          '^(%a)|(%a)|(%d+)|(%d+)(|?%d*)$')
   if not policy then return nil end
   unmet = tonumber(unmet) - 1
-  redis.call('HSET', dk, '~', policy .. '|' .. kind .. '|' .. when .. '|' .. unmet)
+  redis.call('HSET', dk, '~', policy .. '|' .. kind .. '|' .. when .. '|' .. unmet .. expires)
   if o ~= 's' and policy == 'd' then
     redis.call('HINCRBY', PREFIX .. 'waiting', r.topic, -1)
     flow_dead(target, r, parent, o, now)
@@ -120,6 +122,11 @@ local function flow_apply(target, parent, o, now)
   if unmet <= 0 then
     redis.call('HINCRBY', PREFIX .. 'waiting', r.topic, -1)
     flow_write_due(target, r, flow_due(kind, tonumber(when), now))
+    if expires ~= '' then -- its deadline counts from the due time it has now (docs/workflows.md)
+      local p, key = string.match(redis.call('HGET', K_OPTS, target) or '5||', '^(%d)|%d*|(.*)$')
+      redis.call('HSET', K_OPTS, target, (p or '5') .. '|' ..
+                 string.format('%d', r.due + tonumber(string.sub(expires, 2))) .. '|' .. (key or ''))
+    end
     emit_event('enqueued', target, r.topic, 0, r.due .. ' released', now)
   end
   return nil

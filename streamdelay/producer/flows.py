@@ -20,7 +20,7 @@ from ..protocol.replies import enqueue_row, text
 from ..protocol.scripts import Arg, ScriptCall, script
 from ..protocol.spec import QueueSpec
 from .enqueuing import PreparedJob, prepare_job
-from .options import new_job_id
+from .options import mark_staged_call, new_job_id
 
 MAX_PARENTS = 1000  # per job (docs/workflows.md#limits)
 OUTCOME_KEEP_MS = 3_600_000  # how long a partition keeps the outcome of an ended job
@@ -78,7 +78,7 @@ def check_policy(on_parent_failure: object) -> str:
 def _flat(job: FlowJob) -> list[Arg]:
     kind, when, ttr, attempts, blob = (job.job.args[i] for i in (2, 3, 4, 5, 7))
     args: list[Arg] = [job.job.id, job.job.args[1], kind, when, ttr, attempts, blob, job.policy,
-                       len(job.parents)]
+                       job.job.opts, len(job.parents)]
     args.extend(f"{hint}|{parent}" for hint, parent in zip(job.hints, job.parents, strict=True))
     args.append(len(job.kids))
     args.extend(job.kids)
@@ -164,9 +164,14 @@ def _write_plan(cfg: QueueSpec, jobs: Sequence[FlowJob]) -> Plan[list[EnqueueRes
             size += weight
         calls.append(script("enqueueFlow").call(keys, args, durable=True))
         owners.append(chunk)
-    replies = yield calls if len(calls) > 1 else calls[0]
-    if len(calls) == 1:
+    # a staged job (priority other than 5, a key) of a partition other than 0 flags its topic in
+    # partition 0 too, before its enqueue, in the same round trip (docs/keys.md#job-options)
+    staged = {str(job.job.args[1]) for job in jobs if job.job.partition and job.job.staged}
+    marks = [mark_staged_call(cfg.name, staged)] if staged else []
+    replies = yield [*marks, *calls] if len(calls) + len(marks) > 1 else calls[0]
+    if len(calls) + len(marks) == 1:
         replies = [replies]
+    replies = replies[len(marks):]
     found: dict[str, EnqueueResult] = {}
     for chunk, reply in zip(owners, replies, strict=True):
         for job, value in zip(chunk, reply, strict=True):
@@ -216,6 +221,9 @@ def _callback(cfg: QueueSpec, spec: object, name: str) -> str:
     if spec.id is not None or spec.replace:
         raise ValidationError(f"{name}: a callback's id is derived from the batch's; leave id "
                               f"and replace out", field=name)
+    if spec.priority is not None or spec.key is not None or spec.expires is not None:
+        raise ValidationError(f"{name}: a callback takes no priority, key or expires (it runs "
+                              f"with the defaults; docs/workflows.md)", field=name)
     job = prepare_job(cfg, spec)
     head = "|".join(str(job.args[i]) for i in (2, 3, 4, 5, 1))  # kind, when, ttr, max, topic
     blob = job.args[7]
