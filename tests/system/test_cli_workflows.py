@@ -33,3 +33,16 @@ def test_enqueue_after_get_stats_and_batch_info(redis_url: str, queue_name: str)
     unknown = cli("enqueue", queue_name, "t", "{}", "--after", "ghost", url=redis_url)
     assert_one_line_error(unknown, 2)
     assert "after" in unknown.stderr
+
+
+def test_enqueue_after_with_job_options(redis_url: str, queue_name: str) -> None:
+    with sd.Queue(queue_name, url=redis_url) as q:
+        q.enqueue("t", id="p1", delay=60)
+    made = cli("enqueue", queue_name, "t", "{}", "--id", "kid", "--after", "p1",
+               "--priority", "9", "--key", "tenant-1", "--expires", "10m", url=redis_url)
+    assert made.returncode == 0, made.stderr
+    assert field(made.stdout, "state") == "waiting"
+    with sd.Queue(queue_name, url=redis_url) as q:
+        info = q.get("{tenant-1}kid")
+        assert info is not None and (info.state, info.priority, info.key) == (
+            "waiting", 9, "tenant-1")

@@ -59,3 +59,22 @@ def test_bad_workflow_input_names_the_field(web_server: WebServer) -> None:
     status, error = web_server.request("POST", f"{base}/jobs:batch", {
         "jobs": [{"topic": "t"}], "batch": "closed-b"})
     assert status == 422 and error["error"]["field"] == "id"
+
+
+def test_after_with_job_options_and_a_callback_with_options(web_server: WebServer) -> None:
+    """``after`` with ``priority``, ``key`` and ``expires`` waits with its options; a batch
+    callback with options is a 422 naming it (docs/workflows.md#options-and-expiry)."""
+    base = _q(web_server)
+    status, _ = web_server.request("POST", f"{base}/jobs", {"topic": "t", "id": "op1",
+                                                            "delay": 60})
+    assert status == 201
+    status, child = web_server.request("POST", f"{base}/jobs", {
+        "topic": "t", "id": "ok1", "after": ["op1"], "priority": 9, "key": "tenant-1",
+        "expires": "10m"})
+    assert status == 201 and child["state"] == "waiting" and child["id"] == "{tenant-1}ok1"
+    status, job = web_server.request("GET", f"{base}/jobs/%7Btenant-1%7Dok1", token="reader")
+    assert status == 200 and (job["priority"], job["key"], job["expires_at"]) == (
+        9, "tenant-1", None)
+    status, error = web_server.request("POST", f"{base}/jobs:batch", {
+        "jobs": [], "batch": "ob1", "on_success": {"topic": "t", "priority": 9}})
+    assert status == 422 and error["error"]["field"] == "on_success"
