@@ -159,7 +159,7 @@ def test_a_kill_of_a_worker_holding_leases_on_two_partitions(fleet3: Fleet, redi
     out = tmp_path / "starts.txt"
     first = fleet3.start(1)[0]
     hang = ids_on(1, 2, "h") + ids_on(2, 1, "h")  # on partitions 1 and 2
-    q.enqueue_many([sd.JobSpec("limited", "hang", id=i, ttr=2, max_attempts=3) for i in hang])
+    q.enqueue_many([sd.JobSpec("limited", "hang", id=i, ttr=5, max_attempts=3) for i in hang])
     wait_for(lambda: len(starts(out)) >= 3, 30, "the hanging jobs to start")
     assert sorted(m.split(":")[0] for m in leases(client, queue_name, "limited")) == [
         "1", "1", "2"]

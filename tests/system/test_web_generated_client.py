@@ -97,7 +97,7 @@ def test_fields_always_sent_are_required_and_closed_sets_are_enums(
     assert {"bad_request", "no_such_queue", "no_such_job", "stale_receipt", "invalid",
             "method_not_allowed", "internal", "redis_unavailable"} <= set(code["enum"])
     assert set(schemas["JobInfo"]["properties"]["state"]["enum"]) == {
-        "delayed", "ready", "reserved", "dead", "done"}
+        "delayed", "ready", "reserved", "dead", "done", "waiting"}
     assert "delayed" in schemas["EnqueueResult"]["properties"]["state"]["enum"]
 
 

@@ -24,6 +24,7 @@ ROUTES = {
     "touch": ("/deliveries/not-a-receipt:touch", b'{"progress": "half\xff"}'),
     "bulkJobs": ("/jobs:bulk", b'{"action": "cancel", "topic": "t\xff", "dry_run": true}'),
     "limitTopic": ("/topics/u8:limit", b'{"rate": "1/s\xff"}'),
+    "enqueueChain": ("/jobs:chain", b'{"jobs": [{"topic": "t\xff"}]}'),
 }
 IN_A_KEY = b'{"\xe2\x82": 1}'  # a truncated UTF-8 sequence in a key
 

@@ -80,7 +80,7 @@ class EnqueueBody(msgspec.Struct, forbid_unknown_fields=True):
 
 class BatchBody(msgspec.Struct, forbid_unknown_fields=True):
     """Many jobs in one request (one round trip to Redis per partition). With ``batch`` (an
-    id) or a callback they are the members of a batch (docs/workflows.md#batches): the batch
+    id) or a callback they are the members of a batch (see Workflows in the docs): the batch
     is closed unless ``close`` is false, and ``on_success`` / ``on_complete`` are enqueued
     exactly once when every member ended."""
 
