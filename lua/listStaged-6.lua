@@ -13,10 +13,12 @@
 -- Order: lanes by '<topic>|<key>' (bytes), within a lane by (rank, job id) as the lane sorts.
 -- Flags: no-writes (runs while Redis is full, and on a replica).
 -- Returns {now_ms, reached, rows...}. reached: {} when the partition has nothing beyond the
--- rows, else the last position examined {lane, rank, id}. A row: {lane, rank, job id, record,
+-- rows, else the last position examined {lane, rank, id} (rank 'inf', id '': after the whole
+-- lane). A row: {lane, rank, job id, record,
 -- 'ready', '', 0, 0, ''} (listJobsV2's shape). Members whose record is gone or not 'r' of that
--- topic are skipped. Work per call: the rows and bytes above, plus one read of the key names
--- of each staged topic (its lanes and parked sets) to find the lanes after the cursor.
+-- topic are skipped. Work per call: the rows and bytes above (at most rows lanes walked), plus
+-- one pass over the key names of each staged topic (its lanes and parked sets) that picks the
+-- lanes after the cursor.
 -- @include server_time
 -- @include keys
 -- @include parse_record
@@ -36,24 +38,36 @@ local function lt(a, b) -- a < b comparing bytes (Lua's < follows the server's l
   return #a < #b
 end
 
+-- the first rows_max lanes at or after the cursor's, in byte order (a lane gives one row at
+-- least): one pass over the key names, a sorted list of at most rows_max kept on the way
 local topics = {}
 if only ~= '' then topics = {only} else topics = redis.call('HKEYS', K_STAGED) end
-local lanes = {}
+local lanes, seen, more = {}, {}, false
+local whole = crank == 'inf' -- the cursor's lane was walked to its end
 for _, topic in ipairs(topics) do
-  local seen = {}
   for _, set in ipairs({PREFIX .. 'lanes:' .. topic, PREFIX .. 'parked:' .. topic}) do
     if redis.call('TYPE', set).ok == 'zset' then
       for _, key in ipairs(redis.call('ZRANGE', set, 0, -1)) do
         local lane = topic .. '|' .. key
-        if not seen[key] and (clane == '' or not lt(lane, clane)) then
-          seen[key] = true
-          lanes[#lanes + 1] = {lane, topic}
+        local after = clane == '' or lt(clane, lane) or (lane == clane and not whole)
+        if after and not seen[lane] then
+          seen[lane] = true
+          if #lanes < rows_max or lt(lane, lanes[#lanes][1]) then
+            local lo, hi = 1, #lanes + 1 -- the first place whose lane sorts after this one
+            while lo < hi do
+              local mid = math.floor((lo + hi) / 2)
+              if lt(lane, lanes[mid][1]) then hi = mid else lo = mid + 1 end
+            end
+            table.insert(lanes, lo, {lane, topic})
+            if #lanes > rows_max then table.remove(lanes); more = true end
+          else
+            more = true
+          end
         end
       end
     end
   end
 end
-table.sort(lanes, function(a, b) return lt(a[1], b[1]) end)
 
 local bytes, last = 0, nil -- last: the last position examined {lane, rank, id}
 for _, l in ipairs(lanes) do
@@ -94,4 +108,6 @@ for _, l in ipairs(lanes) do
     end
   end
 end
+-- every chosen lane was walked to its end and more lanes come after: go on after the last one
+if more then out[2] = {lanes[#lanes][1], 'inf', ''} end
 return out

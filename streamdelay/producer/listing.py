@@ -211,7 +211,8 @@ def decode_lanes(cursor: str) -> LanePosition:
         validation.topic(topic)
         if key:
             validation.fairness_key(key)
-        validation.job_id(job)
+        if job:  # empty after a whole lane (rank inf)
+            validation.job_id(job)
         return int(part), lane, str(score(rank)), job
     except (ValueError, ValidationError) as exc:
         raise ValidationError(f"cursor: {cursor!r} is not a cursor of a ready page ({exc}); "
