@@ -38,6 +38,7 @@ from benchmarks.e2e import (
     memory_drain,
     results_wait,
     servers,
+    workflows,
 )
 from benchmarks.micro import (
     big_bodies,
@@ -67,6 +68,7 @@ def report_steps(full: bool) -> list[Step]:
                  if full else http_bench.run()),
         http_polls.run,  # 1,000 concurrent long polls on one serve process
         results_wait.run,  # issue 26: result delivered after the settle, 1,000 waiters
+        workflows.run,  # issue 28: fan-in of 10,000, a chain of 1,000, waiting children
         lambda: dispatch.dispatch_alone(100_000),
         lambda: dispatch.backlog([BACKLOG_SMALL, BACKLOG_LARGE] + ([BACKLOG_FULL] if full else [])),
         lambda: drain.run(10_000),
@@ -98,6 +100,7 @@ def quick_steps() -> list[Step]:
         lambda: http_bench.run(single=300, batches=2, backlog=30, pairs=20, connections=4),
         lambda: http_polls.run(polls=20, rate=40, seconds=1.0),
         lambda: results_wait.run(waiters=20, jobs=200, sizes=(100,)),
+        lambda: workflows.run(jobs=200, chain=20),
         lambda: dispatch.dispatch_alone(2_000),
         lambda: dispatch.backlog([1_000, 5_000]),
         lambda: drain.run(1_000, (1, 2)),

@@ -23,6 +23,8 @@
 -- call without keep_done reads no entry.
 -- Events (docs/events.md): 'started' (when no heartbeat reported it) and 'succeeded' per current
 --  delivery, when the queue keeps events.
+-- Workflows (docs/workflows.md): on a partition that keeps outcomes, each job settled keeps its
+-- outcome and tells its waiters (includes/flow.lua); otherwise one HGET per call.
 -- @include server_time
 -- @include keys
 -- @include release_lease
@@ -39,6 +41,8 @@
 -- @include emit_event
 -- @include emit_started
 -- @include drop_opts
+-- @include new_record
+-- @include flow
 
 local now = server_time()
 local group, keep = ARGV[1], tonumber(ARGV[2])
@@ -122,6 +126,9 @@ if #ids > 0 then
   if #kept > 0 then
     write_many('HSET', K_JOBS, kept)
     write_many('ZADD', K_DONE, stones)
+  end
+  if #ended > 0 and flow_keep() > 0 then
+    for _, id in ipairs(ended) do flow_ended(id, 's', now) end
   end
 end
 purge_done(now, n + 100)

@@ -13,6 +13,8 @@
 -- Flags: allow-oom, as it frees memory: an operator can cancel jobs while Redis is full.
 -- Events (docs/events.md): 'cancelled' (detail: the state it left: delayed, ready or running,
 --  dead), when the queue keeps events.
+-- Workflows (docs/workflows.md): a job cancelled before it ended tells its waiters it ended
+--  cancelled ('c'; includes/flow.lua); a waiting job's parents record goes (includes/detach.lua).
 -- @include keys
 -- @include staging
 -- @include detach
@@ -24,6 +26,10 @@
 -- @include emit_event
 -- @include write_many
 -- @include drop_opts
+-- @include build_record
+-- @include new_record
+-- @include wake_if_head
+-- @include flow
 
 local id = ARGV[1]
 check_partition_keys()
@@ -45,5 +51,7 @@ emit_event('cancelled', id, r.topic, r.attempts, ({d = 'delayed', s = 'ready or 
 detach(r, id)
 redis.call('HDEL', K_JOBS, id)
 drop_opts({id})
-keep_result(id, 'c', server_time(), keep, '')
+local now = server_time()
+keep_result(id, 'c', now, keep, '')
+if r.state ~= 'x' then flow_ended(id, 'c', now) end
 return 1

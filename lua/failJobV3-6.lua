@@ -18,6 +18,7 @@
 -- unknown, so it cannot run again).
 -- Events (docs/events.md): 'started' (when no heartbeat reported it), then 'retried' or 'dead'
 --  (detail: the error), when the queue keeps events.
+-- Workflows (docs/workflows.md): a job that goes dead tells its waiters (includes/flow.lua).
 -- @include server_time
 -- @include keys
 -- @include release_lease
@@ -30,6 +31,8 @@
 -- @include hold
 -- @include emit_event
 -- @include emit_started
+-- @include new_record
+-- @include flow
 
 local now, now_us = server_time()
 local group, topic, id, eid = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -58,6 +61,7 @@ if dead_now or r.attempts >= r.max or not whole then
   redis.call('HSET', K_JOBS, id, build_record(r))
   keep_result(id, 'x', now, tonumber(ARGV[8]), err)
   emit_event('dead', id, topic, r.attempts, err, now)
+  flow_ended(id, 'x', now)
   return {2, r.entry}
 end
 r.state, r.entry, r.due = 'd', '', due_after(now_us, delay)

@@ -38,6 +38,8 @@
 -- with the reason 'expired <topic>'. A job with a deadline still ahead is promoted with a third
 -- entry field 'x', its deadline (epoch ms), which the consumers' open step checks against the
 -- server clock (TIME read in the same round trip as the read).
+-- Workflows (docs/workflows.md): an expired job tells its waiters (a child goes dead with
+-- 'parent failed: <id>', a batch counts it dead), after the batch's own writes.
 -- @include server_time
 -- @include keys
 -- @include read_records
@@ -49,6 +51,9 @@
 -- @include staging
 -- @include blob_keep
 -- @include keep_result
+-- @include new_record
+-- @include wake_if_head
+-- @include flow
 -- @include expired
 
 local MAX_BATCH_BYTES = 1048576
@@ -76,6 +81,7 @@ if n > 0 then
   local raws
   raws, n = read_records(ids, MAX_BATCH_BYTES)
   local deadlines = deadlines_of(ids, n) -- nil on a queue without job options
+  defer_expired_flow() -- waiters of expired jobs are told after the delayed set's removal by rank
   local writes, nw = {}, 0 -- id, new record pairs: one HSET for the batch
   local left = 0 -- jobs whose new place is written (or that have none to have)
   local later = {} -- score, id pairs: jobs that can go nowhere now
@@ -193,6 +199,7 @@ if n > 0 then
   if looked_at > 0 then redis.call('ZREMRANGEBYRANK', K_DELAYED, 0, looked_at - 1) end
   if #later > 0 then write_many('ZADD', K_DELAYED, later) end
   for topic, count in pairs(per_topic) do redis.call('HINCRBY', K_COUNTS, topic, -count) end
+  flush_expired_flow(now) -- docs/workflows.md: a released child may join the delayed set now
 end
 local more = purge_done(now, SWEEP)
 local head = redis.call('ZRANGE', K_DELAYED, 0, 0, 'WITHSCORES')

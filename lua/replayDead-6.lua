@@ -21,6 +21,8 @@
 -- @include emit_event
 -- @include blob_keep
 -- @include keep_result
+-- @include new_record
+-- @include flow
 -- @include expired
 
 local MAX_BATCH_BYTES = 1048576

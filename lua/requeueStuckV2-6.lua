@@ -28,10 +28,12 @@
 -- @include blob_keep
 -- @include keep_result
 -- @include emit_event
+-- @include parse_record
+-- @include new_record
+-- @include wake_if_head
+-- @include flow
 -- @include expired
 -- @include requeue_entry
--- @include parse_record
--- @include wake_if_head
 -- @include hold
 
 local now = server_time()

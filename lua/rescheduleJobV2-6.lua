@@ -6,7 +6,8 @@
 -- once); the running handler's acknowledgement settles the delivery only.
 -- KEYS: the six partition keys (includes/keys.lua).
 -- ARGV[1] job id, ARGV[2] when_kind ('r' | 'a'), ARGV[3] when_ms, ARGV[4] past tolerance ms
--- Returns {1, due_ms} or {0} when there is no such job.
+-- Returns {1, due_ms} or {0} when there is no such job (or it waits for its parents: a waiting
+-- job has no due time yet, docs/workflows.md).
 -- Errors: 'SDERR AT_IN_PAST <id>' (nothing written). Retry-safe: a repeat sets the same due
 -- (relative delays are measured again from the server clock, in µs, rounded up to the next ms).
 -- Errors also: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
@@ -30,6 +31,8 @@
 -- @include blob_keep
 -- @include keep_result
 -- @include emit_event
+-- @include new_record
+-- @include flow
 -- @include expired
 
 local now, now_us = server_time()
@@ -37,7 +40,7 @@ local id = ARGV[1]
 local due = resolve_due(ARGV[2], tonumber(ARGV[3]), now, now_us, tonumber(ARGV[4]))
 if not due then return redis.error_reply('SDERR AT_IN_PAST ' .. id) end
 local r = parse_record(redis.call('HGET', K_JOBS, id))
-if not r or r.state == 'c' then return {0} end
+if not r or r.state == 'c' or r.state == 'w' then return {0} end -- w: docs/workflows.md
 check_partition_keys()
 if r.entry ~= '' and (r.state == 's' or r.state == 'd') then check_hold_keys() end
 if r.state == 's' then refuse_wrong_type(stream_key(r.topic), 'stream') end

@@ -48,6 +48,9 @@
 -- @include blob_keep
 -- @include keep_result
 -- @include emit_event
+-- @include new_record
+-- @include wake_if_head
+-- @include flow
 -- @include expired
 
 local LOOK = 256 -- lanes looked at per call at most (parked or taken)

@@ -25,6 +25,7 @@ from .base.errors import (
     ValidationError,
 )
 from .base.events import JobEvent
+from .base.flows import BatchInfo
 from .base.models import (
     Backoff,
     ClaimResult,
@@ -63,6 +64,7 @@ __all__ = [
     "AsyncQueue",
     "AsyncReservation",
     "Backoff",
+    "BatchInfo",
     "BodyDecodeError",
     "BodyEncodeError",
     "ClaimResult",

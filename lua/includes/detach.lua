@@ -1,6 +1,7 @@
 -- detach(r, id): take job id out of wherever its record r says it is (delayed set, topic stream and
 -- the group's pending list, dead-letter stream, tombstones, a staged topic's lane: state 'r',
--- includes/staging.lua). The jobs hash is left to the caller.
+-- includes/staging.lua; a waiting job's parents: state 'w', includes/flow.lua). The jobs hash is
+-- left to the caller.
 -- @include keys
 -- @include staging
 local function detach(r, id)
@@ -17,5 +18,8 @@ local function detach(r, id)
     unstage(r, id)
   elseif r.state == 'c' then
     redis.call('ZREM', K_DONE, id)
+  elseif r.state == 'w' then -- waiting for its parents (includes/flow.lua): their record goes
+    redis.call('DEL', PREFIX .. 'deps:' .. id)
+    redis.call('HINCRBY', PREFIX .. 'waiting', r.topic, -1)
   end
 end

@@ -3,12 +3,13 @@
 -- Layout (text header, then an opaque blob written by the producer):
 --   state|attempts|due_ms|created_ms|ttr_ms|max_attempts|entry|topic|blob
 -- state: d delayed, s in the topic stream (ready or reserved), x dead, c done (tombstone), r ready
--- in a staged topic's lane (includes/staging.lua; entry empty).
+-- in a staged topic's lane (includes/staging.lua; entry empty), w waiting for its parents
+-- (includes/flow.lua).
 -- entry: the stream entry id while s, the dead-letter entry id while x, empty otherwise.
 local function parse_record(raw)
   if not raw then return nil end
   local s, a, d, c, t, m, e, tp, pos = string.match(raw,
-    '^([dsxcr])|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)|([%d%-]*)|([^|]+)|()')
+    '^([dsxcrw])|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)|([%d%-]*)|([^|]+)|()')
   if not s then return nil end
   return {state = s, attempts = tonumber(a), due = tonumber(d), created = tonumber(c),
           ttr = tonumber(t), max = tonumber(m), entry = e, topic = tp, blob = string.sub(raw, pos)}

@@ -16,6 +16,13 @@
 -- @include release_lease
 -- @include build_record
 -- @include full_record
+-- @include parse_record
+-- @include new_record
+-- @include wake_if_head
+-- @include emit_event
+-- @include flow
+-- @include blob_keep
+-- @include keep_result
 -- @include expired
 local function requeue_entry(r, id, old_entry, group, count_attempt, why, now)
   local sk = stream_key(r.topic)
@@ -29,6 +36,7 @@ local function requeue_entry(r, id, old_entry, group, count_attempt, why, now)
     r.entry = redis.call('XADD', dead_key(r.topic), '*', 'id', id, 'error', why, 'attempts', r.attempts, 'at', now)
     r.state = 'x'
     redis.call('HSET', K_JOBS, id, build_record(r))
+    flow_ended(id, 'x', now) -- docs/workflows.md
     return false
   end
   local deadline = job_deadline(id)

@@ -12,7 +12,7 @@ from .errors import ValidationError
 from .results import EnqueueResult as EnqueueResult  # one import path for every data type
 from .results import EnqueueState as EnqueueState
 
-JobState = Literal["delayed", "ready", "reserved", "dead", "done"]
+JobState = Literal["delayed", "ready", "reserved", "dead", "done", "waiting"]
 # What enqueue found under an existing id: a job in its stream is "ready" (reserved or not),
 # "corrupt" a record it could not read (docs/keys.md)
 Delay = float | int | timedelta
@@ -99,6 +99,9 @@ class JobInfo:
     priority: int = 5  # 0-9 (docs/producer.md#priorities)
     key: str | None = None  # its fairness key, if it has one
     expires_at: int | None = None  # epoch ms (server clock) after which it never starts
+    # parent id -> "pending" | "succeeded" | "dead" | "cancelled", for a job enqueued with after=
+    parents: dict[str, str] | None = None
+    children: list[str] | None = None  # the jobs (and "batch:<id>") waiting for it
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,7 @@ class TopicStats:
     keys: tuple[tuple[str, int], ...] = ()  # the keys with the most ready jobs ("": no key)
     key_rate: str | None = None  # the limit each fairness key is held to (docs/limits.md)
     key_concurrency: int | None = None
+    waiting: int = 0  # jobs waiting for their parents (docs/workflows.md)
 
 
 @dataclass(frozen=True)
@@ -142,6 +146,7 @@ class QueueStats:
             dead=sum(r.dead for r in rows),
             lag_ms=max((r.lag_ms for r in rows), default=0),
             group=None,
+            waiting=sum(r.waiting for r in rows),
         )
 
 

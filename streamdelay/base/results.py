@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-EnqueueState = Literal["delayed", "ready", "dead", "done", "corrupt"]
+EnqueueState = Literal["delayed", "ready", "dead", "done", "corrupt", "waiting"]
 
 
 @dataclass(frozen=True, init=False)

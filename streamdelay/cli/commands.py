@@ -50,6 +50,7 @@ from .output import (
     when,
 )
 from .params import BackoffOption, past_at_explained
+from .results import batch as batch_commands
 from .results import result as result_command
 from .serve import serve
 from .support import (
@@ -189,6 +190,11 @@ def dispatch(queue_name: str, url: str | None, partitions: int | None, log_level
 @click.option("--format", "body_format", type=click.Choice(["json", "msgpack"]),
               default="json", show_default=True, help="How the body is stored.")
 @with_job_options
+@click.option("--after", "after", multiple=True, metavar="ID",
+              help="Wait for this job to succeed first (repeat for more; docs/workflows.md).")
+@click.option("--on-parent-failure", type=click.Choice(["dead", "run"]), default="dead",
+              show_default=True, help="With --after: a parent that did not succeed makes this "
+                                      "job dead, or it runs once all ended.")
 @url_option
 @partitions_option
 @with_durability_options
@@ -198,7 +204,8 @@ def enqueue(queue_name: str, topic: str, body: Any, delay: float | None,
             max_attempts: int | None, headers: tuple[tuple[str, str], ...], replace: bool,
             keep_result: float | None, max_wait: float | None, backoff: Any,
             body_format: str, priority: int | None, fairness_key: str | None,
-            expires: float | None, url: str | None,
+            expires: float | None, after: tuple[str, ...], on_parent_failure: str,
+            url: str | None,
             partitions: int | None, as_json: bool) -> None:
     """Schedule one job of TOPIC on QUEUE with the JSON body BODY_JSON; prints id, due, outcome
     (a new job, or the id existed) and state.
@@ -215,7 +222,9 @@ def enqueue(queue_name: str, topic: str, body: Any, delay: float | None,
                                max_attempts=max_attempts, backoff=backoff,
                                headers=dict(headers) or None, replace=replace,
                                max_wait=max_wait, keep_result=keep_result,
-                               priority=priority, key=fairness_key, expires=expires)
+                               priority=priority, key=fairness_key, expires=expires,
+                               after=list(after) if after else None,
+                               on_parent_failure=on_parent_failure)
     click.echo(to_json(result) if as_json else enqueue_text(result, replace))
 
 
@@ -453,6 +462,7 @@ cli.add_command(exporter)  # cli/exporter.py
 cli.add_command(schedule_commands.schedule)  # cli/schedules.py
 cli.add_command(limit)  # cli/limits.py
 cli.add_command(result_command)  # cli/results.py
+cli.add_command(batch_commands)  # cli/results.py: batch info
 cli.add_command(serve)  # cli/serve.py
 cli.add_command(events)  # cli/events.py
 for _command in (search_commands.jobs, inspect_commands.pause, inspect_commands.resume,

@@ -138,6 +138,10 @@ def job_text(info: JobInfo) -> str:
         rows.append(("expires", when(info.expires_at)))
     if info.error:
         rows.append(("error", info.error.splitlines()[0]))
+    if info.parents:  # docs/workflows.md
+        rows.append(("parents", ", ".join(f"{p} ({state})" for p, state in info.parents.items())))
+    if info.children:
+        rows.append(("children", ", ".join(info.children)))
     if info.progress is not None:
         rows.append(("progress", to_json(info.progress)))
     if info.headers:
@@ -179,7 +183,14 @@ def stats_text(stats: QueueStats) -> str:
     rows = [_stats_row(row) for row in stats.topics.values()]
     total = _stats_row(stats.total)
     total[0], total[1] = "TOTAL", ""
-    lines = [table(STATS_COLUMNS, [*rows, total], align="llrrrrr")]
+    columns: tuple[str, ...] = STATS_COLUMNS
+    align = "llrrrrr"
+    if stats.total.waiting:  # jobs waiting for their parents (docs/workflows.md)
+        columns, align = (*columns[:2], "WAITING", *columns[2:]), "llrrrrrr"
+        for row, source in zip(rows, [*stats.topics.values(), stats.total], strict=False):
+            row.insert(2, str(source.waiting))
+        total.insert(2, str(stats.total.waiting))
+    lines = [table(columns, [*rows, total], align=align)]
     paused = [row.topic for row in stats.topics.values() if row.paused]
     limited = [row for row in stats.topics.values() if row.rate or row.concurrency]
     keyed = [row for row in stats.topics.values() if row.key_rate or row.key_concurrency]

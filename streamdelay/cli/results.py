@@ -1,5 +1,5 @@
-"""The ``result`` command of the ``streamdelay`` CLI (docs/results.md, docs/cli.md#result);
-``commands.py`` adds it to its group."""
+"""The ``result`` and ``batch info`` commands of the ``streamdelay`` CLI (docs/results.md,
+docs/workflows.md, docs/cli.md#result); ``commands.py`` adds them to its group."""
 
 from __future__ import annotations
 
@@ -58,3 +58,37 @@ def result(queue_name: str, job_id: str, wait: float | None, url: str | None,
         raise JobNotFound(f"no job {job_id!r} in queue {queue_name!r} (or its result is no "
                           f"longer kept)", job_id=job_id)
     click.echo(to_json(found) if as_json else result_text(found))
+
+
+@click.group()
+def batch() -> None:
+    """Batches of jobs with callbacks (docs/workflows.md#batches)."""
+
+
+@batch.command("info")
+@click.argument("queue_name", metavar="QUEUE")
+@click.argument("batch_id", metavar="ID")
+@url_option
+@partitions_option
+@json_option
+def batch_info(queue_name: str, batch_id: str, url: str | None, partitions: int | None,
+               as_json: bool) -> None:
+    """Show a batch's progress: members, succeeded, dead, pending, state and its callbacks
+    (exit 1 when there is no such batch).
+
+    \b
+    Example:
+      streamdelay batch info reports pages
+    """
+    with operator_queue(queue_name, url, partitions) as queue:
+        found = queue.batch_info(batch_id)
+    if found is None:
+        raise JobNotFound(f"no batch {batch_id!r} in queue {queue_name!r}", job_id=batch_id)
+    if as_json:
+        click.echo(to_json(found))
+        return
+    click.echo(key_values([
+        ("id", found.id), ("state", found.state), ("members", str(found.total)),
+        ("succeeded", str(found.succeeded)), ("dead", str(found.dead)),
+        ("pending", str(found.pending)), ("created", when(found.created)),
+        ("on_success", found.on_success or "-"), ("on_complete", found.on_complete or "-")]))

@@ -11,12 +11,14 @@ covers lost wake-ups. Any number of dispatchers may run: the script moves each j
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
+from ..engine.forwarding import forward_plan, read_outbox_command
 from ..engine.staging import aging_plan
 from ..protocol.keys import PartitionKeys, partition_keys
 from ..protocol.plan import Command
@@ -75,6 +77,7 @@ class Dispatcher:
         self.expired: dict[str, int] = {}  # topic -> jobs it dead-lettered past their deadline
         self.on_expired: Callable[[str, int], None] | None = None  # metrics hook (topic, n)
         self.ticks_enqueued = 0
+        self.forwarded = 0  # workflow hand-overs applied (docs/workflows.md#across-partitions)
         self._client = client
         self._stopping = asyncio.Event()
         self._wakes: list[asyncio.Event] = []
@@ -156,6 +159,10 @@ class Dispatcher:
                 partial(self._partition_loop, keys, wake), log)))
             wakers.append(asyncio.create_task(supervised(
                 f"wake-up partition {keys.partition}", partial(self._wake_loop, keys, wake), log)))
+            if cfg.partitions > 1:  # one partition hands nothing over: its scripts apply all
+                wakers.append(asyncio.create_task(supervised(
+                    f"outbox partition {keys.partition}", partial(self._forward_loop, keys),
+                    log)))
         try:
             await asyncio.gather(*promoters)
         finally:
@@ -217,6 +224,32 @@ class Dispatcher:
                     continue
                 if popped:
                     wake.set()
+        finally:
+            await blocking.aclose()
+
+    async def forward_once(self, keys: PartitionKeys, block_ms: int | None = None,
+                           client: AsyncClient | None = None) -> int:
+        """Forward what a partition's outbox holds (waiting up to ``block_ms`` for an entry);
+        how many entries were read."""
+        reply = await run_step_async(client or self.client, read_outbox_command(keys, block_ms))
+        if not reply:
+            return 0
+        self.forwarded += await drive_async(self.client, forward_plan(
+            keys, self.config.partitions, reply), None, "forward")
+        return 1
+
+    async def _forward_loop(self, keys: PartitionKeys) -> None:
+        """Forward the partition's outbox while workflows are on there (field ``flow`` of its
+        meta hash, looked at every safety tick until then); blocks on the outbox between."""
+        blocking = async_client(self.config.url, self.safety_tick + self.config.socket_timeout)
+        try:
+            while not self._stopping.is_set():
+                on = await run_step_async(self.client, Command(("HGET", keys.meta, "flow")))
+                if not on:
+                    with contextlib.suppress(asyncio.TimeoutError):
+                        await asyncio.wait_for(self._stopping.wait(), self.safety_tick)
+                    continue
+                await self.forward_once(keys, int(self.safety_tick * 1000), blocking)
         finally:
             await blocking.aclose()
 

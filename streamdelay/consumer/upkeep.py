@@ -12,12 +12,14 @@ from typing import Any
 
 from ..base.errors import LayoutError
 from ..engine.constants import PRUNE_EVERY_S
+from ..engine.forwarding import outbox_key
 from ..engine.leasing import member, touch_call
 from ..engine.settling import release_plan, touch_plan
 from ..engine.upkeep import prune_plan, reclaim_plan
 from ..protocol.batching import batches, by_partition
 from ..protocol.keys import PartitionKeys
 from ..protocol.layouts import FLEET_EVERY_S, join_fleet_call, layout_of
+from ..protocol.plan import Command
 from ..protocol.replies import parse_stats
 from ..protocol.scripts import script
 from ..redis_io.runner import drive_async
@@ -168,6 +170,9 @@ async def idle_watch(worker: UpkeepHost) -> None:
             for row in reply.rows:
                 if row.topic in worker.topics and (row.delayed or row.in_stream):
                     busy = True
+            if len(worker.partitions) > 1 and await worker.call(
+                    Command(("XLEN", outbox_key(keys))), "stats"):
+                busy = True  # a workflow hand-over not forwarded yet (docs/workflows.md)
         if not busy and not worker.inflight:
             worker.stop()
             return

@@ -44,7 +44,8 @@ class QueueCollector:
         up = core.GaugeMetricFamily("streamdelay_exporter_up", "1 when the last read of the "
                                     "queue's stats succeeded, else 0.", labels=["queue"])
         jobs = core.GaugeMetricFamily("streamdelay_queue_jobs", "Jobs of the queue by topic and "
-                                      "state, summed over its partitions.",
+                                      "state (waiting: for their parents, only when some "
+                                      "are), summed over its partitions.",
                                       labels=["queue", "topic", "state"])
         lag = core.GaugeMetricFamily("streamdelay_queue_lag_seconds", "How long the oldest due, "
                                      "not yet delivered job of the topic has waited.",
@@ -69,6 +70,8 @@ class QueueCollector:
             for topic, row in sorted(stats.topics.items()):
                 for state in ("delayed", "ready", "reserved", "dead"):
                     jobs.add_metric([name, topic, state], getattr(row, state))
+                if row.waiting:  # waiting for their parents (docs/workflows.md)
+                    jobs.add_metric([name, topic, "waiting"], row.waiting)
                 lag.add_metric([name, topic], row.lag_ms / 1000.0)
                 if row.rate:
                     limit.add_metric([name, topic, "rate_per_second"],

@@ -40,6 +40,7 @@ from ..protocol.results import parse_progress, progress_key
 from ..protocol.scripts import Arg, script
 from ..protocol.spec import QueueSpec
 from .enqueuing import when_args
+from .flows import relations_plan, waiting_plan
 from .options import parse_options
 from .pausing import paused_plan
 
@@ -163,6 +164,9 @@ def get_plan(cfg: QueueSpec, job_id: str) -> Plan[JobInfo | None]:
     if found is None:
         return None
     info = with_options(job_info(job_id, found), reply[7] if len(reply) > 7 else None)
+    parents, children = yield from relations_plan(cfg, job_id)  # docs/workflows.md
+    if parents or children:
+        info = dataclasses.replace(info, parents=parents or None, children=children or None)
     if info.state != "reserved":
         return info
     # a running job: the progress its handler reported (a second round trip for those only)
@@ -196,6 +200,9 @@ def stats_plan(cfg: QueueSpec) -> Plan[QueueStats]:
                     max(previous.lag_ms, row_stats.lag_ms), previous.group or row_stats.group,
                 )
             topics[name] = row_stats
+    for name, waiting in (yield from waiting_plan(cfg)).items():  # docs/workflows.md
+        known = topics.get(name) or TopicStats(name, 0, 0, 0, 0, 0, None)
+        topics[name] = dataclasses.replace(known, waiting=waiting)
     for name in (yield from paused_plan(cfg)):  # paused topics are marked, known or not yet
         known = topics.get(name) or TopicStats(name, 0, 0, 0, 0, 0, None)
         topics[name] = dataclasses.replace(known, paused=True)

@@ -43,10 +43,12 @@ from .enqueuing import (
     prepare_values,
 )
 from .events import AsyncEventMethods, EventMethods
+from .flows import after_job
 from .operating import AsyncOperatorMethods, OperatorMethods
 from .pull import AsyncPull, SyncPull
 from .scheduling import AsyncScheduleMethods, ScheduleMethods
 from .searching import AsyncSearchMethods, SearchMethods
+from .workflows import AsyncFlowMethods, FlowMethods
 
 
 def _config(name: str, url: str | None, options: dict[str, Any]) -> QueueConfig:
@@ -91,7 +93,7 @@ class _QueueFace:
 
 
 class Queue(_QueueFace, SyncPull, SyncResults, OperatorMethods, ScheduleMethods, SearchMethods,
-            EventMethods):
+            EventMethods, FlowMethods):
     """A queue on Redis, blocking API. ``Queue("orders", url="redis://localhost:6379/0")``.
 
     Options (``ttr``, ``max_attempts``, ``backoff``, ``handler_timeout``, ``keep_done``,
@@ -160,6 +162,8 @@ class Queue(_QueueFace, SyncPull, SyncResults, OperatorMethods, ScheduleMethods,
         priority: int | None = None,
         key: str | None = None,
         expires: Delay | None = None,
+        after: Sequence[str] | None = None,
+        on_parent_failure: str = "dead",
     ) -> EnqueueResult:
         """Schedule one job ``delay`` seconds from now (server clock) or ``at`` a time.
 
@@ -168,13 +172,20 @@ class Queue(_QueueFace, SyncPull, SyncResults, OperatorMethods, ScheduleMethods,
         ``max_wait`` (debounce, docs/producer.md#debounce). ``keep_result``: seconds its
         result is kept once it ended (default: the queue's; docs/results.md).
 
+
         ``priority`` (0-9, default 5): higher starts first among ready jobs of its topic;
         ``key``: a fairness key (the job's id becomes ``{key}<id>``: use the returned id);
         ``expires``: seconds after its due time past which it never starts
-        (docs/producer.md#priorities-keys-and-expiry)."""
+        (docs/producer.md#priorities-keys-and-expiry).
+
+        ``after``: the ids of jobs it waits for (state ``waiting`` until each succeeded, then
+        due after its delay); ``on_parent_failure`` ``"dead"`` or ``"run"``
+        (docs/workflows.md)."""
         job = prepare_values(self.config, topic, body, delay, at, id, ttr, max_attempts, backoff,
                              headers, replace, max_wait, keep_result, priority, key,
                              expires)  # bad input raises here, before any I/O
+        if after is not None:
+            return self._run_flow([after_job(self.config, job, after, on_parent_failure)])[0]
         result: EnqueueResult = self._run(prepared_one_plan(self.config, job), checked=True)
         return result
 
@@ -226,7 +237,7 @@ class Queue(_QueueFace, SyncPull, SyncResults, OperatorMethods, ScheduleMethods,
 
 
 class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncOperatorMethods, AsyncScheduleMethods,
-                 AsyncSearchMethods, AsyncEventMethods):
+                 AsyncSearchMethods, AsyncEventMethods, AsyncFlowMethods):
     """The same queue with awaitable methods, for asyncio producers.
 
     Concurrent ``enqueue`` calls are coalesced: while one ``enqueueJobsV2`` call of a partition is
@@ -288,6 +299,8 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncOperatorMethods, Asyn
         priority: int | None = None,
         key: str | None = None,
         expires: Delay | None = None,
+        after: Sequence[str] | None = None,
+        on_parent_failure: str = "dead",
     ) -> EnqueueResult:
         """Schedule one job; see ``Queue.enqueue``.
 
@@ -297,6 +310,9 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncOperatorMethods, Asyn
         job = prepare_values(self.config, topic, body, delay, at, id, ttr, max_attempts,
                              backoff, headers, replace, max_wait, keep_result, priority,
                              key, expires)
+        if after is not None:
+            done = await self._run_flow([after_job(self.config, job, after, on_parent_failure)])
+            return done[0]
         return await self._coalescer.enqueue(job)
 
     async def enqueue_many(self, specs: Iterable[JobSpec]) -> list[EnqueueResult]:

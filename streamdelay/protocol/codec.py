@@ -217,7 +217,7 @@ class Record(NamedTuple):
 def parse_record(raw: bytes) -> Record:
     """Parse a record as written by the scripts; raises ``StreamdelayError`` when malformed."""
     parts = raw.split(b"|", 8)
-    if len(parts) != 9 or parts[0] not in (b"d", b"s", b"x", b"c", b"r"):
+    if len(parts) != 9 or parts[0] not in (b"d", b"s", b"x", b"c", b"r", b"w"):
         raise StreamdelayError("envelope: malformed job record")
     try:
         return Record(

@@ -15,9 +15,10 @@ from ..base.models import EnqueueState
 
 # What a record's state letter means (docs/keys.md); '?' is enqueueJobsV2's word for a record it
 # cannot parse. A job in its stream ('s') is 'ready' or 'reserved': getJob tells which; 'r' is
-# ready in a staged topic's lane (docs/priorities.md).
+# ready in a staged topic's lane (docs/priorities.md); 'w' waits for its parents
+# (docs/workflows.md).
 STATE_NAMES: dict[str, EnqueueState] = {"d": "delayed", "s": "ready", "r": "ready", "x": "dead",
-                                         "c": "done", "?": "corrupt"}
+                                         "c": "done", "?": "corrupt", "w": "waiting"}
 
 
 def text(value: Any) -> str:

@@ -58,6 +58,26 @@ def _layout(script: str, detail: str, message: str) -> StreamdelayError:
         f"(docs/operations.md#upgrading-a-running-queue)", field="layout", script=script)
 
 
+def _no_parent(script: str, detail: str, message: str) -> StreamdelayError:
+    return ValidationError(
+        f"after: no such job {detail.split(' ', 1)[0]!r}: never enqueued, or it ended before "
+        f"the queue kept outcomes or longer ago than it keeps them (docs/workflows.md)",
+        field="after", job_id=detail.split(" ", 1)[0], script=script)
+
+
+def _batch_closed(script: str, detail: str, message: str) -> StreamdelayError:
+    return ValidationError(
+        f"id: batch {detail.split(' ', 1)[0]!r} is closed: no member can be added "
+        f"(docs/workflows.md#batches)", field="id", script=script)
+
+
+def _batch_callbacks(script: str, detail: str, message: str) -> StreamdelayError:
+    return ValidationError(
+        f"on_success: batch {detail.split(' ', 1)[0]!r} exists with other callbacks; "
+        f"callbacks are set by the call that opens a batch (docs/workflows.md#batches)",
+        field="on_success", script=script)
+
+
 def _unknown(script: str, detail: str, message: str) -> StreamdelayError:
     return ScriptError(f"script {script} failed: {message}", script=script)
 
@@ -72,6 +92,9 @@ SCRIPT_ERRORS: dict[str, Callable[[str, str, str], StreamdelayError]] = {
     "WRONG_TYPE": _wrong_type,  # <key> <type> ...: a key holds another type, nothing written
     "LAYOUT": _layout,  # <meta key> <layout>: a record layout this release does not know
     "PROMOTE_FAILED": _unknown,  # <key> <error>: the first job of a batch could not be moved
+    "NO_PARENT": _no_parent,  # <id>: a parent the queue does not know, nothing written
+    "BATCH_CLOSED": _batch_closed,  # <id>: members for a closed batch, nothing written
+    "BATCH_CALLBACKS": _batch_callbacks,  # <id>: other callbacks for a batch, nothing written
 }
 
 

@@ -232,9 +232,10 @@ def test_a_key_that_cannot_be_read_hands_what_was_taken_back() -> None:
     assert isinstance(next(plan), Commands)  # the pause and limit checks
     stream = PartitionKeys("orders", 0).stream("t")
     fields = {b"id": b"j1", b"rec": b"s|0|1|1|60000|3|1-0|t|" + encode_blob("j", b"{}", {}, None)}
-    step = plan.send([0, None])  # not paused, not limited: the read
-    assert step.args[0] == "XREADGROUP"
-    step = plan.send([[stream.encode(), [(b"1-0", fields)]]])
+    step = plan.send([0, None, 0])  # not paused, not limited, not staged: the read
+    assert isinstance(step, Commands) and [c.args[0] for c in step.commands] == [
+        "XREADGROUP", "TIME"]  # the read, with the clock its deadlines are checked on
+    step = plan.send([[[stream.encode(), [(b"1-0", fields)]]], [b"1800000000", b"0"]])
     assert step.args[0] == "HEXISTS"  # paused since the blocking read began?
     step = plan.send(0)
     assert isinstance(step, Commands) and step.commands[0].args[0] == "HSETNX"

@@ -23,6 +23,7 @@ ROUTES = {
     "ack": ("/deliveries/not-a-receipt:ack", b'{"result": "done\xc3"}'),
     "touch": ("/deliveries/not-a-receipt:touch", b'{"progress": "half\xff"}'),
     "bulkJobs": ("/jobs:bulk", b'{"action": "cancel", "topic": "t\xff", "dry_run": true}'),
+    "limitTopic": ("/topics/u8:limit", b'{"rate": "1/s\xff"}'),
 }
 IN_A_KEY = b'{"\xe2\x82": 1}'  # a truncated UTF-8 sequence in a key
 

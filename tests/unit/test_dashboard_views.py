@@ -91,6 +91,11 @@ def test_job_view_shows_record_and_actions_by_state() -> None:
     assert dict(reserved.fields)["consumer"] == "host-1" and reserved.actions == ("cancel",)
     dead = views.job_view(_info(state="dead", error="ValueError: boom"), NOW)
     assert dead.actions == ("replay", "purge") and dead.error == "ValueError: boom"
+    waiting = views.job_view(_info(state="waiting", due=0,
+                                   parents={"a": "succeeded", "b": "pending"}), NOW)
+    shown = dict(waiting.fields)
+    assert shown["parents"] == "a (succeeded), b (pending)" and waiting.actions == ("cancel",)
+    assert shown["due"] == "when its parents have ended"
 
 
 def test_job_view_shows_priority_key_and_expiry_of_a_job_with_options() -> None:

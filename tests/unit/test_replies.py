@@ -118,7 +118,8 @@ def test_stats_plan_sums_partitions_and_takes_lag_from_the_delayed_head() -> Non
     limits = [b"mail", b"50|1000|3"]  # HGETALL of the limits: mail, 50/s and 3 at once
 
     hashes = {"paused": paused, "limits": limits, "keylimits": [b"mail", b"||2"],
-              "staged": [b"mail", b"1"], "ready": [b"mail", b"5"]}
+              "staged": [b"mail", b"1"], "ready": [b"mail", b"5"],
+              "waiting": [b"mail", b"1", b"sms", b"0"]}
 
     def one(args: tuple[Any, ...]) -> Any:
         if args[0] == "HGETALL":
@@ -133,9 +134,11 @@ def test_stats_plan_sums_partitions_and_takes_lag_from_the_delayed_head() -> Non
         return one(step.args)  # type: ignore[union-attr]
 
     stats, steps = drive(plans.stats_plan(cfg), answer)
-    assert len(steps) == 6 and isinstance(steps[0], list) and len(steps[0]) == 2
+    assert len(steps) == 7 and isinstance(steps[0], list) and len(steps[0]) == 2
     assert [name_of(s) if not isinstance(s, Commands) else "pipeline" for s in steps[1:]] == [
-        "HGETALL", "pipeline", "ZCARD", "pipeline", "pipeline"]
+        "pipeline", "HGETALL", "pipeline", "ZCARD", "pipeline", "pipeline"]
+    assert isinstance(steps[1], Commands) and len(steps[1].commands) == 2  # waiting (workflows)
+    assert stats.topics["mail"].waiting == 2 and stats.topics["sms"].waiting == 0
     staged = stats.topics["mail"]  # 5 ready in the lanes of each partition, top keys summed
     assert (staged.staged, staged.ready, staged.keys, staged.key_concurrency) == (
         True, 2 + 10, (("tenant-1", 6), ("", 4)), 2)
@@ -178,12 +181,22 @@ def test_get_plan_reads_a_reserved_job() -> None:
     record = b"s|1|100|90|30000|5|7-0|mail|" + encode_blob(fmt, body, {}, None)
     replies = {"getJobV3": [record, b"reserved", b"w1", 12, 1, b"", 1000, b""],
                "GET": b"7-0|42"}  # the progress of this delivery (entry 7-0)
-    info, steps = drive(plans.get_plan(CFG, "job-1"), lambda step: replies[name_of(step)])
-    assert [name_of(s) for s in steps] == ["getJobV3", "GET"]
+    # its parents and its waiters (workflows), one pipeline
+    relations = [[b"~", b"d|r|0|0", b"p1", b"s"], [b"0|kid", b"1|#b7"]]
+
+    def answer(step: Step) -> Any:
+        return relations if isinstance(step, Commands) else replies[name_of(step)]
+
+    info, steps = drive(plans.get_plan(CFG, "job-1"), answer)
+    assert [name_of_any(s) for s in steps] == ["getJobV3", "HGETALL", "GET"]
+    assert info is not None and info.parents == {"p1": "succeeded"}
+    assert info.children == ["batch:b7", "kid"]
+    relations = [[], []]
     assert info is not None and (info.state, info.consumer, info.idle_ms, info.body,
                                  info.progress) == ("reserved", "w1", 12, {"n": 1}, 42)
     replies["GET"] = b"6-0|41"  # an earlier delivery's progress is not this one's
-    earlier, _ = drive(plans.get_plan(CFG, "job-1"), lambda step: replies[name_of(step)])
+    earlier, _ = drive(plans.get_plan(CFG, "job-1"), answer)
+    assert earlier is not None and earlier.parents is None and earlier.children is None
     assert earlier is not None and earlier.progress is None
     missing, _ = drive(plans.get_plan(CFG, "job-1"), lambda step: None)
     assert missing is None
@@ -244,8 +257,9 @@ def test_a_single_call_refused_for_one_job_goes_again_without_it() -> None:
 
 
 def name_of_any(step: Step) -> str:
-    """``name_of`` for a pipeline too (its first call)."""
+    """``name_of`` for a pipeline too (its first call or command)."""
     return name_of(step.calls[0] if isinstance(step, EachCall)
+                   else step.commands[0] if isinstance(step, Commands)
                    else step[0] if isinstance(step, list) else step)
 
 
@@ -388,9 +402,10 @@ def test_every_include_header_names_its_function_and_every_use_is_included() -> 
     for name, body in files.items():
         # keys (the key layout), hold (held jobs, docs/guarantees.md#never-twice-at-once),
         # expired (job deadlines, docs/expiry.md), staging and key_limits (staged topics,
-        # docs/priorities.md) are several helpers of one mechanism, described by their header
-        # as a whole
-        if name in provides and name not in ("keys", "hold", "expired", "staging", "key_limits"):
+        # docs/priorities.md) and flow (workflows, docs/workflows.md) are several helpers of
+        # one mechanism, described by their header as a whole
+        if name in provides and name not in ("keys", "hold", "expired", "staging", "key_limits",
+                                             "flow"):
             signature = re.search(rf"^local function {name}\(([^)]*)\)", body, re.MULTILINE)
             assert signature, f"include {name} defines no function {name}"
             assert body.startswith(f"-- {name}({signature.group(1)})"), (

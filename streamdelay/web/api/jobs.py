@@ -26,6 +26,7 @@ from .common import (
     path_value,
     served,
 )
+from .flows import enqueue_members
 from .models import (
     BatchAnswer,
     BatchBody,
@@ -73,7 +74,8 @@ async def enqueue_job(target: AsyncQueue, data: EnqueueBody) -> EnqueueResult:
                                 id=spec.id, ttr=spec.ttr, max_attempts=spec.max_attempts,
                                 backoff=spec.backoff, headers=spec.headers,
                                 replace=spec.replace, keep_result=spec.keep_result,
-                                priority=spec.priority, key=spec.key, expires=spec.expires)
+                                priority=spec.priority, key=spec.key, expires=spec.expires,
+                                after=data.after, on_parent_failure=data.on_parent_failure)
 
 
 @post(f"{PREFIX}/jobs/:batch", opt=WRITE, status_code=200, tags=["producers"],
@@ -85,9 +87,14 @@ async def enqueue_batch(request: Request[Any, Any, Any], queue: str) -> BatchAns
     written."""
     target = served(request, queue)
     data = await decode(request, BatchBody)
+    if data.batch is not None or data.on_success or data.on_complete:
+        return await enqueue_members(target, data)  # web/api/flows.py, docs/workflows.md
     cfg = target.config
     prepared = []
     for index, job in enumerate(data.jobs):  # the library's own validation, job by job
+        if job.after is not None:
+            raise ApiError(422, "invalid", f"jobs[{index}]: after: only for a one-job enqueue "
+                           f"or jobs:chain", f"jobs[{index}].after")
         try:
             prepared.append(prepare_values(cfg, *job_values(job)))
         except ApiError:

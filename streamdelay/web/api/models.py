@@ -15,6 +15,7 @@ import msgspec
 from ...base import validation
 from ...base.durations import DURATION_PATTERN, parse_duration
 from ...base.errors import ValidationError
+from ...base.flows import BatchInfo
 from ...base.models import Backoff, BackoffPolicy, DeadJob, EnqueueResult, JobInfo, JobSpec
 
 # The shapes below carry the library's own limits (base/validation.py) so the OpenAPI document
@@ -72,18 +73,37 @@ class EnqueueBody(msgspec.Struct, forbid_unknown_fields=True):
     priority: Priority | None = None
     key: FairnessKey | None = None
     expires: Expires | None = None
+    # docs/workflows.md: the ids of the jobs it waits for (one-job enqueue only)
+    after: Annotated[list[JobId], msgspec.Meta(min_length=1, max_length=1000)] | None = None
+    on_parent_failure: Literal["dead", "run"] = "dead"
 
 
 class BatchBody(msgspec.Struct, forbid_unknown_fields=True):
-    """Many jobs in one request (one round trip to Redis per partition)."""
+    """Many jobs in one request (one round trip to Redis per partition). With ``batch`` (an
+    id) or a callback they are the members of a batch (docs/workflows.md#batches): the batch
+    is closed unless ``close`` is false, and ``on_success`` / ``on_complete`` are enqueued
+    exactly once when every member ended."""
 
     jobs: Annotated[list[EnqueueBody], msgspec.Meta(max_length=MAX_BATCH)]
+    batch: JobId | None = None
+    on_success: EnqueueBody | None = None
+    on_complete: EnqueueBody | None = None
+    close: bool = True
 
 
 class BatchAnswer(msgspec.Struct):
-    """One result per job, in the order sent."""
+    """One result per job, in the order sent; for a batch with callbacks (``batch`` given),
+    its progress instead (``results`` empty)."""
 
     results: list[EnqueueResult]
+    batch: BatchInfo | None = None
+
+
+class ChainBody(msgspec.Struct, forbid_unknown_fields=True):
+    """Jobs that run one after the other, each once the one before has succeeded."""
+
+    jobs: Annotated[list[EnqueueBody], msgspec.Meta(min_length=1, max_length=MAX_BATCH)]
+    on_parent_failure: Literal["dead", "run"] = "dead"
 
 
 class RescheduleBody(msgspec.Struct, forbid_unknown_fields=True):

@@ -13,7 +13,7 @@ import functools
 import re
 from typing import Any
 
-_COLLECTION = re.compile(r"^(/v1/queues/[^/]+/(?:jobs|dead)):(batch|bulk|replay|purge)$")
+_COLLECTION = re.compile(r"^(/v1/queues/[^/]+/(?:jobs|dead)):(batch|bulk|replay|purge|chain)$")
 _MEMBER = re.compile(r"^(/v1/queues/[^/]+/(?:jobs|topics|deliveries))/(.+):"
                      r"(reschedule|pause|resume|limit|reserve|ack|fail|touch)$", re.DOTALL)
 # GET .../jobs/{id}/result: a job id may hold "/", so a trailing "/result" is always this

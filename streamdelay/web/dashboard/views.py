@@ -29,6 +29,7 @@ ACTIONS_BY_STATE: dict[str, tuple[str, ...]] = {
     "reserved": ("cancel",),
     "dead": ("replay", "purge"),
     "done": (),
+    "waiting": ("cancel",),  # for its parents (docs/workflows.md): no due time to change yet
 }
 
 
@@ -262,7 +263,8 @@ def job_view(info: JobInfo, now_ms: int, group: str | None = None) -> JobView:
     fields = [
         ("state", info.state),
         ("topic", info.topic),
-        ("due", f"{moment(info.due)} ({relative(info.due, now_ms)})"),
+        ("due", "when its parents have ended" if info.state == "waiting"
+         else f"{moment(info.due)} ({relative(info.due, now_ms)})"),
         ("created", f"{moment(info.created)} ({relative(info.created, now_ms)})"),
         ("attempts", f"{info.attempts} failed of at most {info.max_attempts}"),
         ("ttr", duration(info.ttr_ms or info.ttr * 1000)),
@@ -284,6 +286,10 @@ def job_view(info: JobInfo, now_ms: int, group: str | None = None) -> JobView:
                                                  info.idle_ms)))
     if info.deliveries is not None:
         fields.append(("deliveries", str(info.deliveries)))
+    if info.parents:  # docs/workflows.md
+        fields.append(("parents", ", ".join(f"{p} ({s})" for p, s in info.parents.items())))
+    if info.children:
+        fields.append(("children", ", ".join(info.children)))
     if info.progress is not None:  # reported by its handler (docs/results.md#progress)
         fields.append(("progress", msgspec.json.encode(info.progress).decode()))
     return JobView(id=info.id, topic=info.topic, state=info.state, fields=fields,

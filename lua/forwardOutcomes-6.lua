@@ -1,0 +1,32 @@
+#!lua
+-- forwardOutcomes-6: apply outcomes handed over from other partitions' outboxes to the waiters
+-- of this partition (docs/workflows.md#across-partitions); called by the dispatchers.
+-- KEYS: the six partition keys (includes/keys.lua); touches the workflow keys (includes/flow.lua).
+-- ARGV: triples waiter (child id or '#<batch>'), parent id, outcome ('s', 'x', 'c').
+-- Returns how many changed a waiter. Idempotent: an outcome already applied changes nothing
+-- (the parent's field of the child, the member's field of the batch, is no longer 'w'), so
+-- an outbox entry forwarded twice (a dispatcher killed before it dropped it, two dispatchers)
+-- counts once.
+-- @include server_time
+-- @include keys
+-- @include parse_record
+-- @include build_record
+-- @include new_record
+-- @include wake_if_head
+-- @include emit_event
+-- @include flow
+
+local now = server_time()
+if #ARGV % 3 ~= 0 then return redis.error_reply('SDERR BAD_ARGS') end
+check_partition_keys()
+local changed = 0
+for b = 1, #ARGV, 3 do
+  local target, parent, o = ARGV[b], ARGV[b + 1], ARGV[b + 2]
+  local before = string.sub(target, 1, 1) == '#'
+    and redis.call('HGET', PREFIX .. 'bm:' .. string.sub(target, 2), parent)
+    or redis.call('HGET', PREFIX .. 'deps:' .. target, parent)
+  local dead = flow_apply(target, parent, o, now)
+  if before == 'w' then changed = changed + 1 end
+  if dead then flow_ended(dead, 'x', now) end
+end
+return changed
