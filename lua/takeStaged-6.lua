@@ -8,7 +8,8 @@
 -- the topic limit keys (includes/release_lease.lua).
 -- ARGV[1] group, ARGV[2] consumer, ARGV[3] topic, ARGV[4] wanted (the free slots, 1..1000),
 -- ARGV[5] '1': also hold the topic to its rate and concurrency in PREFIX..'limits' (as
--- takeLimited; a queue of one partition), '0' or absent: the caller took care of them.
+-- takeLimited; partition 0, where a topic's limit lives), '0' or absent: the caller took care
+-- of them (partition p != 0: ARGV[4] is the grant of acquireLimit, nameLeases follows).
 -- 1. Undelivered entries already in the stream (jobs handed back at shutdown or reclaimed by
 --    requeueStuck, which put them at the stream tail, and jobs promoted before the topic was
 --    staged) are read first (XREADGROUP); one whose key is at its limit goes back to its lane.
@@ -61,7 +62,7 @@ check_partition_keys()
 refuse_wrong_type(sk, 'stream'); check_stage_keys(topic); check_key_limit_keys(topic)
 if redis.call('EXISTS', sk) == 0 then return redis.error_reply('SDERR NO_GROUP ' .. topic) end
 
--- the topic's own limit (a queue of one partition: the limits hash is in this slot)
+-- the topic's own limit (partition 0: the limits hash is in this slot)
 local k, reason, wait = wanted, 0, 0
 local tl = nil
 if ARGV[5] == '1' then

@@ -93,12 +93,11 @@ def plain_read(worker: ReadingHost, entries: list[Entry]) -> Iterable[Entry]:
 
 async def take_loop(worker: ReadingHost, keys: PartitionKeys, topic: str) -> None:
     """Take entries of ``topic`` on ``keys``' partition through its take, while it has one: a
-    staged topic through ``takeStaged`` (also holding a limited topic to its limit on a queue
-    of one partition), a limited one through ``takeLimited``."""
+    staged topic through ``takeStaged`` (a limited one through its limit too:
+    ``staging.staged_take_now_plan``), a limited one through ``takeLimited``."""
     blocking = async_client(worker.config.url, worker.block + worker.config.socket_timeout)
     failures = 0
     block_ms = int(worker.block * 1000)
-    one = len(worker.partitions) == 1
     try:
         while not worker.stopping:
             views = worker.views
@@ -116,7 +115,7 @@ async def take_loop(worker: ReadingHost, keys: PartitionKeys, topic: str) -> Non
                 if staged:
                     entries, reason, wait_ms = await worker.run_plan(staged_take_now_plan(
                         keys, worker.group, worker.consumer, topic, wanted,
-                        one and topic in views.limited), "take")
+                        topic in views.limited), "take")
                     last_id = ""
                 else:
                     entries, reason, wait_ms, last_id = await worker.run_plan(take_now_plan(

@@ -19,7 +19,7 @@ scripts themselves), and so does a queue of one partition: no extra round trip t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from secrets import token_hex
 from typing import Any
 
@@ -54,23 +54,29 @@ def _zero(queue: str) -> tuple[str]:
     return (PartitionKeys(queue, 0).limits,)
 
 
-def leased_take_plan(keys: PartitionKeys, group: str, consumer: str, topic: str, wanted: int
+def leased_take_plan(keys: PartitionKeys, group: str, consumer: str, topic: str, wanted: int,
+                     second: Callable[[int], ScriptCall] | None = None
                      ) -> Plan[tuple[list[TakeRow], int, int, str, bool]]:
     """Take up to ``wanted`` new entries of the limited ``topic`` on ``keys``' partition (not
     0) under the limit kept in slot 0: (entries, reason, wait ms, last id, leased), the reason,
     wait and last id as ``takeLimited`` answers them; ``leased``: the entries hold leases
     (every settle frees them: ``free_call``). Entries that could not be given a lease (their
     grant expired before it was named and the limit is full again) are handed back here, not
-    an attempt."""
+    an attempt.
+
+    ``second``: the read of step 2 for a grant of n (default ``takeGranted``); a staged
+    topic's take gives ``takeStaged`` without the topic limit (``engine/staging.py``), whose
+    reason 3 (nothing more can start now) comes back with its wait."""
     grant = f"{keys.partition}.{consumer}.{token_hex(6)}"
     zero = _zero(keys.queue)
     reply = yield script("acquireLimit").call(zero, [topic, wanted, grant, HOLD_MS])
     granted, reason, wait_ms, leased = (int(v) for v in reply)
     if granted <= 0:
         return [], reason, wait_ms, "", bool(leased)
+    step = (second(granted) if second is not None else
+            script("takeGranted").call(keys.script_keys(), [group, consumer, topic, granted]))
     try:
-        taken = parse_take((yield script("takeGranted").call(keys.script_keys(),
-                                                             [group, consumer, topic, granted])))
+        taken = parse_take((yield step))
     except StreamdelayError:  # no group (deleted meanwhile): the leases go back at once
         yield script("nameLeases").call(zero, [topic, grant])
         raise
@@ -89,7 +95,7 @@ def leased_take_plan(keys: PartitionKeys, group: str, consumer: str, topic: str,
         if flat:
             yield script("releaseJobsV2").call(keys.script_keys(), [group, *flat])
     if taken.reason == DRAINED:
-        return entries, DRAINED, 0, taken.last_id, bool(leased)
+        return entries, DRAINED, taken.wait_ms, taken.last_id, bool(leased)
     return entries, reason if granted < wanted else GOT_ALL, wait_ms, "", bool(leased)
 
 

@@ -7,6 +7,11 @@ Positions order the whole queue: delayed jobs by (due ms, job id), the streams b
 topic, partition), so one cursor spans every partition and topic. A partition that stopped
 early reports how far it looked; the page never goes past the nearest such point, so no job is
 skipped, and a page may hold fewer than ``limit`` jobs while its cursor is not None.
+
+Ready jobs of staged topics (priorities, fairness keys: docs/priorities.md) wait in lanes, not
+in a stream: the ready listing gives them after the streams' ready jobs, ordered by (partition,
+topic, key, rank, job id), read by ``listStaged`` (bounded the same way), whose first page rides
+in the round trip of the streams' pages.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from ..base.models import JobInfo
 from ..protocol.keys import partition_keys, partition_of
 from ..protocol.plan import Command, Commands, Plan
 from ..protocol.replies import ListedRow, parse_list
-from ..protocol.scripts import script
+from ..protocol.scripts import ScriptCall, script
 from ..protocol.spec import QueueSpec
 from .plans import job_info, with_options
 
@@ -144,11 +149,18 @@ def timed_jobs_plan(cfg: QueueSpec, state: str, topic: str | None = None, limit:
     chosen: ListState = state
     only = "" if topic is None else validation.topic(topic)
     validation.positive_int(limit, "limit", MAX_LIMIT)
+    if chosen == "ready" and cursor is not None and cursor.startswith(LANES):
+        return (yield from lanes_plan(cfg, only, limit, decode_lanes(cursor)))
     pos = None if cursor is None else decode_cursor(chosen, cursor)
     listing = script("listJobsV2")
     calls = [listing.call(k.script_keys(), _args(chosen, only, limit, pos, k.partition))
              for k in partition_keys(cfg.name, cfg.partitions)]
-    raw = [(yield calls[0])] if len(calls) == 1 else (yield calls)
+    if chosen == "ready":  # the lanes' first page, in the same round trip
+        calls += lane_calls(cfg, only, limit, (0, "", "", ""))
+        raw = yield calls
+        raw, lanes = raw[:cfg.partitions], raw[cfg.partitions:]
+    else:
+        raw = [(yield calls[0])] if len(calls) == 1 else (yield calls)
     replies = [parse_list(reply) for reply in raw]
     rows: list[tuple[Position, ListedRow]] = []
     bound: Position | None = None
@@ -165,7 +177,85 @@ def timed_jobs_plan(cfg: QueueSpec, state: str, topic: str | None = None, limit:
         rows = rows[:limit]
         next_pos = rows[-1][0]
     jobs = [job_info(row.job_id, row.job) for _, row in rows]
+    now = max(reply.now_ms for reply in replies)
+    next_cursor = None if next_pos is None else encode_cursor(chosen, next_pos)
+    if chosen == "ready" and next_cursor is None:  # the streams are done: on to the lanes
+        more, next_cursor = merge_lanes(lanes, (0, "", "", ""), limit - len(jobs))
+        jobs.extend(more)
     if jobs:  # their options (docs/keys.md#job-options): one HMGET per partition, one trip
         jobs = yield from listed_options_plan(cfg, jobs)
-    now = max(reply.now_ms for reply in replies)
-    return JobPage(jobs, None if next_pos is None else encode_cursor(chosen, next_pos)), now
+    return JobPage(jobs, next_cursor), now
+
+
+# --- the lanes of staged topics (ready, state r) ---------------------------------------------
+
+LANES = "l:"
+LanePosition = tuple[int, str, str, str]  # partition, '<topic>|<key>', rank, job id
+
+
+def encode_lanes(pos: LanePosition) -> str:
+    """The cursor of a position in the lanes (``l:`` alone: their start)."""
+    part, lane, rank, job = pos
+    return f"{LANES}{part}:{rank}:{lane}|{job}" if lane else LANES
+
+
+def decode_lanes(cursor: str) -> LanePosition:
+    """The position of a lanes cursor; ValidationError(field='cursor')."""
+    rest = cursor[len(LANES):]
+    if not rest:
+        return 0, "", "", ""
+    try:
+        part, rank, tail = rest.split(":", 2)
+        lane, job = tail.rsplit("|", 1)
+        topic, key = lane.split("|", 1)
+        validation.topic(topic)
+        if key:
+            validation.fairness_key(key)
+        if job:  # empty after a whole lane (rank inf)
+            validation.job_id(job)
+        return int(part), lane, str(score(rank)), job
+    except (ValueError, ValidationError) as exc:
+        raise ValidationError(f"cursor: {cursor!r} is not a cursor of a ready page ({exc}); "
+                              f"pass the cursor a page returned", field="cursor") from exc
+
+
+def lane_calls(cfg: QueueSpec, only: str, limit: int, pos: LanePosition) -> list[ScriptCall]:
+    """``listStaged`` of the partitions from ``pos``'s on (its own after ``pos``)."""
+    listing = script("listStaged")
+    return [listing.call(k.script_keys(), [only, limit, BYTES,
+                                           *(pos[1:] if k.partition == pos[0] else ("", "", ""))])
+            for k in partition_keys(cfg.name, cfg.partitions) if k.partition >= pos[0]]
+
+
+def merge_lanes(raw: list[Any], pos: LanePosition, room: int) -> tuple[list[JobInfo], str | None]:
+    """Up to ``room`` jobs of the ``listStaged`` replies (partitions from ``pos``'s on, in
+    order) and the cursor after them (None: the lanes are done). A partition that stopped
+    early ends the page there, so no job is skipped."""
+    jobs: list[JobInfo] = []
+    last: LanePosition = pos
+    for offset, reply in enumerate(raw):
+        part = pos[0] + offset
+        listed = parse_list(reply)
+        for row in listed.rows:
+            if len(jobs) >= room:
+                return jobs, encode_lanes(last)
+            jobs.append(job_info(row.job_id, row.job))
+            last = (part, _text(row.pos1), _text(row.pos2), row.job_id)
+        if listed.reached is not None:
+            mark = reply[1]
+            return jobs, encode_lanes((part, _text(mark[0]), _text(mark[1]), _text(mark[2])))
+    return jobs, None
+
+
+def lanes_plan(cfg: QueueSpec, only: str, limit: int, pos: LanePosition
+               ) -> Plan[tuple[JobPage, int]]:
+    """A ready page in the lanes after ``pos``, and the server time (epoch ms)."""
+    if pos[0] >= cfg.partitions:
+        raise ValidationError(f"cursor: partition {pos[0]} is not one of this queue's "
+                              f"{cfg.partitions}", field="cursor")
+    calls = lane_calls(cfg, only, limit, pos)
+    raw = [(yield calls[0])] if len(calls) == 1 else (yield calls)
+    jobs, cursor = merge_lanes(list(raw), pos, limit)
+    if jobs:
+        jobs = yield from listed_options_plan(cfg, jobs)
+    return JobPage(jobs, cursor), max(int(reply[0]) for reply in raw)

@@ -70,3 +70,32 @@ def test_async_bursts_and_a_worker_settle_keyed_jobs(cluster: LocalCluster) -> N
         for part in range(PARTITIONS):
             assert q.client.hlen(PartitionKeys(name, part).opts) == 0  # acked: dropped
         assert q.client.hgetall(PartitionKeys(name, 0).staged) == {b"t": b"1"}
+
+
+def test_the_ready_listing_pages_through_lanes_on_every_node(cluster: LocalCluster) -> None:
+    """The ready listing's lanes (``listStaged``) on partitions spread over 3 primaries: one
+    call per partition in the round trip of the streams' page, no CROSSSLOT error."""
+    name = spread_queue_name(cluster, PARTITIONS)
+    keys = [f"tenant-{n}" for n in range(12)]
+    with sd.Queue(name, url=cluster.url, partitions=PARTITIONS) as q:
+        made = [r.id for r in q.enqueue_many([sd.JobSpec("t", i, key=key, priority=i % 10)
+                                              for i, key in enumerate(keys * 2)])]
+        plain = [r.id for r in q.enqueue_many([sd.JobSpec("p", i) for i in range(4)])]
+
+        async def promote_all() -> None:
+            dispatcher = sd.Dispatcher(q.config)
+            try:
+                for part in range(PARTITIONS):
+                    await dispatcher.promote_once(PartitionKeys(name, part))
+            finally:
+                await dispatcher.close()
+
+        asyncio.run(promote_all())
+        seen, cursor = [], None
+        for _ in range(50):
+            page = q.jobs(state="ready", limit=5, cursor=cursor)
+            seen += [j.id for j in page.jobs]
+            cursor = page.cursor
+            if cursor is None:
+                break
+        assert sorted(seen) == sorted(made + plain)

@@ -268,3 +268,52 @@ def test_http_reserve_obeys_a_limit_on_3_partitions(shared_redis: RedisServer) -
         status, second = server.request("POST", f"{base}/topics/t:reserve",
                                         {"count": 5, "consumer": "h2", "wait_ms": 2000})
         assert status == 200 and len(second["deliveries"]) == 1
+
+
+def test_a_staged_topic_holds_its_own_concurrency_on_3_partitions(
+        fleet3: Fleet, redis_url: str, queue_name: str, tmp_path: Path) -> None:
+    """A staged topic (fairness keys and priorities, docs/priorities.md) with concurrency 3 on
+    3 partitions, taken by two worker processes (16 slots each) and a reserving consumer:
+    the take of each partition p != 0 leases in partition 0's slot first, so never more than 3
+    handlers at once, and every job runs once."""
+    client = redis.Redis.from_url(redis_url)
+    peak = client.register_script(_PEAK)
+    q = sd.Queue(queue_name, url=redis_url, partitions=P)
+    q.limit("limited", concurrency=3)
+    fleet3.env["LIMIT_APP_SLEEP"] = "0.05"
+    keys = [f"tenant-{i}" for i in range(6)]
+    specs = [sd.JobSpec("limited", i, id=f"k{i}", key=keys[i % len(keys)]) for i in range(60)]
+    specs += [sd.JobSpec("limited", i, id=f"p{i}", priority=1 + i % 9) for i in range(30)]
+    jobs = [j.id for j in q.enqueue_many(specs)]
+    assert {partition_of(j, P) if not j.startswith("{") else
+            partition_of(j[1:j.index("}")], P) for j in jobs} == {0, 1, 2}
+    fleet3.start(2)
+    reserved: list[str] = []
+    stop = threading.Event()
+
+    def reserve_loop() -> None:
+        with sd.Queue(queue_name, url=redis_url, partitions=P) as mine:
+            while not stop.is_set():
+                for r in mine.reserve("limited", group="limit-app", wait=0.3, count=2):
+                    peak(keys=[f"{queue_name}:running", f"{queue_name}:peak"])
+                    reserved.append(r.id)
+                    time.sleep(0.05)
+                    client.decr(f"{queue_name}:running")
+                    r.ack()
+
+    thread = threading.Thread(target=reserve_loop)
+    thread.start()
+    out = tmp_path / "starts.txt"
+    try:
+        wait_for(lambda: len(starts(out)) + len(reserved) >= len(jobs), 90, "every job to run")
+    finally:
+        stop.set()
+        thread.join(30)
+    assert q.stats().topics["limited"].staged
+    ran = [i for i, _, _ in starts(out)] + reserved
+    assert sorted(ran) == sorted(jobs)  # every job once
+    assert reserved and len({pid for _, _, pid in starts(out)}) == 2  # all three took jobs
+    assert int(client.get(f"{queue_name}:peak") or 0) == 3  # reached, never passed
+    wait_for(lambda: q.stats().topics["limited"].leases == 0, 10, "every lease freed")
+    assert not client.keys(f"sd:{{{queue_name}#0}}:grant:*")  # every grant was named
+    q.close()

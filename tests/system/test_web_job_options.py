@@ -10,7 +10,10 @@ from typing import Any
 
 import pytest
 
+import streamdelay as sd
+from tests.integration.test_pull import running_dispatcher
 from tests.support.web_server import WebServer
+from tests.system.test_limits import wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -114,3 +117,30 @@ def test_the_dashboard_job_page_shows_the_options(web_server: WebServer) -> None
     for label, value in (("priority", "2"), ("key", "dash-key")):
         assert re.search(rf">{label}<.*?>{value}<", page, re.DOTALL), label
     assert ">expires<" in page
+
+
+def test_the_ready_listing_and_the_search_show_jobs_waiting_in_lanes(
+        web_server: WebServer) -> None:
+    """Jobs of a staged topic wait in their keys' lanes (record state r): the HTTP listing of
+    ready jobs pages through them (cursors quoted as any), and the search finds them."""
+    base = _q(web_server)
+    status, _ = web_server.request("POST", f"{base}/jobs:batch", {"jobs": [
+        {"topic": "lane", "id": f"l{i}", "key": f"tenant-{i % 2}", "priority": 1 + i,
+         "body": {"n": i}} for i in range(5)]})
+    assert status in (200, 201)
+    with sd.Queue(web_server.queues[0], url=web_server.redis_url) as q, running_dispatcher(q):
+        wait_for(lambda: q.stats().topics["lane"].ready == 5, 10, "the jobs in their lanes")
+    seen, cursor = [], None
+    for _ in range(10):
+        query = "state=ready&topic=lane&limit=2" + (
+            f"&cursor={urllib.parse.quote(cursor, safe='')}" if cursor else "")
+        status, page = web_server.request("GET", f"{base}/jobs?{query}", token="reader")
+        assert status == 200 and len(page["jobs"]) <= 2
+        seen += [(job["id"], job["state"]) for job in page["jobs"]]
+        cursor = page["cursor"]
+        if cursor is None:
+            break
+    assert sorted(seen) == sorted((f"{{tenant-{i % 2}}}l{i}", "ready") for i in range(5))
+    status, found = web_server.request("GET", f"{base}/search?state=ready&topic=lane&body=n%3D3",
+                                       token="reader")
+    assert status == 200 and [job["id"] for job in found["jobs"]] == ["{tenant-1}l3"]

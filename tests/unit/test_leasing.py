@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from streamdelay.engine import leasing
+from streamdelay.engine import leasing, staging
 from streamdelay.engine.receipts import RECEIPT_VERSION, Receipt, is_genuine, signed
 from streamdelay.engine.settling import ack_plan
 from streamdelay.engine.taking import Entry, take_now_plan, wait_plan
@@ -116,3 +116,41 @@ def test_the_lease_flag_is_not_signed_and_an_older_reader_ignores_it() -> None:
     older = msgspec.msgpack.decode(msgspec.msgpack.encode(leased), type=Older)
     assert older.tag == leased.tag and older.entry == "1-0"
     assert Entry(1, "t", "1-0", None).leased is False  # the default: no lease in slot 0
+
+
+def _staged_take(keys: PartitionKeys, acquired: list[int], entries: list[Any],
+                 reason: int = GOT_ALL, wait: int = 0) -> tuple[Any, list[Any]]:
+    def answer(step: Any) -> Any:
+        name = name_of(step)
+        if name == "acquireLimit":
+            return acquired
+        if name == "takeStaged":
+            return [entries, reason, wait, b""]
+        return []  # nameLeases: every entry leased
+    return drive(staging.staged_take_now_plan(keys, "g", "c", "t", 5, True), answer)
+
+
+def test_a_staged_take_on_partition_1_takes_the_grant_between_the_lease_steps() -> None:
+    rows = [[b"1-0", [b"id", b"{k}a", b"rec", REC]]]
+    (entries, reason, wait_ms), steps = _staged_take(P1, [2, CONCURRENCY, 40, 1], rows, 3, 900)
+    assert [name_of(s) for s in steps] == ["acquireLimit", "takeStaged", "nameLeases"]
+    assert [s.keys for s in steps] == [(ZERO.limits,), P1.script_keys(), (ZERO.limits,)]
+    assert steps[1].args[3:] == (2, "0")  # at most the grant; the topic limit already held
+    assert steps[2].args[2:] == ("1:1-0", 5000)
+    assert [e.entry_id for e in entries] == ["1-0"] and entries[0].leased
+    assert (reason, wait_ms) == (3, 900)  # the lanes had fewer: their wait, not the limit's
+
+
+def test_a_staged_take_on_partition_0_holds_the_limit_in_one_call() -> None:
+    (entries, reason, _), steps = _staged_take(ZERO, [], [], CONCURRENCY, 40)
+    assert [name_of(s) for s in steps] == ["takeStaged"]
+    assert steps[0].args[3:] == (5, "1") and (entries, reason) == ([], CONCURRENCY)
+
+
+def test_a_staged_take_held_by_the_concurrency_waits_on_partition_0s_wake_list() -> None:
+    _, steps = drive(staging.staged_wait_plan([P1], "t", CONCURRENCY, 300, 1000),
+                     lambda step: None)
+    assert steps[0].args[1:] == (ZERO.limit_wake("t"), "0.300")  # one slot: a cluster takes it
+    _, steps = drive(staging.staged_wait_plan([ZERO], "t", CONCURRENCY, 300, 1000),
+                     lambda step: None)
+    assert steps[0].args[1:3] == (ZERO.stage_wake("t"), ZERO.limit_wake("t"))
