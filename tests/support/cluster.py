@@ -171,7 +171,7 @@ class LocalSentinel:
 
     def __init__(self, down_after_ms: int = 500, failover_timeout_ms: int = 3000) -> None:
         self.master = RedisServer("--repl-diskless-sync-delay", "0")
-        self.replica = RedisServer()
+        self.replica = RedisServer("--repl-diskless-sync-delay", "0")  # a master after failover
         self.port = free_port()
         self.dir = Path(tempfile.mkdtemp(prefix="sd-sentinel-"))
         self.down_after_ms = down_after_ms

@@ -84,6 +84,7 @@ def test_failover_with_a_stalled_replica_loses_nothing_acknowledged_with_replica
     assert report.other_errors == []
     assert report.acknowledged > 20 and not report.cancel_before_ran
     if replicas:
+        assert report.found_on_promoted == report.acknowledged  # on the replica that took over
         assert report.lost_before == []
         assert report.unconfirmed > 0 and report.cancel_during == "not durable"
         assert not report.cancel_during_ran
