@@ -157,7 +157,7 @@ def test_rate_holds_across_four_worker_processes(fleet: Fleet, redis_url: str, q
     """50/s measured over a 20 s window under `make soak`, 10 s in `make test`, after the first
     burst of a full bucket."""
     seconds = 20.0 if SOAK else 10.0
-    jobs = 2000 if SOAK else 1000  # more than the window starts: some must still wait
+    jobs = 4000 if SOAK else 3000  # far more than the window starts: some must still wait
     q = sd.Queue(queue_name, url=redis_url)
     q.limit("limited", rate="50/s")
     fleet.start(4)
