@@ -8,13 +8,18 @@ It long-polls ``:reserve`` (up to 8 jobs, ``wait_ms`` 1500) until SIGTERM and ac
 a share ``HANGUP_RATE`` of its polls hangs up instead after 50 ms-1.5 s without reading an
 answer. Each job it got is one JSON line ``{"id", "attempt", "due", "start", "pid", "intact",
 "ack", "ack_at"}`` in ``HISTORY_DIR/worker-http-<pid>.jsonl`` (``ack``: ``acked`` (200),
-``stale`` (409) or ``lost`` (no answer for 10 s: ``serve`` down), ``ack_at`` when that was
-known); each hang-up one line in ``HISTORY_DIR/hangups-<pid>.jsonl``. Connection errors (a
-``serve`` killed and restarted) are retried.
+``stale`` (409), ``lost`` (no answer for 10 s: ``serve`` down) or ``error: <exception>`` (an
+ack that broke in a way this client does not expect), ``ack_at`` when that was known); each
+hang-up one line in ``HISTORY_DIR/hangups-<pid>.jsonl``. Connection errors (a ``serve`` killed
+and restarted, including an answer cut after its headers: ``http.client.IncompleteRead``) are
+retried. Every delivery an answer carried is written, whatever its ack did: a job this process
+got and did not write would count as lost (the run checks that no consumer exited before it
+was stopped).
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import random
@@ -59,6 +64,8 @@ class Client:
             return exc.code, None
         except urllib.error.URLError as exc:
             raise OSError(str(exc)) from exc
+        except http.client.HTTPException as exc:  # cut mid-answer: not an OSError
+            raise OSError(f"{type(exc).__name__}: {exc}") from exc
 
     def ack(self, receipt: str) -> str:
         """``acked``, ``stale`` or ``lost``, retrying while the service is down."""
@@ -108,7 +115,11 @@ def run(base: str, token: str, queue: str, history: Path, seed: int, hangup_rate
     acks = ThreadPoolExecutor(8)  # the jobs of one answer are acked side by side
 
     def ack(delivery: dict[str, Any]) -> tuple[str, float]:
-        return client.ack(delivery["receipt"]), time.time() * 1000
+        try:
+            outcome = client.ack(delivery["receipt"])
+        except Exception as exc:  # written down: never lost with the process
+            outcome = f"error: {type(exc).__name__}: {exc}"
+        return outcome, time.time() * 1000
 
     while not stop.is_set():
         if rng.random() < hangup_rate:

@@ -5,7 +5,9 @@ their long polls hang up without reading an answer; a controller kills ``serve``
 at random moments (every poll is mid-wait then) and starts it again on the same port. The
 checker (tests/system/chaos/verdict.py) then reads every consumer's history: no acknowledged job
 lost,
-none early, and every second run explained (``explain_http``).
+none early, and every second run explained (``explain_http``). A consumer process that exits
+before the run stops it is named (``setup["consumers_exited_early"]``) and fails the run: the
+jobs it had not written down would otherwise count as lost.
 
 ``python -m tests.system.chaos.http_run --jobs 5000 --spread 30 --out chaos-results/http``
 (``make chaos-http``). Exit status 1 when the verdict fails (see ``Verdict.ok``).
@@ -187,6 +189,10 @@ def run_http_chaos(settings: Settings, clients: int = 4, hangup_rate: float = 0.
             killer.halt.set()
             killer.join()
         wait_for_drain(production.acknowledged, history, settings.drain_timeout)
+        # a consumer that died on its own took the deliveries it had not written down with
+        # it: its jobs would count as lost (see processes.log); the run names it instead
+        exited_early = [{"pid": process.pid, "returncode": process.returncode}
+                        for process in consumers if process.poll() is not None]
         for process in [*consumers, dispatcher]:
             process.terminate()
         for process in [*consumers, dispatcher]:
@@ -211,6 +217,7 @@ def run_http_chaos(settings: Settings, clients: int = 4, hangup_rate: float = 0.
         "run_seconds": round(time.monotonic() - began, 1),
         "jobs": settings.jobs, "spread_s": settings.spread, "seed": settings.seed,
         "http_consumer_processes": clients, "standalone_dispatchers": 1,
+        "consumers_exited_early": exited_early,
         "serve_started": serve.started, "hangup_rate": hangup_rate,
         "polls_hung_up": count_lines(history, "hangups-*.jsonl"),
         "jobs_handed_back_by_serve": handed_back(settings.out / "serve.log"),
@@ -236,6 +243,10 @@ def main() -> int:
                         drain_timeout=60.0)
     verdict = run_http_chaos(settings, clients=args.clients)
     print_summary(verdict, args.out)
+    if verdict.setup["consumers_exited_early"]:
+        print(f"consumers exited before the end (see {args.out}/history/processes.log): "
+              f"{verdict.setup['consumers_exited_early']}")
+        return 1
     return 0 if verdict.ok else 1
 
 
