@@ -130,12 +130,13 @@ class HandlerRunner:
         if job_key in running_jobs and not await self._after_earlier_run(job_key, delivery):
             return None
         running_jobs[job_key] = delivery
-        if host.metrics is not None:  # a staged topic's: by priority too (docs/priorities.md)
-            host.metrics.started(job, _priority(fields) if job.topic in host.views.staged
-                                 else None)
+        # a staged topic's job: its lateness by priority too (docs/priorities.md)
+        priority = _priority(fields) if job.topic in host.views.staged else None
+        if host.metrics is not None:
+            host.metrics.started(job, priority)
         run = delivery.run = host.observer.started(job)
         host.lateness.observe(job.topic, time.time() * 1000 + host.observer.clock_offset_ms
-                              - job.due)
+                              - job.due, priority)
         started = time.monotonic()
         error: BaseException | None = None
         value: Any = None

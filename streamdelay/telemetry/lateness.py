@@ -15,8 +15,13 @@ hash, flushed by the same call, so counting outcomes adds no round trip per job.
 per minute are the lateness counts themselves. A reader that knows only numeric buckets skips
 these fields.
 
-Bounded: one hash field per topic and bucket (or outcome) per minute, ``KEEP_MINUTES`` hashes
-per queue.
+Per priority too, for the jobs of staged topics (docs/priorities.md): ``observe`` with the job's
+``priority`` also counts the start under the topic ``<topic>#p<priority>`` (``#`` is not allowed
+in a topic), so the same flush writes the fields ``<bucket>:<topic>#p<priority>``;
+``parse_lateness`` files them under ``LatenessWindow.priorities``, not as topics.
+
+Bounded: one hash field per topic and bucket (or outcome) per minute, and for a staged topic one
+per priority seen (at most 10) and bucket, ``KEEP_MINUTES`` hashes per queue.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ MAX_MINUTES = 60  # the most minutes one read returns
 FLUSH_GIVE_UP = 30.0  # seconds a flush retries through an outage before it is dropped
 # the outcome fields of the record (docs/keys.md, docs/dashboard.md#lateness)
 OUTCOMES = ("ok", "retried", "dead")
+PRIORITY_MARK = "#p"  # <topic>#p<priority>: a staged topic's lateness of one priority
 
 
 def bucket_of(lateness_ms: float) -> int:
@@ -78,10 +84,15 @@ class LatenessRecorder:
         self.seq = int(time.time() * 1000)
         self.failing = False  # the last flush failed (its warning was logged)
 
-    def observe(self, topic: str, lateness_ms: float) -> None:
-        """Count one handler start of ``topic``, ``lateness_ms`` after its due time."""
-        key = (topic, bucket_of(lateness_ms))
+    def observe(self, topic: str, lateness_ms: float, priority: str | None = None) -> None:
+        """Count one handler start of ``topic``, ``lateness_ms`` after its due time; with the
+        ``priority`` of a staged topic's job, also under ``<topic>#p<priority>``."""
+        bucket = bucket_of(lateness_ms)
+        key = (topic, bucket)
         self.counts[key] = self.counts.get(key, 0) + 1
+        if priority is not None:
+            key = (topic + PRIORITY_MARK + priority, bucket)
+            self.counts[key] = self.counts.get(key, 0) + 1
 
     def settled(self, topic: str, outcome: str) -> None:
         """Count one delivery of ``topic`` settled as ``outcome`` (one of ``OUTCOMES``)."""
@@ -135,12 +146,14 @@ class LatenessRecorder:
 class LatenessWindow:
     """Bucket counts of the last minutes: ``minutes`` are epoch minutes (server clock), oldest
     first; ``topics`` maps a topic to one list of ``OVERFLOW + 1`` counts per minute;
-    ``outcomes`` maps a topic to one ``{outcome: count}`` per minute."""
+    ``outcomes`` maps a topic to one ``{outcome: count}`` per minute; ``priorities`` maps a
+    staged topic to its priorities (``"0"``-``"9"``), each to counts per minute as ``topics``."""
 
     now: int
     minutes: tuple[int, ...]
     topics: dict[str, list[list[int]]] = field(default_factory=dict)
     outcomes: dict[str, list[dict[str, int]]] = field(default_factory=dict)
+    priorities: dict[str, dict[str, list[list[int]]]] = field(default_factory=dict)
 
     def throughput(self, topic: str) -> dict[str, list[int]]:
         """Per minute, oldest first: ``started`` (handler starts) and each outcome."""
@@ -152,9 +165,12 @@ class LatenessWindow:
                             else [0] * len(self.minutes))
         return series
 
-    def merged(self, topic: str, last: int | None = None) -> list[int]:
-        """The counts of ``topic`` added up over the window (or its ``last`` minutes)."""
-        rows = self.topics.get(topic, [])
+    def merged(self, topic: str, last: int | None = None,
+               priority: str | None = None) -> list[int]:
+        """The counts of ``topic`` (of its jobs of ``priority`` only, when given) added up over
+        the window (or its ``last`` minutes)."""
+        rows = (self.topics.get(topic, []) if priority is None
+                else self.priorities.get(topic, {}).get(priority, []))
         if last is not None:
             rows = rows[-last:] if last > 0 else []
         total = [0] * (OVERFLOW + 1)
@@ -170,12 +186,13 @@ def _text(value: Any) -> str:
 
 def parse_lateness(reply: Any) -> LatenessWindow:
     """The window of a ``readLateness`` reply; fields that are not ``<bucket>:<topic>`` with a
-    known bucket are ignored."""
+    known bucket are ignored, ``<bucket>:<topic>#p<priority>`` go to ``priorities``."""
     now = int(reply[0])
     pairs = list(zip(reply[1::2], reply[2::2], strict=True))
     minutes = tuple(int(m) for m, _ in pairs)
     topics: dict[str, list[list[int]]] = {}
     outcomes: dict[str, list[dict[str, int]]] = {}
+    priorities: dict[str, dict[str, list[list[int]]]] = {}
     for index, (_, flat) in enumerate(pairs):
         for name, count in zip(flat[0::2], flat[1::2], strict=True):
             bucket, _, topic = _text(name).partition(":")
@@ -185,11 +202,17 @@ def parse_lateness(reply: Any) -> LatenessWindow:
                 continue
             if not bucket.isdigit() or int(bucket) > OVERFLOW or not topic:
                 continue
-            rows = topics.get(topic)
+            into, name = topics, topic
+            if PRIORITY_MARK in topic:  # <topic>#p<priority>: a staged topic's, by priority
+                topic, _, name = topic.partition(PRIORITY_MARK)
+                if not name.isdigit() or not topic:
+                    continue
+                into = priorities.setdefault(topic, {})
+            rows = into.get(name)
             if rows is None:
-                rows = topics[topic] = [[0] * (OVERFLOW + 1) for _ in minutes]
+                rows = into[name] = [[0] * (OVERFLOW + 1) for _ in minutes]
             rows[index][int(bucket)] += int(count)
-    return LatenessWindow(now, minutes, topics, outcomes)
+    return LatenessWindow(now, minutes, topics, outcomes, priorities)
 
 
 def lateness_plan(queue: str, minutes: int) -> Plan[LatenessWindow]:

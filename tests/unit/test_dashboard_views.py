@@ -60,6 +60,25 @@ def test_topic_rows_join_counts_and_lateness() -> None:
     assert [r.p99 for r in no_window] == [views.UNKNOWN, views.UNKNOWN]
 
 
+def test_a_staged_topic_shows_one_lateness_row_per_priority_under_it() -> None:
+    stats = QueueStats("q", NOW, {"report": TopicStats("report", 0, 0, 0, 0, 0, "g"),
+                                  "mail": TopicStats("mail", 0, 0, 0, 0, 0, "g")})
+    flat = [f"{bucket_of(4)}:report".encode(), b"3", f"{bucket_of(4)}:report#p9".encode(), b"1",
+            f"{bucket_of(900)}:report".encode(), b"2",
+            f"{bucket_of(900)}:report#p2".encode(), b"2", f"{bucket_of(4)}:mail".encode(), b"5"]
+    rows = views.topic_rows(stats, parse_lateness([NOW, 9, [b"3:report#p5", b"4"], 10, flat]),
+                            minutes=1)
+    mail, report = rows
+    assert mail.priorities == ()  # a plain topic: no priority rows
+    assert [(p.priority, p.started) for p in report.priorities] == [("9", 1), ("2", 2)]
+    assert report.priorities[0].p50 == "4.0 ms" and report.priorities[1].p99 == "995 ms"
+    assert report.started == 5  # the topic's row counts each start once
+    html = render("_topics.html", queue="q", rows=rows, total=views.totals(rows), now="t",
+                  minutes=1, can=set())
+    assert re.findall(r'data-priority-of="(\w+)" data-priority="(\d)"', html) == [
+        ("report", "9"), ("report", "2")]
+
+
 def test_topic_rows_show_key_limits_and_the_top_keys_of_a_staged_topic() -> None:
     stats = QueueStats("q", NOW, {"report": TopicStats(
         "report", 0, 9, 1, 0, 0, "workers", concurrency=4, leases=1, staged=True,

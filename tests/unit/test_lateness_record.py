@@ -59,6 +59,22 @@ def test_recorder_packs_one_call_and_starts_again() -> None:
     assert again is not None and again.args[2] == int(seq) + 1
 
 
+def test_a_staged_topics_starts_are_counted_per_priority_too() -> None:
+    rec = LatenessRecorder("q", "w1")
+    rec.observe("a", 1, priority="9")
+    rec.observe("a", 1, priority="2")
+    rec.observe("b", 1)  # a plain topic: nothing more
+    call = rec.take()
+    assert call is not None
+    assert list(call.args[3:]) == ["a", 1, 2, "a#p2", 1, 1, "a#p9", 1, 1, "b", 1, 1]
+    window = parse_lateness([0, 7, [b"1:a", b"2", b"1:a#p2", b"1", b"1:a#p9", b"1", b"1:b",
+                                    b"1", b"1:a#px", b"5", b"1:#p3", b"5"]])
+    assert set(window.topics) == {"a", "b"}  # priority fields are not topics
+    assert window.merged("a")[1] == 2 and window.merged("a", priority="9")[1] == 1
+    assert set(window.priorities) == {"a"} and set(window.priorities["a"]) == {"2", "9"}
+    assert window.throughput("a")["started"] == [2]  # counted once per start
+
+
 def test_window_parses_and_merges_minutes() -> None:
     reply = [120_500, 1, [], 2, [b"3:a", b"2", b"0:a", b"1", b"bad", b"9", b"99:a", b"1"]]
     window = parse_lateness(reply)

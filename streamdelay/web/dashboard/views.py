@@ -94,6 +94,19 @@ class TopicRow:
     throughput_panel: str = ""
     settled: int = 0  # deliveries settled in the window (ok, retried, dead)
     keys: str = ""  # a staged topic's keys with the most ready jobs (docs/priorities.md)
+    priorities: tuple[PriorityRow, ...] = ()  # a staged topic's lateness per priority
+
+
+@dataclass(frozen=True)
+class PriorityRow:
+    """A staged topic's lateness of its jobs of one priority, shown under the topic's row
+    (docs/dashboard.md#lateness)."""
+
+    priority: str
+    p50: str
+    p99: str
+    started: int  # handler starts in the window
+    chart: str  # inline SVG
 
 
 def warning_of(ready: int, group: str | None) -> str:
@@ -143,9 +156,34 @@ def topic_rows(stats: QueueStats, window: LatenessWindow | None,
                 key_limit_text(t.key_rate, t.key_concurrency)) if x) if t else "",
             keys=", ".join(f"{k or '(no key)'} {n}" for k, n in t.keys) if t else "",
             warning=warning_of(t.ready, t.group) if t else "",
-            settled=sum(sum(flow[k]) for k in ("ok", "retried", "dead")), **panels,
+            settled=sum(sum(flow[k]) for k in ("ok", "retried", "dead")),
+            priorities=_priority_rows(window, name, minutes), **panels,
         ))
     return rows
+
+
+def _priority_rows(window: LatenessWindow | None, topic: str,
+                   minutes: int) -> tuple[PriorityRow, ...]:
+    """A staged topic's priorities with handler starts in the last ``minutes``, highest first
+    (none for a plain topic: its workers record no priority)."""
+    if window is None:
+        return ()
+    found = window.priorities.get(topic, {})
+    rows = []
+    for priority in sorted(found, key=int, reverse=True):
+        merged = window.merged(topic, minutes, priority)
+        if not sum(merged):
+            continue
+        per_minute = found[priority][-minutes:]
+        pad: list[float | None] = [None] * (minutes - len(per_minute))
+        rows.append(PriorityRow(
+            priority=priority, p50=duration(quantile_ms(merged, 0.5)),
+            p99=duration(quantile_ms(merged, 0.99)), started=sum(merged),
+            chart=lateness_chart(pad + [quantile_ms(m, 0.5) for m in per_minute],
+                                 pad + [quantile_ms(m, 0.99) for m in per_minute],
+                                 title=f"{topic} priority {priority}: lateness p50 / p99 per "
+                                       f"minute, last {minutes} min")))
+    return tuple(rows)
 
 
 def _flow(window: LatenessWindow | None, topic: str, minutes: int) -> dict[str, list[int]]:
