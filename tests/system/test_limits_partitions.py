@@ -86,18 +86,12 @@ def test_reserve_leases_in_partition_0_and_every_settle_frees_there(redis_url: s
         assert not client.keys(f"sd:{{{queue_name}#0}}:grant:*")  # every grant was named
 
 
-def test_concurrency_holds_across_two_workers_and_reserve_on_3_partitions(
-        fleet3: Fleet, redis_url: str, queue_name: str, tmp_path: Path) -> None:
-    """Two worker processes (16 slots each) and a reserving consumer share concurrency 3 of one
-    topic over 3 partitions: never more than 3 handlers at once, every job once."""
-    client = redis.Redis.from_url(redis_url)
+def run_with_a_reserver(fleet3: Fleet, client: redis.Redis, redis_url: str, queue_name: str,
+                        jobs: list[str], tmp_path: Path) -> None:
+    """A reserving consumer joins the two worker processes the test started (same group) on
+    ``jobs`` of topic ``limited``; then each ran once, every consumer took some, and the peak of
+    handlers at once is exactly the limit of 3."""
     peak = client.register_script(_PEAK)
-    q = sd.Queue(queue_name, url=redis_url, partitions=P)
-    q.limit("limited", concurrency=3)
-    fleet3.env["LIMIT_APP_SLEEP"] = "0.05"
-    fleet3.start(2)
-    jobs = [f"j{i}" for i in range(90)]
-    q.enqueue_many([sd.JobSpec("limited", i, id=i) for i in jobs])
     reserved: list[str] = []
     stop = threading.Event()
 
@@ -123,6 +117,20 @@ def test_concurrency_holds_across_two_workers_and_reserve_on_3_partitions(
     assert sorted(ran) == sorted(jobs)  # every job once
     assert reserved and len({pid for _, _, pid in starts(out)}) == 2  # all three took jobs
     assert int(client.get(f"{queue_name}:peak") or 0) == 3  # reached, never passed
+
+
+def test_concurrency_holds_across_two_workers_and_reserve_on_3_partitions(
+        fleet3: Fleet, redis_url: str, queue_name: str, tmp_path: Path) -> None:
+    """Two worker processes (16 slots each) and a reserving consumer share concurrency 3 of one
+    topic over 3 partitions: never more than 3 handlers at once, every job once."""
+    client = redis.Redis.from_url(redis_url)
+    q = sd.Queue(queue_name, url=redis_url, partitions=P)
+    q.limit("limited", concurrency=3)
+    fleet3.env["LIMIT_APP_SLEEP"] = "0.05"
+    fleet3.start(2)
+    jobs = [f"j{i}" for i in range(90)]
+    q.enqueue_many([sd.JobSpec("limited", i, id=i) for i in jobs])
+    run_with_a_reserver(fleet3, client, redis_url, queue_name, jobs, tmp_path)
     wait_for(lambda: q.stats().topics["limited"].leases == 0, 10, "every lease freed")
 
 
@@ -277,7 +285,6 @@ def test_a_staged_topic_holds_its_own_concurrency_on_3_partitions(
     the take of each partition p != 0 leases in partition 0's slot first, so never more than 3
     handlers at once, and every job runs once."""
     client = redis.Redis.from_url(redis_url)
-    peak = client.register_script(_PEAK)
     q = sd.Queue(queue_name, url=redis_url, partitions=P)
     q.limit("limited", concurrency=3)
     fleet3.env["LIMIT_APP_SLEEP"] = "0.05"
@@ -285,35 +292,10 @@ def test_a_staged_topic_holds_its_own_concurrency_on_3_partitions(
     specs = [sd.JobSpec("limited", i, id=f"k{i}", key=keys[i % len(keys)]) for i in range(60)]
     specs += [sd.JobSpec("limited", i, id=f"p{i}", priority=1 + i % 9) for i in range(30)]
     jobs = [j.id for j in q.enqueue_many(specs)]
-    assert {partition_of(j, P) if not j.startswith("{") else
-            partition_of(j[1:j.index("}")], P) for j in jobs} == {0, 1, 2}
+    assert {partition_of(j, P) for j in jobs} == {0, 1, 2}  # a `{key}` id by its key
     fleet3.start(2)
-    reserved: list[str] = []
-    stop = threading.Event()
-
-    def reserve_loop() -> None:
-        with sd.Queue(queue_name, url=redis_url, partitions=P) as mine:
-            while not stop.is_set():
-                for r in mine.reserve("limited", group="limit-app", wait=0.3, count=2):
-                    peak(keys=[f"{queue_name}:running", f"{queue_name}:peak"])
-                    reserved.append(r.id)
-                    time.sleep(0.05)
-                    client.decr(f"{queue_name}:running")
-                    r.ack()
-
-    thread = threading.Thread(target=reserve_loop)
-    thread.start()
-    out = tmp_path / "starts.txt"
-    try:
-        wait_for(lambda: len(starts(out)) + len(reserved) >= len(jobs), 90, "every job to run")
-    finally:
-        stop.set()
-        thread.join(30)
+    run_with_a_reserver(fleet3, client, redis_url, queue_name, jobs, tmp_path)
     assert q.stats().topics["limited"].staged
-    ran = [i for i, _, _ in starts(out)] + reserved
-    assert sorted(ran) == sorted(jobs)  # every job once
-    assert reserved and len({pid for _, _, pid in starts(out)}) == 2  # all three took jobs
-    assert int(client.get(f"{queue_name}:peak") or 0) == 3  # reached, never passed
     wait_for(lambda: q.stats().topics["limited"].leases == 0, 10, "every lease freed")
     assert not client.keys(f"sd:{{{queue_name}#0}}:grant:*")  # every grant was named
     q.close()
