@@ -158,7 +158,8 @@ async def fleet_loop(worker: UpkeepHost) -> None:
 
 
 async def idle_watch(worker: UpkeepHost) -> None:
-    """Stop the worker when its topics have nothing delayed, ready, reserved or in flight."""
+    """Stop the worker when its topics have nothing delayed, ready (in a stream or a staged
+    topic's lanes), reserved or in flight."""
     while True:
         await asyncio.sleep(IDLE_TICK)
         if worker.inflight or worker.acks_pending:
@@ -170,6 +171,11 @@ async def idle_watch(worker: UpkeepHost) -> None:
             for row in reply.rows:
                 if row.topic in worker.topics and (row.delayed or row.in_stream):
                     busy = True
+            # jobs of staged topics waiting in their lanes (docs/priorities.md) are ready too
+            lanes = await worker.call(Command(("HMGET", keys.ready, *sorted(worker.topics))),
+                                      "stats")
+            if any(int(n or 0) > 0 for n in lanes):
+                busy = True
             if len(worker.partitions) > 1 and await worker.call(
                     Command(("XLEN", outbox_key(keys))), "stats"):
                 busy = True  # a workflow hand-over not forwarded yet (docs/workflows.md)
