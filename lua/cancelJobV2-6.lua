@@ -29,6 +29,7 @@
 -- @include build_record
 -- @include new_record
 -- @include wake_if_head
+-- @include flow_keep
 -- @include flow
 
 local id = ARGV[1]

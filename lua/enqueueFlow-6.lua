@@ -30,6 +30,7 @@
 -- @include new_record
 -- @include wake_if_head
 -- @include emit_event
+-- @include flow_keep
 -- @include flow
 -- @include opts_arg
 

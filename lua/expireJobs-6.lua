@@ -28,6 +28,7 @@
 -- @include parse_record
 -- @include new_record
 -- @include wake_if_head
+-- @include flow_keep
 -- @include flow
 -- @include expired
 -- @include requeue_entry

@@ -31,8 +31,16 @@
 -- @include hold
 -- @include emit_event
 -- @include emit_started
+-- @include flow_keep
+
+-- flow_lib(): flow_ended of the workflow helpers (includes/flow.lua), built only when a job
+-- ends on a partition that keeps outcomes: built at the top, their closures would cost every
+-- call of a plain queue (docs/benchmarks.md, History 2026-11-26 23:xx)
+local function flow_lib()
 -- @include new_record
 -- @include flow
+  return flow_ended
+end
 
 local now, now_us = server_time()
 local group, topic, id, eid = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -61,7 +69,7 @@ if dead_now or r.attempts >= r.max or not whole then
   redis.call('HSET', K_JOBS, id, build_record(r))
   keep_result(id, 'x', now, tonumber(ARGV[8]), err)
   emit_event('dead', id, topic, r.attempts, err, now)
-  flow_ended(id, 'x', now)
+  if flow_keep() > 0 then flow_lib()(id, 'x', now) end
   return {2, r.entry}
 end
 r.state, r.entry, r.due = 'd', '', due_after(now_us, delay)

@@ -14,6 +14,7 @@
 -- @include new_record
 -- @include wake_if_head
 -- @include emit_event
+-- @include flow_keep
 -- @include flow
 
 local now = server_time()

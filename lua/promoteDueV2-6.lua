@@ -48,13 +48,28 @@
 -- @include build_record
 -- @include parse_record
 -- @include emit_event
+
+-- The helpers of staged topics (includes/staging.lua) and of deadlines (includes/expired.lua,
+-- with the workflow helpers it tells) are built only in a call that has due jobs on a partition
+-- with staged topics or job options (one EXISTS each per such call): built at the top, their
+-- closures would cost every call of a plain queue (docs/benchmarks.md, History 2026-11-26).
+local function staging_lib()
 -- @include staging
+  return {staged_topic = staged_topic, stage = stage, wake_takers = wake_takers,
+          flush_tally = flush_tally}
+end
+local function expiry_lib()
 -- @include blob_keep
 -- @include keep_result
 -- @include new_record
 -- @include wake_if_head
+-- @include flow_keep
 -- @include flow
 -- @include expired
+  defer_expired_flow() -- waiters of expired jobs are told after the delayed set's removal by rank
+  return {deadlines_of = deadlines_of, expire_job = expire_job, flush = flush_expired_flow,
+          EXPIRED = EXPIRED}
+end
 
 local MAX_BATCH_BYTES = 1048576
 local RETRY_LATER_MS = 60000
@@ -80,8 +95,9 @@ if n > 0 then
   -- records are read in growing steps that stop past the byte budget: only ids[1..n] are looked at
   local raws
   raws, n = read_records(ids, MAX_BATCH_BYTES)
-  local deadlines = deadlines_of(ids, n) -- nil on a queue without job options
-  defer_expired_flow() -- waiters of expired jobs are told after the delayed set's removal by rank
+  local X = redis.call('EXISTS', K_OPTS) == 1 and expiry_lib() or nil -- any job options here?
+  local S = redis.call('EXISTS', K_STAGED) == 1 and staging_lib() or nil -- any staged topic?
+  local deadlines = X and X.deadlines_of(ids, n) -- nil on a queue without job options
   local writes, nw = {}, 0 -- id, new record pairs: one HSET for the batch
   local left = 0 -- jobs whose new place is written (or that have none to have)
   local later = {} -- score, id pairs: jobs that can go nowhere now
@@ -106,17 +122,17 @@ if n > 0 then
     local deadline = mid and deadlines and deadlines[i]
     if deadline and now >= deadline then -- expired while delayed: never runs
       local r = parse_record(raw)
-      if expire_job(id, r, now) then
+      if X.expire_job(id, r, now) then
         left = left + 1
         per_topic[topic] = (per_topic[topic] or 0) + 1
-        dropped[#dropped + 1] = {id, EXPIRED .. ' ' .. topic}
+        dropped[#dropped + 1] = {id, X.EXPIRED .. ' ' .. topic}
       else
         later[#later + 1] = now + RETRY_LATER_MS
         later[#later + 1] = id
         dropped[#dropped + 1] = {id, 'expired, but its dead-letter key ' .. dead_key(topic) ..
                                      ' is not a stream: tried again in 60 s'}
       end
-    elseif mid and staged_topic(topic) then
+    elseif mid and S and S.staged_topic(topic) then
       writes[nw + 1] = id
       writes[nw + 2] = 'r' .. mid .. tail .. string.sub(raw, blob_at)
       nw = nw + 2
@@ -188,10 +204,10 @@ if n > 0 then
   if nw > 0 then write_many('HSET', K_JOBS, writes) end
   local woken = {}
   for _, job in ipairs(staged) do
-    stage(job[1], job[2], job[3])
-    if not woken[job[2]] then woken[job[2]] = true; wake_takers(job[2]) end
+    S.stage(job[1], job[2], job[3])
+    if not woken[job[2]] then woken[job[2]] = true; S.wake_takers(job[2]) end
   end
-  flush_tally()
+  if S then S.flush_tally() end
   -- the jobs looked at are the head of the delayed set, ranks 0..k-1 in the order read (nothing
   -- wrote to it since): one range removal walks the skiplist once instead of once per job, which
   -- keeps the cost per job flat as the backlog grows (docs/benchmarks.md)
@@ -199,7 +215,7 @@ if n > 0 then
   if looked_at > 0 then redis.call('ZREMRANGEBYRANK', K_DELAYED, 0, looked_at - 1) end
   if #later > 0 then write_many('ZADD', K_DELAYED, later) end
   for topic, count in pairs(per_topic) do redis.call('HINCRBY', K_COUNTS, topic, -count) end
-  flush_expired_flow(now) -- docs/workflows.md: a released child may join the delayed set now
+  if X then X.flush(now) end -- docs/workflows.md: a released child may join the delayed set now
 end
 local more = purge_done(now, SWEEP)
 local head = redis.call('ZRANGE', K_DELAYED, 0, 0, 'WITHSCORES')

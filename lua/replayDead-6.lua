@@ -22,6 +22,7 @@
 -- @include blob_keep
 -- @include keep_result
 -- @include new_record
+-- @include flow_keep
 -- @include flow
 -- @include expired
 

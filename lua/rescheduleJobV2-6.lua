@@ -32,6 +32,7 @@
 -- @include keep_result
 -- @include emit_event
 -- @include new_record
+-- @include flow_keep
 -- @include flow
 -- @include expired
 

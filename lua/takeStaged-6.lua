@@ -50,6 +50,7 @@
 -- @include emit_event
 -- @include new_record
 -- @include wake_if_head
+-- @include flow_keep
 -- @include flow
 -- @include expired
 
