@@ -48,8 +48,16 @@ local function flow_write_due(id, r, due)
   wake_if_head(id, due)
 end
 
--- flow_dead(id, r, parent, o, now): a waiting job whose parent did not succeed goes dead.
+-- flow_dead(id, r, parent, o, now): a waiting job whose parent did not succeed goes dead. Its
+-- parents are kept (deps hash renamed 'dd:'..id, for DD_MS) so that a replay re-checks them
+-- (includes/flow_replay.lua).
+local DD_MS = 30 * 86400000
 local function flow_dead(id, r, parent, o, now)
+  local dk, ddk = PREFIX .. 'deps:' .. id, PREFIX .. 'dd:' .. id
+  if redis.call('EXISTS', dk) == 1 then
+    redis.call('RENAME', dk, ddk)
+    redis.call('PEXPIRE', ddk, DD_MS)
+  end
   local why = 'parent failed: ' .. parent .. (o == 'c' and ' (cancelled)' or '')
   r.entry = redis.call('XADD', dead_key(r.topic), '*', 'id', id, 'error', why, 'attempts', 0,
                        'at', now)
