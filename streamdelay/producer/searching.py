@@ -196,7 +196,8 @@ def _call(cfg: QueueSpec, action: BulkAction, job: JobInfo, target: int) -> Scri
         return script("rescheduleJobV2").call(keys, [job.id, "a", target, _ANY_PAST_MS, keep_ms],
                                               durable=True)
     if action == "replay":
-        return script("replayDead").call(keys, [job.topic, 1, 0, job.id, cfg.partitions], durable=True)
+        return script("replayDead").call(keys, [job.topic, 1, 0, job.id, cfg.partitions],
+                                         durable=True)
     return script("purgeDead").call(keys, [job.topic, 1, job.id], durable=True)
 
 
