@@ -49,13 +49,14 @@ local function flow_write_due(id, r, due)
 end
 
 -- flow_dead(id, r, parent, o, now): a waiting job whose parent did not succeed goes dead. Its
--- parents are kept (deps hash renamed 'dd:'..id, for DD_MS) so that a replay re-checks them
--- (includes/flow_replay.lua).
+-- parents are kept (its deps hash copied to 'dd:'..id, for DD_MS; copied, not RENAMEd: the
+-- documented ACL, docs/security.md) so that a replay re-checks them (includes/flow_replay.lua).
 local DD_MS = 30 * 86400000
 local function flow_dead(id, r, parent, o, now)
-  local dk, ddk = PREFIX .. 'deps:' .. id, PREFIX .. 'dd:' .. id
-  if redis.call('EXISTS', dk) == 1 then
-    redis.call('RENAME', dk, ddk)
+  local deps = redis.call('HGETALL', PREFIX .. 'deps:' .. id)
+  if #deps > 0 then
+    local ddk = PREFIX .. 'dd:' .. id
+    redis.call('HSET', ddk, unpack(deps))
     redis.call('PEXPIRE', ddk, DD_MS)
   end
   local why = 'parent failed: ' .. parent .. (o == 'c' and ' (cancelled)' or '')

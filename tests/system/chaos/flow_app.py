@@ -28,8 +28,8 @@ import redis.asyncio as aioredis
 import streamdelay as sd
 
 TOPIC = "flow"
-TTR = 3.0
-CLOCK_TRIES = 50  # 5 s of tries for the server clock  # a killed worker's jobs are reclaimed 3 s after its last heartbeat
+TTR = 3.0  # a killed worker's jobs are reclaimed 3 s after its last heartbeat
+CLOCK_TRIES = 50  # 5 s of tries for the server clock
 
 
 def record_line(event: str, job: sd.Job, us: int) -> str:

@@ -15,6 +15,7 @@ could not read the server clock while Redis was down; a failed run is retried by
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
 from dataclasses import dataclass, field
@@ -128,7 +129,7 @@ def judge_flow(plan: Plan, acknowledged: set[str], runs: list[Run],
     causes: Counter[str] = Counter()
     for job, job_runs in starts.items():
         job_runs.sort(key=lambda r: int(r["us"]))
-        for first, second in zip(job_runs, job_runs[1:], strict=False):
+        for first, second in itertools.pairwise(job_runs):
             if (job, int(first["attempt"]), int(first["pid"])) in failed:
                 cause = "handler failed (no Redis clock)"  # a retry, at-least-once
             else:
@@ -165,7 +166,7 @@ def _check_order(v: FlowVerdict, plan: Plan, batches: list[str], acknowledged: s
     pairs: list[tuple[str, list[str]]] = []
     for chain in plan.chains:
         if set(chain) <= acknowledged:
-            pairs += [(child, [parent]) for parent, child in zip(chain, chain[1:], strict=False)]
+            pairs += [(child, [parent]) for parent, child in itertools.pairwise(chain)]
     for b in batches:
         pairs += [(f"{b}@{n}", plan.batches[b]) for n in (1, 2)]
     for child, parents in pairs:
