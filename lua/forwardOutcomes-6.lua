@@ -3,7 +3,7 @@
 -- of this partition (docs/workflows.md#across-partitions); called by the dispatchers.
 -- KEYS: the six partition keys (includes/keys.lua); touches the workflow keys (includes/flow.lua).
 -- ARGV: triples waiter (child id or '#<batch>'), parent id, outcome ('s', 'x', 'c'); or, from
--- a replayed child that asks again (includes/flow_replay.lua), waiter ref '<partition>|<child>',
+-- a replayed child that asks again (includes/flow_recheck.lua), waiter ref '<partition>|<child>',
 -- parent id (of this partition), '?': the child is noted as the parent's waiter when the
 -- parent is live, else told its outcome (one it no longer knows counts as succeeded).
 -- Returns how many changed a waiter. Idempotent: an outcome already applied changes nothing

@@ -23,6 +23,11 @@
 -- @include parse_record
 -- @include full_record
 -- @include hold
+-- @include blob_keep
+-- @include keep_result
+-- @include emit_event
+-- @include new_record
+-- @include flow
 -- @include end_dead
 
 local now, now_us = server_time()

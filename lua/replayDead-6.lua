@@ -1,8 +1,8 @@
 #!lua
 -- replayDead-6: put dead jobs of one topic back as new jobs: attempts reset to 0, due after a delay.
 -- KEYS: the six partition keys (includes/keys.lua); touches PREFIX..'dead:'..topic.
--- ARGV[1] topic, ARGV[2] count (bounded batch), ARGV[3] delay ms, ARGV[4] job id ('' = oldest first),
--- ARGV[5] (optional) the queue's partition count, to find the partition of a replayed child's parents
+-- ARGV[1] topic, ARGV[2] count (bounded batch), ARGV[3] delay ms, ARGV[4] job id ('' = oldest
+-- first), ARGV[5] (optional) the queue's partition count: where a replayed child's parents live
 -- Returns the ids replayed (an empty list when nothing is left). Retry-safe: a replayed job is no
 -- longer dead and is not replayed again. A call stops before its records pass 1 MiB (at least
 -- one job); the caller calls again until the list is empty. The due time is counted from the
@@ -11,7 +11,7 @@
 -- Events (docs/events.md): 'enqueued' per job replayed (detail: the due time and ' replayed'),
 --  when the queue keeps events.
 -- Workflows (docs/workflows.md#dependencies-after): a child dead for a failed parent re-checks
--- its parents (includes/flow_replay.lua): it is due when they all succeeded, waits for those
+-- its parents (includes/flow_recheck.lua): it is due when they all succeeded, waits for those
 -- pending (asking parents of other partitions through the outbox), and goes back to the dead
 -- letters at once (a new entry, not in the reply) when one of this partition is still dead.
 -- Expiry (docs/expiry.md): a replayed job loses its deadline (else an expired job would expire
@@ -29,7 +29,7 @@
 -- @include new_record
 -- @include flow
 -- @include expired
--- @include flow_replay
+-- @include flow_recheck
 
 local MAX_BATCH_BYTES = 1048576
 local now, now_us = server_time()

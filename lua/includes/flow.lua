@@ -50,7 +50,7 @@ end
 
 -- flow_dead(id, r, parent, o, now): a waiting job whose parent did not succeed goes dead. Its
 -- parents are kept (its deps hash copied to 'dd:'..id, for DD_MS; copied, not RENAMEd: the
--- documented ACL, docs/security.md) so that a replay re-checks them (includes/flow_replay.lua).
+-- documented ACL, docs/security.md) so that a replay re-checks them (includes/flow_recheck.lua).
 local DD_MS = 30 * 86400000
 local function flow_dead(id, r, parent, o, now)
   local deps = redis.call('HGETALL', PREFIX .. 'deps:' .. id)

@@ -5,10 +5,14 @@ while it was rescheduled tells its result waiters and its workflow waiters like 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import redis
 
 import streamdelay as sd
 from streamdelay.protocol.keys import PartitionKeys, partition_of
+from streamdelay.protocol.scripts import _assemble, lua_dir
 from tests.integration.test_layout import call, promote, take
 from tests.integration.test_workflows import recorder, run_worker
 
@@ -113,3 +117,20 @@ def test_a_lost_entry_found_by_reschedule_ends_the_job_for_its_waiters(
         info = q.batch_info("b")
         assert info is not None and (info.dead, info.pending, info.state) == (1, 0, "done")
         assert q.get("b@2") is not None  # the on_complete callback was written
+
+
+def test_the_scripts_place_ids_in_partitions_as_python_does(redis_url: str, tmp_path: Path
+                                                            ) -> None:
+    """flow_recheck.lua's flow_partition (CRC-32 of the placement name) against partition_of."""
+    probe = tmp_path / "probe-6.lua"
+    probe.write_text("-- @include flow_recheck\nlocal out = {}\n"
+                     "for i = 2, #ARGV do out[i - 1] = flow_partition(ARGV[i], tonumber(ARGV[1]))"
+                     " end\nreturn out\n")
+    source = _assemble(probe, lua_dir() / "includes")
+    ids = ["a", "child", "p17", "{tenant-9}job", "{}x", "{k", "daily@1700000000", "x@", "@5",
+           "ünïcode-id", "a|b", *(f"job-{n}" for n in range(50))]
+    client = redis.Redis.from_url(redis_url)
+    keys = PartitionKeys("probe", 2).script_keys()
+    for parts in (2, 3, 7, 16):
+        got = client.eval(source, len(keys), *keys, parts, *ids)
+        assert [int(g) for g in got] == [partition_of(i, parts) for i in ids], parts

@@ -1,18 +1,18 @@
--- flow_replay: a child dead-lettered for a failed parent re-checks its parents when it is
--- replayed (docs/workflows.md#dependencies-after). flow_dead keeps the child's parents under
--- PREFIX..'dd:'..child (its deps hash, renamed; for DD_MS); replayDead calls flow_recheck.
--- flow_partition(id, parts): the partition of job id among parts, as protocol/keys.py's
---  partition_of computes it (CRC-32 of its placement name: '{key}rest' -> key, 'name@digits'
---  -> name), as a string like MY_PARTITION.
--- flow_recheck(id, r, delay, due, parts, now): r (a dead child's record, taken out of the dead letters
---  by the caller) is looked at against its parents, now: a parent of this partition by what
---  this partition knows (flow_outcome; one it no longer knows, ended more than the outcome keep
---  ago and not dead, holds it back no more); a parent of another partition is asked through the
+-- flow_recheck(id, r, delay, due, parts, now): a child dead-lettered for a failed parent
+--  re-checks its parents when it is replayed (docs/workflows.md#dependencies-after); replayDead
+--  calls it for a job whose parents flow_dead kept (PREFIX..'dd:'..id, a copy of its deps hash,
+--  for DD_MS). r (its record, out of the dead letters by the caller) is looked at against its
+--  parents, now: a parent of this partition by what this partition knows (flow_outcome; one it
+--  no longer knows, ended more than the outcome keep ago and not dead, holds it back no more);
+--  a parent of another partition (parts: the queue's partition count) is asked through the
 --  outbox (an entry with outcome '?': forwardOutcomes there notes the child as its waiter, or
 --  hands the outcome back). Returns 'x' (a parent of this partition is still dead or
 --  cancelled: the child is dead again, a new dead-letter entry, same reason), 'w' (written
 --  waiting: due delay ms after its last parent succeeds) or 'd' (every parent succeeded:
 --  written delayed, due at due).
+-- flow_partition(id, parts): the partition of job id among parts, as protocol/keys.py's
+--  partition_of computes it (CRC-32 of its placement name: '{key}rest' -> key, 'name@digits'
+--  -> name), as a string like MY_PARTITION (this partition when parts is nil).
 -- @include keys
 -- @include build_record
 -- @include flow
@@ -39,7 +39,8 @@ local function crc32(s)
 end
 
 local function flow_partition(id, parts)
-  if not parts or parts <= 1 then return '0' end
+  if not parts then return MY_PARTITION end -- a caller that gives no count: all looked up here
+  if parts <= 1 then return '0' end
   local name = id
   local close = string.sub(id, 1, 1) == '{' and string.find(id, '}', 3, true)
   if close then name = string.sub(id, 2, close - 1)
