@@ -7,17 +7,21 @@
 -- clock; now when at is nil), d detail (at most 512 bytes).
 -- Batched (events_batch() first, events_flush() before the script returns): the call's events
 -- share entries of at most EVENTS_PER_ENTRY events and about EVENTS_ENTRY_BYTES bytes, since one
--- XADD costs far more than its fields (docs/events.md#entries). Fields of event n: i<n> job id,
--- after whichever of k<n> t<n> a<n> @<n> d<n> differ from event n-1's (kind, topic, attempt,
--- at, detail: each holds until the next one of its letter). Field names are unique, so a
--- reader that makes a map of the fields keeps them all, in order.
+-- XADD costs far more than its fields (docs/events.md#entries). A batch of one event is written
+-- as above; of several, as packed lists (each built with one table.concat at the flush, so an
+-- event costs a few table stores and no number formatting): n count; i the job ids and d the
+-- details, each joined by '\n'; k, a, @ the kinds, attempts and times where they change
+-- ('<event index> <value>' pairs, space-separated); t the topics where they change ('<event
+-- index> <byte length> <topic>', back to back). An event whose id or detail holds a '\n' is
+-- written alone, after the events before it.
 -- A failed XADD (a foreign value at the events key) drops the event, never the transition.
 -- @include keys
 local EVENTS_MAXLEN = nil
 local EVENTS_PER_ENTRY, EVENTS_ENTRY_BYTES = 100, 16384
-local EVENTS_BUF = nil -- batched: the fields of the entry being built (nil: one entry per event)
-local EVENTS_N, EVENTS_BYTES, EVENTS_LAST = 0, 0, {}
-local EVENTS_NAMES = {} -- letter .. n, made once per call
+local EVENTS_BATCHED = false
+local EVENTS_N, EVENTS_BYTES = 0, 0
+local EV_I, EV_D, EV_K, EV_T, EV_A, EV_AT = {}, {}, {}, {}, {}, {}
+local EV_LK, EV_LT, EV_LA, EV_LAT = nil, nil, nil, nil -- the last event's kind, topic, attempt, at
 local function events_on()
   if EVENTS_MAXLEN == nil then
     local on = redis.pcall('HGET', PREFIX .. 'meta', 'events')
@@ -26,53 +30,52 @@ local function events_on()
   return EVENTS_MAXLEN > 0
 end
 local function events_flush()
-  if EVENTS_BUF and #EVENTS_BUF > 0 then
-    redis.pcall('XADD', PREFIX .. 'events', 'MAXLEN', '~', EVENTS_MAXLEN, '*', unpack(EVENTS_BUF))
-    EVENTS_BUF, EVENTS_N, EVENTS_BYTES, EVENTS_LAST = {}, 0, 0, {}
+  local n = EVENTS_N
+  if n == 0 then return end
+  if n == 1 then
+    redis.pcall('XADD', PREFIX .. 'events', 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'k', EV_LK,
+                'i', EV_I[1], 't', EV_LT, 'a', EV_LA, 'at', EV_LAT, 'd', EV_D[1])
+  else
+    local concat = table.concat
+    redis.pcall('XADD', PREFIX .. 'events', 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'n', n,
+                'i', concat(EV_I, '\n'), 'd', concat(EV_D, '\n'), 'k', concat(EV_K, ' '),
+                'a', concat(EV_A, ' '), '@', concat(EV_AT, ' '), 't', concat(EV_T))
   end
+  EVENTS_N, EVENTS_BYTES = 0, 0
+  EV_I, EV_D, EV_K, EV_T, EV_A, EV_AT = {}, {}, {}, {}, {}, {}
+  EV_LK, EV_LT, EV_LA, EV_LAT = nil, nil, nil, nil
 end
 local function events_batch()
-  if not EVENTS_BUF then EVENTS_BUF = {} end
+  EVENTS_BATCHED = true
 end
-local function events_name(letter, n)
-  local names = EVENTS_NAMES[letter]
-  if not names then names = {}; EVENTS_NAMES[letter] = names end
-  local name = names[n]
-  if not name then name = letter .. n; names[n] = name end
-  return name
-end
-local EVENTS_LETTERS = {'k', 't', 'a', '@', 'd'}
 local function emit_event(kind, id, topic, attempt, detail, at)
   if not events_on() then return end
   if not at then
     local t = redis.call('TIME')
     at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   end
-  if type(detail) ~= 'number' then
-    detail = tostring(detail or '')
-    if #detail > 512 then detail = string.sub(detail, 1, 512) end
-  end
+  if type(detail) == 'number' and detail % 1 == 0 then detail = string.format('%d', detail)
+  elseif type(detail) ~= 'string' then detail = tostring(detail or '') end
+  if #detail > 512 then detail = string.sub(detail, 1, 512) end
   attempt = attempt or 0
-  local buf = EVENTS_BUF
-  if not buf then
+  local find, alone = string.find, not EVENTS_BATCHED
+  if not alone and (find(id, '\n', 1, true) or (#detail > 0 and find(detail, '\n', 1, true))) then
+    events_flush() -- the events before it first, then it alone: order kept
+    alone = true
+  end
+  if alone then
     redis.pcall('XADD', PREFIX .. 'events', 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'k', kind, 'i', id,
                 't', topic, 'a', attempt, 'at', at, 'd', detail)
     return
   end
-  local n, last, b = EVENTS_N + 1, EVENTS_LAST, #buf
-  local values = {kind, topic, attempt, at, detail}
-  for j = 1, 5 do
-    local v = values[j]
-    if last[j] ~= v or n == 1 then
-      buf[b + 1] = events_name(EVENTS_LETTERS[j], n)
-      buf[b + 2] = v
-      b = b + 2
-      last[j] = v
-    end
-  end
-  buf[b + 1] = events_name('i', n)
-  buf[b + 2] = id
+  local n = EVENTS_N + 1
   EVENTS_N = n
-  EVENTS_BYTES = EVENTS_BYTES + #id + (type(detail) == 'string' and #detail or 16) + 24
+  local format = string.format -- '%d': far cheaper than Lua's number to text (%.14g)
+  if kind ~= EV_LK then EV_K[#EV_K + 1] = format('%d %s', n, kind); EV_LK = kind end
+  if topic ~= EV_LT then EV_T[#EV_T + 1] = format('%d %d %s', n, #topic, topic); EV_LT = topic end
+  if attempt ~= EV_LA then EV_A[#EV_A + 1] = format('%d %d', n, attempt); EV_LA = attempt end
+  if at ~= EV_LAT then EV_AT[#EV_AT + 1] = format('%d %d', n, at); EV_LAT = at end
+  EV_I[n], EV_D[n] = id, detail
+  EVENTS_BYTES = EVENTS_BYTES + #id + #detail + 8
   if n >= EVENTS_PER_ENTRY or EVENTS_BYTES >= EVENTS_ENTRY_BYTES then events_flush() end
 end

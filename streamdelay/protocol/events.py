@@ -113,34 +113,65 @@ def read_raw_entries(reply: Any) -> dict[str, list[tuple[str, Any]]]:
 
 
 EventTuple = tuple[str, str, str, int, int, str]  # kind, id, topic, attempt, at, detail
-_STICKY = {"k": 0, "t": 1, "a": 2, "@": 3, "d": 4}
+
+
+def _changes(packed: bytes) -> list[tuple[int, bytes]]:
+    """``<event index> <value>`` pairs, space-separated: where a value starts to hold."""
+    parts = packed.split(b" ") if packed else []
+    return [(int(parts[n]), parts[n + 1]) for n in range(0, len(parts) - 1, 2)]
+
+
+def _topic_changes(packed: bytes) -> list[tuple[int, bytes]]:
+    """``<event index> <byte length> <topic>``, back to back."""
+    out, at = [], 0
+    while at < len(packed):
+        index, _, rest = packed[at:at + 48].partition(b" ")
+        size, _, _ = rest.partition(b" ")
+        start = at + len(index) + len(size) + 2
+        out.append((int(index), packed[start:start + int(size)]))
+        at = start + int(size)
+    return out
+
+
+def _spread(changes: list[tuple[int, bytes]], count: int) -> list[bytes]:
+    """One value per event (1..count) from the indexes where values change."""
+    out: list[bytes] = []
+    value = b""
+    pending = iter(changes)
+    upcoming = next(pending, None)
+    for index in range(1, count + 1):
+        while upcoming is not None and upcoming[0] <= index:
+            value = upcoming[1]
+            upcoming = next(pending, None)
+        out.append(value)
+    return out
+
+
+def _raw(value: Any) -> bytes:
+    return value if isinstance(value, bytes) else str(value).encode()
 
 
 def entry_events(fields: Any) -> list[EventTuple]:
     """The events of one events stream entry, in order (lua/includes/emit_event.lua): one
-    (fields ``k i t a at d``) or several (``i<n>`` per event, after whichever of ``k<n> t<n>
-    a<n> @<n> d<n>`` changed); none for an entry another client wrote in another shape."""
-    pairs = fields.items() if isinstance(fields, dict) else zip(fields[::2], fields[1::2], strict=False)
-    named = [(text(name), value) for name, value in pairs]
+    (fields ``k i t a at d``) or several (packed lists: ``n i d k a @ t``); none for an entry
+    another client wrote in another shape."""
+    one = ({text(k): v for k, v in fields.items()} if isinstance(fields, dict)
+           else {text(fields[n]): fields[n + 1] for n in range(0, len(fields) - 1, 2)})
     try:
-        if any(name == "i" for name, _ in named):
-            one = dict(named)
+        if "n" not in one:
             return [(text(one["k"]), lenient_text(one["i"]), text(one["t"]), int(one["a"]),
                      int(one["at"]), lenient_text(one.get("d", b"")))]
-        state: list[Any] = [None, None, 0, 0, ""]
-        out: list[EventTuple] = []
-        for name, value in named:
-            if name[:1] == "i":
-                kind, topic, attempt, at, detail = state
-                out.append((kind, lenient_text(value), topic, attempt, at, detail))
-            elif name[:1] in _STICKY:
-                slot = _STICKY[name[:1]]
-                state[slot] = (int(value) if slot in (2, 3) else
-                               lenient_text(value) if slot == 4 else text(value))
-        if any(kind is None or topic is None for kind, _, topic, *_ in out):
+        count = int(one["n"])
+        ids, details = _raw(one["i"]).split(b"\n"), _raw(one["d"]).split(b"\n")
+        if not 0 < count == len(ids) == len(details):
             return []
-        return out
-    except (KeyError, ValueError, TypeError):
+        kinds = _spread(_changes(_raw(one["k"])), count)
+        topics = _spread(_topic_changes(_raw(one["t"])), count)
+        attempts = _spread(_changes(_raw(one["a"])), count)
+        times = _spread(_changes(_raw(one["@"])), count)
+        return [(text(kinds[n]), lenient_text(ids[n]), text(topics[n]), int(attempts[n]),
+                 int(times[n]), lenient_text(details[n])) for n in range(count)]
+    except (KeyError, ValueError, TypeError, IndexError):
         return []
 
 

@@ -111,3 +111,19 @@ def test_details_and_times_that_differ_within_an_entry(evq: sd.Queue) -> None:
     assert int(events[1].detail) - int(events[0].detail) >= 3_600_000 - 50
     assert events[2].cursor.count(".") == 0 and events[0].cursor.endswith(".1")
     assert evq.client.xlen(PartitionKeys(evq.name, 0).events) == 2
+
+
+def test_a_detail_with_a_line_break_keeps_its_place(evq: sd.Queue) -> None:
+    """failJobV3 writes ``started`` and ``retried`` together; an error of several lines is
+    written in an entry of its own, after the events before it."""
+    evq.enqueue("t", 1, id="multi", max_attempts=2)
+    keys = PartitionKeys(evq.name, 0)
+    run_step_sync(evq.client, script("registerGroup").call(keys.script_keys(), ["g", "t"]))
+    run_step_sync(evq.client, script("promoteDueV2").call(keys.script_keys(), [100]))
+    (_, entries), = evq.client.xreadgroup("g", "c", {keys.stream("t"): ">"}, count=1)
+    eid = entries[0][0].decode()
+    run_step_sync(evq.client, script("failJobV3").call(
+        keys.script_keys(), ["g", "t", "multi", eid, 0, 0, "line 1\nline 2", 0]))
+    events = list(evq.events(follow=False))
+    assert [e.kind for e in events] == ["enqueued", "promoted", "started", "retried"]
+    assert events[3].detail == "line 1\nline 2" and events[3].attempt == 1
