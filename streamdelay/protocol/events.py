@@ -1,7 +1,7 @@
 """Lifecycle events on the wire: the switch, the stream per partition, cursors, the merge.
 
 Each partition keeps its own events stream (``PartitionKeys.events``), written by the scripts
-that make the transitions (``lua/includes/events.lua``) when field ``events`` of the
+that make the transitions (``lua/includes/emit_event.lua``) when field ``events`` of the
 partition's ``meta`` hash holds the stream's bound. A reader merges the partitions by time;
 its position is a cursor of one stream entry id per partition (docs/events.md#reading).
 Pure: the sync and async readers (``producer/events.py``) drive it.
