@@ -48,18 +48,23 @@ end
 local function events_batch()
   EVENTS_BATCHED = true
 end
+local ev_type, ev_find, ev_format = type, string.find, string.format -- looked up once a call
 local function emit_event(kind, id, topic, attempt, detail, at)
   if not events_on() then return end
+  -- an event that cannot be written is dropped, never the transition (a foreign record)
+  if not (id and topic) then return end
   if not at then
     local t = redis.call('TIME')
     at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   end
-  if type(detail) == 'number' and detail % 1 == 0 then detail = string.format('%d', detail)
-  elseif type(detail) ~= 'string' then detail = tostring(detail or '') end
-  if #detail > 512 then detail = string.sub(detail, 1, 512) end
+  local td = ev_type(detail)
+  if td == 'number' and detail % 1 == 0 then detail = ev_format('%d', detail)
+  elseif td ~= 'string' then detail = tostring(detail or '') end
+  local dl = #detail
+  if dl > 512 then detail = string.sub(detail, 1, 512); dl = 512 end
   attempt = attempt or 0
-  local find, alone = string.find, not EVENTS_BATCHED
-  if not alone and (find(id, '\n', 1, true) or (#detail > 0 and find(detail, '\n', 1, true))) then
+  local alone = not EVENTS_BATCHED
+  if not alone and (ev_find(id, '\n', 1, true) or (dl > 0 and ev_find(detail, '\n', 1, true))) then
     events_flush() -- the events before it first, then it alone: order kept
     alone = true
   end
@@ -70,12 +75,12 @@ local function emit_event(kind, id, topic, attempt, detail, at)
   end
   local n = EVENTS_N + 1
   EVENTS_N = n
-  local format = string.format -- '%d': far cheaper than Lua's number to text (%.14g)
-  if kind ~= EV_LK then EV_K[#EV_K + 1] = format('%d %s', n, kind); EV_LK = kind end
-  if topic ~= EV_LT then EV_T[#EV_T + 1] = format('%d %d %s', n, #topic, topic); EV_LT = topic end
-  if attempt ~= EV_LA then EV_A[#EV_A + 1] = format('%d %d', n, attempt); EV_LA = attempt end
-  if at ~= EV_LAT then EV_AT[#EV_AT + 1] = format('%d %d', n, at); EV_LAT = at end
+  -- '%d': far cheaper than Lua's number to text (%.14g) that table.concat would use
+  if kind ~= EV_LK then EV_K[#EV_K + 1] = ev_format('%d %s', n, kind); EV_LK = kind end
+  if topic ~= EV_LT then EV_T[#EV_T + 1] = ev_format('%d %d %s', n, #topic, topic); EV_LT = topic end
+  if attempt ~= EV_LA then EV_A[#EV_A + 1] = ev_format('%d %d', n, attempt); EV_LA = attempt end
+  if at ~= EV_LAT then EV_AT[#EV_AT + 1] = ev_format('%d %d', n, at); EV_LAT = at end
   EV_I[n], EV_D[n] = id, detail
-  EVENTS_BYTES = EVENTS_BYTES + #id + #detail + 8
+  EVENTS_BYTES = EVENTS_BYTES + #id + dl + 8
   if n >= EVENTS_PER_ENTRY or EVENTS_BYTES >= EVENTS_ENTRY_BYTES then events_flush() end
 end

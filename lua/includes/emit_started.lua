@@ -60,5 +60,5 @@ local function emit_started(id, rec, group, eid, now)
   end
   if not row or tonumber(row[4]) > 1 then return end
   EVENTS_STARTED[eid] = true
-  emit_event('started', id, topic, tonumber(attempts) + 1, '', now - tonumber(row[3]))
+  emit_event('started', id, topic, tonumber(attempts) + 1, '', now - row[3])
 end
