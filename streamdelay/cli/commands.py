@@ -1,7 +1,7 @@
 """The ``streamdelay`` command: workers, dispatchers and operator commands (docs/cli.md).
 
 Built on click (subcommands, generated help, environment variables, parameter types).
-Exit codes: 0 ok, 1 the operation failed, 2 usage error; see ``cli/support.py``'s ``run_cli``.
+Exit codes: 0 ok, 1 the operation failed, 2 usage error; see ``cli/running.py``'s ``run_cli``.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from . import searching as search_commands
 from .events import events
 from .exporter import exporter
 from .limits import limit
+from .loading import load_worker, with_overrides
+from .loops import serve_dispatcher, watch_stats
 from .options import (
     group_url_option,
     json_option,
@@ -52,6 +54,7 @@ from .output import (
 from .params import BackoffOption, past_at_explained
 from .results import batch as batch_commands
 from .results import result as result_command
+from .running import run_cli, service_logging
 from .serve import serve
 from .support import (
     PARTITIONS_ENV,
@@ -61,14 +64,8 @@ from .support import (
     HeaderPair,
     JsonValue,
     library_call,
-    load_worker,
     one_time,
     operator_queue,
-    run_cli,
-    serve_dispatcher,
-    service_logging,
-    watch_stats,
-    with_overrides,
 )
 
 log = logging.getLogger("streamdelay.cli")
