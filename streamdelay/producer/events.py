@@ -25,8 +25,8 @@ from ..protocol.events import READ_COUNT, EventMerger, read_command, read_raw_en
 from ..protocol.keys import partition_keys
 from ..redis_io.agreement import agree_partitions_async, agree_partitions_sync
 from ..redis_io.calls import command
+from ..redis_io.clients import AsyncClient, SyncClient, is_cluster
 from ..redis_io.config import QueueConfig
-from ..redis_io.topology import AsyncClient, SyncClient, is_cluster
 
 MAX_BLOCK_MS = 5000  # one blocking read; shorter than any socket_timeout allowed (>= 0.1 s: /2)
 _TROUBLE = (RedisConnectionError, RedisTimeoutError, OSError)

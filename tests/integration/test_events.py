@@ -16,7 +16,7 @@ import redis
 import streamdelay as sd
 from streamdelay.protocol.keys import PartitionKeys, partition_keys
 from streamdelay.protocol.scripts import script
-from streamdelay.redis_io.runner import run_step_sync
+from streamdelay.redis_io.steps import run_step_sync
 from tests.integration.test_pull import promote
 from tests.system import test_docs_examples as docs_examples
 
