@@ -91,7 +91,18 @@ chaos: install redis
 	  --out chaos-results/failover || status=1; \
 	$(BIN)/python -m tests.system.chaos.http_run --jobs 5000 --spread 30 \
 	  --out chaos-results/http || status=1; \
+	$(BIN)/python -m tests.system.chaos.flow_run --batches 90 --chains 100 --spread 30 \
+	  --out chaos-results/flow || status=1; \
 	exit $$status
+
+# The fifth (`make chaos-flow`): workflows, 90 batches of 100 with callbacks and 100 chains of 10
+# on 4 partitions, `streamdelay worker` processes killed with -9 and redis-server killed and
+# restarted from its AOF: every callback enqueued once, no child before its parents
+# (docs/reliability.md#workflows).
+.PHONY: chaos-flow
+chaos-flow: install redis
+	$(BIN)/python -m tests.system.chaos.flow_run --batches 90 --chains 100 --spread 30 \
+	  --out chaos-results/flow
 
 .PHONY: chaos-http
 chaos-http: install redis

@@ -88,6 +88,8 @@ if keep > 0 then
     end
   end
 end
+events_batch() -- the call's events share entries (docs/events.md#entries)
+started_prefetch(group, by_topic)
 for i = 1, #ids do emit_started(ids[i], raws[i], group, ARGV[3 * i + 3], now) end
 local STEP = 1000
 for _, topic in ipairs(topics) do
@@ -140,5 +142,6 @@ if #ids > 0 then
     for _, id in ipairs(ended) do flow_ended(id, 's', now) end
   end
 end
+events_flush()
 purge_done(now, n + 100)
 return settled

@@ -11,12 +11,14 @@
 -- got all wanted, 1 the rate holds back (wait_ms: until the next token), 2 the concurrency
 -- holds back (wait_ms: until the earliest lease expires; a freed lease pushes onto limitwake);
 -- leased 1 when the topic has a concurrency limit (the taken entries hold leases: every settle
--- frees them with freeLeases). A topic without a limit grants all it is asked.
+-- frees them with freeLeases). A topic without a limit grants all it is asked. The limit's rule
+-- is includes/limit_check.lua, the one takeLimited and takeStaged apply on partition 0.
 -- Writes: the bucket (tokens taken), `granted` leases '~<grant>:<i>' expiring after hold ms
 -- (a concurrency limit), and the grant key '<granted>|<tokens taken 0/1>' (PX hold ms).
 -- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write), 'SDERR BAD_ARGS'.
 -- Retry-safe: a call whose grant id was already granted answers that grant, writes nothing.
 -- @include server_time
+-- @include limit_check
 -- @include limit_state
 
 local topic, wanted, grant, hold = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
@@ -24,39 +26,19 @@ if not wanted or wanted < 1 or not hold or hold < 1 or not grant or grant == '' 
   return redis.error_reply('SDERR BAD_ARGS')
 end
 check_limit_keys(topic); check_limit_type(grant_key(grant), 'string')
-local count, per, conc = limit_state(topic)
+local spec = redis.call('HGET', KEYS[1], topic)
+local _, _, conc = limit_spec(spec)
 local leased = conc and 1 or 0
 local done = redis.call('GET', grant_key(grant))
 if done then return {tonumber(string.match(done, '^(%d+)')) or 0, 0, 0, leased} end
 
 local now = server_time()
-local lk, bk = lease_zset(topic), lease_bucket(topic)
-local k, reason, wait = wanted, 0, 0
-local tokens
-if conc then
-  redis.call('ZREMRANGEBYSCORE', lk, '-inf', now)
-  local free = conc - redis.call('ZCARD', lk)
-  if free < k then
-    k, reason = math.max(free, 0), 2
-    local first = redis.call('ZRANGE', lk, 0, 0, 'WITHSCORES')
-    wait = first[2] and math.max(tonumber(first[2]) - now, 1) or 1
-  end
+local tl = limit_check(spec, lease_zset(topic), lease_bucket(topic), now, wanted)
+local k = tl.k
+if k <= 0 then return {0, tl.reason, tl.wait, leased} end
+limit_spend(tl, k, now)
+if tl.conc then
+  for i = 1, k do redis.call('ZADD', lease_zset(topic), now + hold, '~' .. grant .. ':' .. i) end
 end
-if count and per then
-  local b = redis.call('HMGET', bk, 'tokens', 'ts')
-  tokens = tonumber(b[1]) or count
-  local ts = tonumber(b[2]) or now
-  if now > ts then tokens = math.min(count, tokens + (now - ts) * count / per) end
-  local whole = math.floor(tokens)
-  if whole < k then
-    k, reason = whole, 1
-    wait = math.max(math.ceil((1 - (tokens - whole)) * per / count), 1)
-  end
-end
-if k <= 0 then return {0, reason, wait, leased} end
-if tokens then redis.call('HSET', bk, 'tokens', string.format('%.6f', tokens - k), 'ts', now) end
-if conc then
-  for i = 1, k do redis.call('ZADD', lk, now + hold, '~' .. grant .. ':' .. i) end
-end
-redis.call('SET', grant_key(grant), k .. '|' .. (tokens and 1 or 0), 'PX', hold)
-return {k, reason, wait, leased}
+redis.call('SET', grant_key(grant), k .. '|' .. (tl.tokens and 1 or 0), 'PX', hold)
+return {k, tl.reason, tl.wait, leased}

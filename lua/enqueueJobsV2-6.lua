@@ -101,6 +101,7 @@ local function flush()
   end
 end
 
+events_batch() -- the call's events share entries (docs/events.md#entries)
 local out = {}
 local head_id, head_due = nil, nil
 for i = 0, n - 1 do
@@ -161,4 +162,5 @@ flush()
 if head_id then wake_if_head(head_id, head_due) end
 -- tombstones exist only where keep_done > 0; ackJobs purges as well, whatever its keep_done
 if tonumber(ARGV[2]) ~= 0 then purge_done(now, 100) end
+events_flush()
 return out

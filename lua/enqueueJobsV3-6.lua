@@ -115,6 +115,7 @@ local function flush()
   end
 end
 
+events_batch() -- the call's events share entries (docs/events.md#entries)
 local out = {}
 local opt_of, staged = {}, {} -- id -> the field written (false: dropped); staged topics
 local head_id, head_due = nil, nil
@@ -191,4 +192,5 @@ if #flags > 0 then write_many('HSET', K_STAGED, flags) end
 if head_id then wake_if_head(head_id, head_due) end
 -- tombstones exist only where keep_done > 0; ackJobs purges as well, whatever its keep_done
 if tonumber(ARGV[2]) ~= 0 then purge_done(now, 100) end
+events_flush()
 return out

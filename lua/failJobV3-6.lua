@@ -53,7 +53,10 @@ check_settle_keys(topic)
 local r = parse_record(redis.call('HGET', K_JOBS, id))
 local current = r and r.state == 's' and r.entry == eid
 local whole = current and full_record(r) -- read before the entry is deleted
-if current then emit_started(id, r, group, eid, now) end
+if current then -- 'started' and the outcome share one entry (docs/events.md#entries)
+  events_batch()
+  emit_started(id, r, group, eid, now)
+end
 redis.call('XACK', sk, group, eid)
 redis.call('XDEL', sk, eid)
 release_lease(topic, eid, id)
@@ -70,6 +73,7 @@ if dead_now or r.attempts >= r.max or not whole then
   keep_result(id, 'x', now, tonumber(ARGV[8]), err)
   emit_event('dead', id, topic, r.attempts, err, now)
   if flow_keep() > 0 then flow_lib()(id, 'x', now) end
+  events_flush()
   return {2, r.entry}
 end
 r.state, r.entry, r.due = 'd', '', due_after(now_us, delay)
@@ -78,4 +82,5 @@ redis.call('ZADD', K_DELAYED, r.due, id)
 redis.call('HINCRBY', K_COUNTS, topic, 1)
 wake_if_head(id, r.due)
 emit_event('retried', id, topic, r.attempts, err, now)
+events_flush()
 return {1, r.due}

@@ -2,7 +2,10 @@
 -- forwardOutcomes-6: apply outcomes handed over from other partitions' outboxes to the waiters
 -- of this partition (docs/workflows.md#across-partitions); called by the dispatchers.
 -- KEYS: the six partition keys (includes/keys.lua); touches the workflow keys (includes/flow.lua).
--- ARGV: triples waiter (child id or '#<batch>'), parent id, outcome ('s', 'x', 'c').
+-- ARGV: triples waiter (child id or '#<batch>'), parent id, outcome ('s', 'x', 'c'); or, from
+-- a replayed child that asks again (includes/flow_recheck.lua), waiter ref '<partition>|<child>',
+-- parent id (of this partition), '?': the child is noted as the parent's waiter when the
+-- parent is live, else told its outcome (one it no longer knows counts as succeeded).
 -- Returns how many changed a waiter. Idempotent: an outcome already applied changes nothing
 -- (the parent's field of the child, the member's field of the batch, is no longer 'w'), so
 -- an outbox entry forwarded twice (a dispatcher killed before it dropped it, two dispatchers)
@@ -21,13 +24,27 @@ local now = server_time()
 if #ARGV % 3 ~= 0 then return redis.error_reply('SDERR BAD_ARGS') end
 check_partition_keys()
 local changed = 0
+-- ask(ref, parent): a replayed child's question (see ARGV)
+local function ask(ref, parent)
+  local known = flow_outcome(parent, now) or 's'
+  if known == 'l' then
+    redis.call('SADD', PREFIX .. 'children:' .. parent, ref)
+    return nil
+  end
+  return flow_hand(ref, parent, known, now)
+end
 for b = 1, #ARGV, 3 do
   local target, parent, o = ARGV[b], ARGV[b + 1], ARGV[b + 2]
-  local before = string.sub(target, 1, 1) == '#'
-    and redis.call('HGET', PREFIX .. 'bm:' .. string.sub(target, 2), parent)
-    or redis.call('HGET', PREFIX .. 'deps:' .. target, parent)
-  local dead = flow_apply(target, parent, o, now)
-  if before == 'w' then changed = changed + 1 end
+  local dead
+  if o == '?' then
+    dead = ask(target, parent)
+  else
+    local before = string.sub(target, 1, 1) == '#'
+      and redis.call('HGET', PREFIX .. 'bm:' .. string.sub(target, 2), parent)
+      or redis.call('HGET', PREFIX .. 'deps:' .. target, parent)
+    dead = flow_apply(target, parent, o, now)
+    if before == 'w' then changed = changed + 1 end
+  end
   if dead then flow_ended(dead, 'x', now) end
 end
 return changed

@@ -9,6 +9,7 @@
 -- Flags: allow-oom (it frees memory).
 -- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write), 'SDERR BAD_ARGS'.
 -- Retry-safe: a lease freed already is not there to free.
+-- @include limit_check
 -- @include limit_state
 
 if #ARGV % 2 ~= 0 then return redis.error_reply('SDERR BAD_ARGS') end

@@ -13,6 +13,7 @@
 -- Retry-safe: a lease already named is only moved on; the grant key is gone after the first
 -- call, so tokens are handed back once.
 -- @include server_time
+-- @include limit_check
 -- @include limit_state
 
 local topic, grant = ARGV[1], ARGV[2]

@@ -88,6 +88,7 @@ local function wrong_type(reply)
   return type(reply) == 'table' and reply.err and string.find(reply.err, 'WRONGTYPE', 1, true)
 end
 local ids = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0, limit)
+events_batch() -- the call's events share entries (docs/events.md#entries)
 local n = #ids
 local moved = 0
 local dropped = {}
@@ -199,6 +200,7 @@ if n > 0 then
     end
   end
   if failed and left == 0 and #later == 0 then
+    events_flush()
     return redis.error_reply('SDERR PROMOTE_FAILED ' .. failed)
   end
   if nw > 0 then write_many('HSET', K_JOBS, writes) end
@@ -217,6 +219,7 @@ if n > 0 then
   for topic, count in pairs(per_topic) do redis.call('HINCRBY', K_COUNTS, topic, -count) end
   if X then X.flush(now) end -- docs/workflows.md: a released child may join the delayed set now
 end
+events_flush()
 local more = purge_done(now, SWEEP)
 local head = redis.call('ZRANGE', K_DELAYED, 0, 0, 'WITHSCORES')
 local next_due = -1

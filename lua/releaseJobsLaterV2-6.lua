@@ -12,7 +12,8 @@
 -- Retry-safe: a repeated call finds the old entries no longer current.
 -- Layout 2: a header-only record gets its blob back from the entry (full_record) and the
 -- delayed record is full; a job whose entry is gone goes dead ('stream entry lost') and is not
--- counted as handed back.
+-- counted as handed back; it ends like any dead job (includes/end_dead: its workflow waiters
+-- are told; no result is kept, its envelope being unknown).
 -- @include server_time
 -- @include keys
 -- @include release_lease
@@ -22,6 +23,13 @@
 -- @include parse_record
 -- @include full_record
 -- @include hold
+-- @include blob_keep
+-- @include keep_result
+-- @include emit_event
+-- @include new_record
+-- @include flow_keep
+-- @include flow
+-- @include end_dead
 
 local now, now_us = server_time()
 local group, delay = ARGV[1], tonumber(ARGV[2])
@@ -38,10 +46,7 @@ for b = 3, #ARGV, 3 do
   release_lease(topic, eid, id)
   if current and not whole then
     redis.call('XDEL', sk, eid)
-    r.entry = redis.call('XADD', dead_key(topic), '*', 'id', id, 'error', STREAM_ENTRY_LOST,
-                         'attempts', r.attempts, 'at', now)
-    r.state = 'x'
-    redis.call('HSET', K_JOBS, id, build_record(r))
+    end_dead(id, r, STREAM_ENTRY_LOST, now, nil)
   elseif r and r.state == 'd' and r.entry == eid then
     -- a job held behind this delivery (includes/hold.lua): its thread may still run, so the
     -- next run waits as long as a handed-back one would

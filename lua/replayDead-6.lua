@@ -1,7 +1,8 @@
 #!lua
 -- replayDead-6: put dead jobs of one topic back as new jobs: attempts reset to 0, due after a delay.
 -- KEYS: the six partition keys (includes/keys.lua); touches PREFIX..'dead:'..topic.
--- ARGV[1] topic, ARGV[2] count (bounded batch), ARGV[3] delay ms, ARGV[4] job id ('' = oldest first)
+-- ARGV[1] topic, ARGV[2] count (bounded batch), ARGV[3] delay ms, ARGV[4] job id ('' = oldest
+-- first), ARGV[5] (optional) the queue's partition count: where a replayed child's parents live
 -- Returns the ids replayed (an empty list when nothing is left). Retry-safe: a replayed job is no
 -- longer dead and is not replayed again. A call stops before its records pass 1 MiB (at least
 -- one job); the caller calls again until the list is empty. The due time is counted from the
@@ -9,6 +10,10 @@
 -- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
 -- Events (docs/events.md): 'enqueued' per job replayed (detail: the due time and ' replayed'),
 --  when the queue keeps events.
+-- Workflows (docs/workflows.md#dependencies-after): a child dead for a failed parent re-checks
+-- its parents (includes/flow_recheck.lua): it is due when they all succeeded, waits for those
+-- pending (asking parents of other partitions through the outbox), and goes back to the dead
+-- letters at once (a new entry, not in the reply) when one of this partition is still dead.
 -- Expiry (docs/expiry.md): a replayed job loses its deadline (else an expired job would expire
 -- again at once); its priority and key stay (PREFIX..'opts', includes/expired.lua).
 -- @include server_time
@@ -25,10 +30,12 @@
 -- @include flow_keep
 -- @include flow
 -- @include expired
+-- @include flow_recheck
 
 local MAX_BATCH_BYTES = 1048576
 local now, now_us = server_time()
 local topic, count, delay, only = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local parts = tonumber(ARGV[5])
 local dk = dead_key(topic)
 check_partition_keys()
 local candidates = dead_candidates(topic, count, only)
@@ -42,14 +49,18 @@ for _, c in ipairs(candidates) do
   redis.call('XDEL', dk, eid)
   local r = parse_record(raw)
   if r and r.state == 'x' and r.entry == eid then
-    r.state, r.entry, r.attempts, r.due = 'd', '', 0, due_after(now_us, delay)
-    redis.call('HSET', K_JOBS, id, build_record(r))
-    redis.call('ZADD', K_DELAYED, r.due, id)
-    redis.call('HINCRBY', K_COUNTS, topic, 1)
-    wake_if_head(id, r.due)
+    local due, how = due_after(now_us, delay), 'd'
+    r.attempts = 0
     drop_deadline(id)
-    replayed[#replayed + 1] = id
-    emit_event('enqueued', id, topic, 0, r.due .. ' replayed', now)
+    if redis.call('EXISTS', PREFIX .. 'dd:' .. id) == 1 then
+      how = flow_recheck(id, r, delay, due, parts, now)
+    else
+      flow_write_due(id, r, due)
+    end
+    if how ~= 'x' then
+      replayed[#replayed + 1] = id
+      emit_event('enqueued', id, topic, 0, (how == 'w' and 'waiting' or r.due) .. ' replayed', now)
+    end
   end
 end
 return replayed

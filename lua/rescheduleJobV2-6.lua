@@ -5,7 +5,8 @@
 -- due time but not before that delivery has settled or its lease has expired (never twice at
 -- once); the running handler's acknowledgement settles the delivery only.
 -- KEYS: the six partition keys (includes/keys.lua).
--- ARGV[1] job id, ARGV[2] when_kind ('r' | 'a'), ARGV[3] when_ms, ARGV[4] past tolerance ms
+-- ARGV[1] job id, ARGV[2] when_kind ('r' | 'a'), ARGV[3] when_ms, ARGV[4] past tolerance ms,
+-- ARGV[5] (optional) keep_result ms for a job whose envelope is unknown (a lost entry, below)
 -- Returns {1, due_ms} or {0} when there is no such job (or it waits for its parents: a waiting
 -- job has no due time yet, docs/workflows.md).
 -- Errors: 'SDERR AT_IN_PAST <id>' (nothing written). Retry-safe: a repeat sets the same due
@@ -13,7 +14,8 @@
 -- Errors also: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
 -- Layout 2: a header-only record gets its blob back from its stream entry (full_record) and the
 -- delayed record is full. When that entry is gone the job goes dead instead ('stream entry
--- lost': its body is unknown) and the reply is {0}.
+-- lost': its body is unknown) and the reply is {0}; it ends like any dead job (includes/end_dead:
+-- its result kept for ARGV[5] ms and its waiters woken, its workflow waiters told).
 -- Expiry (docs/expiry.md): a job with a deadline (PREFIX..'opts') keeps its window: the deadline
 -- moves by as much as the due time does (new due - old due); a dead job loses its deadline, as a
 -- replay does (includes/expired.lua).
@@ -35,6 +37,7 @@
 -- @include flow_keep
 -- @include flow
 -- @include expired
+-- @include end_dead
 
 local now, now_us = server_time()
 local id = ARGV[1]
@@ -51,10 +54,7 @@ local held, not_before = hold_of(r, id, now)
 -- a held delivery stays in its stream and pending list until it settles
 if not held or r.state == 'd' then detach(r, id) end
 if not whole then
-  r.entry = redis.call('XADD', dead_key(r.topic), '*', 'id', id, 'error', STREAM_ENTRY_LOST,
-                       'attempts', r.attempts, 'at', now)
-  r.state = 'x'
-  redis.call('HSET', K_JOBS, id, build_record(r))
+  end_dead(id, r, STREAM_ENTRY_LOST, now, tonumber(ARGV[5]))
   return {0}
 end
 if r.state == 'x' then r.attempts = 0; drop_deadline(id)

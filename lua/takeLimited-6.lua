@@ -1,6 +1,7 @@
 #!lua
 -- takeLimited-6: read new entries of one limited topic for a consumer, no more than its limit
--- lets start now (docs/limits.md). The one place where a limited topic's jobs are taken.
+-- lets start now (docs/limits.md). The one place where a limited topic's jobs are taken; the
+-- limit's rule is includes/limit_check.lua, applied through includes/topic_limit.lua.
 -- KEYS: the six partition keys (includes/keys.lua); touches PREFIX..'t:'..topic and the limit
 -- keys of includes/release_lease.lua.
 -- ARGV[1] group, ARGV[2] consumer, ARGV[3] topic, ARGV[4] wanted (the free slots, >= 1)
@@ -21,43 +22,18 @@
 -- @include keys
 -- @include release_lease
 -- @include parse_record
+-- @include limit_check
+-- @include topic_limit
 
 local now = server_time()
 local group, me, topic, wanted = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 if not wanted or wanted < 1 then return redis.error_reply('SDERR BAD_ARGS') end
-local sk, lk, bk = stream_key(topic), leases_key(topic), PREFIX .. 'bucket:' .. topic
-refuse_wrong_type(sk, 'stream'); refuse_wrong_type(PREFIX .. 'limits', 'hash')
-refuse_wrong_type(bk, 'hash'); check_lease_keys(topic)
+local sk = stream_key(topic)
+refuse_wrong_type(sk, 'stream'); check_topic_limit_keys(topic)
 if redis.call('EXISTS', sk) == 0 then return redis.error_reply('SDERR NO_GROUP ' .. topic) end
 
-local spec = redis.call('HGET', PREFIX .. 'limits', topic)
-local count, per, conc
-if spec then
-  local c, p, n = string.match(spec, '^(%d*)|(%d*)|(%d*)$')
-  count, per, conc = tonumber(c), tonumber(p), tonumber(n)
-end
-local k, reason, wait = wanted, 0, 0
-local tokens
-if conc then
-  redis.call('ZREMRANGEBYSCORE', lk, '-inf', now)
-  local free = conc - redis.call('ZCARD', lk)
-  if free < k then
-    k, reason = math.max(free, 0), 2
-    local first = redis.call('ZRANGE', lk, 0, 0, 'WITHSCORES')
-    wait = first[2] and math.max(tonumber(first[2]) - now, 1) or 1
-  end
-end
-if count and per then
-  local b = redis.call('HMGET', bk, 'tokens', 'ts')
-  tokens = tonumber(b[1]) or count
-  local ts = tonumber(b[2]) or now
-  if now > ts then tokens = math.min(count, tokens + (now - ts) * count / per) end
-  local whole = math.floor(tokens)
-  if whole < k then
-    k, reason = whole, 1
-    wait = math.max(math.ceil((1 - (tokens - whole)) * per / count), 1)
-  end
-end
+local tl = topic_limit(topic, now, wanted)
+local k, reason, wait = tl.k, tl.reason, tl.wait
 
 local entries = {}
 if k > 0 then
@@ -71,22 +47,7 @@ if k > 0 then
   if reply and reply[1] then entries = reply[1][2] end
 end
 local got = #entries
-if tokens then
-  redis.call('HSET', bk, 'tokens', string.format('%.6f', tokens - got), 'ts', now)
-end
-if conc then
-  for i = 1, got do
-    local eid, fields = entries[i][1], entries[i][2]
-    local ttr = 60000
-    for f = 1, #fields, 2 do
-      if fields[f] == 'rec' then
-        local r = parse_record(fields[f + 1])
-        if r then ttr = r.ttr end
-      end
-    end
-    redis.call('ZADD', lk, now + ttr, eid)
-  end
-end
+topic_limit_took(topic, tl, entries, now)
 local last = ''
 if got < k then
   reason, wait = 3, 0

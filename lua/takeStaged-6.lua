@@ -43,6 +43,7 @@
 -- @include build_record
 -- @include full_record
 -- @include staging
+-- @include limit_check
 -- @include topic_limit
 -- @include key_limits
 -- @include blob_keep
@@ -67,6 +68,7 @@ if redis.call('EXISTS', sk) == 0 then return redis.error_reply('SDERR NO_GROUP '
 local k, reason, wait = wanted, 0, 0
 local tl = nil
 if ARGV[5] == '1' then
+  check_topic_limit_keys(topic)
   tl = topic_limit(topic, now, wanted)
   k, reason, wait = tl.k, tl.reason, tl.wait
 end

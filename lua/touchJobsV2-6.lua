@@ -38,6 +38,7 @@ for b = last + 1, #ARGV, 4 do progress[tonumber(ARGV[b])] = b end
 local lost = {}
 local now = nil
 local held = nil -- whether any delivery is held (includes/hold.lua), looked up once
+events_batch() -- first heartbeats' 'started' share entries (docs/events.md#entries)
 for b = 4, last, 2 do check_lease_keys(ARGV[b]) end -- only topics with leases pay for them
 for b = 4, last, 2 do
   local sk, eid = stream_key(ARGV[b]), ARGV[b + 1]
@@ -65,4 +66,5 @@ for b = 4, last, 2 do
     lost[#lost + 1] = eid
   end
 end
+events_flush()
 return lost

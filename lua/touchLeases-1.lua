@@ -9,6 +9,7 @@
 -- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write), 'SDERR BAD_ARGS'.
 -- Retry-safe: moving a lease on twice moves it to the same place from a later now.
 -- @include server_time
+-- @include limit_check
 -- @include limit_state
 
 if #ARGV % 3 ~= 0 then return redis.error_reply('SDERR BAD_ARGS') end

@@ -3,11 +3,25 @@
 -- The switch is field 'events' of PREFIX..'meta': the stream's bound (XADD MAXLEN ~); absent or
 -- '0' = off, which costs one HGET per script run (read on the first emit, then kept; events_on()
 -- reads it for the other event helpers).
--- Entry fields: k kind, i job id, t topic, a attempt, at epoch ms (server clock; now when at is
--- nil), d detail (at most 512 bytes). A failed XADD (a foreign value at the events key) drops
--- the event, never the transition that emitted it.
+-- One event alone, one entry: fields k kind, i job id, t topic, a attempt, at epoch ms (server
+-- clock; now when at is nil), d detail (at most 512 bytes).
+-- Batched (events_batch() first, events_flush() before the script returns): the call's events
+-- share entries of at most EVENTS_PER_ENTRY events and about EVENTS_ENTRY_BYTES bytes, since one
+-- XADD costs far more than its fields (docs/events.md#entries). A batch of one event is written
+-- as above; of several, as packed lists (each built with one table.concat at the flush, so an
+-- event costs a few table stores and no number formatting): n count; i the job ids and d the
+-- details, each joined by '\n'; k, a, @ the kinds, attempts and times where they change
+-- ('<event index> <value>' pairs, space-separated); t the topics where they change ('<event
+-- index> <byte length> <topic>', back to back). An event whose id or detail holds a '\n' is
+-- written alone, after the events before it.
+-- A failed XADD (a foreign value at the events key) drops the event, never the transition.
 -- @include keys
 local EVENTS_MAXLEN = nil
+local EVENTS_PER_ENTRY, EVENTS_ENTRY_BYTES = 100, 16384
+local EVENTS_BATCHED = false
+local EVENTS_N, EVENTS_BYTES = 0, 0
+local EV_I, EV_D, EV_K, EV_T, EV_A, EV_AT = {}, {}, {}, {}, {}, {}
+local EV_LK, EV_LT, EV_LA, EV_LAT = nil, nil, nil, nil -- the last event's kind, topic, attempt, at
 local function events_on()
   if EVENTS_MAXLEN == nil then
     local on = redis.pcall('HGET', PREFIX .. 'meta', 'events')
@@ -15,14 +29,58 @@ local function events_on()
   end
   return EVENTS_MAXLEN > 0
 end
+local function events_flush()
+  local n = EVENTS_N
+  if n == 0 then return end
+  if n == 1 then
+    redis.pcall('XADD', PREFIX .. 'events', 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'k', EV_LK,
+                'i', EV_I[1], 't', EV_LT, 'a', EV_LA, 'at', EV_LAT, 'd', EV_D[1])
+  else
+    local concat = table.concat
+    redis.pcall('XADD', PREFIX .. 'events', 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'n', n,
+                'i', concat(EV_I, '\n'), 'd', concat(EV_D, '\n'), 'k', concat(EV_K, ' '),
+                'a', concat(EV_A, ' '), '@', concat(EV_AT, ' '), 't', concat(EV_T))
+  end
+  EVENTS_N, EVENTS_BYTES = 0, 0
+  EV_I, EV_D, EV_K, EV_T, EV_A, EV_AT = {}, {}, {}, {}, {}, {}
+  EV_LK, EV_LT, EV_LA, EV_LAT = nil, nil, nil, nil
+end
+local function events_batch()
+  EVENTS_BATCHED = true
+end
+local ev_type, ev_find, ev_format = type, string.find, string.format -- looked up once a call
 local function emit_event(kind, id, topic, attempt, detail, at)
   if not events_on() then return end
+  -- an event that cannot be written is dropped, never the transition (a foreign record)
+  if not (id and topic) then return end
   if not at then
     local t = redis.call('TIME')
     at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   end
-  detail = tostring(detail or '')
-  if #detail > 512 then detail = string.sub(detail, 1, 512) end
-  redis.pcall('XADD', PREFIX .. 'events', 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'k', kind, 'i', id,
-              't', topic, 'a', attempt or 0, 'at', at, 'd', detail)
+  local td = ev_type(detail)
+  if td == 'number' and detail % 1 == 0 then detail = ev_format('%d', detail)
+  elseif td ~= 'string' then detail = tostring(detail or '') end
+  local dl = #detail
+  if dl > 512 then detail = string.sub(detail, 1, 512); dl = 512 end
+  attempt = attempt or 0
+  local alone = not EVENTS_BATCHED
+  if not alone and (ev_find(id, '\n', 1, true) or (dl > 0 and ev_find(detail, '\n', 1, true))) then
+    events_flush() -- the events before it first, then it alone: order kept
+    alone = true
+  end
+  if alone then
+    redis.pcall('XADD', PREFIX .. 'events', 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'k', kind, 'i', id,
+                't', topic, 'a', attempt, 'at', at, 'd', detail)
+    return
+  end
+  local n = EVENTS_N + 1
+  EVENTS_N = n
+  -- '%d': far cheaper than Lua's number to text (%.14g) that table.concat would use
+  if kind ~= EV_LK then EV_K[#EV_K + 1] = ev_format('%d %s', n, kind); EV_LK = kind end
+  if topic ~= EV_LT then EV_T[#EV_T + 1] = ev_format('%d %d %s', n, #topic, topic); EV_LT = topic end
+  if attempt ~= EV_LA then EV_A[#EV_A + 1] = ev_format('%d %d', n, attempt); EV_LA = attempt end
+  if at ~= EV_LAT then EV_AT[#EV_AT + 1] = ev_format('%d %d', n, at); EV_LAT = at end
+  EV_I[n], EV_D[n] = id, detail
+  EVENTS_BYTES = EVENTS_BYTES + #id + dl + 8
+  if n >= EVENTS_PER_ENTRY or EVENTS_BYTES >= EVENTS_ENTRY_BYTES then events_flush() end
 end

@@ -41,8 +41,17 @@ local function flow_write_due(id, r, due)
   wake_if_head(id, due)
 end
 
--- flow_dead(id, r, parent, o, now): a waiting job whose parent did not succeed goes dead.
+-- flow_dead(id, r, parent, o, now): a waiting job whose parent did not succeed goes dead. Its
+-- parents are kept (its deps hash copied to 'dd:'..id, for DD_MS; copied, not RENAMEd: the
+-- documented ACL, docs/security.md) so that a replay re-checks them (includes/flow_recheck.lua).
+local DD_MS = 30 * 86400000
 local function flow_dead(id, r, parent, o, now)
+  local deps = redis.call('HGETALL', PREFIX .. 'deps:' .. id)
+  if #deps > 0 then
+    local ddk = PREFIX .. 'dd:' .. id
+    redis.call('HSET', ddk, unpack(deps))
+    redis.call('PEXPIRE', ddk, DD_MS)
+  end
   local why = 'parent failed: ' .. parent .. (o == 'c' and ' (cancelled)' or '')
   r.entry = redis.call('XADD', dead_key(r.topic), '*', 'id', id, 'error', why, 'attempts', 0,
                        'at', now)

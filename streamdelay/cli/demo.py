@@ -31,8 +31,8 @@ from ..consumer.worker import Worker
 from ..producer.queue import AsyncQueue
 from ..protocol.keys import partition_keys
 from ..protocol.plan import Command
-from ..redis_io.runner import run_step_sync
-from ..redis_io.topology import sync_client
+from ..redis_io.clients import sync_client
+from ..redis_io.steps import run_step_sync
 from .demo_dashboard import DASHBOARD_HINT, serve_dashboard
 from .private_server import demo_server
 

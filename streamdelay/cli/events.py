@@ -27,7 +27,7 @@ def since_value(raw: str | None) -> object:
     text = raw.strip()
     if _AGO.match(text):
         return int((time.time() - parse_duration(text)) * 1000)
-    if text.isdigit() or (re.fullmatch(r"[0-9,\-]+", text) and "-" in text):
+    if text.isdigit() or (re.fullmatch(r"[0-9,.\-]+", text) and "-" in text):
         return text  # epoch ms or a cursor: Queue.events checks it
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))

@@ -6,7 +6,8 @@ import click
 
 from ..metrics import port
 from .options import log_level_option, partitions_option, url_option
-from .support import library_call, service_logging
+from .running import service_logging
+from .support import library_call
 
 
 @click.command()

@@ -30,12 +30,12 @@ from .options import (
     url_option,
     with_durability_options,
 )
+from .running import service_logging
 from .support import (
     DURABILITY_META,
     OperationFailed,
     UsageProblem,
     library_call,
-    service_logging,
 )
 
 log = logging.getLogger("streamdelay.web")

@@ -25,10 +25,11 @@ from ..protocol.plan import Command
 from ..protocol.replies import parse_promote
 from ..protocol.scripts import ScriptCall, script
 from ..redis_io.agreement import agree_partitions_async
+from ..redis_io.clients import AsyncClient, async_client
 from ..redis_io.config import QueueConfig
 from ..redis_io.lane import MISSED, AsyncLane
-from ..redis_io.runner import RETRYABLE, call_with_retry, drive_async, run_step_async
-from ..redis_io.topology import AsyncClient, async_client
+from ..redis_io.runner import RETRYABLE, call_with_retry, drive_async
+from ..redis_io.steps import run_step_async
 from ..schedules.firing import LEAD_MS, fire_due_plan
 from .supervise import cancel_all, pause_after_failure, supervised
 from .timer import PreciseWait, ServerClock

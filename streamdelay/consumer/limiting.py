@@ -22,8 +22,8 @@ from ..engine.taking import Entry, Views, limits_command, take_now_plan, wait_pl
 from ..limits.plans import parse_limits
 from ..protocol.keys import PartitionKeys
 from ..protocol.plan import Commands
+from ..redis_io.clients import async_client
 from ..redis_io.runner import RETRYABLE, call_with_retry, drive_once_async
-from ..redis_io.topology import async_client
 from . import pausing
 from .delivery import Delivery
 from .supervise import pause_after_failure

@@ -30,8 +30,8 @@ from ..engine.constants import REFRESH_S
 from ..engine.pending import entries_plan, own_pending_plan
 from ..engine.taking import has_deadline, read_plan, streams_of
 from ..protocol.keys import PartitionKeys
+from ..redis_io.clients import AsyncClient, async_client
 from ..redis_io.runner import RETRYABLE, drive_once_async
-from ..redis_io.topology import AsyncClient, async_client
 from . import limiting, pausing, upkeep
 from .delivery import Delivery
 from .supervise import pause_after_failure

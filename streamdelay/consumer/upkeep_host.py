@@ -17,8 +17,8 @@ from ..engine.taking import Entry
 from ..metrics.worker import WorkerMetrics
 from ..protocol.keys import PartitionKeys
 from ..protocol.plan import Plan, Step
+from ..redis_io.clients import AsyncClient
 from ..redis_io.config import QueueConfig
-from ..redis_io.topology import AsyncClient
 from ..telemetry.jobs import JobObserver
 from ..telemetry.lateness import LatenessRecorder
 from .acks import PendingAcks

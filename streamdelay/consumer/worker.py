@@ -32,9 +32,9 @@ from ..metrics import worker_metrics
 from ..protocol.keys import PartitionKeys, partition_keys
 from ..protocol.plan import Plan, Step
 from ..redis_io.agreement import agree_partitions_async
+from ..redis_io.clients import AsyncClient, async_client
 from ..redis_io.config import QueueConfig, mask_url
 from ..redis_io.runner import call_with_retry, drive_async
-from ..redis_io.topology import AsyncClient, async_client
 from ..telemetry.jobs import JobObserver, observe
 from ..telemetry.lateness import LatenessRecorder
 from . import limiting, pausing, reading, settling, upkeep

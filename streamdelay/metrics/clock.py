@@ -15,8 +15,8 @@ import threading
 import time
 
 from ..protocol.plan import Command
-from ..redis_io.runner import run_step_sync
-from ..redis_io.topology import sync_client
+from ..redis_io.clients import sync_client
+from ..redis_io.steps import run_step_sync
 
 TIME = Command(("TIME",))
 

@@ -26,9 +26,10 @@ from ..engine.reserving import MAX_WAIT_S
 from ..protocol.keys import PartitionKeys, partition_of
 from ..protocol.plan import Command, Plan
 from ..protocol.results import PENDING, parse_result, result_timeout, wait_step_plan
+from ..redis_io.clients import AsyncClient, SyncClient
 from ..redis_io.config import QueueConfig
-from ..redis_io.runner import drive_async, drive_sync, run_step_async, run_step_sync
-from ..redis_io.topology import AsyncClient, SyncClient
+from ..redis_io.runner import drive_async, drive_sync
+from ..redis_io.steps import run_step_async, run_step_sync
 
 _LOST = (ConnectionFailed, RedisConnectionError, RedisTimeoutError, ConnectionError, OSError)
 REARM_PAUSE_S = 0.05  # after a lost connection, before arming again (the runner backs off too)

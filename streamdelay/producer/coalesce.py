@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 
 from ..base.models import EnqueueResult
 from ..redis_io.agreement import agree_partitions_async
+from ..redis_io.clients import AsyncClient
 from ..redis_io.config import QueueConfig
 from ..redis_io.runner import drive_async
-from ..redis_io.topology import AsyncClient
 from . import enqueue_one, enqueuing
 from .enqueuing import PreparedJob
 

@@ -21,16 +21,16 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ..base import validation
 from ..base.events import JobEvent
-from ..protocol.events import READ_COUNT, EventMerger, read_command, read_entries, start_ids
+from ..protocol.events import READ_COUNT, EventMerger, read_command, read_raw_entries, start_ids
 from ..protocol.keys import partition_keys
 from ..redis_io.agreement import agree_partitions_async, agree_partitions_sync
 from ..redis_io.calls import command
+from ..redis_io.clients import AsyncClient, SyncClient, is_cluster
 from ..redis_io.config import QueueConfig
-from ..redis_io.topology import AsyncClient, SyncClient, is_cluster
 
 MAX_BLOCK_MS = 5000  # one blocking read; shorter than any socket_timeout allowed (>= 0.1 s: /2)
 _TROUBLE = (RedisConnectionError, RedisTimeoutError, OSError)
-Read = list[tuple[int, list[tuple[str, dict[str, str]]], bool]]  # partition, entries, full
+Read = list[tuple[int, list[tuple[str, Any]], bool]]  # partition, entries, full
 
 
 def _block_ms(cfg: QueueConfig) -> int:
@@ -38,7 +38,7 @@ def _block_ms(cfg: QueueConfig) -> int:
 
 
 def _parse(keys: list[str], partitions: list[int], reply: Any) -> Read:
-    by_key = read_entries(reply)
+    by_key = read_raw_entries(reply)
     return [(p, by_key.get(keys[i], []), len(by_key.get(keys[i], [])) >= READ_COUNT)
             for i, p in enumerate(partitions)]
 

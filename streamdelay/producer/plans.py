@@ -104,8 +104,9 @@ def reschedule_plan(
         raise ValidationError("delay: give delay or at", field="delay")
     kind, when = when_args(delay, at)
     tolerance = validation.delay_ms(cfg.past_tolerance)
-    reply = yield script("rescheduleJobV2").call(keys.script_keys(),
-                                              [job_id, kind, when, tolerance], durable=True)
+    keep_ms = validation.delay_ms(cfg.keep_result, "keep_result")  # a lost entry's waiters wake
+    reply = yield script("rescheduleJobV2").call(
+        keys.script_keys(), [job_id, kind, when, tolerance, keep_ms], durable=True)
     return parse_reschedule(reply).found
 
 
@@ -249,7 +250,8 @@ def dead_list_plan(cfg: QueueSpec, topic: str | None, limit: int) -> Plan[list[D
 
 
 def _dead_batch_plan(
-    cfg: QueueSpec, name: str, topic: str | None, job_id: str | None, extra: list[Arg]
+    cfg: QueueSpec, name: str, topic: str | None, job_id: str | None, extra: list[Arg],
+    tail: tuple[Arg, ...] = ()
 ) -> Plan[int]:
     if job_id is not None:
         validation.job_id(job_id)
@@ -260,7 +262,7 @@ def _dead_batch_plan(
     for keys in all_keys:
         for topic_name in (yield from _topics_plan(cfg, keys, topic)):
             while True:
-                args: list[Arg] = [topic_name, SCAN_BATCH, *extra, job_id or ""]
+                args: list[Arg] = [topic_name, SCAN_BATCH, *extra, job_id or "", *tail]
                 done = yield script(name).call(keys.script_keys(), args, durable=True)
                 total += len(done)
                 if job_id is not None or not done:
@@ -273,7 +275,9 @@ def dead_replay_plan(
 ) -> Plan[int]:
     """Put dead jobs back (attempts reset, due after ``delay``); returns how many."""
     delay_ms = validation.delay_ms(0 if delay is None else delay)
-    return (yield from _dead_batch_plan(cfg, "replayDead", topic, job_id, [delay_ms]))
+    # the partition count: a replayed child finds its parents' partitions (docs/workflows.md)
+    return (yield from _dead_batch_plan(cfg, "replayDead", topic, job_id, [delay_ms],
+                                        (cfg.partitions,)))
 
 
 def dead_purge_plan(cfg: QueueSpec, topic: str | None, job_id: str | None) -> Plan[int]:

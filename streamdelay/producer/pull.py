@@ -37,9 +37,9 @@ from ..engine.settling import (
 from ..protocol.deliveries import EXPIRED
 from ..protocol.plan import Plan
 from ..redis_io.agreement import agree_partitions_async, agree_partitions_sync
+from ..redis_io.clients import AsyncClient, SyncClient, async_client, is_cluster, sync_client
 from ..redis_io.config import QueueConfig
 from ..redis_io.runner import drive_async, drive_sync
-from ..redis_io.topology import AsyncClient, SyncClient, async_client, is_cluster, sync_client
 
 log = logging.getLogger("streamdelay.pull")
 

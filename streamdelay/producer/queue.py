@@ -28,10 +28,10 @@ from ..base.models import (
 from ..engine.upkeep import claim_plan
 from ..protocol.plan import Plan
 from ..redis_io.agreement import agree_partitions_async, agree_partitions_sync
+from ..redis_io.clients import AsyncClient, SyncClient, async_client, sync_client
 from ..redis_io.config import QueueConfig, mask_url, resolve_partitions, resolve_url
 from ..redis_io.lane import Lane
 from ..redis_io.runner import drive_async, drive_sync
-from ..redis_io.topology import AsyncClient, SyncClient, async_client, sync_client
 from . import plans
 from .awaiting import AsyncResults, SyncResults
 from .coalesce import EnqueueCoalescer

@@ -192,10 +192,12 @@ def _call(cfg: QueueSpec, action: BulkAction, job: JobInfo, target: int) -> Scri
         keep_ms = validation.delay_ms(cfg.keep_result, "keep_result")  # its waiters wake
         return script("cancelJobV2").call(keys, [job.id, keep_ms], durable=True)
     if action == "reschedule":
-        return script("rescheduleJobV2").call(keys, [job.id, "a", target, _ANY_PAST_MS],
+        keep_ms = validation.delay_ms(cfg.keep_result, "keep_result")  # a lost entry's waiters
+        return script("rescheduleJobV2").call(keys, [job.id, "a", target, _ANY_PAST_MS, keep_ms],
                                               durable=True)
     if action == "replay":
-        return script("replayDead").call(keys, [job.topic, 1, 0, job.id], durable=True)
+        return script("replayDead").call(keys, [job.topic, 1, 0, job.id, cfg.partitions],
+                                         durable=True)
     return script("purgeDead").call(keys, [job.topic, 1, job.id], durable=True)
 
 

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from ..protocol.partitions import partition_check_plan
+from .clients import AsyncClient, SyncClient
 from .runner import drive_async, drive_sync
-from .topology import AsyncClient, SyncClient
 
 # (url, queue, partitions, events bound) checked in this process
 _agreed: set[tuple[str, str, int, int | None]] = set()

@@ -1,6 +1,6 @@
 """The low-level pieces of sending script calls: the EVALSHA/EVAL arguments, what counts as
 connection trouble, and the mapping of error replies to streamdelay errors (shared by
-``runner.py`` and ``waiting.py``).
+``steps.py``, ``runner.py`` and ``waiting.py``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Queue configuration: pure settings, checked once; clients are built by ``topology.py``.
+"""Queue configuration: pure settings, checked once; clients are built by ``clients.py``.
 
 The URL chooses the topology (``topology.py``): one server, a Redis Cluster or Sentinel.
 """
@@ -17,7 +17,7 @@ from ..protocol.codec import Serializer
 from ..protocol.durability import Durability
 from ..protocol.events import DEFAULT_EVENTS_MAXLEN, MAX_EVENTS_MAXLEN, events_bound
 from ..protocol.spec import check_spec
-from . import topology
+from . import clients, topology
 
 DEFAULT_URL = "redis://localhost:6379/0"
 MAX_REPLICAS = 100
@@ -50,8 +50,8 @@ class QueueConfig:
     local_fsync: bool = False
     # the size of each connection pool (per node of a cluster): the command client's, and the
     # one ``reserve`` waits on (every waiting reserve holds a connection); docs/operations.md
-    max_connections: int = topology.DEFAULT_MAX_CONNECTIONS
-    reserve_connections: int = topology.DEFAULT_MAX_CONNECTIONS
+    max_connections: int = clients.DEFAULT_MAX_CONNECTIONS
+    reserve_connections: int = clients.DEFAULT_MAX_CONNECTIONS
     # lifecycle events (docs/events.md#the-switch): True turns the queue's events stream on
     # (kept to about events_maxlen entries per partition), False off, None leaves it as it is
     events: bool | None = None

@@ -25,7 +25,7 @@ from redis.exceptions import NoScriptError, ResponseError
 
 from ..protocol.scripts import ScriptCall
 from .calls import RETRYABLE, evalsha_args, map_error
-from .topology import plain_pool
+from .clients import plain_pool
 
 MISSED = object()  # the lane did not send the call (or has no reply for it): go the ordinary way
 

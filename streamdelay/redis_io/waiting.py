@@ -34,7 +34,7 @@ from ..protocol.durability import (
 from ..protocol.plan import EachCall, Step
 from ..protocol.scripts import ScriptCall
 from .calls import RETRYABLE, call_outcomes, command, evalsha_args, first_error
-from .topology import AsyncClient, SyncClient, is_cluster
+from .clients import AsyncClient, SyncClient, is_cluster
 
 _versions: WeakKeyDictionary[Any, tuple[int, int]] = WeakKeyDictionary()  # per client
 Sent = tuple[list[Any], Any]  # the calls' replies (errors in place) and the WAIT reply

@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from ..protocol.plan import Command
-from ..redis_io.runner import run_step_async
+from ..redis_io.steps import run_step_async
 
 TIME = Command(("TIME",))
 

@@ -27,7 +27,7 @@ from litestar.template.config import TemplateConfig
 
 from .. import __version__
 from ..protocol.plan import Command
-from ..redis_io.runner import run_step_async
+from ..redis_io.steps import run_step_async
 from .api import api_routes
 from .api.openapi import finish
 from .api.paths import ActionPaths

@@ -16,7 +16,7 @@ import redis
 import streamdelay as sd
 from streamdelay.protocol.keys import PartitionKeys, partition_keys
 from streamdelay.protocol.scripts import script
-from streamdelay.redis_io.runner import run_step_sync
+from streamdelay.redis_io.steps import run_step_sync
 from tests.integration.test_pull import promote
 from tests.system import test_docs_examples as docs_examples
 
@@ -129,13 +129,19 @@ def test_reserve_path_reports_started_and_outcome(evq: sd.Queue) -> None:
 
 def test_bound_holds(redis_url: str, queue_name: str) -> None:
     with sd.Queue(queue_name, url=redis_url, events=True, events_maxlen=100) as q:
-        for start in range(0, 3000, 500):
-            q.enqueue_many([sd.JobSpec("t", i, id=f"j{i}", delay=3600)
-                            for i in range(start, start + 500)])
+        for i in range(300):  # one entry per call
+            q.enqueue("t", i, id=f"j{i}", delay=3600)
         length = q.client.xlen(PartitionKeys(queue_name, 0).events)
         assert 100 <= length <= 200, length  # MAXLEN ~ trims whole stream nodes (100 entries)
         kept = list(q.events(follow=False))
-        assert kept[-1].id == "j2999" and len(kept) == length
+        assert kept[-1].id == "j299" and len(kept) == length
+        for start in range(0, 3000, 500):  # entries of up to 100 events each (docs/events.md)
+            q.enqueue_many([sd.JobSpec("t", i, id=f"m{i}", delay=3600)
+                            for i in range(start, start + 500)])
+        length = q.client.xlen(PartitionKeys(queue_name, 0).events)
+        assert 100 <= length <= 200, length
+        kept = list(q.events(follow=False))
+        assert kept[-1].id == "m2999" and length <= len(kept) <= 100 * length
 
 
 def test_follow_merges_partitions_and_resumes_from_a_cursor(redis_url: str,

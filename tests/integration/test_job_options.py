@@ -16,7 +16,7 @@ import pytest
 import streamdelay as sd
 from streamdelay.protocol.keys import PartitionKeys, partition_of
 from streamdelay.protocol.scripts import script
-from streamdelay.redis_io.runner import run_step_sync
+from streamdelay.redis_io.steps import run_step_sync
 from tests.integration.test_queue_api import (
     Face,
     make_queue,

@@ -14,7 +14,7 @@ from streamdelay.consumer.dispatcher import Dispatcher, PromoteResult
 from streamdelay.protocol.keys import PartitionKeys
 from streamdelay.protocol.scripts import lua_dir, script
 from streamdelay.redis_io.config import QueueConfig
-from streamdelay.redis_io.runner import run_step_sync
+from streamdelay.redis_io.steps import run_step_sync
 
 pytestmark = pytest.mark.timeout(60)
 BLOB = b"\x92\xa1j\xc4\x02{}"

@@ -36,6 +36,19 @@ def test_events_print_filter_and_resume(redis_url: str, queue_name: str) -> None
     assert bad.returncode == 2 and "since" in bad.stderr
 
 
+def test_since_a_cursor_inside_an_entry(redis_url: str, queue_name: str) -> None:
+    """An enqueue_many writes one entry of several events (docs/events.md#entries): the cursor
+    of an event inside it (``<entry id>.<n>``) resumes after that event."""
+    with sd.Queue(queue_name, url=redis_url, events=True) as q:
+        q.enqueue_many([sd.JobSpec("t", i, id=f"m{i}", delay=3600) for i in range(4)])
+    got = cli("events", queue_name, "--json", url=redis_url)
+    events = [json.loads(line) for line in got.stdout.splitlines()]
+    assert "." in events[1]["cursor"]
+    rest = cli("events", queue_name, "--json", "--since", events[1]["cursor"], url=redis_url)
+    assert rest.returncode == 0, rest.stderr
+    assert [json.loads(line)["id"] for line in rest.stdout.splitlines()] == ["m2", "m3"]
+
+
 def test_events_follow(redis_url: str, queue_name: str) -> None:
     with sd.Queue(queue_name, url=redis_url, events=True, partitions=3) as q:
         q.enqueue("t", 0, id="first", delay=3600)

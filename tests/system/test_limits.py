@@ -277,7 +277,7 @@ def test_take_gives_no_more_than_the_limit_and_every_settle_path_frees_the_lease
     from streamdelay.limits import parse_take, take_call
     from streamdelay.protocol.keys import PartitionKeys
     from streamdelay.protocol.scripts import script
-    from streamdelay.redis_io.runner import run_step_sync
+    from streamdelay.redis_io.steps import run_step_sync
     from tests.support.promoting import promote_due
 
     c = queue.client

@@ -21,7 +21,7 @@ import redis
 import streamdelay as sd
 from streamdelay.protocol.keys import PartitionKeys
 from streamdelay.protocol.scripts import script
-from streamdelay.redis_io.runner import run_step_sync
+from streamdelay.redis_io.steps import run_step_sync
 from tests.support.apps.reliability_app import ROOT, count, read_events
 from tests.support.redis_server import RedisServer
 from tests.system.test_upgrade import Worker, layout1_code, wait_done, workers

@@ -19,7 +19,7 @@ import pytest
 import streamdelay as sd
 from streamdelay.protocol.codec import decode_blob, decode_body, parse_record
 from streamdelay.protocol.keys import PartitionKeys
-from streamdelay.redis_io.runner import run_step_sync
+from streamdelay.redis_io.steps import run_step_sync
 from streamdelay.schedules.firing import GRACE_MS, LEAD_MS, fire_due_plan, jitter_ms
 from streamdelay.schedules.plans import put_plan
 from streamdelay.schedules.spec import define, home_keys

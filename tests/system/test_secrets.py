@@ -18,7 +18,7 @@ import redis
 
 import streamdelay as sd
 from streamdelay.base.masking import mask_text, mask_url, scrub, secrets_in
-from streamdelay.redis_io import topology
+from streamdelay.redis_io import clients, topology
 from tests.support.redis_server import free_port, read_until, wait_until
 from tests.support.tls_servers import MASTER_NAME, make_certificates, tls_redis, tls_sentinel
 from tests.system.test_cli import cli_env, command
@@ -217,13 +217,13 @@ def test_a_certificate_for_another_host_is_refused(tmp_path: Path) -> None:
 ])
 def test_host_name_check_is_explicit(url: str, expected: bool) -> None:
     """Whatever redis-py's default, the TLS settings streamdelay passes name the check."""
-    options = topology.node_options(topology.parse_url(url), 1.0)
+    options = clients.node_options(topology.parse_url(url), 1.0)
     assert options["ssl_check_hostname"] is expected
     if topology.parse_url(url).kind == "cluster":
         return  # a cluster client connects when built: the options above are what it gets
-    client = topology.sync_client(url, 1.0)
+    client = clients.sync_client(url, 1.0)
     assert client.connection_pool.connection_kwargs["ssl_check_hostname"] is expected
-    aclient = topology.async_client(url, 1.0)
+    aclient = clients.async_client(url, 1.0)
     assert aclient.connection_pool.connection_kwargs["ssl_check_hostname"] is expected
     client.close()
 

@@ -167,7 +167,7 @@ LAYOUT1_FILL = """
 import time, streamdelay as sd
 from streamdelay.protocol.keys import PartitionKeys
 from streamdelay.protocol.scripts import script
-from streamdelay.redis_io.runner import run_step_sync
+from streamdelay.redis_io.runner import run_step_sync  # the older release's module
 assert sd.__file__.startswith(V1), sd.__file__
 q = sd.Queue(NAME, url=URL)
 c, k = q.client, PartitionKeys(NAME, 0)

@@ -75,6 +75,24 @@ def test_events_as_sse_resume_with_last_event_id(served: tuple[WebServer, sd.Que
     assert parse_sse(same) == parse_sse(rest)
 
 
+def test_last_event_id_inside_an_entry_resumes_after_it(
+        served: tuple[WebServer, sd.Queue]) -> None:
+    """An enqueue_many of one partition writes one entry of several events
+    (docs/events.md#entries): a Last-Event-ID inside it resumes after that event exactly."""
+    server, q = served
+    q.enqueue_many([sd.JobSpec("mid", i, id=f"mid-{i}", delay=3600) for i in range(40)])
+    path = f"/v1/queues/{q.name}/events?follow=false&topic=mid"
+    events = parse_sse(get(server, path)[2])
+    assert sorted(json.loads(e["data"])["id"] for e in events) == sorted(
+        f"mid-{i}" for i in range(40))
+    inside = [n for n, e in enumerate(events) if "." in e["id"]]
+    assert inside  # 40 jobs over 3 partitions: entries of several events
+    for n in (inside[0], inside[-1]):
+        status, _, rest = get(server, path, headers={"Last-Event-ID": events[n]["id"]})
+        assert status == 200
+        assert [e["id"] for e in parse_sse(rest)] == [e["id"] for e in events[n + 1:]]
+
+
 def test_follow_sends_new_events_as_they_come(served: tuple[WebServer, sd.Queue]) -> None:
     server, q = served
     parts = urlsplit(server.url)

@@ -9,7 +9,7 @@ import asyncio
 import pytest
 
 from streamdelay.protocol.keys import PartitionKeys
-from streamdelay.redis_io.topology import async_client
+from streamdelay.redis_io.clients import async_client
 from streamdelay.telemetry.lateness import (
     BOUNDS_MS,
     OVERFLOW,

@@ -20,7 +20,7 @@ from .common import PREFIX, READ_ERRORS, TopicParam, errors, served
 
 RETRY_MS = 1000  # what an EventSource waits before it reconnects (its ``retry`` field)
 SinceParam = Annotated[str | None, Parameter(
-    pattern=r"^[0-9,\-]{1,4096}$", description=(
+    pattern=r"^[0-9,.\-]{1,4096}$", description=(
         "Events at or after this epoch ms, or after this cursor (an event's SSE id). The "
         "Last-Event-ID header, when sent, takes its place. Absent: every event kept."))]
 FollowParam = Annotated[bool, Parameter(description=(

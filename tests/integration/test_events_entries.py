@@ -1,0 +1,129 @@
+"""Lifecycle events share stream entries (docs/events.md#entries): an enqueue_many, a promote
+and an ack of many jobs write one entry per call (up to 100 events each), not one per job; the
+reader still gives every event once, in order, resumes from a cursor inside an entry, and reads
+the one-event entries of older releases."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import streamdelay as sd
+from streamdelay.protocol.keys import PartitionKeys
+from streamdelay.protocol.scripts import script
+from streamdelay.redis_io.runner import run_step_sync
+
+pytestmark = pytest.mark.timeout(60)
+N = 250  # jobs per call: three entries of at most 100 events
+
+
+@pytest.fixture
+def evq(redis_url: str, queue_name: str) -> Iterator[sd.Queue]:
+    """A queue with events on (one partition)."""
+    q = sd.Queue(queue_name, url=redis_url, events=True)
+    yield q
+    q.close()
+
+
+def run_batch(q: sd.Queue) -> None:
+    """N jobs through enqueue_many, one promote and one ack of all N deliveries (one call each),
+    with a group read (an XREADGROUP: ``started`` is dated by the ack from the pending list)."""
+    keys = PartitionKeys(q.name, 0)
+
+    def call(name: str, args: list[Any]) -> Any:
+        return run_step_sync(q.client, script(name).call(keys.script_keys(), args))
+
+    call("registerGroup", ["g", "t"])
+    q.enqueue_many([sd.JobSpec("t", i, id=f"b{i}") for i in range(N)])
+    assert call("promoteDueV2", [1000])[0] == N
+    (_, entries), = q.client.xreadgroup("g", "c", {keys.stream("t"): ">"}, count=N)
+    args: list[Any] = ["g", 0, N]
+    for eid, fields in entries:
+        args += ["t", fields[b"id"].decode(), eid.decode()]
+    assert call("ackJobsV3", args) == N
+
+
+def test_a_call_of_many_jobs_writes_few_entries_and_every_event_once(evq: sd.Queue) -> None:
+    run_batch(evq)
+    events = list(evq.events(follow=False))
+    assert len(events) == 4 * N
+    entries = evq.client.xlen(PartitionKeys(evq.name, 0).events)
+    assert entries <= 4 * 3 + 4, entries  # per call and kind: ceil(250 / 100) entries
+    by_job: dict[str, list[str]] = {}
+    for event in events:
+        by_job.setdefault(event.id, []).append(event.kind)
+    assert by_job == {f"b{i}": ["enqueued", "promoted", "started", "succeeded"]
+                      for i in range(N)}
+    started = [e for e in events if e.kind == "started"]
+    assert all(e.attempt == 1 and e.topic == "t" for e in started)
+    assert all(s.at <= p.at + 1000 for s, p in zip(started, events[N:2 * N], strict=True))
+    cursors = [e.cursor for e in events]
+    assert len(set(cursors)) == len(cursors)
+    assert sum("." in c for c in cursors) > 0  # positions inside an entry
+
+
+def test_resume_from_inside_an_entry_gives_exactly_the_rest(evq: sd.Queue) -> None:
+    run_batch(evq)
+    events = list(evq.events(follow=False))
+    for cut in (0, 1, 57, 99, 100, 101, 2 * N + 3, len(events) - 2):
+        rest = list(evq.events(since=events[cut].cursor, follow=False))
+        assert [(e.id, e.kind) for e in rest] == [(e.id, e.kind) for e in events[cut + 1:]]
+        assert [e.cursor for e in rest] == [e.cursor for e in events[cut + 1:]]
+    assert list(evq.events(since=events[-1].cursor, follow=False)) == []
+
+
+def test_following_from_inside_an_entry_gets_new_events(evq: sd.Queue) -> None:
+    evq.enqueue_many([sd.JobSpec("t", i, id=f"f{i}", delay=3600) for i in range(5)])
+    events = list(evq.events(follow=False))
+    follower = evq.events(since=events[2].cursor)
+    assert [next(follower).id for _ in range(2)] == ["f3", "f4"]
+    evq.enqueue("t", 9, id="later", delay=3600)
+    assert next(follower).id == "later"
+
+
+def test_an_old_single_event_entry_is_still_read(evq: sd.Queue) -> None:
+    evq.enqueue_many([sd.JobSpec("t", i, id=f"n{i}", delay=3600) for i in range(3)])
+    key = PartitionKeys(evq.name, 0).events
+    now = int(time.time() * 1000)
+    old = evq.client.xadd(key, {"k": "cancelled", "i": "old-one", "t": "legacy", "a": 2,
+                                "at": now, "d": "delayed"}).decode()
+    evq.enqueue_many([sd.JobSpec("t", i, id=f"m{i}", delay=3600) for i in range(3)])
+    events = list(evq.events(follow=False))
+    assert [e.id for e in events] == ["n0", "n1", "n2", "old-one", "m0", "m1", "m2"]
+    legacy = events[3]
+    assert (legacy.kind, legacy.topic, legacy.attempt, legacy.at, legacy.detail, legacy.cursor) \
+        == ("cancelled", "legacy", 2, now, "delayed", old)
+    assert [e.id for e in evq.events(since=old, follow=False)] == ["m0", "m1", "m2"]
+    assert [e.id for e in evq.events(topic="legacy", follow=False)] == ["old-one"]
+
+
+def test_details_and_times_that_differ_within_an_entry(evq: sd.Queue) -> None:
+    evq.enqueue("t", 0, id="same", delay=3600)
+    evq.enqueue_many([sd.JobSpec("t", 1, id="first", delay=3600),
+                      sd.JobSpec("u", 2, id="other", delay=7200),
+                      sd.JobSpec("t", 3, id="same", delay=10, replace=True)])
+    events = list(evq.events(follow=False))[1:]
+    assert [(e.id, e.topic) for e in events] == [("first", "t"), ("other", "u"), ("same", "t")]
+    assert events[2].detail.endswith(" replaced") and not events[0].detail.endswith("replaced")
+    assert int(events[1].detail) - int(events[0].detail) >= 3_600_000 - 50
+    assert events[2].cursor.count(".") == 0 and events[0].cursor.endswith(".1")
+    assert evq.client.xlen(PartitionKeys(evq.name, 0).events) == 2
+
+
+def test_a_detail_with_a_line_break_keeps_its_place(evq: sd.Queue) -> None:
+    """failJobV3 writes ``started`` and ``retried`` together; an error of several lines is
+    written in an entry of its own, after the events before it."""
+    evq.enqueue("t", 1, id="multi", max_attempts=2)
+    keys = PartitionKeys(evq.name, 0)
+    run_step_sync(evq.client, script("registerGroup").call(keys.script_keys(), ["g", "t"]))
+    run_step_sync(evq.client, script("promoteDueV2").call(keys.script_keys(), [100]))
+    (_, entries), = evq.client.xreadgroup("g", "c", {keys.stream("t"): ">"}, count=1)
+    eid = entries[0][0].decode()
+    run_step_sync(evq.client, script("failJobV3").call(
+        keys.script_keys(), ["g", "t", "multi", eid, 0, 0, "line 1\nline 2", 0]))
+    events = list(evq.events(follow=False))
+    assert [e.kind for e in events] == ["enqueued", "promoted", "started", "retried"]
+    assert events[3].detail == "line 1\nline 2" and events[3].attempt == 1
