@@ -52,7 +52,8 @@
 -- The helpers of staged topics (includes/staging.lua) and of deadlines (includes/expired.lua,
 -- with the workflow helpers it tells) are built only in a call that has due jobs on a partition
 -- with staged topics or job options (one EXISTS each per such call): built at the top, their
--- closures would cost every call of a plain queue (docs/benchmarks.md, History 2026-11-26).
+-- closures would cost every call of a plain queue (docs/benchmarks.md, History 2026-11-26
+-- 22:36-23:33; docs/keys.md#includes).
 local function staging_lib()
 -- @include staging
   return {staged_topic = staged_topic, stage = stage, wake_takers = wake_takers,
