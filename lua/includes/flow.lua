@@ -11,6 +11,7 @@
 --   PREFIX..'early:'..child     hash parent -> outcome: an outcome handed over before its child
 --                               was written (expires after a day)
 --   PREFIX..'waiting'           hash topic -> jobs in state 'w'
+--   PREFIX..'wjobs'             sorted set: the jobs in state 'w' -> created ms (listing)
 --   PREFIX..'batch:'..B         hash total, ok, bad, closed, fired, created, ended, cb1, cb2
 --   PREFIX..'bm:'..B            hash member id -> 'w' | 's' | 'x' | 'c'
 --   PREFIX..'outbox'            stream of hand-overs to another partition: p (partition), r (ref),
@@ -116,11 +117,13 @@ local function flow_apply(target, parent, o, now)
   redis.call('HSET', dk, '~', policy .. '|' .. kind .. '|' .. when .. '|' .. unmet .. expires)
   if o ~= 's' and policy == 'd' then
     redis.call('HINCRBY', PREFIX .. 'waiting', r.topic, -1)
+    redis.call('ZREM', PREFIX .. 'wjobs', target)
     flow_dead(target, r, parent, o, now)
     return target
   end
   if unmet <= 0 then
     redis.call('HINCRBY', PREFIX .. 'waiting', r.topic, -1)
+    redis.call('ZREM', PREFIX .. 'wjobs', target)
     flow_write_due(target, r, flow_due(kind, tonumber(when), now))
     if expires ~= '' then -- its deadline counts from the due time it has now (docs/workflows.md)
       local p, key = string.match(redis.call('HGET', K_OPTS, target) or '5||', '^(%d)|%d*|(.*)$')

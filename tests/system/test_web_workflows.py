@@ -78,3 +78,26 @@ def test_after_with_job_options_and_a_callback_with_options(web_server: WebServe
     status, error = web_server.request("POST", f"{base}/jobs:batch", {
         "jobs": [], "batch": "ob1", "on_success": {"topic": "t", "priority": 9}})
     assert status == 422 and error["error"]["field"] == "on_success"
+
+
+def test_list_waiting_jobs(web_server: WebServer) -> None:
+    """``GET .../jobs?state=waiting``: the jobs waiting for their parents, paged."""
+    base = _q(web_server)
+    assert web_server.request("POST", f"{base}/jobs", {"topic": "lw", "id": "lwp",
+                                                       "delay": 600})[0] == 201
+    for kid in ("lw1", "lw2", "lw3"):
+        assert web_server.request("POST", f"{base}/jobs", {
+            "topic": "lw", "id": kid, "after": ["lwp"]})[0] == 201
+    found: list[str] = []
+    cursor = None
+    while True:
+        query = f"{base}/jobs?state=waiting&topic=lw&limit=2" + (
+            f"&cursor={cursor}" if cursor else "")
+        status, page = web_server.request("GET", query, token="reader")
+        assert status == 200, page
+        assert all(job["state"] == "waiting" for job in page["jobs"])
+        found.extend(job["id"] for job in page["jobs"])
+        cursor = page["cursor"]
+        if cursor is None:
+            break
+    assert sorted(found) == ["lw1", "lw2", "lw3"]
