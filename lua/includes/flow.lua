@@ -60,13 +60,23 @@ local function flow_dead(id, r, parent, o, now)
 end
 
 -- flow_callback(id, spec, now): write a batch callback, an ordinary job; nothing when its id
--- is taken (it was written already: exactly once). spec 'kind|when|ttr|max|topic|blob'.
+-- is taken (it was written already: exactly once). spec 'kind|when|ttr|max|topic|blob', after
+-- 'o<priority>|<expires_ms>|<key>|' for a callback with options: its field of K_OPTS is
+-- written as enqueueJobV3 writes it (a deadline: due + expires_ms), and a priority other than
+-- 5 or a key flags its topic staged (partition 0's flag: set by the batch's opening call).
 local function flow_callback(id, spec, now)
   if redis.call('HEXISTS', K_JOBS, id) == 1 then return end
+  local p, e, k, rest = string.match(spec, '^o(%d)|(%d*)|([^|]*)|()')
+  if p then spec = string.sub(spec, rest) end
   local kind, when, ttr, max, at = string.match(spec, '^(%a)|(%d+)|(%d+)|(%d+)|()')
   local topic, blob = string.match(string.sub(spec, at), '^([^|]+)|(.*)$')
   local due = flow_due(kind, tonumber(when), now)
   redis.call('HSET', K_JOBS, id, new_record(due, now, tonumber(ttr), tonumber(max), topic, blob))
+  if p then
+    local deadline = e ~= '' and string.format('%d', due + tonumber(e)) or ''
+    redis.call('HSET', K_OPTS, id, p .. '|' .. deadline .. '|' .. k)
+    if p ~= '5' or k ~= '' then redis.call('HSET', K_STAGED, topic, 1) end
+  end
   redis.call('ZADD', K_DELAYED, due, id)
   redis.call('HINCRBY', K_COUNTS, topic, 1)
   wake_if_head(id, due)
