@@ -99,3 +99,25 @@ def test_bad_callback_options_are_refused_and_nothing_is_written(
             q.batch([sd.JobSpec("t", id="never")], **kwargs)  # type: ignore[arg-type]
         assert refused.value.field == field
         assert q.client.keys(f"*{q.name}*") == []  # nothing written
+
+
+def test_callbacks_for_a_closed_batch_are_refused_and_nothing_is_added(
+        redis_url: str, queue_name: str) -> None:
+    """A closed batch: other callbacks (or options) are refused naming the callback, new
+    members naming ``id``; nothing of the refused call is written. The same call again is
+    idempotent."""
+    with sd.Queue(queue_name, url=redis_url) as q:
+        q.batch([sd.JobSpec("t", id="c1", delay=60)], id="bc",
+                on_complete=sd.JobSpec("done", priority=7))
+        for other, field in ((dict(on_success=sd.JobSpec("done")), "on_success"),
+                             (dict(on_complete=sd.JobSpec("done", priority=8)), "on_success")):
+            with pytest.raises(sd.ValidationError) as refused:
+                q.batch([sd.JobSpec("t", id="c2")], id="bc", **other)  # type: ignore[arg-type]
+            assert refused.value.field == field
+        with pytest.raises(sd.ValidationError) as closed:
+            q.batch([sd.JobSpec("t", id="c2")], id="bc")
+        assert closed.value.field == "id"
+        assert q.get("c2") is None and q.batch_info("bc").total == 1  # type: ignore[union-attr]
+        again = q.batch([sd.JobSpec("t", id="c1", delay=60)], id="bc",
+                        on_complete=sd.JobSpec("done", priority=7))
+        assert (again.total, again.state) == (1, "running")
