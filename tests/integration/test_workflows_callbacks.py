@@ -14,6 +14,9 @@ import streamdelay as sd
 from streamdelay.engine.forwarding import forward_plan, read_outbox_command
 from streamdelay.protocol.keys import PartitionKeys, partition_of
 from streamdelay.redis_io.runner import drive_sync, run_step_sync
+from tests.system import test_docs_examples as docs_examples
+
+example_env = docs_examples.example_env  # the fixture: a private redis-server for the examples
 
 
 def promote_all(q: sd.Queue) -> None:
@@ -121,3 +124,12 @@ def test_callbacks_for_a_closed_batch_are_refused_and_nothing_is_added(
         again = q.batch([sd.JobSpec("t", id="c1", delay=60)], id="bc",
                         on_complete=sd.JobSpec("done", priority=7))
         assert (again.total, again.state) == (1, "running")
+
+
+def test_the_callback_options_example_runs(example_env: dict[str, str]) -> None:
+    assert docs_examples.run_example("workflow_callbacks.py", example_env).splitlines() == [
+        "batch: {tenant-42}nov {tenant-42}nov@1 {tenant-42}nov@2",
+        "archive {tenant-42}nov@2 priority=5 key=tenant-42 expires=False max_attempts=10",
+        "notify {tenant-42}nov@1 priority=9 key=tenant-42 expires=True max_attempts=3",
+        "batch: 3 done",
+    ]
