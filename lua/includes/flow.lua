@@ -11,6 +11,7 @@
 --   PREFIX..'early:'..child     hash parent -> outcome: an outcome handed over before its child
 --                               was written (expires after a day)
 --   PREFIX..'waiting'           hash topic -> jobs in state 'w'
+--   PREFIX..'wjobs'             sorted set: the jobs in state 'w' -> created ms (listing)
 --   PREFIX..'batch:'..B         hash total, ok, bad, closed, fired, created, ended, cb1, cb2
 --   PREFIX..'bm:'..B            hash member id -> 'w' | 's' | 'x' | 'c'
 --   PREFIX..'outbox'            stream of hand-overs to another partition: p (partition), r (ref),
@@ -68,13 +69,23 @@ local function flow_dead(id, r, parent, o, now)
 end
 
 -- flow_callback(id, spec, now): write a batch callback, an ordinary job; nothing when its id
--- is taken (it was written already: exactly once). spec 'kind|when|ttr|max|topic|blob'.
+-- is taken (it was written already: exactly once). spec 'kind|when|ttr|max|topic|blob', after
+-- 'o<priority>|<expires_ms>|<key>|' for a callback with options: its field of K_OPTS is
+-- written as enqueueJobV3 writes it (a deadline: due + expires_ms), and a priority other than
+-- 5 or a key flags its topic staged (partition 0's flag: set by the batch's opening call).
 local function flow_callback(id, spec, now)
   if redis.call('HEXISTS', K_JOBS, id) == 1 then return end
+  local p, e, k, rest = string.match(spec, '^o(%d)|(%d*)|([^|]*)|()')
+  if p then spec = string.sub(spec, rest) end
   local kind, when, ttr, max, at = string.match(spec, '^(%a)|(%d+)|(%d+)|(%d+)|()')
   local topic, blob = string.match(string.sub(spec, at), '^([^|]+)|(.*)$')
   local due = flow_due(kind, tonumber(when), now)
   redis.call('HSET', K_JOBS, id, new_record(due, now, tonumber(ttr), tonumber(max), topic, blob))
+  if p then
+    local deadline = e ~= '' and string.format('%d', due + tonumber(e)) or ''
+    redis.call('HSET', K_OPTS, id, p .. '|' .. deadline .. '|' .. k)
+    if p ~= '5' or k ~= '' then redis.call('HSET', K_STAGED, topic, 1) end
+  end
   redis.call('ZADD', K_DELAYED, due, id)
   redis.call('HINCRBY', K_COUNTS, topic, 1)
   wake_if_head(id, due)
@@ -125,11 +136,13 @@ local function flow_apply(target, parent, o, now)
   redis.call('HSET', dk, '~', policy .. '|' .. kind .. '|' .. when .. '|' .. unmet .. expires)
   if o ~= 's' and policy == 'd' then
     redis.call('HINCRBY', PREFIX .. 'waiting', r.topic, -1)
+    redis.call('ZREM', PREFIX .. 'wjobs', target)
     flow_dead(target, r, parent, o, now)
     return target
   end
   if unmet <= 0 then
     redis.call('HINCRBY', PREFIX .. 'waiting', r.topic, -1)
+    redis.call('ZREM', PREFIX .. 'wjobs', target)
     flow_write_due(target, r, flow_due(kind, tonumber(when), now))
     if expires ~= '' then -- its deadline counts from the due time it has now (docs/workflows.md)
       local p, key = string.match(redis.call('HGET', K_OPTS, target) or '5||', '^(%d)|%d*|(.*)$')
