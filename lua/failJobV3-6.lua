@@ -32,6 +32,8 @@
 -- @include emit_event
 -- @include emit_started
 -- @include new_record
+-- @include blob_keep
+-- @include dead_result
 -- @include flow
 
 local now, now_us = server_time()
