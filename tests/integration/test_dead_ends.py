@@ -104,7 +104,7 @@ def test_a_child_dead_for_its_failed_parent_has_a_dead_result(redis_url: str, qu
         q.enqueue("t", id="g", after=["c"])  # the cascade: c's death kills g in turn
         threads = [waiter(q, "c"), waiter(q, "g")]
         run_worker(q, recorder(frozenset({"p"}))[1])
-        for (thread, answer), parent in zip(threads, ("p", "c")):
+        for (thread, answer), parent in zip(threads, ("p", "c"), strict=True):
             thread.join()
             found = answer[0]
             assert isinstance(found, sd.JobResult) and found.state == "dead", found
