@@ -8,6 +8,7 @@ parents (``dd:<id>``) go when it leaves the dead letters other than by a replay.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 import streamdelay as sd
 from streamdelay.protocol.keys import PartitionKeys
 from tests.integration.test_layout import call, promote, take
+from tests.integration.test_pull import promote as promote_due
 from tests.integration.test_workflows import recorder, run_worker
 
 pytestmark = pytest.mark.timeout(120)
@@ -74,6 +76,33 @@ def test_a_silent_consumers_last_attempt_ends_the_job_for_every_waiter(
         info = q.batch_info("b")
         assert info is not None and (info.dead, info.pending, info.state) == (1, 0, "done")
         assert q.get("b@2") is not None  # on_complete written
+
+
+def test_a_reservation_left_past_its_ttr_on_its_last_attempt_wakes_its_waiter(
+        redis_url: str, queue_name: str) -> None:
+    """The same end, reached by a live worker's reclaim loop (its requeueStuckV2 calls)."""
+    with sd.Queue(queue_name, url=redis_url, keep_result=600) as q:
+        q.batch([sd.JobSpec("t", {"n": 1}, id="held", max_attempts=1, ttr=1)], id="b",
+                on_complete=sd.JobSpec("cb", {"cb": 1}))
+        promote_due(q)
+        taken = q.reserve("t", group="g", consumer="silent")
+        assert [r.id for r in taken] == ["held"]  # then never settled
+        ran: list[str] = []
+        worker = sd.Worker(q, group="g", block=0.1, reclaim_interval=0.2)
+        worker.handler("t")(lambda job: ran.append(job.id))
+        worker.handler("cb")(lambda job: ran.append(job.id))
+        serving = threading.Thread(target=lambda: asyncio.run(worker.serve()))
+        serving.start()
+        try:
+            found = q.result("held", timeout=30)
+            assert found is not None and found.state == "dead", found
+            assert found.error is not None and "silent" in found.error
+            callback = q.result("b@2", timeout=30)  # the batch completed: on_complete ran
+            assert callback is not None and callback.state == "succeeded", callback
+            assert ran == ["b@2"]
+        finally:
+            worker.stop()
+            serving.join()
 
 
 def test_a_lost_entry_found_by_release_or_expiry_check_is_a_dead_end_with_its_event(
