@@ -60,7 +60,8 @@ end
 local DD_MS = 30 * 86400000
 -- flow_forget_dead(ids): the kept parents of dead jobs ids go (a reschedule, purge or cancel:
 -- the job left the dead letters other than by a replay, and a later life of the id must not be
--- re-checked against them). Nothing on a partition without workflows; else one DEL per 500.
+-- re-checked against them; and any other dead end, includes/end_dead.lua, for a later life
+-- after a replace). Nothing on a partition without workflows; else one DEL per 500.
 local function flow_forget_dead(ids)
   if #ids == 0 or flow_keep() <= 0 then return end
   local ks = {}
@@ -71,8 +72,9 @@ local function flow_forget_dead(ids)
 end
 local function flow_dead(id, r, parent, o, now)
   local deps = redis.call('HGETALL', PREFIX .. 'deps:' .. id)
-  if #deps > 0 then
+  if #deps > 0 then -- (none when a replay's re-check calls it: the kept ones stay)
     local ddk = PREFIX .. 'dd:' .. id
+    redis.call('DEL', ddk) -- an earlier life's, left by a replace
     redis.call('HSET', ddk, unpack(deps))
     redis.call('PEXPIRE', ddk, DD_MS)
   end

@@ -167,7 +167,7 @@ def test_a_job_whose_topic_key_holds_no_stream_is_a_dead_end_for_every_waiter(
         assert q.get("b@2") is not None
 
 
-@pytest.mark.parametrize("leave", ["reschedule", "purge", "cancel"])
+@pytest.mark.parametrize("leave", ["reschedule", "purge", "cancel", "replace"])
 def test_a_dead_child_that_leaves_the_dead_letters_forgets_its_parents(
         redis_url: str, queue_name: str, leave: str) -> None:
     with sd.Queue(queue_name, url=redis_url, max_attempts=1) as q:
@@ -180,16 +180,34 @@ def test_a_dead_child_that_leaves_the_dead_letters_forgets_its_parents(
             assert q.reschedule("c", delay=3600) is True
         elif leave == "purge":
             assert q.dead_purge("t", id="c") == 1
-        else:
+        elif leave == "cancel":
             assert q.cancel("c") is True
-        assert q.client.exists(kept) == 0
+        else:  # a new job under the id: its parents go at its own end
+            assert q.enqueue("t", id="c", delay=3600, replace=True).state == "delayed"
+        assert q.client.exists(kept) == (leave == "replace")
         # the same id, enqueued again (or rescheduled), dead again by its own handler, is
         # replayed as a plain job: not held back by the parents of its earlier life
-        if leave != "reschedule":
+        if leave in ("purge", "cancel"):
             q.enqueue("t", id="c", delay=3600)
         assert q.reschedule("c", delay=0) is True
         ran, handle = recorder(frozenset({"c"}))
         run_worker(q, handle)
         assert ran == ["c"] and q.get("c").state == "dead"  # type: ignore[union-attr]
+        assert q.client.exists(kept) == 0
         assert q.dead_replay("t", id="c") == 1
         assert q.get("c").state == "delayed"  # type: ignore[union-attr]
+
+
+def test_a_child_dead_again_for_a_parent_keeps_only_the_parents_of_its_own_life(
+        redis_url: str, queue_name: str) -> None:
+    with sd.Queue(queue_name, url=redis_url, max_attempts=1) as q:
+        q.enqueue("t", id="old")
+        q.enqueue("t", id="c", after=["old"])
+        run_worker(q, recorder(frozenset({"old"}))[1])
+        q.enqueue("t", id="c", delay=3600, replace=True)  # a new life, another parent ...
+        q.cancel("c")
+        q.enqueue("t", id="new")
+        q.enqueue("t", id="c", after=["new"])
+        run_worker(q, recorder(frozenset({"new"}))[1])
+        kept = PartitionKeys(queue_name, 0).prefix + "dd:c"
+        assert set(q.client.hkeys(kept)) == {b"new", b"~"}
