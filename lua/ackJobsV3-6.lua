@@ -42,6 +42,8 @@
 -- @include emit_started
 -- @include drop_opts
 -- @include new_record
+-- @include blob_keep
+-- @include dead_result
 -- @include flow
 
 local now = server_time()

@@ -38,8 +38,10 @@
 -- with the reason 'expired <topic>'. A job with a deadline still ahead is promoted with a third
 -- entry field 'x', its deadline (epoch ms), which the consumers' open step checks against the
 -- server clock (TIME read in the same round trip as the read).
--- Workflows (docs/workflows.md): an expired job tells its waiters (a child goes dead with
--- 'parent failed: <id>', a batch counts it dead), after the batch's own writes.
+-- A job that goes dead here (expired, or its topic key not a stream) ends like any dead job
+-- (includes/end_dead.lua): its result kept for its envelope's keep_result and its waiters woken;
+-- workflows (docs/workflows.md): it tells its waiters (a child goes dead with 'parent failed:
+-- <id>', a batch counts it dead), after the batch's own writes.
 -- @include server_time
 -- @include keys
 -- @include read_records
@@ -53,7 +55,9 @@
 -- @include keep_result
 -- @include new_record
 -- @include wake_if_head
+-- @include dead_result
 -- @include flow
+-- @include end_dead
 -- @include expired
 
 local MAX_BATCH_BYTES = 1048576
@@ -82,7 +86,7 @@ if n > 0 then
   local raws
   raws, n = read_records(ids, MAX_BATCH_BYTES)
   local deadlines = deadlines_of(ids, n) -- nil on a queue without job options
-  defer_expired_flow() -- waiters of expired jobs are told after the delayed set's removal by rank
+  defer_dead_flow() -- waiters of jobs ended dead are told after the delayed set's removal by rank
   local writes, nw = {}, 0 -- id, new record pairs: one HSET for the batch
   local left = 0 -- jobs whose new place is written (or that have none to have)
   local later = {} -- score, id pairs: jobs that can go nowhere now
@@ -152,24 +156,17 @@ if n > 0 then
         failed = sk .. ' ' .. tostring(entry.err)
         break
       else
-        local r = parse_record(raw)
         local why = 'topic key ' .. sk .. ' is not a stream: ' .. tostring(entry.err)
-        local dead = redis.pcall('XADD', dead_key(topic), '*', 'id', id, 'error', why,
-                                 'attempts', r.attempts, 'at', now)
-        if type(dead) == 'string' then
-          r.state, r.entry = 'x', dead
-          writes[nw + 1] = id
-          writes[nw + 2] = build_record(r)
-          nw = nw + 2
+        local dead, err = end_dead(id, parse_record(raw), why, now, nil) -- includes/end_dead.lua
+        if dead then
           left = left + 1
           per_topic[topic] = (per_topic[topic] or 0) + 1
-          emit_event('dead', id, topic, r.attempts, why, now)
-        elseif wrong_type(dead) then
+        elseif wrong_type(err) then
           why = why .. '; its dead-letter key is not a stream either: tried again in 60 s'
           later[#later + 1] = now + RETRY_LATER_MS
           later[#later + 1] = id
         else
-          failed = dead_key(topic) .. ' ' .. tostring(dead.err)
+          failed = dead_key(topic) .. ' ' .. tostring(err.err)
           break
         end
         dropped[#dropped + 1] = {id, why}
@@ -201,7 +198,7 @@ if n > 0 then
   if looked_at > 0 then redis.call('ZREMRANGEBYRANK', K_DELAYED, 0, looked_at - 1) end
   if #later > 0 then write_many('ZADD', K_DELAYED, later) end
   for topic, count in pairs(per_topic) do redis.call('HINCRBY', K_COUNTS, topic, -count) end
-  flush_expired_flow(now) -- docs/workflows.md: a released child may join the delayed set now
+  flush_dead_flow(now) -- docs/workflows.md: a released child may join the delayed set now
 end
 events_flush()
 local more = purge_done(now, SWEEP)

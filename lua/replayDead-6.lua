@@ -27,7 +27,9 @@
 -- @include blob_keep
 -- @include keep_result
 -- @include new_record
+-- @include dead_result
 -- @include flow
+-- @include end_dead
 -- @include expired
 -- @include flow_recheck
 

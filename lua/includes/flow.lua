@@ -23,6 +23,9 @@
 -- @include new_record
 -- @include wake_if_head
 -- @include emit_event
+-- @include blob_keep
+-- @include keep_result
+-- @include dead_result
 local FLOW_KEEP = nil
 local MY_PARTITION = string.match(PREFIX, '#(%d+)}:$')
 local EARLY_MS = 86400000
@@ -49,14 +52,30 @@ local function flow_write_due(id, r, due)
   wake_if_head(id, due)
 end
 
--- flow_dead(id, r, parent, o, now): a waiting job whose parent did not succeed goes dead. Its
--- parents are kept (its deps hash copied to 'dd:'..id, for DD_MS; copied, not RENAMEd: the
--- documented ACL, docs/security.md) so that a replay re-checks them (includes/flow_recheck.lua).
+-- flow_dead(id, r, parent, o, now): a waiting job whose parent did not succeed goes dead, its
+-- result kept and its result waiters woken, its 'dead' event written (includes/dead_result.lua;
+-- its workflow waiters are told by the caller's flow_ended). Its parents are kept (its deps
+-- hash copied to 'dd:'..id, for DD_MS; copied, not RENAMEd: the documented ACL,
+-- docs/security.md) so that a replay re-checks them (includes/flow_recheck.lua); they go when
+-- the job leaves the dead letters otherwise (flow_forget_dead).
 local DD_MS = 30 * 86400000
+-- flow_forget_dead(ids): the kept parents of dead jobs ids go (a reschedule, purge or cancel:
+-- the job left the dead letters other than by a replay, and a later life of the id must not be
+-- re-checked against them; and any other dead end, includes/end_dead.lua, for a later life
+-- after a replace). Nothing on a partition without workflows; else one DEL per 500.
+local function flow_forget_dead(ids)
+  if #ids == 0 or flow_keep() <= 0 then return end
+  local ks = {}
+  for i, id in ipairs(ids) do
+    ks[#ks + 1] = PREFIX .. 'dd:' .. id
+    if #ks == 500 or i == #ids then redis.call('DEL', unpack(ks)); ks = {} end
+  end
+end
 local function flow_dead(id, r, parent, o, now)
   local deps = redis.call('HGETALL', PREFIX .. 'deps:' .. id)
-  if #deps > 0 then
+  if #deps > 0 then -- (none when a replay's re-check calls it: the kept ones stay)
     local ddk = PREFIX .. 'dd:' .. id
+    redis.call('DEL', ddk) -- an earlier life's, left by a replace
     redis.call('HSET', ddk, unpack(deps))
     redis.call('PEXPIRE', ddk, DD_MS)
   end
@@ -65,7 +84,7 @@ local function flow_dead(id, r, parent, o, now)
                        'at', now)
   r.state = 'x'
   redis.call('HSET', K_JOBS, id, build_record(r))
-  emit_event('dead', id, r.topic, 0, why, now)
+  dead_result(id, r, why, now, nil)
 end
 
 -- flow_callback(id, spec, now): write a batch callback, an ordinary job; nothing when its id
