@@ -48,6 +48,8 @@
 -- call of a plain queue (docs/benchmarks.md, History 2026-11-26 22:36-23:33)
 local function flow_lib()
 -- @include new_record
+-- @include blob_keep
+-- @include dead_result
 -- @include flow
   return flow_ended
 end

@@ -14,7 +14,8 @@
 -- Events (docs/events.md): 'cancelled' (detail: the state it left: delayed, ready or running,
 --  dead), when the queue keeps events.
 -- Workflows (docs/workflows.md): a job cancelled before it ended tells its waiters it ended
---  cancelled ('c'; includes/flow.lua); a waiting job's parents record goes (includes/detach.lua).
+--  cancelled ('c'; includes/flow.lua); a waiting job's parents record goes (includes/detach.lua),
+--  and so do a dead child's kept parents (PREFIX..'dd:'..id, flow_forget_dead).
 -- @include keys
 -- @include staging
 -- @include detach
@@ -29,6 +30,7 @@
 -- @include build_record
 -- @include new_record
 -- @include wake_if_head
+-- @include dead_result
 -- @include flow_keep
 -- @include flow
 
@@ -54,5 +56,5 @@ redis.call('HDEL', K_JOBS, id)
 drop_opts({id})
 local now = server_time()
 keep_result(id, 'c', now, keep, '')
-if r.state ~= 'x' then flow_ended(id, 'c', now) end
+if r.state ~= 'x' then flow_ended(id, 'c', now) else flow_forget_dead({id}) end
 return 1

@@ -30,6 +30,9 @@
 -- @include new_record
 -- @include wake_if_head
 -- @include emit_event
+-- @include blob_keep
+-- @include keep_result
+-- @include dead_result
 -- @include flow_keep
 -- @include flow
 -- @include opts_arg
@@ -134,6 +137,7 @@ for i, j in ipairs(jobs) do
     elseif unmet > 0 then
       redis.call('HSET', K_JOBS, j.id, build_record(r))
       redis.call('HINCRBY', PREFIX .. 'waiting', j.topic, 1)
+      redis.call('ZADD', PREFIX .. 'wjobs', r.created, j.id) -- the listing of waiting jobs
       emit_event('enqueued', j.id, j.topic, 0, 'waiting', now)
       out[i] = '+w'
     else

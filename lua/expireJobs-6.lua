@@ -28,8 +28,10 @@
 -- @include parse_record
 -- @include new_record
 -- @include wake_if_head
+-- @include dead_result
 -- @include flow_keep
 -- @include flow
+-- @include end_dead
 -- @include expired
 -- @include requeue_entry
 -- @include hold

@@ -19,6 +19,8 @@
 -- Events (docs/events.md): 'started' (when no heartbeat reported it), then 'retried' or 'dead'
 --  (detail: the error), when the queue keeps events.
 -- Workflows (docs/workflows.md): a job that goes dead tells its waiters (includes/flow.lua).
+-- Dead: the one step every dead end takes (includes/end_dead.lua); its result is kept for the
+-- envelope's keep_result, ARGV[8] when the envelope is unknown (a lost entry).
 -- @include server_time
 -- @include keys
 -- @include release_lease
@@ -31,16 +33,12 @@
 -- @include hold
 -- @include emit_event
 -- @include emit_started
--- @include flow_keep
-
--- flow_lib(): flow_ended of the workflow helpers (includes/flow.lua), built only when a job
--- ends on a partition that keeps outcomes: built at the top, their closures would cost every
--- call of a plain queue (docs/benchmarks.md, History 2026-11-26 22:36-23:33)
-local function flow_lib()
 -- @include new_record
+-- @include blob_keep
+-- @include dead_result
+-- @include flow_keep
 -- @include flow
-  return flow_ended
-end
+-- @include end_dead
 
 local now, now_us = server_time()
 local group, topic, id, eid = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -66,15 +64,10 @@ if not current then
 end
 r.attempts = r.attempts + 1
 if not whole then err = STREAM_ENTRY_LOST .. '; last error: ' .. err end
-if dead_now or r.attempts >= r.max or not whole then
-  r.entry = redis.call('XADD', dead_key(topic), '*', 'id', id, 'error', err, 'attempts', r.attempts, 'at', now)
-  r.state = 'x'
-  redis.call('HSET', K_JOBS, id, build_record(r))
-  keep_result(id, 'x', now, tonumber(ARGV[8]), err)
-  emit_event('dead', id, topic, r.attempts, err, now)
-  if flow_keep() > 0 then flow_lib()(id, 'x', now) end
+if dead_now or r.attempts >= r.max or not whole then -- ends like every dead job: end_dead
+  local entry = end_dead(id, r, err, now, tonumber(ARGV[8]))
   events_flush()
-  return {2, r.entry}
+  return {2, entry}
 end
 r.state, r.entry, r.due = 'd', '', due_after(now_us, delay)
 redis.call('HSET', K_JOBS, id, build_record(r))

@@ -17,6 +17,9 @@
 -- @include new_record
 -- @include wake_if_head
 -- @include emit_event
+-- @include blob_keep
+-- @include keep_result
+-- @include dead_result
 -- @include flow_keep
 -- @include flow
 

@@ -1,7 +1,9 @@
 #!lua flags=no-writes
 -- listJobsV2-6: one bounded page of the jobs of one partition in one state (read only).
 -- KEYS: the six partition keys (includes/keys.lua); reads the topic and dead-letter streams.
--- ARGV[1] state: 'delayed', 'ready', 'reserved' or 'dead'
+-- ARGV[1] state: 'delayed', 'ready', 'reserved', 'dead' or 'waiting' (for its parents,
+--         docs/workflows.md: the sorted set PREFIX..'wjobs', read as the delayed set is, by
+--         created ms instead of due ms)
 -- ARGV[2] topic, or '' for every topic the counts hash knows
 -- ARGV[3] rows: at most this many rows (delayed); entries read per topic (the streams)
 -- ARGV[4] scan: delayed only, at most this many members of the delayed set examined
@@ -39,19 +41,21 @@ local function lt(a, b)
   return #a < #b
 end
 
-if state == 'delayed' then
+if state == 'delayed' or state == 'waiting' then -- a sorted set: by (due or created ms, id)
+  local zk = state == 'waiting' and PREFIX .. 'wjobs' or K_DELAYED
+  local want = state == 'waiting' and 'w' or 'd'
   local start = 0
   if cpos ~= '' then  -- first rank after (due, id): members of one score sort by bytes
-    local lo = redis.call('ZCOUNT', K_DELAYED, '-inf', '(' .. cpos)
-    local hi = lo + redis.call('ZCOUNT', K_DELAYED, cpos, cpos)
+    local lo = redis.call('ZCOUNT', zk, '-inf', '(' .. cpos)
+    local hi = lo + redis.call('ZCOUNT', zk, cpos, cpos)
     while lo < hi do
       local mid = math.floor((lo + hi) / 2)
-      local m = redis.call('ZRANGE', K_DELAYED, mid, mid)[1]
+      local m = redis.call('ZRANGE', zk, mid, mid)[1]
       if lt(ctie, m) then hi = mid else lo = mid + 1 end
     end
     start = lo
   end
-  local flat = redis.call('ZRANGE', K_DELAYED, start, start + scan - 1, 'WITHSCORES')
+  local flat = redis.call('ZRANGE', zk, start, start + scan - 1, 'WITHSCORES')
   local ids, dues = {}, {}
   for i = 1, #flat, 2 do ids[#ids + 1] = flat[i]; dues[#dues + 1] = flat[i + 1] end
   local raws, covered = read_records(ids, budget)
@@ -59,7 +63,7 @@ if state == 'delayed' then
   for i = 1, covered do
     last = i
     local r = parse_record(raws[i])
-    if r and r.state == 'd' and (only == '' or r.topic == only) then
+    if r and r.state == want and (only == '' or r.topic == only) then
       out[#out + 1] = {dues[i], ids[i], ids[i], raws[i], '', '', 0, 0, ''}
       if #out - 2 >= rows_max then break end
     end

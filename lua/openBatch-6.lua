@@ -4,7 +4,8 @@
 -- '<batch>@1' on success and '<batch>@2' on completion live there too).
 -- ARGV[1] batch id, ARGV[2] '1' close after adding, ARGV[3] outcome keep ms, ARGV[4] '1' when
 -- callbacks are given, ARGV[5] on-success callback, ARGV[6] on-complete callback (each
--- 'kind|when_ms|ttr_ms|max_attempts|topic|blob' or ''), then member ids.
+-- 'kind|when_ms|ttr_ms|max_attempts|topic|blob', after 'o<priority>|<expires_ms>|<key>|' for a
+-- callback with job options (includes/flow.lua: flow_callback), or ''), then member ids.
 -- Returns {total, ok, bad, closed, fired, created_ms}. Members are noted as waited for before
 -- they are written (by enqueueFlow, with the ref '<partition>|#<batch>'); a member noted twice
 -- counts once. When the batch is closed and every member has ended, its callbacks are written
@@ -19,6 +20,9 @@
 -- @include new_record
 -- @include wake_if_head
 -- @include emit_event
+-- @include blob_keep
+-- @include keep_result
+-- @include dead_result
 -- @include flow_keep
 -- @include flow
 

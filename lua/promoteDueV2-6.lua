@@ -38,8 +38,10 @@
 -- with the reason 'expired <topic>'. A job with a deadline still ahead is promoted with a third
 -- entry field 'x', its deadline (epoch ms), which the consumers' open step checks against the
 -- server clock (TIME read in the same round trip as the read).
--- Workflows (docs/workflows.md): an expired job tells its waiters (a child goes dead with
--- 'parent failed: <id>', a batch counts it dead), after the batch's own writes.
+-- A job that goes dead here (expired, or its topic key not a stream) ends like any dead job
+-- (includes/end_dead.lua): its result kept for its envelope's keep_result and its waiters woken;
+-- workflows (docs/workflows.md): it tells its waiters (a child goes dead with 'parent failed:
+-- <id>', a batch counts it dead), after the batch's own writes.
 -- @include server_time
 -- @include keys
 -- @include read_records
@@ -49,27 +51,35 @@
 -- @include parse_record
 -- @include emit_event
 
--- The helpers of staged topics (includes/staging.lua) and of deadlines (includes/expired.lua,
--- with the workflow helpers it tells) are built only in a call that has due jobs on a partition
--- with staged topics or job options (one EXISTS each per such call): built at the top, their
--- closures would cost every call of a plain queue (docs/benchmarks.md, History 2026-11-26
--- 22:36-23:33; docs/keys.md#includes).
+-- The helpers of staged topics (includes/staging.lua) and of dead ends and deadlines
+-- (includes/end_dead.lua, includes/expired.lua, with the workflow helpers they tell) are built
+-- only in a call that needs them: due jobs on a partition with staged topics or job options (one
+-- EXISTS each per such call), or a job that goes dead. Built at the top, their closures would
+-- cost every call of a plain queue (docs/benchmarks.md, History 2026-11-26 22:36-23:33;
+-- docs/keys.md#includes).
 local function staging_lib()
 -- @include staging
   return {staged_topic = staged_topic, stage = stage, wake_takers = wake_takers,
           flush_tally = flush_tally}
 end
-local function expiry_lib()
+local function ends_lib()
 -- @include blob_keep
 -- @include keep_result
 -- @include new_record
 -- @include wake_if_head
+-- @include dead_result
 -- @include flow_keep
 -- @include flow
+-- @include end_dead
 -- @include expired
-  defer_expired_flow() -- waiters of expired jobs are told after the delayed set's removal by rank
-  return {deadlines_of = deadlines_of, expire_job = expire_job, flush = flush_expired_flow,
-          EXPIRED = EXPIRED}
+  defer_dead_flow() -- waiters of jobs ended dead are told after the delayed set's removal by rank
+  return {deadlines_of = deadlines_of, expire_job = expire_job, end_dead = end_dead,
+          flush = flush_dead_flow, EXPIRED = EXPIRED}
+end
+local ENDS = nil -- ends_lib(), once built in this call
+local function ends()
+  if not ENDS then ENDS = ends_lib() end
+  return ENDS
 end
 
 local MAX_BATCH_BYTES = 1048576
@@ -97,7 +107,7 @@ if n > 0 then
   -- records are read in growing steps that stop past the byte budget: only ids[1..n] are looked at
   local raws
   raws, n = read_records(ids, MAX_BATCH_BYTES)
-  local X = redis.call('EXISTS', K_OPTS) == 1 and expiry_lib() or nil -- any job options here?
+  local X = redis.call('EXISTS', K_OPTS) == 1 and ends() or nil -- any job options here?
   local S = redis.call('EXISTS', K_STAGED) == 1 and staging_lib() or nil -- any staged topic?
   local deadlines = X and X.deadlines_of(ids, n) -- nil on a queue without job options
   local writes, nw = {}, 0 -- id, new record pairs: one HSET for the batch
@@ -169,24 +179,17 @@ if n > 0 then
         failed = sk .. ' ' .. tostring(entry.err)
         break
       else
-        local r = parse_record(raw)
         local why = 'topic key ' .. sk .. ' is not a stream: ' .. tostring(entry.err)
-        local dead = redis.pcall('XADD', dead_key(topic), '*', 'id', id, 'error', why,
-                                 'attempts', r.attempts, 'at', now)
-        if type(dead) == 'string' then
-          r.state, r.entry = 'x', dead
-          writes[nw + 1] = id
-          writes[nw + 2] = build_record(r)
-          nw = nw + 2
+        local dead, err = ends().end_dead(id, parse_record(raw), why, now, nil) -- end_dead.lua
+        if dead then
           left = left + 1
           per_topic[topic] = (per_topic[topic] or 0) + 1
-          emit_event('dead', id, topic, r.attempts, why, now)
-        elseif wrong_type(dead) then
+        elseif wrong_type(err) then
           why = why .. '; its dead-letter key is not a stream either: tried again in 60 s'
           later[#later + 1] = now + RETRY_LATER_MS
           later[#later + 1] = id
         else
-          failed = dead_key(topic) .. ' ' .. tostring(dead.err)
+          failed = dead_key(topic) .. ' ' .. tostring(err.err)
           break
         end
         dropped[#dropped + 1] = {id, why}
@@ -218,7 +221,7 @@ if n > 0 then
   if looked_at > 0 then redis.call('ZREMRANGEBYRANK', K_DELAYED, 0, looked_at - 1) end
   if #later > 0 then write_many('ZADD', K_DELAYED, later) end
   for topic, count in pairs(per_topic) do redis.call('HINCRBY', K_COUNTS, topic, -count) end
-  if X then X.flush(now) end -- docs/workflows.md: a released child may join the delayed set now
+  if ENDS then ENDS.flush(now) end -- docs/workflows.md: a released child may join the delayed set now
 end
 events_flush()
 local more = purge_done(now, SWEEP)

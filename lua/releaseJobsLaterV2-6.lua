@@ -27,6 +27,7 @@
 -- @include keep_result
 -- @include emit_event
 -- @include new_record
+-- @include dead_result
 -- @include flow_keep
 -- @include flow
 -- @include end_dead

@@ -27,8 +27,10 @@
 -- @include blob_keep
 -- @include keep_result
 -- @include new_record
+-- @include dead_result
 -- @include flow_keep
 -- @include flow
+-- @include end_dead
 -- @include expired
 -- @include flow_recheck
 

@@ -20,6 +20,8 @@
 -- Events (docs/events.md): 'retried' or 'dead' per job re-queued for its silent consumer (detail:
 --  why), when the queue keeps events; 'expired' instead for a job past its deadline
 --  (docs/expiry.md: it goes dead with error 'expired' and is listed with the dead ids).
+-- A job that goes dead here ends like any dead job (includes/end_dead.lua): its result kept for
+--  its envelope's keep_result and its result waiters woken, its workflow waiters told.
 -- @include server_time
 -- @include keys
 -- @include build_record
@@ -31,8 +33,10 @@
 -- @include parse_record
 -- @include new_record
 -- @include wake_if_head
+-- @include dead_result
 -- @include flow_keep
 -- @include flow
+-- @include end_dead
 -- @include expired
 -- @include requeue_entry
 -- @include hold
@@ -96,7 +100,8 @@ for _, row in ipairs(rows) do
         full_record(r, f) -- the blob of a header-only record, from the entry read above
         bytes = bytes + #raw + #r.blob
         local back = requeue_entry(r, id, eid, group, true, why, now)
-        if not r.expired then emit_event(back and 'retried' or 'dead', id, topic, r.attempts, why, now) end
+        -- a dead end wrote its own 'dead' or 'expired' event (includes/end_dead.lua)
+        if back then emit_event('retried', id, topic, r.attempts, why, now) end
         if back then moved[#moved + 1] = id else dead[#dead + 1] = id end
       end
     end

@@ -19,6 +19,8 @@
 -- Expiry (docs/expiry.md): a job with a deadline (PREFIX..'opts') keeps its window: the deadline
 -- moves by as much as the due time does (new due - old due); a dead job loses its deadline, as a
 -- replay does (includes/expired.lua).
+-- Workflows: a dead child's kept parents (PREFIX..'dd:'..id) go (includes/flow.lua,
+-- flow_forget_dead): it comes back as a plain job, which a replay does not re-check.
 -- @include server_time
 -- @include keys
 -- @include wake_if_head
@@ -34,10 +36,11 @@
 -- @include keep_result
 -- @include emit_event
 -- @include new_record
+-- @include dead_result
 -- @include flow_keep
 -- @include flow
--- @include expired
 -- @include end_dead
+-- @include expired
 
 local now, now_us = server_time()
 local id = ARGV[1]
@@ -57,7 +60,7 @@ if not whole then
   end_dead(id, r, STREAM_ENTRY_LOST, now, tonumber(ARGV[5]))
   return {0}
 end
-if r.state == 'x' then r.attempts = 0; drop_deadline(id)
+if r.state == 'x' then r.attempts = 0; drop_deadline(id); flow_forget_dead({id}) -- its kept parents
 else shift_deadline(id, due - r.due) end
 r.state, r.entry, r.due = 'd', held or '', due
 redis.call('HSET', K_JOBS, id, build_record(r))

@@ -51,8 +51,10 @@
 -- @include emit_event
 -- @include new_record
 -- @include wake_if_head
+-- @include dead_result
 -- @include flow_keep
 -- @include flow
+-- @include end_dead
 -- @include expired
 
 local LOOK = 256 -- lanes looked at per call at most (parked or taken)

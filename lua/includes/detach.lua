@@ -21,5 +21,6 @@ local function detach(r, id)
   elseif r.state == 'w' then -- waiting for its parents (includes/flow.lua): their record goes
     redis.call('DEL', PREFIX .. 'deps:' .. id)
     redis.call('HINCRBY', PREFIX .. 'waiting', r.topic, -1)
+    redis.call('ZREM', PREFIX .. 'wjobs', id)
   end
 end

@@ -11,28 +11,27 @@
 -- shift_deadline(id, by): move the deadline by `by` ms (a reschedule).
 -- expire_job(id, r, now): job id, whose record r (parse_record's table, its blob whole) the
 --  caller has taken out of its place (delayed set and counts, or stream entry and pending list),
---  goes to its topic's dead letters with error 'expired' (replayable like any dead letter):
---  dead-letter entry (id, error, attempts, at), record state x, its result kept when its
---  envelope asks (state x, error 'expired'), event 'expired' (detail: the deadline). Attempts are
---  not counted: the job never ran. Returns the dead entry id, or false (nothing written) when
---  the XADD failed (a foreign value at the dead-letter key). Workflows (docs/workflows.md): the
---  job ended dead, so its waiters are told in the same script (flow_ended: a child waiting for
---  it goes dead with 'parent failed: <id>', a batch counts it dead), at once, or, after
---  defer_expired_flow(), when the caller calls flush_expired_flow(now) (promoteDue, whose
---  delayed-set removal by rank must come before any released child is added to that set).
+--  goes to its topic's dead letters with error 'expired' (replayable like any dead letter), as
+--  any dead end does (includes/end_dead.lua): its result kept when its envelope asks (state x,
+--  error 'expired'), event 'expired' (detail: the deadline), its workflow waiters told (a child
+--  waiting for it goes dead with 'parent failed: <id>', a batch counts it dead; after
+--  defer_dead_flow(), at flush_dead_flow(now)). Attempts are not counted: the job never ran.
+--  Returns the dead entry id, or false (nothing written) when the XADD failed (a foreign value
+--  at the dead-letter key).
 -- @include keys
 -- @include build_record
 -- @include blob_keep
 -- @include keep_result
 -- @include emit_event
+-- @include dead_result
 -- @include parse_record
 -- @include new_record
 -- @include wake_if_head
 -- @include flow
+-- @include end_dead
 local EXPIRED = 'expired'
 local OPTS_KEY = K_OPTS
 local opts_exist = nil -- one EXISTS per script run, at the first lookup
-local expired_ended = nil -- defer_expired_flow(): ids whose waiters are told by flush_expired_flow
 local function has_opts()
   if opts_exist == nil then opts_exist = redis.call('EXISTS', OPTS_KEY) == 1 end
   return opts_exist
@@ -73,20 +72,5 @@ local function shift_deadline(id, by)
   redis.call('HSET', OPTS_KEY, id, p .. '|' .. string.format('%d', tonumber(d) + by) .. '|' .. k)
 end
 local function expire_job(id, r, now)
-  local deadline = job_deadline(id) or ''
-  local dead = redis.pcall('XADD', dead_key(r.topic), '*', 'id', id, 'error', EXPIRED,
-                           'attempts', r.attempts, 'at', now)
-  if type(dead) ~= 'string' then return false end
-  r.state, r.entry = 'x', dead
-  redis.call('HSET', K_JOBS, id, build_record(r))
-  keep_result(id, 'x', now, blob_keep(r.blob), EXPIRED)
-  emit_event('expired', id, r.topic, r.attempts, deadline, now)
-  if expired_ended then expired_ended[#expired_ended + 1] = id else flow_ended(id, 'x', now) end
-  return dead
-end
-local function defer_expired_flow() expired_ended = {} end
-local function flush_expired_flow(now)
-  local ids = expired_ended or {}
-  expired_ended = nil
-  for _, id in ipairs(ids) do flow_ended(id, 'x', now) end
+  return end_dead(id, r, EXPIRED, now, nil, 'expired', job_deadline(id) or '')
 end

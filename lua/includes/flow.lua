@@ -11,6 +11,7 @@
 --   PREFIX..'early:'..child     hash parent -> outcome: an outcome handed over before its child
 --                               was written (expires after a day)
 --   PREFIX..'waiting'           hash topic -> jobs in state 'w'
+--   PREFIX..'wjobs'             sorted set: the jobs in state 'w' -> created ms (listing)
 --   PREFIX..'batch:'..B         hash total, ok, bad, closed, fired, created, ended, cb1, cb2
 --   PREFIX..'bm:'..B            hash member id -> 'w' | 's' | 'x' | 'c'
 --   PREFIX..'outbox'            stream of hand-overs to another partition: p (partition), r (ref),
@@ -22,6 +23,9 @@
 -- @include new_record
 -- @include wake_if_head
 -- @include emit_event
+-- @include blob_keep
+-- @include keep_result
+-- @include dead_result
 -- @include flow_keep
 local MY_PARTITION = string.match(PREFIX, '#(%d+)}:$')
 local EARLY_MS = 86400000
@@ -41,14 +45,30 @@ local function flow_write_due(id, r, due)
   wake_if_head(id, due)
 end
 
--- flow_dead(id, r, parent, o, now): a waiting job whose parent did not succeed goes dead. Its
--- parents are kept (its deps hash copied to 'dd:'..id, for DD_MS; copied, not RENAMEd: the
--- documented ACL, docs/security.md) so that a replay re-checks them (includes/flow_recheck.lua).
+-- flow_dead(id, r, parent, o, now): a waiting job whose parent did not succeed goes dead, its
+-- result kept and its result waiters woken, its 'dead' event written (includes/dead_result.lua;
+-- its workflow waiters are told by the caller's flow_ended). Its parents are kept (its deps
+-- hash copied to 'dd:'..id, for DD_MS; copied, not RENAMEd: the documented ACL,
+-- docs/security.md) so that a replay re-checks them (includes/flow_recheck.lua); they go when
+-- the job leaves the dead letters otherwise (flow_forget_dead).
 local DD_MS = 30 * 86400000
+-- flow_forget_dead(ids): the kept parents of dead jobs ids go (a reschedule, purge or cancel:
+-- the job left the dead letters other than by a replay, and a later life of the id must not be
+-- re-checked against them; and any other dead end, includes/end_dead.lua, for a later life
+-- after a replace). Nothing on a partition without workflows; else one DEL per 500.
+local function flow_forget_dead(ids)
+  if #ids == 0 or flow_keep() <= 0 then return end
+  local ks = {}
+  for i, id in ipairs(ids) do
+    ks[#ks + 1] = PREFIX .. 'dd:' .. id
+    if #ks == 500 or i == #ids then redis.call('DEL', unpack(ks)); ks = {} end
+  end
+end
 local function flow_dead(id, r, parent, o, now)
   local deps = redis.call('HGETALL', PREFIX .. 'deps:' .. id)
-  if #deps > 0 then
+  if #deps > 0 then -- (none when a replay's re-check calls it: the kept ones stay)
     local ddk = PREFIX .. 'dd:' .. id
+    redis.call('DEL', ddk) -- an earlier life's, left by a replace
     redis.call('HSET', ddk, unpack(deps))
     redis.call('PEXPIRE', ddk, DD_MS)
   end
@@ -57,17 +77,27 @@ local function flow_dead(id, r, parent, o, now)
                        'at', now)
   r.state = 'x'
   redis.call('HSET', K_JOBS, id, build_record(r))
-  emit_event('dead', id, r.topic, 0, why, now)
+  dead_result(id, r, why, now, nil)
 end
 
 -- flow_callback(id, spec, now): write a batch callback, an ordinary job; nothing when its id
--- is taken (it was written already: exactly once). spec 'kind|when|ttr|max|topic|blob'.
+-- is taken (it was written already: exactly once). spec 'kind|when|ttr|max|topic|blob', after
+-- 'o<priority>|<expires_ms>|<key>|' for a callback with options: its field of K_OPTS is
+-- written as enqueueJobV3 writes it (a deadline: due + expires_ms), and a priority other than
+-- 5 or a key flags its topic staged (partition 0's flag: set by the batch's opening call).
 local function flow_callback(id, spec, now)
   if redis.call('HEXISTS', K_JOBS, id) == 1 then return end
+  local p, e, k, rest = string.match(spec, '^o(%d)|(%d*)|([^|]*)|()')
+  if p then spec = string.sub(spec, rest) end
   local kind, when, ttr, max, at = string.match(spec, '^(%a)|(%d+)|(%d+)|(%d+)|()')
   local topic, blob = string.match(string.sub(spec, at), '^([^|]+)|(.*)$')
   local due = flow_due(kind, tonumber(when), now)
   redis.call('HSET', K_JOBS, id, new_record(due, now, tonumber(ttr), tonumber(max), topic, blob))
+  if p then
+    local deadline = e ~= '' and string.format('%d', due + tonumber(e)) or ''
+    redis.call('HSET', K_OPTS, id, p .. '|' .. deadline .. '|' .. k)
+    if p ~= '5' or k ~= '' then redis.call('HSET', K_STAGED, topic, 1) end
+  end
   redis.call('ZADD', K_DELAYED, due, id)
   redis.call('HINCRBY', K_COUNTS, topic, 1)
   wake_if_head(id, due)
@@ -118,11 +148,13 @@ local function flow_apply(target, parent, o, now)
   redis.call('HSET', dk, '~', policy .. '|' .. kind .. '|' .. when .. '|' .. unmet .. expires)
   if o ~= 's' and policy == 'd' then
     redis.call('HINCRBY', PREFIX .. 'waiting', r.topic, -1)
+    redis.call('ZREM', PREFIX .. 'wjobs', target)
     flow_dead(target, r, parent, o, now)
     return target
   end
   if unmet <= 0 then
     redis.call('HINCRBY', PREFIX .. 'waiting', r.topic, -1)
+    redis.call('ZREM', PREFIX .. 'wjobs', target)
     flow_write_due(target, r, flow_due(kind, tonumber(when), now))
     if expires ~= '' then -- its deadline counts from the due time it has now (docs/workflows.md)
       local p, key = string.match(redis.call('HGET', K_OPTS, target) or '5||', '^(%d)|%d*|(.*)$')

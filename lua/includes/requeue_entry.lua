@@ -1,13 +1,15 @@
 -- requeue_entry(r, id, old_entry, group, count_attempt, why, now): put a delivery of group back
 -- at the tail of its topic stream under a new entry id so any live consumer reads it next; with
 -- count_attempt the delivery counts as a failed attempt and the job goes dead after its last one
--- (dead-letter entry with error why, at now). Updates r and the jobs hash.
+-- (dead-letter entry with error why, at now), ending like any dead job (includes/end_dead.lua:
+-- its result kept for its envelope's keep_result and its waiters woken, its 'dead' event, its
+-- workflow waiters told; so the caller writes no 'dead' event). Updates r and the jobs hash.
 -- Returns the new entry id, or false when the job went dead. Frees the delivery's limit lease
 -- (callers check the lease keys' types first: check_lease_keys).
 -- Layout 2: a header-only record (docs/keys.md#layouts) gets its blob from the old entry (or
 -- from the caller, who may have fetched it with full_record already) for the new entry and
 -- stays header-only in the jobs hash; a dead record is full. When the old entry is gone the
--- job goes dead ('stream entry lost').
+-- job goes dead ('stream entry lost'; no result is kept, its envelope being unknown).
 -- Expiry (includes/expired.lua): a job past its deadline is not put back: it goes to the dead
 -- letters with error 'expired' (r.expired set, false returned; the 'expired' event is written,
 -- so the caller writes no other); a job with a deadline still ahead gets it in the new entry's
@@ -19,10 +21,12 @@
 -- @include parse_record
 -- @include new_record
 -- @include wake_if_head
--- @include emit_event
--- @include flow
 -- @include blob_keep
 -- @include keep_result
+-- @include emit_event
+-- @include dead_result
+-- @include flow
+-- @include end_dead
 -- @include expired
 local function requeue_entry(r, id, old_entry, group, count_attempt, why, now)
   local sk = stream_key(r.topic)
@@ -33,10 +37,7 @@ local function requeue_entry(r, id, old_entry, group, count_attempt, why, now)
   if count_attempt then r.attempts = r.attempts + 1 end
   if not whole then why = STREAM_ENTRY_LOST .. '; ' .. why end
   if r.attempts >= r.max or not whole then
-    r.entry = redis.call('XADD', dead_key(r.topic), '*', 'id', id, 'error', why, 'attempts', r.attempts, 'at', now)
-    r.state = 'x'
-    redis.call('HSET', K_JOBS, id, build_record(r))
-    flow_ended(id, 'x', now) -- docs/workflows.md
+    end_dead(id, r, why, now, nil)
     return false
   end
   local deadline = job_deadline(id)

@@ -40,7 +40,9 @@ def jobs_table(jobs: Sequence[JobInfo], *, states: bool = False) -> str:
     """The table of jobs, each job's consumer or last error on a line under it; ``states``
     (a list that spans states, such as a search) opens that line with the job's state: a
     STATE column would not fit 80 columns."""
-    rows = [[j.id, j.topic, utc_seconds(j.due), f"{j.attempts}/{j.max_attempts}"] for j in jobs]
+    # a job waiting for its parents has no due time yet (docs/workflows.md)
+    rows = [[j.id, j.topic, utc_seconds(j.due) if j.state != "waiting" else "after parents",
+             f"{j.attempts}/{j.max_attempts}"] for j in jobs]
     return table(JOBS_COLUMNS, rows, align="lllr",
                  details=[_state_detail(j) if states else job_detail(j) for j in jobs])
 
@@ -59,7 +61,8 @@ def jobs_text(page: JobPage, state: str) -> str:
 @click.command()
 @click.argument("queue_name", metavar="QUEUE")
 @click.option("--state", required=True, type=click.Choice(STATES),
-              help="Which jobs: delayed (by due time), ready, reserved or dead (stream order).")
+              help="Which jobs: delayed (by due time), ready, reserved or dead (stream order), "
+                   "waiting for their parents (by enqueue time).")
 @click.option("--topic", help="Only this topic.")
 @click.option("--limit", type=click.IntRange(1, MAX_LIMIT), default=100, show_default=True,
               help="At most this many jobs on the page.")

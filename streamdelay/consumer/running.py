@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..engine.taking import Entry
+from ..engine.taking import Entry, entry_priority
 from ..telemetry.jobs import log_settled
 from . import pausing, settling, upkeep
 from .acks import AckLoop
@@ -131,7 +131,7 @@ class HandlerRunner:
             return None
         running_jobs[job_key] = delivery
         # a staged topic's job: its lateness by priority too (docs/priorities.md)
-        priority = _priority(fields) if job.topic in host.views.staged else None
+        priority = entry_priority(fields) if job.topic in host.views.staged else None
         if host.metrics is not None:
             host.metrics.started(job, priority)
         run = delivery.run = host.observer.started(job)
@@ -189,9 +189,3 @@ class HandlerRunner:
             await settling.settle_expired(host, delivery)
             return
         await settling.settle_failure(host, delivery, settlement)
-
-
-def _priority(fields: dict[Any, Any] | None) -> str:
-    """The priority a staged take wrote into a stream entry (field ``p``; 5 without one)."""
-    raw = (fields or {}).get(b"p", (fields or {}).get("p"))
-    return raw.decode() if isinstance(raw, bytes) else str(raw or 5)

@@ -37,6 +37,7 @@ from .taking import (
     TIME,
     Entry,
     clock_ms,
+    entry_priority,
     is_limited,
     is_paused_plan,
     limit_of,
@@ -100,6 +101,7 @@ class Reserved:
     job: Job
     receipt: Receipt
     text: str
+    priority: str | None = None  # a staged topic's job: its priority (lateness by priority)
 
 
 @dataclass(frozen=True)
@@ -361,8 +363,10 @@ def _deliver_plan(cfg: QueueSpec, state: ReserveState, args: ReserveArgs,
             kept.setdefault((entry.partition, release_call), []).extend(
                 (args.topic, opened.job_id, entry.entry_id))
         else:
+            # a staged topic's job: its lateness counts by priority too (docs/priorities.md)
+            priority = entry_priority(entry.fields) if args.topic in state.staged else None
             found.reserved.append(_reserved(cfg, args, opened.job, opened.backoff,
-                                            opened.ttr_ms, key, entry.leased))
+                                            opened.ttr_ms, key, entry.leased, priority))
     for (partition, make), flat in kept.items():
         settle.setdefault(partition, []).append(
             make(PartitionKeys(cfg.name, partition), args.group, flat))
@@ -377,7 +381,8 @@ def _deliver_plan(cfg: QueueSpec, state: ReserveState, args: ReserveArgs,
 
 
 def _reserved(cfg: QueueSpec, args: ReserveArgs, job: Job, backoff: BackoffPolicy | None,
-              ttr_ms: int, key: bytes, lease: bool = False) -> Reserved:
+              ttr_ms: int, key: bytes, lease: bool = False, priority: str | None = None
+              ) -> Reserved:
     """A delivery with its receipt, signed with ``key``; the retry delay of a failure is drawn
     now (the receipt carries it: a rebuilt reservation fails with the job's backoff without
     reading the job)."""
@@ -386,4 +391,4 @@ def _reserved(cfg: QueueSpec, args: ReserveArgs, job: Job, backoff: BackoffPolic
                                      job.id, job.entry_id, args.group, args.consumer,
                                      job.attempt, job.due, ttr_ms, retry_ms,
                                      keep_ms=job.keep_result_ms, lease=lease)), key)
-    return Reserved(job, receipt, encode_receipt(receipt))
+    return Reserved(job, receipt, encode_receipt(receipt), priority)

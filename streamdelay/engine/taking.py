@@ -49,6 +49,14 @@ class Entry(NamedTuple):
 TIME = Command(("TIME",))
 
 
+def entry_priority(fields: dict[Any, Any] | None) -> str:
+    """The priority a staged take wrote into a stream entry (field ``p``; ``"5"`` without
+    one): what a Worker's handler start and an HTTP ``:reserve`` count a staged topic's
+    lateness under (``<topic>#p<priority>``, docs/priorities.md)."""
+    raw = (fields or {}).get(b"p", (fields or {}).get("p"))
+    return raw.decode() if isinstance(raw, bytes) else str(raw or 5)
+
+
 def clock_ms(reply: Any) -> int:
     """Epoch ms of a ``TIME`` reply (seconds, microseconds)."""
     return int(reply[0]) * 1000 + int(reply[1]) // 1000

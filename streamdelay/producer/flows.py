@@ -14,7 +14,7 @@ from ..base import validation
 from ..base.errors import ValidationError
 from ..base.flows import BatchInfo, BatchState
 from ..base.models import EnqueueResult, JobSpec
-from ..protocol.keys import PartitionKeys, partition_of
+from ..protocol.keys import PartitionKeys, partition_of, placement_name
 from ..protocol.plan import Command, Commands, Plan
 from ..protocol.replies import enqueue_row, text
 from ..protocol.scripts import Arg, ScriptCall, script
@@ -213,39 +213,71 @@ def batch_home(batch_id: str, partitions: int) -> int:
     return partition_of(batch_id + SUCCESS, partitions)
 
 
-def _callback(cfg: QueueSpec, spec: object, name: str) -> str:
+def _callback(cfg: QueueSpec, spec: object, name: str, key: str | None) -> tuple[str, str]:
+    """The stored form of a callback (``''`` for none) and its topic when its options make
+    the topic staged (else ``''``). ``key``: the fairness key the batch id carries."""
     if spec is None:
-        return ""
+        return "", ""
     if not isinstance(spec, JobSpec):
         raise ValidationError(f"{name}: a JobSpec or None", field=name)
     if spec.id is not None or spec.replace:
         raise ValidationError(f"{name}: a callback's id is derived from the batch's; leave id "
                               f"and replace out", field=name)
-    if spec.priority is not None or spec.key is not None or spec.expires is not None:
-        raise ValidationError(f"{name}: a callback takes no priority, key or expires (it runs "
-                              f"with the defaults; docs/workflows.md)", field=name)
+    if spec.key != key:  # its id, <batch>@1, carries the batch id's key (docs/workflows.md)
+        raise ValidationError(
+            f"{name}: key={spec.key!r}, but the batch id carries key {key!r}: a callback's id "
+            f"is the batch's (<batch>@1), so both callbacks of a batch {{key}}rest take that "
+            f"key (docs/workflows.md#callback-options)", field=name)
     job = prepare_job(cfg, spec)
     head = "|".join(str(job.args[i]) for i in (2, 3, 4, 5, 1))  # kind, when, ttr, max, topic
     blob = job.args[7]
-    return head + "|" + (blob.decode("latin-1") if isinstance(blob, bytes) else str(blob))
+    # options ride in front: 'o<priority>|<expires_ms>|<key>|' (includes/flow.lua)
+    stored = ("o" + job.opts + "|" if job.opts else "") + head + "|" + (
+        blob.decode("latin-1") if isinstance(blob, bytes) else str(blob))
+    return stored, str(job.args[1]) if job.staged else ""
+
+
+def _batch_id(batch_id: str | None, on_success: object, on_complete: object
+              ) -> tuple[str, str | None]:
+    """The batch's id and the fairness key it carries: a batch whose callbacks have
+    ``key=K`` has the id ``{K}<id>`` (``{K}<fresh>`` without one), as a keyed job does."""
+    keys = [spec.key for spec in (on_success, on_complete)
+            if isinstance(spec, JobSpec) and spec.key is not None]
+    if keys:
+        key = validation.fairness_key(keys[0])
+        return validation.keyed_job_id(key, batch_id, new_job_id()), key
+    if batch_id is None:
+        return new_job_id(), None
+    if isinstance(batch_id, str) and batch_id.startswith("{"):  # a keyed batch's later call
+        bid = validation.job_id(batch_id)
+        return bid, None if on_success is None and on_complete is None else placement_name(bid)
+    return validation.producer_job_id(batch_id), None
 
 
 def batch_plan(cfg: QueueSpec, specs: Iterable[JobSpec], batch_id: str | None,
                on_success: object, on_complete: object, close: bool) -> Plan[BatchInfo]:
-    """Open (or add to) a batch and enqueue its members; close it unless ``close=False``."""
-    bid = new_job_id() if batch_id is None else validation.producer_job_id(batch_id)
+    """Open (or add to) a batch and enqueue its members; close it unless ``close=False``.
+    Callbacks take every job option; a callback's topic its options make staged is flagged
+    in partition 0 too, in the same round trip (docs/keys.md#job-options)."""
+    bid, key = _batch_id(batch_id, on_success, on_complete)
     if not isinstance(close, bool):
         raise ValidationError("close: must be a bool", field="close")
     home = batch_home(bid, cfg.partitions)
     given = on_success is not None or on_complete is not None
-    cb1, cb2 = _callback(cfg, on_success, "on_success"), _callback(cfg, on_complete, "on_complete")
+    cb1, staged1 = _callback(cfg, on_success, "on_success", key)
+    cb2, staged2 = _callback(cfg, on_complete, "on_complete", key)
     members = [FlowJob(prepare_job(cfg, spec)) for spec in _specs(specs)]
     for member in members:
         member.kids.append(f"{home}|#{bid}")
     keys = PartitionKeys(cfg.name, home).script_keys()
-    reply = yield script("openBatch").call(
+    opening = script("openBatch").call(
         keys, [bid, "1" if close else "0", OUTCOME_KEEP_MS, "1" if given else "0",
                _latin(cb1), _latin(cb2), *(m.job.id for m in members)], durable=True)
+    staged = {t for t in (staged1, staged2) if t} if home else set()
+    if staged:
+        reply = (yield [mark_staged_call(cfg.name, staged), opening])[1]
+    else:
+        reply = yield opening
     if members:
         yield from _write_plan(cfg, members)
     return _batch_info(bid, reply, bool(cb1), bool(cb2))

@@ -29,14 +29,17 @@ from ..protocol.scripts import ScriptCall, script
 from ..protocol.spec import QueueSpec
 from .plans import job_info, with_options
 
-ListState = Literal["delayed", "ready", "reserved", "dead"]
-STATES: tuple[ListState, ...] = ("delayed", "ready", "reserved", "dead")
+ListState = Literal["delayed", "ready", "reserved", "dead", "waiting"]
+STATES: tuple[ListState, ...] = ("delayed", "ready", "reserved", "dead", "waiting")
+SORTED = ("delayed", "waiting")  # listed from a sorted set by (ms, id): due, or created
+# (waiting for their parents, docs/workflows.md: the sorted set PREFIX wjobs)
 MAX_LIMIT = 1000
 SCAN = 1000  # members of the delayed set one call examines when filtering by topic
 BYTES = 4 << 20  # records one call copies into its reply, about (per partition)
-_LETTER = {"delayed": "d", "ready": "r", "reserved": "v", "dead": "x"}
+_LETTER = {"delayed": "d", "ready": "r", "reserved": "v", "dead": "x", "waiting": "w"}
 
-# A position: delayed (due, id, 0); streams (ms, seq, topic, partition) as a tuple that sorts.
+# A position: delayed (due, id, 0), waiting (created, id, 0); streams (ms, seq, topic,
+# partition) as a tuple that sorts.
 Position = tuple[Any, ...]
 
 
@@ -73,8 +76,8 @@ def _entry(value: str) -> tuple[int, int]:
 
 def encode_cursor(state: ListState, pos: Position) -> str:
     """The cursor text of a position (opaque to callers; stable within a release)."""
-    if state == "delayed":
-        return f"d:{pos[0]}:{pos[1]}"
+    if state in SORTED:
+        return f"{_LETTER[state]}:{pos[0]}:{pos[1]}"
     return f"{_LETTER[state]}:{pos[0]}-{pos[1]}:{pos[3]}:{pos[2]}"
 
 
@@ -84,7 +87,7 @@ def decode_cursor(state: ListState, cursor: str) -> Position:
         letter, rest = cursor.split(":", 1)
         if letter != _LETTER[state]:
             raise ValueError(f"it is a cursor of another state than {state}")
-        if state == "delayed":
+        if state in SORTED:
             due, job = rest.split(":", 1)
             return score(due), validation.job_id(job), 0
         entry, part, topic = rest.split(":", 2)
@@ -99,7 +102,7 @@ def _args(state: ListState, topic: str, limit: int, pos: Position | None, part: 
     scan = limit if not topic else max(limit, SCAN)
     if pos is None:
         return [state, topic, limit, scan, BYTES, "", "", "0"]
-    if state == "delayed":
+    if state in SORTED:
         return [state, topic, limit, scan, BYTES, pos[0], pos[1], "0"]
     return [state, topic, limit, scan, BYTES, f"{pos[0]}-{pos[1]}", pos[2],
             "1" if part <= pos[3] else "0"]
@@ -108,7 +111,7 @@ def _args(state: ListState, topic: str, limit: int, pos: Position | None, part: 
 def _position(state: ListState, pos1: Any, pos2: Any, part: int) -> Position:
     """A row's (or a walk's end's) position: delayed (due, id, 0); the streams (ms, seq,
     topic, partition)."""
-    if state == "delayed":
+    if state in SORTED:
         return score(pos1), _text(pos2), 0
     ms, seq = _entry(_text(pos1))
     return ms, seq, _text(pos2), part

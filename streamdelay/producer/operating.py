@@ -50,8 +50,9 @@ class OperatorMethods:
 
     def jobs(self, state: str, topic: str | None = None, limit: int = 100,
              cursor: str | None = None) -> JobPage:
-        """One page of the jobs in ``state`` (delayed, ready, reserved or dead): delayed by due
-        time, the others in stream order; pass ``page.cursor`` for the next page (None: the
+        """One page of the jobs in ``state`` (delayed, ready, reserved, dead, or waiting for
+        their parents: docs/workflows.md): delayed by due time, waiting by the time they were
+        enqueued, the others in stream order; pass ``page.cursor`` for the next page (None: the
         end). Every call is bounded, whatever the backlog (docs/operations.md#list-jobs)."""
         result: JobPage = self._operate(jobs_plan(self.config, state, topic, limit, cursor))
         return result

@@ -59,12 +59,15 @@ def _log_dropped(found: Round, args: ReserveArgs, face: _PullFace) -> None:
 class _ReservationData:
     """What a reservation shows: the job's ``id``, ``topic``, ``body``, ``headers``,
     ``attempt`` (1-based, every delivery counts), ``due`` (epoch ms, server clock), ``ttr``
-    (seconds) and the opaque, URL-safe ``receipt``. A reservation rebuilt from a receipt has no
-    body (None) and no headers."""
+    (seconds) and the opaque, URL-safe ``receipt``; ``priority`` (``"0"``-``"9"``) for a job
+    of a staged topic (docs/priorities.md), else None. A reservation rebuilt from a receipt has
+    no body (None), no headers and no priority."""
 
-    __slots__ = ("_receipt", "attempt", "body", "due", "headers", "id", "receipt", "topic", "ttr")
+    __slots__ = ("_receipt", "attempt", "body", "due", "headers", "id", "priority", "receipt",
+                 "topic", "ttr")
 
-    def __init__(self, receipt: Receipt, text: str, job: Job | None) -> None:
+    def __init__(self, receipt: Receipt, text: str, job: Job | None,
+                 priority: str | None = None) -> None:
         self._receipt = receipt
         self.receipt = text
         self.id = receipt.id
@@ -74,6 +77,7 @@ class _ReservationData:
         self.ttr = receipt.ttr_ms / 1000
         self.body: Any = None if job is None else job.body
         self.headers: dict[str, str] = {} if job is None else job.headers
+        self.priority = priority
 
     def __repr__(self) -> str:
         """Topic, id and attempt (the body may be large or secret)."""
@@ -88,8 +92,9 @@ class Reservation(_ReservationData):
 
     __slots__ = ("_queue",)
 
-    def __init__(self, queue: SyncPull, receipt: Receipt, text: str, job: Job | None) -> None:
-        super().__init__(receipt, text, job)
+    def __init__(self, queue: SyncPull, receipt: Receipt, text: str, job: Job | None,
+                 priority: str | None = None) -> None:
+        super().__init__(receipt, text, job, priority)
         self._queue = queue
 
     def ack(self, result: Any = None) -> None:
@@ -123,8 +128,9 @@ class AsyncReservation(_ReservationData):
 
     __slots__ = ("_queue",)
 
-    def __init__(self, queue: AsyncPull, receipt: Receipt, text: str, job: Job | None) -> None:
-        super().__init__(receipt, text, job)
+    def __init__(self, queue: AsyncPull, receipt: Receipt, text: str, job: Job | None,
+                 priority: str | None = None) -> None:
+        super().__init__(receipt, text, job, priority)
         self._queue = queue
 
     async def ack(self, result: Any = None) -> None:
@@ -229,7 +235,8 @@ class SyncPull(_PullFace):
             _log_dropped(found, args, self)
             left = deadline - time.monotonic()
             if found.reserved or left <= 0:
-                return [Reservation(self, r.receipt, r.text, r.job) for r in found.reserved]
+                return [Reservation(self, r.receipt, r.text, r.job, r.priority)
+                        for r in found.reserved]
             if found.paused:
                 time.sleep(min(REFRESH_S, left))
             elif found.rest_s:  # a limited topic's rate holds back: until the next token
@@ -295,7 +302,7 @@ class AsyncPull(_PullFace):
             _log_dropped(found, args, self)
             left = deadline - time.monotonic()
             if found.reserved or left <= 0:
-                return [AsyncReservation(self, r.receipt, r.text, r.job)
+                return [AsyncReservation(self, r.receipt, r.text, r.job, r.priority)
                         for r in found.reserved]
             if found.paused:
                 await asyncio.sleep(min(REFRESH_S, left))

@@ -82,6 +82,10 @@ class HttpMetrics:
             "streamdelay_lateness_seconds", "Reserve time minus due time of the jobs HTTP "
             "consumers took (Redis server clock).", ["queue", "topic"],
             buckets=LATENESS_BUCKETS, registry=registry)
+        self.priority_lateness = client.Histogram(  # the name and labels a worker's has
+            "streamdelay_priority_lateness_seconds", "Reserve time minus due time of the jobs "
+            "of staged topics (priorities, fairness keys) HTTP consumers took, by priority.",
+            ["queue", "topic", "priority"], buckets=LATENESS_BUCKETS, registry=registry)
         first = next(iter(self.stat_queues), None)
         self.clock = None if first is None else ServerClock(first.config.url,
                                                             first.config.socket_timeout)
@@ -94,14 +98,18 @@ class HttpMetrics:
         if self.on_settled is not None:  # the dashboard's throughput (web/service.py)
             self.on_settled(queue, topic, outcome, count)
 
-    def reserved(self, queue: str, topic: str, due_ms: int) -> float | None:
-        """A consumer took a job: observe its lateness on the server clock; returns it in ms
-        (None while the server clock is not known)."""
+    def reserved(self, queue: str, topic: str, due_ms: int, priority: str | None = None
+                 ) -> float | None:
+        """A consumer took a job: observe its lateness on the server clock (and by its
+        ``priority``, for a job of a staged topic, as a worker does: docs/priorities.md);
+        returns it in ms (None while the server clock is not known)."""
         now = None if self.clock is None else self.clock.now_ms()
         if now is None:
             return None
         late_ms = max(0.0, float(now - due_ms))
         self.lateness.labels(queue, topic).observe(late_ms / 1000.0)
+        if priority is not None:
+            self.priority_lateness.labels(queue, topic, priority).observe(late_ms / 1000.0)
         return late_ms
 
     async def start(self) -> None:

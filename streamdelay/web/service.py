@@ -69,12 +69,14 @@ class Service:
         """Jobs promoted so far by each embedded dispatcher."""
         return {name: d.promoted for name, d in self.dispatchers.items()}
 
-    def observe_lateness(self, queue: str, topic: str, late_ms: float) -> None:
+    def observe_lateness(self, queue: str, topic: str, late_ms: float,
+                         priority: str | None = None) -> None:
         """Count one job handed out on ``:reserve``, ``late_ms`` after its due time (server
-        clock), in the queue's lateness record (flushed every few seconds)."""
+        clock), in the queue's lateness record (flushed every few seconds); a staged topic's
+        job under its ``priority`` too, as a worker counts it."""
         recorder = self.lateness.get(queue)
         if recorder is not None:
-            recorder.observe(topic, late_ms)
+            recorder.observe(topic, late_ms, priority)
 
     def observe_outcome(self, queue: str, topic: str, outcome: str, count: int = 1) -> None:
         """Count deliveries an HTTP consumer settled (handled, retried, dead) in the queue's

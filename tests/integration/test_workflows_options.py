@@ -136,7 +136,7 @@ def test_chains_and_batches_carry_options_and_flag_staged_topics_in_partition_0(
         q.batch([sd.JobSpec("t", id="m", priority=8)], id="bb")
         member = q.get("m")
         assert member is not None and member.priority == 8 and first.state == "delayed"
-        with pytest.raises(sd.ValidationError) as refused:
-            q.batch([], id="b2", on_success=sd.JobSpec("t", priority=9))
+        with pytest.raises(sd.ValidationError) as refused:  # a callback's id is derived
+            q.batch([], id="b2", on_success=sd.JobSpec("t", id="mine", priority=9))
         assert refused.value.field == "on_success"
         assert q.batch_info("b2") is None

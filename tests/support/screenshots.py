@@ -34,6 +34,8 @@ PAGES = {  # file name -> path (after the queue is filled)
     "dashboard-confirm.png": f"/q/{QUEUE}/confirm?action=pause&topic=mail.send",
     "dashboard-search.png": f"/q/{QUEUE}/find?go=1&state=dead&error=503",
     "dashboard-bulk.png": f"/q/{QUEUE}/bulk?action=replay&state=dead&error=503",
+    "dashboard-batch.png": f"/q/{QUEUE}/batch?id=invoices-nov",  # docs/dashboard.md#workflows
+    "dashboard-workflow.png": f"/q/{QUEUE}/job?id=pdf-4",
 }
 PHONE = {"dashboard-phone.png": f"/q/{QUEUE}"}  # 420 px wide
 
@@ -45,17 +47,32 @@ def fill(url: str) -> None:
                     for i in range(200)])
     q.enqueue_many([sd.JobSpec("webhook.send", {"url": f"https://example.com/hook/{i}"},
                                id=f"hook-{i}", max_attempts=1) for i in range(6)])
+    # a batch half done (one member dead, two far ahead, added after the run below) and a job
+    # waiting for two members (docs/dashboard.md#workflows)
+    q.batch([sd.JobSpec("invoice.pdf", {"invoice": i}, id=f"pdf-{i}", max_attempts=1)
+             for i in range(4)], id="invoices-nov", close=False,
+            on_success=sd.JobSpec("mail.send", {"to": "billing@example.com"}),
+            on_complete=sd.JobSpec("report.build", {"batch": "invoices-nov"}, priority=8))
     worker = sd.Worker(q, concurrency=16)
 
     @worker.handler("mail.send")
     async def send(job: sd.Job) -> None:
         await asyncio.sleep(0.002)
 
+    @worker.handler("invoice.pdf")
+    async def pdf(job: sd.Job) -> None:
+        if job.body["invoice"] == 3:
+            raise OSError("template invoice-v2.html: not found")
+
     @worker.handler("webhook.send")
     async def hook(job: sd.Job) -> None:
         raise ConnectionError(f"POST {job.body['url']}: 503 Service Unavailable")
 
     worker.run(until_idle=True)
+    q.batch([sd.JobSpec("invoice.pdf", {"invoice": i}, id=f"pdf-{i}", delay=3600)
+             for i in (4, 5)], id="invoices-nov")
+    q.enqueue("ledger.close", {"month": "2026-11"}, id="ledger-close-nov",
+              after=["pdf-4", "pdf-5"])
     q.enqueue_many([sd.JobSpec("order.close", {"order_id": 1000 + i}, id=f"close-{1000 + i}",
                                delay=60 + i * 7) for i in range(3000)])
     q.enqueue_many([sd.JobSpec("mail.send", {"to": f"later{i}@example.com"}, id=f"later-{i}",

@@ -46,3 +46,18 @@ def test_enqueue_after_with_job_options(redis_url: str, queue_name: str) -> None
         info = q.get("{tenant-1}kid")
         assert info is not None and (info.state, info.priority, info.key) == (
             "waiting", 9, "tenant-1")
+
+
+def test_jobs_state_waiting(redis_url: str, queue_name: str) -> None:
+    """``streamdelay jobs QUEUE --state waiting`` lists the jobs waiting for their parents."""
+    with sd.Queue(queue_name, url=redis_url) as q:
+        q.enqueue("t", id="p1", delay=60)
+        q.enqueue("t", id="kid-a", after=["p1"])
+        q.enqueue("u", id="kid-b", after=["p1"])
+    listed = cli("jobs", queue_name, "--state", "waiting", url=redis_url)
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert [line.split()[0] for line in lines[1:3]] == ["kid-a", "kid-b"]
+    assert "after parents" in lines[1] and "p1" not in listed.stdout
+    only = cli("jobs", queue_name, "--state", "waiting", "--topic", "u", url=redis_url)
+    assert [line.split()[0] for line in only.stdout.splitlines()[1:]] == ["kid-b"]

@@ -99,3 +99,32 @@ def test_the_ready_listing_pages_through_lanes_on_every_node(cluster: LocalClust
             if cursor is None:
                 break
         assert sorted(seen) == sorted(made + plain)
+
+
+def test_waiting_listing_and_callbacks_with_options_on_every_node(cluster: LocalCluster
+                                                                   ) -> None:
+    """The waiting listing pages through every node (docs/workflows.md#listing-waiting-jobs);
+    a batch with a keyed, prioritised callback lives in the key's slot, its callback is
+    written there with its options and partition 0's staged flag (another slot) is set by the
+    batch's call (docs/workflows.md#callback-options)."""
+    name = spread_queue_name(cluster, PARTITIONS)
+    with sd.Queue(name, url=cluster.url, partitions=PARTITIONS) as q:
+        q.enqueue("t", id="root", delay=600)
+        kids = [f"kid{i}" for i in range(12)]
+        for kid in kids:
+            q.enqueue("t", id=kid, after=["root"])
+        assert len({partition_of(k, PARTITIONS) for k in kids}) > 2
+        found: list[str] = []
+        cursor = None
+        while True:
+            page = q.jobs("waiting", limit=5, cursor=cursor)
+            found.extend(j.id for j in page.jobs)
+            if (cursor := page.cursor) is None:
+                break
+        assert sorted(found) == sorted(kids)
+        key = next(f"k{i}" for i in range(100) if partition_of(f"k{i}", PARTITIONS))
+        info = q.batch([], id="b", on_complete=sd.JobSpec("cb", key=key, priority=8))
+        assert info.id == "{" + key + "}b" and info.state == "done"
+        callback = q.get(info.id + "@2")
+        assert callback is not None and (callback.priority, callback.key) == (8, key)
+        assert q.client.hget(PartitionKeys(name, 0).staged, "cb") == b"1"

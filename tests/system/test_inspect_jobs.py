@@ -134,7 +134,7 @@ def test_listing_writes_nothing_and_names_a_queue_that_does_not_exist(
 
 
 @pytest.mark.parametrize(("kwargs", "field"), [
-    ({"state": "waiting"}, "state"), ({"state": "ready", "limit": 0}, "limit"),
+    ({"state": "sleeping"}, "state"), ({"state": "ready", "limit": 0}, "limit"),
     ({"state": "ready", "limit": 1001}, "limit"), ({"state": "ready", "topic": "a|b"}, "topic"),
     ({"state": "ready", "cursor": "d:1:x"}, "cursor"),
     ({"state": "delayed", "cursor": "garbage"}, "cursor"),
@@ -173,5 +173,5 @@ def test_the_jobs_command_pages_with_cursors_in_text_and_json(queue: sd.Queue,
     assert "c1" in text.stdout and "c2" not in text.stdout and "--cursor d:" in text.stdout
     none = cli("jobs", queue.name + "-none", "--state", "ready", "--url", redis_url)
     assert none.returncode == 1 and "no such queue" in none.stderr
-    bad = cli("jobs", queue.name, "--state", "waiting", "--url", redis_url)
+    bad = cli("jobs", queue.name, "--state", "sleeping", "--url", redis_url)
     assert bad.returncode == 2 and "--state" in bad.stderr and "see" in bad.stderr

@@ -63,7 +63,8 @@ def test_bad_workflow_input_names_the_field(web_server: WebServer) -> None:
 
 def test_after_with_job_options_and_a_callback_with_options(web_server: WebServer) -> None:
     """``after`` with ``priority``, ``key`` and ``expires`` waits with its options; a batch
-    callback with options is a 422 naming it (docs/workflows.md#options-and-expiry)."""
+    callback takes them too (a key keys the batch id), an id of its own is a 422 naming it
+    (docs/workflows.md#callback-options)."""
     base = _q(web_server)
     status, _ = web_server.request("POST", f"{base}/jobs", {"topic": "t", "id": "op1",
                                                             "delay": 60})
@@ -75,6 +76,39 @@ def test_after_with_job_options_and_a_callback_with_options(web_server: WebServe
     status, job = web_server.request("GET", f"{base}/jobs/%7Btenant-1%7Dok1", token="reader")
     assert status == 200 and (job["priority"], job["key"], job["expires_at"]) == (
         9, "tenant-1", None)
+    status, made = web_server.request("POST", f"{base}/jobs:batch", {
+        "jobs": [], "batch": "ob1", "on_success": {"topic": "t", "priority": 9,
+                                                   "expires": "10m", "max_attempts": 3}})
+    assert status == 200 and made["batch"]["state"] == "done", made
+    status, callback = web_server.request("GET", f"{base}/jobs/ob1@1", token="reader")
+    assert status == 200 and (callback["priority"], callback["max_attempts"]) == (9, 3)
+    assert callback["expires_at"] is not None
+    status, keyed = web_server.request("POST", f"{base}/jobs:batch", {
+        "jobs": [], "batch": "ob2", "on_complete": {"topic": "t", "key": "tenant-2"}})
+    assert status == 200 and keyed["batch"]["id"] == "{tenant-2}ob2"
     status, error = web_server.request("POST", f"{base}/jobs:batch", {
-        "jobs": [], "batch": "ob1", "on_success": {"topic": "t", "priority": 9}})
-    assert status == 422 and error["error"]["field"] == "on_success"
+        "jobs": [], "batch": "ob3", "on_complete": {"topic": "t", "id": "mine"}})
+    assert status == 422 and error["error"]["field"] == "on_complete"
+
+
+def test_list_waiting_jobs(web_server: WebServer) -> None:
+    """``GET .../jobs?state=waiting``: the jobs waiting for their parents, paged."""
+    base = _q(web_server)
+    assert web_server.request("POST", f"{base}/jobs", {"topic": "lw", "id": "lwp",
+                                                       "delay": 600})[0] == 201
+    for kid in ("lw1", "lw2", "lw3"):
+        assert web_server.request("POST", f"{base}/jobs", {
+            "topic": "lw", "id": kid, "after": ["lwp"]})[0] == 201
+    found: list[str] = []
+    cursor = None
+    while True:
+        query = f"{base}/jobs?state=waiting&topic=lw&limit=2" + (
+            f"&cursor={cursor}" if cursor else "")
+        status, page = web_server.request("GET", query, token="reader")
+        assert status == 200, page
+        assert all(job["state"] == "waiting" for job in page["jobs"])
+        found.extend(job["id"] for job in page["jobs"])
+        cursor = page["cursor"]
+        if cursor is None:
+            break
+    assert sorted(found) == ["lw1", "lw2", "lw3"]

@@ -16,6 +16,7 @@ from streamdelay.producer.flows import (
     FlowJob,
     after_job,
     batch_home,
+    batch_plan,
     chain_jobs,
     check_after,
     flow_plan,
@@ -121,3 +122,31 @@ def test_the_outbox_is_forwarded_then_dropped() -> None:
     assert name_of(dropped) == "dropOutbox" and dropped.args == ("1-0", "2-0", "3-0")
     assert changed == 2
     assert batch_home("b", 3) == partition_of("b@1", 3) == partition_of("b@2", 3)
+
+
+def test_a_batch_stores_its_callbacks_options_and_flags_their_staged_topic_first() -> None:
+    """A callback's options ride in front of it (``o<priority>|<expires_ms>|<key>|``); its
+    topic, staged by them, is flagged in partition 0 in the round trip of ``openBatch`` (before
+    it) when the batch lives elsewhere; a keyed callback keys the batch id."""
+    bid = next(f"b{i}" for i in range(100) if batch_home(f"b{i}", 3))
+    steps: list[Any] = []
+
+    def answer(step: Any) -> Any:
+        steps.append(step)
+        return [1, [0, 0, 0, 1, 1, 5]] if isinstance(step, list) else [0, 0, 0, 1, 1, 5]
+
+    info, _ = drive(batch_plan(CFG, [], bid, sd.JobSpec("ok", priority=9, expires=600),
+                               sd.JobSpec("done"), True), answer)
+    marks, opening = steps[0]
+    assert name_of(marks) == "markStaged" and marks.args == ("ok",)
+    assert name_of(opening) == "openBatch"
+    cb1, cb2 = opening.args[4], opening.args[5]
+    assert cb1.startswith(b"o9|600000||r|0|") and b"|ok|" in cb1
+    assert cb2.startswith(b"r|0|")  # no options: the form of a batch without any
+    assert (info.id, info.state, info.on_success) == (bid, "done", bid + "@1")
+    steps.clear()
+    keyed, _ = drive(batch_plan(CFG, [], "pages", None, sd.JobSpec("done", key="t-1"), True),
+                     answer)
+    assert keyed.id == "{t-1}pages" and keyed.on_complete == "{t-1}pages@2"
+    [opened] = [s for s in steps if not isinstance(s, list)] or [steps[0][1]]
+    assert opened.keys == PartitionKeys("orders", partition_of("{t-1}x", 3)).script_keys()

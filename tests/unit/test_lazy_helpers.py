@@ -11,9 +11,9 @@ from streamdelay.protocol.scripts import load_scripts
 
 LAZY = [
     ("promoteDueV2", "staging_lib", ["staged_topic", "stage", "flush_tally", "wake_takers"]),
-    ("promoteDueV2", "expiry_lib", ["expire_job", "deadlines_of", "flow_ended", "keep_result"]),
+    ("promoteDueV2", "ends_lib", ["expire_job", "deadlines_of", "end_dead", "flow_ended",
+                                  "keep_result"]),
     ("ackJobsV3", "flow_lib", ["flow_ended", "flow_apply"]),
-    ("failJobV3", "flow_lib", ["flow_ended", "flow_apply"]),
 ]
 
 
@@ -30,7 +30,7 @@ def test_feature_helpers_are_built_inside_their_lazy_builder(name: str, builder:
 
 
 def test_the_settle_scripts_ask_flow_keep_without_building_the_workflow_helpers() -> None:
-    for name in ("ackJobsV3", "failJobV3"):
+    for name in ("ackJobsV3",):
         source = load_scripts()[name].source
         assert source.find("\nlocal function flow_keep()") < source.find(
             "\nlocal function flow_lib()"), name

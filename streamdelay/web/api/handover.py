@@ -83,9 +83,9 @@ async def carry(request: Request[Any, Any, Any], queue: str, target: AsyncQueue,
             metrics.settled(queue, r.topic, group, "dead")
         service = request.app.state.service
         for r in held:  # Prometheus, and the dashboard's lateness record
-            late_ms = metrics.reserved(queue, r.topic, r.due)
+            late_ms = metrics.reserved(queue, r.topic, r.due, r.priority)
             if late_ms is not None:
-                service.observe_lateness(queue, r.topic, late_ms)
+                service.observe_lateness(queue, r.topic, late_ms, r.priority)
         if not parts:
             return None
         return HandOver(b'{"deliveries":[' + b",".join(parts) + b"]}", gone, give_back)

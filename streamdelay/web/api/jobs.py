@@ -47,7 +47,7 @@ from .models import Count as CountAnswer
 
 READ, WRITE, ADMIN = needs("read"), needs("write"), needs("admin")
 Limit = Annotated[int, Parameter(ge=1, le=1000, description="At most this many jobs.")]
-JobStateParam = Annotated[Literal["delayed", "ready", "reserved", "dead"],
+JobStateParam = Annotated[Literal["delayed", "ready", "reserved", "dead", "waiting"],
                          Parameter(query="state", description="Which jobs to list.")]
 DeadLimit = Annotated[int, Parameter(ge=1, le=10_000, description="At most this many.")]
 
@@ -151,7 +151,8 @@ async def list_jobs(request: Request[Any, Any, Any], queue: str,
                     job_state: JobStateParam,
                     topic: str | None = None, limit: Limit = 100,
                     cursor: str | None = None) -> JobsAnswer:
-    """One page of the jobs in ``state``: delayed by due time, the others in stream order."""
+    """One page of the jobs in ``state``: delayed by due time, waiting (for their parents) by
+    enqueue time, the others in stream order."""
     page = await served(request, queue).jobs(job_state, topic=topic, limit=limit, cursor=cursor)
     return JobsAnswer(page.jobs, page.cursor)
 

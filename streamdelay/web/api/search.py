@@ -21,7 +21,7 @@ READ, WRITE = needs("read"), needs("write")
 ScanParam = Annotated[int, Parameter(ge=1, le=MAX_SCAN, description=(
     "At most this many jobs examined by this call (the matches may be fewer)."))]
 Filter = Annotated[str, msgspec.Meta(max_length=TEXT_MAX)]
-State = Literal["delayed", "ready", "reserved", "dead"]
+State = Literal["delayed", "ready", "reserved", "dead", "waiting"]
 StateParam = Annotated[State | None, Parameter(query="state", description=(
     "Only jobs in this state (none: every state, delayed first)."))]
 BodyParam = Annotated[list[str] | None, Parameter(query="body", description=(

@@ -29,6 +29,7 @@ from ..auth import principal_of
 from ..tokens import Principal
 from . import views
 from .actions import ACTIONS
+from .flow_views import Relation, relations
 from .live_events import events_context
 from .render import render
 
@@ -238,13 +239,16 @@ async def jobs_page(request: Req, queue: str, topic: str = "",
                            stats, listed, topic or None))))
 
 
-async def _job(q: AsyncQueue, job_id: str) -> tuple[views.JobView | None, int]:
-    """The job page's view of ``job_id`` (None when there is none) and the server time."""
+async def _job(q: AsyncQueue, job_id: str, queue: str
+               ) -> tuple[views.JobView | None, list[Relation]]:
+    """The job page's view of ``job_id`` (None when there is none) and its workflow: its
+    parents and the jobs and batches waiting for it, with their states (docs/workflows.md)."""
     info, stats = await asyncio.gather(q.get(job_id), q.stats())
     if info is None:
-        return None, stats.now
+        return None, []
     served_by = stats.topics.get(info.topic)
-    return views.job_view(info, stats.now, served_by.group if served_by else None), stats.now
+    return (views.job_view(info, stats.now, served_by.group if served_by else None),
+            await relations(q, queue, info))
 
 
 @get("/q/{queue:str}/job", include_in_schema=False)
@@ -253,22 +257,22 @@ async def job_page(request: Req, queue: str, id: str) -> Response[str]:
     principal(request)
     q = served(request, queue)
     try:
-        job, _ = await _job(q, id)
+        job, rels = await _job(q, id, queue)
     except StreamdelayError as exc:
         return problem(request, "Cannot show this job", str(exc), status_of(exc), queue)
     return html(render("job.html", **base_context(request, queue), job_id=id, job=job,
-                       labels=LABELS), 200 if job is not None else 404)
+                       labels=LABELS, relations=rels), 200 if job is not None else 404)
 
 
 @get("/q/{queue:str}/fragment/job", include_in_schema=False)
 async def job_fragment(request: Req, queue: str, id: str) -> Response[str]:
     """The job's record and actions alone, for the live refresh."""
     principal(request)
-    job, _ = await _job(served(request, queue), id)
+    job, rels = await _job(served(request, queue), id, queue)
     if job is None:
         return html(render("_job_gone.html", job_id=id))
     return html(render("_job.html", queue=queue, job=job, labels=LABELS,
-                       can=allowed(request)))
+                       can=allowed(request), relations=rels))
 
 
 @get("/search", include_in_schema=False)
@@ -281,6 +285,8 @@ async def search(request: Req, queue: str, id: str) -> Response[Any]:
         info = await q.get(job_id)
     except StreamdelayError as exc:
         return problem(request, "Search", str(exc), status_of(exc), queue)
+    if info is None and await q.batch_info(job_id) is not None:  # docs/workflows.md
+        return see_other(f"/q/{quote(queue)}/batch?{urlencode({'id': job_id})}")
     if info is None:
         return problem(request, "Search", f"There is no job {job_id!r} in queue {queue}.", 404,
                        queue, back=f"/q/{quote(queue)}")

@@ -25,7 +25,7 @@ def environment() -> Environment:
 PAGE_DEFAULTS: dict[str, Any] = {"static": STATIC, "queues": [], "queue": None, "user": None,
                                  "csrf_field": "_csrf_token", "csrf_token": "", "done": None,
                                  "minutes": LATENESS_MINUTES,
-                                 "can": frozenset()}
+                                 "can": frozenset(), "relations": ()}
 
 
 def render(name: str, **context: Any) -> str:

@@ -361,7 +361,7 @@ class PageView:
 def total_of(stats: QueueStats, state: str, topic: str | None) -> int | None:
     """How many jobs of ``state`` (of ``topic``) the queue's counts hold now (None: unknown)."""
     rows = [t for name, t in stats.topics.items() if not topic or name == topic]
-    if state not in ("delayed", "ready", "reserved", "dead"):
+    if state not in ("delayed", "ready", "reserved", "dead", "waiting"):
         return None
     return sum(int(getattr(t, state)) for t in rows)
 
@@ -369,8 +369,11 @@ def total_of(stats: QueueStats, state: str, topic: str | None) -> int | None:
 def page_view(page: JobPage, now_ms: int, total: int | None = None) -> PageView:
     """The rows of one ``q.jobs`` page (in its order), the cursor of the next and the total
     of the list."""
-    rows = [JobRow(id=j.id, topic=j.topic, state=j.state, due=moment(j.due),
-                   due_in=relative(j.due, now_ms), attempts=f"{j.attempts}/{j.max_attempts}",
+    rows = [JobRow(id=j.id, topic=j.topic, state=j.state,
+                   # a waiting job has no due time until its parents end (docs/workflows.md)
+                   due=moment(j.due) if j.state != "waiting" else "after its parents",
+                   due_in=relative(j.due, now_ms) if j.state != "waiting" else "",
+                   attempts=f"{j.attempts}/{j.max_attempts}",
                    consumer=j.consumer or "", error=(j.error or "")[:ERROR_CHARS])
             for j in page.jobs]
     return PageView(rows, page.cursor, total)
