@@ -45,7 +45,7 @@
 
 -- flow_lib(): flow_ended of the workflow helpers (includes/flow.lua), built only when a job
 -- ends on a partition that keeps outcomes: built at the top, their closures would cost every
--- call of a plain queue (docs/benchmarks.md, History 2026-11-26 22:36-23:33)
+-- call of a plain queue (docs/benchmarks.md, History 2026-11-26 22:36-23:41)
 local function flow_lib()
 -- @include new_record
 -- @include blob_keep

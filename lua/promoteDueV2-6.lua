@@ -55,7 +55,7 @@
 -- (includes/end_dead.lua, includes/expired.lua, with the workflow helpers they tell) are built
 -- only in a call that needs them: due jobs on a partition with staged topics or job options (one
 -- EXISTS each per such call), or a job that goes dead. Built at the top, their closures would
--- cost every call of a plain queue (docs/benchmarks.md, History 2026-11-26 22:36-23:33;
+-- cost every call of a plain queue (docs/benchmarks.md, History 2026-11-26 22:36-23:41;
 -- docs/keys.md#includes).
 local function staging_lib()
 -- @include staging
