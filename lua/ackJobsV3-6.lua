@@ -41,10 +41,18 @@
 -- @include emit_event
 -- @include emit_started
 -- @include drop_opts
+-- @include flow_keep
+
+-- flow_lib(): flow_ended of the workflow helpers (includes/flow.lua), built only when a job
+-- ends on a partition that keeps outcomes: built at the top, their closures would cost every
+-- call of a plain queue (docs/benchmarks.md, History 2026-11-26 22:36-23:41)
+local function flow_lib()
 -- @include new_record
 -- @include blob_keep
 -- @include dead_result
 -- @include flow
+  return flow_ended
+end
 
 local now = server_time()
 local group, keep = ARGV[1], tonumber(ARGV[2])
@@ -132,6 +140,7 @@ if #ids > 0 then
     write_many('ZADD', K_DONE, stones)
   end
   if #ended > 0 and flow_keep() > 0 then
+    local flow_ended = flow_lib()
     for _, id in ipairs(ended) do flow_ended(id, 's', now) end
   end
 end

@@ -31,6 +31,7 @@
 -- @include new_record
 -- @include wake_if_head
 -- @include dead_result
+-- @include flow_keep
 -- @include flow
 
 local id = ARGV[1]

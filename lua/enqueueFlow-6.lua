@@ -33,6 +33,7 @@
 -- @include blob_keep
 -- @include keep_result
 -- @include dead_result
+-- @include flow_keep
 -- @include flow
 -- @include opts_arg
 

@@ -36,6 +36,7 @@
 -- @include new_record
 -- @include blob_keep
 -- @include dead_result
+-- @include flow_keep
 -- @include flow
 -- @include end_dead
 

@@ -17,6 +17,7 @@
 -- @include blob_keep
 -- @include keep_result
 -- @include dead_result
+-- @include flow_keep
 -- @include flow
 
 local keep = tonumber(ARGV[1])

@@ -23,6 +23,7 @@
 -- @include blob_keep
 -- @include keep_result
 -- @include dead_result
+-- @include flow_keep
 -- @include flow
 
 local now = server_time()

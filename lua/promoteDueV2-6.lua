@@ -50,15 +50,37 @@
 -- @include build_record
 -- @include parse_record
 -- @include emit_event
+
+-- The helpers of staged topics (includes/staging.lua) and of dead ends and deadlines
+-- (includes/end_dead.lua, includes/expired.lua, with the workflow helpers they tell) are built
+-- only in a call that needs them: due jobs on a partition with staged topics or job options (one
+-- EXISTS each per such call), or a job that goes dead. Built at the top, their closures would
+-- cost every call of a plain queue (docs/benchmarks.md, History 2026-11-26 22:36-23:41;
+-- docs/keys.md#includes).
+local function staging_lib()
 -- @include staging
+  return {staged_topic = staged_topic, stage = stage, wake_takers = wake_takers,
+          flush_tally = flush_tally}
+end
+local function ends_lib()
 -- @include blob_keep
 -- @include keep_result
 -- @include new_record
 -- @include wake_if_head
 -- @include dead_result
+-- @include flow_keep
 -- @include flow
 -- @include end_dead
 -- @include expired
+  defer_dead_flow() -- waiters of jobs ended dead are told after the delayed set's removal by rank
+  return {deadlines_of = deadlines_of, expire_job = expire_job, end_dead = end_dead,
+          flush = flush_dead_flow, EXPIRED = EXPIRED}
+end
+local ENDS = nil -- ends_lib(), once built in this call
+local function ends()
+  if not ENDS then ENDS = ends_lib() end
+  return ENDS
+end
 
 local MAX_BATCH_BYTES = 1048576
 local RETRY_LATER_MS = 60000
@@ -85,8 +107,9 @@ if n > 0 then
   -- records are read in growing steps that stop past the byte budget: only ids[1..n] are looked at
   local raws
   raws, n = read_records(ids, MAX_BATCH_BYTES)
-  local deadlines = deadlines_of(ids, n) -- nil on a queue without job options
-  defer_dead_flow() -- waiters of jobs ended dead are told after the delayed set's removal by rank
+  local X = redis.call('EXISTS', K_OPTS) == 1 and ends() or nil -- any job options here?
+  local S = redis.call('EXISTS', K_STAGED) == 1 and staging_lib() or nil -- any staged topic?
+  local deadlines = X and X.deadlines_of(ids, n) -- nil on a queue without job options
   local writes, nw = {}, 0 -- id, new record pairs: one HSET for the batch
   local left = 0 -- jobs whose new place is written (or that have none to have)
   local later = {} -- score, id pairs: jobs that can go nowhere now
@@ -111,17 +134,17 @@ if n > 0 then
     local deadline = mid and deadlines and deadlines[i]
     if deadline and now >= deadline then -- expired while delayed: never runs
       local r = parse_record(raw)
-      if expire_job(id, r, now) then
+      if X.expire_job(id, r, now) then
         left = left + 1
         per_topic[topic] = (per_topic[topic] or 0) + 1
-        dropped[#dropped + 1] = {id, EXPIRED .. ' ' .. topic}
+        dropped[#dropped + 1] = {id, X.EXPIRED .. ' ' .. topic}
       else
         later[#later + 1] = now + RETRY_LATER_MS
         later[#later + 1] = id
         dropped[#dropped + 1] = {id, 'expired, but its dead-letter key ' .. dead_key(topic) ..
                                      ' is not a stream: tried again in 60 s'}
       end
-    elseif mid and staged_topic(topic) then
+    elseif mid and S and S.staged_topic(topic) then
       writes[nw + 1] = id
       writes[nw + 2] = 'r' .. mid .. tail .. string.sub(raw, blob_at)
       nw = nw + 2
@@ -157,7 +180,7 @@ if n > 0 then
         break
       else
         local why = 'topic key ' .. sk .. ' is not a stream: ' .. tostring(entry.err)
-        local dead, err = end_dead(id, parse_record(raw), why, now, nil) -- includes/end_dead.lua
+        local dead, err = ends().end_dead(id, parse_record(raw), why, now, nil) -- end_dead.lua
         if dead then
           left = left + 1
           per_topic[topic] = (per_topic[topic] or 0) + 1
@@ -187,10 +210,10 @@ if n > 0 then
   if nw > 0 then write_many('HSET', K_JOBS, writes) end
   local woken = {}
   for _, job in ipairs(staged) do
-    stage(job[1], job[2], job[3])
-    if not woken[job[2]] then woken[job[2]] = true; wake_takers(job[2]) end
+    S.stage(job[1], job[2], job[3])
+    if not woken[job[2]] then woken[job[2]] = true; S.wake_takers(job[2]) end
   end
-  flush_tally()
+  if S then S.flush_tally() end
   -- the jobs looked at are the head of the delayed set, ranks 0..k-1 in the order read (nothing
   -- wrote to it since): one range removal walks the skiplist once instead of once per job, which
   -- keeps the cost per job flat as the backlog grows (docs/benchmarks.md)
@@ -198,7 +221,7 @@ if n > 0 then
   if looked_at > 0 then redis.call('ZREMRANGEBYRANK', K_DELAYED, 0, looked_at - 1) end
   if #later > 0 then write_many('ZADD', K_DELAYED, later) end
   for topic, count in pairs(per_topic) do redis.call('HINCRBY', K_COUNTS, topic, -count) end
-  flush_dead_flow(now) -- docs/workflows.md: a released child may join the delayed set now
+  if ENDS then ENDS.flush(now) end -- docs/workflows.md: a released child may join the delayed set now
 end
 events_flush()
 local more = purge_done(now, SWEEP)

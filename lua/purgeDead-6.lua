@@ -19,6 +19,7 @@
 -- @include blob_keep
 -- @include keep_result
 -- @include dead_result
+-- @include flow_keep
 -- @include flow
 
 local topic, count, only = ARGV[1], tonumber(ARGV[2]), ARGV[3]

@@ -24,6 +24,7 @@
 -- @include new_record
 -- @include wake_if_head
 -- @include dead_result
+-- @include flow_keep
 -- @include flow
 -- @include end_dead
 -- @include expired

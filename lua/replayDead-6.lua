@@ -28,6 +28,7 @@
 -- @include keep_result
 -- @include new_record
 -- @include dead_result
+-- @include flow_keep
 -- @include flow
 -- @include end_dead
 -- @include expired

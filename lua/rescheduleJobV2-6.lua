@@ -37,6 +37,7 @@
 -- @include emit_event
 -- @include new_record
 -- @include dead_result
+-- @include flow_keep
 -- @include flow
 -- @include end_dead
 -- @include expired

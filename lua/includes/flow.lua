@@ -26,16 +26,9 @@
 -- @include blob_keep
 -- @include keep_result
 -- @include dead_result
-local FLOW_KEEP = nil
+-- @include flow_keep
 local MY_PARTITION = string.match(PREFIX, '#(%d+)}:$')
 local EARLY_MS = 86400000
-local function flow_keep()
-  if FLOW_KEEP == nil then
-    local v = redis.pcall('HGET', PREFIX .. 'meta', 'flow')
-    FLOW_KEEP = type(v) == 'string' and tonumber(v) or 0
-  end
-  return FLOW_KEEP
-end
 
 -- flow_due(kind, when, now): a released job's due time: its delay counted from now, or its at.
 local function flow_due(kind, when, now)

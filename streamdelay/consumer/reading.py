@@ -28,7 +28,7 @@ from typing import Any
 from ..base.errors import GroupNotFound
 from ..engine.constants import REFRESH_S
 from ..engine.pending import entries_plan, own_pending_plan
-from ..engine.taking import read_plan, streams_of
+from ..engine.taking import has_deadline, read_plan, streams_of
 from ..protocol.keys import PartitionKeys
 from ..redis_io.clients import AsyncClient, async_client
 from ..redis_io.runner import RETRYABLE, drive_once_async
@@ -127,6 +127,7 @@ async def read_loop(worker: ReadingHost, keys: PartitionKeys) -> None:
     failures = 0
     next_look = 0.0
     own = OwnPending()
+    deadlines = False  # TIME rides along with each read once a job with a deadline came
     try:
         while not worker.stopping:
             if worker.free_slots() <= 0:
@@ -153,7 +154,8 @@ async def read_loop(worker: ReadingHost, keys: PartitionKeys) -> None:
             try:
                 entries = await drive_once_async(blocking, read_plan(
                     worker.group, worker.consumer, streams_of([keys], chosen),
-                    free // len(chosen), block_ms))
+                    free // len(chosen), block_ms, clock=deadlines))
+                deadlines = deadlines or has_deadline(entries)  # docs/expiry.md#cost
                 failures = 0
             except RETRYABLE as exc:
                 failures += 1

@@ -5,9 +5,10 @@ wait when it gave fewer than asked: for the next token (rate: the driver sleeps)
 lease (concurrency: ``BLPOP`` on the topic's ``limitwake`` list) or for a new entry (drained:
 ``XREAD BLOCK`` from the group's last delivered id).
 
-Every take reads the server clock in the same round trip as its entries (``TIME`` after the
-read in one pipeline; after ``takeLimited`` only when an entry carries a deadline), so the open
-step can tell a job whose deadline passed while it waited in its stream (docs/expiry.md).
+Every take that returns a job with a deadline reads the server clock with its entries (``TIME``
+after the read in one pipeline once the reader has seen a deadline; else, and after
+``takeLimited``, in one more round trip only when an entry carries one), so the open step can
+tell a job whose deadline passed while it waited in its stream (docs/expiry.md).
 
 Which topics are paused or limited is read here too: all of them at once (the Worker's view,
 refreshed every ``REFRESH_S``), or one topic's pause flag and limit (a reserve round).
@@ -97,13 +98,21 @@ def parse_read(reply: Any, streams: Streams, now_ms: int = 0) -> list[Entry]:
     return found
 
 
-def read_plan(group: str, consumer: str, streams: Streams, count: int, block_ms: int | None
-              ) -> Plan[list[Entry]]:
+def read_plan(group: str, consumer: str, streams: Streams, count: int, block_ms: int | None,
+              clock: bool = True) -> Plan[list[Entry]]:
     """One read of new entries of ``streams`` (see ``read_command``), and ``TIME`` after it in
-    the same pipeline: the server clock when the read returned."""
-    reply, clock = yield Commands((read_command(group, consumer, list(streams), count,
-                                                block_ms), TIME))
-    return parse_read(reply, streams, clock_ms(clock))
+    the same pipeline: the server clock when the read returned. With ``clock=False`` the read
+    goes alone, and ``TIME`` follows (one more round trip) only when an entry carries a job
+    deadline: a reader that has seen no deadline pays nothing for expiry (docs/expiry.md#cost)."""
+    read = read_command(group, consumer, list(streams), count, block_ms)
+    if clock:
+        reply, now = yield Commands((read, TIME))
+        return parse_read(reply, streams, clock_ms(now))
+    entries = parse_read((yield read), streams)
+    if has_deadline(entries):
+        now_ms = clock_ms((yield TIME))
+        entries = [entry._replace(now_ms=now_ms) for entry in entries]
+    return entries
 
 
 class Taken(NamedTuple):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from streamdelay.engine.taking import TIME, clock_ms, read_plan
 from streamdelay.protocol.deliveries import EXPIRED, open_entry
-from streamdelay.protocol.plan import Commands
+from streamdelay.protocol.plan import Command, Commands
 
 
 def _open(fields: dict[bytes, bytes], entry_id: str, now_ms: int) -> tuple[bool, str]:
@@ -40,3 +40,34 @@ def test_a_read_carries_time_in_its_pipeline() -> None:
         assert entry.now_ms == clock_ms(reply[1]) == 1764000000123
     else:
         raise AssertionError("the read plan yields one step")
+
+
+def _finish(plan: object, reply: object) -> object:
+    try:
+        plan.send(reply)  # type: ignore[attr-defined]
+    except StopIteration as done:
+        return done.value
+    raise AssertionError("the plan asked for another step")
+
+
+def test_a_read_without_the_clock_sends_the_read_alone() -> None:
+    """A worker that has seen no deadline reads without TIME (docs/expiry.md#cost)."""
+    streams = {"sd:{q#0}:t:t": (0, "t")}
+    plan = read_plan("g", "c", streams, 5, 1000, clock=False)
+    step = next(plan)
+    assert isinstance(step, Command) and step.args[0] == "XREADGROUP"
+    entries = _finish(plan, [[b"sd:{q#0}:t:t", [[b"1-0", {b"id": b"a", b"rec": b""}]]]])
+    assert [(e.entry_id, e.now_ms) for e in entries] == [("1-0", 0)]  # type: ignore[attr-defined]
+
+
+def test_a_read_without_the_clock_reads_time_after_an_entry_with_a_deadline() -> None:
+    """An entry with a deadline (field x) makes the read plan ask TIME next, one more round
+    trip, and every entry of the read carries that clock."""
+    streams = {"sd:{q#0}:t:t": (0, "t")}
+    plan = read_plan("g", "c", streams, 5, None, clock=False)
+    assert isinstance(next(plan), Command)
+    step = plan.send([[b"sd:{q#0}:t:t", [[b"1-0", {b"id": b"a"}],
+                                          [b"2-0", {b"id": b"b", b"x": b"5"}]]]])
+    assert step == TIME
+    entries = _finish(plan, [b"1764000000", b"123456"])
+    assert [e.now_ms for e in entries] == [1764000000123] * 2  # type: ignore[attr-defined]
