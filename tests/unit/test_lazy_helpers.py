@@ -14,6 +14,7 @@ LAZY = [
     ("promoteDueV2", "ends_lib", ["expire_job", "deadlines_of", "end_dead", "flow_ended",
                                   "keep_result"]),
     ("ackJobsV3", "flow_lib", ["flow_ended", "flow_apply"]),
+    ("failJobV3", "dead_lib", ["end_dead", "flow_ended", "flow_apply", "dead_result"]),
 ]
 
 
