@@ -24,7 +24,8 @@
 -- Events (docs/events.md): 'started' (when no heartbeat reported it) and 'succeeded' per current
 --  delivery, when the queue keeps events.
 -- Workflows (docs/workflows.md): on a partition that keeps outcomes, each job settled keeps its
--- outcome and tells its waiters (includes/flow.lua); otherwise one HGET per call.
+-- outcome and tells its waiters (includes/flow.lua). The events and workflow switches are read
+-- with one HMGET per call (includes/read_switches.lua).
 -- @include server_time
 -- @include keys
 -- @include release_lease
@@ -42,6 +43,7 @@
 -- @include emit_started
 -- @include drop_opts
 -- @include flow_keep
+-- @include read_switches
 
 -- flow_lib(): flow_ended of the workflow helpers (includes/flow.lua), built only when a job
 -- ends on a partition that keeps outcomes: built at the top, their closures would cost every
@@ -81,7 +83,10 @@ for b = 4, last, 3 do
 end
 local raws = {}
 local whole = {} -- keep_done: header-only records made whole, read before their entry goes
-if #ids > 0 then raws = hmget_many(K_JOBS, ids) end
+if #ids > 0 then
+  raws = hmget_many(K_JOBS, ids)
+  read_switches() -- events and flow: one HMGET
+end
 if keep > 0 then
   for i = 1, #ids do
     local r = parse_record(raws[i])

@@ -33,12 +33,20 @@
 -- @include hold
 -- @include emit_event
 -- @include emit_started
+-- @include flow_keep
+-- @include read_switches
+
+-- dead_lib(): end_dead with the workflow helpers (includes/end_dead.lua, includes/flow.lua), built
+-- only when the job goes dead: built at the top, their closures would cost every retry
+-- (docs/keys.md#includes; docs/benchmarks.md, History 2026-11-26)
+local function dead_lib()
 -- @include new_record
 -- @include blob_keep
 -- @include dead_result
--- @include flow_keep
 -- @include flow
 -- @include end_dead
+  return end_dead
+end
 
 local now, now_us = server_time()
 local group, topic, id, eid = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -52,6 +60,7 @@ local r = parse_record(redis.call('HGET', K_JOBS, id))
 local current = r and r.state == 's' and r.entry == eid
 local whole = current and full_record(r) -- read before the entry is deleted
 if current then -- 'started' and the outcome share one entry (docs/events.md#entries)
+  read_switches() -- events and flow: one HMGET
   events_batch()
   emit_started(id, r, group, eid, now)
 end
@@ -65,7 +74,7 @@ end
 r.attempts = r.attempts + 1
 if not whole then err = STREAM_ENTRY_LOST .. '; last error: ' .. err end
 if dead_now or r.attempts >= r.max or not whole then -- ends like every dead job: end_dead
-  local entry = end_dead(id, r, err, now, tonumber(ARGV[8]))
+  local entry = dead_lib()(id, r, err, now, tonumber(ARGV[8]))
   events_flush()
   return {2, entry}
 end

@@ -15,72 +15,88 @@
 -- index> <byte length> <topic>', back to back). An event whose id or detail holds a '\n' is
 -- written alone, after the events before it.
 -- A failed XADD (a foreign value at the events key) drops the event, never the transition.
+-- Lazy: the state lives in one table EV; the writer (its tables and closures) is built by
+-- events_lib() on the first emit of a queue with events on, so a script with events off pays
+-- the HGET and a few closures only (docs/keys.md#includes; docs/benchmarks.md, History).
 -- @include keys
-local EVENTS_MAXLEN = nil
-local EVENTS_PER_ENTRY, EVENTS_ENTRY_BYTES = 100, 16384
-local EVENTS_BATCHED = false
-local EVENTS_N, EVENTS_BYTES = 0, 0
-local EV_I, EV_D, EV_K, EV_T, EV_A, EV_AT = {}, {}, {}, {}, {}, {}
-local EV_LK, EV_LT, EV_LA, EV_LAT = nil, nil, nil, nil -- the last event's kind, topic, attempt, at
+local EV = {} -- max: the switch (nil until read); batched; emit, flush: built by events_lib()
 local function events_on()
-  if EVENTS_MAXLEN == nil then
+  local max = EV.max
+  if max == nil then
     local on = redis.pcall('HGET', PREFIX .. 'meta', 'events')
-    EVENTS_MAXLEN = type(on) == 'string' and tonumber(on) or 0
+    max = type(on) == 'string' and tonumber(on) or 0
+    EV.max = max
   end
-  return EVENTS_MAXLEN > 0
+  return max > 0
+end
+local function events_lib()
+  local EVENTS_MAXLEN = EV.max
+  local EVENTS_PER_ENTRY, EVENTS_ENTRY_BYTES = 100, 16384
+  local EVENTS_N, EVENTS_BYTES = 0, 0
+  local EV_I, EV_D, EV_K, EV_T, EV_A, EV_AT = {}, {}, {}, {}, {}, {}
+  local EV_LK, EV_LT, EV_LA, EV_LAT = nil, nil, nil, nil -- the last event's kind, topic, attempt, at
+  local function flush()
+    local n = EVENTS_N
+    if n == 0 then return end
+    if n == 1 then
+      redis.pcall('XADD', PREFIX .. 'events', 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'k', EV_LK,
+                  'i', EV_I[1], 't', EV_LT, 'a', EV_LA, 'at', EV_LAT, 'd', EV_D[1])
+    else
+      local concat = table.concat
+      redis.pcall('XADD', PREFIX .. 'events', 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'n', n,
+                  'i', concat(EV_I, '\n'), 'd', concat(EV_D, '\n'), 'k', concat(EV_K, ' '),
+                  'a', concat(EV_A, ' '), '@', concat(EV_AT, ' '), 't', concat(EV_T))
+    end
+    EVENTS_N, EVENTS_BYTES = 0, 0
+    EV_I, EV_D, EV_K, EV_T, EV_A, EV_AT = {}, {}, {}, {}, {}, {}
+    EV_LK, EV_LT, EV_LA, EV_LAT = nil, nil, nil, nil
+  end
+  local ev_type, ev_find, ev_format = type, string.find, string.format -- looked up once a call
+  local function emit(kind, id, topic, attempt, detail, at)
+    -- an event that cannot be written is dropped, never the transition (a foreign record)
+    if not (id and topic) then return end
+    if not at then
+      local t = redis.call('TIME')
+      at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    end
+    local td = ev_type(detail)
+    if td == 'number' and detail % 1 == 0 then detail = ev_format('%d', detail)
+    elseif td ~= 'string' then detail = tostring(detail or '') end
+    local dl = #detail
+    if dl > 512 then detail = string.sub(detail, 1, 512); dl = 512 end
+    attempt = attempt or 0
+    local alone = not EV.batched
+    if not alone and (ev_find(id, '\n', 1, true) or (dl > 0 and ev_find(detail, '\n', 1, true))) then
+      flush() -- the events before it first, then it alone: order kept
+      alone = true
+    end
+    if alone then
+      redis.pcall('XADD', PREFIX .. 'events', 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'k', kind, 'i', id,
+                  't', topic, 'a', attempt, 'at', at, 'd', detail)
+      return
+    end
+    local n = EVENTS_N + 1
+    EVENTS_N = n
+    -- '%d': far cheaper than Lua's number to text (%.14g) that table.concat would use
+    if kind ~= EV_LK then EV_K[#EV_K + 1] = ev_format('%d %s', n, kind); EV_LK = kind end
+    if topic ~= EV_LT then EV_T[#EV_T + 1] = ev_format('%d %d %s', n, #topic, topic); EV_LT = topic end
+    if attempt ~= EV_LA then EV_A[#EV_A + 1] = ev_format('%d %d', n, attempt); EV_LA = attempt end
+    if at ~= EV_LAT then EV_AT[#EV_AT + 1] = ev_format('%d %d', n, at); EV_LAT = at end
+    EV_I[n], EV_D[n] = id, detail
+    EVENTS_BYTES = EVENTS_BYTES + #id + dl + 8
+    if n >= EVENTS_PER_ENTRY or EVENTS_BYTES >= EVENTS_ENTRY_BYTES then flush() end
+  end
+  EV.emit, EV.flush = emit, flush
+  return emit
 end
 local function events_flush()
-  local n = EVENTS_N
-  if n == 0 then return end
-  if n == 1 then
-    redis.pcall('XADD', PREFIX .. 'events', 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'k', EV_LK,
-                'i', EV_I[1], 't', EV_LT, 'a', EV_LA, 'at', EV_LAT, 'd', EV_D[1])
-  else
-    local concat = table.concat
-    redis.pcall('XADD', PREFIX .. 'events', 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'n', n,
-                'i', concat(EV_I, '\n'), 'd', concat(EV_D, '\n'), 'k', concat(EV_K, ' '),
-                'a', concat(EV_A, ' '), '@', concat(EV_AT, ' '), 't', concat(EV_T))
-  end
-  EVENTS_N, EVENTS_BYTES = 0, 0
-  EV_I, EV_D, EV_K, EV_T, EV_A, EV_AT = {}, {}, {}, {}, {}, {}
-  EV_LK, EV_LT, EV_LA, EV_LAT = nil, nil, nil, nil
+  local flush = EV.flush
+  if flush then flush() end
 end
 local function events_batch()
-  EVENTS_BATCHED = true
+  EV.batched = true
 end
-local ev_type, ev_find, ev_format = type, string.find, string.format -- looked up once a call
 local function emit_event(kind, id, topic, attempt, detail, at)
   if not events_on() then return end
-  -- an event that cannot be written is dropped, never the transition (a foreign record)
-  if not (id and topic) then return end
-  if not at then
-    local t = redis.call('TIME')
-    at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  end
-  local td = ev_type(detail)
-  if td == 'number' and detail % 1 == 0 then detail = ev_format('%d', detail)
-  elseif td ~= 'string' then detail = tostring(detail or '') end
-  local dl = #detail
-  if dl > 512 then detail = string.sub(detail, 1, 512); dl = 512 end
-  attempt = attempt or 0
-  local alone = not EVENTS_BATCHED
-  if not alone and (ev_find(id, '\n', 1, true) or (dl > 0 and ev_find(detail, '\n', 1, true))) then
-    events_flush() -- the events before it first, then it alone: order kept
-    alone = true
-  end
-  if alone then
-    redis.pcall('XADD', PREFIX .. 'events', 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'k', kind, 'i', id,
-                't', topic, 'a', attempt, 'at', at, 'd', detail)
-    return
-  end
-  local n = EVENTS_N + 1
-  EVENTS_N = n
-  -- '%d': far cheaper than Lua's number to text (%.14g) that table.concat would use
-  if kind ~= EV_LK then EV_K[#EV_K + 1] = ev_format('%d %s', n, kind); EV_LK = kind end
-  if topic ~= EV_LT then EV_T[#EV_T + 1] = ev_format('%d %d %s', n, #topic, topic); EV_LT = topic end
-  if attempt ~= EV_LA then EV_A[#EV_A + 1] = ev_format('%d %d', n, attempt); EV_LA = attempt end
-  if at ~= EV_LAT then EV_AT[#EV_AT + 1] = ev_format('%d %d', n, at); EV_LAT = at end
-  EV_I[n], EV_D[n] = id, detail
-  EVENTS_BYTES = EVENTS_BYTES + #id + dl + 8
-  if n >= EVENTS_PER_ENTRY or EVENTS_BYTES >= EVENTS_ENTRY_BYTES then events_flush() end
+  return (EV.emit or events_lib())(kind, id, topic, attempt, detail, at)
 end

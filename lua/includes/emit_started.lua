@@ -8,57 +8,71 @@
 -- ranged XPENDING per topic from the lowest to the highest entry id of the call (bounded COUNT)
 -- instead of one XPENDING per delivery; an entry the bounded range did not reach is looked up
 -- alone (docs/events.md#started).
+-- Lazy: the state and the helpers are built by started_lib() on the first call with events on
+-- (includes/emit_event.lua), so a queue with events off pays one closure per helper only.
 -- @include keys
 -- @include emit_event
-local EVENTS_STARTED = {}
-local EVENTS_PEL = {} -- entry id -> XPENDING row {eid, owner, idle, count}, from started_prefetch
-local EVENTS_PEL_WHOLE = {} -- topic -> true when its ranged XPENDING covered the call's range
--- a < b for stream entry ids: the common case (both of 13-digit ms, the same length) is one
--- string comparison, as parsing each id costs far more (docs/events.md#started)
-local function started_before(a, b)
-  if #a == #b and string.byte(a, 14) == 45 and string.byte(b, 14) == 45 then return a < b end
-  local ams, aseq = string.match(a, '^(%d+)%-(%d+)$')
-  local bms, bseq = string.match(b, '^(%d+)%-(%d+)$')
-  if not (ams and bms) then return false end
-  ams, bms = tonumber(ams), tonumber(bms)
-  return ams < bms or (ams == bms and tonumber(aseq) < tonumber(bseq))
-end
-local function started_prefetch(group, by_topic)
-  if not events_on() then return end
-  for topic, eids in pairs(by_topic) do
-    local lo, hi = eids[1], eids[1]
-    for k = 2, #eids do
-      local eid = eids[k]
-      if started_before(eid, lo) then lo = eid elseif started_before(hi, eid) then hi = eid end
-    end
-    if lo and #eids > 1 then
-      local count = 2 * #eids + 64
-      local rows = redis.pcall('XPENDING', PREFIX .. 't:' .. topic, group, lo, hi, count)
-      if type(rows) == 'table' and not rows.err then
-        for _, row in ipairs(rows) do EVENTS_PEL[row[1]] = row end
-        EVENTS_PEL_WHOLE[topic] = #rows < count
+local function started_lib()
+  local EVENTS_STARTED = {}
+  local EVENTS_PEL = {} -- entry id -> XPENDING row {eid, owner, idle, count}, from started_prefetch
+  local EVENTS_PEL_WHOLE = {} -- topic -> true when its ranged XPENDING covered the call's range
+  -- a < b for stream entry ids: the common case (both of 13-digit ms, the same length) is one
+  -- string comparison, as parsing each id costs far more (docs/events.md#started)
+  local function started_before(a, b)
+    if #a == #b and string.byte(a, 14) == 45 and string.byte(b, 14) == 45 then return a < b end
+    local ams, aseq = string.match(a, '^(%d+)%-(%d+)$')
+    local bms, bseq = string.match(b, '^(%d+)%-(%d+)$')
+    if not (ams and bms) then return false end
+    ams, bms = tonumber(ams), tonumber(bms)
+    return ams < bms or (ams == bms and tonumber(aseq) < tonumber(bseq))
+  end
+  local function prefetch(group, by_topic)
+    for topic, eids in pairs(by_topic) do
+      local lo, hi = eids[1], eids[1]
+      for k = 2, #eids do
+        local eid = eids[k]
+        if started_before(eid, lo) then lo = eid elseif started_before(hi, eid) then hi = eid end
+      end
+      if lo and #eids > 1 then
+        local count = 2 * #eids + 64
+        local rows = redis.pcall('XPENDING', PREFIX .. 't:' .. topic, group, lo, hi, count)
+        if type(rows) == 'table' and not rows.err then
+          for _, row in ipairs(rows) do EVENTS_PEL[row[1]] = row end
+          EVENTS_PEL_WHOLE[topic] = #rows < count
+        end
       end
     end
   end
+  local function started(id, rec, group, eid, now)
+    if EVENTS_STARTED[eid] then return end
+    local state, attempts, entry, topic
+    if type(rec) == 'table' then
+      state, attempts, entry, topic = rec.state, rec.attempts, rec.entry, rec.topic
+    else
+      state, attempts, entry, topic = string.match(rec,
+        '^([dsxc])|(%d+)|%d+|%d+|%d+|%d+|([%d%-]*)|([^|]+)|')
+    end
+    if state ~= 's' or entry ~= eid then return end
+    local row = EVENTS_PEL[eid]
+    if not row then
+      if EVENTS_PEL_WHOLE[topic] then return end -- in the range read, not pending
+      local rows = redis.pcall('XPENDING', PREFIX .. 't:' .. topic, group, eid, eid, 1)
+      if type(rows) ~= 'table' or rows.err then return end
+      row = rows[1]
+    end
+    if not row or tonumber(row[4]) > 1 then return end
+    EVENTS_STARTED[eid] = true
+    emit_event('started', id, topic, tonumber(attempts) + 1, '', now - row[3])
+  end
+  EV.prefetch, EV.started = prefetch, started
+  return started
+end
+local function started_prefetch(group, by_topic)
+  if not events_on() then return end
+  if not EV.prefetch then started_lib() end
+  return EV.prefetch(group, by_topic)
 end
 local function emit_started(id, rec, group, eid, now)
-  if not events_on() or not rec or EVENTS_STARTED[eid] then return end
-  local state, attempts, entry, topic
-  if type(rec) == 'table' then
-    state, attempts, entry, topic = rec.state, rec.attempts, rec.entry, rec.topic
-  else
-    state, attempts, entry, topic = string.match(rec,
-      '^([dsxc])|(%d+)|%d+|%d+|%d+|%d+|([%d%-]*)|([^|]+)|')
-  end
-  if state ~= 's' or entry ~= eid then return end
-  local row = EVENTS_PEL[eid]
-  if not row then
-    if EVENTS_PEL_WHOLE[topic] then return end -- in the range read, not pending
-    local rows = redis.pcall('XPENDING', PREFIX .. 't:' .. topic, group, eid, eid, 1)
-    if type(rows) ~= 'table' or rows.err then return end
-    row = rows[1]
-  end
-  if not row or tonumber(row[4]) > 1 then return end
-  EVENTS_STARTED[eid] = true
-  emit_event('started', id, topic, tonumber(attempts) + 1, '', now - row[3])
+  if not events_on() or not rec then return end
+  return (EV.started or started_lib())(id, rec, group, eid, now)
 end

@@ -14,6 +14,7 @@ LAZY = [
     ("promoteDueV2", "ends_lib", ["expire_job", "deadlines_of", "end_dead", "flow_ended",
                                   "keep_result"]),
     ("ackJobsV3", "flow_lib", ["flow_ended", "flow_apply"]),
+    ("failJobV3", "dead_lib", ["end_dead", "flow_ended", "flow_apply", "dead_result"]),
 ]
 
 
@@ -34,3 +35,27 @@ def test_the_settle_scripts_ask_flow_keep_without_building_the_workflow_helpers(
         source = load_scripts()[name].source
         assert source.find("\nlocal function flow_keep()") < source.find(
             "\nlocal function flow_lib()"), name
+
+
+EVENTS = [
+    ("events_lib", ["local function emit(", "local function flush(", "local EV_I, EV_D",
+                    "local EVENTS_N, EVENTS_BYTES"]),
+    ("started_lib", ["local function started_before(", "local function prefetch(",
+                     "local function started(", "local EVENTS_STARTED = {}"]),
+]
+
+
+@pytest.mark.parametrize("name", ["promoteDueV2", "ackJobsV3", "failJobV3", "touchJobsV2"])
+def test_the_events_writer_is_built_only_by_its_lazy_builder(name: str) -> None:
+    """A script with events off builds none of the events' tables and closures
+    (includes/emit_event.lua, includes/emit_started.lua): each is inside its builder."""
+    source = load_scripts()[name].source
+    for builder, parts in EVENTS:
+        start = source.find(f"\nlocal function {builder}()\n")
+        if builder == "events_lib":
+            assert start > 0, f"{name} has no {builder}()"
+        elif start < 0:
+            continue  # a script without 'started' events
+        for part in parts:
+            assert source.count(part) == 1, f"{name}: {part} once"
+            assert source.find(part) > start, f"{name}: {part} before {builder}()"
