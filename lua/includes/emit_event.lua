@@ -98,5 +98,20 @@ local function events_batch()
 end
 local function emit_event(kind, id, topic, attempt, detail, at)
   if not events_on() then return end
-  return (EV.emit or events_lib())(kind, id, topic, attempt, detail, at)
+  local emit = EV.emit
+  if not (emit or EV.batched) then -- one event of an unbatched call: written as it comes,
+    -- without building the writer (a one-job enqueue would pay for its closures)
+    if not (id and topic) then return end
+    if not at then
+      local t = redis.call('TIME')
+      at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    end
+    if type(detail) == 'number' and detail % 1 == 0 then detail = string.format('%d', detail)
+    else detail = tostring(detail or '') end
+    if #detail > 512 then detail = string.sub(detail, 1, 512) end
+    redis.pcall('XADD', PREFIX .. 'events', 'MAXLEN', '~', EV.max, '*', 'k', kind, 'i', id,
+                't', topic, 'a', attempt or 0, 'at', at, 'd', detail)
+    return
+  end
+  return (emit or events_lib())(kind, id, topic, attempt, detail, at)
 end
