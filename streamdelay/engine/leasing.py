@@ -44,9 +44,13 @@ def ttr_of(fields: dict[Any, Any] | None) -> int:
     """The ttr (ms) in a stream entry's record (``rec``, its 5th field); the default when it
     does not parse (the worker dead-letters such an entry: its lease is freed then)."""
     raw = (fields or {}).get(b"rec", (fields or {}).get("rec"))
-    try:
-        return max(1, int(text(raw).split("|", 5)[4]))
-    except (IndexError, ValueError, TypeError, AttributeError):
+    if isinstance(raw, str):
+        raw = raw.encode()
+    if not isinstance(raw, bytes):
+        return DEFAULT_TTR_MS
+    try:  # split the bytes: the blob after the header is binary (msgpack), never UTF-8 text
+        return max(1, int(raw.split(b"|", 5)[4]))
+    except (IndexError, ValueError):
         return DEFAULT_TTR_MS
 
 

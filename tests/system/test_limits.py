@@ -203,7 +203,7 @@ def test_concurrency_holds_across_processes_and_after_a_kill(fleet: Fleet, redis
     first.send_signal(signal.SIGKILL)
     first.wait(timeout=10)
     client.decrby(f"{queue_name}:running", 3)  # the killed handlers never count down
-    wait_for(lambda: len({i for i, _, _ in starts(out) if i.startswith("j")}) >= 150, 60,
+    wait_for(lambda: len({i for i, _, _ in starts(out) if i.startswith("j")}) >= 150, 20,
              "the other jobs to run once the leases expired")
     assert int(client.get(f"{queue_name}:peak") or 0) == 3
     wait_for(lambda: q.stats().topics["limited"].dead == 3, 30,

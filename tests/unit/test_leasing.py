@@ -90,6 +90,14 @@ def test_the_lease_book_frees_each_lease_once() -> None:
     assert leasing.ttr_of({b"rec": REC}) == 5000 and leasing.ttr_of({b"rec": b"bad"}) == 60000
 
 
+def test_a_lease_expires_after_the_ttr_of_a_record_with_a_binary_blob() -> None:
+    """The blob after the record's header is msgpack, not UTF-8: the ttr still reads (it was
+    read as the 60 s default, so a killed worker's leases held the limit for a minute)."""
+    rec = b"s|0|1700000000000|1700000000000|5000|3|1-0|t|\x92\xa1j\xc4\x06\"hang\""
+    assert leasing.ttr_of({b"rec": rec}) == 5000
+    assert leasing.ttr_of({"rec": rec.decode("latin-1")}) == 5000
+
+
 def test_the_lease_flag_is_not_signed_and_an_older_reader_ignores_it() -> None:
     key = b"k" * 32
     base = Receipt(RECEIPT_VERSION, "orders", 1, "t", "a", "1-0", "g", "c", 1, 0, 5000, 0)
