@@ -16,8 +16,9 @@
 -- written alone, after the events before it.
 -- A failed XADD (a foreign value at the events key) drops the event, never the transition.
 -- Lazy: the state lives in one table EV; the writer (its tables and closures) is built by
--- events_lib() on the first emit of a queue with events on, so a script with events off pays
--- the HGET and a few closures only (docs/keys.md#includes; docs/benchmarks.md, History).
+-- events_lib() on the first batched emit of a queue with events on (an unbatched event goes out
+-- through event_alone), so a script with events off pays the HGET and a few closures only
+-- (docs/keys.md#includes; docs/benchmarks.md, History).
 -- @include keys
 local EV = {} -- max: the switch (nil until read); batched; emit, flush: built by events_lib()
 local function events_on()
@@ -29,8 +30,12 @@ local function events_on()
   end
   return max > 0
 end
+local function event_alone(kind, id, topic, attempt, at, detail) -- one event, one entry
+  redis.pcall('XADD', PREFIX .. 'events', 'MAXLEN', '~', EV.max, '*', 'k', kind, 'i', id,
+              't', topic, 'a', attempt, 'at', at, 'd', detail)
+end
+-- events_lib(): the batch writer, emit(...) of normalized events and flush()
 local function events_lib()
-  local EVENTS_MAXLEN = EV.max
   local EVENTS_PER_ENTRY, EVENTS_ENTRY_BYTES = 100, 16384
   local EVENTS_N, EVENTS_BYTES = 0, 0
   local EV_I, EV_D, EV_K, EV_T, EV_A, EV_AT = {}, {}, {}, {}, {}, {}
@@ -39,11 +44,10 @@ local function events_lib()
     local n = EVENTS_N
     if n == 0 then return end
     if n == 1 then
-      redis.pcall('XADD', PREFIX .. 'events', 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'k', EV_LK,
-                  'i', EV_I[1], 't', EV_LT, 'a', EV_LA, 'at', EV_LAT, 'd', EV_D[1])
+      event_alone(EV_LK, EV_I[1], EV_LT, EV_LA, EV_LAT, EV_D[1])
     else
       local concat = table.concat
-      redis.pcall('XADD', PREFIX .. 'events', 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'n', n,
+      redis.pcall('XADD', PREFIX .. 'events', 'MAXLEN', '~', EV.max, '*', 'n', n,
                   'i', concat(EV_I, '\n'), 'd', concat(EV_D, '\n'), 'k', concat(EV_K, ' '),
                   'a', concat(EV_A, ' '), '@', concat(EV_AT, ' '), 't', concat(EV_T))
     end
@@ -51,30 +55,8 @@ local function events_lib()
     EV_I, EV_D, EV_K, EV_T, EV_A, EV_AT = {}, {}, {}, {}, {}, {}
     EV_LK, EV_LT, EV_LA, EV_LAT = nil, nil, nil, nil
   end
-  local ev_type, ev_find, ev_format = type, string.find, string.format -- looked up once a call
+  local ev_format = string.format -- looked up once a call
   local function emit(kind, id, topic, attempt, detail, at)
-    -- an event that cannot be written is dropped, never the transition (a foreign record)
-    if not (id and topic) then return end
-    if not at then
-      local t = redis.call('TIME')
-      at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-    end
-    local td = ev_type(detail)
-    if td == 'number' and detail % 1 == 0 then detail = ev_format('%d', detail)
-    elseif td ~= 'string' then detail = tostring(detail or '') end
-    local dl = #detail
-    if dl > 512 then detail = string.sub(detail, 1, 512); dl = 512 end
-    attempt = attempt or 0
-    local alone = not EV.batched
-    if not alone and (ev_find(id, '\n', 1, true) or (dl > 0 and ev_find(detail, '\n', 1, true))) then
-      flush() -- the events before it first, then it alone: order kept
-      alone = true
-    end
-    if alone then
-      redis.pcall('XADD', PREFIX .. 'events', 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'k', kind, 'i', id,
-                  't', topic, 'a', attempt, 'at', at, 'd', detail)
-      return
-    end
     local n = EVENTS_N + 1
     EVENTS_N = n
     -- '%d': far cheaper than Lua's number to text (%.14g) that table.concat would use
@@ -83,7 +65,7 @@ local function events_lib()
     if attempt ~= EV_LA then EV_A[#EV_A + 1] = ev_format('%d %d', n, attempt); EV_LA = attempt end
     if at ~= EV_LAT then EV_AT[#EV_AT + 1] = ev_format('%d %d', n, at); EV_LAT = at end
     EV_I[n], EV_D[n] = id, detail
-    EVENTS_BYTES = EVENTS_BYTES + #id + dl + 8
+    EVENTS_BYTES = EVENTS_BYTES + #id + #detail + 8
     if n >= EVENTS_PER_ENTRY or EVENTS_BYTES >= EVENTS_ENTRY_BYTES then flush() end
   end
   EV.emit, EV.flush = emit, flush
@@ -98,20 +80,22 @@ local function events_batch()
 end
 local function emit_event(kind, id, topic, attempt, detail, at)
   if not events_on() then return end
-  local emit = EV.emit
-  if not (emit or EV.batched) then -- one event of an unbatched call: written as it comes,
-    -- without building the writer (a one-job enqueue would pay for its closures)
-    if not (id and topic) then return end
-    if not at then
-      local t = redis.call('TIME')
-      at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-    end
-    if type(detail) == 'number' and detail % 1 == 0 then detail = string.format('%d', detail)
-    else detail = tostring(detail or '') end
-    if #detail > 512 then detail = string.sub(detail, 1, 512) end
-    redis.pcall('XADD', PREFIX .. 'events', 'MAXLEN', '~', EV.max, '*', 'k', kind, 'i', id,
-                't', topic, 'a', attempt or 0, 'at', at, 'd', detail)
-    return
+  -- an event that cannot be written is dropped, never the transition (a foreign record)
+  if not (id and topic) then return end
+  if not at then
+    local t = redis.call('TIME')
+    at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   end
-  return (emit or events_lib())(kind, id, topic, attempt, detail, at)
+  local td = type(detail)
+  if td == 'number' and detail % 1 == 0 then detail = string.format('%d', detail)
+  elseif td ~= 'string' then detail = tostring(detail or '') end
+  if #detail > 512 then detail = string.sub(detail, 1, 512) end
+  attempt = attempt or 0
+  if EV.batched and not (string.find(id, '\n', 1, true) or string.find(detail, '\n', 1, true)) then
+    return (EV.emit or events_lib())(kind, id, topic, attempt, detail, at)
+  end
+  -- unbatched (written as it comes, the writer never built: a one-job enqueue would pay for
+  -- its closures), or an id or detail with a line feed: alone, after the events before it
+  events_flush()
+  event_alone(kind, id, topic, attempt, at, detail)
 end
