@@ -96,8 +96,30 @@ if keep > 0 then
   end
 end
 events_batch() -- the call's events share entries (docs/events.md#entries)
-started_prefetch(group, by_topic)
-for i = 1, #ids do emit_started(ids[i], raws[i], group, ARGV[3 * i + 3], now) end
+-- events on: each record is parsed here, once (its state, attempts and entry serve 'started',
+-- the loop below and 'succeeded'), and 'started' is dated before XACK drops the pending entries
+local heads = nil -- i -> the attempt that ran (a current delivery), false (a held job's delivery)
+if #ids > 0 and events_on() then
+  heads = {}
+  started_prefetch(group, by_topic)
+  local seen = {}
+  for i = 1, #ids do
+    local id, raw = ids[i], raws[i]
+    if raw and not seen[id] then
+      local state, attempts, entry = string.match(raw, '^([dsxc])|(%d+)|%d+|%d+|%d+|%d+|([%d%-]*)|[^|]+|')
+      local eid = ARGV[3 * i + 3]
+      if state == 's' and entry == eid then
+        seen[id] = true -- a job named twice settles once, by its current delivery
+        local ran, topic = tonumber(attempts) + 1, ARGV[3 * i + 1]
+        heads[i] = ran
+        local at = started_at(group, topic, eid, now)
+        if at then events_push('started', id, topic, ran, at) end
+      elseif state == 'd' and entry == eid then
+        heads[i] = false
+      end
+    end
+  end
+end
 local STEP = 1000
 for _, topic in ipairs(topics) do
   local sk, eids = stream_key(topic), by_topic[topic]
@@ -114,13 +136,16 @@ if #ids > 0 then
     local id, eid = ids[i], ARGV[3 * i + 3]
     -- only the state and the entry are looked at (no copy of the blob); see parse_record
     local state, entry = nil, nil
-    if raws[i] and not done[id] then
+    if heads then -- parsed above: a number (the attempt that ran) for a current delivery
+      local ran = heads[i]
+      if ran then state, entry = 's', eid elseif ran == false then state, entry = 'd', eid end
+    elseif raws[i] and not done[id] then
       state, entry = string.match(raws[i], '^([dsxc])|%d+|%d+|%d+|%d+|%d+|([%d%-]*)|[^|]+|')
     end
     if state == 's' and entry == eid then
       done[id] = true
       ended[#ended + 1] = id
-      emit_event('succeeded', id, ARGV[3 * i + 1], tonumber(string.match(raws[i], '^.|(%d+)')) + 1, '', now)
+      if heads then events_push('succeeded', id, ARGV[3 * i + 1], heads[i], now) end
       if keep > 0 then
         local r = parse_record(whole[i] or raws[i])
         r.state, r.entry = 'c', ''

@@ -108,6 +108,7 @@ if n > 0 then
   local raws
   raws, n = read_records(ids, MAX_BATCH_BYTES)
   local X = redis.call('EXISTS', K_OPTS) == 1 and ends() or nil -- any job options here?
+  local ev = events_on() -- read once: 'promoted' goes out through events_push
   local S = redis.call('EXISTS', K_STAGED) == 1 and staging_lib() or nil -- any staged topic?
   local deadlines = X and X.deadlines_of(ids, n) -- nil on a queue without job options
   local writes, nw = {}, 0 -- id, new record pairs: one HSET for the batch
@@ -153,7 +154,7 @@ if n > 0 then
       moved = moved + 1
       local attempts, due = match(mid, '^|(%d+)|(%d+)|')
       staged[#staged + 1] = {id, topic, tonumber(due)}
-      emit_event('promoted', id, topic, tonumber(attempts), 'ready', now)
+      if ev then events_push('promoted', id, topic, tonumber(attempts), now, 'ready') end
     elseif mid then
       local sk = streams[topic]
       if not sk then sk = stream_key(topic); streams[topic] = sk end
@@ -174,7 +175,7 @@ if n > 0 then
         left = left + 1
         per_topic[topic] = (per_topic[topic] or 0) + 1
         moved = moved + 1
-        emit_event('promoted', id, topic, tonumber(match(mid, '^|(%d+)')), entry, now)
+        if ev then events_push('promoted', id, topic, tonumber(match(mid, '^|(%d+)')), now, entry) end
       elseif not wrong_type(entry) then
         failed = sk .. ' ' .. tostring(entry.err)
         break

@@ -15,6 +15,7 @@ import streamdelay as sd
 from streamdelay.protocol.keys import PartitionKeys
 from streamdelay.protocol.scripts import script
 from streamdelay.redis_io.runner import run_step_sync
+from tests.support.promoting import promote_due_sync
 
 pytestmark = pytest.mark.timeout(60)
 N = 250  # jobs per call: three entries of at most 100 events
@@ -38,7 +39,7 @@ def run_batch(q: sd.Queue) -> None:
 
     call("registerGroup", ["g", "t"])
     q.enqueue_many([sd.JobSpec("t", i, id=f"b{i}") for i in range(N)])
-    assert call("promoteDueV2", [1000])[0] == N
+    assert promote_due_sync(q.client, keys, N) == N
     (_, entries), = q.client.xreadgroup("g", "c", {keys.stream("t"): ">"}, count=N)
     args: list[Any] = ["g", 0, N]
     for eid, fields in entries:
@@ -119,7 +120,7 @@ def test_a_detail_with_a_line_break_keeps_its_place(evq: sd.Queue) -> None:
     evq.enqueue("t", 1, id="multi", max_attempts=2)
     keys = PartitionKeys(evq.name, 0)
     run_step_sync(evq.client, script("registerGroup").call(keys.script_keys(), ["g", "t"]))
-    run_step_sync(evq.client, script("promoteDueV2").call(keys.script_keys(), [100]))
+    promote_due_sync(evq.client, keys)
     (_, entries), = evq.client.xreadgroup("g", "c", {keys.stream("t"): ">"}, count=1)
     eid = entries[0][0].decode()
     run_step_sync(evq.client, script("failJobV3").call(
@@ -127,3 +128,27 @@ def test_a_detail_with_a_line_break_keeps_its_place(evq: sd.Queue) -> None:
     events = list(evq.events(follow=False))
     assert [e.kind for e in events] == ["enqueued", "promoted", "started", "retried"]
     assert events[3].detail == "line 1\nline 2" and events[3].attempt == 1
+
+
+def test_a_job_named_twice_in_a_settle_reports_started_and_succeeded_once(evq: sd.Queue) -> None:
+    """ackJobsV3 with events on parses each record once: a job named first with a stale entry
+    id and then with its current one settles by the current one, a delivery named twice counts
+    once, a cancelled job's delivery writes nothing; each settled job gets one ``started`` and
+    one ``succeeded``."""
+    keys = PartitionKeys(evq.name, 0)
+    run_step_sync(evq.client, script("registerGroup").call(keys.script_keys(), ["g", "t"]))
+    evq.enqueue_many([sd.JobSpec("t", i, id=f"j{i}") for i in range(3)])
+    promote_due_sync(evq.client, keys, 3)
+    (_, entries), = evq.client.xreadgroup("g", "c", {keys.stream("t"): ">"}, count=3)
+    eid = {fields[b"id"].decode(): e.decode() for e, fields in entries}
+    evq.cancel("j2")
+    args: list[Any] = ["g", 0, 5, "t", "j0", eid["j1"], "t", "j0", eid["j0"], "t", "j0", eid["j0"],
+                       "t", "j1", eid["j1"], "t", "j2", eid["j2"]]
+    assert run_step_sync(evq.client, script("ackJobsV3").call(keys.script_keys(), args)) == 2
+    kinds: dict[str, list[str]] = {}
+    for event in evq.events(follow=False):
+        kinds.setdefault(event.id, []).append(event.kind)
+    assert kinds == {"j0": ["enqueued", "promoted", "started", "succeeded"],
+                     "j1": ["enqueued", "promoted", "started", "succeeded"],
+                     "j2": ["enqueued", "promoted", "cancelled"]}
+    assert evq.client.hlen(keys.jobs) == 0

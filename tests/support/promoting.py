@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 from streamdelay import Dispatcher
 from streamdelay.protocol.keys import PartitionKeys
+from streamdelay.protocol.scripts import script
+from streamdelay.redis_io.runner import run_step_sync
 
 
 async def promote_due(dispatcher: Dispatcher, keys: PartitionKeys, expected: int = 1,
@@ -24,4 +27,18 @@ async def promote_due(dispatcher: Dispatcher, keys: PartitionKeys, expected: int
         if moved < expected:
             assert time.monotonic() < deadline, f"only {moved} of {expected} jobs became due"
             await asyncio.sleep(0.002)
+    return moved
+
+
+def promote_due_sync(client: Any, keys: PartitionKeys, expected: int = 1,
+                     timeout: float = 2.0) -> int:
+    """``promote_due`` without a dispatcher: calls ``promoteDueV2`` on ``keys`` (batches of
+    1,000) over ``client`` until ``expected`` jobs moved; returns how many moved."""
+    moved = 0
+    deadline = time.monotonic() + timeout
+    while moved < expected:
+        moved += run_step_sync(client, script("promoteDueV2").call(keys.script_keys(), [1000]))[0]
+        if moved < expected:
+            assert time.monotonic() < deadline, f"only {moved} of {expected} jobs became due"
+            time.sleep(0.002)
     return moved
