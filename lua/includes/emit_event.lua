@@ -37,22 +37,27 @@ end
 -- events_lib(): the batch writer, emit(...) of normalized events and flush()
 local function events_lib()
   local EVENTS_PER_ENTRY, EVENTS_ENTRY_BYTES = 100, 16384
-  local EVENTS_N, EVENTS_BYTES = 0, 0
-  local EV_I, EV_D, EV_K, EV_T, EV_A, EV_AT = {}, {}, {}, {}, {}, {}
+  local EVENTS_N, EVENTS_BYTES = 0, 0 -- events in the entry being built, and their bytes
+  -- the ids and the details as segments: one event's, or a run's joined by '\n' in one
+  -- table.concat (a run costs no Lua work per event: docs/benchmarks.md, History); the entry's
+  -- lists are the segments joined by '\n'. The tables are reused by every entry of the call.
+  local EV_I, EV_D, SEGS = {}, {}, 0
+  local EV_K, EV_T, EV_A, EV_AT = {}, {}, {}, {}
+  local NK, NT, NA, NAT = 0, 0, 0, 0 -- how many of EV_K, EV_T, EV_A, EV_AT this entry uses
   local EV_LK, EV_LT, EV_LA, EV_LAT = nil, nil, nil, nil -- the last event's kind, topic, attempt, at
+  local concat, find = table.concat, string.find
   local function flush()
     local n = EVENTS_N
     if n == 0 then return end
     if n == 1 then
       event_alone(EV_LK, EV_I[1], EV_LT, EV_LA, EV_LAT, EV_D[1])
     else
-      local concat = table.concat
       redis.pcall('XADD', PREFIX .. 'events', 'MAXLEN', '~', EV.max, '*', 'n', n,
-                  'i', concat(EV_I, '\n'), 'd', concat(EV_D, '\n'), 'k', concat(EV_K, ' '),
-                  'a', concat(EV_A, ' '), '@', concat(EV_AT, ' '), 't', concat(EV_T))
+                  'i', concat(EV_I, '\n', 1, SEGS), 'd', concat(EV_D, '\n', 1, SEGS),
+                  'k', concat(EV_K, ' ', 1, NK), 'a', concat(EV_A, ' ', 1, NA),
+                  '@', concat(EV_AT, ' ', 1, NAT), 't', concat(EV_T, '', 1, NT))
     end
-    EVENTS_N, EVENTS_BYTES = 0, 0
-    EV_I, EV_D, EV_K, EV_T, EV_A, EV_AT = {}, {}, {}, {}, {}, {}
+    EVENTS_N, EVENTS_BYTES, SEGS, NK, NT, NA, NAT = 0, 0, 0, 0, 0, 0, 0
     EV_LK, EV_LT, EV_LA, EV_LAT = nil, nil, nil, nil
   end
   local ev_format = string.format -- looked up once a call
@@ -60,15 +65,56 @@ local function events_lib()
     local n = EVENTS_N + 1
     EVENTS_N = n
     -- '%d': far cheaper than Lua's number to text (%.14g) that table.concat would use
-    if kind ~= EV_LK then EV_K[#EV_K + 1] = ev_format('%d %s', n, kind); EV_LK = kind end
-    if topic ~= EV_LT then EV_T[#EV_T + 1] = ev_format('%d %d %s', n, #topic, topic); EV_LT = topic end
-    if attempt ~= EV_LA then EV_A[#EV_A + 1] = ev_format('%d %d', n, attempt); EV_LA = attempt end
-    if at ~= EV_LAT then EV_AT[#EV_AT + 1] = ev_format('%d %d', n, at); EV_LAT = at end
-    EV_I[n], EV_D[n] = id, detail
+    if kind ~= EV_LK then NK = NK + 1; EV_K[NK] = ev_format('%d %s', n, kind); EV_LK = kind end
+    if topic ~= EV_LT then NT = NT + 1; EV_T[NT] = ev_format('%d %d %s', n, #topic, topic); EV_LT = topic end
+    if attempt ~= EV_LA then NA = NA + 1; EV_A[NA] = ev_format('%d %d', n, attempt); EV_LA = attempt end
+    if at ~= EV_LAT then NAT = NAT + 1; EV_AT[NAT] = ev_format('%d %d', n, at); EV_LAT = at end
+    local seg = SEGS + 1
+    SEGS = seg
+    EV_I[seg], EV_D[seg] = id, detail
     EVENTS_BYTES = EVENTS_BYTES + #id + #detail + 8
     if n >= EVENTS_PER_ENTRY or EVENTS_BYTES >= EVENTS_ENTRY_BYTES then flush() end
   end
-  EV.emit, EV.flush = emit, flush
+  -- run(kind, topic, attempt, at, ids, details, first, last): events first..last of ids (with
+  -- details[j], or '' when details is nil) that share kind, topic, attempt and time: the first
+  -- through emit (it marks what changed), the rest of what fits the entry as one segment, after
+  -- one search for a line feed in all of them; the rest of a run that holds one, or that would
+  -- not fit the entry's bytes, is written event by event
+  local function run(kind, topic, attempt, at, ids, details, first, last)
+    local joins = true
+    while first <= last do
+      local id, detail = ids[first], details and details[first] or ''
+      if find(id, '\n', 1, true) or find(detail, '\n', 1, true) then
+        flush() -- alone, after the events before it
+        event_alone(kind, id, topic, attempt, at, detail)
+        first = first + 1
+      else
+        emit(kind, id, topic, attempt, detail, at)
+        first = first + 1
+        local n = EVENTS_N
+        local k = math.min(EVENTS_PER_ENTRY - n, last - first + 1) -- the rest that may fit
+        if joins and n > 0 and k > 0 then
+          local joined = concat(ids, '', first, first + k - 1)
+          local dj = details and concat(details, '', first, first + k - 1) or ''
+          local bytes = EVENTS_BYTES + #joined + #dj + 8 * k
+          if bytes <= EVENTS_ENTRY_BYTES and not find(joined, '\n', 1, true)
+              and not find(dj, '\n', 1, true) then
+            local seg = SEGS + 1
+            SEGS = seg
+            EV_I[seg] = concat(ids, '\n', first, first + k - 1)
+            EV_D[seg] = details and concat(details, '\n', first, first + k - 1)
+                        or string.rep('\n', k - 1)
+            EVENTS_N, EVENTS_BYTES = n + k, bytes
+            first = first + k
+            if n + k >= EVENTS_PER_ENTRY then flush() end
+          else
+            joins = false
+          end
+        end
+      end
+    end
+  end
+  EV.emit, EV.flush, EV.run = emit, flush, run
   return emit
 end
 local function events_flush()
@@ -107,4 +153,24 @@ local function events_push(kind, id, topic, attempt, at, detail)
   detail = detail or ''
   if string.find(id, '\n', 1, true) then return emit_event(kind, id, topic, attempt, detail, at) end
   return (EV.emit or events_lib())(kind, id, topic, attempt, detail, at)
+end
+-- events_runs(kind, count, ids, topics, attempts, ats, details): events 1..count of a batch, in
+-- order, for a script that checked events_on(): topics, attempts and ats are each a list or one
+-- value for all, details a list or nil (all ''), under events_push's conditions; each stretch
+-- of events that share topic, attempt and time is stored as one run (the writer's run())
+local function events_runs(kind, count, ids, topics, attempts, ats, details)
+  if count == 0 then return end
+  if not EV.emit then events_lib() end
+  local run = EV.run
+  local lt, la, lat = type(topics) == 'table', type(attempts) == 'table', type(ats) == 'table'
+  local first = 1
+  for j = 1, count do
+    local k = j + 1
+    if k > count or (lt and topics[k] ~= topics[j]) or (la and attempts[k] ~= attempts[j])
+        or (lat and ats[k] ~= ats[j]) then
+      run(kind, lt and topics[j] or topics, la and attempts[j] or attempts, lat and ats[j] or ats,
+          ids, details, first, j)
+      first = k
+    end
+  end
 end

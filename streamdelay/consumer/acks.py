@@ -30,15 +30,20 @@ class PendingAcks:
         # per partition: (position in its queue, keep_result ms, encoded result) of the kept
         # results (docs/results.md); acks without a result add nothing here
         self._results: dict[int, list[tuple[int, int, bytes]]] = {}
+        # per partition, one per acknowledgement: when its delivery was read fresh with no
+        # heartbeat since (server clock ms; 0: not known), for ackJobsV4 (docs/events.md#started)
+        self._reads: dict[int, list[int]] = {}
 
     def __bool__(self) -> bool:
         """True while some acknowledgement is not written yet."""
         return bool(self._flat)
 
     def add(self, partition: int, topic: str, job_id: str, entry_id: str, size: int = 0,
-            result: tuple[int, bytes] | None = None) -> None:
+            result: tuple[int, bytes] | None = None, read_ms: int = 0) -> None:
         """Queue one acknowledgement; ``size`` is the byte length of the job's record,
-        ``result`` the ``(keep_result ms, encoded result)`` to keep with it."""
+        ``result`` the ``(keep_result ms, encoded result)`` to keep with it, ``read_ms`` when
+        its delivery was read fresh with no heartbeat since (0: not known)."""
+        self._reads.setdefault(partition, []).append(read_ms)
         sizes = self._sizes.setdefault(partition, [])
         if result is not None:
             self._results.setdefault(partition, []).append((len(sizes), *result))
@@ -59,24 +64,28 @@ class PendingAcks:
             partition = next(iter(self._flat))
             flat, sizes = self._flat[partition], self._sizes[partition]
             count = batch_length(sizes)
+            reads = self._reads[partition]
+            dated = reads[:count] if any(reads[:count]) else None
+            extra = {"reads": dated} if dated else {}  # docs/events.md#started
             kept = self._results.get(partition)
             if kept:
                 values: list[Any] = []
                 for position, keep_ms, data in kept:
                     if position < count:
                         values.extend((position + 1, keep_ms, data))
-                await send(partition, flat[:count * 3], values)
+                await send(partition, flat[:count * 3], values, **extra)
                 rest = [(p - count, k, d) for p, k, d in kept if p >= count]
                 if rest:
                     self._results[partition] = rest
                 else:
                     del self._results[partition]
             else:
-                await send(partition, flat[:count * 3])
+                await send(partition, flat[:count * 3], **extra)
             del flat[:count * 3]  # acks queued meanwhile were appended after the batch
             del sizes[:count]
+            del reads[:count]
             if not flat:
-                del self._flat[partition], self._sizes[partition]
+                del self._flat[partition], self._sizes[partition], self._reads[partition]
 
 
 def batch_length(sizes: list[int]) -> int:
@@ -100,9 +109,9 @@ class AckLoop:
         self._wake = asyncio.Event()
 
     def add(self, partition: int, topic: str, job_id: str, entry_id: str, size: int = 0,
-            result: tuple[int, bytes] | None = None) -> None:
+            result: tuple[int, bytes] | None = None, read_ms: int = 0) -> None:
         """Queue one acknowledgement (see ``PendingAcks.add``) and wake the loop."""
-        self.pending.add(partition, topic, job_id, entry_id, size, result)
+        self.pending.add(partition, topic, job_id, entry_id, size, result, read_ms)
         self._wake.set()
 
     def renew(self) -> None:

@@ -77,6 +77,9 @@ class Delivery:
     progress: bytes | None = None  # the handler's last progress (JSON), sent with each touch
     progress_fresh: bool = False  # reported since the last touch: touched within PROGRESS_EVERY
     read_ms: int = 0  # the server clock read with the entry (0: not read), docs/expiry.md
+    # read_ms of a fresh read (XREADGROUP '>') until a heartbeat is sent for it: its settle's
+    # 'started' event takes it instead of reading the pending list (docs/events.md#started)
+    started_ms: int = 0
 
     def report_progress(self, data: bytes) -> None:
         """``Job.progress``'s sink: keep the latest value for the next heartbeat (any thread;

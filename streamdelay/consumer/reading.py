@@ -127,7 +127,8 @@ async def read_loop(worker: ReadingHost, keys: PartitionKeys) -> None:
     failures = 0
     next_look = 0.0
     own = OwnPending()
-    deadlines = False  # TIME rides along with each read once a job with a deadline came
+    deadlines = False  # TIME rides along with each read once a job with a deadline came (and
+    # while the queue keeps events: the read time dates each job's started, events.md#started)
     try:
         while not worker.stopping:
             if worker.free_slots() <= 0:
@@ -154,7 +155,7 @@ async def read_loop(worker: ReadingHost, keys: PartitionKeys) -> None:
             try:
                 entries = await drive_once_async(blocking, read_plan(
                     worker.group, worker.consumer, streams_of([keys], chosen),
-                    free // len(chosen), block_ms, clock=deadlines))
+                    free // len(chosen), block_ms, clock=deadlines or worker.views.events))
                 deadlines = deadlines or has_deadline(entries)  # docs/expiry.md#cost
                 failures = 0
             except RETRYABLE as exc:

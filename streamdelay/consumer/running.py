@@ -85,7 +85,9 @@ class HandlerRunner:
         started = 0
         for entry in entries:
             started += self.start(Delivery(entry.partition, entry.topic, entry.entry_id,
-                                           read_ms=entry.now_ms), entry.fields)
+                                           read_ms=entry.now_ms,
+                                           started_ms=entry.now_ms if entry.fresh else 0),
+                                  entry.fields)
         return started
 
     def start(self, delivery: Delivery, fields: dict[Any, Any] | None) -> bool:
@@ -183,7 +185,8 @@ class HandlerRunner:
                 host.metrics.settled(delivery, "dropped" if settlement.error else "handled")
             log_settled(delivery.run, "handled")
             self.acks.add(delivery.partition, delivery.topic, delivery.job_id,
-                          delivery.entry_id, delivery.size, settlement.result)
+                          delivery.entry_id, delivery.size, settlement.result,
+                          delivery.started_ms)
             return
         if settlement.kind == "expired":  # its deadline passed before it started
             await settling.settle_expired(host, delivery)

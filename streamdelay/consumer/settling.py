@@ -70,15 +70,15 @@ async def settle_expired(worker: UpkeepHost, delivery: Delivery) -> None:
 
 
 async def send_acks(worker: UpkeepHost, partition: int, flat: list[str],
-                    results: list[Any] | None = None) -> None:
+                    results: list[Any] | None = None, reads: list[int] | None = None) -> None:
     """One ``ackJobs`` call for a batch of ``topic, job id, entry id`` of one partition, with
-    the results it keeps (``acks.PendingAcks.flush``)."""
+    the results it keeps and the deliveries' fresh read times (``acks.PendingAcks.flush``)."""
     keys = worker.partitions[partition]
     keep_ms = validation.delay_ms(worker.config.keep_done)
     pairs = triples_pairs(flat)
     also = frees(worker, partition, pairs, keep=True)  # a failed batch is sent again
-    await worker.run_plan(ack_plan(keys, worker.group, keep_ms, flat, results or (), also),
-                          "ack")
+    await worker.run_plan(ack_plan(keys, worker.group, keep_ms, flat, results or (), also,
+                                   reads or ()), "ack")
     if also:
         worker.leases.forget(partition, pairs)
 

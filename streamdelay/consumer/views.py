@@ -19,7 +19,14 @@ class TopicViews:
     paused: frozenset[str] = frozenset()
     limited: frozenset[str] = frozenset()
     staged: frozenset[str] = frozenset()  # taken only through takeStaged (docs/priorities.md)
+    # the queue keeps events: reads take the server clock along, which dates each job's
+    # 'started' at its settle (docs/events.md#started); refreshed with the paused topics
+    events: bool = False
     changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def set_events(self, on: bool) -> None:
+        """The pause watch's write: whether the queue keeps events now."""
+        self.events = on
 
     def set_paused(self, paused: frozenset[str]) -> bool:
         """The pause watch's write: the topics paused now; True when they changed."""

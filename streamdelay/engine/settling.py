@@ -46,11 +46,14 @@ def _with(call: ScriptCall, also: Sequence[ScriptCall]) -> Plan[Any]:
 # --- by delivery (the Worker, and the dead-lettering of a reserve round) -----------------
 
 def ack_plan(keys: PartitionKeys, group: str, keep_done_ms: int, flat: Sequence[str],
-             results: Sequence[Arg] = (), also: Sequence[ScriptCall] = ()) -> Plan[int]:
+             results: Sequence[Arg] = (), also: Sequence[ScriptCall] = (),
+             reads: Sequence[int] = ()) -> Plan[int]:
     """Acknowledge ``topic, job id, entry id`` triples of one partition, keeping the results
     given as ``position, keep ms, encoded result`` (docs/results.md); how many were
-    current. ``also``: lease calls sent with it (``leasing.free_call``)."""
-    return int((yield from _with(ack_call(keys, group, keep_done_ms, flat, results), also)))
+    current. ``also``: lease calls sent with it (``leasing.free_call``); ``reads``: each
+    delivery's fresh read time (``protocol.deliveries.ack_call``)."""
+    return int((yield from _with(ack_call(keys, group, keep_done_ms, flat, results, reads),
+                                 also)))
 
 
 def fail_plan(keys: PartitionKeys, group: str, topic: str, job_id: str, entry_id: str,

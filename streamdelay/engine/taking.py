@@ -44,6 +44,7 @@ class Entry(NamedTuple):
     fields: dict[Any, Any] | None
     leased: bool = False  # holds a lease in partition 0's slot (engine/leasing.py)
     now_ms: int = 0  # the server clock read with it (epoch ms; 0: not read)
+    fresh: bool = False  # read new by XREADGROUP '>' (delivery count 1), with now_ms
 
 
 TIME = Command(("TIME",))
@@ -88,13 +89,13 @@ def read_command(group: str, consumer: str, streams: Sequence[str], count: int,
 
 def parse_read(reply: Any, streams: Streams, now_ms: int = 0) -> list[Entry]:
     """The entries of an ``XREADGROUP`` reply (a RESP2 list or a RESP3 map), oldest first per
-    stream, with the server clock ``now_ms`` read with them."""
+    stream, with the server clock ``now_ms`` read with them (``fresh`` when it was read)."""
     found: list[Entry] = []
     rows = reply.items() if isinstance(reply, dict) else (reply or [])
     for stream, entries in rows:
         partition, topic = streams[text(stream)]
-        found.extend(Entry(partition, topic, text(eid), fields, now_ms=now_ms)
-                     for eid, fields in entries)
+        found.extend(Entry(partition, topic, text(eid), fields, now_ms=now_ms,
+                           fresh=now_ms > 0) for eid, fields in entries)
     return found
 
 
@@ -198,6 +199,19 @@ class Views(NamedTuple):
 def paused_command(queue: str) -> Command:
     """``HGETALL`` of the queue's paused topics (partition 0's hash)."""
     return Command(("HGETALL", PartitionKeys(queue, 0).paused))
+
+
+def events_command(queue: str) -> Command:
+    """``HGET`` of the queue's events switch (partition 0's meta; every partition holds the
+    same, docs/events.md#the-switch)."""
+    return Command(("HGET", PartitionKeys(queue, 0).meta, "events"))
+
+
+def parse_events(reply: Any) -> bool:
+    """Whether the queue keeps events, from an ``events_command`` reply (a value that is not
+    a number counts as off)."""
+    value = text(reply) if reply is not None else "0"
+    return value.isdigit() and int(value) > 0
 
 
 def parse_paused(reply: Any) -> frozenset[str]:

@@ -107,10 +107,16 @@ def fail_call(keys: PartitionKeys, group: str, topic: str, job_id: str, entry_id
 
 
 def ack_call(keys: PartitionKeys, group: str, keep_done_ms: int, flat: Sequence[str],
-             results: Sequence[Arg] = ()) -> ScriptCall:
+             results: Sequence[Arg] = (), reads: Sequence[int] = ()) -> ScriptCall:
     """``ackJobs`` for ``topic, job id, entry id`` triples of one partition, then ``position
     (1-based), keep_result ms, encoded result`` triples of the results to keep
-    (``results.encode_result``); the reply is how many were still current."""
+    (``results.encode_result``); the reply is how many were still current. ``reads``: one
+    per delivery, the server clock when it was read fresh with no heartbeat since (0: not
+    known), which dates its ``started`` event without a pending-list read (``ackJobsV4``,
+    docs/events.md#started); empty: ``ackJobsV3``."""
+    if reads:
+        return script("ackJobsV4").call(keys.script_keys(), [
+            group, keep_done_ms, len(flat) // 3, *flat, *reads, *results])
     return script("ackJobsV3").call(keys.script_keys(),
                                     [group, keep_done_ms, len(flat) // 3, *flat, *results])
 

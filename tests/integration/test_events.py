@@ -232,3 +232,38 @@ def test_events_example(example_env: dict[str, str]) -> None:
     assert lines[:2] == ["parcel-7 enqueued promoted started succeeded",
                          "parcel-8 enqueued promoted started dead"]
     assert lines[2].startswith("next: parcel-9 enqueued ") and len(lines) == 3
+
+
+def test_a_worker_dates_started_by_its_read_without_the_pending_list(evq: sd.Queue) -> None:
+    """A Worker of a queue with events on reads the server clock with each read and sends it
+    with the settle (ackJobsV4): ``started`` is at the read time, and no settle reads the
+    pending list (its only ``XPENDING`` is the look at its own list, ``- +``); a job whose
+    heartbeat ran gets its ``started`` from the heartbeat, once (docs/events.md#started)."""
+    client = evq.client
+    evq.enqueue_many([sd.JobSpec("t", i, id=f"q{i}") for i in range(40)])
+    client.config_set("slowlog-log-slower-than", 0)
+    client.config_set("slowlog-max-len", 100_000)
+    client.slowlog_reset()
+    worker = sd.Worker(evq, concurrency=8)
+    worker.handler("t")(lambda job: None)
+    worker.run(until_idle=True)
+    commands = [bytes(e["command"]).split() for e in client.slowlog_get(100_000)]
+    ranged = [c for c in commands if c[0].upper() == b"XPENDING" and c[3:4] != [b"-"]]
+    assert any(c[0].upper() == b"EVALSHA" for c in commands) and not ranged, ranged
+    client.config_set("slowlog-log-slower-than", 10_000)
+    evq.enqueue("slow", 1, id="slow", ttr=1.0)
+    time.sleep(0.01)  # due at the next ms: the until_idle check must see it
+    worker = sd.Worker(evq, concurrency=8)
+    worker.handler("slow")(lambda job: time.sleep(0.8))  # touched after a third of its ttr
+    worker.run(until_idle=True)
+    by_job: dict[str, list[sd.JobEvent]] = {}
+    for event in evq.events(follow=False):
+        by_job.setdefault(event.id, []).append(event)
+    assert set(by_job) == {f"q{i}" for i in range(40)} | {"slow"}
+    for job_id, events in by_job.items():
+        assert [e.kind for e in events] == ["enqueued", "promoted", "started", "succeeded"], \
+            job_id
+        promoted, started, succeeded = events[1:]
+        assert promoted.at <= started.at <= succeeded.at, job_id
+    slow = by_job["slow"]
+    assert slow[3].at - slow[2].at >= 700  # started when read, not when the heartbeat ran

@@ -152,3 +152,24 @@ def test_a_job_named_twice_in_a_settle_reports_started_and_succeeded_once(evq: s
                      "j1": ["enqueued", "promoted", "started", "succeeded"],
                      "j2": ["enqueued", "promoted", "cancelled"]}
     assert evq.client.hlen(keys.jobs) == 0
+
+
+def test_a_settle_with_read_times_dates_started_by_them(evq: sd.Queue) -> None:
+    """ackJobsV4: a delivery with a read time gets ``started`` at that time; one without
+    (``''``) is dated from the pending list, as by ackJobsV3."""
+    keys = PartitionKeys(evq.name, 0)
+    run_step_sync(evq.client, script("registerGroup").call(keys.script_keys(), ["g", "t"]))
+    evq.enqueue_many([sd.JobSpec("t", i, id=f"r{i}") for i in range(3)])
+    promote_due_sync(evq.client, keys, 3)
+    (_, entries), = evq.client.xreadgroup("g", "c", {keys.stream("t"): ">"}, count=3)
+    eid = {fields[b"id"].decode(): e.decode() for e, fields in entries}
+    read_at = int(entries[0][0].decode().split("-")[0]) + 1
+    args: list[Any] = ["g", 0, 3, "t", "r0", eid["r0"], "t", "r1", eid["r1"], "t", "r2", eid["r2"],
+                       12345, "", read_at]
+    assert run_step_sync(evq.client, script("ackJobsV4").call(keys.script_keys(), args)) == 3
+    started = {e.id: e.at for e in evq.events(follow=False) if e.kind == "started"}
+    assert started["r0"] == 12345 and started["r2"] == read_at
+    assert abs(started["r1"] - read_at) < 1000  # from the pending list: when c read it
+    bad = ["g", 0, 1, "t", "r0", eid["r0"]]  # V4 without its read time
+    with pytest.raises(Exception, match="BAD_ARGS ackJobsV4"):
+        run_step_sync(evq.client, script("ackJobsV4").call(keys.script_keys(), bad))
