@@ -8,14 +8,18 @@ from __future__ import annotations
 import ast
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import streamdelay as sd
-from streamdelay.consumer.acks import AckLoop
+from streamdelay.consumer.acks import AckLoop, PendingAcks
 from streamdelay.consumer.counts import KINDS, Counts
 from streamdelay.consumer.delivery import Delivery
 from streamdelay.consumer.running import Slots
 from streamdelay.consumer.supervise import OwnedTasks
 from streamdelay.consumer.views import TopicViews
+from streamdelay.engine.taking import parse_events, parse_read, streams_of
+from streamdelay.protocol.deliveries import ack_call
+from streamdelay.protocol.keys import PartitionKeys
 from streamdelay.redis_io.config import QueueConfig
 
 CONSUMER = Path(sd.__file__).parent / "consumer"
@@ -155,3 +159,37 @@ def test_the_workers_public_attributes_are_unchanged() -> None:
     assert worker.paused == frozenset() and worker.topics == ["t"]
     rebuilt = worker.replace(concurrency=5)
     assert rebuilt.free_slots() == 5 and rebuilt.handlers == worker.handlers
+
+
+def test_acks_send_read_times_only_when_some_delivery_has_one() -> None:
+    """docs/events.md#started: a batch whose deliveries carry read times sends them, in order
+    (ackJobsV4); a batch without any sends none (ackJobsV3, what a queue without events pays)."""
+    sent: list[tuple[list[str], list[int] | None]] = []
+
+    async def send(partition: int, flat: list[str], values: Any = None,
+                   reads: list[int] | None = None) -> None:
+        sent.append((list(flat), reads))
+
+    pending = PendingAcks()
+    pending.add(0, "t", "j1", "1-0", read_ms=1700)
+    pending.add(0, "t", "j2", "2-0")
+    asyncio.run(pending.flush(send))
+    pending.add(0, "t", "j3", "3-0")
+    asyncio.run(pending.flush(send))
+    assert sent == [(["t", "j1", "1-0", "t", "j2", "2-0"], [1700, 0]),
+                    (["t", "j3", "3-0"], None)]
+    assert not pending
+
+
+def test_a_fresh_read_dates_started_until_a_heartbeat_is_sent() -> None:
+    """An entry read with ``XREADGROUP >`` and the clock is fresh; an entry of the own pending
+    list or one read without the clock is not (its settle reads the pending list)."""
+    streams = streams_of([PartitionKeys("q", 0)], ["t"])
+    reply = [[b"sd:{q#0}:t:t", [[b"5-0", {b"id": b"j"}]]]]
+    (fresh,) = parse_read(reply, streams, 1700)
+    (unknown,) = parse_read(reply, streams)
+    assert fresh.fresh and fresh.now_ms == 1700 and not unknown.fresh
+    assert ack_call(PartitionKeys("q", 0), "g", 0, ["t", "j", "5-0"], (), [1700]).script.name \
+        == "ackJobsV4"
+    assert ack_call(PartitionKeys("q", 0), "g", 0, ["t", "j", "5-0"]).script.name == "ackJobsV3"
+    assert [parse_events(v) for v in (b"10000", b"0", None, b"x")] == [True, False, False, False]
