@@ -108,7 +108,8 @@ if n > 0 then
   local raws
   raws, n = read_records(ids, MAX_BATCH_BYTES)
   local X = redis.call('EXISTS', K_OPTS) == 1 and ends() or nil -- any job options here?
-  local ev = events_on() -- read once: 'promoted' goes out through events_push
+  local ev = events_on() -- read once: 'promoted' is collected, then written as runs
+  local p_ids, p_topics, p_attempts, p_details, np = {}, {}, {}, {}, 0
   local S = redis.call('EXISTS', K_STAGED) == 1 and staging_lib() or nil -- any staged topic?
   local deadlines = X and X.deadlines_of(ids, n) -- nil on a queue without job options
   local writes, nw = {}, 0 -- id, new record pairs: one HSET for the batch
@@ -154,7 +155,10 @@ if n > 0 then
       moved = moved + 1
       local attempts, due = match(mid, '^|(%d+)|(%d+)|')
       staged[#staged + 1] = {id, topic, tonumber(due)}
-      if ev then events_push('promoted', id, topic, tonumber(attempts), now, 'ready') end
+      if ev then
+        np = np + 1
+        p_ids[np], p_topics[np], p_attempts[np], p_details[np] = id, topic, attempts, 'ready'
+      end
     elseif mid then
       local sk = streams[topic]
       if not sk then sk = stream_key(topic); streams[topic] = sk end
@@ -175,7 +179,10 @@ if n > 0 then
         left = left + 1
         per_topic[topic] = (per_topic[topic] or 0) + 1
         moved = moved + 1
-        if ev then events_push('promoted', id, topic, tonumber(match(mid, '^|(%d+)')), now, entry) end
+        if ev then
+          np = np + 1
+          p_ids[np], p_topics[np], p_attempts[np], p_details[np] = id, topic, match(mid, '^|(%d+)'), entry
+        end
       elseif not wrong_type(entry) then
         failed = sk .. ' ' .. tostring(entry.err)
         break
@@ -204,6 +211,9 @@ if n > 0 then
       end
     end
   end
+  -- after the call's other events (dead, expired: other jobs, the same time): runs of
+  -- events that share topic and attempts, one table.concat each (includes/emit_event.lua)
+  if np > 0 then events_runs('promoted', np, p_ids, p_topics, p_attempts, now, p_details) end
   if failed and left == 0 and #later == 0 then
     events_flush()
     return redis.error_reply('SDERR PROMOTE_FAILED ' .. failed)
