@@ -145,18 +145,10 @@ local function emit_event(kind, id, topic, attempt, detail, at)
   events_flush()
   event_alone(kind, id, topic, attempt, at, detail)
 end
--- events_push(kind, id, topic, attempt, at, detail): a batched event, for a script that checked
--- events_on() and has its values normalized (attempt a number, at epoch ms, detail nil or a
--- string of at most 512 bytes without a line feed, such as an entry id): skips emit_event's
--- checks, the per-event cost of a drain (docs/benchmarks.md, History)
-local function events_push(kind, id, topic, attempt, at, detail)
-  detail = detail or ''
-  if string.find(id, '\n', 1, true) then return emit_event(kind, id, topic, attempt, detail, at) end
-  return (EV.emit or events_lib())(kind, id, topic, attempt, detail, at)
-end
 -- events_runs(kind, count, ids, topics, attempts, ats, details): events 1..count of a batch, in
 -- order, for a script that checked events_on(): topics, attempts and ats are each a list or one
--- value for all, details a list or nil (all ''), under events_push's conditions; each stretch
+-- value for all (attempt a number or digits, at epoch ms), details a list or nil (all ''), each
+-- at most 512 bytes; an id or detail with a line feed is written alone; each stretch
 -- of events that share topic, attempt and time is stored as one run (the writer's run())
 local function events_runs(kind, count, ids, topics, attempts, ats, details)
   if count == 0 then return end

@@ -77,15 +77,25 @@ class Delivery:
     progress: bytes | None = None  # the handler's last progress (JSON), sent with each touch
     progress_fresh: bool = False  # reported since the last touch: touched within PROGRESS_EVERY
     read_ms: int = 0  # the server clock read with the entry (0: not read), docs/expiry.md
-    # read_ms of a fresh read (XREADGROUP '>') until a heartbeat is sent for it: its settle's
-    # 'started' event takes it instead of reading the pending list (docs/events.md#started)
-    started_ms: int = 0
+    # read new (XREADGROUP '>') with read_ms, and no heartbeat sent for it since: its settle's
+    # 'started' event takes read_ms instead of reading the pending list (docs/events.md#started)
+    fresh: bool = False
 
     def report_progress(self, data: bytes) -> None:
         """``Job.progress``'s sink: keep the latest value for the next heartbeat (any thread;
         two attribute writes, no I/O)."""
         self.progress = data
         self.progress_fresh = True
+
+    @property
+    def started_ms(self) -> int:
+        """The read time its settle dates ``started`` with (0: the settle reads the pending
+        list: not read fresh, or a heartbeat, which may have reported it, was sent)."""
+        return self.read_ms if self.fresh else 0
+
+    def touching(self) -> None:
+        """A heartbeat for it is being sent: that touch may report ``started``."""
+        self.fresh = False
 
     def touched(self, now: float, sent: bytes | None, lost: bool) -> bool:
         """The heartbeat's write (``upkeep.touch``): touched at ``now`` carrying the progress

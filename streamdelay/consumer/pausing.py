@@ -13,6 +13,7 @@ from ..base.errors import StreamdelayError
 from ..engine.constants import REFRESH_S, START_PATIENCE
 from ..engine.settling import release_plan
 from ..engine.taking import events_command, parse_events, parse_paused, paused_command
+from ..protocol.plan import Commands
 from ..protocol.replies import text
 from ..redis_io.runner import RETRYABLE, call_with_retry
 from .settling import frees
@@ -25,10 +26,13 @@ log = logging.getLogger("streamdelay.worker")
 
 
 async def refresh(worker: Worker) -> None:
-    """Read the paused topics into ``worker.views`` (one HGETALL), and the events switch."""
-    _apply(worker, await worker.call(paused_command(worker.config.name), "paused"))
-    worker.views.set_events(parse_events(await worker.call(
-        events_command(worker.config.name), "events switch")))
+    """Read the paused topics into ``worker.views``, and the events switch (``HGETALL`` and
+    ``HGET`` in one round trip)."""
+    name = worker.config.name
+    paused, events = await worker.call(Commands((paused_command(name), events_command(name))),
+                                       "paused")
+    _apply(worker, paused)
+    worker.views.set_events(parse_events(events))
 
 
 async def load(worker: Worker) -> None:
@@ -37,9 +41,6 @@ async def load(worker: Worker) -> None:
     try:
         _apply(worker, await call_with_retry(worker.client, paused_command(worker.config.name),
                                              START_PATIENCE, "reading the paused topics"))
-        worker.views.set_events(parse_events(await call_with_retry(
-            worker.client, events_command(worker.config.name), START_PATIENCE,
-            "reading the events switch")))
     except StreamdelayError as exc:
         log.warning("could not read the paused topics (%s); the watch retries every %gs",
                     exc, REFRESH_S)

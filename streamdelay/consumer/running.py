@@ -85,8 +85,7 @@ class HandlerRunner:
         started = 0
         for entry in entries:
             started += self.start(Delivery(entry.partition, entry.topic, entry.entry_id,
-                                           read_ms=entry.now_ms,
-                                           started_ms=entry.now_ms if entry.fresh else 0),
+                                           read_ms=entry.now_ms, fresh=entry.fresh),
                                   entry.fields)
         return started
 

@@ -60,7 +60,7 @@ async def touch(worker: UpkeepHost, deliveries: list[Delivery], *, quiet: bool =
             progress: list[Any] = []  # the latest value of each delivery that reported one
             sent: list[bytes | None] = []
             for position, delivery in enumerate(chunk, 1):
-                delivery.started_ms = 0  # this touch may report 'started': the settle must not
+                delivery.touching()  # this touch may report 'started': the settle must not
                 flat.extend((delivery.topic, delivery.entry_id))
                 sent.append(delivery.progress)
                 if delivery.progress is not None:  # kept alive over two touch intervals

@@ -130,17 +130,24 @@ def test_a_detail_with_a_line_break_keeps_its_place(evq: sd.Queue) -> None:
     assert events[3].detail == "line 1\nline 2" and events[3].attempt == 1
 
 
+def read_fresh(q: sd.Queue, prefix: str, n: int) -> dict[str, str]:
+    """``n`` jobs of topic ``t`` enqueued, promoted and read once by consumer ``c`` of group
+    ``g`` (one XREADGROUP): job id -> its stream entry id."""
+    keys = PartitionKeys(q.name, 0)
+    run_step_sync(q.client, script("registerGroup").call(keys.script_keys(), ["g", "t"]))
+    q.enqueue_many([sd.JobSpec("t", i, id=f"{prefix}{i}") for i in range(n)])
+    promote_due_sync(q.client, keys, n)
+    (_, entries), = q.client.xreadgroup("g", "c", {keys.stream("t"): ">"}, count=n)
+    return {fields[b"id"].decode(): e.decode() for e, fields in entries}
+
+
 def test_a_job_named_twice_in_a_settle_reports_started_and_succeeded_once(evq: sd.Queue) -> None:
     """ackJobsV3 with events on parses each record once: a job named first with a stale entry
     id and then with its current one settles by the current one, a delivery named twice counts
     once, a cancelled job's delivery writes nothing; each settled job gets one ``started`` and
     one ``succeeded``."""
     keys = PartitionKeys(evq.name, 0)
-    run_step_sync(evq.client, script("registerGroup").call(keys.script_keys(), ["g", "t"]))
-    evq.enqueue_many([sd.JobSpec("t", i, id=f"j{i}") for i in range(3)])
-    promote_due_sync(evq.client, keys, 3)
-    (_, entries), = evq.client.xreadgroup("g", "c", {keys.stream("t"): ">"}, count=3)
-    eid = {fields[b"id"].decode(): e.decode() for e, fields in entries}
+    eid = read_fresh(evq, "j", 3)
     evq.cancel("j2")
     args: list[Any] = ["g", 0, 5, "t", "j0", eid["j1"], "t", "j0", eid["j0"], "t", "j0", eid["j0"],
                        "t", "j1", eid["j1"], "t", "j2", eid["j2"]]
@@ -158,12 +165,8 @@ def test_a_settle_with_read_times_dates_started_by_them(evq: sd.Queue) -> None:
     """ackJobsV4: a delivery with a read time gets ``started`` at that time; one without
     (``''``) is dated from the pending list, as by ackJobsV3."""
     keys = PartitionKeys(evq.name, 0)
-    run_step_sync(evq.client, script("registerGroup").call(keys.script_keys(), ["g", "t"]))
-    evq.enqueue_many([sd.JobSpec("t", i, id=f"r{i}") for i in range(3)])
-    promote_due_sync(evq.client, keys, 3)
-    (_, entries), = evq.client.xreadgroup("g", "c", {keys.stream("t"): ">"}, count=3)
-    eid = {fields[b"id"].decode(): e.decode() for e, fields in entries}
-    read_at = int(entries[0][0].decode().split("-")[0]) + 1
+    eid = read_fresh(evq, "r", 3)
+    read_at = int(eid["r0"].split("-")[0]) + 1
     args: list[Any] = ["g", 0, 3, "t", "r0", eid["r0"], "t", "r1", eid["r1"], "t", "r2", eid["r2"],
                        12345, "", read_at]
     assert run_step_sync(evq.client, script("ackJobsV4").call(keys.script_keys(), args)) == 3
