@@ -82,10 +82,14 @@ def command(client: Any) -> Callable[..., Any]:
 _REPLY_OPTIONS: dict[str, dict[str, Any]] = {"XPENDING": {"parse_detail": True}}
 
 
+def reply_options(step: Command) -> dict[str, Any]:
+    """redis-py's parse options for a plain command's reply (``_REPLY_OPTIONS``)."""
+    return _REPLY_OPTIONS.get(step.args[0], {}) if len(step.args) > 3 else {}
+
+
 def send(target: Any, step: Command) -> Any:
     """Send a plan's plain command on a client or a pipeline (its reply parsed by redis-py)."""
-    options = _REPLY_OPTIONS.get(step.args[0], {}) if len(step.args) > 3 else {}
-    return command(target)(*step.args, **options)
+    return command(target)(*step.args, **reply_options(step))
 
 
 def evalsha_args(call: ScriptCall) -> tuple[Any, ...]:

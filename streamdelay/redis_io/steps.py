@@ -10,6 +10,7 @@ import asyncio
 from typing import Any
 
 import redis
+import redis.asyncio as aioredis
 from redis.exceptions import NoScriptError, ResponseError
 
 from ..base.errors import StreamdelayError
@@ -26,6 +27,7 @@ from .calls import (
     first_error,
     map_error,
     old_server,
+    reply_options,
     send,
 )
 from .clients import AsyncClient, SyncClient, is_cluster, plain_pool
@@ -211,10 +213,39 @@ async def _run_pipeline_async(client: AsyncClient, calls: list[ScriptCall]) -> l
 
 
 async def _run_commands_async(client: AsyncClient, step: Commands) -> list[Any]:
+    if isinstance(client, aioredis.Redis) and client.connection is None:
+        return _command_replies(step, await _round_trip_async(client, step))
     pipe = client.pipeline(transaction=False)
     for each in step.commands:
         send(pipe, each)
     return _command_replies(step, await pipe.execute(raise_on_error=False))
+
+
+async def _round_trip_async(client: aioredis.Redis, step: Commands) -> list[Any]:
+    """The commands of ``step`` written at once on one pooled connection, and their replies
+    read in order (a command's error reply in its place), as a pipeline would, without
+    redis-py's pipeline object: a Worker of a queue with events reads with ``TIME`` this way
+    (docs/events.md#started), and the pipeline's own bookkeeping cost that drain ~2 % of its
+    time (docs/benchmarks.md#lifecycle-events). No retry here: the runner's policy decides
+    (``runner.py``). A connection left with replies unread (an error, a timeout, a cancelled
+    read) is closed, never reused."""
+    pool: Any = client.connection_pool  # untyped upstream
+    conn = await pool.get_connection()
+    try:
+        await conn.send_packed_command(conn.pack_commands([each.args for each in step.commands]))
+        replies: list[Any] = []
+        for each in step.commands:
+            try:
+                replies.append(await client.parse_response(conn, each.args[0],
+                                                            **reply_options(each)))
+            except ResponseError as exc:  # read whole: the connection stays in step
+                replies.append(exc)
+        return replies
+    except BaseException:
+        await conn.disconnect(nowait=True)
+        raise
+    finally:
+        await pool.release(conn)
 
 
 async def run_step_async(client: AsyncClient, step: Step,

@@ -293,12 +293,25 @@ def values(args: dict[str, Arg]) -> dict[str, Any]:
 
 # --- producer ------------------------------------------------------------------------------
 
+# a schedule tick's id, <name>@<digits>: only the schedule's own firing enqueues one
+# (docs/schedules.md#exactly-once-per-tick), so a producer's id of that shape is refused
+TICK_SHAPE = re.compile(r"[A-Za-z0-9_.:/+=-]{1,100}@[0-9]+")
+
+
+def producer_ids() -> Field:
+    """Ids a producer may pass (``ID_RULE``, not tick-shaped) and ones it may not."""
+    ids = names(ID_RULE, 128)
+    return Field(ids.good.filter(lambda arg: not TICK_SHAPE.fullmatch(arg.value)),
+                 st.one_of(ids.bad, bad(st.from_regex(TICK_SHAPE, fullmatch=True)
+                                        .filter(lambda s: ID_RULE.fullmatch(s)))))
+
+
 ENQUEUE_ARGS = {
     "topic": names(TOPIC_RULE, 128),
     "body": bodies(),
     "delay": optional(seconds(0, TEN_YEARS)),
     "at": optional(at_values()),
-    "id": optional(names(ID_RULE, 128)),
+    "id": optional(producer_ids()),
     "ttr": optional(seconds(1, WEEK)),
     "max_attempts": optional(ints(1, 1000)),
     "backoff": optional(backoffs()),
