@@ -5,8 +5,10 @@
 -- result PREFIX..'r:'..id and PREFIX..'w:'..id (includes/keep_result.lua).
 -- ARGV[1] group, ARGV[2] keep_done ms (0: forget the job; > 0: keep a 'c' tombstone that long),
 -- ARGV[3] N, the number of deliveries, then 3 values per delivery: topic, job id, stream entry
--- id; then N read times (epoch ms, server clock; '' or 0: unknown), one per delivery: when a
--- consumer read it fresh and sent no heartbeat for it since; then 3 values per kept result: the
+-- id; then the read times, as runs: R, then R pairs (count >= 1, read time), the counts
+-- summing to N (R = 0: none given), count deliveries in a row sharing one time (those of one
+-- read do). A read time (epoch ms, server clock; 0 unknown) is when a consumer read the
+-- delivery fresh, with no heartbeat sent for it since; then 3 values per kept result: the
 -- delivery's position (1..N), keep_result ms, the result (a format letter and the encoded value).
 -- ackJobsV3's ARGV plus the read times: what lets 'started' be written without reading the
 -- pending list (docs/events.md#started).

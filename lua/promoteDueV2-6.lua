@@ -109,7 +109,21 @@ if n > 0 then
   raws, n = read_records(ids, MAX_BATCH_BYTES)
   local X = redis.call('EXISTS', K_OPTS) == 1 and ends() or nil -- any job options here?
   local ev = events_on() -- read once: 'promoted' is collected, then written as runs
-  local p_ids, p_topics, p_attempts, p_details, np = {}, {}, {}, {}, 0
+  -- the promoted jobs and their details, and the runs found on the way (a change of topic or
+  -- attempts closes one): each run's last event, topic and attempts
+  local p_ids, p_details, np, b_last, b_topic, b_att, nb = {}, {}, 0, {}, {}, {}, 0
+  local function promoted(id, topic, mid, detail)
+    -- attempts, the first number of mid: '0' for a job not yet run, without a pattern match
+    local attempts = (string.byte(mid, 3) == 124 and string.byte(mid, 2) == 48) and '0'
+                     or string.match(mid, '^|(%d+)')
+    np = np + 1
+    p_ids[np], p_details[np] = id, detail
+    if nb == 0 or topic ~= b_topic[nb] or attempts ~= b_att[nb] then
+      nb = nb + 1
+      b_topic[nb], b_att[nb] = topic, attempts
+    end
+    b_last[nb] = np
+  end
   local S = redis.call('EXISTS', K_STAGED) == 1 and staging_lib() or nil -- any staged topic?
   local deadlines = X and X.deadlines_of(ids, n) -- nil on a queue without job options
   local writes, nw = {}, 0 -- id, new record pairs: one HSET for the batch
@@ -153,12 +167,9 @@ if n > 0 then
       left = left + 1
       per_topic[topic] = (per_topic[topic] or 0) + 1
       moved = moved + 1
-      local attempts, due = match(mid, '^|(%d+)|(%d+)|')
+      local due = match(mid, '^|%d+|(%d+)|')
       staged[#staged + 1] = {id, topic, tonumber(due)}
-      if ev then
-        np = np + 1
-        p_ids[np], p_topics[np], p_attempts[np], p_details[np] = id, topic, attempts, 'ready'
-      end
+      if ev then promoted(id, topic, mid, 'ready') end
     elseif mid then
       local sk = streams[topic]
       if not sk then sk = stream_key(topic); streams[topic] = sk end
@@ -179,10 +190,7 @@ if n > 0 then
         left = left + 1
         per_topic[topic] = (per_topic[topic] or 0) + 1
         moved = moved + 1
-        if ev then
-          np = np + 1
-          p_ids[np], p_topics[np], p_attempts[np], p_details[np] = id, topic, match(mid, '^|(%d+)'), entry
-        end
+        if ev then promoted(id, topic, mid, entry) end
       elseif not wrong_type(entry) then
         failed = sk .. ' ' .. tostring(entry.err)
         break
@@ -213,7 +221,11 @@ if n > 0 then
   end
   -- after the call's other events (dead, expired: other jobs, the same time): runs of
   -- events that share topic and attempts, one table.concat each (includes/emit_event.lua)
-  if np > 0 then events_runs('promoted', np, p_ids, p_topics, p_attempts, now, p_details) end
+  local first = 1
+  for b = 1, nb do
+    events_run('promoted', b_topic[b], b_att[b], now, p_ids, p_details, first, b_last[b])
+    first = b_last[b] + 1
+  end
   if failed and left == 0 and #later == 0 then
     events_flush()
     return redis.error_reply('SDERR PROMOTE_FAILED ' .. failed)

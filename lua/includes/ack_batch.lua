@@ -1,9 +1,11 @@
 -- ack_batch(with_reads): the whole of ackJobsV3 (with_reads false) and ackJobsV4 (true), whose
--- headers give their ARGV; V4's differ only by the N read times after the deliveries.
+-- headers give their ARGV; V4's differ only by the read times after the deliveries, given as
+-- runs (R, then R pairs: how many deliveries in a row, their read time), as the deliveries of
+-- one read share its time: one number to parse per read, not per delivery.
 -- A read time (epoch ms, server clock) says the consumer read that delivery fresh (XREADGROUP
 -- '>') at that time and sent no heartbeat for it since: its 'started' event takes that time, with
--- no lookup in the pending list; a delivery without one ('' or 0) is dated from the pending list
--- as in V3 (docs/events.md#started).
+-- no lookup in the pending list; a delivery without one (0) is dated from the pending list as in
+-- V3 (docs/events.md#started).
 -- The script lists every include below before it (the one-level recipe of docs/keys.md) and
 -- defines flow_lib() (its lazy workflow helpers), then includes this file.
 -- @include server_time
@@ -29,11 +31,26 @@ local function ack_batch(with_reads)
   local now = server_time()
   local group, keep = ARGV[1], tonumber(ARGV[2])
   local n = tonumber(ARGV[3]) or 0
-  local reads = with_reads and n or 0 -- V4: N read times after the deliveries
-  if n < 0 or 3 + 3 * n + reads > #ARGV or (#ARGV - 3 - 3 * n - reads) % 3 ~= 0 then
+  local last = 3 + 3 * n -- the last ARGV of the deliveries; (read times, then) results follow
+  local runs = with_reads and tonumber(ARGV[last + 1]) or 0 -- V4: runs of read times
+  local reads = with_reads and 1 + 2 * runs or 0 -- how many ARGV they take
+  local read_ms = {} -- V4: k -> the read time of run k (a number; 0 unknown)
+  local read_n = {} -- V4: k -> the last delivery (1..N) of run k
+  local bad = n < 0 or runs == nil or runs < 0 or 3 + 3 * n + reads > #ARGV
+              or (#ARGV - 3 - 3 * n - reads) % 3 ~= 0
+  if not bad and with_reads then
+    local upto = 0
+    for k = 1, runs do
+      local count, ms = tonumber(ARGV[last + 2 * k]), tonumber(ARGV[last + 2 * k + 1])
+      if not (count and ms) or count < 1 then bad = true break end
+      upto = upto + count
+      read_n[k], read_ms[k] = upto, ms
+    end
+    bad = bad or (runs > 0 and upto ~= n)
+  end
+  if bad then
     error({err = 'SDERR BAD_ARGS ' .. (with_reads and 'ackJobsV4' or 'ackJobsV3') .. ': N does not match the values'})
   end
-  local last = 3 + 3 * n -- the last ARGV of the deliveries; (read times, then) results follow
   local results = {} -- delivery position -> {keep ms, result}
   for b = last + reads + 1, #ARGV, 3 do results[tonumber(ARGV[b])] = {tonumber(ARGV[b + 1]), ARGV[b + 2]} end
   local settled = 0
@@ -72,35 +89,47 @@ local function ack_batch(with_reads)
   local heads = nil -- i -> the attempt that ran (a current delivery), false (a held job's delivery)
   if #ids > 0 and events_on() then
     heads = {}
-    local dated = reads > 0 -- every delivery has its read time: no pending list to read
-    for i = 1, reads do
-      local ms = tonumber(ARGV[last + i])
-      if not ms or ms <= 0 then dated = false break end
+    local dated = runs > 0 -- every delivery has its read time: no pending list to read
+    for k = 1, runs do
+      if read_ms[k] <= 0 then dated = false break end
     end
     if not dated then started_prefetch(group, by_topic) end
-    local seen = {}
-    local s_ids, s_topics, s_rans, s_ats, ns = {}, {}, {}, {}, 0 -- 'started', written as runs
+    local seen, s_ids = {}, {} -- s_ids: the jobs 'started' reports, in order
+    -- the runs are found on the way (a change of topic, attempt or time closes one): b_* hold
+    -- each run's last event, topic, attempt and time
+    local ns, b_last, b_topic, b_ran, b_at, nb = 0, {}, {}, {}, {}, 0
+    local k, upto = 1, read_n[1] or n -- the read run of delivery i, and its last delivery
     for i = 1, #ids do
+      if i > upto then k = k + 1 upto = read_n[k] end
       local id, raw = ids[i], raws[i]
       if raw and not seen[id] then
         local state, attempts, entry = string.match(raw, '^([dsxc])|(%d+)|%d+|%d+|%d+|%d+|([%d%-]*)|[^|]+|')
         local eid = ARGV[3 * i + 3]
         if state == 's' and entry == eid then
           seen[id] = true -- a job named twice settles once, by its current delivery
-          local ran, topic = tonumber(attempts) + 1, ARGV[3 * i + 1]
+          local ran, topic = attempts == '0' and 1 or tonumber(attempts) + 1, ARGV[3 * i + 1]
           heads[i] = ran
-          local at = reads > 0 and tonumber(ARGV[last + i]) or 0
+          local at = read_ms[k] or 0
           if at <= 0 then at = started_at(group, topic, eid, now) end
           if at then
             ns = ns + 1
-            s_ids[ns], s_topics[ns], s_rans[ns], s_ats[ns] = id, topic, ran, at
+            s_ids[ns] = id
+            if nb == 0 or topic ~= b_topic[nb] or ran ~= b_ran[nb] or at ~= b_at[nb] then
+              nb = nb + 1
+              b_topic[nb], b_ran[nb], b_at[nb] = topic, ran, at
+            end
+            b_last[nb] = ns
           end
         elseif state == 'd' and entry == eid then
           heads[i] = false
         end
       end
     end
-    events_runs('started', ns, s_ids, s_topics, s_rans, s_ats, nil)
+    local first = 1
+    for b = 1, nb do
+      events_run('started', b_topic[b], b_ran[b], b_at[b], s_ids, nil, first, b_last[b])
+      first = b_last[b] + 1
+    end
   end
   local STEP = 1000
   for _, topic in ipairs(topics) do
@@ -114,7 +143,8 @@ local function ack_batch(with_reads)
   end
   if #ids > 0 then
     local gone, kept, stones, done, ended = {}, {}, {}, {}, {}
-    local e_topics, e_rans = {}, {} -- 'succeeded' of the jobs in ended (events on), as runs
+    -- 'succeeded' of the jobs in ended (events on), in runs found on the way (as 'started')
+    local e_first, e_topic, e_ran = 1, nil, nil
     for i = 1, #ids do
       local id, eid = ids[i], ARGV[3 * i + 3]
       -- only the state and the entry are looked at (no copy of the blob); see parse_record
@@ -128,7 +158,13 @@ local function ack_batch(with_reads)
       if state == 's' and entry == eid then
         done[id] = true
         ended[#ended + 1] = id
-        if heads then e_topics[#ended], e_rans[#ended] = ARGV[3 * i + 1], heads[i] end
+        if heads then
+          local topic, ran = ARGV[3 * i + 1], heads[i]
+          if topic ~= e_topic or ran ~= e_ran then
+            events_run('succeeded', e_topic, e_ran, now, ended, nil, e_first, #ended - 1)
+            e_first, e_topic, e_ran = #ended, topic, ran
+          end
+        end
         if keep > 0 then
           local r = parse_record(whole[i] or raws[i])
           r.state, r.entry = 'c', ''
@@ -146,7 +182,7 @@ local function ack_batch(with_reads)
         release_hold(id, eid)
       end
     end
-    if heads then events_runs('succeeded', #ended, ended, e_topics, e_rans, now, nil) end
+    if heads then events_run('succeeded', e_topic, e_ran, now, ended, nil, e_first, #ended) end
     if #gone > 0 then write_many('HDEL', K_JOBS, gone) end
     drop_opts(ended)
     if #kept > 0 then

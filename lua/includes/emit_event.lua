@@ -145,24 +145,12 @@ local function emit_event(kind, id, topic, attempt, detail, at)
   events_flush()
   event_alone(kind, id, topic, attempt, at, detail)
 end
--- events_runs(kind, count, ids, topics, attempts, ats, details): events 1..count of a batch, in
--- order, for a script that checked events_on(): topics, attempts and ats are each a list or one
--- value for all (attempt a number or digits, at epoch ms), details a list or nil (all ''), each
--- at most 512 bytes; an id or detail with a line feed is written alone; each stretch
--- of events that share topic, attempt and time is stored as one run (the writer's run())
-local function events_runs(kind, count, ids, topics, attempts, ats, details)
-  if count == 0 then return end
+-- events_run(kind, topic, attempt, at, ids, details, first, last): events first..last of ids
+-- (details: a list of at most 512 bytes each, or nil: all ''), that share kind, topic, attempt
+-- and time, as one run: for a script that checked events_on() and found the runs itself while
+-- it went through its batch (a per-event list of topics, attempts and times costs more)
+local function events_run(kind, topic, attempt, at, ids, details, first, last)
+  if first > last then return end
   if not EV.emit then events_lib() end
-  local run = EV.run
-  local lt, la, lat = type(topics) == 'table', type(attempts) == 'table', type(ats) == 'table'
-  local first = 1
-  for j = 1, count do
-    local k = j + 1
-    if k > count or (lt and topics[k] ~= topics[j]) or (la and attempts[k] ~= attempts[j])
-        or (lat and ats[k] ~= ats[j]) then
-      run(kind, lt and topics[j] or topics, la and attempts[j] or attempts, lat and ats[j] or ats,
-          ids, details, first, j)
-      first = k
-    end
-  end
+  EV.run(kind, topic, attempt, at, ids, details, first, last)
 end

@@ -10,7 +10,7 @@
 -- alone (docs/events.md#started).
 -- started_at(group, topic, eid, now): for a batch settle that checked the delivery is current
 -- itself, the 'started' time of delivery eid (now minus its idle time), or nil when it is not
--- pending with a delivery count of 1; the caller writes the event (events_runs) and reports a
+-- pending with a delivery count of 1; the caller writes the event (events_run) and reports a
 -- job named twice once, so the record is parsed once per job (docs/events.md#started).
 -- Lazy: the state and the helpers are built by started_lib() on the first call with events on
 -- (includes/emit_event.lua), so a queue with events off pays one closure per helper only.

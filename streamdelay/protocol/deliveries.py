@@ -113,12 +113,26 @@ def ack_call(keys: PartitionKeys, group: str, keep_done_ms: int, flat: Sequence[
     (``results.encode_result``); the reply is how many were still current. ``reads``: one
     per delivery, the server clock when it was read fresh with no heartbeat since (0: not
     known), which dates its ``started`` event without a pending-list read (``ackJobsV4``,
-    docs/events.md#started); empty: ``ackJobsV3``."""
+    docs/events.md#started); empty: ``ackJobsV3``. The script takes them as runs
+    (``read_runs``)."""
     if reads:
         return script("ackJobsV4").call(keys.script_keys(), [
-            group, keep_done_ms, len(flat) // 3, *flat, *reads, *results])
+            group, keep_done_ms, len(flat) // 3, *flat, *read_runs(reads), *results])
     return script("ackJobsV3").call(keys.script_keys(),
                                     [group, keep_done_ms, len(flat) // 3, *flat, *results])
+
+
+def read_runs(reads: Sequence[int]) -> list[int]:
+    """``reads`` (one read time per delivery) as ``ackJobsV4`` takes them: R, then R pairs
+    (count, time) of equal times in a row; the deliveries of one read share its time, so a
+    batch is a few runs, and the script parses one number per run, not per delivery."""
+    pairs: list[int] = []
+    for ms in reads:
+        if pairs and pairs[-1] == ms:
+            pairs[-2] += 1
+        else:
+            pairs += (1, ms)
+    return [len(pairs) // 2, *pairs]
 
 
 def touch_call(keys: PartitionKeys, group: str, consumer: str, flat: Sequence[str],

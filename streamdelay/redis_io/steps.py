@@ -7,7 +7,8 @@ plans through these under its retry policy; ``waiting.py`` adds ``WAIT`` after a
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, TypeGuard
 
 import redis
 import redis.asyncio as aioredis
@@ -213,28 +214,34 @@ async def _run_pipeline_async(client: AsyncClient, calls: list[ScriptCall]) -> l
 
 
 async def _run_commands_async(client: AsyncClient, step: Commands) -> list[Any]:
-    if isinstance(client, aioredis.Redis) and client.connection is None:
-        return _command_replies(step, await _round_trip_async(client, step))
+    if _lean(client):
+        return _command_replies(step, await _round_trip_async(client, step.commands))
     pipe = client.pipeline(transaction=False)
     for each in step.commands:
         send(pipe, each)
     return _command_replies(step, await pipe.execute(raise_on_error=False))
 
 
-async def _round_trip_async(client: aioredis.Redis, step: Commands) -> list[Any]:
-    """The commands of ``step`` written at once on one pooled connection, and their replies
-    read in order (a command's error reply in its place), as a pipeline would, without
-    redis-py's pipeline object: a Worker of a queue with events reads with ``TIME`` this way
-    (docs/events.md#started), and the pipeline's own bookkeeping cost that drain ~2 % of its
-    time (docs/benchmarks.md#lifecycle-events). No retry here: the runner's policy decides
-    (``runner.py``). A connection left with replies unread (an error, a timeout, a cancelled
-    read) is closed, never reused."""
+def _lean(client: AsyncClient) -> TypeGuard[aioredis.Redis]:
+    """A one-server asyncio client with a connection pool: plain commands go through
+    ``_round_trip_async`` (a cluster's go through redis-py, which routes them)."""
+    return isinstance(client, aioredis.Redis) and client.connection is None
+
+
+async def _round_trip_async(client: aioredis.Redis, commands: Sequence[Command]) -> list[Any]:
+    """``commands`` written at once on one pooled connection, and their replies read in order
+    (a command's error reply in its place), as a pipeline would, without redis-py's pipeline
+    object or its per-command bookkeeping (observability hooks, the retry wrapper): the
+    Worker's reads go this way, alone or with ``TIME`` (docs/events.md#started); both cost
+    its drain a few % of its time through redis-py (docs/benchmarks.md#lifecycle-events).
+    No retry here: the runner's policy decides (``runner.py``). A connection left with
+    replies unread (an error, a timeout, a cancelled read) is closed, never reused."""
     pool: Any = client.connection_pool  # untyped upstream
     conn = await pool.get_connection()
     try:
-        await conn.send_packed_command(conn.pack_commands([each.args for each in step.commands]))
+        await conn.send_packed_command(conn.pack_commands([each.args for each in commands]))
         replies: list[Any] = []
-        for each in step.commands:
+        for each in commands:
             try:
                 replies.append(await client.parse_response(conn, each.args[0],
                                                             **reply_options(each)))
@@ -256,6 +263,8 @@ async def run_step_async(client: AsyncClient, step: Step,
     if isinstance(step, ScriptCall):
         return await _run_script_async(client, step)
     if isinstance(step, Command):
+        if _lean(client):
+            return _command_replies(Commands((step,)), await _round_trip_async(client, (step,)))[0]
         try:
             return await send(client, step)
         except ResponseError as exc:

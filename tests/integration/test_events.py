@@ -62,6 +62,9 @@ def test_each_transition_writes_its_event(evq: sd.Queue) -> None:
     assert kinds(evq, "gone") == ["enqueued", "cancelled"]
     events = {(e.id, e.kind, e.attempt): e for e in evq.events(follow=False)}
     assert "boom" in events["bad", "retried", 1].detail
+    # promoted carries the attempts made so far: 0, then 1 for the retry (promoteDueV2 reads
+    # them without a pattern for a job never run, with one otherwise)
+    assert ("bad", "promoted", 0) in events and ("bad", "promoted", 1) in events
     assert "boom" in events["bad", "dead", 2].detail
     assert events["gone", "cancelled", 0].detail == "delayed"
     assert events["ok", "started", 1].at <= events["ok", "succeeded", 1].at

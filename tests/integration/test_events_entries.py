@@ -162,17 +162,26 @@ def test_a_job_named_twice_in_a_settle_reports_started_and_succeeded_once(evq: s
 
 
 def test_a_settle_with_read_times_dates_started_by_them(evq: sd.Queue) -> None:
-    """ackJobsV4: a delivery with a read time gets ``started`` at that time; one without
-    (``''``) is dated from the pending list, as by ackJobsV3."""
+    """ackJobsV4: deliveries with a read time (given as runs: count, time) get ``started`` at
+    that time; one without (0) is dated from the pending list, as by ackJobsV3; runs that do
+    not add up to the deliveries are refused before any write."""
     keys = PartitionKeys(evq.name, 0)
-    eid = read_fresh(evq, "r", 3)
+    eid = read_fresh(evq, "r", 4)
     read_at = int(eid["r0"].split("-")[0]) + 1
-    args: list[Any] = ["g", 0, 3, "t", "r0", eid["r0"], "t", "r1", eid["r1"], "t", "r2", eid["r2"],
-                       12345, "", read_at]
-    assert run_step_sync(evq.client, script("ackJobsV4").call(keys.script_keys(), args)) == 3
+    deliveries: list[Any] = ["g", 0, 4]
+    for n in range(4):
+        deliveries += ["t", f"r{n}", eid[f"r{n}"]]
+    for runs in ([3, 1, 12345, 1, 0, 1, read_at], [2, 1, 12345, 2, read_at],  # 3 of 4
+                 [1, 4, "x"], [1, 0, read_at]):
+        with pytest.raises(Exception, match="BAD_ARGS ackJobsV4"):
+            run_step_sync(evq.client, script("ackJobsV4").call(keys.script_keys(),
+                                                              deliveries + runs))
+    assert evq.client.hlen(keys.jobs) == 4
+    args = deliveries + [3, 1, 12345, 1, 0, 2, read_at]
+    assert run_step_sync(evq.client, script("ackJobsV4").call(keys.script_keys(), args)) == 4
     started = {e.id: e.at for e in evq.events(follow=False) if e.kind == "started"}
-    assert started["r0"] == 12345 and started["r2"] == read_at
+    assert started["r0"] == 12345 and started["r2"] == started["r3"] == read_at
     assert abs(started["r1"] - read_at) < 1000  # from the pending list: when c read it
-    bad = ["g", 0, 1, "t", "r0", eid["r0"]]  # V4 without its read time
+    bad = ["g", 0, 1, "t", "r0", eid["r0"]]  # V4 without its read times
     with pytest.raises(Exception, match="BAD_ARGS ackJobsV4"):
         run_step_sync(evq.client, script("ackJobsV4").call(keys.script_keys(), bad))

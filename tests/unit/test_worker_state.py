@@ -18,7 +18,7 @@ from streamdelay.consumer.running import Slots
 from streamdelay.consumer.supervise import OwnedTasks
 from streamdelay.consumer.views import TopicViews
 from streamdelay.engine.taking import parse_events, parse_read, streams_of
-from streamdelay.protocol.deliveries import ack_call
+from streamdelay.protocol.deliveries import ack_call, read_runs
 from streamdelay.protocol.keys import PartitionKeys
 from streamdelay.redis_io.config import QueueConfig
 
@@ -192,4 +192,7 @@ def test_a_fresh_read_dates_started_until_a_heartbeat_is_sent() -> None:
     assert ack_call(PartitionKeys("q", 0), "g", 0, ["t", "j", "5-0"], (), [1700]).script.name \
         == "ackJobsV4"
     assert ack_call(PartitionKeys("q", 0), "g", 0, ["t", "j", "5-0"]).script.name == "ackJobsV3"
+    # the read times travel as runs (R, then count and time), what ackJobsV4 parses
+    assert read_runs([1700, 1700, 0, 1800, 1800, 1800]) == [3, 2, 1700, 1, 0, 3, 1800]
+    assert read_runs([1700]) == [1, 1, 1700]
     assert [parse_events(v) for v in (b"10000", b"0", None, b"x")] == [True, False, False, False]
