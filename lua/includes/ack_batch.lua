@@ -32,17 +32,18 @@ local function ack_batch(with_reads)
   local group, keep = ARGV[1], tonumber(ARGV[2])
   local n = tonumber(ARGV[3]) or 0
   local last = 3 + 3 * n -- the last ARGV of the deliveries; (read times, then) results follow
-  local runs = with_reads and tonumber(ARGV[last + 1]) or 0 -- V4: runs of read times
-  local reads = with_reads and 1 + 2 * runs or 0 -- how many ARGV they take
+  local runs = 0 -- V4: how many runs of read times
+  if with_reads then runs = tonumber(ARGV[last + 1]) end
+  local reads = (with_reads and runs) and 1 + 2 * runs or 0 -- how many ARGV they take
   local read_ms = {} -- V4: k -> the read time of run k (a number; 0 unknown)
   local read_n = {} -- V4: k -> the last delivery (1..N) of run k
-  local bad = n < 0 or runs == nil or runs < 0 or 3 + 3 * n + reads > #ARGV
+  local bad = n < 0 or runs == nil or runs < 0 or runs % 1 ~= 0 or 3 + 3 * n + reads > #ARGV
               or (#ARGV - 3 - 3 * n - reads) % 3 ~= 0
   if not bad and with_reads then
     local upto = 0
     for k = 1, runs do
       local count, ms = tonumber(ARGV[last + 2 * k]), tonumber(ARGV[last + 2 * k + 1])
-      if not (count and ms) or count < 1 then bad = true break end
+      if not (count and ms) or count < 1 or count % 1 ~= 0 then bad = true break end
       upto = upto + count
       read_n[k], read_ms[k] = upto, ms
     end

@@ -20,19 +20,24 @@
 -- through event_alone), so a script with events off pays the HGET and a few closures only
 -- (docs/keys.md#includes; docs/benchmarks.md, History).
 -- @include keys
-local EV = {} -- max: the switch (nil until read); batched; emit, flush: built by events_lib()
+-- Numbers go to XADD as text made here ('%d'): Redis turns a Lua number argument into text with
+-- '%.17g', which made a one-event XADD ~15 % dearer (docs/benchmarks.md#lifecycle-events).
+local EV = {} -- max: the switch (nil until read), bound: it as XADD's MAXLEN text; batched;
+              -- emit, flush: built by events_lib()
+-- events_set(raw): the switch from the meta field's value (absent, not a number: off)
+local function events_set(raw)
+  local max = type(raw) == 'string' and tonumber(raw) or 0
+  EV.max = max
+  if max > 0 then EV.bound = string.format('%d', max) end
+end
 local function events_on()
-  local max = EV.max
-  if max == nil then
-    local on = redis.pcall('HGET', PREFIX .. 'meta', 'events')
-    max = type(on) == 'string' and tonumber(on) or 0
-    EV.max = max
-  end
-  return max > 0
+  if EV.max == nil then events_set(redis.pcall('HGET', PREFIX .. 'meta', 'events')) end
+  return EV.max > 0
 end
 local function event_alone(kind, id, topic, attempt, at, detail) -- one event, one entry
-  redis.pcall('XADD', PREFIX .. 'events', 'MAXLEN', '~', EV.max, '*', 'k', kind, 'i', id,
-              't', topic, 'a', attempt, 'at', at, 'd', detail)
+  redis.pcall('XADD', PREFIX .. 'events', 'MAXLEN', '~', EV.bound, '*', 'k', kind, 'i', id,
+              't', topic, 'a', attempt == 0 and '0' or attempt,
+              'at', type(at) == 'number' and string.format('%d', at) or at, 'd', detail)
 end
 -- events_lib(): the batch writer, emit(...) of normalized events and flush()
 local function events_lib()
@@ -52,7 +57,7 @@ local function events_lib()
     if n == 1 then
       event_alone(EV_LK, EV_I[1], EV_LT, EV_LA, EV_LAT, EV_D[1])
     else
-      redis.pcall('XADD', PREFIX .. 'events', 'MAXLEN', '~', EV.max, '*', 'n', n,
+      redis.pcall('XADD', PREFIX .. 'events', 'MAXLEN', '~', EV.bound, '*', 'n', string.format('%d', n),
                   'i', concat(EV_I, '\n', 1, SEGS), 'd', concat(EV_D, '\n', 1, SEGS),
                   'k', concat(EV_K, ' ', 1, NK), 'a', concat(EV_A, ' ', 1, NA),
                   '@', concat(EV_AT, ' ', 1, NAT), 't', concat(EV_T, '', 1, NT))

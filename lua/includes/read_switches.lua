@@ -8,6 +8,6 @@
 local function read_switches()
   local v = redis.pcall('HMGET', PREFIX .. 'meta', 'events', 'flow')
   if type(v) ~= 'table' or v.err then v = {} end
-  EV.max = type(v[1]) == 'string' and tonumber(v[1]) or 0
+  events_set(v[1])
   FLOW_KEEP = type(v[2]) == 'string' and tonumber(v[2]) or 0
 end

@@ -172,7 +172,7 @@ def test_a_settle_with_read_times_dates_started_by_them(evq: sd.Queue) -> None:
     for n in range(4):
         deliveries += ["t", f"r{n}", eid[f"r{n}"]]
     for runs in ([3, 1, 12345, 1, 0, 1, read_at], [2, 1, 12345, 2, read_at],  # 3 of 4
-                 [1, 4, "x"], [1, 0, read_at]):
+                 [1, 4, "x"], [1, 0, read_at], [1, 1.5, read_at], ["x", 1, 2, 3]):
         with pytest.raises(Exception, match="BAD_ARGS ackJobsV4"):
             run_step_sync(evq.client, script("ackJobsV4").call(keys.script_keys(),
                                                               deliveries + runs))
