@@ -43,6 +43,7 @@ from streamdelay.protocol.keys import PartitionKeys
 
 BODY = {"order_id": 42, "pad": "x" * 80}  # ~100 bytes of JSON
 BATCH = 1000
+MANY = 20_000  # jobs of the enqueue_many rounds, both sides
 TARGET = 0.10  # at most 10 % slower with events on
 
 
@@ -85,38 +86,62 @@ def alternate(client: redis.Redis, jobs: int, rounds: int, off: Callable[[int, i
             cpu["off"] * 1e6 / done, cpu["on"] * 1e6 / done)
 
 
-def drain_once(url: str, client: redis.Redis, name: str, jobs: int) -> tuple[float, float]:
-    """(seconds from T0 to the last ack, Redis CPU s) of one drain of ``jobs`` due at once."""
-    with Workers(url, name, 1, mode="noop", concurrency=64) as workers:
-        workers.wait_ready(client)
-        queue = sd.Queue(name, url=url)
+def drain_once(client: redis.Redis, queue: sd.Queue, workers: Workers, jobs: int,
+               offset_ms: float) -> tuple[float, float]:
+    """(seconds from T0 to the last ack, Redis CPU s) of one drain of ``jobs`` due at once by
+    ``queue``'s worker, already started and idle."""
+    due_at_ms = server_now_ms(client) + (0.3 + jobs / 10_000) * 1000
+    for start in range(0, jobs, 10_000):
+        queue.enqueue_many([sd.JobSpec("bench.job", BODY, at=due_at_ms / 1000,
+                                       id=f"{queue.name}-{time.time_ns()}-{i}")
+                            for i in range(start, min(jobs, start + 10_000))])
+    if server_now_ms(client) >= due_at_ms:
+        raise RuntimeError("enqueueing took longer than the lead")
+    cpu_start = None
+    jobs_key = keys_of(queue.name).jobs
+    while True:
+        now_ms = time.time() * 1000 + offset_ms
+        if cpu_start is None and now_ms >= due_at_ms:
+            cpu_start = redis_cpu_seconds(client)
+        if now_ms >= due_at_ms and client.hlen(jobs_key) == 0:
+            break
+        workers.check_alive()
+        time.sleep(0.002)
+    return (now_ms - due_at_ms) / 1000, redis_cpu_seconds(client) - (cpu_start or 0.0)
+
+
+def drains_in_pairs(url: str, client: redis.Redis, jobs: int, pairs: int
+                    ) -> tuple[dict[str, list[float]], dict[str, float]]:
+    """Drain times and Redis CPU of ``pairs`` pairs of drains, one a side back to back (the
+    order alternated), by two worker processes (one per queue) started once: a drain is a
+    second or less, so the two of a pair run within about two seconds of each other (this
+    machine's speed swings within seconds: one queue's consecutive drains read 0.49 to 0.99 s
+    on 2026-11-27) and no drain pays for a process start."""
+    times: dict[str, list[float]] = {"droff": [], "dron": []}
+    cpu: dict[str, float] = {"droff": 0.0, "dron": 0.0}
+    with Workers(url, "droff", 1, mode="noop", concurrency=64) as off_w, \
+            Workers(url, "dron", 1, mode="noop", concurrency=64) as on_w, \
+            sd.Queue("droff", url=url) as off_q, sd.Queue("dron", url=url) as on_q:
+        off_w.wait_ready(client)
+        on_w.wait_ready(client)
         offset_ms, _ = measure_clock_offset(client)
-        due_at_ms = server_now_ms(client) + (2.0 + jobs / 10_000) * 1000
-        for start in range(0, jobs, 10_000):
-            queue.enqueue_many([sd.JobSpec("bench.job", BODY, at=due_at_ms / 1000,
-                                           id=f"{name}-{time.time_ns()}-{i}")
-                                for i in range(start, min(jobs, start + 10_000))])
-        queue.close()
-        if server_now_ms(client) >= due_at_ms:
-            raise RuntimeError("enqueueing took longer than the lead")
-        cpu_start = None
-        jobs_key = keys_of(name).jobs
-        while True:
-            now_ms = time.time() * 1000 + offset_ms
-            if cpu_start is None and now_ms >= due_at_ms:
-                cpu_start = redis_cpu_seconds(client)
-            if now_ms >= due_at_ms and client.hlen(jobs_key) == 0:
-                break
-            workers.check_alive()
-            time.sleep(0.002)
-        return (now_ms - due_at_ms) / 1000, redis_cpu_seconds(client) - (cpu_start or 0.0)
+        sides = {"droff": (off_q, off_w), "dron": (on_q, on_w)}
+        drain_once(client, off_q, off_w, jobs // 10, offset_ms)  # warm both, not counted
+        drain_once(client, on_q, on_w, jobs // 10, offset_ms)
+        for number in range(pairs):
+            for name in (("droff", "dron") if number % 2 == 0 else ("dron", "droff")):
+                queue, workers = sides[name]
+                elapsed, used = drain_once(client, queue, workers, jobs, offset_ms)
+                times[name].append(elapsed)
+                cpu[name] += used
+    return times, cpu
 
 
 def _pct(ratio: float) -> str:
     return f"{ratio - 1:+.1%}"
 
 
-def run(jobs: int = 10_000, drains: int = 9, single: int = 8000, rounds: int = 8,
+def run(jobs: int = 5_000, drains: int = 31, single: int = 8000, rounds: int = 8,
         single_rounds: int = 16) -> Section:
     """The events-on / events-off table of one run."""
     rows: list[list[str]] = []
@@ -132,7 +157,7 @@ def run(jobs: int = 10_000, drains: int = 9, single: int = 8000, rounds: int = 8
             # one call per job: short rounds (500 jobs a side), so twice as many of them
             for what, n, count, make in (
                     ("enqueue, 1 call per job", single, single_rounds, _single),
-                    (f"enqueue_many, batches of {BATCH:,}", jobs * 2, rounds, _many)):
+                    (f"enqueue_many, batches of {BATCH:,}", MANY, rounds, _many)):
                 off_rate, on_rate, ratio, off_cpu, on_cpu = alternate(
                     client, n, count, make(off_q, "off"), make(on_q, "on"))
                 slowdowns[what] = ratio
@@ -142,19 +167,13 @@ def run(jobs: int = 10_000, drains: int = 9, single: int = 8000, rounds: int = 8
             with sd.Queue(name, url=url, events=name == "dron") as q:
                 q.enqueue("warm", 0, id="warm", delay=3600.0)
                 q.cancel("warm")
-        drain_times: dict[str, list[float]] = {"droff": [], "dron": []}
-        drain_cpu: dict[str, float] = {"droff": 0.0, "dron": 0.0}
-        for number in range(drains):
-            for name in (("droff", "dron") if number % 2 == 0 else ("dron", "droff")):
-                elapsed, cpu = drain_once(url, client, name, jobs)
-                drain_times[name].append(elapsed)
-                drain_cpu[name] += cpu
+        drain_times, drain_cpu = drains_in_pairs(url, client, jobs, drains)
         off_s, on_s = (statistics.median(drain_times[n]) for n in ("droff", "dron"))
         # the median of each pair's ratio: the two drains of a pair run back to back, so a
         # machine that slows down over the run moves both (the medians of the sides do not)
-        ratio = statistics.median(on / off for on, off in zip(drain_times["dron"],
-                                                              drain_times["droff"],
-                                                              strict=True))
+        pairs = sorted(on / off for on, off in zip(drain_times["dron"], drain_times["droff"],
+                                                   strict=True))
+        ratio = statistics.median(pairs)
         slowdowns["drain"] = ratio
         rows.append([f"drain, {jobs:,} due at once, 1 worker process", f"{jobs:,} x {drains}",
                      rate(jobs, off_s), rate(jobs, on_s), _pct(ratio),
@@ -173,17 +192,18 @@ def run(jobs: int = 10_000, drains: int = 9, single: int = 8000, rounds: int = 8
     section.notes = [f"The events queue's stream held {kept:,} entries at the end (bound "
                      f"10,000 per partition, `MAXLEN ~`). Enqueue figures: the median of "
                      f"{single_rounds} (one call per job) and {rounds} (batches) alternating "
-                     "rounds; drain: {drains} pairs of drains (one "
+                     f"rounds; drain: {drains} pairs of drains (one "
                      "off, one on, back to back, the order alternated), the rates the median "
-                     "of each side, the time the median of the pairs' ratios."]
+                     "of each side, the time the median of the pairs' ratios (the pairs: "
+                     + ", ".join(_pct(r) for r in pairs) + ")."]
     return section
 
 
 def main() -> None:
     """Command line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=10_000)
-    parser.add_argument("--drains", type=int, default=9)
+    parser.add_argument("--jobs", type=int, default=5_000)
+    parser.add_argument("--drains", type=int, default=31)
     args = parser.parse_args()
     run(args.jobs, args.drains).print()
 
