@@ -177,7 +177,7 @@ def test_a_settle_with_read_times_dates_started_by_them(evq: sd.Queue) -> None:
             run_step_sync(evq.client, script("ackJobsV4").call(keys.script_keys(),
                                                               deliveries + runs))
     assert evq.client.hlen(keys.jobs) == 4
-    args = deliveries + [3, 1, 12345, 1, 0, 2, read_at]
+    args = [*deliveries, 3, 1, 12345, 1, 0, 2, read_at]
     assert run_step_sync(evq.client, script("ackJobsV4").call(keys.script_keys(), args)) == 4
     started = {e.id: e.at for e in evq.events(follow=False) if e.kind == "started"}
     assert started["r0"] == 12345 and started["r2"] == started["r3"] == read_at
