@@ -202,6 +202,23 @@ class Workers:
         self.stop()
 
 
+def wait_drained(client: redis.Redis, jobs_key: str, due_at_ms: float, offset_ms: float,
+                 workers: Workers) -> tuple[float, float]:
+    """(seconds from ``due_at_ms`` until the jobs hash ``jobs_key`` is empty, Redis CPU s over
+    that time): the end of a drain of jobs due at one instant, on the server clock (the local
+    clock plus ``offset_ms``, from ``measure_clock_offset``), polled every 2 ms."""
+    cpu_start = None
+    while True:
+        now_ms = time.time() * 1000 + offset_ms
+        if cpu_start is None and now_ms >= due_at_ms:
+            cpu_start = redis_cpu_seconds(client)
+        if now_ms >= due_at_ms and client.hlen(jobs_key) == 0:
+            break
+        workers.check_alive()
+        time.sleep(0.002)
+    return (now_ms - due_at_ms) / 1000, redis_cpu_seconds(client) - (cpu_start or 0.0)
+
+
 def server_now_ms(client: redis.Redis) -> float:
     """The Redis server clock in epoch ms."""
     seconds, micros = client.time()

@@ -30,10 +30,10 @@ from benchmarks.core.harness import (
     measure_clock_offset,
     percentile,
     rate,
-    redis_cpu_seconds,
     redis_server,
     script_times,
     server_now_ms,
+    wait_drained,
 )
 
 BODY = {"order_id": 42, "pad": "x" * 80}
@@ -82,17 +82,7 @@ def drain_once(url: str, client: redis.Redis, jobs: int, processes: int,
         queue.close()
         if server_now_ms(client) >= due_at_ms:
             raise RuntimeError("enqueueing took longer than the lead; raise lead_s")
-        cpu_start = None
-        while True:
-            now_ms = time.time() * 1000 + offset_ms
-            if cpu_start is None and now_ms >= due_at_ms:
-                cpu_start = redis_cpu_seconds(client)
-            if now_ms >= due_at_ms and client.hlen(jobs_key) == 0:
-                break
-            workers.check_alive()
-            time.sleep(0.002)
-        elapsed = (now_ms - due_at_ms) / 1000
-        cpu = redis_cpu_seconds(client) - (cpu_start or 0.0)
+        elapsed, cpu = wait_drained(client, jobs_key, due_at_ms, offset_ms, workers)
     return elapsed, cpu, enqueue_s
 
 

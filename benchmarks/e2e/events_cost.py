@@ -40,6 +40,7 @@ from benchmarks.core.harness import (
     redis_server,
     server_now_ms,
     verdict,
+    wait_drained,
 )
 from streamdelay.protocol.keys import PartitionKeys
 
@@ -98,17 +99,7 @@ def drain_once(client: redis.Redis, queue: sd.Queue, workers: Workers, jobs: int
                             for i in range(start, min(jobs, start + 10_000))])
     if server_now_ms(client) >= due_at_ms:
         raise RuntimeError("enqueueing took longer than the lead")
-    cpu_start = None
-    jobs_key = keys_of(queue.name).jobs
-    while True:
-        now_ms = time.time() * 1000 + offset_ms
-        if cpu_start is None and now_ms >= due_at_ms:
-            cpu_start = redis_cpu_seconds(client)
-        if now_ms >= due_at_ms and client.hlen(jobs_key) == 0:
-            break
-        workers.check_alive()
-        time.sleep(0.002)
-    return (now_ms - due_at_ms) / 1000, redis_cpu_seconds(client) - (cpu_start or 0.0)
+    return wait_drained(client, keys_of(queue.name).jobs, due_at_ms, offset_ms, workers)
 
 
 def drains_in_pairs(url: str, client: redis.Redis, jobs: int, pairs: int

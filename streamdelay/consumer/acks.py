@@ -65,8 +65,8 @@ class PendingAcks:
             flat, sizes = self._flat[partition], self._sizes[partition]
             count = batch_length(sizes)
             reads = self._reads[partition]
-            dated = reads[:count] if any(reads[:count]) else None
-            extra = {"reads": dated} if dated else {}  # docs/events.md#started
+            dated = reads[:count]  # sent only when some delivery has one: docs/events.md#started
+            extra = {"reads": dated} if any(dated) else {}
             kept = self._results.get(partition)
             if kept:
                 values: list[Any] = []
