@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import streamdelay as sd
-from tests.support.cluster import LocalSentinel, failover_under_load
+from tests.support.cluster import AFTER_FAILOVER, LocalSentinel, failover_under_load
 from tests.support.failover_window import failover_with_stalled_replica
 
 
@@ -65,7 +65,7 @@ def test_failover_under_load_loses_nothing_enqueued_after_it(tmp_path: Path) -> 
             promoted=lambda: local.master_port() == local.replica.port)
     print(f"sentinel failover: {report.summary()}")
     assert report.producer_errors == []
-    assert report.accepted_after > 20
+    assert report.accepted_after >= AFTER_FAILOVER  # enqueues go on after it (a count)
     assert report.lost_after == []  # lost_before is reported: the async replication window
 
 
