@@ -4,7 +4,9 @@ The package is layered (docs/design.md): ``base`` < ``protocol`` < ``redis_io`` 
 < ``consumer`` < ``cli``; everything a user needs is exported here.
 """
 
+import importlib as _importlib
 import sys as _sys
+import types as _types
 
 from .base import masking as _masking
 from .base.errors import (
@@ -40,12 +42,15 @@ from .base.models import (
     Retry,
     TopicStats,
 )
+from .base.tasks import Task, task
 from .consumer.dispatcher import Dispatcher
+from .consumer.lifespan import lifespan
 from .consumer.worker import Worker
 from .limits.rates import Rate, TopicLimit
 from .producer.listing import JobPage
 from .producer.pull import AsyncReservation, Reservation
 from .producer.queue import AsyncQueue, Queue
+from .producer.typed import AsyncEnqueued, Enqueued
 from .protocol import scripts as _scripts
 from .redis_io import config as _config
 from .schedules.plans import ScheduleNotFound
@@ -60,7 +65,17 @@ for _name, _module in (("scripts", _scripts), ("masking", _masking), ("config", 
     _sys.modules.setdefault(f"{__name__}.{_name}", _module)
     globals()[_name] = _module
 
+
+
+def __getattr__(name: str) -> _types.ModuleType:
+    """``sd.testing``, the testing kit (docs/testing.md), imported on first use only."""
+    if name == "testing":
+        return _importlib.import_module(f"{__name__}.testing")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
+    "AsyncEnqueued",
     "AsyncQueue",
     "AsyncReservation",
     "Backoff",
@@ -74,6 +89,7 @@ __all__ = [
     "Dispatcher",
     "Drop",
     "EnqueueResult",
+    "Enqueued",
     "GroupNotFound",
     "Job",
     "JobEvent",
@@ -97,9 +113,12 @@ __all__ = [
     "ScriptError",
     "StaleReceipt",
     "StreamdelayError",
+    "Task",
     "TopicLimit",
     "TopicStats",
     "ValidationError",
     "Worker",
     "__version__",
+    "lifespan",
+    "task",
 ]

@@ -6,11 +6,25 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Generic, Literal, overload
 
 from .errors import ValidationError
 from .results import EnqueueResult as EnqueueResult  # one import path for every data type
 from .results import EnqueueState as EnqueueState
+from .tasks import B, Task
+
+if TYPE_CHECKING:  # a default (PEP 696): a bare ``sd.Job`` stays ``sd.Job[Any]`` under --strict
+    from typing_extensions import TypeVar, Unpack
+
+    from .tasks import JobOptions
+
+    BodyT = TypeVar("BodyT", default=Any)
+    ValueT = TypeVar("ValueT", default=Any)
+else:
+    from typing import TypeVar
+
+    BodyT = TypeVar("BodyT")
+    ValueT = TypeVar("ValueT")
 
 JobState = Literal["delayed", "ready", "reserved", "dead", "done", "waiting"]
 # What enqueue found under an existing id: a job in its stream is "ready" (reserved or not),
@@ -59,15 +73,29 @@ class JobSpec:
     key: str | None = None  # fairness key (docs/producer.md#fairness-keys)
     expires: Delay | None = None  # never run later than this after its due time
 
+    @overload  # a typed task: its body type only (docs/typed-tasks.md)
+    def __init__(self, topic: Task[B, Any], body: B, **options: Unpack[JobOptions]
+                 ) -> None: ...
+    @overload
     def __init__(self, topic: str, body: Any = None, delay: Delay | None = None,
                  at: At | None = None, id: str | None = None, ttr: Delay | None = None,
                  max_attempts: int | None = None, backoff: BackoffPolicy | None = None,
                  headers: dict[str, str] | None = None, replace: bool = False,
                  max_wait: Delay | None = None, keep_result: Delay | None = None,
                  priority: int | None = None, key: str | None = None,
-                 expires: Delay | None = None) -> None:
+                 expires: Delay | None = None) -> None: ...
+    def __init__(self, topic: str | Task[Any, Any], body: Any = None,
+                 delay: Delay | None = None, at: At | None = None, id: str | None = None,
+                 ttr: Delay | None = None, max_attempts: int | None = None,
+                 backoff: BackoffPolicy | None = None, headers: dict[str, str] | None = None,
+                 replace: bool = False, max_wait: Delay | None = None,
+                 keep_result: Delay | None = None, priority: int | None = None,
+                 key: str | None = None, expires: Delay | None = None) -> None:
         """The generated ``__init__``'s arguments, set in one go: a frozen dataclass sets its
-        fields one ``object.__setattr__`` at a time (~0.3 µs more per job of ``enqueue_many``)."""
+        fields one ``object.__setattr__`` at a time (~0.3 µs more per job of ``enqueue_many``).
+        A typed task is kept as its topic string (the wire's)."""
+        if type(topic) is not str and isinstance(topic, Task):
+            topic = topic.name
         self.__dict__.update(topic=topic, body=body, delay=delay, at=at, id=id, ttr=ttr,
                              max_attempts=max_attempts, backoff=backoff, headers=headers,
                              replace=replace, max_wait=max_wait, keep_result=keep_result,
@@ -78,7 +106,9 @@ class JobSpec:
 class JobInfo:
     """A job read by id (``Queue.get``) or listed (``Queue.jobs``). ``due`` and ``created`` are
     epoch ms (server clock); ``idle_ms`` and ``ttr_ms`` are milliseconds; ``ttr`` is the same
-    time-to-run in seconds, the unit ``enqueue(ttr=...)`` takes (kept for compatibility)."""
+    time-to-run in seconds, the unit ``enqueue(ttr=...)`` takes (kept for compatibility). A dead
+    job's ``died`` is when it went dead (its dead-letter entry's time); ``due`` stays the due
+    time of its last attempt."""
 
     id: str
     topic: str
@@ -102,6 +132,7 @@ class JobInfo:
     # parent id -> "pending" | "succeeded" | "dead" | "cancelled", for a job enqueued with after=
     parents: dict[str, str] | None = None
     children: list[str] | None = None  # the jobs (and "batch:<id>") waiting for it
+    died: int | None = None  # a dead job: when it went dead, epoch ms (server clock)
 
 
 @dataclass(frozen=True)
@@ -174,15 +205,16 @@ class ClaimResult:
 
 
 @dataclass(frozen=True)
-class Job:
+class Job(Generic[BodyT]):
     """One delivery of a job, as a handler receives it.
 
-    ``attempt`` counts from 1 and includes deliveries lost to crashed workers.
+    ``attempt`` counts from 1 and includes deliveries lost to crashed workers. ``sd.Job[T]``:
+    a job whose ``body`` was decoded into ``T`` (``body=`` of the handler, or its typed task).
     """
 
     id: str
     topic: str
-    body: Any
+    body: BodyT
     due: int
     created: int
     attempt: int
@@ -225,13 +257,14 @@ class Drop(Exception):
 
 
 @dataclass(frozen=True)
-class JobResult:
+class JobResult(Generic[ValueT]):
     """How a job ended (``Queue.result``): ``state`` is ``succeeded`` (``value``: what the handler
     returned), ``dead`` or ``cancelled`` (``error``: why); ``finished`` is epoch ms (server
-    clock). Kept for the job's ``keep_result`` seconds (docs/results.md)."""
+    clock). Kept for the job's ``keep_result`` seconds (docs/results.md). ``sd.JobResult[T]``:
+    the result of a typed task, ``value`` decoded into ``T`` (None unless ``succeeded``)."""
 
     id: str
     state: Literal["succeeded", "dead", "cancelled"]
-    value: Any = None
+    value: ValueT = None  # type: ignore[assignment]  # None unless succeeded
     error: str | None = None
     finished: int = 0

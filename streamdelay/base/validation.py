@@ -52,10 +52,20 @@ def queue_name(value: object) -> str:
     return _pattern(value, QUEUE_NAME, "name", "queue name")
 
 
+class NamedTopic:
+    """What stands for a topic where one is taken: a typed task (``sd.task``, base/tasks.py)
+    resolves to its ``name``, checked when it was made (docs/typed-tasks.md)."""
+
+    __slots__ = ()
+    name: str
+
+
 def topic(value: object) -> str:
-    """A topic: 1-128 of letters, digits, ``_ . : -``."""
+    """A topic: 1-128 of letters, digits, ``_ . : -``; a typed task gives its topic."""
     if type(value) is str and value in _TOPICS_SEEN:  # every job of a batch, mostly one topic
         return value
+    if isinstance(value, NamedTopic):  # off the path of string topics (cached above)
+        return value.name
     checked = _pattern(value, TOPIC, "topic", "topic")
     if type(value) is str and len(_TOPICS_SEEN) < _TOPICS_KEPT:
         _TOPICS_SEEN.add(checked)

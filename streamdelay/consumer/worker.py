@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from ..base import validation
 from ..base.errors import ConfigError
+from ..base.tasks import B, R, Task, TaskHandlers
 from ..engine.constants import DEFAULT_GROUP, PRUNE_IDLE_S, default_consumer_name
 from ..engine.leasing import LeaseBook
 from ..engine.staging import aging_plan
@@ -144,6 +145,16 @@ class Worker:
             return fn
 
         return register
+
+    def handles(self, task: Task[B, R]) -> TaskHandlers[B, R]:
+        """Decorator: run ``fn(job)`` for the jobs of a typed task (``sd.task``), their bodies
+        decoded into its body type; the type checker holds ``fn`` to ``(job: sd.Job[B]) -> R``,
+        def or async def (docs/typed-tasks.md)."""
+        if not isinstance(task, Task):
+            raise ConfigError(f"handles: expected a task made by sd.task(), got "
+                              f"{type(task).__name__} (a string topic: use handler())",
+                              field="handler")
+        return TaskHandlers(self.handler(task.name, body=task.body))
 
     @property
     def topics(self) -> list[str]:

@@ -12,7 +12,7 @@ import copy
 import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import fields
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ..base.errors import ConfigError
 from ..base.models import (
@@ -25,6 +25,7 @@ from ..base.models import (
     JobSpec,
     QueueStats,
 )
+from ..base.tasks import B, R, Task
 from ..engine.upkeep import claim_plan
 from ..protocol.plan import Plan
 from ..redis_io.agreement import agree_partitions_async, agree_partitions_sync
@@ -48,7 +49,13 @@ from .operating import AsyncOperatorMethods, OperatorMethods
 from .pull import AsyncPull, SyncPull
 from .scheduling import AsyncScheduleMethods, ScheduleMethods
 from .searching import AsyncSearchMethods, SearchMethods
+from .typed import AsyncEnqueued, Enqueued
 from .workflows import AsyncFlowMethods, FlowMethods
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from ..base.tasks import EnqueueOptions
 
 
 def _config(name: str, url: str | None, options: dict[str, Any]) -> QueueConfig:
@@ -144,9 +151,15 @@ class Queue(_QueueFace, SyncPull, SyncResults, OperatorMethods, ScheduleMethods,
         """Drive a read or operator plan: it never creates the queue (``NoSuchQueue``)."""
         return self._run(plan, create=False)
 
+    @overload  # a typed task: its body type only; the reply reads its typed result
+    def enqueue(self, topic: Task[B, R], body: B, **options: Unpack[EnqueueOptions]
+                ) -> Enqueued[R]: ...
+    @overload
+    def enqueue(self, topic: str, body: Any = None, **options: Unpack[EnqueueOptions]
+                ) -> EnqueueResult: ...
     def enqueue(
         self,
-        topic: str,
+        topic: str | Task[Any, Any],
         body: Any = None,
         *,
         delay: Delay | None = None,
@@ -180,13 +193,19 @@ class Queue(_QueueFace, SyncPull, SyncResults, OperatorMethods, ScheduleMethods,
 
         ``after``: the ids of jobs it waits for (state ``waiting`` until each succeeded, then
         due after its delay); ``on_parent_failure`` ``"dead"`` or ``"run"``
-        (docs/workflows.md)."""
+        (docs/workflows.md).
+
+        ``topic`` may be a typed task (``sd.task``): the reply is then an ``sd.Enqueued``
+        whose ``result(timeout=)`` decodes the value (docs/typed-tasks.md)."""
         job = prepare_values(self.config, topic, body, delay, at, id, ttr, max_attempts, backoff,
                              headers, replace, max_wait, keep_result, priority, key,
                              expires)  # bad input raises here, before any I/O
         if after is not None:
-            return self._run_flow([after_job(self.config, job, after, on_parent_failure)])[0]
-        result: EnqueueResult = self._run(prepared_one_plan(self.config, job), checked=True)
+            result = self._run_flow([after_job(self.config, job, after, on_parent_failure)])[0]
+        else:
+            result = self._run(prepared_one_plan(self.config, job), checked=True)
+        if type(topic) is not str and isinstance(topic, Task):
+            return Enqueued(result, self, topic)
         return result
 
     def enqueue_many(self, specs: Iterable[JobSpec]) -> list[EnqueueResult]:
@@ -281,9 +300,15 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncOperatorMethods, Asyn
         """Drive a read or operator plan: it never creates the queue (``NoSuchQueue``)."""
         return await self._run(plan, create=False)
 
+    @overload  # a typed task: see Queue.enqueue
+    async def enqueue(self, topic: Task[B, R], body: B, **options: Unpack[EnqueueOptions]
+                      ) -> AsyncEnqueued[R]: ...
+    @overload
+    async def enqueue(self, topic: str, body: Any = None, **options: Unpack[EnqueueOptions]
+                      ) -> EnqueueResult: ...
     async def enqueue(
         self,
-        topic: str,
+        topic: str | Task[Any, Any],
         body: Any = None,
         *,
         delay: Delay | None = None,
@@ -312,8 +337,12 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncOperatorMethods, Asyn
                              key, expires)
         if after is not None:
             done = await self._run_flow([after_job(self.config, job, after, on_parent_failure)])
-            return done[0]
-        return await self._coalescer.enqueue(job)
+            result = done[0]
+        else:
+            result = await self._coalescer.enqueue(job)
+        if type(topic) is not str and isinstance(topic, Task):
+            return AsyncEnqueued(result, self, topic)
+        return result
 
     async def enqueue_many(self, specs: Iterable[JobSpec]) -> list[EnqueueResult]:
         """Schedule many jobs in one round trip; see ``Queue.enqueue_many``."""
