@@ -136,6 +136,8 @@ def job_text(info: JobInfo) -> str:
         rows.append(("key", info.key))
     if info.expires_at is not None:
         rows.append(("expires", when(info.expires_at)))
+    if info.died is not None:
+        rows.append(("died", when(info.died)))
     if info.error:
         rows.append(("error", info.error.splitlines()[0]))
     if info.parents:  # docs/workflows.md
@@ -227,8 +229,9 @@ def dead_text(jobs: Sequence[DeadJob]) -> str:
 
 
 def dead_job_of(info: JobInfo) -> DeadJob:
-    """A dead job read by id, in the shape of a ``dead list`` row (time: its last due)."""
-    return DeadJob(info.id, info.topic, info.error or "", info.attempts, info.due, "")
+    """A dead job read by id, in the shape of a ``dead list`` row (time: when it died)."""
+    return DeadJob(info.id, info.topic, info.error or "", info.attempts,
+                   info.died if info.died is not None else info.due, "")
 
 
 def claim_text(result: ClaimResult, group: str, to: str | None) -> str:

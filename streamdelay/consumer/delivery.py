@@ -14,7 +14,6 @@ import inspect
 import logging
 import sys
 import time
-import traceback
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -27,9 +26,10 @@ from ..base.models import BackoffPolicy, Drop, Job, Retry
 from ..base.validation import delay_ms
 from ..protocol.backoff import failure_delay_ms
 from ..protocol.codec import Serializer
-from ..protocol.deliveries import ERROR_TEXT_LIMIT, EXPIRED, open_entry
+from ..protocol.deliveries import EXPIRED, open_entry
 from ..protocol.results import DEFAULT_MAX_RESULT_BYTES, encode_result
 from ..telemetry.jobs import JobRun
+from .error_text import describe_error
 from .time_limits import run_limited
 
 log = logging.getLogger("streamdelay.worker")
@@ -235,12 +235,6 @@ async def run_in_thread(
     if span[-1] - span[0] >= timeout:
         raise asyncio.TimeoutError(f"handler ran longer than {timeout:g}s")
     return value
-
-
-def describe_error(exc: BaseException) -> str:
-    """``Type: message`` plus the head of the traceback, bounded in size."""
-    head = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-4))
-    return f"{type(exc).__name__}: {exc}\n{head}"[:ERROR_TEXT_LIMIT]
 
 
 def outcome_of(

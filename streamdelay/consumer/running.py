@@ -25,10 +25,10 @@ from .delivery import (
     Delivery,
     Settlement,
     call_handler,
-    describe_error,
     open_delivery,
     outcome_of,
 )
+from .error_text import describe_error
 from .upkeep_host import RunningHost
 
 log = logging.getLogger("streamdelay.worker")

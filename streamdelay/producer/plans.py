@@ -24,6 +24,7 @@ from ..base.models import (
 from ..limits.keyed import backlog_plan
 from ..limits.plans import limits_plan, running_plan
 from ..protocol.codec import Blob, decode_blob, decode_body, parse_record
+from ..protocol.deliveries import entry_ms
 from ..protocol.keys import PartitionKeys, partition_keys, partition_of
 from ..protocol.plan import Command, Plan, Step
 from ..protocol.replies import (
@@ -144,6 +145,9 @@ def job_info(job_id: str, found: JobReply) -> JobInfo:
         deliveries=found.deliveries if reserved else None,
         error=found.error or None,
         ttr_ms=record.ttr_ms,
+        # the dead-letter entry's id: written by the script that moved the job there, at the
+        # server's time then (docs/keys.md: a dead record's entry)
+        died=(entry_ms(record.entry) or None) if record.state == "x" else None,
     )
 
 

@@ -325,6 +325,9 @@ def test_dead_list_replay_purge(redis_url: str, queue: sd.Queue) -> None:
     assert "RuntimeError: kaput" in rows[2]  # the error on a line under its job
     one = json.loads(cli("dead", "list", name, "--id", "d1", "--json", url=redis_url).stdout)
     assert [(j["id"], j["attempts"]) for j in one] == [("d1", 1)]
+    # when it died (its dead-letter entry), as the list shows it, not its due time
+    died = {d.id: d.at for d in queue.dead_list()}
+    assert one[0]["at"] == died["d1"] and died["d1"] > queue.get("d1").due  # type: ignore[union-attr]
 
     replayed = cli("dead", "replay", name, "--id", "d1", "--delay", "1m", url=redis_url)
     assert replayed.stdout.strip() == "replayed 1 dead job(s)"

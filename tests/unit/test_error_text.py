@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Callable
 
 from streamdelay.base.models import JobInfo
-from streamdelay.consumer.delivery import describe_error
+from streamdelay.consumer.error_text import describe_error
 from streamdelay.producer.listing import JobPage
 from streamdelay.protocol.deliveries import ERROR_TEXT_LIMIT
 from streamdelay.web.dashboard import views
@@ -26,8 +26,9 @@ def caught(fn: Callable[[], object]) -> BaseException:
 
 def test_a_chained_failure_names_its_cause_after_the_frames() -> None:
     def fail() -> None:
+        prices: dict[str, int] = {}
         try:
-            {}["sku"]
+            prices["sku"]
         except KeyError as exc:
             raise RuntimeError("no price") from exc
     text = describe_error(caught(fail))

@@ -314,6 +314,8 @@ def job_view(info: JobInfo, now_ms: int, group: str | None = None) -> JobView:
     if info.expires_at is not None:
         fields.append(("expires", f"{moment(info.expires_at)} "
                                   f"({relative(info.expires_at, now_ms)})"))
+    if info.died is not None:
+        fields.append(("died", f"{moment(info.died)} ({relative(info.died, now_ms)})"))
     if group and info.state in ("ready", "reserved"):
         fields.append(("group", group))
     if info.consumer is not None:
@@ -366,14 +368,29 @@ def total_of(stats: QueueStats, state: str, topic: str | None) -> int | None:
     return sum(int(getattr(t, state)) for t in rows)
 
 
+def _when(info: JobInfo) -> int:
+    """The time a list row shows: when a dead job died, else its due time."""
+    return info.died if info.died is not None else info.due
+
+
+def error_head(text: str, chars: int) -> str:
+    """At most ``chars`` of an error, cut at the end of a line (an error's first line longer
+    than that: cut there); an error keeps its innermost frames first (docs/reliability.md)."""
+    if len(text) <= chars:
+        return text
+    end = text.rfind("\n", 0, chars + 1)
+    return text[:end] if end > 0 else text[:chars]
+
+
 def page_view(page: JobPage, now_ms: int, total: int | None = None) -> PageView:
     """The rows of one ``q.jobs`` page (in its order), the cursor of the next and the total
     of the list."""
     rows = [JobRow(id=j.id, topic=j.topic, state=j.state,
-                   # a waiting job has no due time until its parents end (docs/workflows.md)
-                   due=moment(j.due) if j.state != "waiting" else "after its parents",
-                   due_in=relative(j.due, now_ms) if j.state != "waiting" else "",
+                   # a waiting job has no due time until its parents end (docs/workflows.md);
+                   # a dead one shows when it died (the column's title says so)
+                   due=moment(_when(j)) if j.state != "waiting" else "after its parents",
+                   due_in=relative(_when(j), now_ms) if j.state != "waiting" else "",
                    attempts=f"{j.attempts}/{j.max_attempts}",
-                   consumer=j.consumer or "", error=(j.error or "")[:ERROR_CHARS])
+                   consumer=j.consumer or "", error=error_head(j.error or "", ERROR_CHARS))
             for j in page.jobs]
     return PageView(rows, page.cursor, total)
