@@ -5,6 +5,9 @@
   "use strict";
   var EVERY_MS = 2000;
   var badge = null;
+  // the site's root: "/", or the path it is mounted under (docs/integrations.md), which is
+  // where this script is served from less "static/dashboard.js"
+  var ROOT = new URL("..", document.currentScript.src).pathname;
 
   function stamp(ok) {
     if (!badge) { return; }
@@ -20,8 +23,9 @@
     return fetch(url, { credentials: "same-origin", headers: { "X-Requested-With": "fetch" } })
       .then(function (res) {
         if (res.status === 401 || res.status === 403) {
-          window.location.href = "/login?next=" + encodeURIComponent(window.location.pathname +
-                                                                     window.location.search);
+          // next= is a path of the site, as its own links are (without the mount's prefix)
+          window.location.href = ROOT + "login?next=" + encodeURIComponent(
+            window.location.pathname.slice(ROOT.length - 1) + window.location.search);
           return null;
         }
         if (!res.ok) { throw new Error("HTTP " + res.status); }
