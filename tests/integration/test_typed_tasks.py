@@ -16,8 +16,11 @@ import pytest
 import streamdelay as sd
 from streamdelay.protocol.codec import decode_blob, parse_record
 from streamdelay.protocol.keys import PartitionKeys
+from tests.system import test_docs_examples as docs_examples
 
 pytestmark = pytest.mark.timeout(120)
+example_env = docs_examples.example_env  # the fixture: a private redis-server for the examples
+run_example = docs_examples.run_example
 
 
 class CloseOrder(msgspec.Struct):
@@ -180,3 +183,9 @@ def test_a_result_of_another_shape_is_a_decode_error(redis_url: str, queue_name:
         reply = q.enqueue(close, CloseOrder(order_id=5))
         with serving(worker), pytest.raises(sd.BodyDecodeError, match="Receipt"):
             reply.result(timeout=30)
+
+
+def test_the_page_example_runs(example_env: dict[str, str]) -> None:
+    out = run_example("typed_tasks.py", example_env).splitlines()
+    assert out[0].startswith("enqueued ") and out[0].endswith(" delayed")
+    assert out[1:] == ["succeeded 4200 Receipt(order_id=42, total_cents=4200)"]
