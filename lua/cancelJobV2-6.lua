@@ -14,8 +14,10 @@
 -- Events (docs/events.md): 'cancelled' (detail: the state it left: delayed, ready or running,
 --  dead), when the queue keeps events.
 -- Workflows (docs/workflows.md): a job cancelled before it ended tells its waiters it ended
---  cancelled ('c'; includes/flow.lua); a waiting job's parents record goes (includes/detach.lua),
---  and so do a dead child's kept parents (PREFIX..'dd:'..id, flow_forget_dead).
+--  cancelled ('c'; includes/flow.lua); a waiting job's parents record goes (includes/detach.lua)
+--  after its links leave the children sets of the parents it waited for (includes/flow_place.lua:
+--  flow_unlink, an outbox entry for a parent of another partition; docs/workflows.md#runs), and
+--  so do a dead child's kept parents (PREFIX..'dd:'..id, flow_forget_dead).
 -- @include keys
 -- @include staging
 -- @include detach
@@ -33,6 +35,7 @@
 -- @include dead_result
 -- @include flow_keep
 -- @include flow
+-- @include flow_place
 
 local id = ARGV[1]
 check_partition_keys()
@@ -51,6 +54,7 @@ if r.state == 'x' then refuse_wrong_type(dead_key(r.topic), 'stream') end
 local keep = tonumber(ARGV[2]) or 0
 if full_record(r) then keep = blob_keep(r.blob) or keep end -- before detach drops the entry
 emit_event('cancelled', id, r.topic, r.attempts, ({d = 'delayed', s = 'ready or running', x = 'dead', r = 'ready'})[r.state])
+if r.state == 'w' then flow_unlink(id) end
 detach(r, id)
 redis.call('HDEL', K_JOBS, id)
 drop_opts({id})

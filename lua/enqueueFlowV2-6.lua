@@ -1,5 +1,5 @@
 #!lua
--- enqueueFlow-6: add jobs with parents (after=), or jobs others wait for (chains, batch
+-- enqueueFlowV2-6: add jobs with parents (after=), or jobs others wait for (chains, batch
 -- members), idempotent by job id (docs/workflows.md). Plain jobs use enqueueJobV2/enqueueJobsV2.
 -- KEYS: the six partition keys (includes/keys.lua); touches the workflow keys of includes/flow.lua.
 -- ARGV[1] past tolerance ms for absolute due times, ARGV[2] outcome keep ms (written to field
@@ -7,13 +7,19 @@
 -- job that ends, that long), then per job: id, topic, when_kind ('r' | 'a'), when_ms, ttr_ms,
 -- max_attempts, blob, policy ('d' dead or 'r' run when a parent did not succeed), opts (the job's
 -- options '<priority 0-9>|<expires_ms or empty>|<key or empty>' as enqueueJobV3 takes them, ''
--- for none; docs/keys.md#job-options), NP, NP parents '<hint>|<parent id>', NK, NK waiter refs '<partition>|<child id or #batch>' to add to
--- the job's children. A parent's hint: '' (of this partition: looked up here; a job earlier in
+-- for none; docs/keys.md#job-options), token (the job's link token, [0-9a-z-]: its refs in its
+-- parents' children sets carry it, docs/workflows.md#runs; '' for none), NP, NP parents
+-- '<hint>|<parent id>', NK, NK waiter refs '<partition>|<child id>|<token>' or
+-- '<partition>|#<batch>' to add to the job's children. enqueueFlow's ARGV plus the token.
+-- A parent's hint: '' (of this partition: looked up here; a job earlier in
 -- the call counts as live), 'l' (of another partition, live when the caller linked it), or the
--- outcome the caller found there ('s', 'x', 'c').
+-- outcome the caller found there ('s', 'x', 'c'). A live parent of another partition may have
+-- ended since: its outcome is then in PREFIX..'early:'..id under '<parent>|<token>' (a note of
+-- another token, another life's link, is not read).
 -- Returns one value per job: the due time (a number) when created delayed, '+w' created waiting,
 -- '+x' created dead (a parent failed, policy d), else '<state>:<due_ms>' of the job already
--- under the id (nothing written but the refs, which are told at once when it already ended).
+-- under the id (nothing written but the refs, which are told at once when it already ended; its
+-- parents are not linked: SPEC 3.6, an enqueue of an id that exists changes nothing).
 -- Errors: 'SDERR NO_PARENT <id>' (a parent of this partition the queue does not know: nothing
 -- written), 'SDERR AT_IN_PAST <id>', 'SDERR BAD_ARGS', 'SDERR WRONG_TYPE <key> <type>'.
 -- Retry-safe: a repeat finds the ids and reports them; refs are set members.
@@ -44,9 +50,10 @@ local jobs, b, any_opts = {}, 3, false
 while b <= #ARGV do
   local j = {id = ARGV[b], topic = ARGV[b + 1], kind = ARGV[b + 2], when = tonumber(ARGV[b + 3]),
              ttr = tonumber(ARGV[b + 4]), max = tonumber(ARGV[b + 5]), blob = ARGV[b + 6],
-             policy = ARGV[b + 7], opts = ARGV[b + 8], parents = {}, kids = {}}
-  local np = tonumber(ARGV[b + 9])
-  if not (j.when and j.ttr and j.max and np and j.opts) then
+             policy = ARGV[b + 7], opts = ARGV[b + 8], token = ARGV[b + 9], parents = {},
+             kids = {}}
+  local np = tonumber(ARGV[b + 10])
+  if not (j.when and j.ttr and j.max and np and j.opts and j.token) then
     return redis.error_reply('SDERR BAD_ARGS')
   end
   if j.opts ~= '' then
@@ -54,7 +61,7 @@ while b <= #ARGV do
     if not j.priority then return redis.error_reply('SDERR BAD_ARGS') end
     any_opts = true
   end
-  b = b + 10
+  b = b + 11
   for k = 0, np - 1 do
     local hint, pid = string.match(ARGV[b + k] or '', '^(%a?)|(.+)$')
     if not pid then return redis.error_reply('SDERR BAD_ARGS') end
@@ -80,8 +87,8 @@ for _, j in ipairs(jobs) do
       p[3] = earlier[p[2]] and 'l' or flow_outcome(p[2], now)
       if not p[3] then return redis.error_reply('SDERR NO_PARENT ' .. p[2]) end
     elseif p[1] == 'l' then
-      local early = redis.call('HGET', PREFIX .. 'early:' .. j.id, p[2])
-      p[3] = early or 'l'
+      local field = j.token ~= '' and (p[2] .. '|' .. j.token) or p[2]
+      p[3] = redis.call('HGET', PREFIX .. 'early:' .. j.id, field) or 'l'
     else
       p[3] = p[1]
     end
@@ -95,37 +102,41 @@ for i, j in ipairs(jobs) do
   local raw = redis.call('HGET', K_JOBS, j.id)
   local old = parse_record(raw)
   local ended = nil -- the outcome refs are told at once
+  local created_dead = false
   if raw then
     out[i] = string.format('%s:%d', old and old.state or '?', old and old.due or 0)
     if old and old.state == 'x' then ended = 'x' elseif old and old.state == 'c' then ended = 's' end
-    if old and old.state == 'w' then -- a repeat: what the caller found since is applied (once)
-      for _, p in ipairs(j.parents) do
-        if p[3] == 'l' and p[1] == '' then
-          redis.call('SADD', PREFIX .. 'children:' .. p[2], MY_PARTITION .. '|' .. j.id)
-        elseif p[3] ~= 'l' then
-          local dead = flow_apply(j.id, p[2], p[3], now)
-          if dead then flow_ended(dead, 'x', now) end
-        end
-      end
+    -- its parents are not linked (SPEC 3.6): the job under the id keeps the links it made, with
+    -- its own token. A repeat of the call that wrote it (its token: a step retried after its
+    -- reply was lost) finds nothing to add and answers as that call did, so that the caller
+    -- does not unlink what it linked (producer/flows.py)
+    if j.token ~= '' and old and (redis.call('HGET', PREFIX .. 'deps:' .. j.id, '#') or
+        redis.call('HGET', PREFIX .. 'dd:' .. j.id, '#')) == j.token then -- (dd: once dead)
+      if old.state == 'w' then out[i] = '+w' elseif old.state == 'x' then out[i] = '+x'
+      elseif old.state == 'd' then out[i] = old.due end
     end
   else
-    local unmet, failed, failed_o, deps = 0, nil, nil, {}
+    local unmet, failed, failed_o, deps, here = 0, nil, nil, {}, {}
     for _, p in ipairs(j.parents) do
       local state = p[3] == 'l' and 'w' or p[3]
       deps[#deps + 1] = p[2]
       deps[#deps + 1] = state
       if state == 'w' then
         unmet = unmet + 1
-        if p[1] == '' then
-          redis.call('SADD', PREFIX .. 'children:' .. p[2], MY_PARTITION .. '|' .. j.id)
-        end
+        if p[1] == '' then here[#here + 1] = p[2] end
       elseif state ~= 's' and not failed then
         failed, failed_o = p[2], state
+      end
+    end
+    if not (failed and j.policy == 'd') then -- a child created dead waits for none of them
+      for _, pid in ipairs(here) do
+        redis.call('SADD', PREFIX .. 'children:' .. pid, flow_ref(j.id, j.token))
       end
     end
     local r = {state = 'w', attempts = 0, due = 0, created = due_after(now_us, 0), ttr = j.ttr,
                max = j.max, entry = '', topic = j.topic, blob = j.blob}
     if #deps > 0 then
+      if j.token ~= '' then deps[#deps + 1] = '#'; deps[#deps + 1] = j.token end
       deps[#deps + 1] = '~'
       deps[#deps + 1] = j.policy .. '|' .. j.kind .. '|' .. string.format('%d', j.when) .. '|' .. unmet
         .. (j.expires and string.format('|%d', j.expires) or '')
@@ -133,7 +144,7 @@ for i, j in ipairs(jobs) do
     end
     if failed and j.policy == 'd' then
       flow_dead(j.id, r, failed, failed_o, now)
-      out[i], ended = '+x', 'x'
+      out[i], ended, created_dead = '+x', 'x', true
     elseif unmet > 0 then
       redis.call('HSET', K_JOBS, j.id, build_record(r))
       redis.call('HINCRBY', PREFIX .. 'waiting', j.topic, 1)
@@ -162,6 +173,6 @@ for i, j in ipairs(jobs) do
       redis.call('SADD', PREFIX .. 'children:' .. j.id, unpack(j.kids))
     end
   end
-  if ended == 'x' and out[i] == '+x' then flow_ended(j.id, 'x', now) end
+  if created_dead then flow_ended(j.id, 'x', now) end
 end
 return out

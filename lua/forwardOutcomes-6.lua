@@ -2,10 +2,14 @@
 -- forwardOutcomes-6: apply outcomes handed over from other partitions' outboxes to the waiters
 -- of this partition (docs/workflows.md#across-partitions); called by the dispatchers.
 -- KEYS: the six partition keys (includes/keys.lua); touches the workflow keys (includes/flow.lua).
--- ARGV: triples waiter (child id or '#<batch>'), parent id, outcome ('s', 'x', 'c'); or, from
--- a replayed child that asks again (includes/flow_recheck.lua), waiter ref '<partition>|<child>',
--- parent id (of this partition), '?': the child is noted as the parent's waiter when the
--- parent is live, else told its outcome (one it no longer knows counts as succeeded).
+-- ARGV: triples waiter ('<child id>|<link token>', or '#<batch>'), parent id, outcome ('s',
+-- 'x', 'c'), applied only to the life of the child with that token (docs/workflows.md#runs);
+-- or, from a replayed child that asks again (includes/flow_recheck.lua), waiter ref
+-- '<partition>|<child>|<token>', parent id (of this partition), '?': the child is noted as the
+-- parent's waiter when the parent is live, else told its outcome (one it no longer knows counts
+-- as succeeded); or, from a waiting child that left (a cancel: includes/flow_place.lua's
+-- flow_unlink; a producer whose enqueue found the id taken: producer/flows.py), waiter ref,
+-- parent id (of this partition), '-': the ref leaves the parent's children set.
 -- Returns how many changed a waiter. Idempotent: an outcome already applied changes nothing
 -- (the parent's field of the child, the member's field of the batch, is no longer 'w'), so
 -- an outbox entry forwarded twice (a dispatcher killed before it dropped it, two dispatchers)
@@ -41,12 +45,15 @@ for b = 1, #ARGV, 3 do
   local dead
   if o == '?' then
     dead = ask(target, parent)
+  elseif o == '-' then
+    redis.call('SREM', PREFIX .. 'children:' .. parent, target)
   else
-    local before = string.sub(target, 1, 1) == '#'
-      and redis.call('HGET', PREFIX .. 'bm:' .. string.sub(target, 2), parent)
-      or redis.call('HGET', PREFIX .. 'deps:' .. target, parent)
+    local key = string.sub(target, 1, 1) == '#' and PREFIX .. 'bm:' .. string.sub(target, 2)
+      or PREFIX .. 'deps:' .. flow_target(target)
+    local before = redis.call('HGET', key, parent)
     dead = flow_apply(target, parent, o, now)
-    if before == 'w' then changed = changed + 1 end
+    -- (a child of another token keeps its 'w': not counted; a released or dead child's deps go)
+    if before == 'w' and redis.call('HGET', key, parent) ~= 'w' then changed = changed + 1 end
   end
   if dead then flow_ended(dead, 'x', now) end
 end

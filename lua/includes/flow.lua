@@ -4,18 +4,26 @@
 --                               cancelled; field '~' -> 'policy|when_kind|when_ms|unmet[|expires_ms]'
 --                               (policy 'd' dead on a failed parent, 'r' run once all ended;
 --                               expires_ms: the job's expiry, docs/expiry.md, made its deadline in
---                               PREFIX..'opts' when it is released: due + expires_ms)
---   PREFIX..'children:'..parent set of waiter refs '<partition>|<child id>' or '<partition>|#<batch>'
+--                               PREFIX..'opts' when it is released: due + expires_ms); field '#'
+--                               -> the child's link token (below)
+--   PREFIX..'children:'..parent set of waiter refs '<partition>|<child id>|<token>' or
+--                               '<partition>|#<batch>'
 --   PREFIX..'o:'..id            string '<s|x|c>|<ended ms>': the outcome of an ended job, kept the
 --                               ms in field 'flow' of PREFIX..'meta' (absent: workflows off here)
---   PREFIX..'early:'..child     hash parent -> outcome: an outcome handed over before its child
---                               was written (expires after a day)
+--   PREFIX..'early:'..child     hash '<parent>|<token>' -> outcome: an outcome handed over before
+--                               its child was written (expires after a day)
 --   PREFIX..'waiting'           hash topic -> jobs in state 'w'
 --   PREFIX..'wjobs'             sorted set: the jobs in state 'w' -> created ms (listing)
 --   PREFIX..'batch:'..B         hash total, ok, bad, closed, fired, created, ended, cb1, cb2
 --   PREFIX..'bm:'..B            hash member id -> 'w' | 's' | 'x' | 'c'
 --   PREFIX..'outbox'            stream of hand-overs to another partition: p (partition), r (ref),
 --                               f (parent id), o (outcome); forwarded by the dispatchers
+-- Link tokens (docs/workflows.md#runs): each life of a child id links to its parents with a
+-- token of its own (the producer's, per enqueue call; a replay's: its dead-letter entry id),
+-- kept in its deps hash and carried by its refs, so by every hand-over, outbox entry and early
+-- note. A hand-over counts only for the child whose token it carries: one a children set still
+-- held for an earlier life of the id (cancelled, dead, purged) changes nothing. A ref without a
+-- token is trusted as before.
 -- A waiting job's record is 'w|0|0|created|ttr|max||topic|blob' (includes/parse_record.lua).
 -- @include keys
 -- @include parse_record
@@ -116,9 +124,24 @@ local function batch_fire(b, now)
   if f[7] and f[7] ~= '' then flow_callback(b .. '@2', f[7], now) end
 end
 
--- flow_apply(target, parent, o, now): parent ended with outcome o; target is a child id or
--- '#<batch>' of this partition. Idempotent: a parent already counted, a child no longer
--- waiting, or an unknown batch change nothing. Returns the child's id when it went dead.
+-- flow_ref(id, token): the waiter ref of child id of this partition with its link token.
+local function flow_ref(id, token)
+  if token and token ~= '' then return MY_PARTITION .. '|' .. id .. '|' .. token end
+  return MY_PARTITION .. '|' .. id
+end
+
+-- flow_target(target): a waiter target's child id and link token ('<child>|<token>'; nil for
+-- '<child>' without one and for '#<batch>').
+local function flow_target(target)
+  local id, token = string.match(target, '^([^|]+)|([%w%-]+)$')
+  if id then return id, token end
+  return target, nil
+end
+
+-- flow_apply(target, parent, o, now): parent ended with outcome o; target is a child of this
+-- partition ('<child id>|<token>') or '#<batch>'. Idempotent: a parent already counted, a child
+-- no longer waiting, a child of another token (another life of the id: docs/workflows.md#runs)
+-- or an unknown batch change nothing. Returns the child's id when it went dead.
 local function flow_apply(target, parent, o, now)
   if string.sub(target, 1, 1) == '#' then
     local b = string.sub(target, 2)
@@ -129,15 +152,20 @@ local function flow_apply(target, parent, o, now)
     batch_fire(b, now)
     return nil
   end
+  local token
+  target, token = flow_target(target)
   local raw = redis.call('HGET', K_JOBS, target)
-  if not raw then -- not written yet (another partition's enqueue still to come): noted
+  if not raw then -- not written yet (another partition's enqueue still to come): noted, for
+    -- the life of the id that linked with this token only
     local ek = PREFIX .. 'early:' .. target
-    redis.call('HSET', ek, parent, o)
+    redis.call('HSET', ek, token and (parent .. '|' .. token) or parent, o)
     redis.call('PEXPIRE', ek, EARLY_MS)
     return nil
   end
   local dk = PREFIX .. 'deps:' .. target
-  if redis.call('HGET', dk, parent) ~= 'w' then return nil end
+  local seen = redis.call('HMGET', dk, parent, '#')
+  if seen[1] ~= 'w' then return nil end
+  if token and seen[2] ~= token then return nil end -- another life's link
   local r = parse_record(raw)
   if not r or r.state ~= 'w' then return nil end
   redis.call('HSET', dk, parent, o)

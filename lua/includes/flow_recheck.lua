@@ -10,44 +10,13 @@
 --  cancelled: the child is dead again, a new dead-letter entry, same reason), 'w' (written
 --  waiting: due delay ms after its last parent succeeds) or 'd' (every parent succeeded:
 --  written delayed, due at due).
--- flow_partition(id, parts): the partition of job id among parts, as protocol/keys.py's
---  partition_of computes it (CRC-32 of its placement name: '{key}rest' -> key, 'name@digits'
---  -> name), as a string like MY_PARTITION (this partition when parts is nil).
+--  The replayed child's parents are linked with a new link token, the dead-letter entry id it
+--  leaves (docs/workflows.md#runs): a hand-over its earlier life's links still bring is not
+--  counted.
 -- @include keys
 -- @include build_record
 -- @include flow
-local CRC_TABLE = nil
-local function crc32(s)
-  if not CRC_TABLE then
-    CRC_TABLE = {}
-    for i = 0, 255 do
-      local c = i
-      for _ = 1, 8 do
-        if bit.band(c, 1) == 1 then c = bit.bxor(bit.rshift(c, 1), 0xEDB88320)
-        else c = bit.rshift(c, 1) end
-      end
-      CRC_TABLE[i] = c
-    end
-  end
-  local c = bit.bnot(0)
-  for i = 1, #s do
-    c = bit.bxor(bit.rshift(c, 8), CRC_TABLE[bit.band(bit.bxor(c, string.byte(s, i)), 255)])
-  end
-  c = bit.bnot(c)
-  if c < 0 then c = c + 4294967296 end
-  return c
-end
-
-local function flow_partition(id, parts)
-  if not parts then return MY_PARTITION end -- a caller that gives no count: all looked up here
-  if parts <= 1 then return '0' end
-  local name = id
-  local close = string.sub(id, 1, 1) == '{' and string.find(id, '}', 3, true)
-  if close then name = string.sub(id, 2, close - 1)
-  else name = string.match(id, '^(.+)@%d+$') or id end
-  return tostring(crc32(name) % parts)
-end
-
+-- @include flow_place
 local function flow_recheck(id, r, delay, due, parts, now)
   local ddk, dk = PREFIX .. 'dd:' .. id, PREFIX .. 'deps:' .. id
   local deps = redis.call('HGETALL', ddk)
@@ -57,7 +26,7 @@ local function flow_recheck(id, r, delay, due, parts, now)
     local pid = deps[i]
     if pid == '~' then
       policy = string.sub(deps[i + 1], 1, 1)
-    else
+    elseif pid ~= '#' then -- (the link token of its earlier life: not a parent)
       local o, here = 'w', flow_partition(pid, parts) == MY_PARTITION
       if here then
         o = flow_outcome(pid, now) or 's'
@@ -80,11 +49,13 @@ local function flow_recheck(id, r, delay, due, parts, now)
     flow_write_due(id, r, due)
     return 'd'
   end
-  local fields = {'~', policy .. '|r|' .. string.format('%d', delay) .. '|' .. unmet}
+  local token = r.entry -- the dead-letter entry it leaves: unique to this life of the id
+  local ref = flow_ref(id, token)
+  local fields = {'~', policy .. '|r|' .. string.format('%d', delay) .. '|' .. unmet, '#', token}
   for _, p in ipairs(found) do
     fields[#fields + 1], fields[#fields + 2] = p[1], p[2]
     if p[2] == 'w' and p[3] then
-      redis.call('SADD', PREFIX .. 'children:' .. p[1], MY_PARTITION .. '|' .. id)
+      redis.call('SADD', PREFIX .. 'children:' .. p[1], ref)
     end
   end
   redis.call('HSET', dk, unpack(fields))
@@ -93,7 +64,7 @@ local function flow_recheck(id, r, delay, due, parts, now)
   redis.call('HINCRBY', PREFIX .. 'waiting', r.topic, 1)
   for _, pid in ipairs(remote) do
     redis.call('XADD', PREFIX .. 'outbox', '*', 'p', flow_partition(pid, parts),
-               'r', MY_PARTITION .. '|' .. id, 'f', pid, 'o', '?')
+               'r', ref, 'f', pid, 'o', '?')
   end
   return 'w'
 end

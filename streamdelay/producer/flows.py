@@ -1,5 +1,8 @@
 """Workflows, the producer side (docs/workflows.md): jobs that wait for parents (``after=``),
-chains and batches, as I/O-free plans over ``enqueueFlow``, ``linkChildren`` and ``openBatch``.
+chains and batches, as I/O-free plans over ``enqueueFlowV2``, ``linkChildren`` and ``openBatch``.
+
+Each job with parents links to them with a fresh link token (``token_hex``): its refs in their
+children sets carry it, so a hand-over counts only for this life of its id (docs/workflows.md#runs).
 
 Plain jobs never come here: ``enqueue`` without ``after`` keeps its one-script path.
 """
@@ -8,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from secrets import token_hex
 from typing import Any
 
 from ..base import validation
@@ -37,8 +41,13 @@ class FlowJob:
     job: PreparedJob
     parents: tuple[str, ...] = ()
     policy: str = "d"
-    kids: list[str] = field(default_factory=list)  # refs '<partition>|<child id or #batch>'
+    kids: list[str] = field(default_factory=list)  # refs '<partition>|<child>|<token>', '…|#batch'
     hints: list[str] = field(default_factory=list)  # per parent: '', 'l', 's', 'x', 'c'
+    token: str = ""  # the link token of this enqueue (set by flow_plan for a job with parents)
+
+    def ref(self) -> str:
+        """This job's waiter ref, as its parents' children sets hold it."""
+        return f"{self.job.partition}|{self.job.id}|{self.token}"
 
 
 def check_after(after: object, job_id: str | None) -> tuple[str, ...]:
@@ -78,7 +87,7 @@ def check_policy(on_parent_failure: object) -> str:
 def _flat(job: FlowJob) -> list[Arg]:
     kind, when, ttr, attempts, blob = (job.job.args[i] for i in (2, 3, 4, 5, 7))
     args: list[Arg] = [job.job.id, job.job.args[1], kind, when, ttr, attempts, blob, job.policy,
-                       job.job.opts, len(job.parents)]
+                       job.job.opts, job.token, len(job.parents)]
     args.extend(f"{hint}|{parent}" for hint, parent in zip(job.hints, job.parents, strict=True))
     args.append(len(job.kids))
     args.extend(job.kids)
@@ -101,19 +110,22 @@ def flow_plan(cfg: QueueSpec, jobs: Sequence[FlowJob]) -> Plan[list[EnqueueResul
     """Enqueue ``jobs`` in order: a parent must be enqueued before (or earlier in ``jobs``
     than) its children. Parents of another partition are linked first (``linkChildren``:
     a parent the queue does not know is refused there, naming ``after``); then each
-    partition's jobs go in bounded ``enqueueFlow`` calls, one pipeline."""
+    partition's jobs go in bounded ``enqueueFlowV2`` calls, one pipeline. A job the write
+    finds under its id (``created=False``: SPEC 3.6, nothing changes) or created dead waits
+    for nothing: the links this call made for it go again (``_unlink_plan``)."""
     count = cfg.partitions
     new: dict[str, FlowJob] = {}
     links: dict[int, list[tuple[FlowJob, int]]] = {}
     for job in jobs:
         here = job.job.partition
         job.hints = []
+        job.token = token_hex(8) if job.parents else ""
         for index, parent in enumerate(job.parents):
             there = partition_of(parent, count)
             if there == here:
                 job.hints.append("")
             elif parent in new:  # new in this call: it carries the link itself
-                new[parent].kids.append(f"{here}|{job.job.id}")
+                new[parent].kids.append(job.ref())
                 job.hints.append("l")
             else:
                 job.hints.append("?")
@@ -124,7 +136,7 @@ def flow_plan(cfg: QueueSpec, jobs: Sequence[FlowJob]) -> Plan[list[EnqueueResul
         for there, pairs in links.items():
             args: list[Arg] = [OUTCOME_KEEP_MS]
             for job, index in pairs:
-                args.extend((job.parents[index], f"{job.job.partition}|{job.job.id}"))
+                args.extend((job.parents[index], job.ref()))
             calls.append(script("linkChildren").call(
                 PartitionKeys(cfg.name, there).script_keys(), args, durable=True))
         replies = yield calls
@@ -137,7 +149,30 @@ def flow_plan(cfg: QueueSpec, jobs: Sequence[FlowJob]) -> Plan[list[EnqueueResul
                         f"ended before the queue kept outcomes or longer ago than it keeps "
                         f"them (docs/workflows.md)", field="after", job_id=job.parents[index])
                 job.hints[index] = state
-    return (yield from _write_plan(cfg, jobs))
+    results = yield from _write_plan(cfg, jobs)
+    yield from _unlink_plan(cfg, jobs, results)
+    return results
+
+
+def _unlink_plan(cfg: QueueSpec, jobs: Sequence[FlowJob], results: Sequence[EnqueueResult]
+                 ) -> Plan[None]:
+    """Take back the links of parents of other partitions this call made (``linkChildren``,
+    or a parent new in the call that carried the ref) for a job that waits for nothing: one
+    found under its id (``created=False``) or created dead. One ``forwardOutcomes`` call per
+    partition with ``'-'`` triples; nothing to do in the usual case. A producer that dies
+    before it leaves refs of a token no job has: a hand-over they bring changes nothing."""
+    by_partition: dict[int, list[Arg]] = {}
+    for job, result in zip(jobs, results, strict=True):
+        if not job.token or (result.created and result.state != "dead"):
+            continue
+        for hint, parent in zip(job.hints, job.parents, strict=True):
+            if hint == "l":
+                by_partition.setdefault(partition_of(parent, cfg.partitions), []).extend(
+                    (job.ref(), parent, "-"))
+    calls = [script("forwardOutcomes").call(PartitionKeys(cfg.name, p).script_keys(), args)
+             for p, args in sorted(by_partition.items())]
+    if calls:
+        yield calls if len(calls) > 1 else calls[0]
 
 
 def _write_plan(cfg: QueueSpec, jobs: Sequence[FlowJob]) -> Plan[list[EnqueueResult]]:
@@ -156,13 +191,13 @@ def _write_plan(cfg: QueueSpec, jobs: Sequence[FlowJob]) -> Plan[list[EnqueueRes
             flat = _flat(job)
             weight = job.job.size + 40 * (len(job.parents) + len(job.kids))
             if chunk and (len(chunk) >= FLOW_BATCH or size + weight > FLOW_BYTES):
-                calls.append(script("enqueueFlow").call(keys, args, durable=True))
+                calls.append(script("enqueueFlowV2").call(keys, args, durable=True))
                 owners.append(chunk)
                 chunk, args, size = [], [tolerance, OUTCOME_KEEP_MS], 0
             chunk.append(job)
             args.extend(flat)
             size += weight
-        calls.append(script("enqueueFlow").call(keys, args, durable=True))
+        calls.append(script("enqueueFlowV2").call(keys, args, durable=True))
         owners.append(chunk)
     # a staged job (priority other than 5, a key) of a partition other than 0 flags its topic in
     # partition 0 too, before its enqueue, in the same round trip (docs/keys.md#job-options)
@@ -326,8 +361,11 @@ def relations_plan(cfg: QueueSpec, job_id: str
     deps, kids = yield Commands((Command(("HGETALL", prefix + "deps:" + job_id)),
                                  Command(("SMEMBERS", prefix + "children:" + job_id))))
     pairs = deps.items() if isinstance(deps, dict) else zip(deps[::2], deps[1::2], strict=True)
-    found = {text(k): PARENT_STATES.get(text(v), "pending") for k, v in pairs if text(k) != "~"}
-    waiters = sorted(text(ref).partition("|")[2] for ref in kids)
+    found = {text(k): PARENT_STATES.get(text(v), "pending") for k, v in pairs
+             if text(k) not in ("~", "#")}  # '#': the link token (docs/workflows.md#runs)
+    # a ref is '<partition>|<child>|<token>' or '<partition>|#<batch>'; two lives of one id
+    # (a link left by an earlier one) show once
+    waiters = sorted({text(ref).split("|")[1] for ref in kids})
     return dict(sorted(found.items())), [
         "batch:" + w[1:] if w.startswith("#") else w for w in waiters]
 

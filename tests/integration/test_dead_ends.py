@@ -210,4 +210,4 @@ def test_a_child_dead_again_for_a_parent_keeps_only_the_parents_of_its_own_life(
         q.enqueue("t", id="c", after=["new"])
         run_worker(q, recorder(frozenset({"new"}))[1])
         kept = PartitionKeys(queue_name, 0).prefix + "dd:c"
-        assert set(q.client.hkeys(kept)) == {b"new", b"~"}
+        assert set(q.client.hkeys(kept)) == {b"new", b"~", b"#"}  # "#": its link token

@@ -69,11 +69,39 @@ def test_a_parent_of_another_partition_is_linked_there_first() -> None:
     link = steps_seen[0][0]
     assert name_of(link) == "linkChildren"
     assert link.keys == PartitionKeys("orders", partition_of(parent, 3)).script_keys()
-    assert link.args[1:] == (parent, f"{partition_of(child, 3)}|{child}")
+    # the ref carries this enqueue's link token (docs/workflows.md#runs), and so does the write
+    assert link.args[1:] == (parent, f"{partition_of(child, 3)}|{child}|{job.token}")
+    assert len(job.token) == 16
     write = steps_seen[1]
-    assert isinstance(write, ScriptCall) and name_of(write) == "enqueueFlow"
-    assert f"l|{parent}" in write.args
+    assert isinstance(write, ScriptCall) and name_of(write) == "enqueueFlowV2"
+    assert f"l|{parent}" in write.args and job.token in write.args
     assert results[0].state == "waiting" and results[0].created
+    assert len(steps_seen) == 2  # a child created waiting: nothing to take back
+
+
+@pytest.mark.parametrize("reply", [b"d:123", b"+x"])
+def test_a_job_that_waits_for_nothing_takes_its_links_back(reply: bytes) -> None:
+    """An id found taken (SPEC 3.6: nothing changes) or a child created dead: the links
+    the call made in other partitions go again, ``'-'`` triples of ``forwardOutcomes``."""
+    child = "kid"
+    parent = _other(child, "p")
+    job = FlowJob(_job(child), (parent,))
+    steps_seen: list[Any] = []
+
+    def answer(step: Any) -> Any:
+        steps_seen.append(step)
+        if isinstance(step, list):
+            return [[b"l"]]
+        return [reply] if name_of(step) == "enqueueFlowV2" else 0
+
+    drive(flow_plan(CFG, [job]), answer)
+    take_back = steps_seen[2]
+    assert name_of(take_back) == "forwardOutcomes"
+    assert take_back.keys == PartitionKeys("orders", partition_of(parent, 3)).script_keys()
+    assert take_back.args == (f"{partition_of(child, 3)}|{child}|{job.token}", parent, "-")
+    again = FlowJob(_job(child), (parent,))
+    drive(flow_plan(CFG, [again]), answer)
+    assert again.token != job.token  # a token per enqueue call
 
 
 def test_an_unknown_parent_of_another_partition_writes_nothing() -> None:
@@ -97,9 +125,9 @@ def test_a_chain_across_partitions_carries_its_links_in_the_write() -> None:
         return [[7], [b"+w"]] if isinstance(step, list) else [7]
 
     drive(flow_plan(CFG, jobs), answer)
-    assert [name_of(c) for c in calls] == ["enqueueFlow", "enqueueFlow"]  # no link step
+    assert [name_of(c) for c in calls] == ["enqueueFlowV2", "enqueueFlowV2"]  # no link step
     by_id = {c.args[2]: c for c in calls}
-    assert f"{partition_of(second, 3)}|{second}" in by_id[first].args  # the parent's waiter
+    assert f"{partition_of(second, 3)}|{second}|{jobs[1].token}" in by_id[first].args
     assert f"l|{first}" in by_id[second].args
 
 
