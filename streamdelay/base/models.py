@@ -265,6 +265,9 @@ class JobResult(Generic[ValueT]):
 
     id: str
     state: Literal["succeeded", "dead", "cancelled"]
-    value: ValueT = None  # type: ignore[assignment]  # None unless succeeded
+    if TYPE_CHECKING:  # None unless succeeded
+        value: ValueT = None  # type: ignore[assignment]
+    else:  # any value at run time: the HTTP API's schema of a result (docs/http.md#results)
+        value: Any = None
     error: str | None = None
     finished: int = 0
