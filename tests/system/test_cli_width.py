@@ -37,7 +37,7 @@ def production(shared_redis: RedisServer) -> Iterator[tuple[str, str]]:
     two schedules."""
     name = f"orders-{uuid.uuid4().hex[:6]}"
     url = shared_redis.url
-    q = sd.Queue(name, url=url)
+    q = sd.Queue(name, url=url, events=True)  # `events` shows its lifecycle (docs/events.md)
     for n in range(3):
         q.enqueue("order.close", {"order_id": n}, id=f"order-close-2026-11-26-{n:06d}",
                   delay=900 + n)
@@ -94,6 +94,79 @@ def test_every_table_fits_80_columns(production: tuple[str, str]) -> None:
         assert len(lines) >= 2 and lines[0].isupper(), (args, done.stdout)  # a header, rows
         widest = max(len(line) for line in lines)
         assert widest <= WIDTH, f"{' '.join(args)} is {widest} wide:\n{done.stdout}"
+
+
+PRODUCTION_IDS = ["order-close-2026-11-26-000000", "mail-welcome-ada", "capture-8f3a2b1c9d7e",
+                  "webhook-delivery-123456789"]
+
+
+def assert_fits(done: subprocess.CompletedProcess[str]) -> list[str]:
+    """Exit 0 and every line of stdout within 80 columns; the lines."""
+    assert done.returncode == 0, (done.args, done.stderr)
+    lines = done.stdout.splitlines()
+    widest = max((len(line) for line in lines), default=0)
+    assert widest <= WIDTH, f"{' '.join(done.args[-3:])} is {widest} wide:\n{done.stdout}"
+    return lines
+
+
+def test_every_line_of_get_events_and_search_fits_80_columns(
+        production: tuple[str, str]) -> None:
+    """Not only the tables: ``get`` of each kind of job (a dead one with a multi-line error),
+    ``events`` (a dead event whose detail is a traceback), ``jobs search --error``."""
+    url, name = production
+    runs = [["get", name, job_id] for job_id in PRODUCTION_IDS] + [
+        ["events", name], ["events", name, "--json"],
+        ["jobs", "search", name, "--error", "card"]]
+    *gets, events, raw, search = cli_many(runs, url=url)
+    for done in gets:
+        assert_fits(done)
+    dead = gets[PRODUCTION_IDS.index("capture-8f3a2b1c9d7e")].stdout
+    assert field(dead, "error").startswith("stripe.error.CardError: Your card was declined.")
+    assert field(dead, "error").endswith("...") and "Traceback" not in dead  # all in --json
+
+    lines = assert_fits(events)
+    kept = [json.loads(line) for line in raw.stdout.splitlines()]
+    assert {"enqueued", "promoted", "started", "dead"} <= {e["kind"] for e in kept}
+    # one line per event starts with its time; what wraps is indented under it
+    starts = [line for line in lines if re.match(r"\d{4}-\d\d-\d\dT", line)]
+    assert len(starts) == len(kept)
+    assert all(line.startswith("  ") for line in lines if line not in starts)
+    assert "Traceback" not in events.stdout  # the first line of a detail, the rest in --json
+    at = next(i for i, line in enumerate(lines) if " dead " in line
+              and "capture-8f3a2b1c9d7e" in " ".join(lines[i:i + 2]))
+    detail = next(line for line in lines[at:at + 3] if "CardError" in line)
+    assert detail.endswith("...")
+
+    lines = assert_fits(search)
+    assert lines[-1] == "2 found, 8 examined; complete", search.stdout  # nothing more to scan
+    assert not any(line.rstrip().endswith(":") for line in lines)
+
+
+def test_a_waiting_job_shows_no_due_time(redis_url: str) -> None:
+    """A job waiting for its parents has no due time yet (docs/workflows.md): ``enqueue`` and
+    ``get`` say so, as ``jobs`` does, rather than show epoch 0 as 1970."""
+    name = f"q{uuid.uuid4().hex[:8]}"
+    parent, = cli_many([["enqueue", name, "t", "{}", "--id", "parent", "--delay", "1h"]],
+                       url=redis_url)
+    assert parent.returncode == 0, parent.stderr
+    child = cli("enqueue", name, "t", "{}", "--id", "child", "--after", "parent", url=redis_url)
+    shown, listed = cli_many([["get", name, "child"], ["jobs", name, "--state", "waiting"]],
+                             url=redis_url)
+    assert field(child.stdout, "state") == "waiting"
+    for text in (child.stdout, shown.stdout):
+        assert field(text, "due") == "after its parents (no due time yet)", text
+        assert "1970" not in text
+    assert "after parents" in listed.stdout
+    assert json.loads(cli("get", name, "child", "--json", url=redis_url).stdout)["due"] == 0
+
+
+@pytest.mark.parametrize("args", [
+    ["enqueue", "Q", "t", "{}", "--delay", "-5s"], ["enqueue", "Q", "t", "{}", "--ttr", "-1"],
+    ["reschedule", "Q", "some-id", "--delay", "-250ms"]])
+def test_a_negative_duration_is_refused_as_negative(args: list[str], redis_url: str) -> None:
+    done = cli(*[f"q{uuid.uuid4().hex[:8]}" if a == "Q" else a for a in args], url=redis_url)
+    assert_one_line_error(done, 2)
+    assert "must not be negative" in done.stderr and "is not a duration" not in done.stderr
 
 
 def test_stats_shows_lag_in_seconds_and_pauses_and_limits_under_the_table(
