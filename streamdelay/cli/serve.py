@@ -22,6 +22,7 @@ from ..web.settings import (  # plain Python: the web stack is not loaded by thi
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_POLLS,
     DEFAULT_REDIS_CONNECTIONS,
+    DEFAULT_SSE_KEEPALIVE,
 )
 from .options import (
     log_format_option,
@@ -107,6 +108,9 @@ def _web() -> Any:
 @click.option("--keep-alive-timeout", type=click.FloatRange(0.01, 3600),
               default=DEFAULT_KEEP_ALIVE, show_default=True,
               help="Seconds an idle keep-alive connection stays open.")
+@click.option("--sse-keepalive", type=click.FloatRange(0.05, 3600),
+              default=DEFAULT_SSE_KEEPALIVE, show_default=True,
+              help="Seconds an event follow may stay silent: then it sends a comment line.")
 @partitions_option
 @with_durability_options
 @log_level_option
@@ -115,8 +119,8 @@ def serve(url: str | None, queues: tuple[str, ...], host: str, listen_port: int,
           token_file: str | None, dispatch: bool, max_body_bytes: int | None,
           secure_cookies: bool, graceful_timeout: float, max_polls: int,
           redis_connections: int, max_connections: int, header_timeout: float,
-          body_timeout: float, keep_alive_timeout: float, partitions: int | None,
-          log_level: str, log_format: str) -> int:
+          body_timeout: float, keep_alive_timeout: float, sse_keepalive: float,
+          partitions: int | None, log_level: str, log_format: str) -> int:
     """Serve QUEUEs over HTTP: the JSON API at /v1, a dashboard at /, /metrics, /healthz.
 
     Producers enqueue, operators inspect and steer, and consumers in any language reserve
@@ -142,7 +146,7 @@ def serve(url: str | None, queues: tuple[str, ...], host: str, listen_port: int,
         queue_options=_queue_options(partitions), max_polls=max_polls,
         redis_connections=redis_connections, max_connections=max_connections,
         header_timeout=header_timeout, body_timeout=body_timeout,
-        keep_alive_timeout=keep_alive_timeout, **options))
+        keep_alive_timeout=keep_alive_timeout, sse_keepalive=sse_keepalive, **options))
     try:
         settings.check_bind()
     except ConfigError as exc:  # said once, as the command's error line

@@ -40,6 +40,21 @@ def events_bound(events: bool | None, maxlen: int) -> int | None:
     return maxlen if events else 0
 
 
+_EPOCH_TEXT = re.compile(r"^[0-9]{1,30}$")
+
+
+def since_problem(text: str) -> str | None:
+    """What keeps ``text`` from being a resume position of any queue (None: epoch ms in range,
+    or a cursor's form: stream ids joined by ','). Whether a cursor fits this queue (its
+    partition count) is ``start_ids``' check."""
+    if _EPOCH_TEXT.match(text):
+        return None if int(text) < 1 << 53 else "epoch ms out of range (below 2^53)"
+    if all(_POSITION.match(part) for part in text.split(",")):
+        return None
+    return ("neither epoch ms nor a cursor (an event's cursor: stream ids such as "
+            "1700000000000-0 joined by ',')")
+
+
 def start_ids(partitions: int, since: object) -> list[str]:
     """Per-partition stream ids to read after, for ``since``: None (everything kept), epoch ms
     (an int) or a ``datetime`` (events at or after that time), or a cursor (``JobEvent.cursor``,

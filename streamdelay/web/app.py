@@ -40,6 +40,7 @@ from .limits import LimitedRequest
 from .local import LocalOnly
 from .metrics import HttpMetrics, MetricsMiddleware
 from .polls import PollGate
+from .queries import check_whole_numbers
 from .service import Service
 from .settings import SESSION_MAX_AGE, ServeSettings
 
@@ -153,6 +154,7 @@ def create_app(settings: ServeSettings) -> Litestar:
         template_config=TemplateConfig(directory=TEMPLATE_DIR, engine=JinjaTemplateEngine),
         openapi_config=_openapi(),
         exception_handlers=EXCEPTION_HANDLERS,
+        before_request=check_whole_numbers,  # 1e3 is no integer (web/queries.py)
         request_class=LimitedRequest,
         request_max_body_size=settings.max_body_bytes,
         debug=False,

@@ -25,6 +25,9 @@ DEFAULT_MAX_CONNECTIONS = 4096  # open client connections; 503 beyond
 DEFAULT_HEADER_TIMEOUT = 10.0  # from connect (or the previous answer) to the end of the headers
 DEFAULT_BODY_TIMEOUT = 30.0  # from the end of the headers to the end of the body
 DEFAULT_KEEP_ALIVE = 5.0  # an idle keep-alive connection is closed after this
+# an idle event follow sends a comment this often: proxies close a connection silent for 30 s
+# or 60 s (docs/http.md#events)
+DEFAULT_SSE_KEEPALIVE = 15.0
 LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
 
 
@@ -75,6 +78,7 @@ class ServeSettings:
     header_timeout: float = DEFAULT_HEADER_TIMEOUT
     body_timeout: float = DEFAULT_BODY_TIMEOUT
     keep_alive_timeout: float = DEFAULT_KEEP_ALIVE
+    sse_keepalive: float = DEFAULT_SSE_KEEPALIVE
 
     def __post_init__(self) -> None:
         if not self.queues:
@@ -96,6 +100,7 @@ class ServeSettings:
         validation.positive_int(self.max_connections, "max_connections", 1_000_000)
         for name in ("header_timeout", "body_timeout", "keep_alive_timeout"):
             validation.seconds(getattr(self, name), name, minimum=0.01, maximum=3600.0)
+        validation.seconds(self.sse_keepalive, "sse_keepalive", minimum=0.05, maximum=3600.0)
 
     def queue_settings(self) -> dict[str, Any]:
         """The options of every served ``AsyncQueue``: the pool sizes of these settings (a

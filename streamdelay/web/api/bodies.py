@@ -8,6 +8,7 @@ same Structs (``msgspec.json.schema_components``: patterns, ranges, unknown fiel
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, TypeVar
 
@@ -71,12 +72,50 @@ def decode_bytes(data: bytes, kind: type[T]) -> T | None:
         message = str(exc)
         raise ApiError(400, "bad_request", message, _field(message)) from None
     except msgspec.DecodeError as exc:
+        where = lone_surrogate(data)
+        if where is not None:
+            raise ApiError(400, "bad_request", f"{where}: a string with a lone UTF-16 surrogate "
+                           "escape (\\ud800 to \\udfff not in a pair) is valid JSON but no "
+                           "text: jobs keep text as UTF-8, which has no form for it; send the "
+                           "text without it, or bytes as base64", where) from None
         raise ApiError(400, "bad_request", f"the body is not valid JSON: {exc}", "body"
                        ) from None
     except UnicodeDecodeError:
         raise ApiError(400, "bad_request", "the body is not valid JSON: a string in it is not "
                        "UTF-8", "body") from None
     return decoded
+
+
+def _is_lone(text: str) -> bool:
+    return any("\ud800" <= char <= "\udfff" for char in text)
+
+
+def lone_surrogate(data: bytes) -> str | None:
+    """Where the JSON ``data`` holds a lone UTF-16 surrogate escape (``"\\ud800"``), as a field
+    path (``result``, ``body.names[1]``; the whole body: ``body``), the first in document
+    order; None when it holds none or is not JSON. msgspec refuses such a string (it decodes
+    to UTF-8, which has no form for it); Python's own decoder keeps it, so it finds it."""
+    if b"\\u" not in data:  # no escape: no lone surrogate
+        return None
+    try:
+        found = json.loads(data, parse_constant=float)
+    except (ValueError, RecursionError):
+        return None
+    stack: list[tuple[str, Any]] = [("", found)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str) and _is_lone(value):
+            return path or "body"
+        if isinstance(value, dict):
+            for key in value:  # a key with one: the object it is in
+                if _is_lone(key):
+                    return path or "body"
+            stack.extend((f"{path}.{key}" if path else key, item)
+                         for key, item in reversed(value.items()))
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{index}]", item)
+                         for index, item in reversed(list(enumerate(value))))
+    return None
 
 
 def document(schema: dict[str, Any]) -> None:

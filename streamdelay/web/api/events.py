@@ -5,6 +5,8 @@ the event as JSON. It drives ``AsyncQueue.events``, the reader every other face 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -15,10 +17,13 @@ from litestar.params import Parameter
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 
 from ...base.events import JobEvent
+from ...protocol.events import since_problem
 from ..auth import needs
+from ..errors import ApiError
 from .common import PREFIX, READ_ERRORS, TopicParam, errors, served
 
 RETRY_MS = 1000  # what an EventSource waits before it reconnects (its ``retry`` field)
+KEEPALIVE = "keepalive"  # the comment an idle follow sends (``--sse-keepalive``)
 SinceParam = Annotated[str | None, Parameter(
     pattern=r"^[0-9,.\-]{1,4096}$", description=(
         "Events at or after this epoch ms, or after this cursor (an event's SSE id). The "
@@ -47,10 +52,43 @@ def _message(event: JobEvent) -> ServerSentEventMessage:
                                   id=event.cursor)
 
 
-async def _stream(events: AsyncIterator[JobEvent]) -> AsyncIterator[ServerSentEventMessage]:
+async def _stream(events: AsyncIterator[JobEvent], keepalive: float
+                  ) -> AsyncIterator[ServerSentEventMessage]:
+    """The retry line, then each event, and a ``: keepalive`` comment whenever ``keepalive``
+    seconds pass without one: a proxy closes a connection that stays silent (docs/http.md
+    #events). The next event is awaited across the comments, never cancelled in between."""
     yield ServerSentEventMessage(data=None, retry=RETRY_MS, comment="streamdelay events")
-    async for event in events:
-        yield _message(event)
+    iterator = aiter(events)
+    pending: asyncio.Future[JobEvent] = asyncio.ensure_future(anext(iterator))
+    try:
+        while True:
+            done, _ = await asyncio.wait((pending,), timeout=keepalive)
+            if not done:
+                yield ServerSentEventMessage(comment=KEEPALIVE)
+                continue
+            try:
+                event = pending.result()
+            except StopAsyncIteration:
+                return
+            yield _message(event)
+            pending = asyncio.ensure_future(anext(iterator))
+    finally:  # the client left (or the events ended): stop the read, close the reader
+        pending.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await pending
+        closing = getattr(iterator, "aclose", None)
+        if closing is not None:
+            await closing()
+
+
+def _resume(request: Request[Any, Any, Any], since: str | None) -> str | None:
+    """Where to resume: ``Last-Event-ID`` when sent, else ``since``; 400 naming the one that
+    is no position at all (a cursor of another partition count is the library's 422)."""
+    header = request.headers.get("last-event-id")
+    value, field = (header, "Last-Event-ID") if header else (since, "since")
+    if value is not None and (problem := since_problem(value)) is not None:
+        raise ApiError(400, "bad_request", f"{field}: {value[:80]!r} is {problem}", field)
+    return value
 
 
 @get(f"{PREFIX}/events", opt=needs("read"), tags=["operators"], operation_id="events",
@@ -66,8 +104,10 @@ async def events(request: Request[Any, Any, Any], queue: str, topic: TopicParam 
                  since: SinceParam = None, follow: FollowParam = True) -> ServerSentEvent:
     """The queue's events, oldest kept first, then (`follow`) new ones as they come; resume
     with `Last-Event-ID`. Empty unless the queue keeps events."""
-    resume = request.headers.get("last-event-id") or since
-    return ServerSentEvent(_stream(served(request, queue).events(topic, resume, follow=follow)))
+    resume = _resume(request, since)
+    keepalive: float = request.app.state.settings.sse_keepalive
+    return ServerSentEvent(_stream(served(request, queue).events(topic, resume, follow=follow),
+                                   keepalive))
 
 
 ROUTES = [events]
