@@ -15,9 +15,13 @@ DURATION_PATTERN = _DURATION.pattern  # the accepted form, for the HTTP schema (
 def parse_duration(text: str, *, field: str = "duration") -> float:
     """Return the number of seconds in ``text`` (a bare number means seconds).
 
-    Raises ``ValidationError`` naming ``field`` for anything else.
+    Raises ``ValidationError`` naming ``field`` for anything else (a negative duration: "must not
+    be negative").
     """
     match = _DURATION.match(text) if isinstance(text, str) else None
+    if not match and isinstance(text, str) and _DURATION.match(text.strip().removeprefix("-")):
+        # a duration with a minus sign: say what is wrong with it, not that it is not one
+        raise ValidationError(f"{field}: {text.strip()!r} must not be negative", field=field)
     if not match:
         raise ValidationError(
             f"{field}: {text!r} is not a duration (examples: 250ms, 30s, 5m, 2h, 1d)", field=field

@@ -62,9 +62,8 @@ class Duration(ParamBase):
             return value
         try:
             return parse_duration(str(value))
-        except ValidationError:
-            self.fail(f"{value!r} is not a duration (examples: 250ms, 30s, 5m, 2h, 1d)",
-                      param, ctx)
+        except ValidationError as exc:  # not a duration, or a negative one: the library's words
+            self.fail(str(exc).removeprefix("duration: "), param, ctx)
 
 
 class AtTime(ParamBase):
