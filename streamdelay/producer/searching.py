@@ -9,6 +9,10 @@ search page all drive ``search_plan`` and ``bulk_plan``.
 rows, members examined and bytes) for at most ``scan`` jobs, filters them here, and returns the
 matches with a cursor; the next call goes on from the cursor. A search over a backlog of ten
 million jobs is thus many cheap calls, never one long one, and it can stop and resume anywhere.
+A listing page that comes back short (a partition stopped early: a rare topic among others) or
+a state with no job does not end the call: it lists on until ``scan`` jobs are examined, the
+search ends, or it made ``EXTRA_CALLS`` listing calls more than one per ``PAGE`` and one per
+state.
 
 **One atomic script per job, one round trip per batch.** A bulk call sends, for every job it
 matched, the same script the single-job operation uses (``cancelJob``, ``rescheduleJobV2``,
@@ -46,6 +50,11 @@ ACTIONS: tuple[BulkAction, ...] = ("cancel", "reschedule", "replay", "purge")
 SCAN = 1000  # jobs one call examines by default
 MAX_SCAN = 10_000  # the most a caller may ask one call to examine
 PAGE = 250  # jobs per listing page inside one call
+# listing calls one search call may make beyond one per PAGE of ``scan`` and one per state: a
+# listing page comes back short when a partition stopped early (a rare topic among others:
+# docs/operations.md#search-and-bulk), and each extra call examines at most listing.SCAN
+# members of each partition, so a call stays bounded when its topic holds few jobs
+EXTRA_CALLS = 4
 TEXT_MAX = 256  # the longest error text or body value a filter takes
 # a target the bulk reschedule fixed itself may be in the past by the time a later call runs:
 # then the job is simply due at once (includes/resolve_due.lua), never refused
@@ -165,11 +174,14 @@ def search_pages(cfg: QueueSpec, filt: JobFilter, scan: int, cursor: str | None
     states: tuple[ListState, ...] = STATES if filt.state is None else (filt.state,)  # type: ignore[assignment]
     index, listing = _split_cursor(cursor, states)
     found: list[JobInfo] = []
-    examined = spent = now = 0
-    while spent < scan and index < len(states):
-        size = min(PAGE, scan - spent)
+    examined = calls = now = 0
+    # a short listing page (or a state with no job) does not end the call: it goes on to
+    # ``scan`` jobs examined, the end of the search, or its bound of listing calls
+    budget = -(-scan // PAGE) + len(states) - index + EXTRA_CALLS
+    while examined < scan and index < len(states) and calls < budget:
+        size = min(PAGE, scan - examined)
         page, now = yield from timed_jobs_plan(cfg, states[index], filt.topic, size, listing)
-        spent += size  # charged whole: a page may come back short and still cost its reads
+        calls += 1
         examined += len(page.jobs)
         found.extend(job for job in page.jobs if filt.matches(job))
         listing = page.cursor

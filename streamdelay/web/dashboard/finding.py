@@ -13,9 +13,11 @@ from urllib.parse import quote, urlencode
 
 from litestar import Response, get, post
 from litestar.exceptions import PermissionDeniedException
+from litestar.params import FromPath, FromQuery
 
 from ...base.durations import parse_duration
 from ...base.errors import StreamdelayError
+from ...base.models import QueueStats
 from ...producer.listing import STATES, JobPage
 from ...producer.queue import AsyncQueue
 from ...producer.searching import ACTIONS as BULK_ACTIONS
@@ -69,9 +71,20 @@ def _may(request: Req, name: str) -> None:
         raise PermissionDeniedException(f"the token {who.name!r} lacks the {scope!r} scope")
 
 
+def left_to_search(stats: QueueStats, filt: Filter, seen: int) -> int:
+    """About how many jobs a search has yet to examine: the counts of its states (of its
+    topic) now, less the jobs its pages examined so far (``seen``); jobs that move on
+    meanwhile make it an estimate (docs/dashboard.md#search-and-bulk)."""
+    states = [filt.state] if filt.state else list(STATES)
+    total = sum(views.total_of(stats, state, filt.topic or None) or 0 for state in states)
+    return max(total - seen, 0)
+
+
 @get("/q/{queue:str}/find", include_in_schema=False)
-async def find_page(request: Req, queue: str, cursor: str = "") -> Response[str]:
-    """The search form and one bounded page of its results (none before a search)."""
+async def find_page(request: Req, queue: FromPath[str], cursor: FromQuery[str] = "",
+                    seen: FromQuery[int] = 0) -> Response[str]:
+    """The search form and one bounded page of its results (none before a search), with
+    about how many jobs are left to search; ``seen``: the jobs earlier pages examined."""
     principal(request)
     q = served(request, queue)
     filt = _filter(request.query_params)
@@ -86,9 +99,11 @@ async def find_page(request: Req, queue: str, cursor: str = "") -> Response[str]
         return problem(request, "Search", str(exc), status_of(exc), queue,
                        back=f"/q/{quote(queue)}/find")
     rows = views.page_view(JobPage(page.jobs, page.cursor), stats.now) if page is not None else None
+    seen = max(seen, 0) + (page.examined if page is not None else 0)
     return html(render("find.html", **base_context(request, queue), f=filt, states=STATES,
                        topics=sorted(stats.topics), rows=rows, page=page, cursor=cursor,
-                       actions=_offered(filt), scan=SCAN,
+                       actions=_offered(filt), scan=SCAN, seen=seen,
+                       left=left_to_search(stats, filt, seen),
                        labels={n: ACTIONS[n].label for n in BULK_ACTIONS}))
 
 
@@ -117,8 +132,8 @@ async def _steps(q: AsyncQueue, name: str, filt: Filter, dry_run: bool, cursor: 
 
 
 @get("/q/{queue:str}/bulk", include_in_schema=False)
-async def bulk_confirm(request: Req, queue: str, action: str, delay: str = "5m"
-                       ) -> Response[str]:
+async def bulk_confirm(request: Req, queue: FromPath[str], action: FromQuery[str],
+                       delay: FromQuery[str] = "5m") -> Response[str]:
     """The confirm step of a bulk action: the dry run's count (bounded), and the form that
     starts it. Nothing changes on a GET."""
     q = served(request, queue)
@@ -137,7 +152,7 @@ async def bulk_confirm(request: Req, queue: str, action: str, delay: str = "5m"
 
 
 @post("/q/{queue:str}/bulk", include_in_schema=False)
-async def bulk_act(request: Req, queue: str, data: dict[str, str] = Form) -> Response[Any]:
+async def bulk_act(request: Req, queue: FromPath[str], data: Form) -> Response[Any]:
     """Run a confirmed bulk action for up to STEPS calls; done: back to the search with what
     happened; not done: a page with a Continue button carrying the cursor."""
     q = served(request, queue)

@@ -16,6 +16,7 @@ from urllib.parse import quote, urlencode
 
 from litestar import MediaType, Request, Response, get
 from litestar.exceptions import NotAuthorizedException, NotFoundException
+from litestar.params import FromPath, FromQuery
 from litestar.status_codes import HTTP_303_SEE_OTHER
 from litestar.utils.scope.state import ScopeState
 
@@ -27,9 +28,9 @@ from ...redis_io.runner import drive_async
 from ...telemetry.lateness import LatenessWindow, lateness_plan
 from ..auth import principal_of
 from ..tokens import Principal
-from . import views
+from . import outcomes, views
 from .actions import ACTIONS
-from .flow_views import Relation, relations
+from .flow_views import relations
 from .live_events import events_context
 from .render import render
 
@@ -175,7 +176,7 @@ async def overview(request: Req) -> Response[str]:
 
 
 @get("/q/{queue:str}", include_in_schema=False)
-async def queue_page(request: Req, queue: str) -> Response[str]:
+async def queue_page(request: Req, queue: FromPath[str]) -> Response[str]:
     """One queue: its topic table with lateness charts (live) and the job lists."""
     principal(request)
     q = served(request, queue)
@@ -200,7 +201,7 @@ async def queue_page(request: Req, queue: str) -> Response[str]:
 
 
 @get("/q/{queue:str}/fragment/events", include_in_schema=False)
-async def events_fragment(request: Req, queue: str) -> Response[str]:
+async def events_fragment(request: Req, queue: FromPath[str]) -> Response[str]:
     """The queue page's live events panel alone, for the live refresh."""
     principal(request)
     return html(render("_events.html", queue=queue,
@@ -208,7 +209,8 @@ async def events_fragment(request: Req, queue: str) -> Response[str]:
 
 
 @get("/q/{queue:str}/fragment/topics", include_in_schema=False)
-async def topics_fragment(request: Req, queue: str, detail: str = "") -> Response[str]:
+async def topics_fragment(request: Req, queue: FromPath[str], detail: FromQuery[str] = ""
+                          ) -> Response[str]:
     """The topic table alone (``detail=1``: with the queue page's charts), for the live
     refresh."""
     principal(request)
@@ -219,8 +221,8 @@ async def topics_fragment(request: Req, queue: str, detail: str = "") -> Respons
 
 
 @get("/q/{queue:str}/jobs", include_in_schema=False)
-async def jobs_page(request: Req, queue: str, topic: str = "",
-                    cursor: str | None = None) -> Response[str]:
+async def jobs_page(request: Req, queue: FromPath[str], topic: FromQuery[str] = "",
+                    cursor: FromQuery[str | None] = None) -> Response[str]:
     """A page of jobs in one state (``?state=``: delayed by due time, the others in stream
     order); ``state`` is read from the query directly, Litestar reserves the name."""
     principal(request)
@@ -239,44 +241,55 @@ async def jobs_page(request: Req, queue: str, topic: str = "",
                            stats, listed, topic or None))))
 
 
-async def _job(q: AsyncQueue, job_id: str, queue: str
-               ) -> tuple[views.JobView | None, list[Relation]]:
-    """The job page's view of ``job_id`` (None when there is none) and its workflow: its
-    parents and the jobs and batches waiting for it, with their states (docs/workflows.md)."""
+async def _job(q: AsyncQueue, job_id: str, queue: str) -> dict[str, Any]:
+    """What the job page shows of ``job_id`` (``job`` None when the queue knows nothing of
+    it): its record, its workflow (its parents and the jobs and batches waiting for it, with
+    their states: docs/workflows.md), how it ended (its kept result, finish time) and its
+    event timeline (``outcomes.py``). A job known only by its kept result has a page too."""
     info, stats = await asyncio.gather(q.get(job_id), q.stats())
-    if info is None:
-        return None, []
-    served_by = stats.topics.get(info.topic)
-    return (views.job_view(info, stats.now, served_by.group if served_by else None),
-            await relations(q, queue, info))
+    result = await outcomes.read_result(q, job_id, info)
+    if info is not None:
+        served_by = stats.topics.get(info.topic)
+        job = views.job_view(info, stats.now, served_by.group if served_by else None)
+        timeline, rels = await asyncio.gather(
+            outcomes.read_timeline(q, job_id, info, result), relations(q, queue, info))
+    elif result is not None:  # ended, its record gone: its kept result (docs/results.md)
+        job, rels = outcomes.result_view(result), []
+        timeline = await outcomes.read_timeline(q, job_id, None, result)
+    else:
+        return {"job": None, "relations": [], "outcome": None, "timeline": None}
+    return {"job": job, "relations": rels, "timeline": timeline,
+            "outcome": outcomes.outcome(info, result, timeline, stats.now)}
 
 
 @get("/q/{queue:str}/job", include_in_schema=False)
-async def job_page(request: Req, queue: str, id: str) -> Response[str]:
-    """One job: record, attempts, last error, due, consumer, body, headers and its actions."""
+async def job_page(request: Req, queue: FromPath[str], id: FromQuery[str]) -> Response[str]:
+    """One job: record, attempts, last error, due, consumer, body, headers and its actions;
+    once it ended, its result and finish time; its event timeline when events are on."""
     principal(request)
     q = served(request, queue)
     try:
-        job, rels = await _job(q, id, queue)
+        shown = await _job(q, id, queue)
     except StreamdelayError as exc:
         return problem(request, "Cannot show this job", str(exc), status_of(exc), queue)
-    return html(render("job.html", **base_context(request, queue), job_id=id, job=job,
-                       labels=LABELS, relations=rels), 200 if job is not None else 404)
+    return html(render("job.html", **base_context(request, queue), job_id=id, labels=LABELS,
+                       **shown), 200 if shown["job"] is not None else 404)
 
 
 @get("/q/{queue:str}/fragment/job", include_in_schema=False)
-async def job_fragment(request: Req, queue: str, id: str) -> Response[str]:
-    """The job's record and actions alone, for the live refresh."""
+async def job_fragment(request: Req, queue: FromPath[str], id: FromQuery[str]
+                       ) -> Response[str]:
+    """The job's record, result, timeline and actions alone, for the live refresh."""
     principal(request)
-    job, rels = await _job(served(request, queue), id, queue)
-    if job is None:
+    shown = await _job(served(request, queue), id, queue)
+    if shown["job"] is None:
         return html(render("_job_gone.html", job_id=id))
-    return html(render("_job.html", queue=queue, job=job, labels=LABELS,
-                       can=allowed(request), relations=rels))
+    return html(render("_job.html", queue=queue, labels=LABELS, can=allowed(request),
+                       **shown))
 
 
 @get("/search", include_in_schema=False)
-async def search(request: Req, queue: str, id: str) -> Response[Any]:
+async def search(request: Req, queue: FromQuery[str], id: FromQuery[str]) -> Response[Any]:
     """Find a job by id: its page when it exists, else a page that says so."""
     principal(request)
     q = served(request, queue)
@@ -287,7 +300,7 @@ async def search(request: Req, queue: str, id: str) -> Response[Any]:
         return problem(request, "Search", str(exc), status_of(exc), queue)
     if info is None and await q.batch_info(job_id) is not None:  # docs/workflows.md
         return see_other(f"/q/{quote(queue)}/batch?{urlencode({'id': job_id})}")
-    if info is None:
+    if info is None and await outcomes.read_result(q, job_id, None) is None:
         return problem(request, "Search", f"There is no job {job_id!r} in queue {queue}.", 404,
                        queue, back=f"/q/{quote(queue)}")
     return see_other(f"/q/{quote(queue)}/job?{urlencode({'id': job_id})}")

@@ -84,6 +84,7 @@ class TopicRow:
     lag_ms: int
     paused: bool
     group: str
+    waiting: int  # jobs waiting for their parents (docs/workflows.md)
     p50: str
     p99: str
     started: int  # handler starts in the window
@@ -144,6 +145,7 @@ def topic_rows(stats: QueueStats, window: LatenessWindow | None,
         rows.append(TopicRow(
             topic=name, delayed=t.delayed if t else 0, ready=t.ready if t else 0,
             reserved=t.reserved if t else 0, dead=t.dead if t else 0,
+            waiting=t.waiting if t else 0,
             lag=duration(lag_ms) if lag_ms > 0 else "0", lag_ms=lag_ms,
             paused=bool(t and t.paused), group=(t.group or "") if t else "",
             p50=duration(quantile_ms(merged, 0.5)) if merged else UNKNOWN,
@@ -243,6 +245,7 @@ class Totals:
     dead: int
     lag: str
     paused: int
+    waiting: int = 0
 
 
 def totals(rows: list[TopicRow]) -> Totals:
@@ -250,7 +253,8 @@ def totals(rows: list[TopicRow]) -> Totals:
     lag = max((r.lag_ms for r in rows), default=0)
     return Totals(sum(r.delayed for r in rows), sum(r.ready for r in rows),
                   sum(r.reserved for r in rows), sum(r.dead for r in rows),
-                  duration(lag) if lag else "0", sum(r.paused for r in rows))
+                  duration(lag) if lag else "0", sum(r.paused for r in rows),
+                  sum(r.waiting for r in rows))
 
 
 def body_text(body: Any, limit: int = BODY_CHARS) -> str:
