@@ -1,0 +1,150 @@
+"""How a job ended and what happened to it, on its page (docs/dashboard.md#pages): the kept
+result (``AsyncQueue.result``, read without waiting: docs/results.md) of a job whose record
+is gone or a ``done`` tombstone, its finish time, and its event timeline when the queue keeps
+lifecycle events (docs/events.md).
+
+The timeline is bounded: a job's events are all in its partition's events stream, which
+holds every job's, so the page reads at most ``TIMELINE_ENTRIES`` entries from the job's
+creation on and as many back from its end (two reads in one round trip), keeps the job's
+events and says when entries between the two were not read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...base.errors import ResultTimeout
+from ...base.models import JobInfo, JobResult
+from ...producer.queue import AsyncQueue
+from ...protocol.events import EVENTS_FIELD, entry_events
+from ...protocol.keys import PartitionKeys, partition_of
+from ...protocol.plan import Command, Commands, Plan
+from ...protocol.replies import text
+from ...redis_io.runner import drive_async
+from .views import JobView, body_text, moment, relative
+
+TIMELINE_ENTRIES = 100  # events stream entries read from each end of a job's life
+ENDS = ("succeeded", "dead", "cancelled", "expired")  # the kinds that end a run
+ENDED = ("done", "dead")  # record states whose result the page reads
+MARGIN_MS = 1000  # around a job's creation and end (read_timeline)
+
+
+@dataclass(frozen=True)
+class EventRow:
+    """One line of a job's event timeline."""
+
+    kind: str
+    when: str
+    attempt: int
+    detail: str
+    at: int
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """A job's events, oldest first; ``on`` False: the queue keeps no events; ``partial``:
+    entries between the two reads were not read (a busy queue), so events may be missing."""
+
+    on: bool
+    rows: list[EventRow] = field(default_factory=list)
+    partial: bool = False
+    entries: int = TIMELINE_ENTRIES  # read from each end
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How the job ended: fields for its record (``finished``, ``outcome``, ``result``),
+    the result's value as text (succeeded) and its error (dead, cancelled)."""
+
+    fields: list[tuple[str, str]]
+    value: str | None = None
+    error: str | None = None
+
+
+def _order(entry_id: str) -> tuple[int, int]:
+    ms, _, seq = entry_id.partition("-")
+    return int(ms), int(seq)
+
+
+def timeline_plan(q: AsyncQueue, job_id: str, since_ms: int | None, until_ms: int | None
+                  ) -> Plan[Timeline]:
+    """The events of ``job_id`` kept in its partition's stream between ``since_ms`` and
+    ``until_ms`` (epoch ms; None: the stream's start or end): the switch, then at most
+    ``TIMELINE_ENTRIES`` entries from the start and as many back from the end, read only."""
+    keys = PartitionKeys(q.name, partition_of(job_id, q.config.partitions))
+    first = PartitionKeys(q.name, 0)
+    start = "-" if since_ms is None else str(since_ms)
+    end = "+" if until_ms is None else str(until_ms)
+    bound, head, tail = yield Commands((
+        Command(("HGET", first.meta, EVENTS_FIELD)),
+        Command(("XRANGE", keys.events, start, end, "COUNT", TIMELINE_ENTRIES)),
+        Command(("XREVRANGE", keys.events, end, start, "COUNT", TIMELINE_ENTRIES))))
+    on = bound is not None and text(bound) not in ("", "0")
+    entries = {text(eid): fields for eid, fields in [*(head or ()), *(tail or ())]}
+    head_ids = [text(eid) for eid, _ in head or ()]
+    tail_ids = [text(eid) for eid, _ in tail or ()]
+    partial = (len(head_ids) == TIMELINE_ENTRIES and len(tail_ids) == TIMELINE_ENTRIES
+               and _order(tail_ids[-1]) > _order(head_ids[-1]))
+    rows = []
+    for eid in sorted(entries, key=_order):
+        for kind, found, _, attempt, at, detail in entry_events(entries[eid]):
+            if found == job_id:
+                rows.append(EventRow(kind, moment(at), attempt, detail, at))
+    return Timeline(on or bool(rows), rows, partial)
+
+
+async def read_timeline(q: AsyncQueue, job_id: str, info: JobInfo | None,
+                        result: JobResult | None) -> Timeline:
+    """The timeline of the job's current run: from its creation (its record's) to its end
+    (the kept result's finish time), else the whole stream's ends. A second's margin each
+    side: an entry's id is the script call's clock, which may be a millisecond behind the
+    ``TIME`` the script wrote in the record or the result."""
+    since = info.created - MARGIN_MS if info is not None else None
+    until = result.finished + MARGIN_MS if info is None and result is not None else None
+    return await drive_async(q.client, timeline_plan(q, job_id, since, until),
+                             q.config.retry_for)
+
+
+async def read_result(q: AsyncQueue, job_id: str, info: JobInfo | None) -> JobResult | None:
+    """The kept result of a job that has ended (no record, a tombstone, a dead job), read
+    without waiting; None for a job still running (its kept result is an earlier run's)."""
+    if info is not None and info.state not in ENDED:
+        return None
+    try:
+        found: JobResult | None = await q.result(job_id)
+    except ResultTimeout:  # not ended after all: its record came back meanwhile
+        return None
+    return found
+
+
+def outcome(info: JobInfo | None, result: JobResult | None, timeline: Timeline,
+            now_ms: int) -> Outcome | None:
+    """How the job ended, for its page; None for a job that has not ended."""
+    if info is not None and info.state not in ENDED:
+        return None
+    ends = [row for row in timeline.rows if row.kind in ENDS]
+    finished = result.finished if result is not None else ends[-1].at if ends else None
+    fields = [("finished", "not known: no result or event kept" if finished is None
+               else f"{moment(finished)} ({relative(finished, now_ms)})")]
+    if info is not None and info.died is not None:
+        fields = []  # a dead job's record says when it died (views.job_view)
+    if result is None:
+        if info is not None and info.state == "done":  # keep_result 0 (docs/results.md)
+            fields.append(("result", "not kept (the job's keep_result is 0, or it expired)"))
+        return Outcome(fields)
+    if info is not None and info.state == "done":
+        fields.insert(0, ("outcome", result.state))
+    if result.state == "succeeded":
+        return Outcome(fields, value=body_text(result.value))
+    if info is not None and info.error:  # a dead job's record shows its last error already
+        return Outcome(fields)
+    return Outcome(fields, error=result.error)
+
+
+def result_view(result: JobResult) -> JobView:
+    """The record part of the page of a job known only by its kept result (acknowledged
+    without ``keep_done``, or purged): its state; no body, no actions."""
+    return JobView(id=result.id, topic="", state=result.state,
+                   fields=[("state", result.state)], body="", headers=[], error=None,
+                   actions=())
+
