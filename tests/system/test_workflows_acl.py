@@ -26,6 +26,15 @@ def test_workflows_run_under_the_documented_acl(acl_server: RedisServer) -> None
                     on_complete=sd.JobSpec("t"))
         queue.enqueue("t", id="gone", delay=300)
         queue.enqueue("t", id="e", after=["gone"])
+        # a waiting child cancelled unlinks itself from its parents (here and, through the
+        # outbox, in other partitions); an enqueue of an id that exists takes its links back
+        # (docs/workflows.md#runs)
+        queue.enqueue("t", id="far", delay=300)
+        queue.enqueue("t", id="f1", after=["far", "gone"])
+        assert queue.cancel("f1")
+        assert not queue.enqueue("t", id="c", after=["b"]).created  # b: another partition
+        assert queue.get("far").children is None  # type: ignore[union-attr]
+        assert queue.cancel("far")  # (idle: no job left delayed)
         assert queue.get("c").parents == {"a": "pending", "b": "pending"}  # type: ignore[union-attr]
         assert queue.stats().topics["t"].waiting >= 4
         assert queue.cancel("gone")
