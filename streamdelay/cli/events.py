@@ -13,7 +13,7 @@ from ..base.durations import parse_duration
 from ..base.errors import ValidationError
 from ..base.events import JobEvent
 from .options import json_option, partitions_option, url_option
-from .output import iso_ms, to_json
+from .output import iso_ms, packed, to_json
 from .support import operator_queue
 
 _AGO = re.compile(r"^\d+(\.\d+)?(ms|s|m|h|d)$")
@@ -39,10 +39,11 @@ def since_value(raw: str | None) -> object:
 
 
 def event_line(event: JobEvent) -> str:
-    """One event as a line: time, kind, id, topic, attempt, detail."""
-    detail = f"  {event.detail}" if event.detail else ""
-    return (f"{iso_ms(event.at)}  {event.kind:<9}  {event.id}  {event.topic}  "
-            f"#{event.attempt}{detail}")
+    """One event: time, kind, id, topic, attempt and the first line of its detail, within 80
+    columns; what does not fit wraps onto lines indented under it (``output.packed``: a dead
+    event's detail is its error, a traceback often, whole in ``--json``)."""
+    return "\n".join(packed([iso_ms(event.at), f"{event.kind:<9}", event.id, event.topic,
+                              f"#{event.attempt}"], event.detail))
 
 
 @click.command()

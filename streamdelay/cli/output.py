@@ -7,6 +7,7 @@ codes.
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
@@ -21,6 +22,8 @@ from ..base.models import ClaimResult, DeadJob, EnqueueResult, JobInfo, QueueSta
 STATS_COLUMNS = ("TOPIC", "GROUP", "DELAYED", "READY", "RESERVED", "DEAD", "LAG")
 DEAD_COLUMNS = ("ID", "TOPIC", "TRIES", "DEAD AT (UTC)")
 DETAIL_WIDTH = 76  # an indented detail line, within 80 columns
+WIDTH = 80  # every line the CLI prints for people (tests/system/test_cli_width.py)
+NO_DUE_YET = "after its parents (no due time yet)"  # a waiting job (docs/workflows.md)
 
 
 OUT_OF_RANGE = "out of range"
@@ -71,6 +74,12 @@ def when(epoch_ms: int) -> str:
     return f"{iso_ms(epoch_ms)} ({epoch_ms})"
 
 
+def due_text(due: int, state: str) -> str:
+    """A job's due time for people; a job waiting for its parents has none yet (its record
+    holds 0 until its parents are done, docs/workflows.md), which ``jobs`` shows the same way."""
+    return NO_DUE_YET if state == "waiting" else when(due)
+
+
 def to_json(value: Any) -> str:
     """One line of JSON; dataclasses become objects, bytes become base64 (msgspec rules)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -78,10 +87,39 @@ def to_json(value: Any) -> str:
     return msgspec.json.encode(value).decode()
 
 
-def key_values(rows: Sequence[tuple[str, str]]) -> str:
-    """Aligned ``key  value`` lines."""
+def key_values(rows: Sequence[tuple[str, str]], cut: Sequence[str] = ("error",)) -> str:
+    """Aligned ``key  value`` lines within ``WIDTH`` columns: a value of a key in ``cut`` (an
+    error: the whole text is in ``--json``) is its first line, cut with ``...``; any other long
+    value wraps on purpose, its next lines indented under the value column."""
     width = max((len(key) for key, _ in rows), default=0)
-    return "\n".join(f"{key.ljust(width)}  {value}" for key, value in rows)
+    room = max(WIDTH - width - 2, 20)
+    lines: list[str] = []
+    for key, value in rows:
+        if key in cut:
+            value = first_line(value, room)
+        parts = textwrap.wrap(value, room, break_on_hyphens=False) if len(value) > room else []
+        lines.append(f"{key.ljust(width)}  {parts[0] if parts else value}")
+        lines.extend(" " * (width + 2) + part for part in parts[1:])
+    return "\n".join(lines)
+
+
+def packed(fields: Sequence[str], detail: str = "") -> list[str]:
+    """``fields`` joined by two spaces on lines within ``WIDTH`` columns, wrapping on purpose:
+    a field that does not fit goes on the next line, indented by two (a field is never cut: ids
+    are copied from here); then the first line of ``detail``, on the last line when it fits,
+    else on its own indented line cut with ``...`` (the whole text is in ``--json``)."""
+    lines = [fields[0]] if fields else [""]
+    for cell in fields[1:]:
+        if len(lines[-1]) + 2 + len(cell) <= WIDTH:
+            lines[-1] += "  " + cell
+        else:
+            lines.append("  " + cell)
+    text = first_line(detail, WIDTH)
+    if text and len(lines[-1]) + 2 + len(text) <= WIDTH:
+        lines[-1] += "  " + text
+    elif text:
+        lines.append("  " + first_line(detail, WIDTH - 2))
+    return lines
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]], *, align: str = "",
@@ -118,14 +156,15 @@ def enqueue_text(result: EnqueueResult, replace: bool = False) -> str:
         outcome = "the id existed: replaced (--replace)"
     else:
         outcome = "the id existed: nothing changed"
-    return key_values([("id", result.id), ("due", when(result.due)), ("outcome", outcome),
+    return key_values([("id", result.id), ("due", due_text(result.due, result.state)),
+                       ("outcome", outcome),
                        ("state", result.state)])
 
 
 def job_text(info: JobInfo) -> str:
     """What ``get`` prints for one job."""
     rows = [("id", info.id), ("topic", info.topic), ("state", info.state),
-            ("due", when(info.due)), ("created", when(info.created)),
+            ("due", due_text(info.due, info.state)), ("created", when(info.created)),
             ("attempts", f"{info.attempts} of {info.max_attempts}"), ("ttr", f"{info.ttr:g}s")]
     if info.consumer is not None:
         rows.append(("consumer", f"{info.consumer} (idle {info.idle_ms} ms, "
@@ -139,7 +178,7 @@ def job_text(info: JobInfo) -> str:
     if info.died is not None:
         rows.append(("died", when(info.died)))
     if info.error:
-        rows.append(("error", info.error.splitlines()[0]))
+        rows.append(("error", info.error))  # its first line (key_values)
     if info.parents:  # docs/workflows.md
         rows.append(("parents", ", ".join(f"{p} ({state})" for p, state in info.parents.items())))
     if info.children:

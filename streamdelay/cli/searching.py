@@ -17,7 +17,7 @@ from ..producer.searching import ACTIONS, MAX_SCAN, SCAN, BulkResult, SearchPage
 from .inspect import jobs as list_command
 from .inspect import jobs_table
 from .options import json_option, partitions_option, url_option
-from .output import to_json
+from .output import packed, to_json
 from .support import AtTime, Duration, operator_queue
 
 DONE = {"cancel": "cancelled", "reschedule": "rescheduled", "replay": "replayed",
@@ -76,8 +76,10 @@ def with_filters(fn: Callable[..., Any]) -> Callable[..., Any]:
 def search_text(page: SearchPage) -> str:
     """The matches of one search call, and how to go on."""
     lines = [jobs_table(page.jobs, states=True)] if page.jobs else []
-    lines.append(f"{len(page.jobs)} found, {page.examined} examined"
-                 + (f"; more: add --cursor {page.cursor}" if page.cursor else "; complete"))
+    counts = f"{len(page.jobs)} found, {page.examined} examined"
+    # a long cursor goes on a line of its own (80 columns, docs/cli.md#common-rules)
+    lines += (packed([f"{counts};", f"more: add --cursor {page.cursor}"]) if page.cursor
+              else [f"{counts}; complete"])
     return "\n".join(lines)
 
 
