@@ -1,8 +1,9 @@
 """Hosts that mount ``streamdelay.web.asgi(...)`` without running its lifespan
 (tests/system/test_integrations_asgi.py): a Starlette app under ``/ops/sd`` (Starlette runs no
 mounted app's lifespan: the service starts on its first request) and a Litestar app under
-``/tools/sd`` (a Litestar mount strips the prefix itself; its handler names the mount in ``root_path``). Both serve queue ``MOUNTED_QUEUE``
-of ``STREAMDELAY_URL`` with the tokens of ``STREAMDELAY_TOKENS``, dispatching."""
+``/tools/sd`` (a Litestar mount strips the prefix itself; its handler names the mount in
+``root_path``). Both serve queue ``MOUNTED_QUEUE`` of ``STREAMDELAY_URL`` with the tokens of
+``STREAMDELAY_TOKENS``, dispatching."""
 
 from __future__ import annotations
 
