@@ -31,7 +31,7 @@ from ..limits.plans import (
 from ..limits.rates import TopicLimit
 from ..protocol.keys import PartitionKeys
 from ..protocol.plan import Command, Commands, Plan
-from ..protocol.replies import field_map, text
+from ..protocol.replies import field_map, stream_read, text
 from .leasing import leased_take_plan
 
 
@@ -88,14 +88,14 @@ def read_command(group: str, consumer: str, streams: Sequence[str], count: int,
 
 
 def parse_read(reply: Any, streams: Streams, now_ms: int = 0) -> list[Entry]:
-    """The entries of an ``XREADGROUP`` reply (a RESP2 list or a RESP3 map), oldest first per
-    stream, with the server clock ``now_ms`` read with them (``fresh`` when it was read)."""
+    """The entries of an ``XREADGROUP`` reply (RESP2 or RESP3: ``replies.stream_read``), oldest
+    first per stream, with the server clock ``now_ms`` read with them (``fresh`` when it was
+    read)."""
     found: list[Entry] = []
-    rows = reply.items() if isinstance(reply, dict) else (reply or [])
-    for stream, entries in rows:
-        partition, topic = streams[text(stream)]
-        found.extend(Entry(partition, topic, text(eid), fields, now_ms=now_ms,
-                           fresh=now_ms > 0) for eid, fields in entries)
+    for stream, entries in stream_read(reply):
+        partition, topic = streams[stream]
+        found.extend(Entry(partition, topic, eid, fields, now_ms=now_ms, fresh=now_ms > 0)
+                     for eid, fields in entries)
     return found
 
 

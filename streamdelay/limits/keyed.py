@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ..protocol.keys import PartitionKeys, partition_keys
 from ..protocol.plan import Command, Commands, Plan
-from ..protocol.replies import field_map, text
+from ..protocol.replies import field_map, scored_members, text
 from ..protocol.spec import QueueSpec
 
 TOP_KEYS = 10  # keys shown per topic, those with the most ready jobs
@@ -42,11 +42,8 @@ def backlog_plan(cfg: QueueSpec) -> Plan[tuple[frozenset[str], dict[str, Backlog
     for i, topic in enumerate(topics):
         keys: dict[str, int] = {}
         for p in range(len(parts)):
-            flat = tops[p * len(topics) + i]
-            pairs = flat.items() if isinstance(flat, dict) else zip(flat[::2], flat[1::2],
-                                                                     strict=True)
-            for key, count in pairs:
-                keys[text(key)] = keys.get(text(key), 0) + int(float(count))
+            for member, score in scored_members(tops[p * len(topics) + i]):  # RESP2 or RESP3
+                keys[text(member)] = keys.get(text(member), 0) + int(score)
         top = sorted(keys.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_KEYS]
         found[topic] = Backlog(ready[topic], tuple(top))
     return staged, found

@@ -18,7 +18,7 @@ from ..base.errors import ValidationError
 from ..base.events import JobEvent
 from .keys import partition_keys
 from .plan import Command, Plan
-from .replies import field_map, lenient_text, text
+from .replies import field_map, lenient_text, stream_read, text
 
 EVENTS_FIELD = "events"  # field of each partition's meta hash: the bound, absent = off
 DEFAULT_EVENTS_MAXLEN = 10_000
@@ -109,22 +109,10 @@ def read_command(keys: Sequence[str], ids: Sequence[str], block_ms: int | None
 
 
 def read_entries(reply: Any) -> dict[str, list[tuple[str, dict[str, str]]]]:
-    """An XREAD reply (RESP2 list or RESP3 map, as redis-py gives it) by stream key."""
+    """An XREAD reply (RESP2 or RESP3: ``replies.stream_read``) by stream key, each entry's
+    fields as text."""
     return {key: [(eid, field_map(fields)) for eid, fields in entries]
-            for key, entries in read_raw_entries(reply).items()}
-
-
-def read_raw_entries(reply: Any) -> dict[str, list[tuple[str, Any]]]:
-    """An XREAD reply by stream key: (entry id, its fields as redis-py gives them)."""
-    if not reply:
-        return {}
-    pairs = reply.items() if isinstance(reply, dict) else ((row[0], row[1]) for row in reply)
-    out: dict[str, list[tuple[str, Any]]] = {}
-    for key, entries in pairs:
-        if isinstance(reply, dict) and len(entries) == 1 and isinstance(entries[0], list):
-            entries = entries[0]  # redis-py's RESP3 XREAD wraps each stream's list once more
-        out[text(key)] = [(text(eid), fields) for eid, fields in entries]
-    return out
+            for key, entries in stream_read(reply)}
 
 
 EventTuple = tuple[str, str, str, int, int, str]  # kind, id, topic, attempt, at, detail

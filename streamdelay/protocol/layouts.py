@@ -16,7 +16,7 @@ from ..base import validation
 from ..base.errors import LayoutError
 from .keys import PartitionKeys, partition_keys
 from .plan import Command, Commands, Plan
-from .replies import text
+from .replies import field_map, info_map, text
 from .scripts import ScriptCall, script
 
 LAYOUT_FIELD = "layout"  # of each partition's meta hash: what promoteDueV2 writes
@@ -60,19 +60,11 @@ class Blocker:
         return f"{self.consumer!r} ({self.why})"
 
 
-def _fields(reply: object) -> dict[str, object]:
-    """One XINFO row (a dict, or a flat name/value list on RESP2) by field name."""
-    if isinstance(reply, dict):
-        return {text(k): v for k, v in reply.items()}
-    items = list(reply) if isinstance(reply, (list, tuple)) else []
-    return {text(items[i]): items[i + 1] for i in range(0, len(items) - 1, 2)}
-
-
 def _live_fleet(reply: object, now_ms: int) -> dict[str, int]:
     """The fleet hash's live entries: consumer -> the highest layout it reads."""
     live: dict[str, int] = {}
-    for name, value in _fields(reply).items():
-        layout, _, until = text(value).partition("|")
+    for name, value in field_map(reply).items():  # an HGETALL reply
+        layout, _, until = value.partition("|")
         if until.isdigit() and int(until) >= now_ms and layout.isdigit():
             live[name] = int(layout)
     return live
@@ -87,9 +79,9 @@ def _consumers_plan(keys: PartitionKeys) -> Plan[list[tuple[str, str, int]]]:
         if text((yield Command(("TYPE", stream)))) != "stream":
             continue
         for group in (yield Command(("XINFO", "GROUPS", stream))):
-            name = text(_fields(group)["name"])
+            name = text(info_map(group)["name"])
             for row in (yield Command(("XINFO", "CONSUMERS", stream, name))):
-                consumer = _fields(row)
+                consumer = info_map(row)
                 found.append((topic, text(consumer["name"]), int(str(consumer["idle"]))))
     return found
 
