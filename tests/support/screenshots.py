@@ -36,13 +36,15 @@ PAGES = {  # file name -> path (after the queue is filled)
     "dashboard-bulk.png": f"/q/{QUEUE}/bulk?action=replay&state=dead&error=503",
     "dashboard-batch.png": f"/q/{QUEUE}/batch?id=invoices-nov",  # docs/dashboard.md#workflows
     "dashboard-workflow.png": f"/q/{QUEUE}/job?id=pdf-4",
+    "dashboard-result.png": f"/q/{QUEUE}/job?id=mail-7",  # docs/dashboard.md#results
 }
 PHONE = {"dashboard-phone.png": f"/q/{QUEUE}"}  # 420 px wide
 
 
 def fill(url: str) -> None:
-    """A queue worth looking at: run some jobs for real, leave a backlog and dead letters."""
-    q = sd.Queue(QUEUE, url=url)
+    """A queue worth looking at: run some jobs for real, leave a backlog and dead letters; it
+    keeps lifecycle events and results (the job pages' results and timelines)."""
+    q = sd.Queue(QUEUE, url=url, events=True, keep_result=3600)
     q.enqueue_many([sd.JobSpec("mail.send", {"to": f"user{i}@example.com"}, id=f"mail-{i}")
                     for i in range(200)])
     q.enqueue_many([sd.JobSpec("webhook.send", {"url": f"https://example.com/hook/{i}"},
@@ -56,8 +58,9 @@ def fill(url: str) -> None:
     worker = sd.Worker(q, concurrency=16)
 
     @worker.handler("mail.send")
-    async def send(job: sd.Job) -> None:
+    async def send(job: sd.Job) -> dict[str, str]:
         await asyncio.sleep(0.002)
+        return {"message_id": f"<{job.id}@mail.example.com>", "status": "250 OK"}
 
     @worker.handler("invoice.pdf")
     async def pdf(job: sd.Job) -> None:
