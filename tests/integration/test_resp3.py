@@ -18,8 +18,11 @@ import redis
 
 import streamdelay as sd
 from streamdelay.protocol.keys import PartitionKeys
+from streamdelay.protocol.replies import field_map, info_map, scored_members, stream_read
 from tests.integration.test_pull import promote, running_dispatcher
-from tests.support.redis_server import wait_until
+from tests.support.redis_server import RedisServer, wait_until
+from tests.support.resp_replies import record
+from tests.unit import resp_recorded
 
 pytestmark = pytest.mark.timeout(90)
 BOUND_S = 30.0  # what any face below may take; far above the ~1 s each needs
@@ -225,3 +228,30 @@ def test_migrate_reads_the_consumers(proto_url: str, queue_name: str) -> None:
     got[0].ack()
     assert q.migrate(seen_within=60) is not None
     q.close()
+
+
+def normalised(replies: dict[str, Any]) -> dict[str, Any]:
+    """What the normalisers read of each recorded reply (the rest as it is)."""
+    readers = {"xreadgroup": stream_read, "xread_": stream_read,
+               "xinfo": lambda rows: [info_map(row) for row in rows],
+               "zrevrange": scored_members, "hgetall": field_map}
+    return {name: next((read for prefix, read in readers.items() if name.startswith(prefix)),
+                       lambda reply: reply)(reply) for name, reply in replies.items()}
+
+
+@pytest.mark.parametrize("asyncio_path", [True, False], ids=["asyncio", "sync"])
+def test_the_recorded_replies_are_what_the_server_gives(own_redis: RedisServer,
+                                                       asyncio_path: bool) -> None:
+    """tests/unit/resp_recorded.py against this server, on both step paths: the normalisers
+    read the live replies of each protocol as the stored ones, and RESP3's as RESP2's; with
+    the redis-py that recorded them, the raw replies are the stored ones too (else: run
+    ``python -m tests.support.resp_replies`` again)."""
+    live = {shape: record(own_redis.url, f"?protocol={n}", asyncio_path)
+            for shape, n in (("RESP2", 2), ("RESP3", 3))}
+    for shape, replies in live.items():
+        stored: dict[str, Any] = getattr(resp_recorded, shape)
+        assert normalised(replies) == normalised(stored), shape
+        if redis.__version__ == resp_recorded.REDIS_PY:
+            assert replies == stored, shape
+    assert normalised(live["RESP3"]) == normalised(live["RESP2"])
+    assert live["RESP3"]["xreadgroup_two_streams"] != live["RESP2"]["xreadgroup_two_streams"]
