@@ -7,23 +7,28 @@ from typing import Annotated, Any
 
 from litestar import Request
 from litestar.openapi import ResponseSpec
-from litestar.params import Parameter
+from litestar.params import PathParameter, QueryParameter
 
 from ...base import validation
 from ...producer.queue import AsyncQueue
 from ..errors import ApiError, ErrorBody
 
 PREFIX = "/v1/queues/{queue:str}"
-TopicParam = Annotated[str, Parameter(pattern=validation.TOPIC.pattern,
-                                      description="The topic.")]
+# every parameter says where it comes from (Litestar's explicit style: the inferred one is
+# deprecated: docs/design.md, Web)
+QueueParam = Annotated[str, PathParameter()]
+TopicParam = Annotated[str, PathParameter(pattern=validation.TOPIC.pattern,
+                                          description="The topic.")]
+TopicQuery = Annotated[str | None, QueryParameter(pattern=validation.TOPIC.pattern,
+                                                  description="The topic.")]
 # The characters of both id forms (a {name:path} value starts with "/": path_value strips it);
 # the exact form, {key}rest or plain, is the library's check (422 naming id): a pattern with the
 # optional {key} group kept schemathesis from generating the reschedule route's examples.
-JobIdParam = Annotated[str, Parameter(
+JobIdParam = Annotated[str, PathParameter(
     pattern=r"^/?[A-Za-z0-9_.:@/+={}-]{1,195}$", description=(
     "The job id (a \"/\" in it may be sent as is or as %2F; a keyed job's id, {key}rest, "
     "with its braces as %7B and %7D)."))]
-ReceiptParam = Annotated[str, Parameter(pattern=r"^[A-Za-z0-9_-]{1,2048}$", description=(
+ReceiptParam = Annotated[str, PathParameter(pattern=r"^[A-Za-z0-9_-]{1,2048}$", description=(
     "The receipt of a delivery, as reserve returned it."))]
 _WHY = {
     400: "The request is malformed: not JSON, a wrong type, an unknown field, a query "

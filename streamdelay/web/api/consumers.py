@@ -16,7 +16,7 @@ from ...engine.receipts import decode_receipt
 from ...producer.queue import AsyncQueue
 from ..auth import needs, principal_of
 from .bodies import body, decode, decode_optional
-from .common import PREFIX, WRITE_ERRORS, ReceiptParam, TopicParam, errors, served
+from .common import PREFIX, WRITE_ERRORS, QueueParam, ReceiptParam, TopicParam, errors, served
 from .handover import HandOver, carry
 from .models import (
     AckBody,
@@ -44,7 +44,7 @@ def default_consumer(request: Request[Any, Any, Any]) -> str:
       summary="Take jobs (long poll)",
       responses={204: ResponseSpec(None, description="No job came within wait_ms."),
                  **errors(*WRITE_ERRORS, 409)})
-async def reserve(request: Request[Any, Any, Any], queue: str, topic: TopicParam
+async def reserve(request: Request[Any, Any, Any], queue: QueueParam, topic: TopicParam
                   ) -> Response[ReserveAnswer]:
     """Take up to ``count`` (<= 100) ready jobs of the topic, waiting up to ``wait_ms``
     (<= 30000) for one; 204 when none came. Settle each by its receipt within its ttr."""
@@ -106,7 +106,7 @@ async def settle(target: AsyncQueue, metrics: Counts, receipt: str, action: str,
 @post(f"{PREFIX}/deliveries/:ack/{{receipt:str}}", opt=CONSUME, status_code=200,
       tags=["consumers"], operation_id=body("ack", AckBody, False), summary="The job is done",
       responses=errors(*WRITE_ERRORS, 409))
-async def ack(request: Request[Any, Any, Any], queue: str, receipt: ReceiptParam) -> Settled:
+async def ack(request: Request[Any, Any, Any], queue: QueueParam, receipt: ReceiptParam) -> Settled:
     """Acknowledge the delivery: the job is forgotten (or kept as ``done`` when the queue keeps
     finished jobs); ``result`` is kept for the job's ``keep_result``."""
     data = await decode_optional(request, AckBody)
@@ -117,7 +117,7 @@ async def ack(request: Request[Any, Any, Any], queue: str, receipt: ReceiptParam
 @post(f"{PREFIX}/deliveries/:fail/{{receipt:str}}", opt=CONSUME, status_code=200,
       tags=["consumers"], operation_id=body("fail", FailBody), summary="The attempt failed",
       responses=errors(*WRITE_ERRORS, 409))
-async def fail(request: Request[Any, Any, Any], queue: str, receipt: ReceiptParam
+async def fail(request: Request[Any, Any, Any], queue: QueueParam, receipt: ReceiptParam
                ) -> Settled:
     """Retry after ``retry_delay`` (else the job's backoff), or dead after the last attempt
     or with ``dead``."""
@@ -129,7 +129,8 @@ async def fail(request: Request[Any, Any, Any], queue: str, receipt: ReceiptPara
 @post(f"{PREFIX}/deliveries/:touch/{{receipt:str}}", opt=CONSUME, status_code=200,
       tags=["consumers"], operation_id=body("touch", TouchBody, False),
       summary="Keep the job (heartbeat)", responses=errors(*WRITE_ERRORS, 409))
-async def touch(request: Request[Any, Any, Any], queue: str, receipt: ReceiptParam) -> Settled:
+async def touch(request: Request[Any, Any, Any], queue: QueueParam, receipt: ReceiptParam
+                ) -> Settled:
     """The ttr counts again from now: call it well within each ttr while working; an optional
     ``progress`` is shown by the job's routes while it runs."""
     data = await decode_optional(request, TouchBody)

@@ -13,22 +13,22 @@ from typing import Annotated, Any
 import msgspec
 from litestar import Request, get
 from litestar.openapi import ResponseSpec
-from litestar.params import Parameter
+from litestar.params import QueryParameter
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 
 from ...base.events import JobEvent
 from ...protocol.events import since_problem
 from ..auth import needs
 from ..errors import ApiError
-from .common import PREFIX, READ_ERRORS, TopicParam, errors, served
+from .common import PREFIX, READ_ERRORS, QueueParam, TopicQuery, errors, served
 
 RETRY_MS = 1000  # what an EventSource waits before it reconnects (its ``retry`` field)
 KEEPALIVE = "keepalive"  # the comment an idle follow sends (``--sse-keepalive``)
-SinceParam = Annotated[str | None, Parameter(
+SinceParam = Annotated[str | None, QueryParameter(
     pattern=r"^[0-9,.\-]{1,4096}$", description=(
         "Events at or after this epoch ms, or after this cursor (an event's SSE id). The "
         "Last-Event-ID header, when sent, takes its place. Absent: every event kept."))]
-FollowParam = Annotated[bool, Parameter(description=(
+FollowParam = Annotated[bool, QueryParameter(description=(
     "Keep the answer open and send new events as they come (false: end after the newest "
     "kept)."))]
 
@@ -100,7 +100,8 @@ def _resume(request: Request[Any, Any, Any], since: str | None) -> str | None:
                                       "a JSON object with `kind`, `id`, `topic`, `attempt`, "
                                       "`at` (epoch ms), `detail` and `cursor`.")),
                 **errors(*READ_ERRORS)})
-async def events(request: Request[Any, Any, Any], queue: str, topic: TopicParam | None = None,
+async def events(request: Request[Any, Any, Any], queue: QueueParam,
+                 topic: TopicQuery = None,
                  since: SinceParam = None, follow: FollowParam = True) -> ServerSentEvent:
     """The queue's events, oldest kept first, then (`follow`) new ones as they come; resume
     with `Last-Event-ID`. Empty unless the queue keeps events."""

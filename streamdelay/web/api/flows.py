@@ -15,7 +15,16 @@ from ...producer.queue import AsyncQueue
 from ..auth import needs
 from ..errors import ApiError
 from .bodies import body, decode
-from .common import PREFIX, READ_ERRORS, WRITE_ERRORS, JobIdParam, errors, path_value, served
+from .common import (
+    PREFIX,
+    READ_ERRORS,
+    WRITE_ERRORS,
+    JobIdParam,
+    QueueParam,
+    errors,
+    path_value,
+    served,
+)
 from .models import BatchAnswer, BatchBody, ChainBody, EnqueueBody, to_spec
 
 READ, WRITE = needs("read"), needs("write")
@@ -58,7 +67,7 @@ async def enqueue_members(target: AsyncQueue, data: BatchBody) -> BatchAnswer:
 @post(f"{PREFIX}/jobs/:chain", opt=WRITE, status_code=200, tags=["producers"],
       operation_id=body("enqueueChain", ChainBody), summary="Enqueue a chain of jobs",
       responses=errors(*WRITE_ERRORS))
-async def enqueue_chain(request: Request[Any, Any, Any], queue: str) -> BatchAnswer:
+async def enqueue_chain(request: Request[Any, Any, Any], queue: QueueParam) -> BatchAnswer:
     """Schedule jobs that run one after the other: each waits until the one before has
     succeeded (the first is due at once or after its delay). One result per job, in order."""
     target = served(request, queue)
@@ -69,7 +78,8 @@ async def enqueue_chain(request: Request[Any, Any, Any], queue: str) -> BatchAns
 
 @get(f"{PREFIX}/batches/{{id:path}}", opt=READ, tags=["operators"], operation_id="getBatch",
      summary="Read a batch's progress", responses=errors(*READ_ERRORS))
-async def get_batch(request: Request[Any, Any, Any], queue: str, id: JobIdParam) -> BatchInfo:
+async def get_batch(request: Request[Any, Any, Any], queue: QueueParam, id: JobIdParam
+                    ) -> BatchInfo:
     """Members, succeeded, dead, pending, state and the callbacks' job ids."""
     batch_id = path_value(id)
     found = await served(request, queue).batch_info(batch_id)

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from litestar import Request, Response, delete, get, post
 from litestar.openapi import ResponseSpec
-from litestar.params import Parameter
+from litestar.params import FromQuery, QueryParameter
 
 from ...base.models import EnqueueResult, JobInfo, QueueStats
 from ...producer.enqueuing import prepare_values
@@ -21,7 +21,9 @@ from .common import (
     READ_ERRORS,
     WRITE_ERRORS,
     JobIdParam,
+    QueueParam,
     TopicParam,
+    TopicQuery,
     errors,
     path_value,
     served,
@@ -46,10 +48,10 @@ from .models import (
 from .models import Count as CountAnswer
 
 READ, WRITE, ADMIN = needs("read"), needs("write"), needs("admin")
-Limit = Annotated[int, Parameter(ge=1, le=1000, description="At most this many jobs.")]
+Limit = Annotated[int, QueryParameter(ge=1, le=1000, description="At most this many jobs.")]
 JobStateParam = Annotated[Literal["delayed", "ready", "reserved", "dead", "waiting"],
-                         Parameter(query="state", description="Which jobs to list.")]
-DeadLimit = Annotated[int, Parameter(ge=1, le=10_000, description="At most this many.")]
+                          QueryParameter(name="state", description="Which jobs to list.")]
+DeadLimit = Annotated[int, QueryParameter(ge=1, le=10_000, description="At most this many.")]
 
 
 def _missing(job_id: str) -> ApiError:
@@ -61,7 +63,7 @@ def _missing(job_id: str) -> ApiError:
       responses={200: ResponseSpec(EnqueueResult, description="The id existed: nothing was "
                                    "created (or it was rescheduled with replace)."),
                  **errors(*WRITE_ERRORS)})
-async def enqueue(request: Request[Any, Any, Any], queue: str) -> Response[EnqueueResult]:
+async def enqueue(request: Request[Any, Any, Any], queue: QueueParam) -> Response[EnqueueResult]:
     """Schedule one job; 201 when created, 200 when its id existed."""
     result = await enqueue_job(served(request, queue), await decode(request, EnqueueBody))
     return Response(result, status_code=201 if result.created else 200)
@@ -81,7 +83,7 @@ async def enqueue_job(target: AsyncQueue, data: EnqueueBody) -> EnqueueResult:
 @post(f"{PREFIX}/jobs/:batch", opt=WRITE, status_code=200, tags=["producers"],
       operation_id=body("enqueueBatch", BatchBody), summary="Enqueue many jobs",
       responses=errors(*WRITE_ERRORS))
-async def enqueue_batch(request: Request[Any, Any, Any], queue: str) -> BatchAnswer:
+async def enqueue_batch(request: Request[Any, Any, Any], queue: QueueParam) -> BatchAnswer:
     """Schedule many jobs in one round trip; one result per job, in order. A job the library
     refuses fails the whole request (422 with its index in the message) before any is
     written."""
@@ -108,7 +110,7 @@ async def enqueue_batch(request: Request[Any, Any, Any], queue: str) -> BatchAns
 
 @get(f"{PREFIX}/jobs/{{id:path}}", opt=READ, tags=["operators"], operation_id="getJob",
      summary="Read a job", responses=errors(*READ_ERRORS))
-async def get_job(request: Request[Any, Any, Any], queue: str,
+async def get_job(request: Request[Any, Any, Any], queue: QueueParam,
                   id: JobIdParam) -> JobInfo:
     """The job with its state, body, attempts and last error."""
     job_id = path_value(id)
@@ -120,7 +122,7 @@ async def get_job(request: Request[Any, Any, Any], queue: str,
 
 @delete(f"{PREFIX}/jobs/{{id:path}}", opt=WRITE, status_code=200, tags=["producers"],
         operation_id="cancelJob", summary="Cancel a job", responses=errors(*READ_ERRORS))
-async def cancel_job(request: Request[Any, Any, Any], queue: str, id: JobIdParam) -> Done:
+async def cancel_job(request: Request[Any, Any, Any], queue: QueueParam, id: JobIdParam) -> Done:
     """Remove the job in any state; 404 when there is none."""
     job_id = path_value(id)
     if not await served(request, queue).cancel(job_id):
@@ -132,7 +134,7 @@ async def cancel_job(request: Request[Any, Any, Any], queue: str, id: JobIdParam
       tags=["producers"], operation_id=body("rescheduleJob", RescheduleBody, False),
       summary="Give a job a new due time",
       responses=errors(*WRITE_ERRORS))
-async def reschedule_job(request: Request[Any, Any, Any], queue: str, id: JobIdParam
+async def reschedule_job(request: Request[Any, Any, Any], queue: QueueParam, id: JobIdParam
                          ) -> Done:
     """Move the job to ``delay`` seconds from now or ``at`` a time (neither: now)."""
     job_id = path_value(id)
@@ -147,10 +149,10 @@ async def reschedule_job(request: Request[Any, Any, Any], queue: str, id: JobIdP
 
 @get(f"{PREFIX}/jobs", opt=READ, tags=["operators"], operation_id="listJobs",
      summary="List jobs by state", responses=errors(*READ_ERRORS))
-async def list_jobs(request: Request[Any, Any, Any], queue: str,
+async def list_jobs(request: Request[Any, Any, Any], queue: QueueParam,
                     job_state: JobStateParam,
-                    topic: str | None = None, limit: Limit = 100,
-                    cursor: str | None = None) -> JobsAnswer:
+                    topic: FromQuery[str | None] = None, limit: Limit = 100,
+                    cursor: FromQuery[str | None] = None) -> JobsAnswer:
     """One page of the jobs in ``state``: delayed by due time, waiting (for their parents) by
     enqueue time, the others in stream order."""
     page = await served(request, queue).jobs(job_state, topic=topic, limit=limit, cursor=cursor)
@@ -159,15 +161,15 @@ async def list_jobs(request: Request[Any, Any, Any], queue: str,
 
 @get(f"{PREFIX}/stats", opt=READ, tags=["operators"], operation_id="stats",
      summary="Counts per topic", responses=errors(*READ_ERRORS))
-async def stats(request: Request[Any, Any, Any], queue: str) -> QueueStats:
+async def stats(request: Request[Any, Any, Any], queue: QueueParam) -> QueueStats:
     """Per topic: delayed, ready, reserved, dead, lag_ms, group and paused."""
     return await served(request, queue).stats()
 
 
 @get(f"{PREFIX}/dead", opt=READ, tags=["operators"], operation_id="listDead",
      summary="List dead letters", responses=errors(*READ_ERRORS))
-async def list_dead(request: Request[Any, Any, Any], queue: str, topic: TopicParam | None = None,
-                    limit: DeadLimit = 100) -> DeadAnswer:
+async def list_dead(request: Request[Any, Any, Any], queue: QueueParam,
+                    topic: TopicQuery = None, limit: DeadLimit = 100) -> DeadAnswer:
     """The oldest dead-letter entries (all topics, or one)."""
     return DeadAnswer(await served(request, queue).dead_list(topic, limit))
 
@@ -175,7 +177,7 @@ async def list_dead(request: Request[Any, Any, Any], queue: str, topic: TopicPar
 @post(f"{PREFIX}/dead/:replay", opt=ADMIN, status_code=200, tags=["operators"],
       operation_id=body("replayDead", DeadReplayBody, False), summary="Put dead jobs back",
       responses=errors(*WRITE_ERRORS))
-async def replay_dead(request: Request[Any, Any, Any], queue: str) -> CountAnswer:
+async def replay_dead(request: Request[Any, Any, Any], queue: QueueParam) -> CountAnswer:
     """Dead jobs (all, a topic's, or one id) become new attempts, due after ``delay``."""
     data = await decode_optional(request, DeadReplayBody) or DeadReplayBody()
     count = await served(request, queue).dead_replay(data.topic, data.id,
@@ -186,7 +188,7 @@ async def replay_dead(request: Request[Any, Any, Any], queue: str) -> CountAnswe
 @post(f"{PREFIX}/dead/:purge", opt=ADMIN, status_code=200, tags=["operators"],
       operation_id=body("purgeDead", DeadPurgeBody, False), summary="Forget dead jobs",
       responses=errors(*WRITE_ERRORS))
-async def purge_dead(request: Request[Any, Any, Any], queue: str) -> CountAnswer:
+async def purge_dead(request: Request[Any, Any, Any], queue: QueueParam) -> CountAnswer:
     """Forget dead jobs (all, a topic's, or one id)."""
     data = await decode_optional(request, DeadPurgeBody) or DeadPurgeBody()
     return CountAnswer(await served(request, queue).dead_purge(data.topic, data.id))
@@ -195,7 +197,7 @@ async def purge_dead(request: Request[Any, Any, Any], queue: str) -> CountAnswer
 @post(f"{PREFIX}/topics/:pause/{{topic:str}}", opt=ADMIN, status_code=200,
       tags=["operators"], operation_id="pauseTopic", summary="Pause a topic",
       responses=errors(*READ_ERRORS))
-async def pause_topic(request: Request[Any, Any, Any], queue: str, topic: TopicParam
+async def pause_topic(request: Request[Any, Any, Any], queue: QueueParam, topic: TopicParam
                       ) -> PauseAnswer:
     """Within 1 s no consumer starts a job of the topic (running ones finish)."""
     changed = await served(request, queue).pause(topic)
@@ -205,7 +207,7 @@ async def pause_topic(request: Request[Any, Any, Any], queue: str, topic: TopicP
 @post(f"{PREFIX}/topics/:resume/{{topic:str}}", opt=ADMIN, status_code=200,
       tags=["operators"], operation_id="resumeTopic", summary="Resume a topic",
       responses=errors(*READ_ERRORS))
-async def resume_topic(request: Request[Any, Any, Any], queue: str, topic: TopicParam
+async def resume_topic(request: Request[Any, Any, Any], queue: QueueParam, topic: TopicParam
                        ) -> PauseAnswer:
     """Consumers start the topic's jobs again."""
     changed = await served(request, queue).resume(topic)

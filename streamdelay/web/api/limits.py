@@ -13,7 +13,7 @@ from litestar import Request, get, post
 from ...limits.rates import TopicLimit
 from ..auth import needs
 from .bodies import body, decode_optional
-from .common import PREFIX, READ_ERRORS, WRITE_ERRORS, TopicParam, errors, served
+from .common import PREFIX, READ_ERRORS, WRITE_ERRORS, QueueParam, TopicParam, errors, served
 
 READ, ADMIN = needs("read"), needs("admin")
 RateText = Annotated[str, msgspec.Meta(max_length=64, examples=["100/s"], description=(
@@ -58,7 +58,7 @@ def _answer(topic: str, limit: TopicLimit | None, changed: bool | None) -> Limit
 
 @get(f"{PREFIX}/limits", opt=READ, tags=["operators"], operation_id="listLimits",
      summary="Every topic's limit", responses=errors(*READ_ERRORS))
-async def list_limits(request: Request[Any, Any, Any], queue: str) -> LimitsAnswer:
+async def list_limits(request: Request[Any, Any, Any], queue: QueueParam) -> LimitsAnswer:
     """The limited topics: rate, concurrency, key rate and key concurrency."""
     found = await served(request, queue).limits()
     return LimitsAnswer([_answer(topic, limit, None) for topic, limit in sorted(found.items())])
@@ -67,7 +67,7 @@ async def list_limits(request: Request[Any, Any, Any], queue: str) -> LimitsAnsw
 @post(f"{PREFIX}/topics/:limit/{{topic:str}}", opt=ADMIN, status_code=200,
       tags=["operators"], operation_id=body("limitTopic", LimitBody, False),
       summary="Set or clear a topic's limit", responses=errors(*WRITE_ERRORS))
-async def limit_topic(request: Request[Any, Any, Any], queue: str, topic: TopicParam
+async def limit_topic(request: Request[Any, Any, Any], queue: QueueParam, topic: TopicParam
                       ) -> LimitAnswer:
     """Set the whole limit of the topic across every consumer (an empty body, or ``clear``,
     removes it); consumers follow within 1 s."""

@@ -10,17 +10,17 @@ from typing import Annotated, Any
 
 from litestar import Request, Response, get
 from litestar.openapi import ResponseSpec
-from litestar.params import Parameter
+from litestar.params import QueryParameter
 
 from ...base.errors import ResultTimeout
 from ...base.models import JobResult
 from ..auth import needs
 from ..errors import ApiError
-from .common import PREFIX, READ_ERRORS, JobIdParam, errors, path_value, served
+from .common import PREFIX, READ_ERRORS, JobIdParam, QueueParam, errors, path_value, served
 
 READ = needs("read")
 MAX_RESULT_WAIT_MS = 30_000  # as reserve's wait_ms (docs/http.md#results)
-WaitMs = Annotated[int, Parameter(ge=0, le=MAX_RESULT_WAIT_MS, description=(
+WaitMs = Annotated[int, QueryParameter(ge=0, le=MAX_RESULT_WAIT_MS, description=(
     "Wait up to this many ms for the job to end (0: answer at once)."))]
 
 
@@ -28,7 +28,7 @@ WaitMs = Annotated[int, Parameter(ge=0, le=MAX_RESULT_WAIT_MS, description=(
      operation_id="jobResult", summary="How a job ended (wait for it)",
      responses={204: ResponseSpec(None, description="The job did not end within wait_ms."),
                 **errors(*READ_ERRORS)})
-async def job_result(request: Request[Any, Any, Any], queue: str, id: JobIdParam,
+async def job_result(request: Request[Any, Any, Any], queue: QueueParam, id: JobIdParam,
                      wait_ms: WaitMs = 0) -> Response[JobResult]:
     """The job's result (``state`` succeeded, dead or cancelled; ``value``; ``error``;
     ``finished`` epoch ms), kept for its ``keep_result``; 204 when it has not ended within

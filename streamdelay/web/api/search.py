@@ -8,23 +8,23 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 from litestar import Request, get, post
-from litestar.params import Parameter
+from litestar.params import FromQuery, QueryParameter
 
 from ...base.models import JobInfo
 from ...producer.searching import MAX_SCAN, SCAN, TEXT_MAX
 from ..auth import check, needs, principal_of
 from .bodies import body, decode
-from .common import PREFIX, READ_ERRORS, WRITE_ERRORS, errors, served
+from .common import PREFIX, READ_ERRORS, WRITE_ERRORS, QueueParam, errors, served
 from .models import AtTime, Seconds, Topic, at_of, seconds_of
 
 READ, WRITE = needs("read"), needs("write")
-ScanParam = Annotated[int, Parameter(ge=1, le=MAX_SCAN, description=(
+ScanParam = Annotated[int, QueryParameter(ge=1, le=MAX_SCAN, description=(
     "At most this many jobs examined by this call (the matches may be fewer)."))]
 Filter = Annotated[str, msgspec.Meta(max_length=TEXT_MAX)]
 State = Literal["delayed", "ready", "reserved", "dead", "waiting"]
-StateParam = Annotated[State | None, Parameter(query="state", description=(
+StateParam = Annotated[State | None, QueryParameter(name="state", description=(
     "Only jobs in this state (none: every state, delayed first)."))]
-BodyParam = Annotated[list[str] | None, Parameter(query="body", description=(
+BodyParam = Annotated[list[str] | None, QueryParameter(name="body", description=(
     "A body field, `path=value` (`customer.id=42`; numbers and booleans as JSON) or a bare "
     "`path` that must exist; repeat for several, all must hold."))]
 
@@ -70,10 +70,11 @@ class BulkAnswer(msgspec.Struct):
 
 @get(f"{PREFIX}/search", opt=READ, tags=["operators"], operation_id="searchJobs",
      summary="Find jobs by filter", responses=errors(*READ_ERRORS))
-async def search_jobs(request: Request[Any, Any, Any], queue: str,
-                      job_state: StateParam = None, topic: str | None = None,
-                      error: str | None = None, body_field: BodyParam = None,
-                      scan: ScanParam = SCAN, cursor: str | None = None) -> SearchAnswer:
+async def search_jobs(request: Request[Any, Any, Any], queue: QueueParam,
+                      job_state: StateParam = None, topic: FromQuery[str | None] = None,
+                      error: FromQuery[str | None] = None, body_field: BodyParam = None,
+                      scan: ScanParam = SCAN, cursor: FromQuery[str | None] = None
+                      ) -> SearchAnswer:
     """Jobs by topic, state, a piece of their last error (any case) and body fields,
     examining at most ``scan`` jobs per call."""
     page = await served(request, queue).search(topic=topic, state=job_state, error=error,
@@ -84,7 +85,7 @@ async def search_jobs(request: Request[Any, Any, Any], queue: str,
 @post(f"{PREFIX}/jobs/:bulk", opt=WRITE, status_code=200, tags=["operators"],
       operation_id=body("bulkJobs", BulkBody), summary="Act on the jobs a filter matches",
       responses=errors(*WRITE_ERRORS))
-async def bulk_jobs(request: Request[Any, Any, Any], queue: str) -> BulkAnswer:
+async def bulk_jobs(request: Request[Any, Any, Any], queue: QueueParam) -> BulkAnswer:
     """Cancel or reschedule (scope ``write``), replay or purge (scope ``admin``, as their
     single-job routes) the jobs a filter matches, one bounded call; ``dry_run`` counts."""
     data = await decode(request, BulkBody)

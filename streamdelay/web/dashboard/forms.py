@@ -9,13 +9,12 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from litestar import Response, get, post
-from litestar.enums import RequestEncodingType
 from litestar.exceptions import (
     NotAuthorizedException,
     NotFoundException,
     PermissionDeniedException,
 )
-from litestar.params import Body
+from litestar.params import FromPath, FromQuery, URLEncodedBody
 
 from ...base.errors import StreamdelayError
 from ..auth import end_session, start_session
@@ -33,7 +32,7 @@ from .pages import (
 )
 from .render import render
 
-Form = Body(media_type=RequestEncodingType.URL_ENCODED)
+Form = URLEncodedBody[dict[str, str]]  # a form's fields (the explicit body style)
 
 
 def _may(request: Req, name: str) -> None:
@@ -45,7 +44,7 @@ def _may(request: Req, name: str) -> None:
 
 
 @get("/login", include_in_schema=False)
-async def login_page(request: Req, next: str = "/") -> Response[Any]:
+async def login_page(request: Req, next: FromQuery[str] = "/") -> Response[Any]:
     """The login form: a token in, a signed session cookie out."""
     if not request.app.state.tokens.configured:  # open mode (loopback only): nothing to do
         return see_other(local_path(next))
@@ -54,7 +53,7 @@ async def login_page(request: Req, next: str = "/") -> Response[Any]:
 
 
 @post("/login", include_in_schema=False)
-async def login(request: Req, data: dict[str, str] = Form) -> Response[Any]:
+async def login(request: Req, data: Form) -> Response[Any]:
     """Check the token; on success set the session cookie and go where the user was going."""
     state = request.app.state
     target = local_path(data.get("next"))
@@ -76,8 +75,9 @@ async def logout(request: Req) -> Response[Any]:
 
 
 @get("/q/{queue:str}/confirm", include_in_schema=False)
-async def confirm(request: Req, queue: str, action: str, id: str = "", topic: str = "",
-                  back: str = "") -> Response[str]:
+async def confirm(request: Req, queue: FromPath[str], action: FromQuery[str],
+                  id: FromQuery[str] = "", topic: FromQuery[str] = "", back: FromQuery[str] = ""
+                  ) -> Response[str]:
     """The confirm step of an action: what it will do, and the form that does it (nothing
     changes on a GET)."""
     served(request, queue)
@@ -92,7 +92,7 @@ async def confirm(request: Req, queue: str, action: str, id: str = "", topic: st
 
 
 @post("/q/{queue:str}/act", include_in_schema=False)
-async def act(request: Req, queue: str, data: dict[str, str] = Form) -> Response[Any]:
+async def act(request: Req, queue: FromPath[str], data: Form) -> Response[Any]:
     """Perform a confirmed action, then go back to the page it came from, saying what
     happened (the page shows the new state)."""
     q = served(request, queue)
