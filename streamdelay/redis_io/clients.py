@@ -3,7 +3,9 @@ factory, and the checks of a client's kind the runner makes.
 
 Every TLS connection states its certificate and host-name checks explicitly (``tls_settings``),
 whatever redis-py's defaults. Every client built here speaks RESP2 and returns bytes, like the
-single-server one, and has its commands packed by hiredis when it is installed (``packing.py``).
+single-server one (whose URL may ask for RESP3, ``?protocol=3``: the plans read either through
+``protocol/replies.py``'s normalisers, docs/scale-out.md#urls), and has its commands packed by
+hiredis when it is installed (``packing.py``).
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ DEFAULT_MAX_CONNECTIONS = 100
 
 
 def node_options(topology: Topology, socket_timeout: float) -> dict[str, Any]:
-    """Connection settings of every data-node connection (RESP2, bytes, explicit timeouts)."""
+    """Connection settings of every data-node connection (RESP2, bytes, explicit timeouts); a
+    one-server URL's own ``?protocol=3`` overrides the protocol (redis-py's ``from_url``)."""
     options: dict[str, Any] = {
         "protocol": 2,
         "socket_timeout": socket_timeout,
