@@ -110,7 +110,7 @@ class Captured:
         given, e.g. ``id=``, ``at=``, ``key=``); those not given are not compared. Bodies are
         compared as the wire has them (a Struct equals its dict), delays in ms. Fails with the
         jobs of that topic and a diff of the nearest one when there is no such job."""
-        unknown = sorted(set(options) - set(_OPTIONS))
+        unknown = sorted(set(options) - {*_OPTIONS, "after", "on_parent_failure"})
         if unknown:
             raise TypeError(f"assert_enqueued: unknown option {unknown[0]!r}")
         name = validation.topic(topic)

@@ -73,7 +73,7 @@ def test_task_is_generic_and_checked_once() -> None:
     with pytest.raises(sd.ConfigError, match="body"):
         sd.task("a.b", body=threading.Lock)  # type: ignore[arg-type]  # not decodable
     worker = sd.Worker(sd.Queue("q"))
-    with pytest.raises(sd.ConfigError, match="sd.task"):
+    with pytest.raises(sd.ConfigError, match=r"sd\.task\(\)"):
         worker.handles("order.close")  # type: ignore[arg-type]
 
 
