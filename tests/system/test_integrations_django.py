@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -108,3 +109,16 @@ def test_django_project_runs_its_tasks_on_streamdelay(
     assert read["refresh"]["after"]["status"] == "SUCCESSFUL"
     assert read["refresh"]["after"]["return_value"] == {"order": 8,
                                                         "sent_to": "alan@example.com"}
+
+
+def test_integrations_page_shows_the_example_project_as_it_is() -> None:
+    """docs/integrations.md shows the shop's files as they are in docs/examples/django_site
+    (the generic check of docs/examples/*.py does not look into subfolders)."""
+    page = (ROOT / "docs" / "integrations.md").read_text()
+    blocks = re.findall(r"<!-- example: (django_site/[\w./-]+) -->\n```python\n(.*?)```", page,
+                        re.DOTALL)
+    assert {name for name, _ in blocks} == {"django_site/site_config/settings.py",
+                                            "django_site/shop/tasks.py",
+                                            "django_site/shop/views.py"}
+    for name, code in blocks:
+        assert code == (ROOT / "docs" / "examples" / name).read_text(), name
