@@ -12,6 +12,7 @@ events and says when entries between the two were not read.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ...base.errors import ResultTimeout
 from ...base.models import JobInfo, JobResult
@@ -66,6 +67,17 @@ def _order(entry_id: str) -> tuple[int, int]:
     return int(ms), int(seq)
 
 
+def _mentions(fields: Any, needle: bytes) -> bool:
+    """Whether an events entry's ids field (``i``: one id, or the ids of a packed entry joined
+    by line feeds) holds ``needle``; a cheap test before ``entry_events`` parses the entry."""
+    pairs = (fields.items() if isinstance(fields, dict)
+             else zip(fields[::2], fields[1::2], strict=False))
+    for key, value in pairs:
+        if key in (b"i", "i"):
+            return needle in (value if isinstance(value, bytes) else str(value).encode())
+    return True  # another shape: let the parser decide
+
+
 def timeline_plan(q: AsyncQueue, job_id: str, since_ms: int | None, until_ms: int | None
                   ) -> Plan[Timeline]:
     """The events of ``job_id`` kept in its partition's stream between ``since_ms`` and
@@ -86,7 +98,10 @@ def timeline_plan(q: AsyncQueue, job_id: str, since_ms: int | None, until_ms: in
     partial = (len(head_ids) == TIMELINE_ENTRIES and len(tail_ids) == TIMELINE_ENTRIES
                and _order(tail_ids[-1]) > _order(head_ids[-1]))
     rows = []
+    needle = job_id.encode()
     for eid in sorted(entries, key=_order):
+        if not _mentions(entries[eid], needle):  # most entries: other jobs' (no full parse)
+            continue
         for kind, found, _, attempt, at, detail in entry_events(entries[eid]):
             if found == job_id:
                 rows.append(EventRow(kind, moment(at), attempt, detail, at))
