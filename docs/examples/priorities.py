@@ -2,7 +2,7 @@
 
 import streamdelay as sd
 
-queue = sd.Queue("reports")  # URL from STREAMDELAY_URL, else redis://localhost:6379/0
+queue = sd.Queue("tenant-reports")  # URL from STREAMDELAY_URL, else redis://localhost:6379/0
 queue.limit("report.build", key_concurrency=1)  # each tenant builds one report at a time
 for n in range(5):  # a big tenant queues five reports first
     queue.enqueue("report.build", {"n": n}, id=f"r{n}", key="big-corp")

@@ -5,13 +5,14 @@ import threading
 
 import streamdelay as sd
 
-queue = sd.Queue("reports", backoff=[0.1], max_attempts=2)
+queue = sd.Queue("monthly-reports", backoff=[0.1], max_attempts=2)
 queue.enqueue("report.build", {"month": "2026-10"}, id="oct")
 queue.enqueue("report.build", {"month": "2026-13"}, id="bad")
 queue.enqueue("report.build", {"month": "2026-11"}, id="nov", delay=0.5)
 
 # Due jobs move into their stream by a dispatcher: the one inside every Worker, `streamdelay
-# dispatch reports`, or `streamdelay serve`. This program has none of those, so it runs one.
+# dispatch monthly-reports`, or `streamdelay serve`. This program has none of those, so it
+# runs one.
 dispatcher = sd.Dispatcher(queue.config)
 threading.Thread(target=asyncio.run, args=(dispatcher.run(),), daemon=True).start()
 

@@ -2,7 +2,7 @@
 
 import streamdelay as sd
 
-queue = sd.Queue("reports", keep_result=3600)
+queue = sd.Queue("etl", keep_result=3600)
 queue.enqueue("fetch", {"source": "eu"}, id="fetch-eu")
 queue.enqueue("fetch", {"source": "us"}, id="fetch-us")
 # waits (state "waiting") until both parents succeeded, then is due after its own delay

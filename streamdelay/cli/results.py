@@ -78,7 +78,7 @@ def batch_info(queue_name: str, batch_id: str, url: str | None, partitions: int 
 
     \b
     Example:
-      streamdelay batch info reports pages
+      streamdelay batch info etl pages
     """
     with operator_queue(queue_name, url, partitions) as queue:
         found = queue.batch_info(batch_id)
