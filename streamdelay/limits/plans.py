@@ -16,7 +16,7 @@ from ..base import validation
 from ..base.errors import ValidationError
 from ..protocol.keys import PartitionKeys, partition_keys
 from ..protocol.plan import Command, Commands, Plan
-from ..protocol.replies import text
+from ..protocol.replies import field_map, text
 from ..protocol.scripts import ScriptCall, script
 from ..protocol.spec import QueueSpec
 from .rates import TopicLimit, concurrency, parse_rate
@@ -80,9 +80,7 @@ def set_limit_plan(cfg: QueueSpec, topic: str, rate: Any = None,
 
 def parse_limits(reply: Any) -> dict[str, TopicLimit]:
     """An HGETALL reply of the limits hash (a dict or a flat list) as topic -> limit."""
-    pairs = (reply.items() if isinstance(reply, dict)
-             else zip(reply[::2], reply[1::2], strict=True))
-    return {text(topic): TopicLimit.from_stored(text(raw)) for topic, raw in pairs}
+    return {topic: TopicLimit.from_stored(raw) for topic, raw in field_map(reply).items()}
 
 
 def limits_plan(cfg: QueueSpec) -> Plan[dict[str, TopicLimit]]:
@@ -98,9 +96,7 @@ def limits_plan(cfg: QueueSpec) -> Plan[dict[str, TopicLimit]]:
 
 def parse_limits_raw(reply: Any) -> dict[str, str]:
     """An HGETALL reply of a limits hash (a dict or a flat list) as topic -> stored text."""
-    pairs = (reply.items() if isinstance(reply, dict)
-             else zip(reply[::2], reply[1::2], strict=True))
-    return {text(topic): text(raw) for topic, raw in pairs}
+    return field_map(reply)
 
 
 def running_plan(cfg: QueueSpec, topics: list[str]) -> Plan[dict[str, int]]:

@@ -20,7 +20,7 @@ from ..base.flows import BatchInfo, BatchState
 from ..base.models import EnqueueResult, JobSpec
 from ..protocol.keys import PartitionKeys, partition_of, placement_name
 from ..protocol.plan import Command, Commands, Plan
-from ..protocol.replies import enqueue_row, text
+from ..protocol.replies import enqueue_row, field_map, text
 from ..protocol.scripts import Arg, ScriptCall, script
 from ..protocol.spec import QueueSpec
 from .enqueuing import PreparedJob, prepare_job
@@ -360,9 +360,8 @@ def relations_plan(cfg: QueueSpec, job_id: str
     prefix = PartitionKeys(cfg.name, partition_of(job_id, cfg.partitions)).prefix
     deps, kids = yield Commands((Command(("HGETALL", prefix + "deps:" + job_id)),
                                  Command(("SMEMBERS", prefix + "children:" + job_id))))
-    pairs = deps.items() if isinstance(deps, dict) else zip(deps[::2], deps[1::2], strict=True)
-    found = {text(k): PARENT_STATES.get(text(v), "pending") for k, v in pairs
-             if text(k) not in ("~", "#")}  # '#': the link token (docs/workflows.md#runs)
+    found = {k: PARENT_STATES.get(v, "pending") for k, v in field_map(deps).items()
+             if k not in ("~", "#")}  # '#': the link token (docs/workflows.md#runs)
     # a ref is '<partition>|<child>|<token>' or '<partition>|#<batch>'; two lives of one id
     # (a link left by an earlier one) show once
     waiters = sorted({text(ref).split("|")[1] for ref in kids})
@@ -377,8 +376,6 @@ def waiting_plan(cfg: QueueSpec) -> Plan[dict[str, int]]:
     replies = yield Commands(commands)
     counts: dict[str, int] = {}
     for reply in replies:
-        pairs = reply.items() if isinstance(reply, dict) else zip(reply[::2], reply[1::2],
-                                                                      strict=True)
-        for topic, value in pairs:
-            counts[text(topic)] = counts.get(text(topic), 0) + int(value)
+        for topic, value in field_map(reply).items():
+            counts[topic] = counts.get(topic, 0) + int(value)
     return {topic: n for topic, n in counts.items() if n > 0}

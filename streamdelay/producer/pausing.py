@@ -17,7 +17,7 @@ from typing import Any
 from ..base import validation
 from ..protocol.keys import PartitionKeys
 from ..protocol.plan import Command, Plan
-from ..protocol.replies import text
+from ..protocol.replies import field_map
 from ..protocol.scripts import script
 from ..protocol.spec import QueueSpec
 
@@ -39,9 +39,7 @@ def set_paused_plan(cfg: QueueSpec, topic: str, paused: bool) -> Plan[bool]:
 
 def parse_paused(reply: Any) -> dict[str, int]:
     """An HGETALL reply of the paused hash (a dict or a flat list) as topic -> since (ms)."""
-    pairs = (reply.items() if isinstance(reply, dict)
-             else zip(reply[::2], reply[1::2], strict=True))
-    return {text(topic): int(since) for topic, since in pairs}
+    return {topic: int(since) for topic, since in field_map(reply).items()}
 
 
 def paused_plan(cfg: QueueSpec) -> Plan[dict[str, int]]:
