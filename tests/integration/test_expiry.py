@@ -96,6 +96,13 @@ def test_a_job_whose_deadline_passes_in_its_stream_never_runs(evq: sd.Queue) -> 
     consumer's read carries the server clock, and the open step settles it as expired."""
     evq.enqueue_many([sd.JobSpec("t", {"n": i}, id=f"j{i}", expires=0.5 if i < 2 else None)
                       for i in range(4)])
+    for i in range(4):  # the deadline stored exactly, as for a single enqueue (not by timing)
+        info = evq.get(f"j{i}")
+        assert info is not None
+        if i < 2:
+            assert info.expires_at == info.due + 500 == deadline_of(evq, f"j{i}")
+        else:
+            assert info.expires_at is None
     promote(evq, 4)
     time.sleep(LATER)
     ran, worker = drain(evq, metrics=True)
