@@ -209,3 +209,10 @@ def test_a_job_page_follows_its_job_to_its_result_live(served: Served) -> None:
         assert kinds == ["enqueued", "promoted", "started", "succeeded"]
         assert page.locator("[data-missing]").count() == 0
         assert errors == [], errors
+
+
+def test_the_search_box_goes_to_a_job_known_by_its_kept_result(served: Served) -> None:
+    status, headers, _ = served.session.get(f"/search?queue={served.name}&id=ok1")
+    assert status == 303 and headers["location"] == f"/q/{served.name}/job?id=ok1", status
+    status, _, _ = served.session.get(f"/search?queue={served.name}&id=never")
+    assert status == 404
