@@ -20,6 +20,7 @@ import streamdelay as sd
 from streamdelay.protocol.keys import PartitionKeys
 from streamdelay.protocol.replies import field_map, info_map, scored_members, stream_read
 from tests.integration.test_pull import promote, running_dispatcher
+from tests.integration.test_workflows_partitions import spread
 from tests.support.redis_server import RedisServer, wait_until
 from tests.support.resp_replies import record
 from tests.unit import resp_recorded
@@ -81,6 +82,25 @@ def test_a_worker_runs_batches_retries_and_keeps_results(proto_url: str, queue_n
     q.dead_purge()
     assert_settled(proto_url, q.name, "t")
     q.close()
+
+
+def test_a_chain_across_partitions_and_a_limited_topic(proto_url: str, queue_name: str
+                                                      ) -> None:
+    """Three partitions: the Worker's read of every partition's streams, the dispatcher's
+    outbox forward (``XREAD``) of a chain whose links change partition, and a topic under a
+    concurrency limit (taken through ``takeLimited``, waiting on ``BLPOP`` / ``XREAD``)."""
+    with sd.Queue(queue_name, url=proto_url, partitions=3) as q:
+        ids = spread("c", 6)
+        q.chain([sd.JobSpec("t", id=i) for i in ids])
+        q.limit("lim", concurrency=1)
+        q.enqueue_many([sd.JobSpec("lim", id=f"l{n}") for n in range(4)])
+        ran: list[str] = []
+        worker = sd.Worker(q, block=0.2)
+        worker.handler("t")(lambda job: ran.append(job.id))
+        worker.handler("lim")(lambda job: ran.append(job.id))
+        asyncio.run(asyncio.wait_for(worker.serve(until_idle=True), BOUND_S))
+        assert [i for i in ran if i.startswith("c")] == ids
+        assert sorted(i for i in ran if i.startswith("l")) == ["l0", "l1", "l2", "l3"]
 
 
 def test_a_dispatcher_promotes_on_time_and_wakes_for_an_earlier_job(proto_url: str,
