@@ -175,3 +175,46 @@ def test_service_mounted_without_its_lifespan_starts_on_first_use(
         _check_mounted_pages(server, prefix, queue)
     finally:
         server.stop()
+
+
+def test_mounted_dashboard_in_a_browser_logs_in_refreshes_and_logs_out_under_its_path(
+        env: dict[str, str]) -> None:
+    """Headless Chromium on the Starlette host: the login form, the live refresh and the
+    script's return to the login page all stay under /ops/sd."""
+    from tests.support.browser import chromium
+
+    queue, prefix = f"m{uuid.uuid4().hex[:8]}", "/ops/sd"
+    server = Uvicorn("tests.support.apps.mounted_service_app:starlette_app", ROOT,
+                     {**env, "MOUNTED_QUEUE": queue})
+    try:
+        with chromium() as browser:
+            context = browser.new_context()
+            page = context.new_page()
+            assets: list[tuple[str, int]] = []
+            page.on("response", lambda r: assets.append((r.url, r.status))
+                    if "/static/" in r.url else None)
+            page.goto(f"{server.base}{prefix}/q/{queue}")
+            assert page.url == f"{server.base}{prefix}/login?next=%2Fq%2F{queue}"
+            page.fill("input[name=token]", TOKEN)
+            with page.expect_navigation():
+                page.click(f"form[action='{prefix}/login'] button")
+            assert page.url == f"{server.base}{prefix}/q/{queue}"
+            assert {url.split(prefix, 1)[1] for url, status in assets if status == 200} == {
+                "/static/streamdelay.css", "/static/dashboard.js"}
+            # a job enqueued after the page loaded shows up through the live refresh
+            server.json(f"{prefix}/v1/queues/{queue}/jobs", "POST", {"topic": "t", "body": 1})
+            page.wait_for_function(
+                "() => { const e = document.querySelector("
+                "'tr[data-topic=\"t\"] td[data-count=\"ready\"]'); "
+                "return e !== null && e.textContent.trim() === '1'; }", timeout=20_000)
+            # the session gone, the next refresh answers 401: the script goes to the login
+            context.clear_cookies()
+            # (each live element's refresh sets the location: a navigation may abort another)
+            deadline = time.monotonic() + 20
+            while page.url != f"{server.base}{prefix}/login?next=%2Fq%2F{queue}":
+                assert time.monotonic() < deadline, page.url
+                page.wait_for_timeout(100)
+            page.wait_for_selector(f"form[action='{prefix}/login'] input[name=token]")
+            context.close()
+    finally:
+        server.stop()

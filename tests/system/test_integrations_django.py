@@ -50,6 +50,8 @@ def _scenario(python: str, redis: RedisServer, tmp_path: Path
     return enqueued, read, worked, log.read_text().split()
 
 
+# the first run makes the Django 6 venv (about a minute; pip's limit is 10)
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize("framework", ["django_tasks", "django.tasks"])
 def test_django_project_runs_its_tasks_on_streamdelay(
         framework: str, own_redis: RedisServer, tmp_path: Path) -> None:
