@@ -3,7 +3,8 @@ docs/http.md, the dashboard (docs/dashboard.md), ``/metrics`` and ``/healthz``.
 
 Importing this package does not import Litestar: ``settings`` and ``tokens`` are plain Python,
 so the CLI can check its options (and say which extra is missing) before the stack is loaded.
-``app.create_app(settings)`` builds the ASGI application.
+``app.create_app(settings)`` builds the ASGI application; ``asgi(...)`` (below) the same
+service, relocatable, to mount under any path of another ASGI app (``mount.py``).
 """
 
 from __future__ import annotations
