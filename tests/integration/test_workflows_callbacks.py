@@ -126,6 +126,86 @@ def test_callbacks_for_a_closed_batch_are_refused_and_nothing_is_added(
         assert (again.total, again.state) == (1, "running")
 
 
+def _forward_all(q: sd.Queue) -> None:
+    """Forward every partition's outbox once, as the dispatchers do."""
+    for p in range(q.config.partitions):
+        keys = PartitionKeys(q.name, p)
+        reply = run_step_sync(q.client, read_outbox_command(keys, None))
+        drive_sync(q.client, forward_plan(keys, q.config.partitions, reply), None)
+
+
+def _take_all(q: sd.Queue, topic: str) -> list[str]:
+    """Promote, then take and acknowledge every ready job of ``topic``; their ids."""
+    promote_all(q)
+    taken = q.reserve(topic, count=100, wait=0)
+    for r in taken:
+        r.ack()
+    return sorted(r.id for r in taken)
+
+
+def _dead_member_batch(q: sd.Queue) -> tuple[str, str, str]:
+    """A closed batch of two members, ``ok`` acknowledged and ``bad`` failed dead, every
+    hand-over forwarded: (batch id, its ok member, its dead member). On three partitions the
+    members live outside the batch's partition, so they hand over through the outbox."""
+    parts = q.config.partitions
+    bid = "bd"
+    home = partition_of(bid + "@1", parts)
+    ok, bad = (next(m for m in (f"{name}{i}" for i in range(100))
+                    if parts == 1 or partition_of(m, parts) != home) for name in ("ok", "bad"))
+    q.batch([sd.JobSpec("t", id=ok), sd.JobSpec("t", id=bad)], id=bid,
+            on_success=sd.JobSpec("yes"), on_complete=sd.JobSpec("done"))
+    promote_all(q)
+    for r in q.reserve("t", count=10, wait=0):
+        if r.id == ok:
+            r.ack()
+        else:
+            assert r.fail("boom", dead=True) == "dead"
+    _forward_all(q)
+    return bid, ok, bad
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_a_batch_with_a_dead_member_writes_on_complete_once_and_no_on_success(
+        redis_url: str, queue_name: str, partitions: int) -> None:
+    """One member dead: ``<id>@1`` (on_success) is never written, ``<id>@2`` (on_complete)
+    exactly once: a later call that reaches the batch's end check again (the same batch
+    closed again, a hand-over forwarded again) writes it no second time, even once the
+    first one ran and its id is free."""
+    with sd.Queue(queue_name, url=redis_url, partitions=partitions) as q:
+        bid, _, _ = _dead_member_batch(q)
+        info = q.batch_info(bid)
+        assert info is not None and (info.succeeded, info.dead, info.pending, info.state) == (
+            1, 1, 0, "done")
+        assert q.get(bid + "@1") is None
+        done = q.get(bid + "@2")
+        assert done is not None and done.state == "delayed"
+        assert _take_all(q, "yes") == []
+        assert _take_all(q, "done") == [bid + "@2"]  # ran: its id is free again
+        again = q.batch([], id=bid)  # closes it again: the end check runs again
+        assert again.state == "done" and (again.succeeded, again.dead) == (1, 1)
+        _forward_all(q)
+        assert q.get(bid + "@1") is None and q.get(bid + "@2") is None
+        assert _take_all(q, "done") == [] and _take_all(q, "yes") == []
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_a_dead_member_replayed_after_the_batch_fired_changes_nothing(
+        redis_url: str, queue_name: str, partitions: int) -> None:
+    """A member's first end counts: the dead member replayed after the batch fired, and
+    succeeding, does not turn the batch into a success (no ``<id>@1``), nor write
+    ``<id>@2`` again."""
+    with sd.Queue(queue_name, url=redis_url, partitions=partitions) as q:
+        bid, _, bad = _dead_member_batch(q)
+        assert _take_all(q, "done") == [bid + "@2"]
+        assert q.dead_replay("t", id=bad) == 1
+        assert _take_all(q, "t") == [bad]  # it succeeds this time
+        _forward_all(q)
+        info = q.batch_info(bid)
+        assert info is not None and (info.succeeded, info.dead, info.state) == (1, 1, "done")
+        assert q.get(bid + "@1") is None and q.get(bid + "@2") is None
+        assert _take_all(q, "yes") == [] and _take_all(q, "done") == []
+
+
 def test_the_callback_options_example_runs(example_env: dict[str, str]) -> None:
     assert docs_examples.run_example("workflow_callbacks.py", example_env).splitlines() == [
         "batch: {tenant-42}nov {tenant-42}nov@1 {tenant-42}nov@2",

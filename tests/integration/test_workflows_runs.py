@@ -12,7 +12,10 @@ import pytest
 
 import streamdelay as sd
 from streamdelay.engine.forwarding import forward_plan, read_outbox_command
+from streamdelay.producer.enqueuing import prepare_job
+from streamdelay.producer.flows import after_job, flow_plan
 from streamdelay.protocol.keys import PartitionKeys, partition_of
+from streamdelay.protocol.scripts import ScriptCall
 from streamdelay.redis_io.runner import drive_sync, run_step_sync
 
 pytestmark = pytest.mark.timeout(120)
@@ -160,6 +163,69 @@ def test_a_hand_over_of_another_run_is_not_trusted(redis_url: str, queue_name: s
         forward_all(q)
         assert delivered(q, "c") == [child]
         assert early_notes(q) == []
+
+
+@pytest.mark.parametrize("ok", [True, False], ids=["succeeded", "dead"])
+def test_an_outcome_noted_early_for_this_link_counts(redis_url: str, queue_name: str,
+                                                     ok: bool) -> None:
+    """The parent of another partition ends between the link and the child's write: its
+    outcome, noted early under this enqueue's token, is what the child is written with."""
+    with sd.Queue(queue_name, url=redis_url, partitions=PARTS) as q:
+        parent = "p0"
+        child = apart("c", [parent], PARTS)
+        q.enqueue("p", id=parent, delay=3600)
+        job = after_job(q.config, prepare_job(q.config, sd.JobSpec("c", id=child)), [parent],
+                        "dead")
+        plan = flow_plan(q.config, [job])
+        link = next(plan)
+        reply = run_step_sync(q.client, link)
+        run_now(q, parent, "p", ok=ok)
+        forward_all(q)
+        assert len(early_notes(q)) == 1  # the child is not written yet
+        try:
+            step = plan.send(reply)
+            while True:
+                step = plan.send(run_step_sync(q.client, step))
+        except StopIteration as done:
+            [made] = done.value
+        assert made.created and made.state == ("delayed" if ok else "dead"), made
+        assert early_notes(q) == []
+        info = q.get(child)
+        assert info is not None and info.parents == (
+            {parent: "succeeded"} if ok else None), info
+
+
+@pytest.mark.parametrize("partitions", [1, PARTS])
+def test_a_write_retried_after_its_reply_was_lost_keeps_its_links(
+        redis_url: str, queue_name: str, partitions: int) -> None:
+    """The runner sends a step again after a connection error: the write finds the job its
+    first try wrote, with this call's token, answers as that try did (created, waiting) and
+    the call takes none of its links back; the parent's end releases the child."""
+    with sd.Queue(queue_name, url=redis_url, partitions=partitions) as q:
+        parent = "p0"
+        child = apart("c", [parent], partitions)
+        q.enqueue("p", id=parent, delay=3600)
+        job = after_job(q.config, prepare_job(q.config, sd.JobSpec("c", id=child)), [parent],
+                        "dead")
+        plan = flow_plan(q.config, [job])
+        step = next(plan)
+        retried = 0
+        try:
+            while True:
+                reply = run_step_sync(q.client, step)
+                if isinstance(step, ScriptCall) and step.script.name == "enqueueFlowV2":
+                    reply = run_step_sync(q.client, step)  # the first reply was lost
+                    retried += 1
+                step = plan.send(reply)
+        except StopIteration as done:
+            [made] = done.value
+        assert retried == 1
+        assert made.created and made.state == "waiting", made
+        forward_all(q)
+        assert len(children_of(q, parent)) == 1
+        run_now(q, parent, "p")
+        forward_all(q)
+        assert delivered(q, "c") == [child]
 
 
 @pytest.mark.parametrize("partitions", [1, PARTS])
