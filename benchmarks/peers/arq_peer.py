@@ -18,6 +18,7 @@ from benchmarks.peers.record import body, record, url
 DIST = "arq"
 WORKER_NOTE = "`arq benchmarks.peers.arq_peer.WorkerSettings` (defaults: 1 process, " \
               "max_jobs 10, poll_delay 0.5 s); async handler"
+ONE_AT_A_TIME = "`max_jobs = 1` (`WorkerSettingsOne`)"  # the concurrency-1 drain
 
 
 async def noop(ctx: dict[str, Any], job_body: dict[str, Any]) -> None:
@@ -30,6 +31,15 @@ class WorkerSettings:
 
     functions = [noop]  # noqa: RUF012
     redis_settings = RedisSettings.from_dsn(url())
+
+
+class WorkerSettingsOne:
+    """The same, one job at a time (the concurrency-1 drain); arq reads a settings class's own
+    ``__dict__``, so nothing is inherited."""
+
+    functions = [noop]  # noqa: RUF012
+    redis_settings = RedisSettings.from_dsn(url())
+    max_jobs = 1
 
 
 def enqueue(jobs: list[tuple[str, float]]) -> float:
@@ -49,6 +59,7 @@ def enqueue(jobs: list[tuple[str, float]]) -> float:
     return asyncio.run(go())
 
 
-def worker_command() -> list[str]:
-    """The worker process, as the docs start it."""
-    return [str(Path(sys.executable).parent / "arq"), "benchmarks.peers.arq_peer.WorkerSettings"]
+def worker_command(one_at_a_time: bool = False) -> list[str]:
+    """The worker process, as the docs start it (``one_at_a_time``: ``max_jobs = 1``)."""
+    settings = "WorkerSettingsOne" if one_at_a_time else "WorkerSettings"
+    return [str(Path(sys.executable).parent / "arq"), f"benchmarks.peers.arq_peer.{settings}"]

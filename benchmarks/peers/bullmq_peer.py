@@ -20,6 +20,7 @@ from benchmarks.peers.record import body, record, url
 DIST = "bullmq"
 WORKER_NOTE = "`python -m benchmarks.peers.bullmq_peer` (a `bullmq.Worker` with default " \
               "options: 1 process, concurrency 1); async handler"
+ONE_AT_A_TIME = "its default (`concurrency` 1)"  # the concurrency-1 drain
 
 
 async def noop(job: Any, token: str) -> None:
@@ -55,8 +56,8 @@ async def _serve() -> None:
     await worker.close()
 
 
-def worker_command() -> list[str]:
-    """The worker process: this module's ``__main__``."""
+def worker_command(one_at_a_time: bool = False) -> list[str]:
+    """The worker process: this module's ``__main__`` (concurrency 1: ``one_at_a_time`` too)."""
     return [sys.executable, "-m", "benchmarks.peers.bullmq_peer"]
 
 

@@ -16,6 +16,7 @@ from benchmarks.peers.record import body, record, url
 DIST = "celery"
 WORKER_NOTE = "`celery -A benchmarks.peers.celery_peer worker --concurrency 1` (default " \
               "prefork pool with one child; the default is one child per core); no result backend"
+ONE_AT_A_TIME = "`--concurrency 1`, as in every row"  # the concurrency-1 drain
 
 app = Celery("bench", broker=url())
 
@@ -35,7 +36,7 @@ def enqueue(jobs: list[tuple[str, float]]) -> float:
     return time.perf_counter() - began
 
 
-def worker_command() -> list[str]:
-    """The worker process, as the docs start it."""
+def worker_command(one_at_a_time: bool = False) -> list[str]:
+    """The worker process, as the docs start it (one child: ``one_at_a_time`` too)."""
     return [str(Path(sys.executable).parent / "celery"), "-A", "benchmarks.peers.celery_peer",
             "worker", "--concurrency", "1", "--loglevel", "WARNING"]

@@ -16,6 +16,7 @@ from benchmarks.peers.record import body, record, url
 DIST = "dramatiq"
 WORKER_NOTE = "`dramatiq --processes 1 benchmarks.peers.dramatiq_peer` (default 8 threads; " \
               "the default is one process per core)"
+ONE_AT_A_TIME = "`--threads 1`"  # the concurrency-1 drain (benchmarks/peers/run.py)
 
 broker = RedisBroker(url=url())
 dramatiq.set_broker(broker)
@@ -36,7 +37,7 @@ def enqueue(jobs: list[tuple[str, float]]) -> float:
     return time.perf_counter() - began
 
 
-def worker_command() -> list[str]:
-    """The worker process, as the docs start it."""
+def worker_command(one_at_a_time: bool = False) -> list[str]:
+    """The worker process, as the docs start it (``one_at_a_time``: one thread)."""
     return [str(Path(sys.executable).parent / "dramatiq"), "--processes", "1",
-            "benchmarks.peers.dramatiq_peer"]
+            *(["--threads", "1"] if one_at_a_time else []), "benchmarks.peers.dramatiq_peer"]

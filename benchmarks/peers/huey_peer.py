@@ -16,6 +16,7 @@ from benchmarks.peers.record import body, record, url
 DIST = "huey"
 WORKER_NOTE = "`huey_consumer benchmarks.peers.huey_peer.huey` (defaults: 1 process, " \
               "1 worker thread, scheduler tick 1 s)"
+ONE_AT_A_TIME = "its default (1 worker thread)"  # the concurrency-1 drain
 
 huey = RedisHuey("bench", url=url())
 
@@ -35,7 +36,7 @@ def enqueue(jobs: list[tuple[str, float]]) -> float:
     return time.perf_counter() - began
 
 
-def worker_command() -> list[str]:
-    """The worker process, as the docs start it."""
+def worker_command(one_at_a_time: bool = False) -> list[str]:
+    """The worker process, as the docs start it (one worker thread: ``one_at_a_time`` too)."""
     return [str(Path(sys.executable).parent / "huey_consumer"),
             "benchmarks.peers.huey_peer.huey", "--logfile", "/dev/null"]

@@ -18,6 +18,7 @@ from benchmarks.peers.record import body, record, url
 DIST = "rq"
 WORKER_NOTE = "`rq worker --with-scheduler bench` (default `Worker`: 1 process, forks a work " \
               "horse per job; the scheduler is needed for delayed jobs)"
+ONE_AT_A_TIME = "its default (one work horse at a time)"  # the concurrency-1 drain
 
 
 def noop(job_body: dict[str, Any]) -> None:
@@ -39,7 +40,8 @@ def enqueue(jobs: list[tuple[str, float]]) -> float:
         conn.close()
 
 
-def worker_command() -> list[str]:
-    """The worker process, as the docs start it."""
+def worker_command(one_at_a_time: bool = False) -> list[str]:
+    """The worker process, as the docs start it (one work horse at a time: ``one_at_a_time``
+    too)."""
     return [str(Path(sys.executable).parent / "rq"), "worker", "--url", url(),
             "--with-scheduler", "--logging_level", "WARNING", "bench"]

@@ -11,7 +11,12 @@ to a "Peers" section in ``docs/benchmarks.md`` and ``docs/comparison.md``.
 pipeline, not figures) and writes its JSON elsewhere (``--out``, default a temporary file), never
 the docs nor ``last_run.json``.
 
-Run: ``.venv/bin/python -m benchmarks.peers.run [--quick] [--peers arq rq] [--from-json FILE]``.
+``--merge`` runs the chosen workloads and puts their results into the saved run in place of
+the same (library, workload); the table dates those rows apart (``--workloads drain1
+--merge``: the concurrency-1 drain row alone, a few minutes instead of the full run's ~20).
+
+Run: ``.venv/bin/python -m benchmarks.peers.run [--quick] [--peers arq rq] [--workloads drain1]
+[--merge] [--from-json FILE]``.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from typing import Any
 
 from benchmarks.peers.workload import (
     FULL,
+    ONE_AT_A_TIME,
     PEERS,
     QUICK,
     ROOT,
@@ -40,7 +46,8 @@ from benchmarks.peers.workload import (
     SETTLE_WINDOW,
 )
 
-WORKLOADS = {"enqueue": 180, "memory": 360, "drain": 420, "lateness": 300}  # child time limits, s
+WORKLOADS = {"enqueue": 180, "memory": 360, "drain": 420, "drain1": 420,  # child limits, s
+             "lateness": 300}
 TITLES = {"streamdelay": "**streamdelay**", "arq": "arq", "rq": "RQ", "dramatiq": "Dramatiq",
           "celery": "Celery", "saq": "SAQ", "bullmq": "BullMQ (py)", "huey": "Huey"}
 START, END = "<!-- peers:start -->", "<!-- peers:end -->"
@@ -171,6 +178,8 @@ def rows(sizes: dict[str, Any]) -> list[tuple[str, str, str]]:
         (f"Redis bytes per delayed job as enqueued, no worker (~100 B body, {enqueue:,} jobs)",
          "enqueue", "memory"),
         (f"drain: {drained} jobs due at once (jobs/s)", "drain", "drain"),
+        (f"drain: {drained} jobs due at once, every worker at concurrency 1 (jobs/s)", "drain1",
+         "drain"),
         (f"lateness, {rate} due/s: p50 (ms)", "lateness", "p50"),
         (f"lateness, {rate} due/s: p99 (ms)", "lateness", "p99"),
         (f"lateness, {rate} due/s: max (ms)", "lateness", "max"),
@@ -179,15 +188,34 @@ def rows(sizes: dict[str, Any]) -> list[tuple[str, str, str]]:
     ]
 
 
+def _later(results: list[dict[str, Any]], date: str | None) -> str:
+    """`` (measured DATE UTC, load A-B)`` for a row whose results a later ``--merge`` run
+    measured (their ``measured`` differs from the run's ``date``), else nothing."""
+    later = [r for r in results if r.get("measured", date) != date]
+    if not later:
+        return ""
+    loads = [r["load_at_start"] for r in later if "load_at_start" in r]
+    dates = sorted({r["measured"] for r in later})
+    return (f" (measured {' to '.join(dates[::len(dates) - 1 or 1])} UTC, load average "
+            f"{min(loads, default=0):.1f}-{max(loads, default=0):.1f})")
+
+
 def table(results: list[dict[str, Any]], peers: list[str],
-          sizes: dict[str, Any] = FULL) -> list[str]:
-    """The markdown table: one row per workload, one column per library."""
+          sizes: dict[str, Any] = FULL, date: str | None = None) -> list[str]:
+    """The markdown table: one row per workload, one column per library; a row measured by a
+    later ``--merge`` run says when."""
     found = {(r["peer"], r["workload"]): r for r in results}
     lines = ["| workload | " + " | ".join(TITLES[p] for p in peers) + " |",
              "|---|" + "---|" * len(peers)]
     for label, workload, kind in rows(sizes):
+        row = [found[p, workload] for p in peers if (p, workload) in found]
+        later = _later(row, date)
         cells = [_cell(found.get((p, workload)), kind) for p in peers]
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        if later:  # measured apart, the load may differ from cell to cell: each says its own
+            cells = [cell + (f" (load {found[p, workload]['load_at_start']:.1f})"
+                             if "load_at_start" in found.get((p, workload), {}) else "")
+                     for p, cell in zip(peers, cells, strict=True)]
+        lines.append(f"| {label}{later} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -198,8 +226,10 @@ def section(payload: dict[str, Any], heading: str = "##") -> str:
     versions = {r["peer"]: r["version"] for r in results if "version" in r}
     redis_py = {p: r["redis_py"] for r in results for p in [r["peer"]] if "redis_py" in r}
     peers_redis_py = sorted({v for p, v in redis_py.items() if p != "streamdelay"})
-    workers = {r["peer"]: r["worker"] for r in results if "worker" in r}
-    loads = [r["load_at_start"] for r in results if "load_at_start" in r]
+    workers = {r["peer"]: r["worker"] for r in results
+               if "worker" in r and r["workload"] not in ONE_AT_A_TIME}
+    loads = [r["load_at_start"] for r in results
+             if "load_at_start" in r and r.get("measured", payload["date"]) == payload["date"]]
     lines = [
         START, f"{heading} Peers: the same workloads in arq, RQ, Dramatiq, Celery, SAQ, BullMQ "
         "and Huey", "",
@@ -210,13 +240,16 @@ def section(payload: dict[str, Any], heading: str = "##") -> str:
         f"{max(loads, default=0):.1f} at the start of the workloads (other processes shared "
         "the 2 cores: read the figures as noisy, and compare each enqueue figure with the raw "
         "ceiling measured at the same moment).", "",
-        *table(results, peers, sizes), "",
+        *table(results, peers, sizes, payload["date"]), "",
         "Versions: " + ", ".join(f"{TITLES[p].strip('*')} {versions[p]}" for p in peers
                                  if p in versions)
         + (f"; redis-py {', '.join(peers_redis_py)} for the peers" if peers_redis_py else "")
         + (f", {redis_py['streamdelay']} for streamdelay" if "streamdelay" in redis_py else "")
         + (" (each library's raw ceiling is measured with its own redis-py)" if redis_py else "")
         + ".", "",
+        *([f"BullMQ (py) is `bullmq` {versions['bullmq']} from PyPI, the Python port of BullMQ "
+           "(a Python client that runs BullMQ's Lua scripts): the Node.js library itself was not "
+           "measured.", ""] if "bullmq" in versions else []),
         "How: each library and each workload gets its own fresh `redis-server` (7.0, no "
         "persistence). Every library runs the same no-op handler: it appends the job id and "
         "`time.time()` to a file (not Redis, so the Redis figures are the library's own). Job "
@@ -248,9 +281,21 @@ def section(payload: dict[str, Any], heading: str = "##") -> str:
         *READING, "",
         "The worker of each library (one process each; a library's default settings otherwise):",
         "", *(f"- {TITLES[p].strip('*')}: {workers[p]}" for p in peers if p in workers), "",
+        *_one_at_a_time(results, peers),
         END,
     ]
     return "\n".join(lines) + "\n"
+
+
+def _one_at_a_time(results: list[dict[str, Any]], peers: list[str]) -> list[str]:
+    """How each library ran one job at a time in the concurrency-1 drain (``drain1``)."""
+    how = {r["peer"]: r["worker"] for r in results
+           if r["workload"] in ONE_AT_A_TIME and "worker" in r}
+    if not how:
+        return []
+    return ["The concurrency-1 drain row: the same worker, one job at a time: "
+            + "; ".join(f"{TITLES[p].strip('*')} {how[p]}" for p in peers if p in how) + ".",
+            ""]
 
 
 def put_section(path: Path, text: str, before: str | None) -> None:
@@ -290,20 +335,31 @@ def interpreters(sd_python: str, peers_python: str, peers: list[str]) -> dict[st
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     """Run every chosen (library, workload), each child under its library's interpreter."""
     pythons = interpreters(args.sd_python, args.peers_python, args.peers)
+    date = f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M}"
     results = []
     for peer in args.peers:
         for workload in args.workloads:
-            result = run_child(peer, workload, pythons[peer], args.quick)
+            result = {**run_child(peer, workload, pythons[peer], args.quick), "measured": date}
             print(json.dumps(result), flush=True)
             results.append(result)
     return {
-        "date": f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M}",
+        "date": date,
         "machine": f"{os.cpu_count()} cores, {platform.machine()}, {platform.system()} "
                    f"{platform.release()}",
         "python": platform.python_version(),
         "redis": next((r["redis"] for r in results if "redis" in r), "?"),
         "quick": args.quick, "sizes": QUICK if args.quick else FULL,
         "peers": args.peers, "results": results}
+
+
+def merged(saved: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
+    """``saved`` with ``run``'s results in place of its results of the same (library,
+    workload): the saved run keeps its date, and the table dates the merged rows apart."""
+    if saved.get("sizes", FULL) != run["sizes"]:
+        raise SystemExit("--merge: the saved run has other sizes (a --quick run?)")
+    fresh = {(r["peer"], r["workload"]) for r in run["results"]}
+    kept = [r for r in saved["results"] if (r["peer"], r["workload"]) not in fresh]
+    return {**saved, "results": kept + run["results"]}
 
 
 def main() -> None:
@@ -321,6 +377,10 @@ def main() -> None:
     parser.add_argument("--peers-python", default=str(PEERS_PYTHON),
                         help="the peers' interpreter (default: .bench-venv)")
     parser.add_argument("--from-json", help="render the docs from a saved run instead")
+    parser.add_argument("--merge", action="store_true",
+                        help="put this run's results into the saved run (--out), replacing its "
+                             "results of the same library and workload; the table says when "
+                             "those rows were measured")
     parser.add_argument("--no-docs", action="store_true")
     args = parser.parse_args()
     if args.from_json:
@@ -330,9 +390,12 @@ def main() -> None:
         out = Path(args.out) if args.out else (
             Path(tempfile.mkstemp(prefix="peers-quick-", suffix=".json")[1]) if args.quick
             else JSON_OUT)
+        if args.merge:
+            payload = merged(json.loads(out.read_text()), payload)
         out.write_text(json.dumps(payload, indent=1) + "\n")
         print(f"wrote {out}")
-    print("\n".join(table(payload["results"], payload["peers"], payload.get("sizes", FULL))))
+    print("\n".join(table(payload["results"], payload["peers"], payload.get("sizes", FULL),
+                           payload["date"])))
     if not args.no_docs:
         written = write_docs(payload, ROOT / "docs")
         print(f"updated {' and '.join(str(p.relative_to(ROOT)) for p in written)}" if written

@@ -16,6 +16,7 @@ from benchmarks.peers.record import body, record, url
 DIST = "saq"
 WORKER_NOTE = "`saq benchmarks.peers.saq_peer.settings` (defaults: 1 process, concurrency 10, " \
               "scheduler poll 1 s); async handler"
+ONE_AT_A_TIME = "`concurrency: 1` (`settings_one`)"  # the concurrency-1 drain
 
 
 async def noop(ctx: dict[str, Any], *, job_body: dict[str, Any]) -> None:
@@ -24,6 +25,7 @@ async def noop(ctx: dict[str, Any], *, job_body: dict[str, Any]) -> None:
 
 
 settings = {"queue": Queue.from_url(url(), name="bench"), "functions": [noop]}
+settings_one = {**settings, "concurrency": 1}  # one job at a time (the concurrency-1 drain)
 
 
 def enqueue(jobs: list[tuple[str, float]]) -> float:
@@ -43,6 +45,7 @@ def enqueue(jobs: list[tuple[str, float]]) -> float:
     return asyncio.run(go())
 
 
-def worker_command() -> list[str]:
-    """The worker process, as the docs start it."""
-    return [str(Path(sys.executable).parent / "saq"), "benchmarks.peers.saq_peer.settings"]
+def worker_command(one_at_a_time: bool = False) -> list[str]:
+    """The worker process, as the docs start it (``one_at_a_time``: concurrency 1)."""
+    settings = "settings_one" if one_at_a_time else "settings"
+    return [str(Path(sys.executable).parent / "saq"), f"benchmarks.peers.saq_peer.{settings}"]

@@ -17,12 +17,14 @@ from typing import Any
 import streamdelay as sd
 from benchmarks.peers.record import body, record, url
 from streamdelay.protocol.scripts import load_scripts
+from streamdelay.redis_io.agreement import agree_partitions_sync
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 DIST = "streamdelay"
 WORKER_NOTE = "`streamdelay worker benchmarks.peers.sd_peer:worker` (defaults: 1 process, " \
               "concurrency 32, embedded dispatcher); async handler"
+ONE_AT_A_TIME = "`--concurrency 1`"  # the concurrency-1 drain (benchmarks/peers/run.py)
 
 queue = sd.Queue("bench", url=url())
 worker = sd.Worker(queue)
@@ -38,6 +40,9 @@ def enqueue(jobs: list[tuple[str, float]]) -> float:
     """One ``Queue.enqueue`` per job, due at its absolute time; seconds for the loop."""
     q = sd.Queue("bench", url=url())
     try:
+        # the queue exists before it migrates (migrate never creates one), whether or not the
+        # worker process has started yet
+        agree_partitions_sync(q.client, url(), "bench", q.config.partitions, q.config.retry_for)
         q.migrate()  # one release only: layout 2, as the earlier runs measured (docs/keys.md#fleet)
         began = time.perf_counter()
         for job_id, due in jobs:
@@ -47,10 +52,11 @@ def enqueue(jobs: list[tuple[str, float]]) -> float:
         q.close()
 
 
-def worker_command() -> list[str]:
-    """The worker process, as the docs start it."""
+def worker_command(one_at_a_time: bool = False) -> list[str]:
+    """The worker process, as the docs start it (``one_at_a_time``: one handler at once)."""
     return [sys.executable, "-m", "streamdelay", "worker", "benchmarks.peers.sd_peer:worker",
-            "--url", url(), "--log-level", "warning"]
+            "--url", url(), "--log-level", "warning",
+            *(["--concurrency", "1"] if one_at_a_time else [])]
 
 
 def describe(client: Any) -> dict[str, Any]:

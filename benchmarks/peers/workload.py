@@ -22,6 +22,9 @@ Workloads (the same for every library; job bodies ~100 B, see ``record.body``):
 - ``drain``: one worker process of the library, started as its docs say and idle (a warm-up
   batch proves it runs), then ``drain_jobs`` jobs all due at one instant T0, enqueued before T0:
   jobs / (last handler start - T0);
+- ``drain1``: the drain again, every library's worker at concurrency 1 (its module's
+  ``ONE_AT_A_TIME``: the other rows run each library's defaults, 32 handlers for streamdelay,
+  one for BullMQ and Celery);
 - ``lateness``: one worker process; ``lateness_rate`` due jobs/s for ``lateness_seconds``
   (all enqueued ahead): handler start - due, p50/p99/max, and how many started early.
 
@@ -295,7 +298,12 @@ def run_lateness(peer: ModuleType, worker: WorkerProcess, records: Records,
             "enqueue_past_t0_s": max(0.0, late_enqueue), "duplicates": records.duplicates}
 
 
-WORKER_WORKLOADS = {"memory": run_memory, "drain": run_drain, "lateness": run_lateness}
+WORKER_WORKLOADS = {"memory": run_memory, "drain": run_drain, "lateness": run_lateness,
+                    "drain1": run_drain}
+# The drain again with every library's worker at concurrency 1 (each module's ONE_AT_A_TIME
+# says how): the other rows run each library's defaults, 32 handlers for streamdelay against
+# one for BullMQ and Celery, so this row compares them at matched concurrency.
+ONE_AT_A_TIME = ("drain1",)
 
 
 def interpreter() -> dict[str, Any]:
@@ -324,10 +332,16 @@ def run(peer_name: str, workload: str, sizes: dict[str, float]) -> dict[str, Any
         if workload == "enqueue":
             result.update(run_enqueue(peer, client, int(sizes["enqueue_jobs"])))
         else:
-            worker = WorkerProcess(peer.worker_command(), dict(os.environ), logdir / "worker.log")
+            one = workload in ONE_AT_A_TIME  # every library's worker runs one job at a time
+            if one:
+                result["worker"] = " ".join(peer.ONE_AT_A_TIME.split())
+            worker = WorkerProcess(peer.worker_command(one_at_a_time=one), dict(os.environ),
+                                   logdir / "worker.log")
             try:
                 records = Records(logdir / "records.txt")
                 result.update(WORKER_WORKLOADS[workload](peer, worker, records, sizes))
+            except Exception as exc:  # the table shows why, beside the worker and its load
+                result["error"] = f"failed: {type(exc).__name__}: {exc}"
             finally:
                 worker.stop()
         if hasattr(peer, "describe"):  # what code ran (streamdelay: this checkout's)
