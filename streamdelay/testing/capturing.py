@@ -159,7 +159,7 @@ class Captured:
             want = _plain(body) if part == "body" else wanted[part]
             got = _plain(nearest.body) if part == "body" else nearest.options.get(part)
             lines.append(f"{part} of the nearest ({nearest.id}): expected - / got +")
-            lines.extend("  " + line for line in difflib.ndiff(
+            lines.extend("  " + line.rstrip("\n") for line in difflib.ndiff(
                 pprint.pformat(want, width=80).splitlines(),
                 pprint.pformat(got, width=80).splitlines()))
         return "\n".join(lines)
