@@ -73,13 +73,21 @@ def enqueue() -> dict[str, Any]:
     view = Client().get("/orders/7/close")
     assert view.status_code == 200, view.content
     ids.update({f"view_{name}": value for name, value in view.json().items()})
+    refused = {}
+    for name, call in (("queue_name", lambda: tasks.charge.using(queue_name="nope")),
+                       ("arguments", lambda: tasks.charge.enqueue(3, object()))):
+        try:
+            call()
+            refused[name] = "accepted"
+        except fw.InvalidTask as exc:
+            refused[name] = str(exc)
     ready = tasks.close_order.get_result(ids["close"])
     with sd.Queue("shop", url=_backend().url) as queue:
         jobs = {name: queue.get(job_id) for name, job_id in ids.items()}
         # the view's receipt waits 10 minutes: due now, so the worker's --until-idle ends
         assert queue.reschedule(ids["view_receipt"], delay=0)
     return {"framework": fw.NAME, "django": django.get_version(), "ids": ids,
-            "run_after": run_after.timestamp(), "ready": _result(ready),
+            "run_after": run_after.timestamp(), "ready": _result(ready), "refused": refused,
             "jobs": {name: {"topic": job.topic, "state": job.state, "priority": job.priority,
                             "due": job.due, "body": job.body}
                      for name, job in jobs.items() if job is not None}}

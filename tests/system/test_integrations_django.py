@@ -70,6 +70,9 @@ def test_django_project_runs_its_tasks_on_streamdelay(
     assert jobs["receipt"]["due"] == pytest.approx(enqueued["run_after"] * 1000, abs=1)
     assert jobs["close"]["body"] == {"task": "shop.tasks.close_order", "args": [42],
                                      "kwargs": {}, "priority": 50, "run_after": None}
+    refused = enqueued["refused"]
+    assert "Queue 'nope' is not valid for backend" in refused["queue_name"]
+    assert refused["arguments"].startswith("task arguments must be JSON")
     ready = enqueued["ready"]
     assert (ready["status"], ready["attempts"], ready["finished"]) == ("READY", 0, False)
     assert ready["return_value_error"] == "Task has not finished yet"

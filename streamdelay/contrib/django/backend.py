@@ -129,13 +129,19 @@ class StreamdelayBackend(fw.BaseTaskBackend):  # type: ignore[misc]
     def enqueue(self, task: Any, args: Any, kwargs: Any) -> Any:
         """Enqueue one call of ``task``: a job of topic ``task.queue_name``."""
         body, options = self._job(task, args, kwargs)
-        reply = self.queue.enqueue(task.queue_name, body, **options)
+        try:
+            reply = self.queue.enqueue(task.queue_name, body, **options)
+        except ValidationError as exc:  # a queue name no topic can be, a body too big
+            raise fw.InvalidTask(str(exc)) from exc
         return self._enqueued(task, reply.id, body)
 
     async def aenqueue(self, task: Any, args: Any, kwargs: Any) -> Any:
         """``enqueue`` on the running event loop (no thread)."""
         body, options = self._job(task, args, kwargs)
-        reply = await self.async_queue().enqueue(task.queue_name, body, **options)
+        try:
+            reply = await self.async_queue().enqueue(task.queue_name, body, **options)
+        except ValidationError as exc:
+            raise fw.InvalidTask(str(exc)) from exc
         return self._enqueued(task, reply.id, body)
 
     # --- results ------------------------------------------------------------------------
