@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, Literal, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, overload
 
 from .errors import ValidationError
 from .results import EnqueueResult as EnqueueResult  # one import path for every data type
 from .results import EnqueueState as EnqueueState
-from .tasks import B, Task
+from .tasks import B, R, Task
 
 if TYPE_CHECKING:  # a default (PEP 696): a bare ``sd.Job`` stays ``sd.Job[Any]`` under --strict
     from typing_extensions import TypeVar, Unpack
-
-    from .tasks import JobOptions
 
     BodyT = TypeVar("BodyT", default=Any)
     ValueT = TypeVar("ValueT", default=Any)
@@ -271,3 +269,46 @@ class JobResult(Generic[ValueT]):
         value: Any = None
     error: str | None = None
     finished: int = 0
+
+
+class JobOptions(TypedDict, total=False):
+    """The options of one job, as ``Queue.enqueue`` and ``JobSpec`` take them (by keyword)."""
+
+    delay: Delay | None
+    at: At | None
+    id: str | None
+    ttr: Delay | None
+    max_attempts: int | None
+    backoff: BackoffPolicy | None
+    headers: dict[str, str] | None
+    replace: bool
+    max_wait: Delay | None
+    keep_result: Delay | None
+    priority: int | None
+    key: str | None
+    expires: Delay | None
+
+
+class EnqueueOptions(JobOptions, total=False):
+    """``JobOptions`` and the workflow options of ``Queue.enqueue`` (docs/workflows.md)."""
+
+    after: Sequence[str] | None
+    on_parent_failure: str
+
+
+class TaskHandlers(Generic[B, R]):
+    """What ``Worker.handles(task)`` returns: a decorator whose argument the type checker holds
+    to ``(job: sd.Job[B]) -> R`` (def) or ``-> Awaitable[R]`` (async def); it registers the
+    function and returns it unchanged."""
+
+    def __init__(self, register: Callable[[Any], Any]) -> None:
+        self._register = register
+
+    @overload
+    def __call__(self, fn: Callable[[Job[B]], Awaitable[R]]
+                 ) -> Callable[[Job[B]], Awaitable[R]]: ...
+    @overload
+    def __call__(self, fn: Callable[[Job[B]], R]) -> Callable[[Job[B]], R]: ...
+    def __call__(self, fn: Any) -> Any:
+        """Register ``fn`` as the task's handler; returns ``fn``."""
+        return self._register(fn)

@@ -9,17 +9,13 @@ are for the type checker: ``q.enqueue(close, body)`` takes a ``CloseOrder`` only
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar, overload
+from typing import Any, Generic, TypeVar, overload
 
 import msgspec
 
 from . import validation
 from .errors import ConfigError
-
-if TYPE_CHECKING:
-    from .models import At, BackoffPolicy, Delay, Job
 
 B = TypeVar("B")  # a task's body type (invariant: a body of another type is refused)
 R = TypeVar("R")  # what its handler returns
@@ -68,46 +64,3 @@ def task(name: str, *, body: Any, result: Any = None) -> Task[Any, Any]:
     kind = type(None) if result is None else result
     _decodable(kind, "result")
     return Task(topic, body, kind)
-
-
-class JobOptions(TypedDict, total=False):
-    """The options of one job, as ``Queue.enqueue`` and ``JobSpec`` take them (by keyword)."""
-
-    delay: Delay | None
-    at: At | None
-    id: str | None
-    ttr: Delay | None
-    max_attempts: int | None
-    backoff: BackoffPolicy | None
-    headers: dict[str, str] | None
-    replace: bool
-    max_wait: Delay | None
-    keep_result: Delay | None
-    priority: int | None
-    key: str | None
-    expires: Delay | None
-
-
-class EnqueueOptions(JobOptions, total=False):
-    """``JobOptions`` and the workflow options of ``Queue.enqueue`` (docs/workflows.md)."""
-
-    after: Sequence[str] | None
-    on_parent_failure: str
-
-
-class TaskHandlers(Generic[B, R]):
-    """What ``Worker.handles(task)`` returns: a decorator whose argument the type checker holds
-    to ``(job: sd.Job[B]) -> R`` (def) or ``-> Awaitable[R]`` (async def); it registers the
-    function and returns it unchanged."""
-
-    def __init__(self, register: Callable[[Any], Any]) -> None:
-        self._register = register
-
-    @overload
-    def __call__(self, fn: Callable[[Job[B]], Awaitable[R]]
-                 ) -> Callable[[Job[B]], Awaitable[R]]: ...
-    @overload
-    def __call__(self, fn: Callable[[Job[B]], R]) -> Callable[[Job[B]], R]: ...
-    def __call__(self, fn: Any) -> Any:
-        """Register ``fn`` as the task's handler; returns ``fn``."""
-        return self._register(fn)

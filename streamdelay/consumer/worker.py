@@ -23,7 +23,8 @@ from typing import Any, TypeVar
 
 from ..base import validation
 from ..base.errors import ConfigError
-from ..base.tasks import B, R, Task, TaskHandlers
+from ..base.models import TaskHandlers
+from ..base.tasks import B, R, Task
 from ..engine.constants import DEFAULT_GROUP, PRUNE_IDLE_S, default_consumer_name
 from ..engine.leasing import LeaseBook
 from ..engine.staging import aging_plan

@@ -55,7 +55,7 @@ from .workflows import AsyncFlowMethods, FlowMethods
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-    from ..base.tasks import EnqueueOptions
+    from ..base.models import EnqueueOptions
 
 
 def _config(name: str, url: str | None, options: dict[str, Any]) -> QueueConfig:
