@@ -158,13 +158,16 @@ def test_fastapi_example_serves_worker_and_mounted_service(env: dict[str, str]) 
 @pytest.mark.parametrize(("target", "prefix"), [
     ("tests.support.apps.mounted_service_app:starlette_app", "/ops/sd"),
     ("tests.support.apps.mounted_service_app:litestar_app", "/tools/sd"),
+    ("tests.support.apps.mounted_service_app:direct_app", ""),
 ])
 def test_service_mounted_without_its_lifespan_starts_on_first_use(
         env: dict[str, str], target: str, prefix: str) -> None:
+    """Mounted, the first request starts the service; served as it is, its lifespan."""
     queue = f"m{uuid.uuid4().hex[:8]}"
     server = Uvicorn(target, ROOT, {**env, "MOUNTED_QUEUE": queue})
     try:
-        assert server.request("/")[2] == b"the host app"
+        if prefix:
+            assert server.request("/")[2] == b"the host app"
         reply = server.json(f"{prefix}/v1/queues/{queue}/jobs", "POST",
                             {"topic": "t", "body": {"n": 1}, "delay": 0.3})
         # no worker: the mounted service's dispatcher (started by the first request) promotes
@@ -174,7 +177,10 @@ def test_service_mounted_without_its_lifespan_starts_on_first_use(
             time.sleep(0.05)
         _check_mounted_pages(server, prefix, queue)
     finally:
-        server.stop()
+        out = server.stop()
+    if not prefix:  # the service's own lifespan ran, both ways
+        assert "Application startup complete" in out and "Application shutdown complete" in out
+        assert "unsupported" not in out and "failed" not in out.lower(), out
 
 
 def test_mounted_dashboard_in_a_browser_logs_in_refreshes_and_logs_out_under_its_path(

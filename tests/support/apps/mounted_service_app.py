@@ -2,8 +2,9 @@
 (tests/system/test_integrations_asgi.py): a Starlette app under ``/ops/sd`` (Starlette runs no
 mounted app's lifespan: the service starts on its first request) and a Litestar app under
 ``/tools/sd`` (a Litestar mount strips the prefix itself; its handler names the mount in
-``root_path``). Both serve queue ``MOUNTED_QUEUE`` of ``STREAMDELAY_URL`` with the tokens of
-``STREAMDELAY_TOKENS``, dispatching."""
+``root_path``); and the service served as it is, whose lifespan uvicorn runs. Each serves
+queue ``MOUNTED_QUEUE`` of ``STREAMDELAY_URL`` with the tokens of ``STREAMDELAY_TOKENS``,
+dispatching."""
 
 from __future__ import annotations
 
@@ -27,6 +28,9 @@ def _service() -> Any:
 async def _home(request: Any) -> PlainTextResponse:
     return PlainTextResponse("the host app")
 
+
+# served as it is (uvicorn runs its lifespan: the ASGI lifespan protocol of the wrapper)
+direct_app = _service()
 
 starlette_app = Starlette(routes=[Route("/", _home), Mount("/ops/sd", app=_service())])
 
