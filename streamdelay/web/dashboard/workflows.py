@@ -22,13 +22,14 @@ from ...protocol.keys import PartitionKeys
 from ...protocol.plan import Command, Commands, Plan
 from ...protocol.replies import text
 from ...redis_io.runner import drive_async
-from .flow_views import MAX_SHOWN, job_href, progress_text
+from .flow_views import job_href, progress_text
 from .pages import Req, base_context, html, principal, problem, served, status_of
 from .render import render
 from .views import moment, relative
 
 MEMBERS_READ = 2000  # members of a batch one refresh reads (HSCAN of PREFIX bm:<id>), at most
 MEMBERS_SHOWN = 100  # members listed: those that did not succeed first
+PENDING_READ = 20  # pending members listed whose state now the page reads (a get each)
 _ORDER = {"dead": 0, "cancelled": 1, "pending": 2, "succeeded": 3}
 
 
@@ -68,12 +69,12 @@ def members_plan(q: AsyncQueue, batch_id: str) -> Plan[tuple[int, list[tuple[str
 async def _members(q: AsyncQueue, queue: str, batch_id: str
                    ) -> tuple[int, int, list[Member]]:
     """(members in all, members read, those the page lists: the ones that did not succeed
-    first, then by id), each pending one with its state now (one ``get`` each, at most
-    ``MAX_SHOWN``)."""
+    first, then by id), the first ``PENDING_READ`` pending ones with their state now (one
+    ``get`` each)."""
     total, found = await drive_async(q.client, members_plan(q, batch_id), q.config.retry_for)
     found.sort(key=lambda m: (_ORDER.get(m[1], 2), m[0]))
     shown = found[:MEMBERS_SHOWN]
-    pending = [mid for mid, state in shown if state == "pending"][:MAX_SHOWN]
+    pending = [mid for mid, state in shown if state == "pending"][:PENDING_READ]
     now = await asyncio.gather(*(q.get(mid) for mid in pending), return_exceptions=True)
     states = {mid: (f"pending ({info.state})" if isinstance(info, JobInfo) else "pending")
               for mid, info in zip(pending, now, strict=True)}

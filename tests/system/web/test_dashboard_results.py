@@ -86,6 +86,9 @@ def fill(queue: sd.Queue, tombs: sd.Queue) -> None:
                 on_complete=sd.JobSpec("notify", {"done": True}), close=False)
     queue.batch([sd.JobSpec("page", {"p": 2}, id="m2")], id="pages")
     queue.enqueue("merge", id="merge", after=["m1"])
+    queue.batch([sd.JobSpec("big", {"n": i}, id=f"big-{i:03d}", delay=3600) for i in range(150)],
+                id="big")
+    queue.cancel("big-140")  # a member that did not succeed, listed first
     ended, deadline = 0, time.monotonic() + 20
     while ended < 2:  # m0 and m2 (m1 is delayed an hour)
         assert time.monotonic() < deadline, "the batch's members never became ready"
@@ -216,3 +219,15 @@ def test_the_search_box_goes_to_a_job_known_by_its_kept_result(served: Served) -
     assert status == 303 and headers["location"] == f"/q/{served.name}/job?id=ok1", status
     status, _, _ = served.session.get(f"/search?queue={served.name}&id=never")
     assert status == 404
+
+
+def test_a_large_batch_lists_its_first_members_those_that_did_not_succeed_first(
+        served: Served) -> None:
+    status, body = served.page(f"/q/{served.name}/batch?id=big")
+    assert status == 200
+    members = re.findall(r'<tr data-member="([^"]+)">.*?<td data-state>(.*?)</td>', body, re.S)
+    assert len(members) == 100 and members[0] == ("big-140", "cancelled"), members[:3]
+    assert members[1:4] == [(f"big-{i:03d}", "pending (delayed)") for i in range(3)]
+    assert members[-1] == ("big-098", "pending")  # past the states read
+    shown = re.search(r"<p class=\"hint\" data-members-shown>(.*?)</p>", body, re.S)
+    assert shown and shown.group(1).startswith("100 of 150 members shown"), shown
