@@ -139,9 +139,12 @@ def test_fastapi_example_serves_worker_and_mounted_service(env: dict[str, str]) 
                                                         "queues": {"orders": True}}
         _check_mounted_pages(server, "/streamdelay", "orders")
         # a job running at shutdown finishes: the lifespan stops the worker gracefully
-        slow = server.json("/orders/44/close?work_seconds=1.5", "POST")["job"]
+        slow = server.json("/orders/44/close?work_seconds=3", "POST")["job"]
         deadline = time.monotonic() + 20
-        while server.json(f"/streamdelay/v1/queues/orders/jobs/{slow}")["state"] != "reserved":
+        while True:  # SIGTERM once it runs (a 404: it ran and ended already, a slow machine)
+            status, _, data = server.request(f"/streamdelay/v1/queues/orders/jobs/{slow}")
+            if status == 404 or json.loads(data)["state"] == "reserved":
+                break
             assert time.monotonic() < deadline, "the slow job never started"
             time.sleep(0.05)
     finally:
