@@ -84,11 +84,12 @@ def timeline_plan(q: AsyncQueue, job_id: str, since_ms: int | None, until_ms: in
     ``until_ms`` (epoch ms; None: the stream's start or end): the switch, then at most
     ``TIMELINE_ENTRIES`` entries from the start and as many back from the end, read only."""
     keys = PartitionKeys(q.name, partition_of(job_id, q.config.partitions))
-    first = PartitionKeys(q.name, 0)
     start = "-" if since_ms is None else str(since_ms)
     end = "+" if until_ms is None else str(until_ms)
+    # every partition's meta holds the switch (docs/events.md#the-switch): the job's own, so
+    # the three reads share one slot (one node of a Cluster)
     bound, head, tail = yield Commands((
-        Command(("HGET", first.meta, EVENTS_FIELD)),
+        Command(("HGET", keys.meta, EVENTS_FIELD)),
         Command(("XRANGE", keys.events, start, end, "COUNT", TIMELINE_ENTRIES)),
         Command(("XREVRANGE", keys.events, end, start, "COUNT", TIMELINE_ENTRIES))))
     on = bound is not None and text(bound) not in ("", "0")
