@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 
 import streamdelay as sd
+from streamdelay.web.settings import ServeSettings
 from tests.support.redis_server import RedisServer
 from tests.support.web_server import WebServer
 from tests.system.test_web_consumers import _call
@@ -75,6 +76,8 @@ def test_a_lone_surrogate_in_a_result_or_body_is_a_400_naming_where_it_is(
 
 
 def test_an_idle_follow_sends_a_comment_every_keepalive(shared_redis: RedisServer) -> None:
+    # the default stays under the 30 s after which proxies close a silent connection
+    assert ServeSettings(url=shared_redis.url, queues=("q",)).sse_keepalive <= 15
     name = f"ka{uuid.uuid4().hex[:8]}"
     with sd.Queue(name, url=shared_redis.url, events=True) as q, \
             WebServer(shared_redis.url, [name], "--sse-keepalive", "0.2") as server:
