@@ -30,7 +30,7 @@ def _timeline(head: list[Any], tail: list[Any], on: bool = True) -> outcomes.Tim
     plan = outcomes.timeline_plan(AsyncQueue("q", "redis://127.0.0.1:1/0"), "j1", NOW, None)
     next(plan)  # the switch and both reads, one round trip
     try:
-        plan.send([b"10000" if on else None, head, tail])
+        plan.send([b"10000" if on else None, head, tail, b"1-0|0.5" if on else None])
     except StopIteration as stop:
         return stop.value  # type: ignore[no-any-return]
     raise AssertionError("the plan asked for more")
@@ -47,7 +47,9 @@ def test_the_timeline_keeps_the_jobs_events_in_order_and_says_when_it_is_partial
     assert found.rows[-1].kind == "succeeded" and found.rows[-1].at == NOW + 10_000
     whole = _timeline(head[:3], list(reversed(head[:3])))  # the reads met: nothing left out
     assert not whole.partial and [r.kind for r in whole.rows] == ["enqueued"]
-    assert not _timeline([], [], on=False).on
+    assert found.progress == "0.5"  # the last progress reported, its delivery's id cut off
+    off = _timeline([], [], on=False)
+    assert not off.on and off.progress is None
 
 
 def test_outcome_of_a_kept_result_a_tombstone_and_a_running_job() -> None:

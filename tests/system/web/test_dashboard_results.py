@@ -76,7 +76,9 @@ def served(shared_redis: RedisServer) -> Iterator[Served]:
 def fill(queue: sd.Queue, tombs: sd.Queue) -> None:
     """The fixture's jobs (see ``served``)."""
     queue.enqueue("tomb", {"n": 1}, id="tomb1")
-    take(queue, "rep", "ok1").ack({"rows": 42})
+    running = take(queue, "rep", "ok1")
+    running.touch(progress={"done": 3, "of": 3})  # kept two ttrs: the page shows it after
+    running.ack({"rows": 42})
     take(tombs, "tomb", "tomb1").ack({"rows": 7})
     queue.enqueue("tomb", {"n": 2}, id="tomb2", keep_result=0)
     take(tombs, "tomb", "tomb2").ack({"rows": 0})
@@ -126,6 +128,7 @@ def test_a_succeeded_job_with_a_kept_result_has_a_page(served: Served) -> None:
     assert re.search(r'<pre class="result"[^>]*>\{\s*&#34;rows&#34;: 42\s*\}</pre>', body) or \
         '"rows": 42' in html.unescape(body)
     assert timeline(body) == ["enqueued", "promoted", "started", "succeeded"]
+    assert field(body, "progress").startswith('{"done":3,"of":3}')
     # the live refresh keeps it (not "gone")
     status, fragment = served.page(f"/q/{served.name}/fragment/job?id=ok1")
     assert status == 200 and field(fragment, "state") == "succeeded"
