@@ -137,6 +137,11 @@ def test_job_spec_enqueue_many_and_chain(redis_url: str, queue_name: str) -> Non
         done = q.result("c-2")
         assert done is not None and done.value == {"order_id": 3,
                                                    "closed_at": "2026-01-02T03:04:05Z"}
+        info = q.batch([sd.JobSpec(close, CloseOrder(order_id=4), id="b-1", delay=60)],
+                       id="batch-1")
+        member = q.get("b-1")
+        assert info.id == "batch-1" and member is not None and member.topic == "order.close"
+        assert member.body == {"order_id": 4}
 
 
 def test_async_queue_reply_and_dead_end(redis_url: str, queue_name: str) -> None:
