@@ -118,7 +118,7 @@ chaos-failover: install redis
 
 # Never twice at once across outages (docs/guarantees.md#never-twice-at-once): 20 trials of two
 # workers running 40 jobs of 6 s (ttr 3 s) while redis-server is killed -9 and restarted from its
-# AOF 2 s later, and 20 while one worker's link is down 1.5 s (ip netns, veth: needs root). Prints
+# AOF 2 s later, and 20 while one worker's link is down 1 s (ip netns, veth: needs root). Prints
 # the jobs that ran twice at once per trial (tests/support/outage_rig.py); exits 1 on any.
 .PHONY: outage-trials
 outage-trials: install tools

@@ -9,7 +9,15 @@
 -- ARGV[1] group, ARGV[2] topic, ARGV[3] cursor ('-' to start, else exclusive entry id),
 -- ARGV[4] count (max pending rows looked at), ARGV[5] min idle ms (-1 = each job's ttr),
 -- ARGV[6] consumer to hand jobs to ('' = re-queue for anyone)
--- Returns {next_cursor ('0-0' when done), moved ids, dead ids, cleaned count}.
+-- Optional (docs/guarantees.md#never-twice-at-once), a reclaimer that counts only the silence it
+-- witnessed: ARGV[7] the server ms of its previous call (0: none yet; absent or -1: no such
+-- rule), ARGV[8] the server ms since which it has been in contact, ARGV[9] the longest gap
+-- between two of its calls that is not an outage (ms). A gap longer than that (Redis down or
+-- restarted, the reclaimer cut off) makes its contact start now. An entry then counts as idle
+-- at most the time since then: an outage is not a consumer's silence. ARGV[10] the reclaimer's
+-- own consumer name and ARGV[11..] the entry ids that consumer is running: never taken.
+-- Returns {next_cursor ('0-0' when done), moved ids, dead ids, cleaned count, now ms, contact
+-- since ms (-1 without the rule)}.
 -- A call also stops (its cursor at the last entry looked at) before the records it re-queues pass
 -- 1 MiB, after at least one.
 -- Errors: 'SDERR NO_GROUP <topic>' when the stream or group does not exist, 'SDERR WRONG_TYPE
@@ -45,6 +53,18 @@ local now = server_time()
 local group, topic, cursor = ARGV[1], ARGV[2], ARGV[3]
 local count, min_idle, to = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 local MAX_BATCH_BYTES = 1048576
+-- the silence this reclaimer witnessed (nil: no limit), and the deliveries it runs itself
+local prev, since = tonumber(ARGV[7] or '-1') or -1, -1
+local witnessed = nil
+if prev >= 0 then
+  since = tonumber(ARGV[8]) or now
+  if prev == 0 or now - prev > (tonumber(ARGV[9]) or 0) or since > now then
+    since = now -- contact (re)gained with this call: what came before may have been an outage
+  end
+  witnessed = now - since
+end
+local self_name, running = ARGV[10] or '', {}
+for i = 11, #ARGV do running[ARGV[i]] = true end
 local sk = stream_key(topic)
 check_partition_keys()
 check_settle_keys(topic)
@@ -62,6 +82,8 @@ local moved, dead, cleaned = {}, {}, 0
 local bytes, last = 0, nil
 for _, row in ipairs(rows) do
   local eid, owner, idle = row[1], row[2], tonumber(row[3])
+  if witnessed and idle > witnessed then idle = witnessed end
+  if owner == self_name and running[eid] then idle = -1 end -- its own consumer runs it
   local entries = redis.call('XRANGE', sk, eid, eid)
   local id, f = nil, entries[1] and entries[1][2]
   for i = 1, #(f or {}), 2 do if f[i] == 'id' then id = f[i + 1] end end
@@ -110,4 +132,4 @@ end
 local next_cursor = '0-0'
 if last and last ~= rows[#rows][1] then next_cursor = last -- stopped by the byte budget
 elseif #rows >= count then next_cursor = rows[#rows][1] end
-return {next_cursor, moved, dead, cleaned}
+return {next_cursor, moved, dead, cleaned, now, since}

@@ -160,6 +160,7 @@ async def read_loop(worker: ReadingHost, keys: PartitionKeys) -> None:
                 failures = 0
             except RETRYABLE as exc:
                 failures += 1
+                worker.liveness.failed(exc)  # every running job touched before the next reclaim
                 await pause_after_failure(failures, "read", exc)
                 continue
             except GroupNotFound:  # the group is gone, or the stream or group was deleted

@@ -22,14 +22,20 @@ from ..protocol.layouts import FLEET_EVERY_S, join_fleet_call, layout_of
 from ..protocol.plan import Command
 from ..protocol.replies import parse_stats
 from ..protocol.scripts import script
-from ..redis_io.runner import drive_async
+from ..redis_io.runner import RETRYABLE, drive_async, drive_once_async
 from ..telemetry.jobs import delivery_fields
 from .delivery import Delivery
+from .liveness import Liveness
 from .settling import frees
 from .upkeep_host import UpkeepHost
 
 log = logging.getLogger("streamdelay.worker")
 HEARTBEAT_TICK = 0.2
+# A heartbeat unanswered this long counts as failed: the next tick sends another beside it, on
+# another connection (a cut-off one waits out TCP's retransmission backoff), at most
+# HEARTBEAT_ATTEMPTS at once (the oldest is cancelled), docs/guarantees.md#never-twice-at-once
+HEARTBEAT_PATIENCE = 0.5
+HEARTBEAT_ATTEMPTS = 4
 # A delivery whose handler reported progress is touched this soon after its last touch (else
 # at a third of its ttr), carrying the value: progress shows within about a second
 PROGRESS_EVERY = 1.0
@@ -47,9 +53,10 @@ def _partition(delivery: Delivery) -> int:
     return delivery.partition
 
 
-async def touch(worker: UpkeepHost, deliveries: list[Delivery], *, quiet: bool = False
-                ) -> None:
-    """Reset the idle time of deliveries still running (one ``touchJobs`` call per batch).
+async def touch(worker: UpkeepHost, deliveries: list[Delivery], *, quiet: bool = False,
+                once: bool = False) -> None:
+    """Reset the idle time of deliveries still running (one ``touchJobs`` call per batch);
+    ``once``: each call sent once, a connection error raised (the heartbeat loop's own policy).
 
     Deliveries this consumer no longer owns are marked ``lost`` (logged unless ``quiet``).
     """
@@ -70,9 +77,10 @@ async def touch(worker: UpkeepHost, deliveries: list[Delivery], *, quiet: bool =
                      if len(worker.leases) and worker.leases.held(partition, d.topic,
                                                                   d.entry_id)]
             now = time.monotonic()
-            lost_ids = await worker.run_plan(touch_plan(
-                keys, worker.group, worker.consumer, flat, progress,
-                (touch_call(worker.config.name, moved),) if moved else ()), "heartbeat")
+            plan = touch_plan(keys, worker.group, worker.consumer, flat, progress,
+                              (touch_call(worker.config.name, moved),) if moved else ())
+            lost_ids = (await drive_once_async(worker.client, plan) if once else
+                        await worker.run_plan(plan, "heartbeat"))
             for delivery, value in zip(chunk, sent, strict=True):
                 if delivery.touched(now, value, delivery.entry_id in lost_ids) and not quiet:
                     log.warning("job %s is no longer held by this worker (reclaimed or "
@@ -81,28 +89,101 @@ async def touch(worker: UpkeepHost, deliveries: list[Delivery], *, quiet: bool =
                                                       delivery.job_id, delivery.run))
 
 
+class _Beat:
+    """One heartbeat in flight: its task, when it went out, the failures counted before it,
+    whether it touches every running delivery, and whether it was counted late."""
+
+    def __init__(self, task: asyncio.Task[None], epoch: int, whole: bool) -> None:
+        self.task, self.epoch, self.whole = task, epoch, whole
+        self.began = time.monotonic()
+        self.late = False
+        task.add_done_callback(_retrieved)  # one cancelled at the cap is never reaped
+
+
+def _retrieved(task: asyncio.Task[None]) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
 async def heartbeat_loop(worker: UpkeepHost) -> None:
     """Touch each running delivery once a third of its ttr has passed since the last touch.
+
+    Not one call retried with backoff: each heartbeat is sent once; one that fails or stays
+    unanswered ``HEARTBEAT_PATIENCE`` counts as a lost contact, and then every tick sends a
+    touch of every running delivery (beside the ones still in flight) until one answers, so
+    the first call that gets through after an outage touches them all, and the reclaim waits
+    for it (docs/guarantees.md#never-twice-at-once).
 
     A delivery marked lost is touched too while it runs: one whose job was rescheduled
     meanwhile keeps that job's next run waiting behind it (docs/guarantees.md#never-twice-at-
     once); one another consumer took is not touched by the script (it checks the owner)."""
-    while True:
-        await asyncio.sleep(HEARTBEAT_TICK)
-        now = time.monotonic()
-        due = [d for d in list(worker.inflight.values())
-               if now - d.last_touch >= (min(PROGRESS_EVERY, d.ttr_ms / 3000.0)
-                                         if d.progress_fresh else d.ttr_ms / 3000.0)]
-        if due:
-            await touch(worker, due)
+    live = worker.liveness
+    flying: list[_Beat] = []
+    try:
+        while True:
+            await asyncio.sleep(HEARTBEAT_TICK)
+            _reap(live, flying)
+            running = list(worker.inflight.values())
+            if live.retouch:
+                if not running:
+                    live.touched_all(live.epoch)
+                    continue
+                while len(flying) >= HEARTBEAT_ATTEMPTS:  # the oldest, long past its patience
+                    flying.pop(0).task.cancel()
+                flying.append(_Beat(asyncio.create_task(touch(worker, running, once=True)),
+                                    live.epoch, True))
+                continue
+            if flying:  # one in flight, within its patience
+                continue
+            # a tick early rather than up to a tick late: touches at most ttr / 3 apart, so a
+            # cut-off shorter than 2/3 ttr minus the reconnect keeps its jobs (guarantees.md)
+            now = time.monotonic() + HEARTBEAT_TICK
+            due = [d for d in running
+                   if now - d.last_touch >= (min(PROGRESS_EVERY, d.ttr_ms / 3000.0)
+                                             if d.progress_fresh else d.ttr_ms / 3000.0)]
+            if due:
+                flying.append(_Beat(asyncio.create_task(touch(worker, due, once=True)),
+                                    live.epoch, len(due) == len(running)))
+    finally:
+        for beat in flying:
+            beat.task.cancel()
+        await asyncio.gather(*(b.task for b in flying), return_exceptions=True)
+
+
+def _reap(live: Liveness, flying: list[_Beat]) -> None:
+    """Count the heartbeats that answered, failed or are late."""
+    now = time.monotonic()
+    for beat in list(flying):
+        if not beat.task.done():
+            if not beat.late and now - beat.began >= HEARTBEAT_PATIENCE:
+                beat.late = True
+                live.failed(f"a heartbeat unanswered for {HEARTBEAT_PATIENCE:g}s")
+            continue
+        flying.remove(beat)
+        exc = None if beat.task.cancelled() else beat.task.exception()
+        if exc is None and not beat.task.cancelled():
+            if beat.whole:
+                live.touched_all(beat.epoch)
+            continue
+        if exc is not None and not isinstance(exc, RETRYABLE) and live.lost_at is None:
+            log.error("heartbeat failed: %r", exc)  # once, as a lost contact is
+        if not beat.late:
+            live.failed(exc or "cancelled")
 
 
 async def reclaim_once(worker: UpkeepHost) -> int:
     """Re-queue deliveries of silent consumers (idle past their job's ttr) on every topic: the
-    one reclaim plan (``engine/upkeep.py``), each job's own ttr, re-queued for anyone."""
+    one reclaim plan (``engine/upkeep.py``), each job's own ttr, re-queued for anyone; never
+    a delivery this worker runs, nor silence of an outage (``Witness``). Each call is sent
+    once: a connection error is raised (``reclaim_loop``)."""
     cfg = worker.config
-    found = await drive_async(worker.client, reclaim_plan(
-        cfg.name, cfg.partitions, worker.group, worker.topics), None, "reclaim")
+    witness = worker.liveness.witness
+    running: dict[tuple[int, str], list[str]] = {}
+    for partition, topic, entry_id in list(worker.inflight):
+        running.setdefault((partition, topic), []).append(entry_id)
+    witness.running = running
+    found = await drive_once_async(worker.client, reclaim_plan(
+        cfg.name, cfg.partitions, worker.group, worker.topics, witness=witness))
     if found.gone:  # a stream or the group was deleted: register again
         await worker.register()
     if worker.metrics is not None:
@@ -126,7 +207,13 @@ async def reclaim_loop(worker: UpkeepHost) -> None:
     next_prune = time.monotonic() + worker.prune_every * random.uniform(0.1, 1.0)
     while True:
         await asyncio.sleep(worker.reclaim_interval * random.uniform(0.8, 1.2))
-        moved = await reclaim_once(worker)
+        if worker.liveness.retouch and worker.inflight:
+            continue  # after a failed call the heartbeat touches our own running jobs first
+        try:
+            moved = await reclaim_once(worker)
+        except RETRYABLE as exc:
+            worker.liveness.failed(exc)
+            continue
         if moved:
             worker.counts.add("reclaimed", moved)
             log.info("re-queued %d job(s) of silent consumers", moved)

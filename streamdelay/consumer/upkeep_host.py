@@ -24,6 +24,7 @@ from ..telemetry.lateness import LatenessRecorder
 from .acks import PendingAcks
 from .counts import Counts
 from .delivery import Delivery, Handler
+from .liveness import Liveness
 from .views import TopicViews
 
 T = TypeVar("T")
@@ -47,6 +48,10 @@ class UpkeepHost(Protocol):
     @property
     def group(self) -> str:
         """The consumer group."""
+
+    @property
+    def liveness(self) -> Liveness:
+        """The upkeep loops' view of the contact with Redis (upkeep.py)."""
 
     @property
     def lateness(self) -> LatenessRecorder:

@@ -44,6 +44,7 @@ from .acks import AckLoop, PendingAcks
 from .counts import Counts
 from .delivery import Delivery, Handler, HandlerFn
 from .dispatcher import Dispatcher
+from .liveness import Liveness
 from .running import HandlerRunner, Slots
 from .supervise import OwnedTasks, cancel_all, supervised, threads_finish
 from .views import TopicViews
@@ -94,6 +95,9 @@ class Worker:
         # removed, checked every prune_every seconds (docs/worker.md)
         self.prune_idle = PRUNE_IDLE_S
         self.prune_every = upkeep.PRUNE_EVERY
+        # the heartbeat and reclaim loops' view of the contact with Redis: after a failed call
+        # every running job is touched before any reclaim (docs/guarantees.md#never-twice-at-once)
+        self.liveness = Liveness(self.consumer, self.reclaim_interval)
         self.handlers: dict[str, Handler] = {}
         self.counts = Counts()  # the settling, hand-back and reclaim loops add to it
         self.partitions: tuple[PartitionKeys, ...] = partition_keys(config.name, config.partitions)

@@ -10,8 +10,9 @@ operator's ``claim``.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..base import validation
 from ..base.errors import GroupNotFound
@@ -80,15 +81,53 @@ def _pairs(keys: PartitionKeys, group: str | None, topics: Collection[str] | Non
             if (group is None or serving == group) and (topics is None or topic in topics)]
 
 
-def requeue_stuck_plan(keys: PartitionKeys, group: str, topic: str, idle_ms: int, target: str
-                       ) -> Plan[list[RequeueReply]]:
+@dataclass
+class Witness:
+    """What a Worker's reclaim adds to the walk (docs/guarantees.md#never-twice-at-once): it
+    counts only the silence it witnessed, and never takes what its own consumer runs.
+
+    Per partition (its own server and clock): the server time of this reclaimer's last call
+    there and since when it has been in contact. A call more than ``gap_ms`` after the one
+    before it (Redis down or restarted, this process cut off), or the first one, starts the
+    contact anew: ``requeueStuckV2`` then counts an entry as idle at most since that call.
+    ``running``: (partition, topic) -> the entry ids ``consumer`` runs now."""
+
+    consumer: str
+    gap_ms: int
+    last_ms: dict[int, int] = field(default_factory=dict)
+    since_ms: dict[int, int] = field(default_factory=dict)
+    running: Mapping[tuple[int, str], Sequence[str]] = field(default_factory=dict)
+
+    def lost(self) -> None:
+        """A call failed: the next one starts the contact anew, on every partition."""
+        self.last_ms.clear()
+        self.since_ms.clear()
+
+    def args(self, partition: int, topic: str) -> list[str | int]:
+        """The optional ``requeueStuckV2`` arguments of one call."""
+        return [self.last_ms.get(partition, 0), self.since_ms.get(partition, 0), self.gap_ms,
+                self.consumer, *self.running.get((partition, topic), ())]
+
+    def saw(self, partition: int, reply: Any) -> None:
+        """Keep the server's time and the contact's start of a call that answered (the 5th and
+        6th values of its raw reply)."""
+        if len(reply) >= 6 and int(reply[5]) >= 0:
+            self.last_ms[partition], self.since_ms[partition] = int(reply[4]), int(reply[5])
+
+
+def requeue_stuck_plan(keys: PartitionKeys, group: str, topic: str, idle_ms: int, target: str,
+                       witness: Witness | None = None) -> Plan[list[RequeueReply]]:
     """Walk one topic's pending list to its end, re-queueing (or handing ``target``) deliveries
-    idle past ``idle_ms`` (-1: each job's ttr)."""
+    idle past ``idle_ms`` (-1: each job's ttr); as ``witness`` saw the silence, if given."""
     replies: list[RequeueReply] = []
     cursor = "-"
     while cursor != "0-0":
-        reply = parse_requeue((yield script("requeueStuckV2").call(
-            keys.script_keys(), [group, topic, cursor, REQUEUE_BATCH, idle_ms, target])))
+        extra = [] if witness is None else witness.args(keys.partition, topic)
+        raw = yield script("requeueStuckV2").call(
+            keys.script_keys(), [group, topic, cursor, REQUEUE_BATCH, idle_ms, target, *extra])
+        reply = parse_requeue(raw)
+        if witness is not None:
+            witness.saw(keys.partition, raw)
         replies.append(reply)
         cursor = reply.cursor
     return replies
@@ -96,17 +135,18 @@ def requeue_stuck_plan(keys: PartitionKeys, group: str, topic: str, idle_ms: int
 
 def reclaim_plan(queue: str, partitions: int, group: str | None = None,
                  topics: Collection[str] | None = None, idle_ms: int = -1, target: str = "",
-                 recorded: bool = False) -> Plan[Reclaimed]:
+                 recorded: bool = False, witness: Witness | None = None) -> Plan[Reclaimed]:
     """THE reclaim: on every partition, re-queue (or hand ``target``) the deliveries of
     ``group``'s ``topics`` idle past ``idle_ms`` (-1: each job's ttr). ``group`` or ``topics``
-    None (or ``recorded``): the pairs the queue records, filtered by the given ones."""
+    None (or ``recorded``): the pairs the queue records, filtered by the given ones. A
+    Worker's ``witness``: silence it did not witness is not counted, its own runs not taken."""
     found = Reclaimed()
     for keys in partition_keys(queue, partitions):
         for pair in (yield from _pairs(keys, group, topics, recorded)):
             found.seen.add(pair)
             try:
                 for reply in (yield from requeue_stuck_plan(keys, pair[1], pair[0], idle_ms,
-                                                            target)):
+                                                            target, witness)):
                     found._add(pair, reply)
             except GroupNotFound as exc:  # the stream or group was deleted
                 found.gone.setdefault(pair, exc)

@@ -1,7 +1,7 @@
 """Never twice at once across a short Redis outage and a short cut-off of one worker
 (docs/guarantees.md#never-twice-at-once), with the rig of ``tests/support/outage_rig.py``: two
 worker processes, 40 jobs of 6 s with a ttr of 3 s; redis-server (AOF) killed with -9 and
-restarted 2 s later, or one worker's link down for 1.5 s. No job may run in two handlers at
+restarted 2 s later, or one worker's link down for 1 s. No job may run in two handlers at
 once. Two trials of each here; ``make outage-trials`` runs 20 of each.
 """
 
