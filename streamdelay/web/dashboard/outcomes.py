@@ -3,7 +3,8 @@ result (``AsyncQueue.result``, read without waiting: docs/results.md) of a job w
 is gone or a ``done`` tombstone, its finish time, and its event timeline when the queue keeps
 lifecycle events (docs/events.md).
 
-The timeline is bounded: a job's events are all in its partition's events stream, which
+The last progress its handler reported shows while it is kept (two ttrs after the heartbeat that
+carried it). The timeline is bounded: a job's events are all in its partition's events stream, which
 holds every job's, so the page reads at most ``TIMELINE_ENTRIES`` entries from the job's
 creation on and as many back from its end (two reads in one round trip), keeps the job's
 events and says when entries between the two were not read.
@@ -20,7 +21,8 @@ from ...producer.queue import AsyncQueue
 from ...protocol.events import EVENTS_FIELD, entry_events
 from ...protocol.keys import PartitionKeys, partition_of
 from ...protocol.plan import Command, Commands, Plan
-from ...protocol.replies import text
+from ...protocol.replies import lenient_text, text
+from ...protocol.results import progress_key
 from ...redis_io.runner import drive_async
 from .views import JobView, body_text, moment, relative
 
@@ -50,6 +52,7 @@ class Timeline:
     rows: list[EventRow] = field(default_factory=list)
     partial: bool = False
     entries: int = TIMELINE_ENTRIES  # read from each end
+    progress: str | None = None  # the last progress its handler reported, JSON, while kept
 
 
 @dataclass(frozen=True)
@@ -88,10 +91,11 @@ def timeline_plan(q: AsyncQueue, job_id: str, since_ms: int | None, until_ms: in
     end = "+" if until_ms is None else str(until_ms)
     # every partition's meta holds the switch (docs/events.md#the-switch): the job's own, so
     # the three reads share one slot (one node of a Cluster)
-    bound, head, tail = yield Commands((
+    bound, head, tail, progress = yield Commands((
         Command(("HGET", keys.meta, EVENTS_FIELD)),
         Command(("XRANGE", keys.events, start, end, "COUNT", TIMELINE_ENTRIES)),
-        Command(("XREVRANGE", keys.events, end, start, "COUNT", TIMELINE_ENTRIES))))
+        Command(("XREVRANGE", keys.events, end, start, "COUNT", TIMELINE_ENTRIES)),
+        Command(("GET", progress_key(keys, job_id)))))
     on = bound is not None and text(bound) not in ("", "0")
     entries = {text(eid): fields for eid, fields in [*(head or ()), *(tail or ())]}
     head_ids = [text(eid) for eid, _ in head or ()]
@@ -106,7 +110,9 @@ def timeline_plan(q: AsyncQueue, job_id: str, since_ms: int | None, until_ms: in
         for kind, found, _, attempt, at, detail in entry_events(entries[eid]):
             if found == job_id:
                 rows.append(EventRow(kind, moment(at), attempt, detail, at))
-    return Timeline(on or bool(rows), rows, partial)
+    # 'entry id|JSON', kept two ttrs after the heartbeat that carried it (docs/results.md)
+    last = None if progress is None else lenient_text(progress).partition("|")[2] or None
+    return Timeline(on or bool(rows), rows, partial, progress=last)
 
 
 async def read_timeline(q: AsyncQueue, job_id: str, info: JobInfo | None,
@@ -144,6 +150,8 @@ def outcome(info: JobInfo | None, result: JobResult | None, timeline: Timeline,
                else f"{moment(finished)} ({relative(finished, now_ms)})")]
     if info is not None and info.died is not None:
         fields = []  # a dead job's record says when it died (views.job_view)
+    if timeline.progress is not None:
+        fields.append(("progress", f"{timeline.progress} (the last its handler reported)"))
     if result is None:
         if info is not None and info.state == "done":  # keep_result 0 (docs/results.md)
             fields.append(("result", "not kept (the job's keep_result is 0, or it expired)"))
