@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import streamdelay as sd
+from streamdelay.cli.output import utc_seconds
 from streamdelay.protocol.keys import partition_keys, partition_of
 from tests.support.promoting import promote_due
 from tests.support.redis_server import RedisServer, free_port, read_until, wait_until
@@ -328,6 +329,10 @@ def test_dead_list_replay_purge(redis_url: str, queue: sd.Queue) -> None:
     # when it died (its dead-letter entry), as the list shows it, not its due time
     died = {d.id: d.at for d in queue.dead_list()}
     assert one[0]["at"] == died["d1"] and died["d1"] > queue.get("d1").due  # type: ignore[union-attr]
+    listed = cli("jobs", name, "--state", "dead", url=redis_url).stdout.splitlines()
+    assert listed[0].split()[:4] == ["ID", "TOPIC", "DIED", "(UTC)"], listed
+    assert utc_seconds(died["d1"]) in next(row for row in listed if row.startswith("d1 "))
+    assert "died" in cli("get", name, "d1", url=redis_url).stdout
 
     replayed = cli("dead", "replay", name, "--id", "d1", "--delay", "1m", url=redis_url)
     assert replayed.stdout.strip() == "replayed 1 dead job(s)"
