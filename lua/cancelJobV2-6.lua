@@ -15,7 +15,7 @@
 --  dead), when the queue keeps events.
 -- Workflows (docs/workflows.md): a job cancelled before it ended tells its waiters it ended
 --  cancelled ('c'; includes/flow.lua); a waiting job's parents record goes (includes/detach.lua)
---  after its links leave the children sets of the parents it waited for (includes/flow_place.lua:
+--  after its links leave the children sets of the parents it waited for (includes/flow_unlink.lua:
 --  flow_unlink, an outbox entry for a parent of another partition; docs/workflows.md#runs), and
 --  so do a dead child's kept parents (PREFIX..'dd:'..id, flow_forget_dead).
 -- @include keys
@@ -35,7 +35,8 @@
 -- @include dead_result
 -- @include flow_keep
 -- @include flow
--- @include flow_place
+-- @include flow_partition
+-- @include flow_unlink
 
 local id = ARGV[1]
 check_partition_keys()

@@ -7,9 +7,9 @@
 -- or, from a replayed child that asks again (includes/flow_recheck.lua), waiter ref
 -- '<partition>|<child>|<token>', parent id (of this partition), '?': the child is noted as the
 -- parent's waiter when the parent is live, else told its outcome (one it no longer knows counts
--- as succeeded); or, from a waiting child that left (a cancel: includes/flow_place.lua's
--- flow_unlink; a producer whose enqueue found the id taken: producer/flows.py), waiter ref,
--- parent id (of this partition), '-': the ref leaves the parent's children set.
+-- as succeeded); or, from a waiting child that left (a cancel: includes/flow_unlink.lua; a
+-- producer whose enqueue found the id taken: producer/flows.py), waiter ref, parent id (of
+-- this partition), '-': the ref leaves the parent's children set.
 -- Returns how many changed a waiter. Idempotent: an outcome already applied changes nothing
 -- (the parent's field of the child, the member's field of the batch, is no longer 'w'), so
 -- an outbox entry forwarded twice (a dispatcher killed before it dropped it, two dispatchers)

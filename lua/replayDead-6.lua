@@ -32,6 +32,7 @@
 -- @include flow
 -- @include end_dead
 -- @include expired
+-- @include flow_partition
 -- @include flow_recheck
 
 local MAX_BATCH_BYTES = 1048576

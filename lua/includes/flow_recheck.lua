@@ -16,7 +16,7 @@
 -- @include keys
 -- @include build_record
 -- @include flow
--- @include flow_place
+-- @include flow_partition
 local function flow_recheck(id, r, delay, due, parts, now)
   local ddk, dk = PREFIX .. 'dd:' .. id, PREFIX .. 'deps:' .. id
   local deps = redis.call('HGETALL', ddk)
