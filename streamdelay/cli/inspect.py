@@ -17,6 +17,7 @@ from .support import Duration, operator_queue
 # a page of `jobs` is one state (--state): no column for it; the consumer or the last error
 # goes on a line under its job (80 columns, docs/cli.md#common-rules)
 JOBS_COLUMNS = ("ID", "TOPIC", "DUE (UTC)", "TRIES")
+DEAD_JOBS_COLUMNS = ("ID", "TOPIC", "DIED (UTC)", "TRIES")  # a dead page: when each one died
 
 
 def job_detail(job: object) -> str:
@@ -36,14 +37,16 @@ def _state_detail(job: JobInfo) -> str:
     return f"{job.state}; {detail}" if detail else job.state
 
 
-def jobs_table(jobs: Sequence[JobInfo], *, states: bool = False) -> str:
+def jobs_table(jobs: Sequence[JobInfo], *, states: bool = False, died: bool = False) -> str:
     """The table of jobs, each job's consumer or last error on a line under it; ``states``
     (a list that spans states, such as a search) opens that line with the job's state: a
-    STATE column would not fit 80 columns."""
+    STATE column would not fit 80 columns. ``died`` (a page of dead jobs): the time column is
+    when each one died, not its last due time."""
     # a job waiting for its parents has no due time yet (docs/workflows.md)
-    rows = [[j.id, j.topic, utc_seconds(j.due) if j.state != "waiting" else "after parents",
+    rows = [[j.id, j.topic, utc_seconds(j.died if died and j.died is not None else j.due)
+             if j.state != "waiting" else "after parents",
              f"{j.attempts}/{j.max_attempts}"] for j in jobs]
-    return table(JOBS_COLUMNS, rows, align="lllr",
+    return table(DEAD_JOBS_COLUMNS if died else JOBS_COLUMNS, rows, align="lllr",
                  details=[_state_detail(j) if states else job_detail(j) for j in jobs])
 
 
@@ -52,7 +55,7 @@ def jobs_text(page: JobPage, state: str) -> str:
     if not page.jobs:
         lines = [f"no {state} jobs on this page" if page.cursor else f"no {state} jobs"]
     else:
-        lines = [jobs_table(page.jobs)]
+        lines = [jobs_table(page.jobs, died=state == "dead")]
     if page.cursor:
         lines.append(f"more: add --cursor {page.cursor}")
     return "\n".join(lines)
