@@ -17,7 +17,7 @@ from ..producer.searching import ACTIONS, MAX_SCAN, SCAN, BulkResult, SearchPage
 from .inspect import jobs as list_command
 from .inspect import jobs_table
 from .options import json_option, partitions_option, url_option
-from .output import packed, to_json
+from .output import WIDTH, to_json
 from .support import AtTime, Duration, operator_queue
 
 DONE = {"cancel": "cancelled", "reschedule": "rescheduled", "replay": "replayed",
@@ -77,9 +77,10 @@ def search_text(page: SearchPage) -> str:
     """The matches of one search call, and how to go on."""
     lines = [jobs_table(page.jobs, states=True)] if page.jobs else []
     counts = f"{len(page.jobs)} found, {page.examined} examined"
+    more = f"more: add --cursor {page.cursor}" if page.cursor else "complete"
     # a long cursor goes on a line of its own (80 columns, docs/cli.md#common-rules)
-    lines += (packed([f"{counts};", f"more: add --cursor {page.cursor}"]) if page.cursor
-              else [f"{counts}; complete"])
+    lines.append(f"{counts}; {more}" if len(counts) + 2 + len(more) <= WIDTH
+                 else f"{counts};\n  {more}")
     return "\n".join(lines)
 
 
