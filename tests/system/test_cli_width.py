@@ -142,6 +142,33 @@ def test_every_line_of_get_events_and_search_fits_80_columns(
     assert not any(line.rstrip().endswith(":") for line in lines)
 
 
+def test_claim_wraps_its_lists_of_ids_within_80_columns(redis_url: str) -> None:
+    """``claim`` names every job it moved: a long list wraps onto indented lines (nothing is
+    cut: the ids are to be copied)."""
+    name = f"q{uuid.uuid4().hex[:8]}"
+    ids = [f"order-close-2026-11-26-{n:06d}" for n in range(6)]
+    with sd.Queue(name, url=redis_url) as q:
+        q.enqueue_many([sd.JobSpec("order.close", {"n": n}, id=job_id)
+                        for n, job_id in enumerate(ids)])
+
+        async def promote() -> None:
+            dispatcher = sd.Dispatcher(q.config)
+            await promote_due(dispatcher, partition_keys(name, 1)[0], expected=len(ids))
+            await dispatcher.close()
+
+        asyncio.run(promote())
+        assert len(q.reserve("order.close", group="billing", consumer="billing-host-1-4242",
+                             count=len(ids), wait=2)) == len(ids)
+    done = cli("claim", name, "--group", "billing", "--min-idle", "0", url=redis_url)
+    lines = assert_fits(done)
+    assert lines[0].startswith("6 job(s) re-queued")
+    # each message starts a line; what wraps is indented under it
+    starts = [line for line in lines if not line.startswith("  ")]
+    assert [line.split()[1] for line in starts] in (["job(s)"], ["job(s)", "1"]), lines
+    assert all(job_id in done.stdout.split() or f"{job_id}," in done.stdout.split()
+               for job_id in ids)
+
+
 def test_a_waiting_job_shows_no_due_time(redis_url: str) -> None:
     """A job waiting for its parents has no due time yet (docs/workflows.md): ``enqueue`` and
     ``get`` say so, as ``jobs`` does, rather than show epoch 0 as 1970."""
