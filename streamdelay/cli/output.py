@@ -290,4 +290,6 @@ def claim_text(result: ClaimResult, group: str, to: str | None) -> str:
     if result.removed:
         lines.append(f"removed {len(result.removed)} consumer(s) that were gone and owned "
                      f"nothing: {', '.join(result.removed)}")
-    return "\n".join(lines)
+    # a long list of ids wraps onto indented lines, never cut (docs/cli.md#common-rules)
+    return "\n".join(textwrap.fill(line, WIDTH, subsequent_indent="  ", break_long_words=False,
+                                    break_on_hyphens=False) for line in lines)
