@@ -98,10 +98,10 @@ class MountedService:
         self.app = app
         self.state = app.state  # settings, service, queues, ... (web/app.py)
         self._started = False
-        self._starting = asyncio.Lock()
+        self._startup: asyncio.Future[None] | None = None
         self._inbox: asyncio.Queue[Message] | None = None
         self._outbox: asyncio.Queue[Message] | None = None
-        self._running: asyncio.Task[None] | None = None
+        self._running: asyncio.Future[None] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one connection; a ``lifespan`` scope starts and stops the service."""
@@ -116,34 +116,42 @@ class MountedService:
         await self.app(local_scope(scope, prefix), receive, relocated(prefix, send))
 
     async def start(self) -> None:
-        """Open the connections and start the dispatchers and metrics (once)."""
+        """Open the connections and start the dispatchers and metrics (once). Requests that
+        come while it starts wait for the same start; one cancelled (its client gone) does not
+        cancel it."""
         if self._started:
             return
-        async with self._starting:
-            if self._started:
-                return
-            # the Litestar app's own lifespan, driven here: its startup hooks as serve runs them
-            self._inbox, self._outbox = asyncio.Queue(), asyncio.Queue()
-            scope = {"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}
-            self._running = asyncio.create_task(
-                self.app(scope, self._inbox.get, self._outbox.put))
-            await self._inbox.put({"type": "lifespan.startup"})
-            reply = await self._outbox.get()
-            if reply["type"] != "lifespan.startup.complete":
-                raise RuntimeError(f"streamdelay service failed to start: "
-                                   f"{reply.get('message', '')}")
-            self._started = True
+        if self._startup is None or self._startup.done():  # a failed start is tried again
+            self._startup = asyncio.ensure_future(self._start())
+        await asyncio.shield(self._startup)
+
+    async def _start(self) -> None:
+        # the Litestar app's own lifespan, driven here: its startup hooks as serve runs them
+        self._inbox, self._outbox = asyncio.Queue(), asyncio.Queue()
+        scope = {"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}
+        self._running = asyncio.ensure_future(self.app(scope, self._inbox.get,
+                                                       self._outbox.put))
+        await self._inbox.put({"type": "lifespan.startup"})
+        reply = await self._outbox.get()
+        if reply["type"] != "lifespan.startup.complete":
+            raise RuntimeError(f"streamdelay service failed to start: "
+                               f"{reply.get('message', '')}")
+        self._started = True
 
     async def stop(self) -> None:
-        """Stop the dispatchers, flush the metrics and close every connection pool."""
-        async with self._starting:
-            if not self._started or self._inbox is None or self._outbox is None:
-                return
-            await self._inbox.put({"type": "lifespan.shutdown"})
-            await self._outbox.get()
-            if self._running is not None:
-                await self._running
-            self._started = False
+        """Stop the dispatchers, flush the metrics and close every connection pool (after a
+        start in progress has ended)."""
+        if self._startup is not None and not self._startup.done():
+            with contextlib.suppress(Exception):
+                await self._startup
+        if not self._started or self._inbox is None or self._outbox is None:
+            return
+        self._started = False
+        await self._inbox.put({"type": "lifespan.shutdown"})
+        await self._outbox.get()
+        if self._running is not None:
+            await self._running
+        self._startup = self._running = None
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Any = None) -> AsyncIterator[None]:
