@@ -6,6 +6,7 @@ plugin comes in by its entry point only, ``sd_server`` starts a private server a
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -116,3 +117,22 @@ def test_the_plugin_can_be_turned_off(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess(*ARGS, "-p", "no:streamdelay")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*fixture 'sd_queue' not found*"])
+
+
+def test_without_redis_server_on_path_the_embedded_valkey_serves(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(test_embedded="""
+        import streamdelay as sd
+
+        def test_on_valkey(sd_server, sd_queue):
+            assert sd_server.name == "embedded Valkey"
+            assert sd_queue.client.info("server")["valkey_version"].startswith("8.")
+            worker = sd.Worker(sd_queue)
+            worker.handler("t")(lambda job: job.body + 1)
+            sd_queue.enqueue("t", 1, delay=86400)
+            assert [(o.state, o.value) for o in sd.testing.drain(worker)] == [("succeeded", 2)]
+    """)
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))  # no redis-server, no apt
+    monkeypatch.delenv("STREAMDELAY_TEST_URL", raising=False)
+    result = pytester.runpytest_subprocess(*ARGS)
+    result.assert_outcomes(passed=1)
