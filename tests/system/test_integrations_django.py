@@ -28,11 +28,17 @@ SITE = ROOT / "docs" / "examples" / "django_site"
 SCENARIO = ROOT / "tests" / "support" / "django_scenario.py"
 
 
-def _run(python: str, args: list[str], env: dict[str, str], timeout: float = 120) -> str:
+def _run(python: str, args: list[str], env: dict[str, str], timeout: float = 120
+         ) -> tuple[str, str]:
     done = subprocess.run([python, *args], cwd=SITE, env=env, capture_output=True, text=True,
                           timeout=timeout)
     assert done.returncode == 0, f"{args} failed:\n{done.stdout}\n{done.stderr}"
-    return done.stdout + done.stderr
+    return done.stdout, done.stderr
+
+
+def _json(python: str, args: list[str], env: dict[str, str]) -> Any:
+    """The JSON the scenario prints last on stdout (logs go to stderr)."""
+    return json.loads(_run(python, [str(SCENARIO), *args], env)[0].splitlines()[-1])
 
 
 def _scenario(python: str, redis: RedisServer, tmp_path: Path
@@ -42,11 +48,10 @@ def _scenario(python: str, redis: RedisServer, tmp_path: Path
     env = dict(os.environ, STREAMDELAY_URL=redis.url, PROBE_LOG=str(log),
                PYTHONPATH=f"{SITE}{os.pathsep}{ROOT}", PYTHONUNBUFFERED="1")
     env.pop("DJANGO_SETTINGS_MODULE", None)
-    enqueued = json.loads(_run(python, [str(SCENARIO), "enqueue"], env).splitlines()[-1])
-    worked = _run(python, ["manage.py", "streamdelay_worker", "--until-idle",
-                           "--concurrency", "1"], env)
-    read = json.loads(_run(python, [str(SCENARIO), "check", json.dumps(enqueued["ids"])],
-                           env).splitlines()[-1])
+    enqueued = _json(python, ["enqueue"], env)
+    worked = "".join(_run(python, ["manage.py", "streamdelay_worker", "--until-idle",
+                                   "--concurrency", "1"], env))
+    read = _json(python, ["check", json.dumps(enqueued["ids"])], env)
     return enqueued, read, worked, log.read_text().split()
 
 
