@@ -107,6 +107,27 @@ def check(ids: dict[str, str]) -> dict[str, Any]:
         read["unknown"] = "found"
     except fw.TaskResultDoesNotExist:
         read["unknown"] = "TaskResultDoesNotExist"
+    # with max_attempts above 1 (and retries an hour apart: OPTIONS pass queue options), a
+    # failed attempt leaves the task READY again, its attempt counted
+    retrying = StreamdelayBackend("default", {"QUEUES": ["default"], "OPTIONS": {
+        "url": _backend().url, "queue": "shop", "max_attempts": 3, "backoff": [3600]}})
+    again = retrying.enqueue(tasks.charge, [4, 500_000], {})
+    worker = build_worker(retrying, ["default"], concurrency=1)
+
+    async def until_retried() -> Any:
+        serving = asyncio.ensure_future(worker.serve())
+        try:
+            for _ in range(600):
+                found = await retrying.aget_result(again.id)
+                if (found.attempts, str(found.status)) == (1, "READY") or serving.done():
+                    return found
+                await asyncio.sleep(0.05)
+            raise AssertionError("the first attempt never failed")
+        finally:
+            worker.stop()
+            await serving
+
+    read["retried"] = _result(asyncio.run(until_retried()))
     # refresh(): a receipt due in 10 minutes, read while it waits, then made due now and run
     # here; the result object read before it ran sees it finished
     later = timezone.now() + timedelta(minutes=10)

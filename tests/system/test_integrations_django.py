@@ -114,6 +114,9 @@ def test_django_project_runs_its_tasks_on_streamdelay(
     assert "500000 is over the card's limit" in text and "shop/tasks.py" in text
     assert failed["times"]["finished_at"] is not None
 
+    retried = read["retried"]
+    assert (retried["status"], retried["attempts"], retried["finished"]) == ("READY", 1, False)
+    assert retried["errors"] == []  # streamdelay keeps a job's error with its dead letter
     assert read["unknown"] == "TaskResultDoesNotExist"
     assert read["refresh"]["before"] == "READY"
     assert read["refresh"]["after"]["status"] == "SUCCESSFUL"
