@@ -1,0 +1,95 @@
+"""Ready-made nemesis targets (tests/system/nemesis/faults.py, docs/reliability.md#nemesis):
+a process the run started, a redis-server restarted from its append-only file, a Sentinel pair
+that fails over, a Redis Cluster whose slot migrates."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Callable
+
+from redis.crc import key_slot
+
+from tests.support.cluster import MASTER_NAME, LocalCluster, LocalSentinel
+from tests.support.redis_server import RedisServer, wait_until
+from tests.system.chaos.cluster_run import migrate_slot
+from tests.system.nemesis.faults import Kind, Target
+
+FAILOVER_TIMEOUT_S = 60.0
+
+
+def process_target(name: str, kind: Kind, process: Callable[[], subprocess.Popen[bytes] | None],
+                   restart: Callable[[], None], host: str | None = None) -> Target:
+    """A worker, dispatcher or ``serve``: ``process()`` is its current Popen (the one
+    ``restart()`` replaces; restart should reap the killed one with ``wait()``)."""
+
+    def pid() -> int | None:
+        current = process()
+        return current.pid if current is not None and current.poll() is None else None
+
+    return Target(name, kind, pid=pid, restart=restart, host=host)
+
+
+def redis_target(name: str, server: RedisServer) -> Target:
+    """A redis-server: ``redis_restart`` and ``stop``; cuts hit every ``Net`` host. Start it
+    with ``persistent=True`` (``appendfsync always``) so a restart finds every acknowledged
+    write in its append-only file."""
+
+    def pid() -> int | None:
+        return server.process.pid if server.process is not None else None
+
+    def restart() -> None:
+        server.kill()  # reaps the process the nemesis killed (or kills a live one)
+        server.start()  # same port, same directory: loads the append-only file
+
+    return Target(name, "redis", pid=pid, restart=restart)
+
+
+def _current(local: LocalSentinel) -> tuple[RedisServer, RedisServer]:
+    port = local.master_port()
+    primary = next((s for s in (local.master, local.replica) if s.port == port), local.master)
+    return primary, local.replica if primary is local.master else local.master
+
+
+def sentinel_target(name: str, local: LocalSentinel, graceful: bool = False) -> Target:
+    """A primary with one replica under Sentinel: ``failover`` kills the current primary with
+    -9 (graceful: ``SENTINEL FAILOVER`` instead), waits until Sentinel has promoted the replica,
+    and after ``duration_s`` brings the old primary back; Sentinel makes it the new replica.
+    The producers use ``replicas=1`` so an acknowledged enqueue is on both."""
+
+    def failover(duration_s: float) -> str:
+        primary, replica = _current(local)
+        began = time.monotonic()
+        if graceful:
+            with local.sentinel_client() as sentinel:
+                sentinel.execute_command("SENTINEL", "FAILOVER", MASTER_NAME)
+        else:
+            primary.kill()
+        promoted = wait_until(lambda: local.failed_over_to(replica), timeout=FAILOVER_TIMEOUT_S,
+                              interval=0.1)
+        took = time.monotonic() - began
+        if not graceful:
+            time.sleep(duration_s)
+            primary.start()
+        how = "SENTINEL FAILOVER" if graceful else "primary killed -9"
+        return (f"{how} (port {primary.port}); {'promoted' if promoted else 'NOT promoted'} "
+                f"port {replica.port} after {took:.1f} s")
+
+    def pid() -> int | None:
+        return local.process.pid if local.process is not None else None
+
+    return Target(name, "sentinel", pid=pid, action=failover)
+
+
+def cluster_target(name: str, cluster: LocalCluster, key: str) -> Target:
+    """A Redis Cluster: ``migrate`` moves the slot of ``key`` (a partition's jobs key, say)
+    from the primary that serves it to the next one, key by key (``migrate_slot`` of
+    tests/system/chaos/cluster_run.py)."""
+
+    def migrate(_duration_s: float) -> str:
+        owner = cluster.owner_of(key)
+        primaries = sorted(cluster.primaries(), key=lambda n: n.port)
+        to = primaries[(primaries.index(owner) + 1) % len(primaries)]
+        return migrate_slot(cluster, key_slot(key.encode()), owner, to)
+
+    return Target(name, "cluster", action=migrate)
