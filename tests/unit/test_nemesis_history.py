@@ -379,3 +379,36 @@ def test_threads_of_one_process_number_their_records_without_gaps(tmp_path: Path
     for t in threads:
         t.join()
     assert sorted(r.seq for r in load(tmp_path)) == list(range(800))
+
+
+@pytest.mark.parametrize(("name", "allowed"), [
+    ("cut_silent", True), ("cut_loud", True), ("stop", True),  # the nemesis's cut-offs
+    ("degrade", False),  # a slow, lossy link: the docs promise no overlap through it
+    ("redis_restart", False),
+])
+def test_the_nemesis_faults_that_cut_a_worker_off(name: str, allowed: bool) -> None:
+    h = History()
+    h.enqueue("a", 0, 100)
+    h.run("a", 100, 5000, worker="n0:4321")  # recorded by process worker-n0-4321
+    h.fault(name, "n0", 500, 3000)  # the nemesis names the fleet member
+    h.run("a", 3700, 3800, worker="w1:99")
+    assert (h.check() == []) is allowed
+
+
+def test_a_kill_of_the_fleet_member_ends_the_runs_of_its_process() -> None:
+    h = History()
+    h.enqueue("a", 0, 100)
+    h.run("a", 100, None, worker="n0:4321")
+    h.fault("kill", "n0", 200, 1200)  # restarted 1 s later under a new pid
+    h.run("a", 3300, 3400, worker="n0:5555")
+    assert h.check() == []
+
+
+def test_a_final_state_read_back_as_succeeded_keeps_a_value_some_run_returned() -> None:
+    h = History()
+    h.enqueue("a", 0, 100)
+    h.run("a", 100, 110, value=None)
+    h.note("final_state", "a", 900, process="final", state="succeeded", value=None)
+    assert h.check() == []
+    h.note("final_state", "a", 901, process="final", state="succeeded", value=3)
+    assert only(h.check(), "phantom_result").job == "a"

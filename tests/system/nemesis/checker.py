@@ -24,8 +24,9 @@ Rules (``Violation.rule``):
   (``2/3 ttr - 0.3 s``: ``Allowances.from_docs``); never in one worker process.
 - ``run_after_cancel``: a run delivered (as above) after a cancel answered ``ok`` with
   ``cancelled`` true, with no enqueue of that id invoked after the cancel was.
-- ``phantom_result``: a ``result`` note (state ``succeeded`` or none) whose ``value`` is not
-  the ``value`` of an ``end`` with outcome ``ok``/``succeeded`` of that job.
+- ``phantom_result``: a ``result`` note (state ``succeeded`` or none), or a ``final_state``
+  note with state ``succeeded``, whose ``value`` is not the ``value`` of an ``end`` with
+  outcome ``ok``/``succeeded`` of that job.
 - ``callback``: for each batch, callbacks noted (``callback`` notes: ``batch=``, ``which=``
   and ``attempt=``; one note per run of the callback's handler): each callback exactly once,
   i.e. one note of its first delivery (``attempt`` 1; a note of a later attempt is the
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
     from tests.system.nemesis.history import Record
 
 GRANULARITY_MS = 1.0  # due times are whole ms on the server clock
-LOST_STATES = frozenset({"missing", "unknown", "none", ""})
+LOST_STATES = frozenset({"missing", "absent", "unknown", "none", ""})
 
 
 @dataclass
@@ -219,8 +220,9 @@ def _results(c: _Check) -> None:
                   if run.end is not None and run.outcome in SUCCESS]
         for note in notes:
             state = note.fields.get("state")
-            if note.kind != "result" or "value" not in note.fields or state not in (
-                    None, "succeeded"):
+            kept = (note.kind == "result" and state in (None, "succeeded")) or (
+                note.kind == "final_state" and state == "succeeded")
+            if not kept or "value" not in note.fields:
                 continue
             if note.fields["value"] not in values:
                 c.report("phantom_result", job, f"result {note.fields['value']!r} is no run's "

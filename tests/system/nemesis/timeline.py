@@ -14,7 +14,8 @@ list of names. A fault without an end lasts to the end of the history.
   worker, longer than the allowed bound, excuses an overlap (checker.py).
 
 A target names a run's worker when it equals the run's ``worker`` field, one of its
-``:``-separated parts (``"w1"`` or the pid of ``"w1:4321"``) or the recorder's process name.
+``:``-separated parts (``"w1"`` or the pid of ``"w1:4321"``), the recorder's process name or
+one of its ``-``-separated parts (``"n0"`` of ``"worker-n0-4321"``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
 SUCCESS = frozenset({"ok", "succeeded"})
 FINAL = SUCCESS | {"dead"}
-CUT_OFF_WORDS = ("partition", "stop", "pause", "freeze", "isolate", "link_down")
+CUT_OFF_WORDS = ("cut", "partition", "stop", "pause", "freeze", "isolate", "link_down")
 
 
 @dataclass
@@ -97,7 +98,7 @@ class Run:
 
     def names(self) -> set[str]:
         """The names a fault's target may give this run's worker."""
-        return {self.worker, self.process, *self.worker.split(":")}
+        return {self.worker, self.process, *self.worker.split(":"), *self.process.split("-")}
 
     def records(self) -> list[Record]:
         """Its start and end records (and the kill's begin)."""
