@@ -325,7 +325,7 @@ def test_the_report_shows_rule_job_times_from_the_start_and_the_faults() -> None
     h.enqueue("a", 0, 100)
     h.fault("partition", "w9", 50, 80)
     text = format_report(h.check())
-    assert "[lost] a:" in text and "FAULT fault begin" in text
+    assert "[lost] a:" in text and "FAULT begin partition on w9" in text
     assert "+0.000 s" in text and "+0.050 s" in text
     assert format_report([]) == "history checked: no violation"
 

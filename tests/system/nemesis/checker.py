@@ -299,12 +299,13 @@ def check(records: list[Record], allow: Allowances, *,
 
 
 def _describe(record: Record, origin: float) -> str:
-    fields = ", ".join(f"{k}={v!r}" for k, v in sorted(record.fields.items()))
-    what = f"{record.kind} {record.phase}" if record.phase else record.kind
-    flag = "FAULT " if record.kind == "fault" else ""
-    job = f" {record.job}" if record.job and record.kind != "fault" else ""
-    return (f"  {(record.time_ms - origin) / 1000:+10.3f} s  {record.process:<24} "
-            f"{flag}{what}{job}  {fields}")
+    fields = dict(record.fields)
+    if record.kind == "fault":
+        what = f"FAULT {record.phase} {fields.pop('name', '?')} on {fields.pop('target', '?')}"
+    else:
+        what = " ".join(str(x) for x in (record.kind, record.phase, record.job) if x)
+    shown = ", ".join(f"{k}={v!r}" for k, v in sorted(fields.items()))
+    return f"  {(record.time_ms - origin) / 1000:+10.3f} s  {record.process:<20} {what}  {shown}"
 
 
 def format_report(violations: list[Violation]) -> str:
