@@ -412,3 +412,31 @@ def test_a_final_state_read_back_as_succeeded_keeps_a_value_some_run_returned() 
     assert h.check() == []
     h.note("final_state", "a", 901, process="final", state="succeeded", value=3)
     assert only(h.check(), "phantom_result").job == "a"
+
+
+@pytest.mark.parametrize(("name", "hosts", "allowed"), [
+    ("cut_silent", "n0, n1", True),  # Redis cut off from every host in a namespace: n0 too
+    ("cut_silent", "n1", False),     # n0 was not in a namespace: it kept its contact
+    ("stop", None, False),           # Redis stopped: an outage, which excuses nothing
+])
+def test_a_fault_on_redis_cuts_off_the_hosts_it_lists(
+        name: str, hosts: str | None, allowed: bool) -> None:
+    h = History()
+    h.enqueue("a", 0, 100)
+    h.run("a", 100, 5000, worker="n0:4321")
+    h.note("fault", None, 500, "nemesis", "begin", name=name, target="redis")
+    detail = f"{name} of {hosts} for 2.5 s" if hosts else "pid 77 stopped 2.5 s"
+    h.note("fault", None, 3000, "nemesis", "end", name=name, target="redis", detail=detail)
+    h.run("a", 3700, 3800, worker="w1:99")
+    assert (h.check() == []) is allowed
+
+
+def test_the_report_counts_each_rule_and_shows_the_first_violations() -> None:
+    h = History()
+    for i in range(5):
+        h.enqueue(f"j{i}", 0, 100)
+    violations = h.check()
+    text = format_report(violations, limit=2)
+    assert text.startswith("5 violation(s): lost 5")
+    assert text.count("[lost]") == 2 and "... and 3 more" in text
+    assert format_report(violations, limit=None).count("[lost]") == 5

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -172,7 +172,7 @@ def _cut_off_long_enough(c: _Check, first: Run, second: Run) -> bool:
         return False
     names = first.names()
     for fault in c.line.faults:
-        if not fault.cuts_off or not names.intersection(fault.targets):
+        if not fault.cuts_off or not names.intersection(fault.hit()):
             continue
         length = min(fault.end_ms, c.line.horizon_ms) - fault.begin_ms
         if fault.active(first.start_ms, second.start_ms) and length > bound:
@@ -308,15 +308,21 @@ def _describe(record: Record, origin: float) -> str:
     return f"  {(record.time_ms - origin) / 1000:+10.3f} s  {record.process:<20} {what}  {shown}"
 
 
-def format_report(violations: list[Violation]) -> str:
-    """The violations as text: each rule, job and message, then its slice of the history
-    with times in seconds from the history's start (faults marked ``FAULT``)."""
+def format_report(violations: list[Violation], limit: int | None = 50) -> str:
+    """The violations as text: how many of each rule, then each one's rule, job and message
+    and its slice of the history, times in seconds from the history's start (faults marked
+    ``FAULT``); past ``limit`` violations only their count (None: all)."""
     if not violations:
         return "history checked: no violation"
-    out = [f"{len(violations)} violation(s)"]
-    for v in violations:
+    counts = Counter(v.rule for v in violations)
+    out = [f"{len(violations)} violation(s): "
+           + ", ".join(f"{rule} {n}" for rule, n in sorted(counts.items()))]
+    shown = violations if limit is None else violations[:limit]
+    for v in shown:
         out.append(f"\n[{v.rule}] {v.job or '-'}: {v.message}")
         out.extend(_describe(r, v.origin_ms) for r in v.slice)
+    if len(shown) < len(violations):
+        out.append(f"\n... and {len(violations) - len(shown)} more (format_report(limit=None))")
     return "\n".join(out)
 
 
