@@ -90,7 +90,7 @@ def net() -> Iterator[Net]:
     finally:
         rig.close()
         left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-        assert f"{NS_PREFIX}t-" not in left, left
+        assert f"{NS_PREFIX}t-200-" not in left, left
 
 
 @pytest.fixture(scope="module")

@@ -126,7 +126,7 @@ class Net:
             "pid": os.getpid(), "ns": [h.ns for h in hosts], "links": [h.veth for h in hosts]}))
 
     def host(self, name: str) -> NetHost:
-        """A new host ``name``: namespace ``sd-nem-<net>-<name>``, a veth pair, the ns side
+        """A new host ``name``: namespace ``sd-nem-<net>-<k>-<name>``, a veth pair, the ns side
         10.214.k.(4j+2)/30 and the host side 10.214.k.(4j+1)/30, both up, loopback up."""
         if self._closed:
             raise RuntimeError("this Net is closed")
@@ -137,16 +137,18 @@ class Net:
         j = len(self.hosts)
         if j >= HOSTS_PER_NET:
             raise RuntimeError(f"at most {HOSTS_PER_NET} hosts per Net")
-        base = f"10.214.{self.index}.{4 * j}"
-        prefix = base.rsplit(".", 1)[0]
-        host = NetHost(name, f"{NS_PREFIX}{self.name}-{name}", f"{LINK_PREFIX}{self.index}h{j}",
-                       f"{LINK_PREFIX}{self.index}n{j}", f"{prefix}.{4 * j + 2}",
-                       f"{prefix}.{4 * j + 1}")
+        prefix, link = f"10.214.{self.index}", f"{LINK_PREFIX}{self.index}"
+        host = NetHost(name, f"{NS_PREFIX}{self.name}-{self.index}-{name}", f"{link}h{j}",
+                       f"{link}n{j}", f"{prefix}.{4 * j + 2}", f"{prefix}.{4 * j + 1}")
         self.hosts[name] = host
         self._record()  # before creating: a crash from here on leaves listed leftovers only
         _run("ip", "netns", "add", host.ns)
         _run("ip", "link", "add", host.veth, "type", "veth", "peer", "name", host.inner)
         _run("ip", "link", "set", host.inner, "netns", host.ns)
+        # one TCP segment per packet (no 64 KB GSO bursts): the loss of a degraded link then
+        # drops segments, as a real link does, not whole bursts
+        _run("ip", "link", "set", host.veth, "gso_max_segs", "1")
+        _run("ip", "-n", host.ns, "link", "set", host.inner, "gso_max_segs", "1")
         _run("ip", "addr", "add", f"{host.host_ip}/30", "dev", host.veth)
         _run("ip", "link", "set", host.veth, "up")
         _run("ip", "-n", host.ns, "addr", "add", f"{host.ip}/30", "dev", host.inner)
@@ -230,15 +232,21 @@ class Net:
 
 
 def id_prefixes(n: int) -> list[tuple[int, int]]:
-    """(value, mask) pairs on a 16-bit field whose low 8 bits, matched together, cover exactly
-    the values 0 .. n-1 (of 256): ``n`` split into powers of two, as CIDR splits a range."""
+    """(value, mask) pairs on a 16-bit field that match ``n`` of the 256 values of its low
+    byte, spread evenly: the values whose bit-reversed low byte is below ``n`` (n = 32: every
+    8th ID). The IP ID counts up by one per packet, so the lost packets are spread out, not a
+    burst of ``n`` in a row (which would drop a SYN and all its retries)."""
     pairs, start = [], 0
     for bit in range(8, -1, -1):
         size = 1 << bit
         if n & size and start < 256:
-            pairs.append((start, 0xFF & ~(size - 1)))
+            pairs.append((_reverse8(start), _reverse8(0xFF & ~(size - 1))))
             start += size
     return pairs
+
+
+def _reverse8(byte: int) -> int:
+    return int(f"{byte:08b}"[::-1], 2)
 
 
 def _listed() -> tuple[set[str], set[str], list[Path]]:
