@@ -27,7 +27,14 @@ import pytest
 from tests.support.cluster import LocalCluster, LocalSentinel
 from tests.support.redis_server import RedisServer, wait_until
 from tests.system.nemesis.faults import FAULTS, Fault, Nemesis, Target, schedule
-from tests.system.nemesis.net import NS_PREFIX, Net, NetUnavailable, cleanup_stale, require_root
+from tests.system.nemesis.net import (
+    NS_PREFIX,
+    Net,
+    NetUnavailable,
+    cleanup_stale,
+    free_subnet_index,
+    require_root,
+)
 from tests.system.nemesis.targets import (
     cluster_target,
     process_target,
@@ -84,13 +91,13 @@ class Notes:
 @pytest.fixture(scope="module")
 def net() -> Iterator[Net]:
     require_root()
-    rig = Net("t", 200)
+    rig = Net("t", free_subnet_index(200))
     try:
         yield rig
     finally:
         rig.close()
         left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-        assert f"{NS_PREFIX}t-200-" not in left, left
+        assert f"{NS_PREFIX}t-{rig.index}-" not in left, left
 
 
 @pytest.fixture(scope="module")
@@ -287,10 +294,10 @@ def test_migrate_moves_the_slot_to_another_primary() -> None:
             assert client.get("{nemesis}:other") == b"2"
 
 
-def test_a_killed_run_leaves_nothing_cleanup_stale_does_not_remove(net: Net) -> None:
-    script = ("import sys, time; from tests.system.nemesis.net import Net; "
-              "n = Net('k', 201); n.host('x'); print(n.hosts['x'].ns, flush=True); "
-              "time.sleep(60)")
+def test_cleanup_stale_removes_what_a_killed_run_left_and_keeps_a_live_runs(net: Net) -> None:
+    script = ("import sys, time; from tests.system.nemesis.net import Net, free_subnet_index; "
+              "n = Net('k', free_subnet_index(200)); n.host('x'); "
+              "print(n.hosts['x'].ns, flush=True); time.sleep(60)")
     child = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE,
                              text=True)
     assert child.stdout is not None

@@ -231,6 +231,16 @@ class Net:
         self.close()
 
 
+def free_subnet_index(lo: int = 0, hi: int = 255) -> int:
+    """The first subnet index in ``lo..hi`` no live run holds (a ``Net`` made with it can
+    still lose the race to another run starting at the same moment: it then says so)."""
+    cleanup_stale()
+    for index in range(lo, hi + 1):
+        if not (STATE_DIR / f"net-{index}.json").exists():
+            return index
+    raise RuntimeError(f"every subnet 10.214.{lo}-{hi}.0/24 is held by a live run")
+
+
 def id_prefixes(n: int) -> list[tuple[int, int]]:
     """(value, mask) pairs on a 16-bit field that match ``n`` of the 256 values of its low
     byte, spread evenly: the values whose bit-reversed low byte is below ``n`` (n = 32: every
@@ -249,11 +259,11 @@ def _reverse8(byte: int) -> int:
     return int(f"{byte:08b}"[::-1], 2)
 
 
-def _listed() -> tuple[set[str], set[str], list[Path]]:
+def _listed() -> tuple[set[str], set[str], list[tuple[Path, object]]]:
     """The namespaces and links live runs own, and the owner files of dead runs."""
     live_ns: set[str] = set()
     live_links: set[str] = set()
-    dead: list[Path] = []
+    dead: list[tuple[Path, object]] = []
     for owner in STATE_DIR.glob("net-*.json") if STATE_DIR.is_dir() else ():
         try:
             state = json.loads(owner.read_text() or "{}")
@@ -263,7 +273,7 @@ def _listed() -> tuple[set[str], set[str], list[Path]]:
             live_ns.update(state.get("ns", []))
             live_links.update(state.get("links", []))
         else:
-            dead.append(owner)
+            dead.append((owner, state.get("pid")))
     return live_ns, live_links, dead
 
 
@@ -272,23 +282,26 @@ def cleanup_stale() -> list[str]:
     run left); returns their names."""
     if os.geteuid() != 0 or shutil.which("ip") is None:
         return []
-    live_ns, live_links, dead = _listed()
-    removed = []
+    # the names first, the owners after: a run records a name before it creates it, so a
+    # namespace made between the two reads is already in its owner file
     namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
                                 timeout=15, check=False).stdout.split("\n")
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True,
+                           timeout=15, check=False).stdout.split("\n")
+    live_ns, live_links, dead = _listed()
+    removed = []
     for line in namespaces:
         ns = line.split(" ", 1)[0].strip()
         if ns.startswith(NS_PREFIX) and ns not in live_ns:
             _run("ip", "netns", "del", ns, check=False)
             removed.append(ns)
-    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True,
-                           timeout=15, check=False).stdout.split("\n")
     for line in links:
         match = re.match(rf"^\d+: ({LINK_PREFIX}\d+[hn]\d+)[@:]", line)
         if match and match.group(1) not in live_links:
             _run("ip", "link", "del", match.group(1), check=False)
             removed.append(match.group(1))
-    for owner in dead:
-        with contextlib.suppress(OSError):
-            owner.unlink()
+    for owner, pid in dead:
+        with contextlib.suppress(OSError, ValueError):
+            if json.loads(owner.read_text() or "{}").get("pid") == pid:  # not a new run's
+                owner.unlink()
     return removed
