@@ -1,0 +1,52 @@
+"""An HTTP consumer of the nemesis run: plain HTTP against ``streamdelay serve``, reserving jobs
+of topic ``http`` and acking each (the client of tests/system/chaos/http_client.py), every run
+recorded in the history as the worker app records its handlers' (``start``, ``end``; the
+``end`` note also carries how the ack ended: ``acked``, ``stale`` or ``lost``; its outcome is
+``ok`` only for an ack answered 200, else ``unknown``: the job may run again).
+
+``python -m tests.system.nemesis.http_consumer BASE TOKEN QUEUE OUT NAME``; runs until SIGTERM.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+from tests.system.chaos.http_client import Client
+from tests.system.nemesis.history import Recorder
+
+TOPIC = "http"
+POLL_WAIT_MS = 1000
+
+
+def run(base: str, token: str, queue: str, out: Path, name: str) -> None:
+    """Reserve, record, ack until SIGTERM."""
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    client = Client(base, token, queue)
+    record = Recorder(out, f"http-{name}-{os.getpid()}")
+    who = f"http-{name}:{os.getpid()}"
+    while not stop.is_set():
+        try:
+            status, answer = client.call(f"/topics/{TOPIC}:reserve", {
+                "consumer": f"{name}-{os.getpid()}", "wait_ms": POLL_WAIT_MS, "count": 4})
+        except (OSError, ValueError):  # serve is down (killed, or cut off from Redis)
+            time.sleep(0.1)
+            continue
+        if status != 200:
+            time.sleep(0.1 if status != 204 else 0)
+            continue
+        for delivery in answer["deliveries"]:
+            record.note("start", delivery["id"], attempt=delivery["attempt"], worker=who,
+                        topic=TOPIC, due_ms=delivery["due"])
+            outcome = client.ack(delivery["receipt"])
+            record.note("end", delivery["id"], attempt=delivery["attempt"], worker=who,
+                        outcome="ok" if outcome == "acked" else "unknown", ack=outcome)
+
+
+if __name__ == "__main__":
+    run(sys.argv[1], sys.argv[2], sys.argv[3], Path(sys.argv[4]), sys.argv[5])

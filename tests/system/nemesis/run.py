@@ -1,0 +1,262 @@
+"""The nemesis run (docs/reliability.md#make-nemesis): real workers, dispatchers, ``streamdelay
+serve``, HTTP consumers and producers on a durable redis-server (``appendonly yes``,
+``appendfsync always``) while a nemesis injects faults from a seeded schedule; every operation
+and every handler run is recorded as a history (tests/system/nemesis/history.py), and the whole
+history is checked once the queue has settled. The report prints the smallest part of the
+history that shows each violation; exit status 1 when there is one.
+
+``python -m tests.system.nemesis.run --seed N --duration S --workloads plain,retry,... --faults
+kill,stop,... --out DIR [--quick]`` (``make nemesis``, ``make nemesis QUICK=1``). Network faults
+(``cut_loud``, ``cut_silent``, ``degrade``) need root: the workers named ``n*`` and one
+dispatcher then run in network namespaces of their own (tests/system/nemesis/net.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import streamdelay as sd
+from tests.support.redis_server import RedisServer
+from tests.system.nemesis.app import TTR, queue_for
+from tests.system.nemesis.faults import FAULTS, NET_FAULTS, Fault, Nemesis, Target, schedule
+from tests.system.nemesis.fleet import Fleet
+from tests.system.nemesis.history import (
+    Allowances,
+    Recorder,
+    Violation,
+    check,
+    format_report,
+    load,
+)
+from tests.system.nemesis.net import Net, require_root
+from tests.system.nemesis.targets import process_target, redis_target
+from tests.system.nemesis.workloads import WORKLOADS
+
+QUEUE = "nemesis"
+PROCESS_FAULTS = ("kill", "stop", "redis_restart")
+
+
+@dataclass
+class Settings:
+    """One run: what it runs, for how long, with which faults."""
+
+    seed: int
+    duration: float
+    workloads: list[str]
+    faults: list[str]
+    out: Path
+    quick: bool = False
+    rogue: bool = False
+    partitions: int = 2
+    settle_s: float = 90.0
+    plan: list[Fault] | None = None  # these faults instead of the seed's schedule
+
+
+def _subnet(net_name: str) -> Net:
+    """A ``Net`` on the first free 10.214.k.0/24."""
+    for index in range(256):
+        try:
+            return Net(net_name, index)
+        except RuntimeError:
+            continue
+    raise RuntimeError("no free subnet of 10.214.0.0/16")
+
+
+def build_fleet(s: Settings, server_port: int, net: Net | None) -> Fleet:
+    """Define every process of the run (none started yet)."""
+    fleet = Fleet(s.out, server_port, QUEUE, s.partitions, net)
+    workers = 2 if s.quick else 3
+    for i in range(workers):  # the first ones in namespaces when there are network faults
+        fleet.worker(f"n{i}" if net and i < workers - 1 else f"w{i}", in_net=bool(net) and
+                     i < workers - 1, rogue=s.rogue and i == 0)
+    fleet.dispatcher("d0", in_net=net is not None)
+    if "http" in s.workloads:
+        fleet.serve()
+        for i in range(2):
+            fleet.http_consumer(f"h{i}")
+    for i, workload in enumerate(s.workloads):
+        fleet.producer(f"p-{workload}", workload, s.seed * 100 + i, s.duration)
+    return fleet
+
+
+def targets_of(fleet: Fleet, server: RedisServer) -> list[Target]:
+    """What the nemesis may hit: workers, dispatchers, serve, and Redis."""
+    found = [redis_target("redis", server)]
+    for member in fleet.members.values():
+        if member.kind in ("worker", "dispatcher", "serve"):
+            name = member.name
+            found.append(process_target(
+                name, member.kind,  # type: ignore[arg-type]
+                lambda name=name: fleet.process(name),  # type: ignore[misc]
+                lambda name=name: fleet.start(name),  # type: ignore[misc]
+                host=member.host.name if member.host else None))
+    return found
+
+
+def settle(queue: sd.Queue, fleet: Fleet, timeout: float) -> bool:
+    """Wait until the producers are done and the queue holds no job that still has to run
+    (nothing delayed, ready, reserved or waiting for its parents); True when it did."""
+    deadline = time.monotonic() + timeout
+    fleet.wait_kind("producer", timeout)
+    while time.monotonic() < deadline:
+        try:
+            total = queue.stats().total
+            waiting = queue.jobs("waiting", limit=1).jobs
+            if total.delayed + total.ready + total.reserved == 0 and not waiting:
+                return True
+        except sd.StreamdelayError:
+            pass
+        time.sleep(0.5)
+    return False
+
+
+def read_back(queue: sd.Queue, directory: Path) -> int:
+    """Note every enqueued job's final state (its kept result, else its state now, else
+    ``absent``) in the history; the number of jobs read."""
+    record = Recorder(directory, "final")
+    jobs = sorted({r.job for r in load(directory)
+                   if r.kind == "enqueue" and r.phase == "invoke" and r.job})
+    for job in jobs:
+        try:
+            result = queue.result(job)
+        except sd.ResultTimeout:
+            result = None
+            info = queue.get(job)
+            record.note("final_state", job, state=info.state if info else "missing")
+            continue
+        if result is None:
+            info = queue.get(job)
+            record.note("final_state", job, state=info.state if info else "missing")
+        else:
+            record.note("final_state", job, state=result.state, value=result.value)
+    return len(jobs)
+
+
+def flows_of(history: Path) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """The chains (a fan-in as one chain per parent) and batches the producers wrote down."""
+    chains: dict[str, list[str]] = {}
+    batches: dict[str, list[str]] = {}
+    for path in history.glob("flows-*.jsonl"):
+        for line in path.read_text().splitlines():
+            if line.endswith("}"):
+                flow = json.loads(line)
+                (chains if flow["kind"] == "chain" else batches)[flow["name"]] = flow["jobs"]
+    return chains, batches
+
+
+def run(s: Settings) -> tuple[list[Violation], dict[str, object]]:
+    """One whole run; the violations and the run's figures."""
+    history = s.out / "history"
+    history.mkdir(parents=True, exist_ok=True)
+    net = None
+    if any(f in NET_FAULTS for f in s.faults) or any(f.name in NET_FAULTS for f in s.plan or []):
+        require_root()
+        net = _subnet(f"r{os.getpid() % 100000}")
+    server: RedisServer | None = None
+    fleet: Fleet | None = None
+    try:
+        # hosts first: Redis listens on every host-side address (net.py)
+        fleet = build_fleet(s, 0, net)
+        server = RedisServer(*(net.redis_bind_args() if net else []), persistent=True).start()
+        fleet.redis_port = server.port
+        queue = queue_for(server.url, QUEUE, s.partitions)
+        queue.limit("keyed", key_concurrency=1)
+        for name in fleet.members:
+            fleet.start(name)
+        targets = targets_of(fleet, server)
+        faults = s.plan if s.plan is not None else schedule(
+            s.seed, s.duration, targets, s.faults, mean_gap_s=2.0 if s.quick else 3.0,
+            cut_max_s=3.0)
+        nemesis = Nemesis(faults, {t.name: t for t in targets}, net,
+                          Recorder(history, "nemesis"))
+        nemesis.start()
+        time.sleep(s.duration)
+        nemesis.stop()
+        settled = settle(queue, fleet, s.settle_s)
+        producers_failed = fleet.exited("producer")
+        read = read_back(queue, history)
+        queue.close()
+    finally:
+        if fleet is not None:
+            fleet.stop()
+        if net is not None:
+            net.close()
+        if server is not None:
+            server.stop()
+    chains, batches = flows_of(history)
+    records = load(history)
+    violations = check(records, Allowances.from_docs(TTR * 1000), chains=chains,
+                       batches=batches)
+    kinds = Counter(r.kind for r in records if r.phase == "invoke")
+    figures: dict[str, object] = {
+        "seed": s.seed, "duration_s": s.duration, "records": len(records),
+        "operations": sum(kinds.values()), "operations_by_kind": dict(kinds),
+        "outcomes": dict(Counter(r.phase for r in records
+                                 if r.phase in ("ok", "fail", "unknown"))),
+        "runs": sum(1 for r in records if r.kind == "start"),
+        "acknowledged": {w: sum(1 for r in records if r.process == f"producer-p-{w}"
+                                and r.kind == "enqueue" and r.phase == "ok")
+                         for w in s.workloads},
+        "faults": dict(Counter(r.fields.get("name") for r in records
+                               if r.kind == "fault" and r.phase == "begin")),
+        "fault_errors": nemesis.errors, "chains": len(chains), "batches": len(batches),
+        "callbacks": sum(1 for r in records if r.kind == "callback"),
+        "results_awaited": sum(1 for r in records if r.kind == "result"),
+        "jobs_read_back": read, "settled": settled, "producers_failed": producers_failed,
+        "violations": len(violations)}
+    (s.out / "summary.json").write_text(json.dumps(figures, indent=2, default=str))
+    return violations, figures
+
+
+def parse(argv: list[str]) -> Settings:
+    """The command line."""
+    parser = argparse.ArgumentParser(prog="nemesis")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--duration", type=float, default=60.0)
+    parser.add_argument("--workloads", default=",".join(WORKLOADS))
+    parser.add_argument("--faults", default=",".join(f for f in FAULTS
+                                                     if f not in ("failover", "migrate")))
+    parser.add_argument("--out", type=Path, default=Path("nemesis-results"))
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--rogue", action="store_true",
+                        help="a broken worker that runs jobs before they are due (the "
+                             "checker's own test)")
+    args = parser.parse_args(argv)
+    workloads = [w for w in args.workloads.split(",") if w]
+    faults = [f for f in args.faults.split(",") if f]
+    for w in workloads:
+        if w not in WORKLOADS:
+            parser.error(f"unknown workload {w!r} (known: {', '.join(WORKLOADS)})")
+    return Settings(args.seed, args.duration, workloads, faults, args.out / f"seed-{args.seed}",
+                    quick=args.quick, rogue=args.rogue)
+
+
+def main(argv: list[str]) -> int:
+    """Run, print the figures and the report; 1 on a violation or a run that went wrong."""
+    s = parse(argv)
+    violations, figures = run(s)
+    print(f"nemesis seed {s.seed}: {figures['operations']} operations, {figures['runs']} "
+          f"handler runs, {sum(figures['faults'].values())} faults "  # type: ignore[attr-defined]
+          f"{figures['faults']}, {len(violations)} violations (history: {s.out / 'history'})",
+          flush=True)
+    print(json.dumps(figures, default=str))
+    if violations:
+        print(format_report(violations))
+    idle = [w for w, n in figures["acknowledged"].items() if not n]  # type: ignore[attr-defined]
+    broken = not figures["settled"] or figures["producers_failed"] or idle
+    if broken:
+        print(f"the run itself went wrong: settled={figures['settled']}, producers that "
+              f"failed: {figures['producers_failed']}, workloads with no acknowledged "
+              f"enqueue: {idle} (see {s.out / 'logs'})")
+    return 1 if violations or broken else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,210 @@
+"""The producers of the nemesis run (docs/reliability.md#make-nemesis): processes that use the
+public API (``sd.Queue``) while the nemesis injects faults, and record every operation in the
+run's history (``tests/system/nemesis/history.py``) as invoked, then ``ok``, ``fail`` (refused:
+nothing was written) or ``unknown`` (a timeout or a connection error once the call may have been
+sent: it may or may not have happened).
+
+``python -m tests.system.nemesis.workloads URL QUEUE OUT NAME WORKLOAD SEED SECONDS`` runs one
+producer of ``WORKLOAD`` for ``SECONDS``:
+
+- ``plain``: delayed jobs (0.1-3 s), some cancelled and some rescheduled while they wait;
+- ``retry``: jobs whose handler fails their first attempt (half of them);
+- ``keyed``: jobs with priorities 0-9 and 4 fairness keys, the topic held to one running job
+  per key (``key_concurrency=1``, set by the runner);
+- ``flows``: workflows: fan-in (a child after 3 parents), chains of 3, batches of 4 with
+  ``on_success`` and ``on_complete`` callbacks; the ids of each chain and batch written to
+  ``OUT/flows-NAME.jsonl`` for the checker;
+- ``http``: jobs of topic ``http``, consumed over HTTP (tests/system/nemesis/http_consumer.py);
+- ``results``: jobs whose handler returns a value, each awaited with ``result(timeout=)`` by
+  this process (``result_wait`` operations and ``result`` notes).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Literal
+
+import streamdelay as sd
+from tests.system.nemesis.app import queue_for
+from tests.system.nemesis.history import Recorder, now_ms
+
+WORKLOADS = ("plain", "retry", "keyed", "flows", "http", "results")
+KEYS = 4
+REFUSED = (sd.ValidationError, sd.ConfigError)  # refused before anything was sent
+RESULT_WAIT_S = 30.0
+
+
+class Producer:
+    """One producer process: a queue, a recorder and a random source."""
+
+    def __init__(self, url: str, queue: str, out: Path, name: str, seed: int) -> None:
+        self.queue = queue_for(url, queue)
+        self.record = Recorder(out, f"producer-{name}")
+        self.flow_log = (out / f"flows-{name}.jsonl").open("a", buffering=1)
+        self.name, self.rng, self.count = name, random.Random(seed), 0
+        self.waiters = ThreadPoolExecutor(4)
+
+    def next_id(self, tag: str) -> str:
+        """A job id no other producer uses."""
+        self.count += 1
+        return f"{self.name}-{tag}{self.count}"
+
+    def operate(self, kind: str, job: str | None, call: Callable[[], Any],
+                done: Callable[[Any], dict[str, Any]], **fields: Any) -> Any:
+        """Record ``kind`` invoked, run ``call``, record how it ended; its answer (None unless
+        it was ok)."""
+        seq = self.record.invoke(kind, job, **fields)
+        try:
+            answer = call()
+        except REFUSED as exc:
+            self.record.complete(seq, "fail", error=f"{type(exc).__name__}: {exc}")
+            return None
+        except Exception as exc:  # timeout, connection lost, Redis restarting: maybe done
+            self.record.complete(seq, "unknown", error=f"{type(exc).__name__}: {exc}")
+            return None
+        self.record.complete(seq, "ok", **done(answer))
+        return answer
+
+    def enqueue(self, topic: str, body: Any, job: str, delay: float, **options: Any) -> bool:
+        """One recorded enqueue; True when it was acknowledged."""
+        extra = {k: v for k, v in options.items() if k in ("priority", "key", "after")}
+        answer = self.operate(
+            "enqueue", job, lambda: self.queue.enqueue(topic, body, id=job.split("}")[-1],
+                                                       delay=delay, **options),
+            lambda r: {"due_ms": r.due, "created": r.created}, topic=topic,
+            delay_ms=delay * 1000, **extra)
+        return answer is not None
+
+    def group(self, kind: str, jobs: list[str], call: Callable[[], Any], topic: str,
+              **fields: Any) -> bool:
+        """A call that enqueues ``jobs`` at once (a chain, a batch): each job's enqueue is
+        recorded invoked before it and ended as it ended; True when it was acknowledged."""
+        seqs = [self.record.invoke("enqueue", job, topic=topic, delay_ms=0, **fields)
+                for job in jobs]
+        try:
+            answer = call()
+        except Exception as exc:
+            phase: Literal["fail", "unknown"] = (
+                "fail" if isinstance(exc, REFUSED) else "unknown")
+            for seq in seqs:
+                self.record.complete(seq, phase, error=f"{type(exc).__name__}: {exc}")
+            return False
+        dues = self.dues(kind, answer, len(jobs))
+        for seq, due in zip(seqs, dues, strict=True):
+            self.record.complete(seq, "ok", due_ms=due, created=True)
+        return True
+
+    @staticmethod
+    def dues(kind: str, answer: Any, n: int) -> list[float | None]:
+        """The due times a chain's answer gives (a batch's gives none: each due at once)."""
+        if kind == "chain":
+            return [float(r.due) for r in answer]
+        return [None] * n
+
+    # --- the workloads -------------------------------------------------------------------
+
+    def plain(self) -> None:
+        """A delayed job; now and then cancel or reschedule an earlier one."""
+        job = self.next_id("p")
+        if not self.enqueue("plain", {"n": self.count}, job, self.rng.uniform(0.1, 3.0)):
+            return
+        roll = self.rng.random()
+        if roll < 0.1:
+            self.operate("cancel", job, lambda: self.queue.cancel(job),
+                         lambda found: {"cancelled": bool(found)})
+        elif roll < 0.2:
+            delay = self.rng.uniform(0.5, 3.0)
+            invoked = now_ms()
+            self.operate("reschedule", job, lambda: self.queue.reschedule(job, delay=delay),
+                         lambda found: {"found": bool(found), "due_ms": invoked + delay * 1000},
+                         delay_ms=delay * 1000)
+
+    def retry(self) -> None:
+        """A job whose first attempt fails half of the time."""
+        fail = self.rng.random() < 0.5
+        self.enqueue("retry", {"fail_first": fail}, self.next_id("r"),
+                     self.rng.uniform(0.1, 2.0), backoff=[0.2])
+
+    def keyed(self) -> None:
+        """A job with a priority and a fairness key (the key's jobs one at a time)."""
+        key = f"k{self.rng.randrange(KEYS)}"
+        job = "{" + key + "}" + self.next_id("k")
+        self.enqueue("keyed", None, job, self.rng.uniform(0.0, 1.0),
+                     priority=self.rng.randrange(10), key=key)
+
+    def flows(self) -> None:
+        """A fan-in, a chain or a batch."""
+        shape = self.rng.choice(("fan_in", "chain", "batch"))
+        tag = self.next_id(shape[0])
+        if shape == "fan_in":
+            parents = [f"{tag}.p{i}" for i in range(3)]
+            if not all([self.enqueue("flow", None, p, self.rng.uniform(0.1, 1.5))
+                        for p in parents]):
+                return
+            child = f"{tag}.c"
+            if self.enqueue("flow", None, child, 0.0, after=parents):
+                for i, parent in enumerate(parents):
+                    self.write_flow("chain", f"{tag}/{i}", [parent, child])
+        elif shape == "chain":
+            links = [f"{tag}.{i}" for i in range(3)]
+            specs = [sd.JobSpec("flow", None, id=link) for link in links]
+            if self.group("chain", links, lambda: self.queue.chain(specs), "flow", chain=tag):
+                self.write_flow("chain", tag, links)
+        else:
+            members = [f"{tag}.{i}" for i in range(4)]
+            specs = [sd.JobSpec("flow", None, id=m) for m in members]
+            if self.group("batch", members, lambda: self.queue.batch(
+                    specs, id=tag, on_success=sd.JobSpec("callback", {"batch": tag}),
+                    on_complete=sd.JobSpec("callback", {"batch": tag})), "flow", batch=tag):
+                self.write_flow("batch", tag, members)
+
+    def write_flow(self, kind: str, name: str, jobs: list[str]) -> None:
+        """Tell the checker about an acknowledged chain or batch."""
+        self.flow_log.write(json.dumps({"kind": kind, "name": name, "jobs": jobs}) + "\n")
+
+    def http(self) -> None:
+        """A job for the HTTP consumers."""
+        self.enqueue("http", {"n": self.count}, self.next_id("h"), self.rng.uniform(0.1, 2.0))
+
+    def results(self) -> None:
+        """A job whose value this process awaits (in a thread: enqueuing goes on)."""
+        job = self.next_id("v")
+        n = self.count
+        if self.enqueue("result", {"n": n}, job, self.rng.uniform(0.1, 2.0)):
+            self.waiters.submit(self.await_result, job, n * 2)
+
+    def await_result(self, job: str, expected: int) -> None:
+        """``result(timeout=)`` recorded as an operation, and what it answered as a note."""
+        answer = self.operate(
+            "result_wait", job, lambda: self.queue.result(job, timeout=RESULT_WAIT_S),
+            lambda r: {"state": None if r is None else r.state,
+                       "value": None if r is None else r.value}, expected=expected)
+        if answer is not None:
+            self.record.note("result", job, state=answer.state, value=answer.value,
+                             expected=expected)
+
+
+def run(url: str, queue: str, out: Path, name: str, workload: str, seed: int,
+        seconds: float) -> None:
+    """Run one workload for ``seconds``, then wait for its result waits."""
+    producer = Producer(url, queue, out, name, seed)
+    step: Callable[[], None] = getattr(producer, workload)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        step()
+        time.sleep(producer.rng.uniform(0.02, 0.12))
+    producer.waiters.shutdown(wait=True)
+    producer.queue.close()
+
+
+if __name__ == "__main__":
+    if sys.argv[5] not in WORKLOADS:
+        sys.exit(f"unknown workload {sys.argv[5]!r} (known: {', '.join(WORKLOADS)})")
+    run(sys.argv[1], sys.argv[2], Path(sys.argv[3]), sys.argv[4], sys.argv[5],
+        int(sys.argv[6]), float(sys.argv[7]))
