@@ -179,7 +179,10 @@ class Nemesis:
         with self._locks[target.name], net_lock:
             if self._stopping.is_set():
                 return
-            self._note(fault, "begin")
+            extra: dict[str, object] = {}
+            if fault.name in NET_FAULTS and self.net is not None:
+                extra["hosts"] = self._hosts(target)  # whom the cut cuts off (the checker)
+            self._note(fault, "begin", **extra)
             detail = ""
             try:
                 detail = self._inject(fault, target)
@@ -187,7 +190,7 @@ class Nemesis:
                 detail = f"failed: {type(exc).__name__}: {exc}"
                 self.errors.append(f"{fault}: {detail}")
             self.done.append((fault, detail))
-            self._note(fault, "end", detail=detail)
+            self._note(fault, "end", detail=detail, **extra)
 
     def _hold(self, seconds: float) -> None:
         """Wait out the fault's duration, or less when ``stop()`` is called."""
@@ -218,9 +221,14 @@ class Nemesis:
             return target.action(0.0 if self._stopping.is_set() else fault.duration_s)
         return self._net_fault(fault, target)
 
+    def _hosts(self, target: Target) -> list[str]:
+        """The ``Net`` hosts a network fault on ``target`` hits: its own, or for Redis all."""
+        assert self.net is not None
+        return [target.host] if target.host is not None else list(self.net.hosts)
+
     def _net_fault(self, fault: Fault, target: Target) -> str:
         assert self.net is not None
-        hosts = [target.host] if target.host is not None else list(self.net.hosts)
+        hosts = self._hosts(target)
         try:
             for host in hosts:
                 if fault.name == "degrade":
