@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import time
 from collections import Counter
@@ -154,7 +155,9 @@ def flows_of(history: Path) -> tuple[dict[str, list[str]], dict[str, list[str]]]
 def run(s: Settings) -> tuple[list[Violation], dict[str, object]]:
     """One whole run; the violations and the run's figures."""
     history = s.out / "history"
-    history.mkdir(parents=True, exist_ok=True)
+    for old in (history, s.out / "logs"):  # a run again into the same directory starts afresh
+        shutil.rmtree(old, ignore_errors=True)
+    history.mkdir(parents=True)
     net = None
     if any(f in NET_FAULTS for f in s.faults) or any(f.name in NET_FAULTS for f in s.plan or []):
         require_root()
