@@ -47,8 +47,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Run inside a namespace: connect to HOST:PORT, send PING, print how it went.
 PROBE = """
-import socket, sys
+import socket, sys, time
 host, port, timeout = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+began = time.monotonic()
 try:
     s = socket.create_connection((host, port), timeout=timeout)
     s.sendall(b"PING\\r\\n")
@@ -59,6 +60,7 @@ except ConnectionRefusedError:
     print("refused")
 except OSError as exc:
     print("unreachable" if exc.errno in (101, 113) else f"error {exc.errno}")
+print(time.monotonic() - began, file=sys.stderr)
 """
 # Run inside a namespace: send as fast as it can for SECONDS (the sink counts what arrives).
 BLAST = """
@@ -109,10 +111,20 @@ def redis_in_reach(net: Net) -> Iterator[RedisServer]:
 
 
 def probe(net: Net, host: str, port: int, timeout: float = 1.5) -> str:
+    """How a PING from ``host`` to Redis's host-side address went: ok, timeout, refused,
+    unreachable."""
+    return probe_timed(net, host, port, timeout)[0]
+
+
+def probe_timed(net: Net, host: str, port: int, timeout: float) -> tuple[str, float]:
+    """``probe`` and the seconds the attempt took in the probing process (not its start-up)."""
     h = net.hosts[host]
     done = subprocess.run(h.wrap([sys.executable, "-c", PROBE, h.host_ip, str(port),
-                                  str(timeout)]), capture_output=True, text=True, timeout=30)
-    return done.stdout.strip() or done.stderr.strip()
+                                  str(timeout)]), capture_output=True, text=True, timeout=60)
+    try:
+        return done.stdout.strip(), float(done.stderr.strip().rsplit("\n", 1)[-1])
+    except ValueError:
+        return done.stdout.strip() or done.stderr.strip(), -1.0
 
 
 def test_the_schedule_is_a_function_of_the_seed() -> None:
@@ -141,9 +153,9 @@ def test_a_loud_cut_fails_at_once_and_a_heal_restores(net: Net,
     assert probe(net, "a", port + 1 if port < 65535 else port - 1) == "refused"
     net.cut("a", silent=False)
     try:
-        began = time.monotonic()
-        assert probe(net, "a", port, timeout=5) == "unreachable"
-        assert time.monotonic() - began < 4  # at once, not after the 5 s timeout
+        result, took = probe_timed(net, "a", port, timeout=5)
+        assert result == "unreachable"
+        assert 0 <= took < 2.5  # at once, not after the 5 s timeout
         assert probe(net, "b", port) == "ok"  # one host only
     finally:
         net.heal("a")
@@ -199,7 +211,7 @@ def test_a_degraded_link_carries_less_than_the_same_link_undegraded(net: Net) ->
     assert shaped * 4 < clear, (shaped, clear)
     lossy = stats.split("class htb 1:20", 1)[1]
     assert int(lossy.split("dropped ", 1)[1].split(",", 1)[0]) > 0, stats  # the loss class
-    assert blast(net, "c", 0.5) * 4 > clear / 2  # healed: the shaping is gone
+    assert blast(net, "c", 0.5) * 2 > shaped * 4  # healed: the shaping is gone
 
 
 def test_a_cut_of_redis_cuts_every_host(net: Net, redis_in_reach: RedisServer) -> None:
@@ -240,7 +252,7 @@ def test_kill_restarts_with_a_new_pid_and_stop_continues(tmp_path: Path) -> None
         assert second is not None and second != first
         assert wait_until(lambda: _state(second) == "T", timeout=5)  # stopped
         nemesis.stop()  # ends the 30 s stop now
-        assert _state(second) != "T"
+        assert wait_until(lambda: _state(second) != "T", timeout=5)  # continued
         assert [(r["name"], r["phase"]) for r in notes.records] == [
             ("kill", "begin"), ("kill", "end"), ("stop", "begin"), ("stop", "end")]
     finally:
