@@ -11,9 +11,11 @@ processes; a process restarted under the same name appends and goes on numbering
   not have happened (a timeout, a lost connection). The completion has the invoke's ``seq``,
   ``kind`` and ``job``. An invoke never completed (the process was killed) counts as unknown.
 - ``rec.note(kind, job, **fields)`` for what is not an operation: a handler's ``start`` and
-  ``end`` (``attempt=``, ``worker=``, ``outcome="ok" | "fail" | "dead"``, ``value=``), a
-  nemesis ``fault`` (``phase="begin" | "end"``, ``name=``, ``target=``: see checker.py),
-  ``result`` and ``callback`` notes, a ``final_state`` (``state=``) read back at the end.
+  ``end`` (``attempt=``, ``worker=``, ``outcome="ok" | "fail" | "dead"``, ``value=``; on a start
+  ``due_ms=job.due`` and ``ready_ms=`` the ms of ``job.entry_id``, see checker.py), a
+  nemesis ``fault`` (``phase="begin" | "end"``, ``name=``, ``target=``, ``hosts=``: see
+  timeline.py), ``result`` and ``callback`` notes, a ``final_state`` (``state=``) read back
+  at the end.
 
 Durability: each record is one ``os.write`` of one whole line on an ``O_APPEND`` descriptor,
 with no buffer in the process, so a ``kill -9`` (or a partition, or a frozen process) loses no

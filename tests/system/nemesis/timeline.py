@@ -13,8 +13,8 @@ list of names. A fault without an end lasts to the end of the history.
   ``cuts_off=True`` on a packet-loss fault that drops everything): only such a fault on a run's
   worker, longer than the allowed bound, excuses an overlap (checker.py).
 
-A fault cuts off its targets and the names of its ``hosts`` field (a cut of the link of every
-host at once, the ``redis`` target of the nemesis: its end note's ``detail`` lists them too).
+A fault cuts off its targets and the names of its ``hosts`` field (a network fault of the
+nemesis names there the hosts it cut: one, or all of them for its ``redis`` target).
 A target names a run's worker when it equals the run's ``worker`` field, one of its
 ``:``-separated parts (``"w1"`` or the pid of ``"w1:4321"``), the recorder's process name or
 one of its ``-``-separated parts (``"n0"`` of ``"worker-n0-4321"``).
@@ -23,7 +23,6 @@ one of its ``-``-separated parts (``"n0"`` of ``"worker-n0-4321"``).
 from __future__ import annotations
 
 import math
-import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -34,7 +33,6 @@ if TYPE_CHECKING:
 
 SUCCESS = frozenset({"ok", "succeeded"})
 FINAL = SUCCESS | {"dead"}
-_DETAIL_HOSTS = re.compile(r"(\w+) of (.+) for [\d.]+ s$")
 CUT_OFF_WORDS = ("cut", "partition", "stop", "pause", "freeze", "isolate", "link_down")
 
 
@@ -68,15 +66,12 @@ class Fault:
         return [self.begin] if self.end is None else [self.begin, self.end]
 
     def hit(self) -> set[str]:
-        """The names it hit: its targets, the ``hosts`` field of its notes, and the hosts
-        its end note's ``detail`` lists (the nemesis writes ``"cut_silent of n0, n1 for
-        1.2 s"``: a cut of the ``redis`` target cuts every host in a namespace)."""
+        """The names it hit: its targets and the ``hosts`` field of its notes (the nemesis
+        names there every host a network fault cut off: a cut of the ``redis`` target cuts
+        every host in a namespace)."""
         names = set(self.targets)
         for record in self.records():
             names.update(_targets(record.fields.get("hosts")))
-            found = _DETAIL_HOSTS.match(str(record.fields.get("detail", "")))
-            if found and found.group(1) == self.name:
-                names.update(h.strip() for h in found.group(2).split(","))
         return names
 
 
