@@ -10,6 +10,7 @@ namespace is removed again, also on failure, and what a killed run left is clean
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import os
 import shutil
@@ -18,7 +19,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -260,6 +261,55 @@ def test_kill_restarts_with_a_new_pid_and_stop_continues(tmp_path: Path) -> None
         for proc in procs:
             proc.kill()
             proc.wait(5)
+
+
+def test_a_seeded_schedule_runs_and_leaves_everything_as_it_was(
+        net: Net, redis_in_reach: RedisServer) -> None:
+    procs: dict[str, list[subprocess.Popen[bytes]]] = {}
+
+    def spawn(host: str) -> None:
+        procs.setdefault(host, []).append(
+            subprocess.Popen(net.hosts[host].wrap(["sleep", "60"])))
+
+    def restarter(host: str) -> Callable[[], None]:
+        def restart() -> None:
+            procs[host][-1].wait(5)
+            spawn(host)
+        return restart
+
+    targets = []
+    for host in ("a", "b"):
+        spawn(host)
+        targets.append(process_target(host, "worker", functools.partial(_last, procs[host]),
+                                      restarter(host), host=host))
+    targets.append(redis_target("redis", redis_in_reach))
+    plan = schedule(3, 3.0, targets, ["kill", "stop", "cut_loud", "cut_silent", "degrade"],
+                    mean_gap_s=0.3, cut_max_s=0.6)
+    notes = Notes()
+    nemesis = Nemesis(plan, {t.name: t for t in targets}, net, notes)
+    try:
+        nemesis.start()
+        time.sleep(3.5)
+    finally:
+        nemesis.stop()
+        try:
+            assert not nemesis.errors, nemesis.errors
+            begun = [(r["name"], r["target"]) for r in notes.records if r["phase"] == "begin"]
+            ended = [(r["name"], r["target"]) for r in notes.records if r["phase"] == "end"]
+            assert len(begun) >= 3 and sorted(begun) == sorted(ended), notes.records
+            for host in ("a", "b"):
+                pid = procs[host][-1].pid
+                assert procs[host][-1].poll() is None and _state(pid) != "T", host
+                assert probe(net, host, redis_in_reach.port) == "ok", host
+        finally:
+            for started in procs.values():
+                for proc in started:
+                    proc.kill()
+                    proc.wait(5)
+
+
+def _last(started: list[subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
+    return started[-1]
 
 
 def _state(pid: int) -> str:
