@@ -128,16 +128,19 @@ def schedule(seed: int, duration_s: float, targets: list[Target], kinds: list[st
 
 class Nemesis:
     """Runs ``faults`` against ``targets`` in a thread (each fault in its own, at its time).
-    ``stop()`` ends the faults under way at once (SIGCONT, heal, restart) and skips the rest."""
+    ``stop()`` ends the faults under way at once (SIGCONT, heal, restart) and skips the rest.
+    A ``degrade`` shapes to ``degrade_kbit`` each way and loses ``degrade_loss_pct`` %."""
 
     def __init__(self, faults: list[Fault], targets: dict[str, Target], net: Net | None,
-                 recorder: Any) -> None:
+                 recorder: Any, *, degrade_kbit: int = DEGRADE_KBIT,
+                 degrade_loss_pct: float | None = DEGRADE_LOSS_PCT) -> None:
         for fault in faults:
             if fault.target not in targets:
                 raise ValueError(f"fault {fault} names an unknown target")
             if fault.name in NET_FAULTS and net is None:
                 raise ValueError(f"fault {fault} needs a Net")
         self.faults, self.targets, self.net, self.recorder = faults, targets, net, recorder
+        self.degrade_kbit, self.degrade_loss_pct = degrade_kbit, degrade_loss_pct
         self._stopping = threading.Event()
         self._locks = {name: threading.Lock() for name in [*targets, "net"]}
         self._threads: list[threading.Thread] = []
@@ -232,7 +235,7 @@ class Nemesis:
         try:
             for host in hosts:
                 if fault.name == "degrade":
-                    self.net.degrade(host, DEGRADE_KBIT, DEGRADE_LOSS_PCT)
+                    self.net.degrade(host, self.degrade_kbit, self.degrade_loss_pct)
                 else:
                     self.net.cut(host, silent=fault.name == "cut_silent")
             self._hold(fault.duration_s)

@@ -22,7 +22,8 @@ What ``netem`` would add is in docs/reliability.md#nemesis.
 
 Everything created is listed first in an owner file under ``STATE_DIR`` (the pid of the run);
 ``close()`` removes it, and ``cleanup_stale()`` removes what a run killed before its
-``close()`` left behind (namespaces ``sd-nem-*``, links ``sdnem*``), never a live run's.
+``close()`` left behind (namespaces ``sd-nem-*``, links ``sdnem*``), never a live run's
+(``python -m tests.system.nemesis.net`` does it by hand).
 """
 
 from __future__ import annotations
@@ -305,3 +306,8 @@ def cleanup_stale() -> list[str]:
             if json.loads(owner.read_text() or "{}").get("pid") == pid:  # not a new run's
                 owner.unlink()
     return removed
+
+
+if __name__ == "__main__":  # ``python -m tests.system.nemesis.net``: clean up after a killed run
+    require_root()
+    print("\n".join(cleanup_stale()) or "nothing left over")
