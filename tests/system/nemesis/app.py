@@ -28,6 +28,11 @@ from tests.system.nemesis.history import Recorder
 
 TTR = 3.0  # a killed or cut-off worker's jobs come back 3 s after its last heartbeat
 KEEP_RESULT = 3600.0  # results are read back after the run settles
+# How long an acknowledged job's id stays taken (``keep_done``; ``--keep-done`` of run.py sets
+# NEMESIS_KEEP_DONE): without it, an enqueue whose reply was lost in a Redis restart and whose
+# retry reaches Redis after the job already ran and was acknowledged creates the job a second
+# time (docs/reliability.md#make-nemesis, "A retried enqueue").
+KEEP_DONE_ENV = "NEMESIS_KEEP_DONE"
 TOPICS = ("plain", "retry", "keyed", "flow", "callback", "result")
 WORK_S = (0.0, 0.05)  # each run's work: short, so runs of one job rarely straddle a fault
 
@@ -36,7 +41,8 @@ def queue_for(url: str, name: str, partitions: int | None = None) -> sd.Queue:
     """The queue every nemesis process uses: the same settings on each side (the partition
     count from ``STREAMDELAY_PARTITIONS`` unless given)."""
     return sd.Queue(name, url=url, ttr=TTR, max_attempts=20, backoff=[0.2],
-                    keep_result=KEEP_RESULT, partitions=partitions)
+                    keep_result=KEEP_RESULT, partitions=partitions,
+                    keep_done=float(os.environ.get(KEEP_DONE_ENV, "600")))
 
 
 def fails_first(job: sd.Job) -> bool:

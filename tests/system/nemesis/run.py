@@ -25,7 +25,7 @@ from pathlib import Path
 
 import streamdelay as sd
 from tests.support.redis_server import RedisServer
-from tests.system.nemesis.app import TTR, queue_for
+from tests.system.nemesis.app import KEEP_DONE_ENV, TTR, queue_for
 from tests.system.nemesis.faults import FAULTS, NET_FAULTS, Fault, Nemesis, Target, schedule
 from tests.system.nemesis.fleet import Fleet
 from tests.system.nemesis.history import (
@@ -58,6 +58,7 @@ class Settings:
     partitions: int = 2
     settle_s: float = 90.0
     plan: list[Fault] | None = None  # these faults instead of the seed's schedule
+    keep_done: float = 600.0  # every process's keep_done (app.py: KEEP_DONE_ENV)
 
 
 def _subnet(net_name: str) -> Net:
@@ -162,6 +163,7 @@ def run(s: Settings) -> tuple[list[Violation], dict[str, object]]:
     if any(f in NET_FAULTS for f in s.faults) or any(f.name in NET_FAULTS for f in s.plan or []):
         require_root()
         net = _subnet(f"r{os.getpid() % 100000}")
+    os.environ[KEEP_DONE_ENV] = f"{s.keep_done:g}"  # this process's queue and every child's
     server: RedisServer | None = None
     fleet: Fleet | None = None
     try:
@@ -231,6 +233,9 @@ def parse(argv: list[str]) -> Settings:
     parser.add_argument("--rogue", action="store_true",
                         help="a broken worker that runs jobs before they are due (the "
                              "checker's own test)")
+    parser.add_argument("--keep-done", type=float, default=600.0,
+                        help="seconds an acknowledged job's id stays taken (0: the default "
+                             "of a queue; see docs/reliability.md#make-nemesis)")
     args = parser.parse_args(argv)
     workloads = [w for w in args.workloads.split(",") if w]
     faults = [f for f in args.faults.split(",") if f]
@@ -238,7 +243,7 @@ def parse(argv: list[str]) -> Settings:
         if w not in WORKLOADS:
             parser.error(f"unknown workload {w!r} (known: {', '.join(WORKLOADS)})")
     return Settings(args.seed, args.duration, workloads, faults, args.out / f"seed-{args.seed}",
-                    quick=args.quick, rogue=args.rogue)
+                    quick=args.quick, rogue=args.rogue, keep_done=args.keep_done)
 
 
 def main(argv: list[str]) -> int:
