@@ -1,9 +1,9 @@
 """streamdelay: delayed jobs on Redis Streams, on time by the server clock, at-least-once.
 
 The package is layered (the import-linter contract in pyproject.toml, checked by ``make lint``;
-docs/design.md), top to bottom: ``testing`` | ``contrib`` > ``cli`` > ``web`` > ``consumer`` > ``metrics`` >
-``producer`` > ``engine`` > ``schedules`` | ``limits`` > ``telemetry`` > ``redis_io`` >
-``protocol`` > ``base``: a layer imports only the layers below it
+docs/design.md), top to bottom: ``testing`` | ``contrib`` > ``cli`` > ``web`` > ``consumer`` >
+``metrics`` > ``producer`` > ``engine`` > ``schedules`` | ``limits`` > ``telemetry`` >
+``redis_io`` > ``protocol`` > ``base``: a layer imports only the layers below it
 (tests/unit/test_package_layers.py keeps this list and the contract's alike). Everything a user
 needs is exported here.
 """
