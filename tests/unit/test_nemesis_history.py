@@ -439,3 +439,13 @@ def test_the_report_counts_each_rule_and_shows_the_first_violations() -> None:
     assert text.startswith("5 violation(s): lost 5")
     assert text.count("[lost]") == 2 and "... and 3 more" in text
     assert format_report(violations, limit=None).count("[lost]") == 5
+
+
+@pytest.mark.parametrize(("second", "allowed"), [(3200, True), (2800, False)])
+def test_a_pull_consumers_run_may_run_again_once_silent_past_its_ttr(
+        second: float, allowed: bool) -> None:
+    h = History()
+    h.enqueue("a", 0, 100)
+    h.run("a", 100, 5000, worker="http-h0:7", pull=True)  # its ack held up (serve stopped)
+    h.run("a", 100 + second, 100 + second + 50, worker="http-h1:8", pull=True)
+    assert (h.check() == []) is allowed

@@ -21,7 +21,10 @@ Rules (``Violation.rule``):
   only as the docs allow it (docs/guarantees.md#never-twice-at-once): the first run's worker
   was cut off from Redis (a ``cuts_off`` fault naming it, between the first run's start and
   the second's) for longer than ``Allowances.overlap_allowed_when_cutoff_longer_than_ms``
-  (``2/3 ttr - 0.3 s``: ``Allowances.from_docs``); never in one worker process.
+  (``2/3 ttr - 0.3 s``: ``Allowances.from_docs``); never in one worker process. A pull
+  consumer's run (its start note has ``pull=True``: a reservation nobody touches) may be run
+  again elsewhere once it was silent past its ttr (docs/guarantees.md, pull consumers): the
+  second run started more than ``ttr_ms`` after the first.
 - ``run_after_cancel``: a run delivered (as above) after a cancel answered ``ok`` with
   ``cancelled`` true, with no enqueue of that id invoked after the cancel was.
 - ``phantom_result``: a ``result`` note (state ``succeeded`` or none), or a ``final_state``
@@ -170,6 +173,8 @@ def _cut_off_long_enough(c: _Check, first: Run, second: Run) -> bool:
     bound = c.allow.overlap_allowed_when_cutoff_longer_than_ms
     if bound is None or first.process == second.process:
         return False
+    if first.start.fields.get("pull"):  # nobody touches a reservation: silent past its ttr
+        return second.start_ms - first.start_ms > c.allow.ttr_ms
     names = first.names()
     for fault in c.line.faults:
         if not fault.cuts_off or not names.intersection(fault.hit()):
