@@ -333,14 +333,17 @@ def test_redis_restart_comes_back_from_its_aof() -> None:
             assert client.get("acknowledged") == b"yes"
 
 
-def test_failover_promotes_the_replica() -> None:
+def test_failover_promotes_the_replica_and_back() -> None:
     with LocalSentinel(down_after_ms=500) as local:
-        old = local.master_port()
-        target = sentinel_target("sentinel", local)
-        assert target.action is not None
-        detail = target.action(0.1)
-        assert "NOT" not in detail, detail
-        assert local.master_port() not in (None, old)
+        first = local.master_port()
+        for graceful in (True, False):  # SENTINEL FAILOVER, then the primary killed -9
+            old = local.master_port()
+            action = sentinel_target("sentinel", local, graceful=graceful).action
+            assert action is not None
+            detail = action(0.1)
+            assert "NOT" not in detail, detail
+            assert local.master_port() not in (None, old), detail
+        assert local.master_port() == first  # back on the first: the killed one came back
 
 
 def test_migrate_moves_the_slot_to_another_primary() -> None:

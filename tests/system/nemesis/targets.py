@@ -8,6 +8,7 @@ import subprocess
 import time
 from collections.abc import Callable
 
+import redis
 from redis.crc import key_slot
 
 from tests.support.cluster import MASTER_NAME, LocalCluster, LocalSentinel
@@ -51,6 +52,21 @@ def _current(local: LocalSentinel) -> tuple[RedisServer, RedisServer]:
     return primary, local.replica if primary is local.master else local.master
 
 
+def _sentinel_failover(local: LocalSentinel) -> None:
+    """``SENTINEL FAILOVER``, again while Sentinel has no replica it deems good yet
+    (``NOGOODSLAVE``: its view of the replica is refreshed every few seconds)."""
+    deadline = time.monotonic() + FAILOVER_TIMEOUT_S
+    while True:
+        try:
+            with local.sentinel_client() as sentinel:
+                sentinel.execute_command("SENTINEL", "FAILOVER", MASTER_NAME)
+            return
+        except redis.ResponseError as exc:
+            if "NOGOODSLAVE" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 def sentinel_target(name: str, local: LocalSentinel, graceful: bool = False) -> Target:
     """A primary with one replica under Sentinel: ``failover`` kills the current primary with
     -9 (graceful: ``SENTINEL FAILOVER`` instead), waits until Sentinel has promoted the replica,
@@ -61,8 +77,7 @@ def sentinel_target(name: str, local: LocalSentinel, graceful: bool = False) -> 
         primary, replica = _current(local)
         began = time.monotonic()
         if graceful:
-            with local.sentinel_client() as sentinel:
-                sentinel.execute_command("SENTINEL", "FAILOVER", MASTER_NAME)
+            _sentinel_failover(local)
         else:
             primary.kill()
         promoted = wait_until(lambda: local.failed_over_to(replica), timeout=FAILOVER_TIMEOUT_S,
