@@ -36,11 +36,13 @@ from tests.system.nemesis.history import (
     format_report,
     load,
 )
+from tests.system.nemesis.key_limits import check_key_limits
 from tests.system.nemesis.net import Net, require_root
 from tests.system.nemesis.targets import process_target, redis_target
 from tests.system.nemesis.workloads import WORKLOADS
 
 QUEUE = "nemesis"
+KEY_CONCURRENCY = 1  # the keyed workload's limit per fairness key (key_limits.py checks it)
 PROCESS_FAULTS = ("kill", "stop", "redis_restart")
 
 
@@ -172,7 +174,7 @@ def run(s: Settings) -> tuple[list[Violation], dict[str, object]]:
         server = RedisServer(*(net.redis_bind_args() if net else []), persistent=True).start()
         fleet.redis_port = server.port
         queue = queue_for(server.url, QUEUE, s.partitions)
-        queue.limit("keyed", key_concurrency=1)
+        queue.limit("keyed", key_concurrency=KEY_CONCURRENCY)
         for name in fleet.members:
             fleet.start(name)
         targets = targets_of(fleet, server)
@@ -198,7 +200,7 @@ def run(s: Settings) -> tuple[list[Violation], dict[str, object]]:
     chains, batches = flows_of(history)
     records = load(history)
     violations = check(records, Allowances.from_docs(TTR * 1000), chains=chains,
-                       batches=batches)
+                       batches=batches) + check_key_limits(records, KEY_CONCURRENCY)
     kinds = Counter(r.kind for r in records if r.phase == "invoke")
     figures: dict[str, object] = {
         "seed": s.seed, "duration_s": s.duration, "records": len(records),
