@@ -449,3 +449,11 @@ def test_a_pull_consumers_run_may_run_again_once_silent_past_its_ttr(
     h.run("a", 100, 5000, worker="http-h0:7", pull=True)  # its ack held up (serve stopped)
     h.run("a", 100 + second, 100 + second + 50, worker="http-h1:8", pull=True)
     assert (h.check() == []) is allowed
+
+
+def test_a_violation_reads_as_its_part_of_the_report() -> None:
+    h = History()
+    h.enqueue("a", 0, 100)
+    v = only(h.check(), "lost")
+    assert str(v).startswith("[lost] a: enqueue acknowledged at +2 ms")
+    assert str(v) in format_report([v])

@@ -82,6 +82,11 @@ class Violation:
     slice: list[Record]
     origin_ms: float = 0.0
 
+    def __str__(self) -> str:
+        """The violation as ``format_report`` shows it."""
+        return "\n".join([f"[{self.rule}] {self.job or '-'}: {self.message}",
+                          *(_describe(r, self.origin_ms) for r in self.slice)])
+
 
 @dataclass
 class _Check:
@@ -323,9 +328,7 @@ def format_report(violations: list[Violation], limit: int | None = 50) -> str:
     out = [f"{len(violations)} violation(s): "
            + ", ".join(f"{rule} {n}" for rule, n in sorted(counts.items()))]
     shown = violations if limit is None else violations[:limit]
-    for v in shown:
-        out.append(f"\n[{v.rule}] {v.job or '-'}: {v.message}")
-        out.extend(_describe(r, v.origin_ms) for r in v.slice)
+    out.extend(f"\n{v}" for v in shown)
     if len(shown) < len(violations):
         out.append(f"\n... and {len(violations) - len(shown)} more (format_report(limit=None))")
     return "\n".join(out)
