@@ -168,6 +168,7 @@ def run(s: Settings) -> tuple[list[Violation], dict[str, object]]:
     os.environ[KEEP_DONE_ENV] = f"{s.keep_done:g}"  # this process's queue and every child's
     server: RedisServer | None = None
     fleet: Fleet | None = None
+    nemesis: Nemesis | None = None
     try:
         # hosts first: Redis listens on every host-side address (net.py)
         fleet = build_fleet(s, 0, net)
@@ -191,6 +192,8 @@ def run(s: Settings) -> tuple[list[Violation], dict[str, object]]:
         read = read_back(queue, history)
         queue.close()
     finally:
+        if nemesis is not None:
+            nemesis.stop()  # again after an error mid-run: nothing left stopped or cut off
         if fleet is not None:
             fleet.stop()
         if net is not None:
@@ -213,7 +216,8 @@ def run(s: Settings) -> tuple[list[Violation], dict[str, object]]:
                          for w in s.workloads},
         "faults": dict(Counter(r.fields.get("name") for r in records
                                if r.kind == "fault" and r.phase == "begin")),
-        "fault_errors": nemesis.errors, "chains": len(chains), "batches": len(batches),
+        "fault_errors": nemesis.errors if nemesis is not None else [],
+        "chains": len(chains), "batches": len(batches),
         "callbacks": sum(1 for r in records if r.kind == "callback"),
         "results_awaited": sum(1 for r in records if r.kind == "result"),
         "jobs_read_back": read, "settled": settled, "producers_failed": producers_failed,
