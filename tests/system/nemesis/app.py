@@ -37,11 +37,12 @@ TOPICS = ("plain", "retry", "keyed", "flow", "callback", "result")
 WORK_S = (0.0, 0.05)  # each run's work: short, so runs of one job rarely straddle a fault
 
 
-def queue_for(url: str, name: str, partitions: int | None = None) -> sd.Queue:
+def queue_for(url: str, name: str, partitions: int | None = None,
+              retry_for: float | None = 5.0) -> sd.Queue:
     """The queue every nemesis process uses: the same settings on each side (the partition
     count from ``STREAMDELAY_PARTITIONS`` unless given)."""
     return sd.Queue(name, url=url, ttr=TTR, max_attempts=20, backoff=[0.2],
-                    keep_result=KEEP_RESULT, partitions=partitions,
+                    keep_result=KEEP_RESULT, partitions=partitions, retry_for=retry_for,
                     keep_done=float(os.environ.get(KEEP_DONE_ENV, "600")))
 
 

@@ -38,13 +38,16 @@ WORKLOADS = ("plain", "retry", "keyed", "flows", "http", "results")
 KEYS = 4
 REFUSED = (sd.ValidationError, sd.ConfigError)  # refused before anything was sent
 RESULT_WAIT_S = 30.0
+# Producers give up on a call after 1 s of connection trouble (the default is 5 s), so a Redis
+# restart or a stop leaves operations whose outcome is unknown: the checker must cope with them.
+RETRY_FOR_S = 1.0
 
 
 class Producer:
     """One producer process: a queue, a recorder and a random source."""
 
     def __init__(self, url: str, queue: str, out: Path, name: str, seed: int) -> None:
-        self.queue = queue_for(url, queue)
+        self.queue = queue_for(url, queue, retry_for=RETRY_FOR_S)
         self.record = Recorder(out, f"producer-{name}")
         self.flow_log = (out / f"flows-{name}.jsonl").open("a", buffering=1)
         self.name, self.rng, self.count = name, random.Random(seed), 0
