@@ -6,19 +6,23 @@
 --         '<highest layout it reads>|<live until, epoch ms>'. The partition's meta hash
 --         (KEYS[1] minus 'fleet', then 'meta'; same hash tag) is read, not written.
 -- ARGV[1] consumer name, ARGV[2] highest layout it reads, ARGV[3] ttl ms (how long the entry
---         counts as live without another call)
+--         counts as live without another call); optional ARGV[4] what the consumer is (JSON:
+--         host, pid, running ids, ...) and ARGV[5] how long (ms) that counts as live: written to
+--         the workers hash (KEYS[1] minus 'fleet', then 'workers') as
+--         '<live until ms>|<now ms>|<ARGV[4]>' (docs/operations.md#workers)
 -- Flags: allow-oom (one small field per live consumer, and it removes expired ones: a worker
 --        must be able to start while Redis is full).
 -- Returns the 'layout' field of partition 0's meta hash ('' when absent: layout 1), so a
 --         process sees a layout it does not know within one call.
 -- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
 -- Retry-safe: the same field is written again. Bounded: it looks at 16 random fields per call
--- and removes those expired; the whole hash expires 2 ttl after the last call.
+-- (of each hash) and removes those expired; a hash expires 2 ttl after the last call.
 -- @include server_time
 
 local key, member, ttl = KEYS[1], ARGV[1], tonumber(ARGV[3])
 local meta = string.sub(key, 1, #key - #'fleet') .. 'meta'
-for _, k in ipairs({key, meta}) do
+local workers = string.sub(key, 1, #key - #'fleet') .. 'workers'
+for _, k in ipairs({key, meta, workers}) do
   local t = redis.call('TYPE', k).ok
   if t ~= 'none' and t ~= 'hash' then error({err = 'SDERR WRONG_TYPE ' .. k .. ' ' .. t}) end
 end
@@ -30,4 +34,15 @@ for i = 1, #seen, 2 do
 end
 redis.call('HSET', key, member, ARGV[2] .. '|' .. (now + ttl))
 redis.call('PEXPIRE', key, 2 * ttl)
+if ARGV[4] ~= nil and ARGV[4] ~= '' then
+  local info_ttl = tonumber(ARGV[5])
+  seen = redis.call('HRANDFIELD', workers, 16, 'WITHVALUES')
+  for i = 1, #seen, 2 do
+    if tonumber(string.match(seen[i + 1], '^(%d+)|') or '0') < now then
+      redis.call('HDEL', workers, seen[i])
+    end
+  end
+  redis.call('HSET', workers, member, (now + info_ttl) .. '|' .. now .. '|' .. ARGV[4])
+  redis.call('PEXPIRE', workers, 2 * math.max(ttl, info_ttl))
+end
 return redis.call('HGET', meta, 'layout') or ''

@@ -31,6 +31,7 @@ from .base.errors import (
     ValidationError,
 )
 from .base.events import JobEvent
+from .base.fleet import WorkerInfo
 from .base.flows import BatchInfo
 from .base.models import (
     Backoff,
@@ -122,6 +123,7 @@ __all__ = [
     "TopicStats",
     "ValidationError",
     "Worker",
+    "WorkerInfo",
     "__version__",
     "lifespan",
     "task",

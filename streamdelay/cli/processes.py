@@ -31,12 +31,14 @@ log = logging.getLogger("streamdelay.cli")
               help="Run the embedded dispatcher (default: the Worker's setting, normally on).")
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None, metavar="PORT",
               help="Serve this process's Prometheus metrics at :PORT/metrics.")
+@click.option("--health-port", type=click.IntRange(1, 65535), default=None, metavar="PORT",
+              help="Serve GET /livez and /readyz at :PORT for probes (docs/operations.md).")
 @partitions_option
 @log_level_option
 @log_format_option
 def worker(target: str, url: str | None, concurrency: int | None, group: str | None,
-           dispatch: bool | None, metrics_port: int | None, partitions: int | None,
-           log_level: str, log_format: str) -> int:
+           dispatch: bool | None, metrics_port: int | None, health_port: int | None,
+           partitions: int | None, log_level: str, log_format: str) -> int:
     """Run the streamdelay Worker object found at MODULE:WORKER until SIGINT/SIGTERM.
 
     Imports MODULE (the current directory is on the path) and takes the Worker named WORKER
@@ -59,6 +61,8 @@ def worker(target: str, url: str | None, concurrency: int | None, group: str | N
                                                  dispatch=dispatch, partitions=partitions))
     if metrics_port is not None:
         chosen = library_call(lambda: chosen.replace(metrics_port=metrics_port))
+    if health_port is not None:
+        chosen = library_call(lambda: chosen.replace(health_port=health_port))
     log.info("worker %s: queue %s (%d partition(s)), group %s, topics %s, concurrency %d, "
              "dispatcher %s, redis %s", chosen.consumer, chosen.config.name,
              chosen.config.partitions, chosen.group, ", ".join(sorted(chosen.handlers)),

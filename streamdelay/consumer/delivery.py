@@ -67,6 +67,7 @@ class Delivery:
     ttr_ms: int = 60_000
     size: int = 0  # bytes of the job record: bounds the ack batches (acks.py)
     last_touch: float = field(default_factory=time.monotonic)
+    began: float = field(default_factory=time.time)  # epoch s: the Workers page's "for how long"
     lost: bool = False
     task: asyncio.Task[None] | None = None
     # the thread running a def handler: while it runs, the delivery holds its slot and its job

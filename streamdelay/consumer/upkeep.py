@@ -5,6 +5,7 @@ and handing unfinished jobs back at shutdown.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import time
@@ -18,7 +19,7 @@ from ..engine.settling import release_plan, touch_plan
 from ..engine.upkeep import prune_plan, reclaim_plan
 from ..protocol.batching import batches, by_partition
 from ..protocol.keys import PartitionKeys
-from ..protocol.layouts import FLEET_EVERY_S, join_fleet_call, layout_of
+from ..protocol.layouts import join_fleet_call, layout_of
 from ..protocol.plan import Command
 from ..protocol.replies import parse_stats
 from ..protocol.scripts import script
@@ -47,6 +48,7 @@ PRUNE_EVERY = PRUNE_EVERY_S
 # Jobs whose def handler's thread outlived a shutdown come back this long after the hand-back,
 # by when the process (which exits right after it) is gone (docs/worker.md#handler_timeout).
 HANDBACK_DELAY = 2.0
+STOPPING_SAY_S = 1.0  # longest wait for the "stopping" renewal at a graceful stop
 
 
 def _partition(delivery: Delivery) -> int:
@@ -228,15 +230,26 @@ async def reclaim_loop(worker: UpkeepHost) -> None:
 async def join_fleet(worker: UpkeepHost) -> None:
     """Say in the queue's fleet record that this consumer is live and which record layouts it
     reads; a ``LayoutError`` when the queue is on one it cannot read (docs/keys.md#fleet)."""
-    layout = await worker.call(join_fleet_call(worker.config.name, worker.consumer), "fleet")
+    call = join_fleet_call(worker.config.name, worker.consumer, worker.fleet_info(),
+                           3 * worker.fleet_every)  # what it runs: docs/operations.md#workers
+    layout = await worker.call(call, "fleet")
     layout_of(layout, PartitionKeys(worker.config.name, 0).meta)
 
 
+async def say_stopping(worker: UpkeepHost) -> None:
+    """At the start of a graceful stop, renew the fleet entry once more with state ``stopping``
+    (docs/operations.md#workers); skipped while Redis does not answer, bounded otherwise."""
+    if worker.liveness.lost_at is not None:
+        return
+    with contextlib.suppress(asyncio.TimeoutError, OSError, LayoutError):  # it just expires
+        await asyncio.wait_for(join_fleet(worker), STOPPING_SAY_S)
+
+
 async def fleet_loop(worker: UpkeepHost) -> None:
-    """Renew the fleet entry every ``FLEET_EVERY_S``; stop the worker (an error logged) once
-    the queue is on a layout this release cannot read: it never serves one."""
+    """Renew the fleet entry every ``fleet_every`` (``FLEET_EVERY_S``); stop the worker (an
+    error logged) once the queue is on a layout this release cannot read: it never serves one."""
     while True:
-        await asyncio.sleep(FLEET_EVERY_S * random.uniform(0.8, 1.0))
+        await asyncio.sleep(worker.fleet_every * random.uniform(0.8, 1.0))
         try:
             await join_fleet(worker)
         except LayoutError as exc:

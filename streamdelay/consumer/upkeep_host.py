@@ -97,6 +97,13 @@ class UpkeepHost(Protocol):
     def prune_every(self) -> float:
         """Seconds between two prune passes."""
 
+    @property
+    def fleet_every(self) -> float:
+        """Seconds between two renewals of the fleet entry (docs/operations.md#workers)."""
+
+    def fleet_info(self) -> str:
+        """What this worker is and runs now, as its fleet entry says it (JSON)."""
+
     async def call(self, step: Step, what: str) -> Any:
         """Run one step under the retry policy."""
 

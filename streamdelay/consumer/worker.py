@@ -32,6 +32,7 @@ from ..engine.taking import Entry
 from ..engine.upkeep import register_plan
 from ..metrics import worker_metrics
 from ..protocol.keys import PartitionKeys, partition_keys
+from ..protocol.layouts import FLEET_EVERY_S
 from ..protocol.plan import Plan, Step
 from ..redis_io.agreement import agree_partitions_async
 from ..redis_io.clients import AsyncClient, async_client
@@ -44,6 +45,8 @@ from .acks import AckLoop, PendingAcks
 from .counts import Counts
 from .delivery import Delivery, Handler, HandlerFn
 from .dispatcher import Dispatcher
+from .fleet import FleetSelf
+from .health import HealthServer
 from .liveness import Liveness
 from .running import HandlerRunner, Slots
 from .supervise import OwnedTasks, cancel_all, supervised, threads_finish
@@ -72,6 +75,7 @@ class Worker:
         reclaim_interval: float = 1.0,
         shutdown_grace: float = 30.0,
         metrics_port: int | None = None,
+        health_port: int | None = None,
     ) -> None:
         config = queue if isinstance(queue, QueueConfig) else getattr(queue, "config", None)
         if not isinstance(config, QueueConfig):
@@ -95,6 +99,7 @@ class Worker:
         # removed, checked every prune_every seconds (docs/worker.md)
         self.prune_idle = PRUNE_IDLE_S
         self.prune_every = upkeep.PRUNE_EVERY
+        self.fleet_every = FLEET_EVERY_S  # renewal of the fleet entry (docs/operations.md#workers)
         # the heartbeat and reclaim loops' view of the contact with Redis: after a failed call
         # every running job is touched before any reclaim (docs/guarantees.md#never-twice-at-once)
         self.liveness = Liveness(self.consumer, self.reclaim_interval)
@@ -111,12 +116,17 @@ class Worker:
         self._tasks = OwnedTasks()  # hand-backs (consumer/pausing.py)
         self._stopping = asyncio.Event()
         self._signals = 0
+        self._registered = False  # /readyz: the start-up calls answered
         self._client: AsyncClient | None = None
         self._dispatcher: Dispatcher | None = None
         self.metrics_port = metrics_port
         self.metrics = worker_metrics(config.name, self.group, metrics_port)
         self.observer = JobObserver(config.name, self.group)  # logs and spans (telemetry/)
         self.lateness = LatenessRecorder(config.name, self.consumer)  # docs/dashboard.md
+        self._fleet_self = FleetSelf(self.group, self.concurrency)
+        self.health_port = (None if health_port is None
+                            else validation.positive_int(health_port, "health_port", 65535))
+        self._health: HealthServer | None = None
 
     def __repr__(self) -> str:
         """Queue, group and consumer; the URL with its password masked."""
@@ -133,6 +143,7 @@ class Worker:
         rebuilt = type(self)(self.config if config is None else config, **options)
         rebuilt.handlers = dict(self.handlers)
         rebuilt.prune_idle, rebuilt.prune_every = self.prune_idle, self.prune_every
+        rebuilt.fleet_every = self.fleet_every
         return rebuilt
 
     # --- registration -------------------------------------------------------------------
@@ -200,6 +211,16 @@ class Worker:
     async def run_plan(self, plan: Plan[T], what: str) -> T:
         """Run a consumer plan under the retry policy (forever, as ``call``)."""
         return await drive_async(self.client, plan, None, what)
+
+    def fleet_info(self) -> str:
+        """What it is and runs now, as its fleet entry says (docs/operations.md#workers)."""
+        return self._fleet_self.blob(self.topics, self.running_jobs.values(), self.stopping)
+
+    @property
+    def ready(self) -> bool:
+        """``/readyz``: registered, not stopping, and the last call to Redis answered."""
+        return self._client is not None and not self.stopping and \
+            self.liveness.lost_at is None and self._registered
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` in a background task this worker owns: awaited at shutdown."""
@@ -276,6 +297,9 @@ class Worker:
         dispatcher = Dispatcher(self.config, client=self.client) if self.dispatch else None
         if self.metrics is not None:  # docs/operations.md#metrics
             self.metrics.start(self.config, dispatcher)
+        if self.health_port is not None:  # docs/operations.md#probes
+            self._health = HealthServer(asyncio.get_running_loop(), lambda: self.ready,
+                                        self.health_port)
         tasks = [self._start_loop("ack", self._ack_loop.run),
                  self._start_loop("heartbeat", partial(upkeep.heartbeat_loop, self)),
                  self._start_loop("reclaim", partial(upkeep.reclaim_loop, self)),
@@ -319,11 +343,13 @@ class Worker:
         self.observer = await observe(cfg.name, self.group, self.client)  # clock, tracing
         await self.run_plan(register_plan(cfg.name, cfg.partitions, self.group, self.handlers),
                             "register")
+        self._registered = True
 
     async def _shutdown(self, readers: list[asyncio.Task[Any]], others: list[asyncio.Task[Any]]
                         ) -> None:
         self.stop()
         deadline = time.monotonic() + self.shutdown_grace  # the grace runs from the stop request
+        await upkeep.say_stopping(self)
         await asyncio.wait(readers, timeout=self.block + 1.0)  # a read in flight lands first
         await cancel_all(readers)
         running = self._slots.tasks()
@@ -342,6 +368,10 @@ class Worker:
         await self.client.aclose()
         if self.metrics is not None:
             self.metrics.stop()
+        if self._health is not None:
+            self._health.stop()
+            self._health = None
+        self._registered = False
         self._client = None  # a later call (release_later) opens a pool in its own loop
 
     # --- reading ------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from ..protocol.layouts import FLEET_EVERY_S
 from ..protocol.plan import Commands, Plan
 from ..protocol.scripts import ScriptCall
 from ..protocol.spec import QueueSpec
+from ..protocol.workers import info_blob
 from . import leasing
 from .constants import PRUNE_EVERY_S, RECLAIM_EVERY_S, REFRESH_S
 from .receipts import (
@@ -129,7 +130,9 @@ def upkeep_plan(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, now: flo
         if len(state.next_fleet) >= FLEET_REMEMBERED:
             state.next_fleet = {c: t for c, t in state.next_fleet.items() if t > now}
         state.next_fleet[args.consumer] = now + FLEET_EVERY_S
-        yield from join_fleet_plan(cfg.name, args.consumer)
+        info = info_blob(host="", pid=0, version="", group=args.group, topics=[args.topic],
+                         concurrency=0, started_ms=0, running=[], state="running", kind="pull")
+        yield from join_fleet_plan(cfg.name, args.consumer, info, 3 * FLEET_EVERY_S)
     moved = 0
     if now >= state.next_reclaim.get(key, 0.0):
         state.next_reclaim[key] = now + RECLAIM_EVERY_S

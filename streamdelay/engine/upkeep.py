@@ -36,10 +36,13 @@ def register_plan(queue: str, partitions: int, group: str, topics: Collection[st
     yield calls if len(calls) > 1 else calls[0]
 
 
-def join_fleet_plan(queue: str, consumer: str) -> Plan[int]:
-    """Say that ``consumer`` is live and which record layouts it reads; the queue's layout, or
-    a ``LayoutError`` when it is one this release cannot read (docs/keys.md#fleet)."""
-    return layout_of((yield join_fleet_call(queue, consumer)), PartitionKeys(queue, 0).meta)
+def join_fleet_plan(queue: str, consumer: str, info: str = "", info_ttl_s: float = 0.0
+                    ) -> Plan[int]:
+    """Say that ``consumer`` is live and which record layouts it reads (with ``info``, what it
+    is: docs/operations.md#workers); the queue's layout, or a ``LayoutError`` when it is one
+    this release cannot read (docs/keys.md#fleet)."""
+    return layout_of((yield join_fleet_call(queue, consumer, info, info_ttl_s)),
+                     PartitionKeys(queue, 0).meta)
 
 
 @dataclass
@@ -89,7 +92,7 @@ class Witness:
     Per partition (its own server and clock): the server time of this reclaimer's last call
     there and since when it has been in contact. A call more than ``gap_ms`` after the one
     before it (Redis down or restarted, this process cut off), or the first one, starts the
-    contact anew: ``requeueStuckV2`` then counts an entry as idle at most since that call.
+    contact anew: ``requeueStuck`` then counts an entry as idle at most since that call.
     ``running``: (partition, topic) -> the entry ids ``consumer`` runs now."""
 
     consumer: str
@@ -104,7 +107,7 @@ class Witness:
         self.since_ms.clear()
 
     def args(self, partition: int, topic: str) -> list[str | int]:
-        """The optional ``requeueStuckV2`` arguments of one call."""
+        """The optional ``requeueStuck`` arguments of one call."""
         return [self.last_ms.get(partition, 0), self.since_ms.get(partition, 0), self.gap_ms,
                 self.consumer, *self.running.get((partition, topic), ())]
 
@@ -123,7 +126,7 @@ def requeue_stuck_plan(keys: PartitionKeys, group: str, topic: str, idle_ms: int
     cursor = "-"
     while cursor != "0-0":
         extra = [] if witness is None else witness.args(keys.partition, topic)
-        raw = yield script("requeueStuckV2").call(
+        raw = yield script("requeueStuck").call(
             keys.script_keys(), [group, topic, cursor, REQUEUE_BATCH, idle_ms, target, *extra])
         reply = parse_requeue(raw)
         if witness is not None:

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..base.fleet import WorkerInfo
 from ..base.models import DeadJob, Delay
 from ..limits.plans import limit_call, limits_plan, set_limit_plan
 from ..limits.rates import Rate, TopicLimit
 from ..protocol.layouts import SEEN_WITHIN_S, migrate_plan
 from ..protocol.plan import Plan
+from ..protocol.workers import workers_plan
 from ..redis_io.config import QueueConfig
 from . import plans
 from .listing import JobPage, jobs_plan
@@ -92,6 +94,15 @@ class OperatorMethods:
                                                        seen_within))
         return result
 
+    def workers(self) -> list[WorkerInfo]:
+        """The live consumers of the queue (workers, and pull/HTTP consumers), by name, as
+        each last renewed its fleet entry (docs/operations.md#workers). Read only."""
+        result: list[WorkerInfo] = self._operate(workers_plan(self.config.name))
+        return result
+
+    def worker(self, name: str) -> WorkerInfo | None:
+        """The live consumer named ``name``; None when there is none (gone, or never was)."""
+        return next((w for w in self.workers() if w.name == name), None)
 
 
 class AsyncOperatorMethods:
@@ -154,3 +165,11 @@ class AsyncOperatorMethods:
             migrate_plan(self.config.name, self.config.partitions, seen_within))
         return result
 
+    async def workers(self) -> list[WorkerInfo]:
+        """The live consumers of the queue; see ``Queue.workers``."""
+        result: list[WorkerInfo] = await self._operate(workers_plan(self.config.name))
+        return result
+
+    async def worker(self, name: str) -> WorkerInfo | None:
+        """The live consumer named ``name``, or None; see ``Queue.worker``."""
+        return next((w for w in await self.workers() if w.name == name), None)

@@ -67,6 +67,12 @@ class PartitionKeys:
         return self.prefix + "fleet"
 
     @property
+    def workers(self) -> str:
+        """Hash: consumer -> ``<live until ms>|<renewed ms>|<what it is, JSON>`` (partition 0's
+        only, written with the fleet entry; docs/keys.md#fleet, docs/operations.md#workers)."""
+        return self.prefix + "workers"
+
+    @property
     def paused(self) -> str:
         """Hash: paused topic -> since when (epoch ms); the queue's is partition 0's."""
         return self.prefix + "paused"

@@ -19,7 +19,7 @@ from .plan import Command, Commands, Plan
 from .replies import field_map, info_map, text
 from .scripts import ScriptCall, script
 
-LAYOUT_FIELD = "layout"  # of each partition's meta hash: what promoteDueV2 writes
+LAYOUT_FIELD = "layout"  # of each partition's meta hash: what promoteDue writes
 HIGHEST_LAYOUT = 2  # the highest layout this release reads (and the one migrate moves to)
 NEW_QUEUE_LAYOUT = 1  # a queue this release creates: every release reads it
 FLEET_TTL_S = 90.0  # an entry not renewed this long is not live (> SEEN_WITHIN_S + FLEET_EVERY_S)
@@ -41,12 +41,16 @@ def layout_of(raw: object, where: str) -> int:
         f"that reads it (docs/operations.md#upgrading-a-running-queue)", field="layout")
 
 
-def join_fleet_call(queue: str, consumer: str) -> ScriptCall:
+def join_fleet_call(queue: str, consumer: str, info: str = "", info_ttl_s: float = 0.0
+                    ) -> ScriptCall:
     """``joinFleet``: ``consumer`` is live and reads layouts up to ``HIGHEST_LAYOUT`` for the
-    next ``FLEET_TTL_S``; its reply (partition 0's layout) goes through ``layout_of``."""
+    next ``FLEET_TTL_S``; with ``info`` (``workers.info_blob``) it also says what it is, live
+    for ``info_ttl_s`` (docs/operations.md#workers). Its reply (partition 0's layout) goes
+    through ``layout_of``."""
     keys = PartitionKeys(queue, 0)
+    extra: list[str | int] = [info, int(info_ttl_s * 1000)] if info else []
     return script("joinFleet").call([keys.fleet], [consumer, HIGHEST_LAYOUT,
-                                                   int(FLEET_TTL_S * 1000)])
+                                                   int(FLEET_TTL_S * 1000), *extra])
 
 
 @dataclass(frozen=True)

@@ -34,10 +34,10 @@ def call(client: redis.Redis, name: str, keys: PartitionKeys, args: list[Any]) -
 
 
 def promote(client: redis.Redis, keys: PartitionKeys, expected: int) -> None:
-    """Run ``promoteDueV2`` until ``expected`` jobs moved (a job is due at the next server ms)."""
+    """Run ``promoteDue`` until ``expected`` jobs moved (a job is due at the next server ms)."""
     moved, deadline = 0, time.monotonic() + 5
     while moved < expected:
-        moved += call(client, "promoteDueV2", keys, [100])[0]
+        moved += call(client, "promoteDue", keys, [100])[0]
         assert time.monotonic() < deadline, moved
         time.sleep(0.002)
 
@@ -116,26 +116,26 @@ def test_retry_release_reclaim_and_reschedule_carry_the_body(
     taken = take(c, keys)
     assert all(header_only(c.hget(keys.jobs, n)) for n in full)
     # a retry goes back to the delayed set with its whole record
-    retry = ["g", "t", "retry", taken["retry"][0], 0, "0", "boom"]
-    assert call(c, "failJobV2", keys, retry)[0] == 1
+    retry = ["g", "t", "retry", taken["retry"][0], 0, "0", "boom", 0]
+    assert call(c, "failJob", keys, retry)[0] == 1
     retried = c.hget(keys.jobs, "retry")
     assert retried is not None and retried.startswith(b"d|1|")
     assert retried.split(b"|", 8)[8] == full["retry"].split(b"|", 8)[8]  # type: ignore[union-attr]
     # dead: the dead record is whole; get shows the body; replay brings it back whole
-    assert call(c, "failJobV2", keys, ["g", "t", "dead", taken["dead"][0], 0, "0", "boom"])[0] == 2
+    assert call(c, "failJob", keys, ["g", "t", "dead", taken["dead"][0], 0, "0", "boom", 0])[0] == 2
     dead = queue.get("dead")
     assert dead is not None and dead.state == "dead" and dead.body == {"job": "dead"}
     assert not header_only(c.hget(keys.jobs, "dead"))
     # graceful shutdown: a new entry with the whole record, the hash stays header-only
-    assert call(c, "releaseJobsV2", keys, ["g", "t", "release", taken["release"][0]]) == 1
+    assert call(c, "releaseJobs", keys, ["g", "t", "release", taken["release"][0]]) == 1
     # a def handler outliving its process: back to the delayed set, whole
-    assert call(c, "releaseJobsLaterV2", keys, ["g", 0, "t", "later", taken["later"][0]]) == 1
+    assert call(c, "releaseJobsLater", keys, ["g", 0, "t", "later", taken["later"][0]]) == 1
     assert c.hget(keys.jobs, "later").split(b"|", 8)[8] == full["later"].split(b"|", 8)[8]  # type: ignore[union-attr]
     # a silent consumer's job: re-queued as a new attempt with its body
-    reply = call(c, "requeueStuckV2", keys, ["g", "t", "-", 100, 0, ""])
+    reply = call(c, "requeueStuck", keys, ["g", "t", "-", 100, 0, ""])
     assert b"stuck" in reply[1] and b"moved" in reply[1]
     # an operator's reschedule of a job in its stream: delayed, whole
-    assert call(c, "rescheduleJobV2", keys, ["moved", "r", 0, 0])[0] == 1
+    assert call(c, "rescheduleJob", keys, ["moved", "r", 0, 0])[0] == 1
     assert c.hget(keys.jobs, "moved").split(b"|", 8)[8] == full["moved"].split(b"|", 8)[8]  # type: ignore[union-attr]
     assert header_only(c.hget(keys.jobs, "release")) and header_only(c.hget(keys.jobs, "stuck"))
     promote(c, keys, 3)  # retry, later, moved
@@ -155,13 +155,13 @@ def test_a_job_whose_stream_entry_was_trimmed_goes_dead_with_the_reason(
     promote(c, keys, 4)
     taken = take(c, keys)
     c.xtrim(keys.stream("t"), maxlen=0)  # an operator trims the stream: the bodies are gone
-    assert call(c, "failJobV2", keys, ["g", "t", "failed", taken["failed"][0], 0, "0", "boom"]) \
+    assert call(c, "failJob", keys, ["g", "t", "failed", taken["failed"][0], 0, "0", "boom", 0]) \
         [0] == 2
-    assert call(c, "releaseJobsV2", keys, ["g", "t", "released", taken["released"][0]]) == 0
-    assert call(c, "releaseJobsLaterV2", keys, ["g", 0, "t", "later", taken["later"][0]]) == 0
+    assert call(c, "releaseJobs", keys, ["g", "t", "released", taken["released"][0]]) == 0
+    assert call(c, "releaseJobsLater", keys, ["g", 0, "t", "later", taken["later"][0]]) == 0
     lost = queue.get("rescheduled")  # still in its stream by its record: shown without a body
     assert lost is not None and lost.state == "reserved" and lost.body is None
-    assert call(c, "rescheduleJobV2", keys, ["rescheduled", "r", 0, 0]) == [0]
+    assert call(c, "rescheduleJob", keys, ["rescheduled", "r", 0, 0]) == [0]
     for name in ("failed", "released", "later", "rescheduled"):
         job = queue.get(name)
         assert job is not None and job.state == "dead" and job.body is None, name
@@ -185,7 +185,7 @@ def test_a_queue_of_layout_1_keeps_whole_records_until_migrate(
     assert header_only(c.hget(keys.jobs, "new")) and not header_only(c.hget(keys.jobs, "old"))
     taken = take(c, keys)  # both layouts side by side are settled alike
     for name in ("old", "new"):
-        assert call(c, "failJobV2", keys, ["g", "t", name, taken[name][0], 0, "0", "x"])[0] == 1
+        assert call(c, "failJob", keys, ["g", "t", name, taken[name][0], 0, "0", "x", 0])[0] == 1
         assert not header_only(c.hget(keys.jobs, name))
 
 
@@ -227,16 +227,16 @@ def test_a_layout_this_release_does_not_know_is_refused_everywhere(
         queue.enqueue("t", {"n": 1}, id="j")
         queue.client.hset(meta, "layout", 3)
         with pytest.raises(sd.LayoutError, match="cannot write"):
-            call(queue.client, "promoteDueV2", keys, [100])
+            call(queue.client, "promoteDue", keys, [100])
         assert queue.client.zscore(keys.delayed, "j") is not None
         assert queue.get("j").state == "delayed"  # type: ignore[union-attr]
 
 
 def test_a_running_worker_stops_when_the_queue_moves_to_a_layout_it_does_not_know(
-        queue: sd.Queue, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("streamdelay.consumer.upkeep.FLEET_EVERY_S", 0.1)
+        queue: sd.Queue) -> None:
     queue.enqueue("t", 1, delay=3600)  # keeps the worker from going idle
     worker = sd.Worker(queue, consumer="w-layout")
+    worker.fleet_every = 0.1
     worker.handler("t")(lambda job: None)
     fleet = PartitionKeys(queue.name, 0).fleet
     running = threading.Thread(target=lambda: asyncio.run(worker.serve()))

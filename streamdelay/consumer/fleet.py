@@ -1,0 +1,43 @@
+"""What a worker says of itself in the fleet record (docs/operations.md#workers): built from
+what it holds in memory at each renewal, no call of its own, no write per job."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Iterable
+from functools import cache
+from importlib import metadata
+
+from ..base.fleet import WorkerState
+from ..protocol.workers import info_blob
+from .delivery import Delivery
+
+
+@cache
+def package_version() -> str:
+    """This release's version as installed ('' when not installed as a distribution)."""
+    try:
+        return metadata.version("streamdelay")
+    except metadata.PackageNotFoundError:
+        return ""
+
+
+class FleetSelf:
+    """The fixed part of a worker's fleet entry (host, pid, start), and the JSON of one renewal."""
+
+    def __init__(self, group: str, concurrency: int) -> None:
+        self.group = group
+        self.concurrency = concurrency
+        self.host = socket.gethostname()
+        self.pid = os.getpid()
+        self.started_ms = int(time.time() * 1000)
+
+    def blob(self, topics: Iterable[str], running: Iterable[Delivery], stopping: bool) -> str:
+        """The entry's JSON now: ``stopping`` once a graceful stop began."""
+        state: WorkerState = "stopping" if stopping else "running"
+        return info_blob(host=self.host, pid=self.pid, version=package_version(),
+                         group=self.group, topics=list(topics), concurrency=self.concurrency,
+                         started_ms=self.started_ms,
+                         running=[(d.job_id, d.began) for d in running], state=state)
