@@ -43,6 +43,17 @@ RESULT_WAIT_S = 30.0
 RETRY_FOR_S = 1.0
 
 
+def answered(result: sd.EnqueueResult) -> dict[str, Any]:
+    """What an enqueue answered, as the history records it. ``created=False`` answers the
+    due time the job that already had the id has now (a retry of a call whose first write
+    went through answers so, and by then that job may have failed an attempt and be due again
+    after its backoff): not a due time this call set, so it is not the ``due_ms`` the checker
+    judges runs by (it then takes the invoke time plus the delay asked, a lower bound)."""
+    if result.created:
+        return {"due_ms": result.due, "created": True}
+    return {"created": False, "existing_due_ms": result.due}
+
+
 class Producer:
     """One producer process: a queue, a recorder and a random source."""
 
@@ -80,7 +91,7 @@ class Producer:
         answer = self.operate(
             "enqueue", job, lambda: self.queue.enqueue(topic, body, id=job.split("}")[-1],
                                                        delay=delay, **options),
-            lambda r: {"due_ms": r.due, "created": r.created}, topic=topic,
+            answered, topic=topic,
             delay_ms=delay * 1000, **extra)
         return answer is not None
 
@@ -98,17 +109,12 @@ class Producer:
             for seq in seqs:
                 self.record.complete(seq, phase, error=f"{type(exc).__name__}: {exc}")
             return False
-        dues = self.dues(kind, answer, len(jobs))
-        for seq, due in zip(seqs, dues, strict=True):
-            self.record.complete(seq, "ok", due_ms=due, created=True)
+        # a chain answers each link's EnqueueResult; a batch its BatchInfo (members due at once)
+        links = answer if kind == "chain" else [None] * len(jobs)
+        for seq, link in zip(seqs, links, strict=True):
+            self.record.complete(seq, "ok", **(answered(link) if link is not None else
+                                               {"created": True}))
         return True
-
-    @staticmethod
-    def dues(kind: str, answer: Any, n: int) -> list[float | None]:
-        """The due times a chain's answer gives (a batch's gives none: each due at once)."""
-        if kind == "chain":
-            return [float(r.due) for r in answer]
-        return [None] * n
 
     # --- the workloads -------------------------------------------------------------------
 
