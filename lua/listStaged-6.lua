@@ -1,7 +1,7 @@
 #!lua flags=no-writes
 -- listStaged-6: one bounded page of the jobs waiting in the lanes of staged topics (state 'r',
 -- ready: docs/priorities.md) of one partition (read only); the ready listing's second part,
--- after the ready jobs of the streams (listJobsV2).
+-- after the ready jobs of the streams (listJobs).
 -- KEYS: the six partition keys (includes/keys.lua); reads PREFIX..'staged', the topics'
 -- 'lanes:' and 'parked:' sets (a lane is non-empty exactly when its key is in one of them,
 -- includes/staging.lua) and the lanes 'rq:'..topic..'|'..key.
@@ -15,7 +15,7 @@
 -- Returns {now_ms, reached, rows...}. reached: {} when the partition has nothing beyond the
 -- rows, else the last position examined {lane, rank, id} (rank 'inf', id '': after the whole
 -- lane). A row: {lane, rank, job id, record,
--- 'ready', '', 0, 0, ''} (listJobsV2's shape). Members whose record is gone or not 'r' of that
+-- 'ready', '', 0, 0, ''} (listJobs's shape). Members whose record is gone or not 'r' of that
 -- topic are skipped. Work per call: the rows and bytes above (at most rows lanes walked), plus
 -- one pass over the key names of each staged topic (its lanes and parked sets) that picks the
 -- lanes after the cursor.

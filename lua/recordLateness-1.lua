@@ -8,9 +8,8 @@
 --         flush in that minute. It expires SEEN_S seconds (at most keep) after its first write,
 --         whatever flushes follow, so the field of a worker that is gone leaves at most SEEN_S
 --         seconds later, while a retried call (a retry gives up after 30 s,
---         telemetry/lateness.py) still finds its flush in this or the last minute's hash. (KEYS[1]
---         itself kept flusher -> sequence before, refreshed by every flush: one field per worker
---         instance ever started. It is no longer written and expires on its own.)
+--         telemetry/lateness.py) still finds its flush in this or the last minute's hash. KEYS[1]
+--         itself is never written.
 -- ARGV[1] keep seconds (the expiry of the counts), ARGV[2] flusher (the worker's consumer
 --         name), ARGV[3] sequence number of this flush (grows per flusher), then triples:
 --         topic, bucket index, count.

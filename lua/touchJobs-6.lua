@@ -1,8 +1,13 @@
 #!lua flags=allow-oom
 -- touchJobs-6: heartbeat. Reset the idle time of deliveries this consumer still owns (XCLAIM
--- JUSTID with min-idle 0 on its own entries; the delivery count is not raised).
--- KEYS: the six partition keys (includes/keys.lua); touches PREFIX..'t:'..topic.
--- ARGV[1] group, ARGV[2] consumer, then 2 values per delivery: topic, stream entry id
+-- JUSTID with min-idle 0 on its own entries; the delivery count is not raised), and store the
+-- progress reported by their handlers (docs/results.md#progress).
+-- KEYS: the six partition keys (includes/keys.lua); touches PREFIX..'t:'..topic and, for a
+-- progress, PREFIX..'p:'..id (a string 'entry id|JSON value' that expires after ttl ms).
+-- ARGV[1] group, ARGV[2] consumer, ARGV[3] N, then 2 values per delivery: topic, stream entry
+-- id; then 4 values per progress: the delivery's position (1..N), job id, ttl ms, value (at
+-- most 1 KiB of JSON, checked by the caller). touchJobs' ARGV plus N and the progress values.
+-- A progress of a delivery this consumer no longer owns is not written.
 -- Returns the entry ids this consumer no longer owns (reclaimed, cancelled, handed away, or
 -- whose stream or group no longer exists), and those it owns whose job was rescheduled or
 -- replaced meanwhile: touched all the same, and the job held behind them keeps waiting
@@ -23,11 +28,19 @@
 -- @include touch_started
 
 local group, me = ARGV[1], ARGV[2]
+local n = tonumber(ARGV[3]) or 0
+local last = 3 + 2 * n -- the last ARGV of the deliveries; progress values follow
+if n < 0 or last > #ARGV or (#ARGV - last) % 4 ~= 0 then
+  error({err = 'SDERR BAD_ARGS touchJobs: N does not match the values'})
+end
+local progress = {} -- delivery position -> ARGV index of its progress
+for b = last + 1, #ARGV, 4 do progress[tonumber(ARGV[b])] = b end
 local lost = {}
 local now = nil
 local held = nil -- whether any delivery is held (includes/hold.lua), looked up once
-for b = 3, #ARGV, 2 do check_lease_keys(ARGV[b]) end -- only topics with leases pay for them
-for b = 3, #ARGV, 2 do
+events_batch() -- first heartbeats' 'started' share entries (docs/events.md#entries)
+for b = 4, last, 2 do check_lease_keys(ARGV[b]) end -- only topics with leases pay for them
+for b = 4, last, 2 do
   local sk, eid = stream_key(ARGV[b]), ARGV[b + 1]
   -- pcall: a stream or group deleted meanwhile (data lost, FLUSHALL) means the entry is lost,
   -- not an error that would cost the other deliveries of the batch their heartbeat
@@ -44,8 +57,14 @@ for b = 3, #ARGV, 2 do
       local r = e and e[2][4] and parse_record(e[2][4])
       if r then redis.call('ZADD', leases_key(ARGV[b]), 'XX', now + r.ttr, eid) end
     end
+    local p = progress[(b - 2) / 2]
+    if p then
+      local ttl = math.max(1, math.floor(tonumber(ARGV[p + 2]) or 1))
+      redis.call('SET', PREFIX .. 'p:' .. ARGV[p + 1], eid .. '|' .. ARGV[p + 3], 'PX', ttl)
+    end
   else
     lost[#lost + 1] = eid
   end
 end
+events_flush()
 return lost

@@ -1,6 +1,6 @@
 #!lua flags=allow-oom
 -- touchLeases-1: move on the leases of running deliveries of partitions other than 0
--- (docs/limits.md#more-than-one-partition): sent with the heartbeat (touchJobsV2) of such
+-- (docs/limits.md#more-than-one-partition): sent with the heartbeat (touchJobs) of such
 -- deliveries, so a lease expires one ttr after the last heartbeat, as the delivery does.
 -- KEYS[1] the queue's limits hash sd:{Q#0}:limits (the other keys: includes/limit_state.lua)
 -- ARGV: 3 values per delivery: topic, lease member '<p>:<entry id>', ttr ms

@@ -38,7 +38,7 @@ from benchmarks.core.harness import (
 
 BODY = {"order_id": 42, "pad": "x" * 80}
 CHUNK = 10_000
-BOUNDED = ("enqueueJobsV2", "promoteDueV2", "ackJobsV2")  # the scripts that take batches
+BOUNDED = ("enqueueJobs", "promoteDue", "ackJobs")  # the scripts that take batches
 
 
 def raw_consume(client: redis.Redis, n: int, record: bytes) -> float:

@@ -4,7 +4,7 @@ Latency: 1,000 jobs (and ``WARMUP`` more, settled first and left out of the figu
 ready and read by one consumer (so each has a current delivery); as many concurrent waiters
 (``AsyncQueue.result(id, timeout=60)``, one asyncio process, each on its own connection) block
 until Redis reports them all blocked. Another process, forked before them, then
-settles the jobs one by one, 1 ms apart, each with one ``ackJobsV3`` call carrying a 100-byte
+settles the jobs one by one, 1 ms apart, each with one ``ackJobs`` call carrying a 100-byte
 result (exactly what a worker's ack sends for it). Latency = the waiter's return minus the
 moment the settle call was sent (``CLOCK_MONOTONIC``, shared by the processes), so it includes
 the settle's own round trip.
@@ -53,7 +53,7 @@ def _call(client: redis.Redis, name: str, keys: PartitionKeys, args: list[Any]) 
 
 
 def _load(client: redis.Redis) -> None:
-    for name in ("registerGroup", "promoteDueV2", "ackJobsV3"):
+    for name in ("registerGroup", "promoteDue", "ackJobs"):
         client.script_load(script(name).source)
 
 
@@ -67,7 +67,7 @@ def _deliveries(url: str, name: str, jobs: int, keep_s: float) -> list[tuple[str
             q.enqueue_many(sd.JobSpec("t", {"i": i}, id=f"j{i}")
                            for i in range(start, min(jobs, start + 5000)))
     time.sleep(0.01)
-    while _call(client, "promoteDueV2", keys, [1000])[0]:
+    while _call(client, "promoteDue", keys, [1000])[0]:
         pass
     taken: list[tuple[str, str]] = []
     while len(taken) < jobs:
@@ -79,7 +79,7 @@ def _deliveries(url: str, name: str, jobs: int, keep_s: float) -> list[tuple[str
 
 def _settle(url: str, name: str, taken: list[tuple[str, str]], result: bytes, keep_ms: int,
             pause: float, sent: Any, go: Any, raw: bool = False) -> None:
-    """Once ``go`` receives, settle each delivery with one ``ackJobsV3`` call (``raw``: one
+    """Once ``go`` receives, settle each delivery with one ``ackJobs`` call (``raw``: one
     plain ``LPUSH`` of the value to the key a raw waiter blocks on); report the send times."""
     client, keys = redis.Redis.from_url(url), keys_of(name)
     client.ping()
@@ -90,7 +90,7 @@ def _settle(url: str, name: str, taken: list[tuple[str, str]], result: bytes, ke
         if raw:
             client.lpush(f"raw:{job_id}", result)
         else:
-            _call(client, "ackJobsV3", keys, ["g", 0, 1, "t", job_id, eid, 1, keep_ms, result])
+            _call(client, "ackJobs", keys, ["g", 0, 1, "t", job_id, eid, 1, keep_ms, result])
         if pause:
             time.sleep(pause)
     sent.send(times)
@@ -178,7 +178,7 @@ def memory(jobs: int, size: int) -> list[str]:
                 for position, (job_id, eid) in enumerate(part, 1):
                     args += ["t", job_id, eid]
                     kept += [position, 600_000, value] if keep else []
-                _call(client, "ackJobsV3", keys_of("resmem"), args + kept)
+                _call(client, "ackJobs", keys_of("resmem"), args + kept)
             figures.append(int(client.info("memory")["used_memory"]) - before)
             if keep:
                 time.sleep(WAKE_MS / 1000 + 1.5)  # the wake lists expire (active expiry)

@@ -34,7 +34,7 @@ from streamdelay.consumer.dispatcher import Dispatcher
 from streamdelay.protocol.scripts import load_scripts
 
 QUEUE = "big"
-SCRIPTS = ("enqueueJobsV2", "promoteDueV2", "ackJobsV2", "failJobV2", "replayDead")
+SCRIPTS = ("enqueueJobs", "promoteDue", "ackJobs", "failJob", "replayDead")
 
 
 def _size(n: int) -> str:

@@ -44,7 +44,7 @@ from streamdelay.consumer.dispatcher import PROMOTE_BATCH, Dispatcher
 from streamdelay.producer.enqueuing import ENQUEUE_BATCH
 
 FILL_CHUNK = 10_000
-BOUNDED = {"enqueueJobsV2": ENQUEUE_BATCH, "promoteDueV2": PROMOTE_BATCH}  # batch-taking scripts
+BOUNDED = {"enqueueJobs": ENQUEUE_BATCH, "promoteDue": PROMOTE_BATCH}  # batch-taking scripts
 DUE_JOBS = 10_000
 FAR = 86_400.0
 
@@ -107,7 +107,7 @@ def dispatch_alone(jobs: int) -> Section:
                "dispatch_alone_redis_us": cpu * 1e6 / jobs,
                **{f"call_median_us_{name}": m for name, m in medians.items()}}
     section = Section(
-        f"Dispatch alone: {jobs:,} jobs all due, one dispatcher (`promoteDueV2` batches of "
+        f"Dispatch alone: {jobs:,} jobs all due, one dispatcher (`promoteDue` batches of "
         f"{PROMOTE_BATCH})",
         ["jobs", "promoteDue calls", "jobs/s", "raw ceiling: pipelined XADD x1000, ops/s",
          "ours / raw", "Redis CPU µs per job", "left in delayed set"],

@@ -4,7 +4,7 @@ in its topic stream, and ``promoteDue``'s Redis time per moved job.
 One private redis-server. Each round takes a fresh queue on the given layout (the ``layout``
 field of its meta hash), registers the group, enqueues N jobs (~100 B JSON body) due at once
 and reads ``used_memory`` (the delayed backlog); then, after ``CONFIG RESETSTAT``, moves them
-all into the stream with ``promoteDueV2`` calls of 150 jobs (what the dispatcher sends) and no
+all into the stream with ``promoteDue`` calls of 150 jobs (what the dispatcher sends) and no
 consumer reading: ``used_memory`` again (the ready backlog) and ``INFO commandstats``
 (``cmdstat_evalsha``: usec / moved jobs). Layouts alternate round by round (A/B interleaved),
 figures are medians. Run: ``.venv/bin/python benchmarks/micro/layout_memory.py [--jobs 10000]``.
@@ -45,7 +45,7 @@ def one_round(url: str, layout: int, jobs: int, n: int) -> dict[str, float]:
         delayed = c.info("memory")["used_memory"]
         c.config_resetstat()
         moved = 0
-        call = script("promoteDueV2").call(keys.script_keys(), [BATCH])
+        call = script("promoteDue").call(keys.script_keys(), [BATCH])
         while moved < jobs:
             moved += run_step_sync(c, call)[0]
         ready = c.info("memory")["used_memory"]

@@ -32,13 +32,13 @@ def partition_keys(queue: str, job_id: str, partitions: int = 1) -> list[str]:
 
 
 client = redis.Redis.from_url(os.environ.get("STREAMDELAY_URL", "redis://localhost:6379/0"))
-enqueue = client.register_script(assemble("enqueueJobsV2-6.lua"))  # EVALSHA, loads on NOSCRIPT
+enqueue = client.register_script(assemble("enqueueJobs-6.lua"))  # EVALSHA, loads on NOSCRIPT
 
 job_id = "close-" + uuid.uuid4().hex[:8]
 body = b'{"order_id": 42}'  # JSON text of the body; format "j"
 blob = msgspec.msgpack.encode(["j", body, {"traceparent": "00-abc-def-01"}])
 argv: list[str | int | bytes] = [
-    3_600_000, 0,  # past tolerance ms, keep_done ms
+    3_600_000, 0, "0",  # past tolerance ms, keep_done ms, no job options
     # id, topic, when_kind ("r" relative), when_ms, ttr_ms, max_attempts, replace, blob
     job_id, "order.close", "r", 1500, 60_000, 10, "0", blob,
 ]
@@ -50,9 +50,9 @@ print(f"enqueued {job_id}: created, due_ms={due_ms}")
 state, _, existing_due = again.decode().partition(":")
 print(f"enqueued {job_id} again: taken, state={state}, due_ms={existing_due}")
 
-# One new job at a time: enqueueJobV2 (the same call without keep_done and replace) answers the
-# due time, or 0 when the id is taken (nothing written: ask enqueueJobsV2, as above, what exists).
-enqueue_one = client.register_script(assemble("enqueueJobV2-6.lua"))
+# One new job at a time: enqueueJob (the same call without keep_done and replace) answers the
+# due time, or 0 when the id is taken (nothing written: ask enqueueJobs, as above, what exists).
+enqueue_one = client.register_script(assemble("enqueueJob-6.lua"))
 one_id = "close-" + uuid.uuid4().hex[:8]
 one_argv = [3_600_000, one_id, "order.close", "r", 1500, 60_000, 10, blob]
 due_ms = enqueue_one(keys=partition_keys("orders", one_id), args=one_argv)

@@ -1,5 +1,5 @@
 -- end_dead(id, r, why, now, keep, kind, detail): job id ends dead with error why the way every
--- settle script ends a job (failJobV3), whatever took it there (a last attempt, a lost stream
+-- settle script ends a job (failJob), whatever took it there (a last attempt, a lost stream
 -- entry, a deadline, a topic key that holds no stream): a dead-letter entry (id, error,
 -- attempts, at), its record in state x, its result kept and its waiters woken, its event
 -- (includes/dead_result.lua: keep, kind, detail), and its workflow waiters told in the same

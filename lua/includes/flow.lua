@@ -91,7 +91,7 @@ end
 -- flow_callback(id, spec, now): write a batch callback, an ordinary job; nothing when its id
 -- is taken (it was written already: exactly once). spec 'kind|when|ttr|max|topic|blob', after
 -- 'o<priority>|<expires_ms>|<key>|' for a callback with options: its field of K_OPTS is
--- written as enqueueJobV3 writes it (a deadline: due + expires_ms), and a priority other than
+-- written as enqueueJob writes it (a deadline: due + expires_ms), and a priority other than
 -- 5 or a key flags its topic staged (partition 0's flag: set by the batch's opening call).
 local function flow_callback(id, spec, now)
   if redis.call('HEXISTS', K_JOBS, id) == 1 then return end

@@ -6,8 +6,7 @@
 -- end), so promoteDue (unchanged) cannot move it while the run may go on. The delivery's settle
 -- (ack, fail, hand-back) or the end of its lease (requeueStuck) frees the job: entry emptied,
 -- score back to its due (release_hold); a heartbeat moves the score on with the lease
--- (extend_hold). An older process reads a held record as a delayed job: its settle frees
--- nothing, so the job waits for the lease end instead (docs/keys.md#versioning).
+-- (extend_hold).
 -- @include keys
 -- @include parse_record
 -- @include build_record
@@ -61,8 +60,7 @@ end
 -- hold_of(r, id, now): for job id (record r) about to get a new due time: the entry of the
 -- delivery that still runs it and the earliest time its next run may start; nil when none runs
 -- (ready, delayed, dead, done). Notes the hold in the index. A record already held whose
--- delivery its topic's stream does not list (a replace changed the topic, or an older process
--- settled it) keeps its score as the bound: later than needed at worst, never early.
+-- delivery its topic's stream does not list (a replace changed the topic) keeps its score as the bound: later than needed at worst, never early.
 local function hold_of(r, id, now)
   if r.entry == '' or (r.state ~= 's' and r.state ~= 'd') then return nil end
   local ttr = r.ttr -- a record in its stream carries the delivery's own ttr

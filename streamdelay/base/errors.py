@@ -73,7 +73,7 @@ class PartialEnqueueError(StreamdelayError):
         failed = [(i, o) for i, o in enumerate(outcomes) if isinstance(o, Exception)]
         first = failed[0][1] if failed else None
         super().__init__(f"enqueue: {len(outcomes) - len(failed)} of {len(outcomes)} jobs "
-                         f"written, {len(failed)} not: {first}", script="enqueueJobsV2")
+                         f"written, {len(failed)} not: {first}", script="enqueueJobs")
         self.outcomes = outcomes
 
     @property

@@ -31,7 +31,7 @@ class PendingAcks:
         # results (docs/results.md); acks without a result add nothing here
         self._results: dict[int, list[tuple[int, int, bytes]]] = {}
         # per partition, one per acknowledgement: when its delivery was read fresh with no
-        # heartbeat since (server clock ms; 0: not known), for ackJobsV4 (docs/events.md#started)
+        # heartbeat since (server clock ms; 0: not known), for ackJobs (docs/events.md#started)
         self._reads: dict[int, list[int]] = {}
 
     def __bool__(self) -> bool:
@@ -58,7 +58,7 @@ class PendingAcks:
 
     async def flush(self, send: Callable[..., Awaitable[None]]) -> None:
         """Write everything queued, ``send(partition, flat_batch)`` per batch (with a third
-        argument, the ``ackJobsV3`` result values, when the batch keeps results); a batch is
+        argument, the ``ackJobs`` result values, when the batch keeps results); a batch is
         forgotten only after its ``send`` returned (an exception or a cancel keeps it)."""
         while self._flat:
             partition = next(iter(self._flat))

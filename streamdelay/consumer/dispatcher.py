@@ -96,7 +96,7 @@ class Dispatcher:
         """Run one ``promoteDue`` batch on a partition (retried on connection errors)."""
         call = self._calls.get(keys)
         if call is None or call.args[0] != self.batch:  # the same call every time: built once
-            call = self._calls[keys] = script("promoteDueV2").call(keys.script_keys(),
+            call = self._calls[keys] = script("promoteDue").call(keys.script_keys(),
                                                                    [self.batch, LEAD_MS])
         lane = self._lanes.get(keys.partition)
         if lane is None:

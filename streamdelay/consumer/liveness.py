@@ -29,16 +29,23 @@ class Liveness:
         self.retouch = False
         self.epoch = 0  # failures so far: a full touch clears ``retouch`` only if none came since
         self.lost_at: float | None = None  # when the contact was lost (logged once)
+        # /readyz (docs/operations.md#probes): set by a failed call, cleared by an answered read
+        self.down = False
 
     def failed(self, why: object = "no answer") -> None:
         """A call to Redis failed (or hangs): touch everything before any reclaim."""
         self.retouch = True
+        self.down = True
         self.epoch += 1
         self.witness.lost()
         if self.lost_at is None:
             self.lost_at = time.monotonic()
             log.warning("lost contact with redis (%s); every running job is touched at each "
                         "heartbeat tick until one answers, before any reclaim", why)
+
+    def answered(self) -> None:
+        """A read of the worker's answered: it is in contact with Redis (``/readyz``)."""
+        self.down = False
 
     def touched_all(self, epoch: int) -> None:
         """Every running delivery was touched by a heartbeat sent at ``epoch``."""

@@ -158,6 +158,7 @@ async def read_loop(worker: ReadingHost, keys: PartitionKeys) -> None:
                     free // len(chosen), block_ms, clock=deadlines or worker.views.events))
                 deadlines = deadlines or has_deadline(entries)  # docs/expiry.md#cost
                 failures = 0
+                worker.liveness.answered()  # /readyz: docs/operations.md#probes
             except RETRYABLE as exc:
                 failures += 1
                 worker.liveness.failed(exc)  # every running job touched before the next reclaim

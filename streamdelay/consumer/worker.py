@@ -219,8 +219,7 @@ class Worker:
     @property
     def ready(self) -> bool:
         """``/readyz``: registered, not stopping, and the last call to Redis answered."""
-        return self._client is not None and not self.stopping and \
-            self.liveness.lost_at is None and self._registered
+        return self._registered and not self.stopping and not self.liveness.down
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` in a background task this worker owns: awaited at shutdown."""

@@ -97,7 +97,7 @@ def leased_take_plan(keys: PartitionKeys, group: str, consumer: str, topic: str,
             if job is not None:
                 flat.extend((topic, text(job), eid))
         if flat:
-            yield script("releaseJobsV2").call(keys.script_keys(), [group, *flat])
+            yield script("releaseJobs").call(keys.script_keys(), [group, *flat])
     if taken.reason == DRAINED:
         return entries, DRAINED, taken.wait_ms, taken.last_id, bool(leased)
     return entries, reason if granted < wanted else GOT_ALL, wait_ms, "", bool(leased)

@@ -95,7 +95,7 @@ def release_plan(keys: PartitionKeys, group: str, flat: Sequence[str], later_ms:
     attempt: at once, or due ``later_ms`` from now (``releaseJobsLater``: a process whose def
     handler threads outlived its shutdown); how many were current."""
     if later_ms:
-        call = script("releaseJobsLaterV2").call(keys.script_keys(), [group, later_ms, *flat])
+        call = script("releaseJobsLater").call(keys.script_keys(), [group, later_ms, *flat])
     else:
         call = release_call(keys, group, flat)
     return int((yield from _with(call, also)))

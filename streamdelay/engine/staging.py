@@ -33,7 +33,7 @@ AGING_FIELD = "priority_aging"  # field of each partition's meta: ms per priorit
 
 def aging_plan(queue: str, partitions: int, seconds: float | None) -> Plan[None]:
     """Write the queue's ``priority_aging`` (ms) to each partition's ``meta``, where
-    ``promoteDueV2`` and ``takeStaged`` rank ready jobs with it (None: nothing written)."""
+    ``promoteDue`` and ``takeStaged`` rank ready jobs with it (None: nothing written)."""
     if seconds is None:
         return
     ms = max(1, round(seconds * 1000))

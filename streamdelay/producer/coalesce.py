@@ -1,8 +1,8 @@
-"""Coalescing of concurrent ``AsyncQueue.enqueue`` calls into one ``enqueueJobsV2`` round.
+"""Coalescing of concurrent ``AsyncQueue.enqueue`` calls into one ``enqueueJobs`` round.
 
 Each partition has a *lane*. A call whose lane is idle is sent at once (no timer, no added
 latency). While a round is in flight, further calls of that partition wait in the lane; when it
-returns, everything waiting goes out as the next round: ``enqueueJobsV2`` calls bounded by count
+returns, everything waiting goes out as the next round: ``enqueueJobs`` calls bounded by count
 and bytes, several in one pipeline, in arrival order (so two calls with one id behave as they
 would one after the other). Every caller gets its own result or its own error: that of the
 call its job rode in.

@@ -29,24 +29,24 @@ def _tolerance_ms(past_tolerance: Any) -> int:
 
 
 def one_job_call(cfg: QueueSpec, job: PreparedJob) -> ScriptCall:
-    """The ``enqueueJobV2`` call of one new job (built positionally: it is on the path of every
+    """The ``enqueueJob`` call of one new job (built positionally: it is on the path of every
     single enqueue, where ``Script.call`` and its checks cost ~1 µs more)."""
     job_id, topic, kind, when, ttr_ms, attempts, _, blob = job.args  # no replace flag
-    if job.opts:  # a job with options: enqueueJobV3, its options last
-        return ScriptCall(script("enqueueJobV3"), _script_keys(cfg.name, job.partition),
+    if job.opts:  # a job with options: a ninth ARGV, its options
+        return ScriptCall(script("enqueueJob"), _script_keys(cfg.name, job.partition),
                           (_tolerance_ms(cfg.past_tolerance), job_id, topic, kind, when,
                            ttr_ms, attempts, blob, job.opts), True)
-    return ScriptCall(script("enqueueJobV2"), _script_keys(cfg.name, job.partition),
+    return ScriptCall(script("enqueueJob"), _script_keys(cfg.name, job.partition),
                       (_tolerance_ms(cfg.past_tolerance), job_id, topic, kind, when, ttr_ms,
                        attempts, blob), True)
 
 
 def prepared_one_plan(cfg: QueueSpec, job: PreparedJob) -> Plan[EnqueueResult]:
-    """Enqueue one validated job: one ``enqueueJobV2`` call (the minimal one-job script) when
+    """Enqueue one validated job: one ``enqueueJob`` call (the minimal one-job script) when
     its id is free.
 
     A taken id (an existing job or tombstone, or ``replace``) is sent again through
-    ``enqueueJobsV2``, which has the whole logic: the fast script wrote nothing then
+    ``enqueueJobs``, which has the whole logic: the fast script wrote nothing then
     (docs/keys.md#the-one-job-enqueue).
     """
     if not job.replaces:

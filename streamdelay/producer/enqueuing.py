@@ -1,4 +1,4 @@
-"""The sans-I/O core of enqueueing: validation, packing into bounded ``enqueueJobsV2`` calls and
+"""The sans-I/O core of enqueueing: validation, packing into bounded ``enqueueJobs`` calls and
 reply parsing.
 
 ``enqueue_plan`` (``Queue``, ``AsyncQueue.enqueue_many``) and the coalescing of concurrent
@@ -26,7 +26,7 @@ from ..protocol.spec import QueueSpec
 from ..telemetry.tracing import with_trace_context
 from .options import is_staged, job_options, mark_staged_call, new_job_id
 
-# One enqueueJobsV2 call must not block Redis for more than ~1 ms (docs/keys.md#batch-sizes): 240
+# One enqueueJobs call must not block Redis for more than ~1 ms (docs/keys.md#batch-sizes): 240
 # small jobs took 1.3 ms (SLOWLOG median, quiet run of 2026-11-23), so 160 (~0.9 ms); a bigger
 # enqueue_many still goes out in one round trip (a pipeline of bounded calls). Big bodies bound
 # a call by bytes too: at most ENQUEUE_BYTES of job data, yet always at least one job
@@ -47,7 +47,7 @@ def when_args(delay: Delay | None, at: At | None) -> tuple[str, int]:
 
 
 class PreparedJob(NamedTuple):
-    """A validated job ready to be packed into ``enqueueJobsV2`` arguments (a named tuple: built
+    """A validated job ready to be packed into ``enqueueJobs`` arguments (a named tuple: built
     once per job on the enqueue path, where a frozen dataclass costs several times more)."""
 
     id: str
@@ -96,7 +96,7 @@ def _default_attempts(attempts: Any) -> int:
 
 
 def replace_arg(replace: bool, max_wait: Delay | None) -> str:
-    """The ``replace`` value of ``enqueueJobsV2``: ``'0'``, ``'1'``, or with ``max_wait``
+    """The ``replace`` value of ``enqueueJobs``: ``'0'``, ``'1'``, or with ``max_wait``
     ``'1:<ms>'`` (debounce, docs/producer.md#debounce)."""
     if max_wait is None:
         return "1" if replace else "0"
@@ -107,7 +107,7 @@ def replace_arg(replace: bool, max_wait: Delay | None) -> str:
 
 
 def prepare_job(cfg: QueueSpec, spec: JobSpec) -> PreparedJob:
-    """Validate one job and pack its eight ``enqueueJobsV2`` values."""
+    """Validate one job and pack its eight ``enqueueJobs`` values."""
     return prepare_values(cfg, spec.topic, spec.body, spec.delay, spec.at, spec.id, spec.ttr,
                           spec.max_attempts, spec.backoff, spec.headers, spec.replace,
                           spec.max_wait, spec.keep_result, spec.priority, spec.key,
@@ -168,13 +168,13 @@ def past_due(
 
 def at_in_past(job: PreparedJob) -> StreamdelayError:
     """The error of a job whose ``at`` is too far in the past (as the script reports it)."""
-    return error_from_script("enqueueJobsV2", f"SDERR AT_IN_PAST {job.id}")
+    return error_from_script("enqueueJobs", f"SDERR AT_IN_PAST {job.id}")
 
 
 def refused_job(
     prepared: Sequence[PreparedJob], indexes: Sequence[int], error: Exception
 ) -> int | None:
-    """The job an ``AT_IN_PAST`` refusal of one ``enqueueJobsV2`` call (nothing written) was about.
+    """The job an ``AT_IN_PAST`` refusal of one ``enqueueJobs`` call (nothing written) was about.
 
     Of ``indexes``, the absolute-time job with the refused id and the earliest ``at`` (when an id
     repeats, that one is in the past if any is); None when ``error`` is no such refusal.
@@ -187,17 +187,17 @@ def refused_job(
 
 @dataclass(frozen=True)
 class EnqueueChunk:
-    """One bounded ``enqueueJobsV2`` call and the indexes (into the prepared jobs) it carries."""
+    """One bounded ``enqueueJobs`` call and the indexes (into the prepared jobs) it carries."""
 
     call: ScriptCall
     owners: tuple[int, ...]
 
 
-Split = list[tuple[int, Sequence[int]]]  # (partition, indexes of its jobs) per enqueueJobsV2 call
+Split = list[tuple[int, Sequence[int]]]  # (partition, indexes of its jobs) per enqueueJobs call
 
 
 def split_jobs(prepared: Sequence[PreparedJob], indexes: Iterable[int] | None = None) -> Split:
-    """The jobs of each ``enqueueJobsV2`` call, as (partition, indexes into ``prepared``):
+    """The jobs of each ``enqueueJobs`` call, as (partition, indexes into ``prepared``):
     partitions in ascending order, the jobs' order kept within a partition, at most
     ``ENQUEUE_BATCH`` jobs and ``ENQUEUE_BYTES`` of job data per call (but never no job)."""
     chosen = list(range(len(prepared)) if indexes is None else indexes)
@@ -218,25 +218,24 @@ def split_jobs(prepared: Sequence[PreparedJob], indexes: Iterable[int] | None = 
 def enqueue_chunks(
     cfg: QueueSpec, prepared: Sequence[PreparedJob], tolerance: int, split: Split
 ) -> list[EnqueueChunk]:
-    """The bounded ``enqueueJobsV2`` calls for ``prepared``, as ``split_jobs`` cut them: a call
-    with a job that has options or replaces one is an ``enqueueJobsV3`` call (its ninth value
-    per job, the options, drop a replaced job's; docs/keys.md#job-options)."""
+    """The bounded ``enqueueJobs`` calls for ``prepared``, as ``split_jobs`` cut them: a call
+    with a job that has options or replaces one sets the options flag (ARGV[3] ``1``: a ninth
+    value per job, the options, which drop a replaced job's; docs/keys.md#job-options)."""
     keys = partition_keys(cfg.name, cfg.partitions)
-    head = (tolerance, validation.delay_ms(cfg.keep_done))
-    enqueue_jobs = script("enqueueJobsV2")
+    keep_done = validation.delay_ms(cfg.keep_done)
+    enqueue_jobs = script("enqueueJobs")
     chunks: list[EnqueueChunk] = []
     for partition, chunk in split:
-        args: list[Arg] = [*head]
+        args: list[Arg]
         if any(prepared[i].opts or prepared[i].replaces for i in chunk):
+            args = [tolerance, keep_done, "1"]
             for index in chunk:
                 args.extend(prepared[index].args)
                 args.append(prepared[index].opts)
-            call = script("enqueueJobsV3").call(keys[partition].script_keys(), args,
-                                                durable=True)
-            chunks.append(EnqueueChunk(call, tuple(chunk)))
-            continue
-        for index in chunk:
-            args.extend(prepared[index].args)
+        else:
+            args = [tolerance, keep_done, "0"]
+            for index in chunk:
+                args.extend(prepared[index].args)
         chunks.append(EnqueueChunk(
             enqueue_jobs.call(keys[partition].script_keys(), args, durable=True), tuple(chunk)))
     return chunks
@@ -292,7 +291,7 @@ def settle_chunks(
 def round_plan(
     cfg: QueueSpec, jobs: Sequence[PreparedJob], outcomes: list[Outcome | None], isolate: bool
 ) -> Plan[None]:
-    """Send ``jobs`` as one round of bounded ``enqueueJobsV2`` calls (one round trip) and fill
+    """Send ``jobs`` as one round of bounded ``enqueueJobs`` calls (one round trip) and fill
     ``outcomes[i]`` with job ``i``'s result, or the error of the call it rode in.
 
     The one round logic of ``enqueue_many`` (``isolate=False``) and of the async coalescer

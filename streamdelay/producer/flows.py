@@ -1,5 +1,5 @@
 """Workflows, the producer side (docs/workflows.md): jobs that wait for parents (``after=``),
-chains and batches, as I/O-free plans over ``enqueueFlowV2``, ``linkChildren`` and ``openBatch``.
+chains and batches, as I/O-free plans over ``enqueueFlow``, ``linkChildren`` and ``openBatch``.
 
 Each job with parents links to them with a fresh link token (``token_hex``): its refs in their
 children sets carry it, so a hand-over counts only for this life of its id (docs/workflows.md#runs).
@@ -110,7 +110,7 @@ def flow_plan(cfg: QueueSpec, jobs: Sequence[FlowJob]) -> Plan[list[EnqueueResul
     """Enqueue ``jobs`` in order: a parent must be enqueued before (or earlier in ``jobs``
     than) its children. Parents of another partition are linked first (``linkChildren``:
     a parent the queue does not know is refused there, naming ``after``); then each
-    partition's jobs go in bounded ``enqueueFlowV2`` calls, one pipeline. A job the write
+    partition's jobs go in bounded ``enqueueFlow`` calls, one pipeline. A job the write
     finds under its id (``created=False``: SPEC 3.6, nothing changes) or created dead waits
     for nothing: the links this call made for it go again (``_unlink_plan``)."""
     count = cfg.partitions
@@ -191,13 +191,13 @@ def _write_plan(cfg: QueueSpec, jobs: Sequence[FlowJob]) -> Plan[list[EnqueueRes
             flat = _flat(job)
             weight = job.job.size + 40 * (len(job.parents) + len(job.kids))
             if chunk and (len(chunk) >= FLOW_BATCH or size + weight > FLOW_BYTES):
-                calls.append(script("enqueueFlowV2").call(keys, args, durable=True))
+                calls.append(script("enqueueFlow").call(keys, args, durable=True))
                 owners.append(chunk)
                 chunk, args, size = [], [tolerance, OUTCOME_KEEP_MS], 0
             chunk.append(job)
             args.extend(flat)
             size += weight
-        calls.append(script("enqueueFlowV2").call(keys, args, durable=True))
+        calls.append(script("enqueueFlow").call(keys, args, durable=True))
         owners.append(chunk)
     # a staged job (priority other than 5, a key) of a partition other than 0 flags its topic in
     # partition 0 too, before its enqueue, in the same round trip (docs/keys.md#job-options)

@@ -155,7 +155,7 @@ def timed_jobs_plan(cfg: QueueSpec, state: str, topic: str | None = None, limit:
     if chosen == "ready" and cursor is not None and cursor.startswith(LANES):
         return (yield from lanes_plan(cfg, only, limit, decode_lanes(cursor)))
     pos = None if cursor is None else decode_cursor(chosen, cursor)
-    listing = script("listJobsV2")
+    listing = script("listJobs")
     calls = [listing.call(k.script_keys(), _args(chosen, only, limit, pos, k.partition))
              for k in partition_keys(cfg.name, cfg.partitions)]
     if chosen == "ready":  # the lanes' first page, in the same round trip

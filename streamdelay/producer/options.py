@@ -2,7 +2,7 @@
 enqueue scripts take, and the flag of staged topics (docs/keys.md#job-options).
 
 A job without options (no key, no expiry, priority 5) has no ``opts`` value and goes through the
-plain enqueue scripts (``enqueueJobV2`` / ``enqueueJobsV2``), so it pays nothing for them.
+plain enqueue scripts (``enqueueJob`` / ``enqueueJobs``), so it pays nothing for them.
 """
 
 from __future__ import annotations

@@ -91,7 +91,7 @@ def cancel_plan(cfg: QueueSpec, job_id: str) -> Plan[bool]:
     """Cancel one job in any state."""
     keys = _keys_for(cfg, job_id)
     keep_ms = validation.delay_ms(cfg.keep_result, "keep_result")  # docs/results.md
-    reply = yield script("cancelJobV2").call(keys.script_keys(), [job_id, keep_ms],
+    reply = yield script("cancelJob").call(keys.script_keys(), [job_id, keep_ms],
                                              durable=True)
     return bool(int(reply))
 
@@ -106,7 +106,7 @@ def reschedule_plan(
     kind, when = when_args(delay, at)
     tolerance = validation.delay_ms(cfg.past_tolerance)
     keep_ms = validation.delay_ms(cfg.keep_result, "keep_result")  # a lost entry's waiters wake
-    reply = yield script("rescheduleJobV2").call(
+    reply = yield script("rescheduleJob").call(
         keys.script_keys(), [job_id, kind, when, tolerance, keep_ms], durable=True)
     return parse_reschedule(reply).found
 
@@ -164,7 +164,7 @@ def with_options(info: JobInfo, opts: object) -> JobInfo:
 def get_plan(cfg: QueueSpec, job_id: str) -> Plan[JobInfo | None]:
     """Read one job by id."""
     keys = _keys_for(cfg, job_id)
-    reply = yield script("getJobV3").call(keys.script_keys(), [job_id])
+    reply = yield script("getJob").call(keys.script_keys(), [job_id])
     found = parse_job(reply)
     if found is None:
         return None

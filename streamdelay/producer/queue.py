@@ -259,7 +259,7 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncOperatorMethods, Asyn
                  AsyncSearchMethods, AsyncEventMethods, AsyncFlowMethods):
     """The same queue with awaitable methods, for asyncio producers.
 
-    Concurrent ``enqueue`` calls are coalesced: while one ``enqueueJobsV2`` call of a partition is
+    Concurrent ``enqueue`` calls are coalesced: while one ``enqueueJobs`` call of a partition is
     in flight, the next calls wait and then go out together (see ``coalesce.py`` and
     docs/producer.md).
     """

@@ -15,7 +15,7 @@ search ends, or it made ``EXTRA_CALLS`` listing calls more than one per ``PAGE``
 state.
 
 **One atomic script per job, one round trip per batch.** A bulk call sends, for every job it
-matched, the same script the single-job operation uses (``cancelJob``, ``rescheduleJobV2``,
+matched, the same script the single-job operation uses (``cancelJob``, ``rescheduleJob``,
 ``replayDead``, ``purgeDead`` with the job's id), all in one pipeline. Each job changes
 atomically; a job that changed between the scan and its script is handled by that script's
 own rules (``replayDead`` and ``purgeDead`` act only on a job that is still dead).
@@ -202,10 +202,10 @@ def _call(cfg: QueueSpec, action: BulkAction, job: JobInfo, target: int) -> Scri
     keys = PartitionKeys(cfg.name, partition_of(job.id, cfg.partitions)).script_keys()
     if action == "cancel":
         keep_ms = validation.delay_ms(cfg.keep_result, "keep_result")  # its waiters wake
-        return script("cancelJobV2").call(keys, [job.id, keep_ms], durable=True)
+        return script("cancelJob").call(keys, [job.id, keep_ms], durable=True)
     if action == "reschedule":
         keep_ms = validation.delay_ms(cfg.keep_result, "keep_result")  # a lost entry's waiters
-        return script("rescheduleJobV2").call(keys, [job.id, "a", target, _ANY_PAST_MS, keep_ms],
+        return script("rescheduleJob").call(keys, [job.id, "a", target, _ANY_PAST_MS, keep_ms],
                                               durable=True)
     if action == "replay":
         return script("replayDead").call(keys, [job.topic, 1, 0, job.id, cfg.partitions],

@@ -103,7 +103,7 @@ def fail_call(keys: PartitionKeys, group: str, topic: str, job_id: str, entry_id
     by ``replies.parse_fail`` (outcome 0: stale delivery)."""
     args: list[Arg] = [group, topic, job_id, entry_id, delay_ms, "1" if dead else "0",
                        error[:ERROR_TEXT_LIMIT], keep_result_ms]
-    return script("failJobV3").call(keys.script_keys(), args)
+    return script("failJob").call(keys.script_keys(), args)
 
 
 def ack_call(keys: PartitionKeys, group: str, keep_done_ms: int, flat: Sequence[str],
@@ -112,18 +112,16 @@ def ack_call(keys: PartitionKeys, group: str, keep_done_ms: int, flat: Sequence[
     (1-based), keep_result ms, encoded result`` triples of the results to keep
     (``results.encode_result``); the reply is how many were still current. ``reads``: one
     per delivery, the server clock when it was read fresh with no heartbeat since (0: not
-    known), which dates its ``started`` event without a pending-list read (``ackJobsV4``,
-    docs/events.md#started); empty: ``ackJobsV3``. The script takes them as runs
-    (``read_runs``)."""
-    if reads:
-        return script("ackJobsV4").call(keys.script_keys(), [
-            group, keep_done_ms, len(flat) // 3, *flat, *read_runs(reads), *results])
-    return script("ackJobsV3").call(keys.script_keys(),
-                                    [group, keep_done_ms, len(flat) // 3, *flat, *results])
+    known), which dates its ``started`` event without a pending-list read
+    (docs/events.md#started); empty: none given (the plain call, ``R = 0``). The script takes
+    them as runs (``read_runs``)."""
+    return script("ackJobs").call(keys.script_keys(), [
+        group, keep_done_ms, len(flat) // 3, *flat, *(read_runs(reads) if reads else (0,)),
+        *results])
 
 
 def read_runs(reads: Sequence[int]) -> list[int]:
-    """``reads`` (one read time per delivery) as ``ackJobsV4`` takes them: R, then R pairs
+    """``reads`` (one read time per delivery) as ``ackJobs`` takes them: R, then R pairs
     (count, time) of equal times in a row; the deliveries of one read share its time, so a
     batch is a few runs, and the script parses one number per run, not per delivery."""
     pairs: list[int] = []
@@ -140,7 +138,7 @@ def touch_call(keys: PartitionKeys, group: str, consumer: str, flat: Sequence[st
     """``touchJobs`` (heartbeat) for ``topic, entry id`` pairs of ``consumer``, with ``position
     (1-based), job id, ttl ms, JSON value`` of the progress to store (docs/results.md#progress);
     the reply is the entry ids it no longer owns."""
-    return script("touchJobsV2").call(keys.script_keys(),
+    return script("touchJobs").call(keys.script_keys(),
                                       [group, consumer, len(flat) // 2, *flat, *progress])
 
 
@@ -154,4 +152,4 @@ def expire_call(keys: PartitionKeys, group: str, flat: Sequence[str]) -> ScriptC
 def release_call(keys: PartitionKeys, group: str, flat: Sequence[str]) -> ScriptCall:
     """``releaseJobs``: hand ``topic, job id, entry id`` triples back to the tail of their
     streams at once, not counted as an attempt; the reply is how many were still current."""
-    return script("releaseJobsV2").call(keys.script_keys(), [group, *flat])
+    return script("releaseJobs").call(keys.script_keys(), [group, *flat])

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 from ..base.models import EnqueueState
 
-# What a record's state letter means (docs/keys.md); '?' is enqueueJobsV2's word for a record it
+# What a record's state letter means (docs/keys.md); '?' is enqueueJobs's word for a record it
 # cannot parse. A job in its stream ('s') is 'ready' or 'reserved': getJob tells which; 'r' is
 # ready in a staged topic's lane (docs/priorities.md); 'w' waits for its parents
 # (docs/workflows.md).
@@ -195,7 +195,7 @@ def parse_job(reply: Any) -> JobReply | None:
 
 
 class ListedRow(NamedTuple):
-    """One row of a ``listJobsV2`` reply: its position (delayed: due and job id; the streams:
+    """One row of a ``listJobs`` reply: its position (delayed: due and job id; the streams:
     entry id and topic), the job id, and the ``getJob``-shaped rest."""
 
     pos1: Any
@@ -205,7 +205,7 @@ class ListedRow(NamedTuple):
 
 
 class ListReply(NamedTuple):
-    """``listJobsV2``: the server time, where the partition's walk stopped (None: it has
+    """``listJobs``: the server time, where the partition's walk stopped (None: it has
     nothing beyond the rows; else the last position examined, as ``(pos1, pos2)``), and the
     rows."""
 
@@ -227,7 +227,7 @@ def parse_list(reply: Any) -> ListReply:
 
 
 class EnqueueRow(NamedTuple):
-    """One job's value of an ``enqueueJobsV2`` reply, parsed (a named tuple: cheap to build)."""
+    """One job's value of an ``enqueueJobs`` reply, parsed (a named tuple: cheap to build)."""
 
     created: bool
     due_ms: int
@@ -239,7 +239,7 @@ def _state_name(raw: Any) -> EnqueueState:
 
 
 def enqueue_row(value: Any) -> EnqueueRow:
-    """One job's value of an ``enqueueJobsV2`` reply: its due time in epoch ms (an integer) when
+    """One job's value of an ``enqueueJobs`` reply: its due time in epoch ms (an integer) when
     it was created, else ``'<state>:<due_ms>'`` of the job now under the id."""
     if type(value) is int:
         return EnqueueRow(True, value, "delayed")
@@ -248,7 +248,7 @@ def enqueue_row(value: Any) -> EnqueueRow:
 
 
 def parse_enqueue(reply: Any) -> list[EnqueueRow]:
-    """Parse an ``enqueueJobsV2`` reply: one value per job (see ``enqueue_row``)."""
+    """Parse an ``enqueueJobs`` reply: one value per job (see ``enqueue_row``)."""
     return [enqueue_row(value) for value in reply]
 
 

@@ -1,7 +1,7 @@
 """Job results, I/O-free: encoding a handler's return value for the settle scripts, reading a
 kept result back, and the plan of one wait for it (docs/results.md).
 
-The settle scripts (``ackJobsV3``, ``failJobV3``, ``cancelJobV2``) write a result under
+The settle scripts (``ackJobs``, ``failJob``, ``cancelJob``) write a result under
 ``PREFIX r:<id>`` for the job's ``keep_result`` and push the same text to ``PREFIX w:<id>``, a
 short-lived one-element list its waiters block on (``BLMOVE`` from the list to itself, so one
 push wakes them all): ``lua/includes/keep_result.lua``.
@@ -107,7 +107,7 @@ def wait_step_plan(keys: PartitionKeys, job_id: str, block_s: float) -> Plan[Any
 
 def progress_key(keys: PartitionKeys, job_id: str) -> str:
     """String: ``entry id|JSON`` of the last progress of job ``job_id``'s running delivery,
-    written by ``touchJobsV2`` (docs/results.md#progress)."""
+    written by ``touchJobs`` (docs/results.md#progress)."""
     return f"{keys.prefix}p:{job_id}"
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from ..base.errors import ConfigError
 
 _INCLUDE = re.compile(r"^-- @include ([a-z_]+)\s*$", re.MULTILINE)
-_NAME = re.compile(r"^([a-z][A-Za-z]+(?:V\d+)?)-(\d+)$")  # docs/keys.md#versioning
+_NAME = re.compile(r"^([a-z][A-Za-z]+)-(\d+)$")  # one file per verb: docs/keys.md#versioning
 Arg = str | bytes | int | float
 
 
@@ -116,5 +116,5 @@ def load_scripts() -> dict[str, Script]:
 
 
 def script(name: str) -> Script:
-    """The script called ``name`` (e.g. ``"enqueueJobsV2"``)."""
+    """The script called ``name`` (e.g. ``"enqueueJobs"``)."""
     return load_scripts()[name]

@@ -5,7 +5,7 @@ The server's clock cannot be moved, so "fast forward" moves the jobs instead: th
 (with its dispatcher) until none of its topics has a job ready or running; then, with the
 worker stopped, every delayed job of its topics (a job enqueued with a delay, a retry waiting
 for its backoff) is rescheduled to now through ``AsyncQueue.reschedule`` (one
-``rescheduleJobV2`` call per job, the operator's own command), in due order; and the worker
+``rescheduleJob`` call per job, the operator's own command), in due order; and the worker
 runs again, until a round finds nothing delayed. A stopped worker and dispatcher cannot race a
 reschedule: the jobs moved are only ever delayed ones.
 """

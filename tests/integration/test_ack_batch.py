@@ -30,7 +30,7 @@ def delivered(queue: sd.Queue, topics: list[str], per_topic: int) -> list[tuple[
     for topic in topics:
         queue.enqueue_many([sd.JobSpec(topic, i, id=f"{topic}-{i}") for i in range(per_topic)])
     time.sleep(0.01)
-    assert call(c, "promoteDueV2", keys, [1000])[0] == len(topics) * per_topic
+    assert call(c, "promoteDue", keys, [1000])[0] == len(topics) * per_topic
     out = []
     for topic in topics:
         [[_, entries]] = c.xreadgroup("g", "c", {keys.stream(topic): ">"}, count=1000)
@@ -46,7 +46,7 @@ def test_a_batch_over_topics_settles_each_current_delivery_once(
     queue.cancel("a-1")  # a stale delivery: acknowledged, the job left alone (it is gone)
     flat = [v for row in rows for v in row]
     twice = [*rows[0], *rows[0]]  # the same delivery twice in one batch
-    assert call(c, "ackJobsV2", keys, ["g", keep_done, *twice, *flat]) == 9
+    assert call(c, "ackJobs", keys, ["g", keep_done, len(twice + flat) // 3, *twice, *flat, 0]) == 9
     for topic in ("a", "b"):
         assert c.xlen(keys.stream(topic)) == 0
         assert c.xpending(keys.stream(topic), "g")["pending"] == 0
@@ -56,13 +56,13 @@ def test_a_batch_over_topics_settles_each_current_delivery_once(
         assert queue.enqueue("a", 1, id="a-0").created is False  # the id stays taken
     else:
         assert c.hlen(keys.jobs) == 0
-    assert call(c, "ackJobsV2", keys, ["g", keep_done, *flat]) == 0
+    assert call(c, "ackJobs", keys, ["g", keep_done, len(flat) // 3, *flat, 0]) == 0
 
 
 def test_a_delivery_that_is_no_longer_current_is_acknowledged_but_kept(queue: sd.Queue) -> None:
     c, keys = queue.client, PartitionKeys(queue.name, 0)
     rows = delivered(queue, ["a"], 2)
     topic, job, _ = rows[0]
-    assert call(c, "ackJobsV2", keys, ["g", 0, topic, job, "1-1", *rows[1]]) == 1
+    assert call(c, "ackJobs", keys, ["g", 0, 2, topic, job, "1-1", *rows[1], 0]) == 1
     assert c.hexists(keys.jobs, job)  # its entry is not the job's current one
     assert not c.hexists(keys.jobs, rows[1][1])

@@ -1,4 +1,4 @@
-"""Coalesced ``AsyncQueue.enqueue``: concurrent calls share ``enqueueJobsV2`` round trips, yet each
+"""Coalesced ``AsyncQueue.enqueue``: concurrent calls share ``enqueueJobs`` round trips, yet each
 caller gets exactly its own result or its own error (streamdelay/producer/coalesce.py).
 
 Everything runs against real redis-server processes; "how many script calls" is read from the
@@ -49,8 +49,8 @@ def run(body: Callable[[], Awaitable[Any]], timeout: float = 60) -> Any:
 
 async def warmed(name: str, url: str, **options: Any) -> sd.AsyncQueue:
     """An AsyncQueue whose scripts are loaded and partitions agreed (one enqueue done, and one
-    enqueue_many: a caller alone uses the one-job script, a burst enqueueJobsV2, and one that
-    replaces enqueueJobsV3)."""
+    enqueue_many: a caller alone uses the one-job script, a burst enqueueJobs, and one that
+    replaces enqueueJobs)."""
     queue = sd.AsyncQueue(name, url=url, **options)
     await queue.enqueue("warm", None, delay=3600, id="warm-up")
     await queue.enqueue_many([sd.JobSpec("warm", None, delay=3600, id="warm-up")])
@@ -177,7 +177,7 @@ def test_duplicate_ids_in_one_burst_behave_as_one_after_another(
         return burst, one_by_one, calls
 
     burst, one_by_one, calls = run(body)
-    assert calls == 1  # the whole burst was one enqueueJobsV2 call
+    assert calls == 1  # the whole burst was one enqueueJobs call
     pattern = [(r.created, r.due, r.state) for r in burst]
     assert pattern == [(r.created, r.due, r.state) for r in one_by_one]
     assert [r.created for r in burst] == [True] + [False] * (len(dues) - 1)

@@ -1,4 +1,4 @@
-"""Big bodies: every ``enqueueJobsV2`` and ``ackJobs`` call is bounded by bytes as well as by count.
+"""Big bodies: every ``enqueueJobs`` and ``ackJobs`` call is bounded by bytes as well as by count.
 
 The server's own SLOWLOG (every call logged) shows how many jobs each call carried. Both faces
 are checked: ``enqueue_many`` (sync and async) and the coalesced rounds of ``AsyncQueue.enqueue``.
@@ -20,7 +20,7 @@ from tests.support.redis_server import RedisServer
 pytestmark = pytest.mark.timeout(120)
 BUDGET = 1 << 20  # about 1 MiB of job data per script call (docs/producer.md)
 BODY = 64 * 1024
-HEAD_ARGS = 3 + 6 + 2  # EVALSHA sha numkeys, six keys, tolerance and keep_done
+HEAD_ARGS = 3 + 6 + 3  # EVALSHA sha numkeys, six keys, tolerance, keep_done, options flag
 PER_JOB = 8
 
 
@@ -36,8 +36,8 @@ def logged() -> Iterator[RedisServer]:
 
 
 def jobs_per_enqueue_call(url: str) -> list[int]:
-    """How many jobs each ``enqueueJobsV2`` call logged in SLOWLOG carried, oldest first."""
-    return jobs_per_call(url, "enqueueJobsV2", HEAD_ARGS, PER_JOB)
+    """How many jobs each ``enqueueJobs`` call logged in SLOWLOG carried, oldest first."""
+    return jobs_per_call(url, "enqueueJobs", HEAD_ARGS, PER_JOB)
 
 
 def jobs_per_call(url: str, name: str, head_args: int, per_job: int) -> list[int]:
@@ -72,13 +72,13 @@ def many(face: str, url: str, name: str, specs: list[sd.JobSpec]) -> list[sd.Enq
     reset = redis.Redis.from_url(url)
     if face == "sync":
         with sd.Queue(name, url=url) as queue:
-            queue.enqueue_many([sd.JobSpec("t", b"warm", id="warm")])  # enqueueJobsV2 loaded
+            queue.enqueue_many([sd.JobSpec("t", b"warm", id="warm")])  # enqueueJobs loaded
             reset.slowlog_reset()
             return queue.enqueue_many(specs)
 
     async def run() -> list[sd.EnqueueResult]:
         async with sd.AsyncQueue(name, url=url) as queue:
-            await queue.enqueue_many([sd.JobSpec("t", b"warm", id="warm")])  # enqueueJobsV2 loaded
+            await queue.enqueue_many([sd.JobSpec("t", b"warm", id="warm")])  # enqueueJobs loaded
             reset.slowlog_reset()
             return await queue.enqueue_many(specs)
 
@@ -110,7 +110,7 @@ def test_coalesced_rounds_are_bounded_by_bytes(logged: RedisServer) -> None:
 
     async def run() -> list[sd.EnqueueResult]:
         async with sd.AsyncQueue("bigc", url=logged.url) as queue:
-            await queue.enqueue_many([sd.JobSpec("t", b"warm", id="warm")])  # enqueueJobsV2 loaded
+            await queue.enqueue_many([sd.JobSpec("t", b"warm", id="warm")])  # enqueueJobs loaded
             client.slowlog_reset()
             return await asyncio.gather(*(queue.enqueue("t", b"x" * BODY, id=f"c{i}")
                                           for i in range(n)))
@@ -194,10 +194,10 @@ def test_ack_calls_are_bounded_by_the_bytes_of_their_records(logged: RedisServer
         await all_started.wait()
 
     client = logged.client()
-    client.script_load(script("ackJobsV3").source)  # no NOSCRIPT round in the log
+    client.script_load(script("ackJobs").source)  # no NOSCRIPT round in the log
     client.slowlog_reset()
     worker.run(until_idle=True)
-    counts = jobs_per_call(logged.url, "ackJobsV3", 3 + 6 + 3, 3)
+    counts = jobs_per_call(logged.url, "ackJobs", 3 + 6 + 3 + 1, 3)  # R: no read times
     assert sum(counts) == n, counts
     assert all(c == 1 or c * body <= BUDGET for c in counts), counts
     assert queue.stats().total.reserved == 0

@@ -1,9 +1,9 @@
-"""Every way a job ends dead outside a handler's failure ends it like failJobV3 does
+"""Every way a job ends dead outside a handler's failure ends it like failJob does
 (docs/results.md#keeping-a-result, docs/workflows.md): its result is kept for its keep_result
 and its waiters are woken, its workflow waiters are told (a child, a batch), and one 'dead' (or
-'expired') event is written. The paths: a silent consumer's last attempt (requeueStuckV2), a
-stream entry lost under releaseJobsV2 / expireJobs, a child dead for a failed
-parent (flow_dead), a topic key that holds no stream (promoteDueV2). And a dead child's kept
+'expired') event is written. The paths: a silent consumer's last attempt (requeueStuck), a
+stream entry lost under releaseJobs / expireJobs, a child dead for a failed
+parent (flow_dead), a topic key that holds no stream (promoteDue). And a dead child's kept
 parents (``dd:<id>``) go when it leaves the dead letters other than by a replay."""
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def test_a_silent_consumers_last_attempt_ends_the_job_for_every_waiter(
         promote(q.client, keys, 2)
         assert sorted(take(q.client, keys)) == ["m", "stuck"]  # consumer c then goes silent
         thread, answer = waiter(q, "stuck")
-        reply = call(q.client, "requeueStuckV2", keys, ["g", "t", "-", 100, 0, ""])
+        reply = call(q.client, "requeueStuck", keys, ["g", "t", "-", 100, 0, ""])
         assert sorted(reply[2]) == [b"m", b"stuck"]  # both dead: that was the last attempt
         thread.join()
         found = answer[0]
@@ -80,7 +80,7 @@ def test_a_silent_consumers_last_attempt_ends_the_job_for_every_waiter(
 
 def test_a_reservation_left_past_its_ttr_on_its_last_attempt_wakes_its_waiter(
         redis_url: str, queue_name: str) -> None:
-    """The same end, reached by a live worker's reclaim loop (its requeueStuckV2 calls)."""
+    """The same end, reached by a live worker's reclaim loop (its requeueStuck calls)."""
     with sd.Queue(queue_name, url=redis_url, keep_result=600) as q:
         q.batch([sd.JobSpec("t", {"n": 1}, id="held", max_attempts=1, ttr=1)], id="b",
                 on_complete=sd.JobSpec("cb", {"cb": 1}))
@@ -115,7 +115,7 @@ def test_a_lost_entry_found_by_release_or_expiry_check_is_a_dead_end_with_its_ev
         promote(q.client, keys, 2)
         taken = take(q.client, keys)
         q.client.xtrim(keys.stream("t"), maxlen=0)  # an operator trims: the bodies are gone
-        assert call(q.client, "releaseJobsV2", keys,
+        assert call(q.client, "releaseJobs", keys,
                     ["g", "t", "released", taken["released"][0]]) == 0
         assert call(q.client, "expireJobs", keys,
                     ["g", "t", "checked", taken["checked"][0]]) == [0]
@@ -155,7 +155,7 @@ def test_a_job_whose_topic_key_holds_no_stream_is_a_dead_end_for_every_waiter(
         thread, answer = waiter(q, "j")
         dropped: list[Any] = []
         while len(dropped) < 2:
-            dropped += call(q.client, "promoteDueV2", keys, [100])[3]
+            dropped += call(q.client, "promoteDue", keys, [100])[3]
         thread.join()
         found = answer[0]
         assert isinstance(found, sd.JobResult) and found.state == "dead", found

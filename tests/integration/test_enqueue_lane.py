@@ -47,7 +47,7 @@ def test_a_flushed_script_cache_is_loaded_again(queue: sd.Queue) -> None:
     queue.client.script_flush()
     assert queue.enqueue("t", 2, id="b", delay=60).created
     assert queue.enqueue("t", 3, id="c", delay=60).created
-    assert not queue.enqueue("t", 4, id="c", delay=60).created  # taken: through enqueueJobsV2
+    assert not queue.enqueue("t", 4, id="c", delay=60).created  # taken: through enqueueJobs
 
 
 def test_a_script_refusal_still_raises_through_the_lane(queue: sd.Queue) -> None:

@@ -1,6 +1,6 @@
-"""The one-job enqueue script (``enqueueJobV2``, docs/keys.md#the-one-job-enqueue): it writes the
-same record as ``enqueueJobsV2``, answers 0 and writes nothing when the id is taken (the caller
-goes on through ``enqueueJobsV2``), and a call that fails writes nothing (it checks no types
+"""The one-job enqueue script (``enqueueJob``, docs/keys.md#the-one-job-enqueue): it writes the
+same record as ``enqueueJobs``, answers 0 and writes nothing when the id is taken (the caller
+goes on through ``enqueueJobs``), and a call that fails writes nothing (it checks no types
 first: a failed write takes back the ones before it)."""
 
 from __future__ import annotations
@@ -31,20 +31,20 @@ def snapshot(client: redis.Redis, keys: PartitionKeys) -> dict[str, bytes | None
 
 
 def one(job_id: str, delay_ms: int = 60_000) -> list[Any]:
-    """enqueueJobV2's ARGV for one job ``delay_ms`` from now."""
+    """enqueueJob's ARGV for one job ``delay_ms`` from now."""
     return [3_600_000, job_id, "t", "r", delay_ms, 30_000, 3, BLOB]
 
 
 def many(job_id: str, delay_ms: int = 60_000) -> list[Any]:
-    """enqueueJobsV2's ARGV for the same job."""
-    return [3_600_000, 0, job_id, "t", "r", delay_ms, 30_000, 3, "0", BLOB]
+    """enqueueJobs's ARGV for the same job."""
+    return [3_600_000, 0, "0", job_id, "t", "r", delay_ms, 30_000, 3, "0", BLOB]
 
 
 def test_the_one_job_script_writes_what_enqueue_jobs_writes(queue: sd.Queue) -> None:
     client = queue.client
     keys = PartitionKeys(queue.name, 0)
-    due = call(client, "enqueueJobV2", keys, one("a"))
-    [due_b] = call(client, "enqueueJobsV2", keys, many("b"))
+    due = call(client, "enqueueJob", keys, one("a"))
+    [due_b] = call(client, "enqueueJobs", keys, many("b"))
     rec_a, rec_b = client.hget(keys.jobs, "a"), client.hget(keys.jobs, "b")
     assert rec_a is not None and rec_b is not None
     # same layout: only the times may differ
@@ -58,9 +58,9 @@ def test_the_one_job_script_writes_what_enqueue_jobs_writes(queue: sd.Queue) -> 
 def test_a_taken_id_answers_zero_and_writes_nothing(queue: sd.Queue) -> None:
     client = queue.client
     keys = PartitionKeys(queue.name, 0)
-    call(client, "enqueueJobV2", keys, one("a"))
+    call(client, "enqueueJob", keys, one("a"))
     before = snapshot(client, keys)
-    assert call(client, "enqueueJobV2", keys, one("a", 5)) == 0
+    assert call(client, "enqueueJob", keys, one("a", 5)) == 0
     assert snapshot(client, keys) == before
 
 
@@ -85,12 +85,12 @@ def test_an_absolute_time_too_far_in_the_past_is_refused(queue: sd.Queue) -> Non
 def test_a_foreign_key_of_the_wrong_type_writes_nothing(queue: sd.Queue, key: str) -> None:
     client = queue.client
     keys = PartitionKeys(queue.name, 0)
-    call(client, "enqueueJobV2", keys, one("first"))
+    call(client, "enqueueJob", keys, one("first"))
     client.delete(getattr(keys, key))
     client.set(getattr(keys, key), "foreign")
     before = snapshot(client, keys)
     with pytest.raises(sd.ScriptError) as refused:  # due first: the new head, every key written
-        call(client, "enqueueJobV2", keys, one("new", 1_000))
+        call(client, "enqueueJob", keys, one("new", 1_000))
     assert snapshot(client, keys) == before
     assert f"key {getattr(keys, key)} holds a string" in str(refused.value)
 
@@ -101,31 +101,31 @@ def test_a_count_that_is_no_number_writes_nothing(queue: sd.Queue, head: bool) -
     delayed entry and the wake marker written before it are taken back."""
     client = queue.client
     keys = PartitionKeys(queue.name, 0)
-    call(client, "enqueueJobV2", keys, one("first"))
+    call(client, "enqueueJob", keys, one("first"))
     client.hset(keys.counts, "t", "not a number")
     before = snapshot(client, keys)
     with pytest.raises(sd.ScriptError, match="not an integer"):
-        call(client, "enqueueJobV2", keys, one("new", 1_000 if head else 120_000))
+        call(client, "enqueueJob", keys, one("new", 1_000 if head else 120_000))
     assert snapshot(client, keys) == before
 
 
 def test_the_head_sets_the_wake_marker_and_a_later_job_leaves_it(queue: sd.Queue) -> None:
     client = queue.client
     keys = PartitionKeys(queue.name, 0)
-    first = call(client, "enqueueJobV2", keys, one("first", 60_000))
+    first = call(client, "enqueueJob", keys, one("first", 60_000))
     assert client.zrange(keys.wake, 0, -1, withscores=True) == [(b"w", first)]
-    call(client, "enqueueJobV2", keys, one("later", 120_000))
+    call(client, "enqueueJob", keys, one("later", 120_000))
     assert client.zrange(keys.wake, 0, -1, withscores=True) == [(b"w", first)]
-    head = call(client, "enqueueJobV2", keys, one("head", 1_000))
+    head = call(client, "enqueueJob", keys, one("head", 1_000))
     assert client.zrange(keys.wake, 0, -1, withscores=True) == [(b"w", head)]
 
 
 def test_bad_arguments_are_refused(queue: sd.Queue) -> None:
     keys = PartitionKeys(queue.name, 0)
     with pytest.raises(sd.ScriptError, match="BAD_ARGS"):
-        call(queue.client, "enqueueJobV2", keys, one("a")[:-1])
+        call(queue.client, "enqueueJob", keys, one("a")[:-1])
     with pytest.raises(sd.ScriptError, match="BAD_ARGS"):
-        call(queue.client, "enqueueJobV2", keys, ["x", *one("a")[1:]])
+        call(queue.client, "enqueueJob", keys, ["x", *one("a")[1:]])
 
 
 def test_an_async_caller_alone_gets_the_same_outcomes(queue: sd.Queue) -> None:
@@ -155,9 +155,9 @@ def test_enqueue_jobs_with_a_count_that_is_no_number_writes_nothing(queue: sd.Qu
     ``HINCRBY`` comes after the records and delayed entries are written)."""
     client = queue.client
     keys = PartitionKeys(queue.name, 0)
-    call(client, "enqueueJobsV2", keys, many("first"))
+    call(client, "enqueueJobs", keys, many("first"))
     client.hset(keys.counts, "t", "1.5")
     before = snapshot(client, keys)
     with pytest.raises(sd.ScriptError, match="not an integer"):
-        call(client, "enqueueJobsV2", keys, many("new", 1_000))
+        call(client, "enqueueJobs", keys, many("new", 1_000))
     assert snapshot(client, keys) == before

@@ -62,7 +62,7 @@ def test_each_transition_writes_its_event(evq: sd.Queue) -> None:
     assert kinds(evq, "gone") == ["enqueued", "cancelled"]
     events = {(e.id, e.kind, e.attempt): e for e in evq.events(follow=False)}
     assert "boom" in events["bad", "retried", 1].detail
-    # promoted carries the attempts made so far: 0, then 1 for the retry (promoteDueV2 reads
+    # promoted carries the attempts made so far: 0, then 1 for the retry (promoteDue reads
     # them without a pattern for a job never run, with one otherwise)
     assert ("bad", "promoted", 0) in events and ("bad", "promoted", 1) in events
     assert "boom" in events["bad", "dead", 2].detail
@@ -106,14 +106,14 @@ def test_started_is_reported_once_by_the_first_heartbeat(evq: sd.Queue) -> None:
 
     call("registerGroup", ["g", "t"])
     time.sleep(0.005)
-    call("promoteDueV2", [100])
+    call("promoteDue", [100])
     read_at = int(client.time()[0]) * 1000 + int(client.time()[1]) // 1000
     (_, entries), = client.xreadgroup("g", "c", {keys.stream("t"): ">"}, count=1)
     eid = entries[0][0].decode()
     time.sleep(0.3)
-    call("touchJobs", ["g", "c", "t", eid])
-    call("touchJobs", ["g", "c", "t", eid])
-    assert call("ackJobsV2", ["g", 0, "t", "long", eid]) == 1
+    call("touchJobs", ["g", "c", 1, "t", eid])
+    call("touchJobs", ["g", "c", 1, "t", eid])
+    assert call("ackJobs", ["g", 0, 1, "t", "long", eid, 0]) == 1
     events = [e for e in evq.events(follow=False) if e.id == "long"]
     assert [e.kind for e in events] == ["enqueued", "promoted", "started", "succeeded"]
     started = events[2]
@@ -243,7 +243,7 @@ def test_events_example(example_env: dict[str, str]) -> None:
 
 def test_a_worker_dates_started_by_its_read_without_the_pending_list(evq: sd.Queue) -> None:
     """A Worker of a queue with events on reads the server clock with each read and sends it
-    with the settle (ackJobsV4): ``started`` is at the read time, and no settle reads the
+    with the settle (ackJobs): ``started`` is at the read time, and no settle reads the
     pending list (its only ``XPENDING`` is the look at its own list, ``- +``); a job whose
     heartbeat ran gets its ``started`` from the heartbeat, once (docs/events.md#started)."""
     client = evq.client

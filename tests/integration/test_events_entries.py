@@ -44,7 +44,7 @@ def run_batch(q: sd.Queue) -> None:
     args: list[Any] = ["g", 0, N]
     for eid, fields in entries:
         args += ["t", fields[b"id"].decode(), eid.decode()]
-    assert call("ackJobsV3", args) == N
+    assert call("ackJobs", [*args, 0]) == N
 
 
 def test_a_call_of_many_jobs_writes_few_entries_and_every_event_once(evq: sd.Queue) -> None:
@@ -115,7 +115,7 @@ def test_details_and_times_that_differ_within_an_entry(evq: sd.Queue) -> None:
 
 
 def test_a_detail_with_a_line_break_keeps_its_place(evq: sd.Queue) -> None:
-    """failJobV3 writes ``started`` and ``retried`` together; an error of several lines is
+    """failJob writes ``started`` and ``retried`` together; an error of several lines is
     written in an entry of its own, after the events before it."""
     evq.enqueue("t", 1, id="multi", max_attempts=2)
     keys = PartitionKeys(evq.name, 0)
@@ -123,7 +123,7 @@ def test_a_detail_with_a_line_break_keeps_its_place(evq: sd.Queue) -> None:
     promote_due_sync(evq.client, keys)
     (_, entries), = evq.client.xreadgroup("g", "c", {keys.stream("t"): ">"}, count=1)
     eid = entries[0][0].decode()
-    run_step_sync(evq.client, script("failJobV3").call(
+    run_step_sync(evq.client, script("failJob").call(
         keys.script_keys(), ["g", "t", "multi", eid, 0, 0, "line 1\nline 2", 0]))
     events = list(evq.events(follow=False))
     assert [e.kind for e in events] == ["enqueued", "promoted", "started", "retried"]
@@ -142,7 +142,7 @@ def read_fresh(q: sd.Queue, prefix: str, n: int) -> dict[str, str]:
 
 
 def test_a_job_named_twice_in_a_settle_reports_started_and_succeeded_once(evq: sd.Queue) -> None:
-    """ackJobsV3 with events on parses each record once: a job named first with a stale entry
+    """ackJobs with events on parses each record once: a job named first with a stale entry
     id and then with its current one settles by the current one, a delivery named twice counts
     once, a cancelled job's delivery writes nothing; each settled job gets one ``started`` and
     one ``succeeded``."""
@@ -150,8 +150,8 @@ def test_a_job_named_twice_in_a_settle_reports_started_and_succeeded_once(evq: s
     eid = read_fresh(evq, "j", 3)
     evq.cancel("j2")
     args: list[Any] = ["g", 0, 5, "t", "j0", eid["j1"], "t", "j0", eid["j0"], "t", "j0", eid["j0"],
-                       "t", "j1", eid["j1"], "t", "j2", eid["j2"]]
-    assert run_step_sync(evq.client, script("ackJobsV3").call(keys.script_keys(), args)) == 2
+                       "t", "j1", eid["j1"], "t", "j2", eid["j2"], 0]
+    assert run_step_sync(evq.client, script("ackJobs").call(keys.script_keys(), args)) == 2
     kinds: dict[str, list[str]] = {}
     for event in evq.events(follow=False):
         kinds.setdefault(event.id, []).append(event.kind)
@@ -162,9 +162,9 @@ def test_a_job_named_twice_in_a_settle_reports_started_and_succeeded_once(evq: s
 
 
 def test_a_settle_with_read_times_dates_started_by_them(evq: sd.Queue) -> None:
-    """ackJobsV4: deliveries with a read time (given as runs: count, time) get ``started`` at
-    that time; one without (0) is dated from the pending list, as by ackJobsV3; runs that do
-    not add up to the deliveries are refused before any write."""
+    """ackJobs: deliveries with a read time (given as runs: count, time) get ``started`` at
+    that time; one without (0) is dated from the pending list, as when none is given (R = 0);
+    runs that do not add up to the deliveries are refused before any write."""
     keys = PartitionKeys(evq.name, 0)
     eid = read_fresh(evq, "r", 4)
     read_at = int(eid["r0"].split("-")[0]) + 1
@@ -173,15 +173,15 @@ def test_a_settle_with_read_times_dates_started_by_them(evq: sd.Queue) -> None:
         deliveries += ["t", f"r{n}", eid[f"r{n}"]]
     for runs in ([3, 1, 12345, 1, 0, 1, read_at], [2, 1, 12345, 2, read_at],  # 3 of 4
                  [1, 4, "x"], [1, 0, read_at], [1, 1.5, read_at], ["x", 1, 2, 3]):
-        with pytest.raises(Exception, match="BAD_ARGS ackJobsV4"):
-            run_step_sync(evq.client, script("ackJobsV4").call(keys.script_keys(),
+        with pytest.raises(Exception, match="BAD_ARGS ackJobs"):
+            run_step_sync(evq.client, script("ackJobs").call(keys.script_keys(),
                                                               deliveries + runs))
     assert evq.client.hlen(keys.jobs) == 4
     args = [*deliveries, 3, 1, 12345, 1, 0, 2, read_at]
-    assert run_step_sync(evq.client, script("ackJobsV4").call(keys.script_keys(), args)) == 4
+    assert run_step_sync(evq.client, script("ackJobs").call(keys.script_keys(), args)) == 4
     started = {e.id: e.at for e in evq.events(follow=False) if e.kind == "started"}
     assert started["r0"] == 12345 and started["r2"] == started["r3"] == read_at
     assert abs(started["r1"] - read_at) < 1000  # from the pending list: when c read it
-    bad = ["g", 0, 1, "t", "r0", eid["r0"]]  # V4 without its read times
-    with pytest.raises(Exception, match="BAD_ARGS ackJobsV4"):
-        run_step_sync(evq.client, script("ackJobsV4").call(keys.script_keys(), bad))
+    bad = ["g", 0, 1, "t", "r0", eid["r0"]]  # without R (the count of read-time runs)
+    with pytest.raises(Exception, match="BAD_ARGS ackJobs"):
+        run_step_sync(evq.client, script("ackJobs").call(keys.script_keys(), bad))

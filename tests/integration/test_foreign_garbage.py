@@ -188,8 +188,8 @@ def test_payload_limit_on_both_ends(queue_name: str, redis_url: str,
     # a foreign producer calling the protocol script directly, with a body over the limit
     keys = keys_of(queue)
     huge = encode_blob("b", b"y" * (limit * 50), {}, None)
-    source = script("enqueueJobsV2").source
-    foreign.eval(source, 6, *keys.script_keys(), 3600000, 0,
+    source = script("enqueueJobs").source
+    foreign.eval(source, 6, *keys.script_keys(), 3600000, 0, "0",
                  "huge", "t", "r", 0, 60000, 3, "0", huge)
     good = enqueue_good(queue)
     seen: list[tuple[str, int]] = []

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.timeout(120)
 
 def promote(client: redis.Redis, keys: PartitionKeys, batch: int = 1000) -> list[object]:
     """One promoteDue call."""
-    reply: list[object] = run_step_sync(client, script("promoteDueV2").call(keys.script_keys(),
+    reply: list[object] = run_step_sync(client, script("promoteDue").call(keys.script_keys(),
                                                                            [batch]))
     return reply
 
@@ -164,7 +164,7 @@ def test_worker_whose_registration_changes_nothing_starts_under_oom(
     run_step_sync(client, register.call(keys.script_keys(), ["g", "t"]))
     q.enqueue("t", 1, id="j", delay=0.05)
     time.sleep(0.1)
-    run_step_sync(client, script("promoteDueV2").call(keys.script_keys(), [10]))
+    run_step_sync(client, script("promoteDue").call(keys.script_keys(), [10]))
     fill_up(client)
     assert run_step_sync(client, register.call(keys.script_keys(), ["g", "t"])) == 1
     before = client.hgetall(keys.groups)

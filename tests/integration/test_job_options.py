@@ -235,20 +235,20 @@ def test_the_batch_script_lets_the_last_job_of_an_id_decide_its_field(
     def job(replace: str, opts: str) -> list[Any]:
         return ["j", "t", "r", 60_000, 30_000, 3, replace, blob, opts]
 
-    call = script("enqueueJobsV3").call(
-        keys.script_keys(), [3_600_000, 0, *job("0", "3||k"), *job("1", "")])
+    call = script("enqueueJobs").call(
+        keys.script_keys(), [3_600_000, 0, "1", *job("0", "3||k"), *job("1", "")])
     run_step_sync(queue.client, call)
     assert queue.client.hget(keys.opts, "j") is None
-    call = script("enqueueJobsV3").call(
-        keys.script_keys(), [3_600_000, 0, *job("1", ""), *job("1", "4|10|")])
+    call = script("enqueueJobs").call(
+        keys.script_keys(), [3_600_000, 0, "1", *job("1", ""), *job("1", "4|10|")])
     [_, due] = run_step_sync(queue.client, call)
     deadline = int(due.split(b":")[1]) + 10
     assert queue.client.hget(keys.opts, "j") == f"4|{deadline}|".encode()
     with pytest.raises(sd.StreamdelayError, match="BAD_ARGS"):
-        run_step_sync(queue.client, script("enqueueJobsV3").call(
-            keys.script_keys(), [3_600_000, 0, *job("1", "12||")]))
+        run_step_sync(queue.client, script("enqueueJobs").call(
+            keys.script_keys(), [3_600_000, 0, "1", *job("1", "12||")]))
     with pytest.raises(sd.StreamdelayError, match="BAD_ARGS"):
-        run_step_sync(queue.client, script("enqueueJobV3").call(
+        run_step_sync(queue.client, script("enqueueJob").call(
             keys.script_keys(), [3_600_000, "n", "t", "r", 1, 30_000, 3, blob, "5|x|"]))
     assert queue.client.hget(keys.jobs, "n") is None
 

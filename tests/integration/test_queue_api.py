@@ -264,7 +264,7 @@ def test_enqueue_many_gives_results_in_order_over_several_script_calls(
     n = 600  # 5 bounded script calls
     delays = [(i * 7919) % 101 + 1 for i in range(n)]
     specs = [sd.JobSpec("t", {"i": i}, delay=d, id=f"m{i}") for i, d in enumerate(delays)]
-    q.client.script_load(script("enqueueJobsV2").source)  # no NOSCRIPT round in the count
+    q.client.script_load(script("enqueueJobs").source)  # no NOSCRIPT round in the count
     calls = int(q.client.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0))
     before = server_ms(q.client)
     results = q.enqueue_many(specs)
@@ -283,7 +283,7 @@ def test_enqueue_many_is_one_round_trip(queue: sd.Queue, monkeypatch: pytest.Mon
     """Every bounded call is sent before the first reply is read (each leaves as soon as it is
     packed, so Redis runs the first while the next are packed)."""
     queue.enqueue("warm", id="warm")  # the once-per-process partition check is done
-    queue.client.script_load(script("enqueueJobsV2").source)  # no NOSCRIPT round
+    queue.client.script_load(script("enqueueJobs").source)  # no NOSCRIPT round
     events: list[str] = []
     conn = redis.connection.AbstractConnection
     send, read = conn.send_packed_command, conn.read_response

@@ -1,5 +1,5 @@
 """A Worker's reclaim counts only the silence it witnessed and never takes its own running
-deliveries (docs/guarantees.md#never-twice-at-once; lua/requeueStuckV2-6.lua ARGV 7-11,
+deliveries (docs/guarantees.md#never-twice-at-once; lua/requeueStuck-6.lua ARGV 7-11,
 engine/upkeep.py ``Witness``), checked on a real redis-server restarted from its AOF.
 
 What Redis 7.0 does that makes the rule necessary: a pending entry's idle time survives a

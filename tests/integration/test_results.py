@@ -175,7 +175,7 @@ def test_results_expire_on_time_at_any_rate(own_redis: RedisServer) -> None:
         q.enqueue_many(sd.JobSpec("t", i, id=f"k{i}", keep_result=0.05)
                        for i in range(start, start + 2000))
     time.sleep(0.02)
-    while call(client, "promoteDueV2", keys, [1000])[0]:
+    while call(client, "promoteDue", keys, [1000])[0]:
         pass
     while True:
         read = client.xreadgroup("g", "c", {keys.stream("t"): ">"}, count=500)
@@ -188,10 +188,10 @@ def test_results_expire_on_time_at_any_rate(own_redis: RedisServer) -> None:
             results += [position, 50, value]
         # the ack and a read of its last result in one MULTI: the result is there when its ack
         # ends, however long a loaded machine takes to the next command (50 ms here)
-        ack = script("ackJobsV3")
+        ack = script("ackJobs")
         client.script_load(ack.source)
         with client.pipeline(transaction=True) as pipe:
-            pipe.evalsha(ack.sha, len(keys.script_keys()), *keys.script_keys(), *args, *results)
+            pipe.evalsha(ack.sha, len(keys.script_keys()), *keys.script_keys(), *args, 0, *results)
             pipe.get(result_key(keys, fields[b"id"].decode()))
             acked, kept = pipe.execute()
         assert acked == len(read[0][1]) and kept is not None

@@ -1,4 +1,4 @@
-"""The batched hot scripts: ``enqueueJobsV2`` and ``promoteDue`` read and write a whole batch with
+"""The batched hot scripts: ``enqueueJobs`` and ``promoteDue`` read and write a whole batch with
 one command each (HMGET, HSET, ZADD), yet behave exactly as job-by-job; ``promoteDue`` reports
 the server clock to the microsecond and the dispatcher sleeps exactly the gap it gives."""
 
@@ -26,7 +26,7 @@ def call(client: redis.Redis, name: str, keys: PartitionKeys, args: list[Any]) -
 
 
 def job_args(job_id: str, delay_ms: int, replace: str = "0", topic: str = "t") -> list[Any]:
-    """The eight enqueueJobsV2 values of one job due ``delay_ms`` from now."""
+    """The eight enqueueJobs values of one job due ``delay_ms`` from now."""
     return [job_id, topic, "r", delay_ms, 60000, 3, replace, BLOB]
 
 
@@ -40,7 +40,7 @@ def test_promote_reply_carries_the_server_clock_in_microseconds(queue: sd.Queue)
     keys = PartitionKeys(queue.name, 0)
     queue.enqueue("t", id="later", delay=60)
     before = server_us(queue.client)
-    reply = call(queue.client, "promoteDueV2", keys, [10])
+    reply = call(queue.client, "promoteDue", keys, [10])
     after = server_us(queue.client)
     moved, next_due, now, dropped, now_us = reply
     assert (moved, dropped) == (0, [])
@@ -65,11 +65,11 @@ def test_dispatcher_sleeps_the_exact_gap_to_the_next_due_job() -> None:
 
 def test_an_id_twice_in_one_call_sees_its_first_write(queue: sd.Queue) -> None:
     c, keys = queue.client, PartitionKeys(queue.name, 0)
-    head = [3_600_000, 0]
-    kept = call(c, "enqueueJobsV2", keys, [*head, *job_args("a", 5000), *job_args("a", 9000)])
+    head = [3_600_000, 0, "0"]
+    kept = call(c, "enqueueJobs", keys, [*head, *job_args("a", 5000), *job_args("a", 9000)])
     assert isinstance(kept[0], int)  # created: its due time
     assert kept[1] == b"d:%d" % kept[0]  # the second reports the first's due time, changes nothing
-    replaced = call(c, "enqueueJobsV2", keys, [*head, *job_args("b", 5000),
+    replaced = call(c, "enqueueJobs", keys, [*head, *job_args("b", 5000),
                                                *job_args("b", 9000, replace="1", topic="u")])
     assert isinstance(replaced[0], int) and replaced[1].startswith(b"d:")
     assert int(replaced[1][2:]) - replaced[0] == 4000
@@ -83,14 +83,14 @@ def test_batches_longer_than_one_bulk_piece(queue: sd.Queue) -> None:
     """1,100 jobs in one call: more than one piece of HMGET (HMGET_STEP) and HSET / ZADD
     (WRITE_STEP) values."""
     c, keys = queue.client, PartitionKeys(queue.name, 0)
-    args: list[Any] = [3_600_000, 0]
+    args: list[Any] = [3_600_000, 0, "0"]
     for i in range(1100):
         args += job_args(f"j{i}", 0)
-    assert all(isinstance(r, int) for r in call(c, "enqueueJobsV2", keys, args))
-    assert all(r.startswith(b"d:") for r in call(c, "enqueueJobsV2", keys, args))
+    assert all(isinstance(r, int) for r in call(c, "enqueueJobs", keys, args))
+    assert all(r.startswith(b"d:") for r in call(c, "enqueueJobs", keys, args))
     assert c.zcard(keys.delayed) == 1100 and c.hget(keys.counts, "t") == b"1100"
     delayed = c.hget(keys.jobs, "j7")
-    moved, next_due, _, dropped, _ = call(c, "promoteDueV2", keys, [1100])
+    moved, next_due, _, dropped, _ = call(c, "promoteDue", keys, [1100])
     assert (moved, next_due, dropped) == (1100, -1, [])
     assert c.zcard(keys.delayed) == 0 and c.hget(keys.counts, "t") == b"0"
     entries = {f[b"id"]: (eid, f[b"rec"]) for eid, f in c.xrange(keys.stream("t"))}
@@ -127,12 +127,12 @@ def test_a_call_failing_half_way_writes_nothing(queue: sd.Queue) -> None:
     """Replacing a job whose topic key a foreign client overwrote fails that call before any
     write (WRONG_TYPE, checked first): the jobs before it in the call are not written either."""
     c, keys = queue.client, PartitionKeys(queue.name, 0)
-    head = [3_600_000, 0]
-    call(c, "enqueueJobsV2", keys, [*head, *job_args("b", 9000)])
+    head = [3_600_000, 0, "0"]
+    call(c, "enqueueJobs", keys, [*head, *job_args("b", 9000)])
     c.hset(keys.jobs, "broken", b"s|0|1|1|60000|3|1-1|bad|" + BLOB)
     c.set(keys.stream("bad"), "not a stream")
     with pytest.raises(sd.ScriptError, match="t:bad holds a string"):
-        call(c, "enqueueJobsV2", keys, [*head, *job_args("a", 5000),
+        call(c, "enqueueJobs", keys, [*head, *job_args("a", 5000),
                                         *job_args("b", 7000, replace="1", topic="u"),
                                         *job_args("broken", 0, replace="1")])
     assert c.zrange(keys.delayed, 0, -1) == [b"b"]

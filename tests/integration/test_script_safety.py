@@ -39,15 +39,15 @@ def test_enqueue_with_a_foreign_key_of_the_wrong_type_writes_nothing(
     queue.enqueue("t", 1, id="first", delay=60)
     client.set(getattr(keys, key), "foreign")
     before = snapshot(client, keys)
-    args = [3_600_000, 60_000, "new", "t", "r", 1000, 60_000, 3, "0", b"\x92\xa1j\xc4\x01"]
+    args = [3_600_000, 60_000, "0", "new", "t", "r", 1000, 60_000, 3, "0", b"\x92\xa1j\xc4\x01"]
     with pytest.raises(sd.ScriptError) as refused:
-        call(client, "enqueueJobsV2", keys, args)
+        call(client, "enqueueJobs", keys, args)
     assert snapshot(client, keys) == before
     assert f"key {getattr(keys, key)} holds a string" in str(refused.value)
     client.delete(getattr(keys, key))
     if key == "delayed":
         client.zadd(keys.delayed, {"first": 1})
-    assert isinstance(call(client, "enqueueJobsV2", keys, args)[0], int)  # nothing half-written
+    assert isinstance(call(client, "enqueueJobs", keys, args)[0], int)  # nothing half-written
 
 
 def test_failing_with_a_foreign_dead_letter_key_writes_nothing(queue: sd.Queue) -> None:
@@ -56,12 +56,12 @@ def test_failing_with_a_foreign_dead_letter_key_writes_nothing(queue: sd.Queue) 
     call(client, "registerGroup", keys, ["g", "t"])
     queue.enqueue("t", 1, id="j", max_attempts=1)
     time.sleep(0.02)
-    call(client, "promoteDueV2", keys, [10])
+    call(client, "promoteDue", keys, [10])
     [[_, [(eid, _)]]] = client.xreadgroup("g", "c", {keys.stream("t"): ">"})
     client.set(keys.dead("t"), "foreign")
     before = snapshot(client, keys)
     with pytest.raises(sd.ScriptError) as refused:
-        call(client, "failJobV2", keys, ["g", "t", "j", eid, 0, "1", "boom"])
+        call(client, "failJob", keys, ["g", "t", "j", eid, 0, "1", "boom", 0])
     assert snapshot(client, keys) == before
     assert f"key {keys.dead('t')} holds a string" in str(refused.value)
 
@@ -72,14 +72,14 @@ def test_relative_delay_is_counted_from_the_microsecond_and_rounded_up(queue: sd
     """due_ms * 1000 >= (server µs before the enqueue) + delay: never due early, even by < 1 ms."""
     client = queue.client
     keys = PartitionKeys(queue.name, 0)
-    enqueue = script("enqueueJobsV2")
+    enqueue = script("enqueueJobs")
     client.script_load(enqueue.source)
     delay_ms = 5
     samples = []
     for i in range(40):
         pipe = client.pipeline(transaction=True)
         pipe.time()
-        pipe.evalsha(enqueue.sha, 6, *keys.script_keys(), 3_600_000, 0, f"j{i}", "t", "r",
+        pipe.evalsha(enqueue.sha, 6, *keys.script_keys(), 3_600_000, 0, "0", f"j{i}", "t", "r",
                      delay_ms, 60_000, 3, "0", b"\x92\xa1j\xc4\x01")
         (seconds, micros), [due_ms] = pipe.execute()
         assert isinstance(due_ms, int)  # created
@@ -87,7 +87,7 @@ def test_relative_delay_is_counted_from_the_microsecond_and_rounded_up(queue: sd
     early = [(before, due) for before, due in samples if due * 1000 < before + delay_ms * 1000]
     assert early == []
     time.sleep(0.02)
-    call(client, "promoteDueV2", keys, [100])
+    call(client, "promoteDue", keys, [100])
     for entry_id, fields in client.xrange(keys.stream("t")):
         job_id = fields[b"id"].decode()
         promoted_ms = int(entry_id.split(b"-")[0])  # server clock of the XADD, in ms
@@ -98,19 +98,19 @@ def test_retry_due_is_rounded_up_from_the_microsecond(queue: sd.Queue) -> None:
     client = queue.client
     keys = PartitionKeys(queue.name, 0)
     call(client, "registerGroup", keys, ["g", "t"])
-    fail = script("failJobV2")
+    fail = script("failJob")
     client.script_load(fail.source)
     early = []
     for i in range(20):
         queue.enqueue("t", 1, id=f"r{i}")
     time.sleep(0.02)
-    call(client, "promoteDueV2", keys, [100])
+    call(client, "promoteDue", keys, [100])
     for _, entries in client.xreadgroup("g", "c", {keys.stream("t"): ">"}):
         for eid, fields in entries:
             pipe = client.pipeline(transaction=True)
             pipe.time()
             pipe.evalsha(fail.sha, 6, *keys.script_keys(), "g", "t", fields[b"id"], eid, 3, "0",
-                         "err")
+                         "err", 0)
             (seconds, micros), reply = pipe.execute()
             if int(reply[1]) * 1000 < seconds * 1_000_000 + micros + 3000:
                 early.append(reply)
@@ -128,7 +128,7 @@ def test_promote_stops_at_about_a_mebibyte_but_always_moves_one(redis_url: str,
     queue.enqueue_many(sd.JobSpec("t", big, id=f"b{i}", delay=0.01) for i in range(5))
     queue.enqueue("t", "y" * 1_100_000, id="huge", delay=0.02)
     time.sleep(0.05)
-    moved = [call(client, "promoteDueV2", keys, [100])[0] for _ in range(4)]
+    moved = [call(client, "promoteDue", keys, [100])[0] for _ in range(4)]
     assert moved == [2, 2, 1, 1]  # 2 x 400 kB fit under 1 MiB, a third does not; huge goes alone
     assert client.zcard(keys.delayed) == 0
     assert misplaced(client, keys, ["t"]) == {}
@@ -141,11 +141,11 @@ def test_replay_stops_at_about_a_mebibyte_and_the_caller_goes_on(queue: sd.Queue
     queue.enqueue_many(sd.JobSpec("t", "x" * 400_000, id=f"d{i}", max_attempts=1)
                        for i in range(5))
     time.sleep(0.02)
-    while call(client, "promoteDueV2", keys, [100])[0]:
+    while call(client, "promoteDue", keys, [100])[0]:
         pass
     for _, entries in client.xreadgroup("g", "c", {keys.stream("t"): ">"}):
         for eid, fields in entries:
-            call(client, "failJobV2", keys, ["g", "t", fields[b"id"], eid, 0, "1", "boom"])
+            call(client, "failJob", keys, ["g", "t", fields[b"id"], eid, 0, "1", "boom", 0])
     assert len(call(client, "replayDead", keys, ["t", 100, 60_000, ""])) == 2
     assert queue.dead_replay() == 3
     assert misplaced(client, keys, ["t"]) == {}
@@ -164,22 +164,22 @@ def test_tombstones_expire_at_any_rate(own_redis: Any) -> None:
     for start in range(0, n, 2000):
         q.enqueue_many(sd.JobSpec("t", i, id=f"k{i}") for i in range(start, start + 2000))
     time.sleep(0.02)
-    while call(client, "promoteDueV2", keys, [1000])[0]:
+    while call(client, "promoteDue", keys, [1000])[0]:
         pass
     while True:
         read = client.xreadgroup("g", "c", {keys.stream("t"): ">"}, count=500)
         if not read:
             break
-        args: list[Any] = ["g", 50]
+        flat: list[Any] = []
         for eid, fields in read[0][1]:
-            args += ["t", fields[b"id"], eid]
-        call(client, "ackJobsV2", keys, args)
+            flat += ["t", fields[b"id"], eid]
+        call(client, "ackJobs", keys, ["g", 50, len(flat) // 3, *flat, 0])
     time.sleep(0.1)
-    call(client, "promoteDueV2", keys, [1000])  # the dispatcher's sweep
+    call(client, "promoteDue", keys, [1000])  # the dispatcher's sweep
     left = (client.hlen(keys.jobs), client.zcard(keys.done))
     deadline = time.monotonic() + 10
     while left != (0, 0) and time.monotonic() < deadline:
-        reply = call(client, "promoteDueV2", keys, [1000])
+        reply = call(client, "promoteDue", keys, [1000])
         left = (client.hlen(keys.jobs), client.zcard(keys.done))
         if left != (0, 0):  # the sweep asks to be called again while tombstones are left
             assert 0 <= int(reply[1]) <= int(reply[2])

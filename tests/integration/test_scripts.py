@@ -96,10 +96,10 @@ def test_every_queue_operation_survives_script_flush(queue: sd.Queue) -> None:
     assert queue.claim("workers", min_idle=0, to="c2").moved == ["a"]
     flush()
     assert queue.get("a").consumer == "c2"  # type: ignore[union-attr]
-    assert call(queue.client, "requeueStuckV2", keys,
+    assert call(queue.client, "requeueStuck", keys,
                 ["workers", "t", "-", 10, 0, ""])[1] == [b"a"]
     flush()
-    replies = call(queue.client, "failJobV2", keys, ["workers", "t", "a", "0-1", 0, "1", "x"])
+    replies = call(queue.client, "failJob", keys, ["workers", "t", "a", "0-1", 0, "1", "x", 0])
     assert replies == [0]  # a stale entry id: nothing happens, but the script ran
 
 
@@ -188,25 +188,25 @@ def test_scripts_run_twice_change_nothing_the_second_time(queue: sd.Queue) -> No
     assert call(c, "registerGroup", keys, ["workers", "t"]) == 1
     while server_ms(c) < last.due:  # due the next ms: these calls can all fit in one
         time.sleep(0.001)
-    first = call(c, "promoteDueV2", keys, [100])
-    again = call(c, "promoteDueV2", keys, [100])
+    first = call(c, "promoteDue", keys, [100])
+    again = call(c, "promoteDue", keys, [100])
     assert (first[0], again[0]) == (3, 0)
     read = c.xreadgroup("workers", "c1", {keys.stream("t"): ">"}, count=10)
     entry = {f[b"id"].decode(): eid.decode() for eid, f in read[0][1]}
-    ack = ["workers", 0, "t", "j1", entry["j1"]]
-    assert call(c, "ackJobsV2", keys, ack) == 1
-    assert call(c, "ackJobsV2", keys, ack) == 0
-    fail = ["workers", "t", "j2", entry["j2"], 0, "0", "boom"]
-    assert call(c, "failJobV2", keys, fail)[0] == 2
-    assert call(c, "failJobV2", keys, fail) == [0]
+    ack = ["workers", 0, 1, "t", "j1", entry["j1"], 0]
+    assert call(c, "ackJobs", keys, ack) == 1
+    assert call(c, "ackJobs", keys, ack) == 0
+    fail = ["workers", "t", "j2", entry["j2"], 0, "0", "boom", 0]
+    assert call(c, "failJob", keys, fail)[0] == 2
+    assert call(c, "failJob", keys, fail) == [0]
     assert c.xlen(keys.dead("t")) == 1
-    assert call(c, "cancelJob", keys, ["j3"]) == 1
-    assert call(c, "cancelJob", keys, ["j3"]) == 0
+    assert call(c, "cancelJob", keys, ["j3", 0]) == 1
+    assert call(c, "cancelJob", keys, ["j3", 0]) == 0
     assert call(c, "replayDead", keys, ["t", 10, 0, ""]) == [b"j2"]
     assert call(c, "replayDead", keys, ["t", 10, 0, ""]) == []
     now = server_ms(c)
-    first_due = call(c, "rescheduleJobV2", keys, ["j2", "a", now + 5000, 0])
-    assert call(c, "rescheduleJobV2", keys, ["j2", "a", now + 5000, 0]) == first_due
+    first_due = call(c, "rescheduleJob", keys, ["j2", "a", now + 5000, 0])
+    assert call(c, "rescheduleJob", keys, ["j2", "a", now + 5000, 0]) == first_due
     assert c.zcard(keys.delayed) == 1 and c.hget(keys.counts, "t") == b"1"
     assert c.xlen(keys.stream("t")) == 0 and c.hlen(keys.jobs) == 1
 
@@ -214,5 +214,5 @@ def test_scripts_run_twice_change_nothing_the_second_time(queue: sd.Queue) -> No
 def test_enqueue_script_rejects_malformed_arguments(queue: sd.Queue) -> None:
     keys = PartitionKeys(queue.name, 0)
     with pytest.raises(sd.ScriptError, match="BAD_ARGS"):
-        call(queue.client, "enqueueJobsV2", keys, [0, 0, "id", "t", "r"])
+        call(queue.client, "enqueueJobs", keys, [0, 0, "0", "id", "t", "r"])
     assert queue.client.exists(keys.jobs, keys.delayed) == 0

@@ -1,6 +1,6 @@
 """A Worker's heartbeat never takes back a delivery another consumer took over
 (docs/worker.md#ttr-and-heartbeats, docs/guarantees.md#never-twice-at-once): the touch script
-checks the owner (lua/touchJobsV2-6.lua), the worker marks its run lost and ignores its result.
+checks the owner (lua/touchJobs-6.lua), the worker marks its run lost and ignores its result.
 
 The takeover that keeps the stream entry is a hand-over (``claim(to=...)``): the same entry,
 another owner, so only that owner check stands between a stale heartbeat and the entry.

@@ -261,12 +261,12 @@ def test_release_later_hands_back_due_after_the_delay_uncounted_and_is_retry_saf
     queue.enqueue("t", id="held")
     run_step_sync(c, script("registerGroup").call(keys.script_keys(), ["workers", "t"]))
     deadline = time.monotonic() + 2  # due is the next whole ms after the enqueue's µs clock
-    while not run_step_sync(c, script("promoteDueV2").call(keys.script_keys(), [100]))[0]:
+    while not run_step_sync(c, script("promoteDue").call(keys.script_keys(), [100]))[0]:
         assert time.monotonic() < deadline
     [(_, [(eid, _)])] = c.xreadgroup("workers", "c1", {keys.stream("t"): ">"}, count=1)
     args = ["workers", 2000, "t", "held", eid.decode()]
     before_ms = c.time()[0] * 1000
-    release = script("releaseJobsLaterV2").call(keys.script_keys(), args)
+    release = script("releaseJobsLater").call(keys.script_keys(), args)
     assert run_step_sync(c, release) == 1
     assert run_step_sync(c, release) == 0  # a resent call changes nothing
     info = queue.get("held")

@@ -213,7 +213,7 @@ def test_a_write_retried_after_its_reply_was_lost_keeps_its_links(
         try:
             while True:
                 reply = run_step_sync(q.client, step)
-                if isinstance(step, ScriptCall) and step.script.name == "enqueueFlowV2":
+                if isinstance(step, ScriptCall) and step.script.name == "enqueueFlow":
                     reply = run_step_sync(q.client, step)  # the first reply was lost
                     retried += 1
                 step = plan.send(reply)

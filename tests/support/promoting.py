@@ -32,12 +32,12 @@ async def promote_due(dispatcher: Dispatcher, keys: PartitionKeys, expected: int
 
 def promote_due_sync(client: Any, keys: PartitionKeys, expected: int = 1,
                      timeout: float = 2.0) -> int:
-    """``promote_due`` without a dispatcher: calls ``promoteDueV2`` on ``keys`` (batches of
+    """``promote_due`` without a dispatcher: calls ``promoteDue`` on ``keys`` (batches of
     1,000) over ``client`` until ``expected`` jobs moved; returns how many moved."""
     moved = 0
     deadline = time.monotonic() + timeout
     while moved < expected:
-        moved += run_step_sync(client, script("promoteDueV2").call(keys.script_keys(), [1000]))[0]
+        moved += run_step_sync(client, script("promoteDue").call(keys.script_keys(), [1000]))[0]
         if moved < expected:
             assert time.monotonic() < deadline, f"only {moved} of {expected} jobs became due"
             time.sleep(0.002)

@@ -50,7 +50,7 @@ def enqueue_staged(q: sd.Queue, topic: str, jobs: Iterable[StagedJob], body: obj
                           **({"at": at_ms / 1000} if at_ms is not None else {}))
                 .id for name, priority, key in jobs]
     r = redis.Redis.from_url(q.config.url)
-    src = script("enqueueJobsV2").source
+    src = script("enqueueJobs").source
     ids = []
     try:
         r.hset(PartitionKeys(q.name, 0).staged, topic, 1)
@@ -62,7 +62,7 @@ def enqueue_staged(q: sd.Queue, topic: str, jobs: Iterable[StagedJob], body: obj
                 r.hset(keys.prefix + "opts", jid, f"{priority}||{key or ''}")
             data = json.dumps(body if body is not None else {"n": name}).encode()
             kind, when = ("r", 0) if at_ms is None else ("a", at_ms)
-            r.eval(src, 6, *keys.script_keys(), 3600000, 0, jid, topic, kind, when, ttr_ms,
+            r.eval(src, 6, *keys.script_keys(), 3600000, 0, "0", jid, topic, kind, when, ttr_ms,
                    10, 0, encode_blob("j", data, {}, None))
             ids.append(jid)
     finally:

@@ -124,7 +124,7 @@ def test_documented_acl_user_runs_everything_and_touches_nothing_else(
     assert asyncio.run(dispatch_and_pull()) >= 1
     [pulled] = queue.reserve("pull", wait=2)
     pulled.touch()
-    pulled.touch(progress={"pct": 50})  # progress: written by touchJobsV2, read by get
+    pulled.touch(progress={"pct": 50})  # progress: written by touchJobs, read by get
     assert queue.get(pulled.id).progress == {"pct": 50}  # type: ignore[union-attr]
     assert pulled.fail("once", retry_delay=60) == "retried"
     [lim] = queue.reserve("lim", wait=2)

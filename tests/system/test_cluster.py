@@ -182,7 +182,7 @@ def test_scripts_come_back_after_flush_on_every_node(cluster: LocalCluster) -> N
             client.script_flush()
     results = queue.enqueue_many([sd.JobSpec("t", i, id=f"s{i}") for i in range(64)])
     assert all(r.created for r in results)
-    sha = script("enqueueJobsV2").sha
+    sha = script("enqueueJobs").sha
     for node in cluster.primaries():  # reloaded on every primary, not only the one that failed
         with node.client() as client:
             assert client.script_exists(sha) == [True]

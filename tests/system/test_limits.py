@@ -300,15 +300,15 @@ def test_take_gives_no_more_than_the_limit_and_every_settle_path_frees_the_lease
     taken = {f[b"id"].decode(): eid for eid, f in first.entries + second.entries}
     before = c.zscore(keys.leases("t"), taken["j0"])
     time.sleep(0.01)
-    run("touchJobs", ["g", "me", "t", taken["j0"]])  # a heartbeat moves the lease on
+    run("touchJobs", ["g", "me", 1, "t", taken["j0"]])  # a heartbeat moves the lease on
     assert c.zscore(keys.leases("t"), taken["j0"]) > before
-    run("ackJobsV2", ["g", 0, "t", "j0", taken["j0"]])
-    run("failJobV2", ["g", "t", "j1", taken["j1"], 1000, "0", "boom"])  # retried
-    run("failJobV2", ["g", "t", "j2", taken["j2"], 1000, "0", "boom"])  # dead: last attempt
-    run("releaseJobsV2", ["g", "t", "j3", taken["j3"]])  # handed back at shutdown
+    run("ackJobs", ["g", 0, 1, "t", "j0", taken["j0"], 0])
+    run("failJob", ["g", "t", "j1", taken["j1"], 1000, "0", "boom", 0])  # retried
+    run("failJob", ["g", "t", "j2", taken["j2"], 1000, "0", "boom", 0])  # dead: last attempt
+    run("releaseJobs", ["g", "t", "j3", taken["j3"]])  # handed back at shutdown
     assert c.zcard(keys.leases("t")) == 1
     assert c.llen(keys.limit_wake("t")) == 1 + 4  # setting the limit, then one per freed lease
-    run("requeueStuckV2", ["g", "t", "-", 100, 0, ""])  # the reclaim of a silent consumer
+    run("requeueStuck", ["g", "t", "-", 100, 0, ""])  # the reclaim of a silent consumer
     assert c.zcard(keys.leases("t")) == 0
     assert queue.get("j2").state == "dead"  # type: ignore[union-attr]
     queue.limit("t", rate="2/h")

@@ -4,7 +4,7 @@ and does not take the delivery back; the consumer that holds it now touches and 
 
 Two ways to lose a delivery: its ttr ran out (the reclaim re-queues it: a new stream entry,
 read by the other consumer), and a hand-over (``claim(to=...)``: the same entry, another
-owner), where only the touch script's owner check (lua/touchJobsV2-6.lua) refuses the stale
+owner), where only the touch script's owner check (lua/touchJobs-6.lua) refuses the stale
 touch.
 """
 

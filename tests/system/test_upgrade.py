@@ -1,75 +1,103 @@
-"""Upgrading in place (docs/operations.md#upgrading-a-running-queue): a queue filled and served
-by an older release keeps working while processes of this one roll in. The older releases'
-code is taken from tests/support/data (``git archive`` of ``V1_COMMIT``, and of
-``LAYOUT1_COMMIT``, the last commit of record layout 1) and run with the same interpreter,
-ahead of this tree on ``sys.path``; every job, whichever version enqueued, promoted or handled
-it, is handled exactly once, and after ``streamdelay migrate`` a job in its stream
-keeps its body once."""
+"""Upgrading in place (docs/operations.md#upgrading-a-running-queue, docs/keys.md#versioning).
+
+Compatibility between releases lives in the data: the ``layout`` field of each partition's
+``meta`` hash and the fleet record (docs/keys.md#layouts, docs/keys.md#fleet), not in old script
+files. So the test starts from the previous layout's keys written as data with plain Redis
+commands (layout 1: whole records in the jobs hash while a job is in its stream, no ``layout``
+field, no fleet record, a consumer that keeps no fleet entry and holds deliveries) and runs
+today's worker processes and ``streamdelay migrate`` against them: every job of that data is
+handled exactly once, ``migrate`` refuses while the stranger is live and moves the queue to
+layout 2 once it is gone, after which a job in its stream keeps its body once and the layout-1
+dead letters come back whole.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
-import tarfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import redis
 
 import streamdelay as sd
+from streamdelay.protocol.codec import encode_blob
 from streamdelay.protocol.keys import PartitionKeys
-from streamdelay.protocol.scripts import script
 from tests.support.apps.reliability_app import ROOT, count, read_events
 from tests.support.redis_server import RedisServer
 
 pytestmark = pytest.mark.timeout(180)
-V1_COMMIT = "3fcfe6b"  # the last commit before the one-job enqueue script and the batched ack
-LAYOUT1_COMMIT = "63b32df"  # the last commit of record layout 1 (docs/keys.md#layouts)
-# tests/support/data/release-<commit>.tar.gz: git archive --format=tar.gz <commit> streamdelay lua
-# (for LAYOUT1_COMMIT with ':(exclude)streamdelay/web': the workers here need no web code)
+GROUP = "workers"  # the group a Worker joins by default (engine/constants.py DEFAULT_GROUP)
+PAD = "x" * 100
 
 
-def unpack(tmp_path_factory: pytest.TempPathFactory, commit: str) -> Path:
-    """An older release's ``streamdelay`` package and ``lua`` scripts: ``git archive`` of
-    ``commit``, kept in tests/support/data so a shallow clone runs the test too."""
-    out = tmp_path_factory.mktemp(f"v1-{commit}")
-    archive = ROOT / "tests" / "support" / "data" / f"release-{commit}.tar.gz"
-    with tarfile.open(archive, "r:gz") as tar:
-        tar.extractall(out, filter="data")
-    return out
+def blob(body: dict[str, Any], backoff: list[float] | None = None) -> bytes:
+    """A job's envelope as every layout stores it (docs/keys.md#the-blob-envelope)."""
+    return encode_blob("j", json.dumps(body).encode(), {}, backoff)
 
 
-@pytest.fixture(scope="module")
-def v1_code(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The release of ``V1_COMMIT``."""
-    return unpack(tmp_path_factory, V1_COMMIT)
+def record(state: str, due: int, ttr_ms: int, topic: str, body: dict[str, Any],
+           entry: str = "", attempts: int = 0, backoff: list[float] | None = None) -> bytes:
+    """A whole job record: ``state|attempts|due|created|ttr|max|entry|topic|blob`` (3 attempts
+    at most)."""
+    head = f"{state}|{attempts}|{due}|{due}|{ttr_ms}|3|{entry}|{topic}|"
+    return head.encode() + blob(body, backoff)
 
 
-@pytest.fixture(scope="module")
-def layout1_code(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The release of ``LAYOUT1_COMMIT``."""
-    return unpack(tmp_path_factory, LAYOUT1_COMMIT)
+def write_layout_1(c: redis.Redis, keys: PartitionKeys, now_ms: int) -> None:
+    """The keys a queue of record layout 1 holds, written as data (docs/keys.md#keys): 20 dead
+    letters, 20 deliveries of a consumer ``ghost`` that went away (ttr 1 s), 60 ready jobs, 200
+    delayed jobs of ``fast`` and 40 of ``flaky`` (which succeeds on its third attempt)."""
+    c.hset(keys.meta, "partitions", 1)  # no "layout" field: layout 1
+    c.hset(keys.groups, mapping={"fast": GROUP, "flaky": GROUP})
+    stream, dead = keys.stream("fast"), keys.dead("fast")
+    c.xgroup_create(stream, GROUP, id="0", mkstream=True)
+    c.xgroup_create(keys.stream("flaky"), GROUP, id="0", mkstream=True)
+    for i in range(20):  # dead letters: whole record in state x, its dead-letter entry id
+        job = f"dead-{i}"
+        eid = c.xadd(dead, {"id": job, "error": "boom", "attempts": 3, "at": now_ms}).decode()
+        c.hset(keys.jobs, job, record("x", now_ms, 60_000, "fast", {"pad": PAD}, eid, 3))
+    # in the stream: the entry carries the delayed record it was promoted from, the jobs hash
+    # the whole record in state s with the entry id (layout 1)
+    for prefix, n, ttr_ms in (("stuck", 20, 1000), ("ready", 60, 60_000)):
+        for i in range(n):
+            job = f"{prefix}-{i}"
+            delayed = record("d", now_ms, ttr_ms, "fast", {"pad": PAD})
+            eid = c.xadd(stream, {"id": job, "rec": delayed}).decode()
+            c.hset(keys.jobs, job, record("s", now_ms, ttr_ms, "fast", {"pad": PAD}, eid))
+        if prefix == "stuck":  # read by a consumer that keeps no fleet entry, then silent
+            assert len(c.xreadgroup(GROUP, "ghost", {stream: ">"}, count=n)[0][1]) == n
+    delayed_jobs = [(f"delayed-{i}", "fast", now_ms + 1000 + 3000 * i // 200, {"pad": PAD})
+                    for i in range(200)]
+    delayed_jobs += [(f"flaky-{i}", "flaky", now_ms + 1000 + 2000 * i // 40,
+                      {"succeed_on": 3, "pad": PAD}) for i in range(40)]
+    for job, topic, due, body in delayed_jobs:
+        c.hset(keys.jobs, job, record("d", due, 60_000, topic, body,
+                                      backoff=[0.05] if topic == "flaky" else None))
+        c.zadd(keys.delayed, {job: due})
+        c.hincrby(keys.counts, topic, 1)
 
 
-def v1_env(v1: Path) -> dict[str, str]:
-    """The environment of a process that imports the previous release."""
-    return {**os.environ, "PYTHONPATH": f"{v1}{os.pathsep}{ROOT}"}
+def header_only(raw: bytes) -> bool:
+    """A record that ends with its 8th ``|``: layout 2 while in the stream."""
+    return raw.split(b"|", 8)[8] == b""
 
 
 class Worker:
-    """A worker process of ``tests/support/apps/reliability_app.py``, on either release."""
+    """A worker process of ``tests/support/apps/reliability_app.py`` (this tree)."""
 
-    def __init__(self, url: str, queue: str, out: Path, name: str, v1: Path | None,
-                 *options: str) -> None:
+    def __init__(self, url: str, queue: str, out: Path, name: str) -> None:
         self.log = out / f"{name}.log"
         args = [sys.executable, "-m", "tests.support.apps.reliability_app", url, queue, str(out),
-                "--consumer", name, "--block", "0.2", *options]
-        with self.log.open("ab") as log:  # the old one runs in its own tree, first on sys.path
-            self.process = subprocess.Popen(args, cwd=v1 or ROOT, stdout=log, stderr=log,
-                                            env=v1_env(v1) if v1 else None)
+                "--consumer", name, "--block", "0.2", "--reclaim", "0.5"]
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(args, cwd=ROOT, stdout=log, stderr=log)
 
     def wait_ready(self, out: Path, timeout: float = 30.0) -> None:
         """Until it has registered its group."""
@@ -92,115 +120,6 @@ def workers() -> Iterator[list[Worker]]:
             w.process.wait(10)
 
 
-def v1_enqueue(v1: Path, url: str, queue: str, prefix: str, n: int, spread: float) -> None:
-    """Enqueue ``n`` jobs with the previous release: half one by one, half in one call."""
-    code = (
-        "import sys, streamdelay as sd\n"
-        f"assert sd.__file__.startswith({str(v1)!r}), sd.__file__\n"
-        f"q = sd.Queue({queue!r}, url={url!r})\n"
-        f"n, spread = {n}, {spread}\n"
-        f"for i in range(n // 2): q.enqueue('fast', i, id=f'{prefix}{{i}}', delay=spread * i / n)\n"
-        f"q.enqueue_many([sd.JobSpec('fast', i, id=f'{prefix}{{i}}', delay=spread * i / n)"
-        f" for i in range(n // 2, n)])\n"
-    )
-    subprocess.run([sys.executable, "-c", code], cwd=v1, env=v1_env(v1), check=True, timeout=60)
-
-
-def v1_sha(v1: Path, name: str) -> str:
-    """The SHA-1 of the previous release's script ``name``."""
-    code = f"from streamdelay.protocol.scripts import script; print(script({name!r}).sha)"
-    return subprocess.run([sys.executable, "-c", code], cwd=v1, env=v1_env(v1), check=True,
-                          capture_output=True, text=True, timeout=60).stdout.strip()
-
-
-def test_a_rolling_deploy_from_the_previous_release_handles_every_job_once(
-        v1_code: Path, tmp_path: Path, workers: list[Worker]) -> None:
-    with RedisServer() as server:
-        url, name, out = server.url, "upgrade", tmp_path
-        old = Worker(url, name, out, "old", v1_code)
-        workers.append(old)
-        old.wait_ready(out)
-        v1_enqueue(v1_code, url, name, "v1-", 200, 2.0)  # due over the next 2 s
-        v1_enqueue(v1_code, url, name, "late-", 60, 0.1)
-        with sd.Queue(name, url=url) as queue:  # this release's producer meanwhile
-            for i in range(100):
-                queue.enqueue("fast", i, id=f"v2-{i}", delay=2.0 * i / 100)
-            queue.enqueue_many([sd.JobSpec("fast", i, id=f"v2m-{i}", delay=1.0 + i / 100)
-                                for i in range(100)])
-            new = Worker(url, name, out, "new", None)
-            workers.append(new)
-            new.wait_ready(out)
-            old.process.send_signal(signal.SIGTERM)  # rolled: the old process drains and exits
-            assert old.process.wait(30) == 0, old.log.read_text()
-            # jobs of the old producer enqueued after the old worker left
-            v1_enqueue(v1_code, url, name, "after-", 40, 0.5)
-            expected = ({f"v1-{i}" for i in range(200)} | {f"late-{i}" for i in range(60)}
-                        | {f"v2-{i}" for i in range(100)} | {f"v2m-{i}" for i in range(100)}
-                        | {f"after-{i}" for i in range(40)})
-            deadline = time.monotonic() + 60
-            while set(count(read_events(out), "done")) < expected:
-                assert time.monotonic() < deadline, sorted(expected - set(
-                    count(read_events(out), "done")))[:10]
-                time.sleep(0.1)
-            done = count(read_events(out), "done")
-            assert set(done) == expected
-            assert [i for i, c in done.items() if c != 1] == []
-            by_pid = {e.pid for e in read_events(out) if e.ev == "done"}
-            assert by_pid == {old.process.pid, new.process.pid}  # both releases handled jobs
-            jobs_keys = [PartitionKeys(name, p).jobs for p in range(queue.config.partitions)]
-            deadline = time.monotonic() + 10  # the last acks go out in their batch
-            while (sum(queue.client.hlen(k) for k in jobs_keys)
-                   and time.monotonic() < deadline):
-                time.sleep(0.05)
-            assert sum(queue.client.hlen(k) for k in jobs_keys) == 0
-            # both releases really ran: each one's own ackJobs text is in the script cache
-            old_ack = v1_sha(v1_code, "ackJobs")
-            assert old_ack != script("ackJobsV3").sha
-            assert queue.client.script_exists(old_ack, script("ackJobsV3").sha,
-                                              script("enqueueJobV2").sha) == [True, True, True]
-            stats = queue.stats()
-            assert all(t.delayed == 0 and t.ready == 0 and t.reserved == 0
-                       for t in stats.topics.values()), stats
-
-
-LAYOUT1_FILL = """
-import time, streamdelay as sd
-from streamdelay.protocol.keys import PartitionKeys
-from streamdelay.protocol.scripts import script
-from streamdelay.redis_io.runner import run_step_sync  # the older release's module
-assert sd.__file__.startswith(V1), sd.__file__
-q = sd.Queue(NAME, url=URL)
-c, k = q.client, PartitionKeys(NAME, 0)
-def call(name, args):
-    return run_step_sync(c, script(name).call(k.script_keys(), args))
-def promote(n):
-    moved = 0
-    while moved < n:
-        moved += call("promoteDue", [1000])[0]
-        time.sleep(0.002)
-pad = "x" * 100
-call("registerGroup", ["workers", "fast"])
-q.enqueue_many([sd.JobSpec("fast", {"pad": pad}, id=f"dead-{i}") for i in range(20)]
-               + [sd.JobSpec("fast", {"pad": pad}, id=f"stuck-{i}", ttr=1) for i in range(20)])
-promote(40)
-read = c.xreadgroup("workers", "ghost", {k.stream("fast"): ">"}, count=40)[0][1]
-for eid, f in read:  # dead letters; the stuck ones stay with a consumer that went away
-    if f[b"id"].startswith(b"dead-"):
-        assert call("failJob", ["workers", "fast", f[b"id"], eid, 0, "1", "boom"])[0] == 2
-q.enqueue_many([sd.JobSpec("fast", {"pad": pad}, id=f"ready-{i}") for i in range(60)])
-promote(60)
-q.enqueue_many([sd.JobSpec("fast", {"pad": pad}, id=f"delayed-{i}", delay=1 + 3 * i / 200)
-                for i in range(200)]
-               + [sd.JobSpec("flaky", {"succeed_on": 3, "pad": pad}, id=f"flaky-{i}",
-                             delay=1 + 2 * i / 40, backoff=[0.05]) for i in range(40)])
-"""
-
-
-def header_only(raw: bytes) -> bool:
-    """A record that ends with its 8th ``|``: layout 2 while in the stream."""
-    return raw.split(b"|", 8)[8] == b""
-
-
 def wait_done(out: Path, expected: set[str], timeout: float = 60) -> None:
     """Until every job of ``expected`` was handled; then each exactly once."""
     deadline = time.monotonic() + timeout
@@ -212,44 +131,49 @@ def wait_done(out: Path, expected: set[str], timeout: float = 60) -> None:
     assert [i for i in expected if done[i] != 1] == []
 
 
-def test_a_mixed_fleet_on_layout_1_then_migrate_to_layout_2_handles_every_job_once(
-        layout1_code: Path, tmp_path: Path, workers: list[Worker]) -> None:
+def migrate(url: str, name: str, seen_within: str) -> subprocess.CompletedProcess[str]:
+    """``streamdelay migrate`` of this tree."""
+    return subprocess.run([sys.executable, "-m", "streamdelay", "migrate", name,
+                           "--seen-within", seen_within],
+                          env={**os.environ, "STREAMDELAY_URL": url}, cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_a_queue_left_on_layout_1_is_served_then_migrated_to_layout_2_every_job_once(
+        tmp_path: Path, workers: list[Worker]) -> None:
     with RedisServer() as server:
         url, name, out = server.url, "layout", tmp_path
-        code = f"V1, NAME, URL = {str(layout1_code)!r}, {name!r}, {url!r}\n" + LAYOUT1_FILL
-        subprocess.run([sys.executable, "-c", code], cwd=layout1_code, env=v1_env(layout1_code),
-                       check=True, timeout=60)
         with sd.Queue(name, url=url) as queue:
-            keys = PartitionKeys(name, 0)
-            c = queue.client
-            assert c.hget(keys.meta, "layout") is None  # created by layout 1 code
-            assert c.xlen(keys.dead("fast")) == 20 and c.xlen(keys.stream("fast")) == 80
-            assert not any(header_only(r) for r in c.hvals(keys.jobs))
-            # a rolling deploy: one old and one new worker process side by side (both dispatch)
-            old = Worker(url, name, out, "old", layout1_code)
-            new = Worker(url, name, out, "new", None)
-            workers += [old, new]
-            old.wait_ready(out)
-            new.wait_ready(out)
-            first = ({f"stuck-{i}" for i in range(20)} | {f"ready-{i}" for i in range(60)}
-                     | {f"delayed-{i}" for i in range(200)} | {f"flaky-{i}" for i in range(40)})
-            wait_done(out, first)
+            keys, c = PartitionKeys(name, 0), queue.client
+            seconds, micros = c.time()
+            write_layout_1(c, keys, seconds * 1000 + micros // 1000)
+            # today's reads take the data as it is
+            got = queue.get("ready-3")
+            assert got is not None and got.body == {"pad": PAD} and got.state == "ready"
+            assert queue.get("stuck-0").state == "reserved"  # type: ignore[union-attr]
+            assert len(queue.dead_list("fast")) == 20
+            # the stranger holds deliveries and keeps no fleet entry: migrate names it
+            refused = migrate(url, name, "60s")
+            assert refused.returncode == 1 and "ghost" in refused.stderr, refused.stderr
+            assert c.hget(keys.meta, "layout") is None  # nothing written
+            # two processes of this release serve the layout-1 queue (both dispatch)
+            first, second = Worker(url, name, out, "w1"), Worker(url, name, out, "w2")
+            workers += [first, second]
+            first.wait_ready(out)
+            second.wait_ready(out)
+            handled = ({f"stuck-{i}" for i in range(20)} | {f"ready-{i}" for i in range(60)}
+                       | {f"delayed-{i}" for i in range(200)} | {f"flaky-{i}" for i in range(40)})
+            wait_done(out, handled)
             assert not any(header_only(r) for r in c.hvals(keys.jobs))  # layout 1 kept
-            events = read_events(out)
-            by_pid = {e.pid for e in events if e.ev == "done"}
-            assert by_pid == {old.process.pid, new.process.pid}  # both releases handled jobs
-            starts = count(events, "start")  # every flaky job ran 3 times: retries carried it
+            starts = count(read_events(out), "start")  # retries carried every flaky job
             assert all(starts[f"flaky-{i}"] == 3 for i in range(40))
-            old.process.send_signal(signal.SIGTERM)  # rolled: the old process drains and exits
-            assert old.process.wait(30) == 0, old.log.read_text()
-            # migrate while the new worker runs, once the old consumer was silent for the
-            # window given (docs/keys.md#fleet)
+            first.process.send_signal(signal.SIGTERM)  # a rolling restart: drains and exits
+            assert first.process.wait(30) == 0, first.log.read_text()
+            # the ghost's deliveries were reclaimed; once it was silent past the window given,
+            # migrate moves the queue while the other worker runs
             time.sleep(1.1)
-            done = subprocess.run([sys.executable, "-m", "streamdelay", "migrate", name,
-                                   "--seen-within", "1s"],
-                                  env={**os.environ, "STREAMDELAY_URL": url}, cwd=ROOT,
-                                  capture_output=True, text=True, timeout=60)
-            assert done.returncode == 0, done.stderr
+            moved = migrate(url, name, "1s")
+            assert moved.returncode == 0, moved.stderr
             assert c.hget(keys.meta, "layout") == b"2"
             # new promotions are header-only: watched while the topic is paused
             queue.pause("fast")
@@ -265,14 +189,14 @@ def test_a_mixed_fleet_on_layout_1_then_migrate_to_layout_2_handles_every_job_on
                 assert raw is not None and raw.startswith(b"s|") and header_only(raw)
             after = queue.get("after-7")
             assert after is not None and after.body == {"pad": "y" * 100}
-            # the old dead letters come back (whole records) next to retries on layout 2
+            # the layout-1 dead letters come back (whole records) next to retries on layout 2
             assert queue.dead_replay("fast") == 20
             queue.enqueue_many([sd.JobSpec("flaky", {"succeed_on": 3, "pad": "z"}, id=f"f2-{i}",
                                            backoff=[0.05]) for i in range(20)])
             queue.resume("fast")
-            second = ({f"after-{i}" for i in range(50)} | {f"dead-{i}" for i in range(20)}
-                      | {f"f2-{i}" for i in range(20)})
-            wait_done(out, first | second)
+            later = ({f"after-{i}" for i in range(50)} | {f"dead-{i}" for i in range(20)}
+                     | {f"f2-{i}" for i in range(20)})
+            wait_done(out, handled | later)
             starts = count(read_events(out), "start")
             assert all(starts[f"f2-{i}"] == 3 for i in range(20))
             deadline = time.monotonic() + 10  # the last acks go out in their batch

@@ -112,8 +112,8 @@ def test_without_results_no_figure_appears_and_nothing_is_met() -> None:
 
 def test_every_verdict_in_the_notes_is_the_targets_verdict_of_the_same_run() -> None:
     figures = full_figures()
-    text, unmeasured = report(sections_for(figures, {"promoteDueV2": [913] * 3,
-                                                     "enqueueJobsV2": [877]}),
+    text, unmeasured = report(sections_for(figures, {"promoteDue": [913] * 3,
+                                                     "enqueueJobs": [877]}),
                               dict(INFO), False, 0.0, "")
     assert unmeasured == [] and f"**{NOT_MEASURED}**" not in text
     assert NOT_MEASURED not in report_notes.fill_values(
@@ -140,8 +140,8 @@ def test_a_missing_figure_reads_not_measured_in_the_notes() -> None:
     figures = full_figures()
     for rate in targets.LATENESS_P99_MS:
         del figures[f"lateness_p99_{rate}"]
-    text, unmeasured = report(sections_for(figures, {"promoteDueV2": [913],
-                                                     "enqueueJobsV2": [877]}),
+    text, unmeasured = report(sections_for(figures, {"promoteDue": [913],
+                                                     "enqueueJobs": [877]}),
                               dict(INFO), False, 0.0, "")
     assert {c.name for c in unmeasured} == {
         f"lateness p99 <= {limit:g} ms at {rate:,} due/s"
@@ -169,9 +169,9 @@ def test_never_early_with_no_lateness_figures_is_not_measured() -> None:
 
 @pytest.mark.parametrize(("times", "met"), [
     ({}, None),  # an empty SLOWLOG judges nothing
-    ({"promoteDueV2": [900, 950, 990]}, None),  # one script without calls
-    ({"promoteDueV2": [900, 950, 990], "enqueueJobsV2": [800]}, True),
-    ({"promoteDueV2": [900, CALL_BOUND_US + 1, CALL_BOUND_US + 5], "enqueueJobsV2": [800]}, False),
+    ({"promoteDue": [900, 950, 990]}, None),  # one script without calls
+    ({"promoteDue": [900, 950, 990], "enqueueJobs": [800]}, True),
+    ({"promoteDue": [900, CALL_BOUND_US + 1, CALL_BOUND_US + 5], "enqueueJobs": [800]}, False),
 ])
 def test_script_call_bound_is_stated_and_needs_data(times: dict[str, list[int]],
                                                     met: bool | None) -> None:

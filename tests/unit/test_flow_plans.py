@@ -73,7 +73,7 @@ def test_a_parent_of_another_partition_is_linked_there_first() -> None:
     assert link.args[1:] == (parent, f"{partition_of(child, 3)}|{child}|{job.token}")
     assert len(job.token) == 16
     write = steps_seen[1]
-    assert isinstance(write, ScriptCall) and name_of(write) == "enqueueFlowV2"
+    assert isinstance(write, ScriptCall) and name_of(write) == "enqueueFlow"
     assert f"l|{parent}" in write.args and job.token in write.args
     assert results[0].state == "waiting" and results[0].created
     assert len(steps_seen) == 2  # a child created waiting: nothing to take back
@@ -92,7 +92,7 @@ def test_a_job_that_waits_for_nothing_takes_its_links_back(reply: bytes) -> None
         steps_seen.append(step)
         if isinstance(step, list):
             return [[b"l"]]
-        return [reply] if name_of(step) == "enqueueFlowV2" else 0
+        return [reply] if name_of(step) == "enqueueFlow" else 0
 
     drive(flow_plan(CFG, [job]), answer)
     take_back = steps_seen[2]
@@ -125,7 +125,7 @@ def test_a_chain_across_partitions_carries_its_links_in_the_write() -> None:
         return [[7], [b"+w"]] if isinstance(step, list) else [7]
 
     drive(flow_plan(CFG, jobs), answer)
-    assert [name_of(c) for c in calls] == ["enqueueFlowV2", "enqueueFlowV2"]  # no link step
+    assert [name_of(c) for c in calls] == ["enqueueFlow", "enqueueFlow"]  # no link step
     by_id = {c.args[2]: c for c in calls}
     assert f"{partition_of(second, 3)}|{second}|{jobs[1].token}" in by_id[first].args
     assert f"l|{first}" in by_id[second].args

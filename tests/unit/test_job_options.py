@@ -90,27 +90,28 @@ def names(calls: list[ScriptCall]) -> list[str]:
     return [call.script.name for call in calls]
 
 
-def test_plain_batches_keep_the_v2_script_and_options_or_replace_take_v3() -> None:
+def test_plain_batches_send_no_options_and_options_or_replace_set_the_flag() -> None:
     plain = [prepare_job(CFG, sd.JobSpec("t", i, id=f"p{i}")) for i in range(3)]
     keyed = prepare_job(CFG, sd.JobSpec("t", 9, id="k", key="acme"))
     replacing = prepare_job(CFG, sd.JobSpec("t", 9, id="r", replace=True))
-    for jobs, script, per_job in ((plain, "enqueueJobsV2", 8),
-                                  ([*plain, keyed], "enqueueJobsV3", 9),
-                                  ([*plain, replacing], "enqueueJobsV3", 9)):
+    for jobs, script, per_job in ((plain, "enqueueJobs", 8),
+                                  ([*plain, keyed], "enqueueJobs", 9),
+                                  ([*plain, replacing], "enqueueJobs", 9)):
         [chunk] = enqueue_chunks(CFG, jobs, 0, split_jobs(jobs))
         assert chunk.call.script.name == script
-        assert len(chunk.call.args) == 2 + per_job * len(jobs)
+        assert len(chunk.call.args) == 3 + per_job * len(jobs)
+        assert chunk.call.args[2] == ("1" if per_job == 9 else "0")
     [chunk] = enqueue_chunks(CFG, [*plain, keyed], 0, split_jobs([*plain, keyed]))
-    assert chunk.call.args[-1] == "5||acme" and chunk.call.args[2 + 8] == ""
+    assert chunk.call.args[-1] == "5||acme" and chunk.call.args[3 + 8] == ""
 
 
 def test_one_job_goes_to_enqueue_job_v3_with_its_options_last() -> None:
     job = prepare_job(CFG, sd.JobSpec("t", 1, id="x", priority=1))
     step = next(prepared_one_plan(CFG, job))
-    assert isinstance(step, ScriptCall) and step.script.name == "enqueueJobV3"
+    assert isinstance(step, ScriptCall) and step.script.name == "enqueueJob"
     assert step.args[-1] == "1||" and len(step.args) == 9
     plain = next(prepared_one_plan(CFG, prepare_job(CFG, sd.JobSpec("t", 1, id="y"))))
-    assert isinstance(plain, ScriptCall) and plain.script.name == "enqueueJobV2"
+    assert isinstance(plain, ScriptCall) and plain.script.name == "enqueueJob"
 
 
 def test_a_staged_job_elsewhere_than_partition_0_flags_partition_0_first() -> None:
@@ -119,11 +120,11 @@ def test_a_staged_job_elsewhere_than_partition_0_flags_partition_0_first() -> No
     expiring = prepare_job(WIDE, sd.JobSpec("t", 1, id=next(
         f"j{n}" for n in range(99) if partition_of(f"j{n}", 3)), expires=5))
     step = next(prepared_one_plan(WIDE, away))
-    assert isinstance(step, list) and names(step) == ["markStaged", "enqueueJobV3"]
+    assert isinstance(step, list) and names(step) == ["markStaged", "enqueueJob"]
     assert step[0].keys == ("sd:{orders#0}:staged",) and step[0].args == ("t",)
     for alone in (home, expiring):  # partition 0's own script flags it; expiry only: no flag
         assert isinstance(next(prepared_one_plan(WIDE, alone)), ScriptCall)
     outcomes: list[Any] = [None] * 3
     first = next(round_plan(WIDE, [home, away, expiring], outcomes, isolate=False))
     assert isinstance(first, EachCall) and first.calls[0].script.name == "markStaged"
-    assert {c.script.name for c in first.calls[1:]} == {"enqueueJobsV3"}
+    assert {c.script.name for c in first.calls[1:]} == {"enqueueJobs"}

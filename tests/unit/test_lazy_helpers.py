@@ -10,11 +10,11 @@ import pytest
 from streamdelay.protocol.scripts import load_scripts
 
 LAZY = [
-    ("promoteDueV2", "staging_lib", ["staged_topic", "stage", "flush_tally", "wake_takers"]),
-    ("promoteDueV2", "ends_lib", ["expire_job", "deadlines_of", "end_dead", "flow_ended",
+    ("promoteDue", "staging_lib", ["staged_topic", "stage", "flush_tally", "wake_takers"]),
+    ("promoteDue", "ends_lib", ["expire_job", "deadlines_of", "end_dead", "flow_ended",
                                   "keep_result"]),
-    ("ackJobsV3", "flow_lib", ["flow_ended", "flow_apply"]),
-    ("failJobV3", "dead_lib", ["end_dead", "flow_ended", "flow_apply", "dead_result"]),
+    ("ackJobs", "flow_lib", ["flow_ended", "flow_apply"]),
+    ("failJob", "dead_lib", ["end_dead", "flow_ended", "flow_apply", "dead_result"]),
 ]
 
 
@@ -31,7 +31,7 @@ def test_feature_helpers_are_built_inside_their_lazy_builder(name: str, builder:
 
 
 def test_the_settle_scripts_ask_flow_keep_without_building_the_workflow_helpers() -> None:
-    for name in ("ackJobsV3",):
+    for name in ("ackJobs",):
         source = load_scripts()[name].source
         assert source.find("\nlocal function flow_keep()") < source.find(
             "\nlocal function flow_lib()"), name
@@ -45,7 +45,7 @@ EVENTS = [
 ]
 
 
-@pytest.mark.parametrize("name", ["promoteDueV2", "ackJobsV3", "failJobV3", "touchJobsV2"])
+@pytest.mark.parametrize("name", ["promoteDue", "ackJobs", "failJob", "touchJobs"])
 def test_the_events_writer_is_built_only_by_its_lazy_builder(name: str) -> None:
     """A script with events off builds none of the events' tables and closures
     (includes/emit_event.lua, includes/emit_started.lua): each is inside its builder."""

@@ -33,7 +33,7 @@ def _take(acquired: list[int], entries: list[Any], unleased: list[int], reason: 
             return [entries, reason, 0, b"9-0"]
         if name == "nameLeases":
             return unleased
-        return 1  # releaseJobsV2
+        return 1  # releaseJobs
     return drive(take_now_plan(P1, "g", "c", "t", 5), answer)
 
 
@@ -58,7 +58,7 @@ def test_nothing_granted_reads_nothing() -> None:
 def test_an_entry_left_without_a_lease_is_handed_back_not_started() -> None:
     rows = [[b"1-0", [b"id", b"a", b"rec", REC]], [b"2-0", [b"id", b"b", b"rec", REC]]]
     (entries, reason, _, last), steps = _take([2, GOT_ALL, 0, 1], rows, [2], DRAINED)
-    assert [name_of(s) for s in steps][-1] == "releaseJobsV2"
+    assert [name_of(s) for s in steps][-1] == "releaseJobs"
     assert steps[-1].args[1:] == ("t", "b", "2-0") and steps[-1].keys == P1.script_keys()
     assert [e.entry_id for e in entries] == ["1-0"]
     assert (reason, last) == (DRAINED, "9-0")  # drained: block on partition 1's stream
@@ -74,7 +74,7 @@ def test_a_settle_sends_the_lease_free_in_the_same_step() -> None:
     count, steps = drive(ack_plan(P1, "g", 0, ["t", "a", "1-0"], (), (free,)),
                          lambda step: [1, 1])
     assert count == 1 and len(steps) == 1 and isinstance(steps[0], EachCall)
-    assert [c.script.name for c in steps[0].calls] == ["ackJobsV3", "freeLeases"]
+    assert [c.script.name for c in steps[0].calls] == ["ackJobs", "freeLeases"]
     count, steps = drive(ack_plan(P1, "g", 0, ["t", "a", "1-0"]), lambda step: 1)
     assert count == 1 and isinstance(steps[0], ScriptCall)  # without a lease: as before
 

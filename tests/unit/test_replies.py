@@ -157,13 +157,13 @@ def test_claim_plan_walks_the_pending_list_to_its_end_then_prunes() -> None:
     cursors = iter([[b"5-0", [b"a"], [], 1], [b"0-0", [b"b"], [b"c"], 0]])
 
     def answer(step: Step) -> Any:
-        return {"HGETALL": [b"mail", b"workers"], "requeueStuckV2": None,
+        return {"HGETALL": [b"mail", b"workers"], "requeueStuck": None,
                 "pruneConsumers": [b"gone-1"]}[name_of(step)] or next(cursors)
 
     result, steps = drive(claim_plan(CFG.name, CFG.partitions, "workers", None, None, None), answer)
     assert (result.moved, result.dead, result.cleaned, result.removed) == (
         ["a", "b"], ["c"], 1, ["gone-1"])
-    walks = [s for s in steps if name_of(s) == "requeueStuckV2"]
+    walks = [s for s in steps if name_of(s) == "requeueStuck"]
     assert [w.args[2] for w in walks if isinstance(w, ScriptCall)] == ["-", "5-0"]
     assert all(isinstance(w, ScriptCall) and w.args[3:] == (REQUEUE_BATCH, -1, "")
                for w in walks)
@@ -179,7 +179,7 @@ def test_get_plan_reads_a_reserved_job() -> None:
 
     fmt, body = encode_body({"n": 1}, "json", 1024)
     record = b"s|1|100|90|30000|5|7-0|mail|" + encode_blob(fmt, body, {}, None)
-    replies = {"getJobV3": [record, b"reserved", b"w1", 12, 1, b"", 1000, b""],
+    replies = {"getJob": [record, b"reserved", b"w1", 12, 1, b"", 1000, b""],
                "GET": b"7-0|42"}  # the progress of this delivery (entry 7-0)
     # its parents and its waiters (workflows), one pipeline
     relations = [[b"~", b"d|r|0|0", b"p1", b"s"], [b"0|kid", b"1|#b7"]]
@@ -188,7 +188,7 @@ def test_get_plan_reads_a_reserved_job() -> None:
         return relations if isinstance(step, Commands) else replies[name_of(step)]
 
     info, steps = drive(plans.get_plan(CFG, "job-1"), answer)
-    assert [name_of_any(s) for s in steps] == ["getJobV3", "HGETALL", "GET"]
+    assert [name_of_any(s) for s in steps] == ["getJob", "HGETALL", "GET"]
     assert info is not None and info.parents == {"p1": "succeeded"}
     assert info.children == ["batch:b7", "kid"]
     relations = [[], []]
@@ -222,7 +222,7 @@ def _jobs(cfg: QueueConfig, *specs: sd.JobSpec) -> list[PreparedJob]:
 
 
 def _rows(step: Step) -> Any:
-    """A stub ``enqueueJobsV2`` reply (every job created) for a call, a pipeline or an EachCall."""
+    """A stub ``enqueueJobs`` reply (every job created) for a call, a pipeline or an EachCall."""
     calls = step.calls if isinstance(step, EachCall) else step if isinstance(step, list) else [step]
     rows = [[5 for _ in range((len(c.args) - 2) // 8)] for c in calls]
     return rows if isinstance(step, list | EachCall) else rows[0]
@@ -248,7 +248,7 @@ def test_a_round_of_several_calls_checks_past_times_first_and_isolates_the_refus
 
 def test_a_single_call_refused_for_one_job_goes_again_without_it() -> None:
     jobs = _jobs(CFG, sd.JobSpec("mail", 1, id="a"), sd.JobSpec("mail", 2, id="b", at=1.0))
-    answers = iter([error_from_script("enqueueJobsV2", "SDERR AT_IN_PAST b"), [5]])
+    answers = iter([error_from_script("enqueueJobs", "SDERR AT_IN_PAST b"), [5]])
     outcomes: list[Any] = [None, None]
     _, steps = drive(round_plan(CFG, jobs, outcomes, isolate=True), lambda step: next(answers))
     assert len(steps) == 2 and isinstance(outcomes[0], sd.EnqueueResult)
@@ -434,8 +434,8 @@ def test_error_codes_are_listed_once_and_scripts_and_docs_follow_the_list() -> N
     table = keys_doc.split("## Error codes", 1)[1].split("\n## ", 1)[0]
     doc_codes = set(re.findall(r"^\| `([A-Z_]+)` \|", table, re.MULTILINE))
     assert lua_codes == set(SCRIPT_ERRORS) == doc_codes
-    assert isinstance(error_from_script("enqueueJobsV2", "SDERR AT_IN_PAST j1"), sd.ValidationError)
-    assert isinstance(error_from_script("requeueStuckV2", "SDERR NO_GROUP mail"), sd.GroupNotFound)
+    assert isinstance(error_from_script("enqueueJobs", "SDERR AT_IN_PAST j1"), sd.ValidationError)
+    assert isinstance(error_from_script("requeueStuck", "SDERR NO_GROUP mail"), sd.GroupNotFound)
     taken = error_from_script("registerGroup", "SDERR GROUP_TAKEN mail others")
     assert isinstance(taken, sd.ConfigError) and taken.field == "group"
     assert type(error_from_script("x", "SDERR SOMETHING new")) is sd.ScriptError
@@ -447,4 +447,4 @@ def test_the_module_paths_the_docs_name_still_import() -> None:
     from streamdelay.masking import mask_url
     from streamdelay.scripts import script
 
-    assert via_config is mask_url and script("enqueueJobsV2").num_keys == 6
+    assert via_config is mask_url and script("enqueueJobs").num_keys == 6

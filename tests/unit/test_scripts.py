@@ -32,13 +32,13 @@ def test_every_script_is_named_verb_object_keys_and_documents_its_contract() -> 
         if "flags=" in first:
             assert "Flags:" in header, path.name
     flags = {name: s.flags for name, s in load_scripts().items()}
-    assert flags["getJobV2"] == flags["readStats"] == ("no-writes",)
+    assert flags["getJob"] == flags["readStats"] == ("no-writes",)
     assert flags["cancelJob"] == flags["purgeDead"] == ("allow-oom",)
 
 
 def test_key_count_is_checked_on_every_call() -> None:
     with pytest.raises(sd.ConfigError, match="takes 6 keys"):
-        script("promoteDueV2").call(["only-one"], [1])
+        script("promoteDue").call(["only-one"], [1])
 
 
 def test_a_server_older_than_7_is_named_when_it_cannot_compile_the_flags_line() -> None:
@@ -57,6 +57,6 @@ def test_a_server_older_than_7_is_named_when_it_cannot_compile_the_flags_line() 
 
 def test_a_new_version_of_a_script_may_carry_a_version_suffix() -> None:
     from streamdelay.protocol.scripts import _NAME
-    named = _NAME.match("enqueueJobsV2-6")
-    assert named is not None and named.groups() == ("enqueueJobsV2", "6")
+    named = _NAME.match("enqueueJobs-6")
+    assert named is not None and named.groups() == ("enqueueJobs", "6")
     assert _NAME.match("enqueue2Jobs-6") is None

@@ -1,5 +1,5 @@
 """A Worker's reclaim witness (engine/upkeep.py ``Witness``, docs/guarantees.md#never-twice-at-
-once): what it sends with each ``requeueStuckV2`` call and what it keeps of the answers."""
+once): what it sends with each ``requeueStuck`` call and what it keeps of the answers."""
 
 from __future__ import annotations
 

@@ -163,7 +163,7 @@ def test_the_workers_public_attributes_are_unchanged() -> None:
 
 def test_acks_send_read_times_only_when_some_delivery_has_one() -> None:
     """docs/events.md#started: a batch whose deliveries carry read times sends them, in order
-    (ackJobsV4); a batch without any sends none (ackJobsV3, what a queue without events pays)."""
+    (ackJobs); a batch without any sends none (ackJobs, what a queue without events pays)."""
     sent: list[tuple[list[str], list[int] | None]] = []
 
     async def send(partition: int, flat: list[str], values: Any = None,
@@ -190,9 +190,9 @@ def test_a_fresh_read_dates_started_until_a_heartbeat_is_sent() -> None:
     (unknown,) = parse_read(reply, streams)
     assert fresh.fresh and fresh.now_ms == 1700 and not unknown.fresh
     assert ack_call(PartitionKeys("q", 0), "g", 0, ["t", "j", "5-0"], (), [1700]).script.name \
-        == "ackJobsV4"
-    assert ack_call(PartitionKeys("q", 0), "g", 0, ["t", "j", "5-0"]).script.name == "ackJobsV3"
-    # the read times travel as runs (R, then count and time), what ackJobsV4 parses
+        == "ackJobs"
+    assert ack_call(PartitionKeys("q", 0), "g", 0, ["t", "j", "5-0"]).script.name == "ackJobs"
+    # the read times travel as runs (R, then count and time), what ackJobs parses
     assert read_runs([1700, 1700, 0, 1800, 1800, 1800]) == [3, 2, 1700, 1, 0, 3, 1800]
     assert read_runs([1700]) == [1, 1, 1700]
     assert [parse_events(v) for v in (b"10000", b"0", None, b"x")] == [True, False, False, False]

@@ -1,5 +1,5 @@
 #!lua flags=no-writes
--- listJobsV2-6: one bounded page of the jobs of one partition in one state (read only).
+-- listJobs-6: one bounded page of the jobs of one partition in one state (read only).
 -- KEYS: the six partition keys (includes/keys.lua); reads the topic and dead-letter streams.
 -- ARGV[1] state: 'delayed', 'ready', 'reserved', 'dead' or 'waiting' (for its parents,
 --         docs/workflows.md: the sorted set PREFIX..'wjobs', read as the delayed set is, by

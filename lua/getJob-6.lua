@@ -1,12 +1,13 @@
 #!lua flags=no-writes
--- getJobV2-6: read one job by id with where it is (read only).
+-- getJob-6: read one job by id with where it is and its options (read only).
 -- KEYS: the six partition keys (includes/keys.lua); reads the topic and dead-letter streams.
 -- ARGV[1] job id
 -- Flags: no-writes (runs while Redis is full, and on a replica).
 -- Returns false (nil) when there is no such job (or only an expired tombstone), else
--- {record, substate, owner, idle_ms, deliveries, error, now_ms}: substate is 'ready' or
--- 'reserved' for a job in its stream, 'ready' for one in a staged topic's lane (state r), else ''; owner/idle/deliveries describe a reservation;
--- error is the last error of a dead job.
+-- {record, substate, owner, idle_ms, deliveries, error, now_ms, opts}: substate is 'ready' or
+-- 'reserved' for a job in its stream, else ''; owner/idle/deliveries describe a reservation;
+-- error is the last error of a dead job; opts the job's field of PREFIX..'opts' ('<priority>|
+-- <deadline_ms>|<key>', docs/keys.md#job-options), '' when it has none.
 -- Layout 2: the record of a job in its stream is given whole (its blob read from the stream
 -- entry, full_record); when that entry is gone it is given as stored, header only (empty blob).
 -- @include server_time
@@ -19,7 +20,7 @@ local id = ARGV[1]
 local raw = redis.call('HGET', K_JOBS, id)
 local r = parse_record(raw)
 if not r then
-  if raw then return {raw, 'corrupt', '', 0, 0, '', now} end
+  if raw then return {raw, 'corrupt', '', 0, 0, '', now, ''} end
   return false
 end
 if r.state == 'c' then
@@ -44,4 +45,6 @@ elseif r.state == 'x' then
     for i = 1, #f, 2 do if f[i] == 'error' then err = f[i + 1] end end
   end
 end
-return {raw, sub, owner, idle, deliveries, err, now}
+-- a foreign value at K_OPTS (not a hash) shows no options instead of failing the read
+local ok, opts = pcall(redis.call, 'HGET', K_OPTS, id)
+return {raw, sub, owner, idle, deliveries, err, now, ok and opts or ''}

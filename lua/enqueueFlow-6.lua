@@ -1,12 +1,12 @@
 #!lua
--- enqueueFlowV2-6: add jobs with parents (after=), or jobs others wait for (chains, batch
--- members), idempotent by job id (docs/workflows.md). Plain jobs use enqueueJobV2/enqueueJobsV2.
+-- enqueueFlow-6: add jobs with parents (after=), or jobs others wait for (chains, batch
+-- members), idempotent by job id (docs/workflows.md). Plain jobs use enqueueJob/enqueueJobs.
 -- KEYS: the six partition keys (includes/keys.lua); touches the workflow keys of includes/flow.lua.
 -- ARGV[1] past tolerance ms for absolute due times, ARGV[2] outcome keep ms (written to field
 -- 'flow' of PREFIX..'meta' when absent: from then on this partition keeps the outcome of every
 -- job that ends, that long), then per job: id, topic, when_kind ('r' | 'a'), when_ms, ttr_ms,
 -- max_attempts, blob, policy ('d' dead or 'r' run when a parent did not succeed), opts (the job's
--- options '<priority 0-9>|<expires_ms or empty>|<key or empty>' as enqueueJobV3 takes them, ''
+-- options '<priority 0-9>|<expires_ms or empty>|<key or empty>' as enqueueJob takes them, ''
 -- for none; docs/keys.md#job-options), token (the job's link token, [0-9a-z-]: its refs in its
 -- parents' children sets carry it, docs/workflows.md#runs; '' for none), NP, NP parents
 -- '<hint>|<parent id>', NK, NK waiter refs '<partition>|<child id>|<token>' or
@@ -23,7 +23,7 @@
 -- Errors: 'SDERR NO_PARENT <id>' (a parent of this partition the queue does not know: nothing
 -- written), 'SDERR AT_IN_PAST <id>', 'SDERR BAD_ARGS', 'SDERR WRONG_TYPE <key> <type>'.
 -- Retry-safe: a repeat finds the ids and reports them; refs are set members.
--- Options: a new job's field of PREFIX..'opts' is written as enqueueJobV3 writes it (a deadline
+-- Options: a new job's field of PREFIX..'opts' is written as enqueueJob writes it (a deadline
 -- due + expires for a job created delayed; none yet for a job created waiting, whose expires
 -- rides in its deps record and becomes a deadline when it is released, flow_apply; none for a
 -- job created dead), and a priority other than 5 or a key flags its topic in PREFIX..'staged'.
@@ -157,7 +157,7 @@ for i, j in ipairs(jobs) do
       out[i] = j.due
     end
     redis.call('DEL', PREFIX .. 'early:' .. j.id)
-    if j.priority then -- its options, as enqueueJobV3 writes them (a deadline once it has a due)
+    if j.priority then -- its options, as enqueueJob writes them (a deadline once it has a due)
       local deadline = (out[i] == j.due and j.expires) and string.format('%d', j.due + j.expires) or ''
       redis.call('HSET', K_OPTS, j.id, j.priority .. '|' .. deadline .. '|' .. j.key)
       if j.priority ~= 5 or j.key ~= '' then redis.call('HSET', K_STAGED, j.topic, 1) end

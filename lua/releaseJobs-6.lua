@@ -1,5 +1,5 @@
 #!lua
--- releaseJobsV2-6: hand deliveries back at once (graceful shutdown): each goes to the tail of its
+-- releaseJobs-6: hand deliveries back at once (graceful shutdown): each goes to the tail of its
 -- topic stream under a new entry id, not counted as an attempt, for any live consumer to read.
 -- KEYS: the six partition keys (includes/keys.lua); touches PREFIX..'t:'..topic.
 -- ARGV[1] group, then 3 values per delivery: topic, job id, stream entry id

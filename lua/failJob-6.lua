@@ -1,12 +1,12 @@
 #!lua
--- failJobV3-6: settle a failed delivery: back to the delayed set after a delay, or dead (and
+-- failJob-6: settle a failed delivery: back to the delayed set after a delay, or dead (and
 -- then its result kept, state 'x' with the error: includes/keep_result.lua).
 -- KEYS: the six partition keys (includes/keys.lua); touches PREFIX..'t:'..topic and PREFIX..'dead:'..topic,
 -- and when dead with a keep_result PREFIX..'r:'..id and PREFIX..'w:'..id.
 -- ARGV[1] group, ARGV[2] topic, ARGV[3] job id, ARGV[4] stream entry id,
 -- ARGV[5] retry delay ms, clamped into [0, 10 years] (a value out of range or not a number
 -- never writes a due time past what a Backoff allows), ARGV[6] '1' = dead now (no retry),
--- ARGV[7] error text, ARGV[8] keep_result ms (failJobV2's ARGV plus this one)
+-- ARGV[7] error text, ARGV[8] keep_result ms (failJob's ARGV plus this one)
 -- Returns {0} stale delivery (job cancelled/replaced/reclaimed meanwhile), {1, due_ms} retried,
 -- {2, dead_entry_id} dead. Dead-letter entry fields: id, error, attempts, at (ms).
 -- The retry's due time is counted from the server clock in µs and rounded up to the next ms.

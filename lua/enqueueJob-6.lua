@@ -1,23 +1,30 @@
 #!lua
--- enqueueJobV2-6: the one-job fast path of enqueueJobsV2-6 (docs/keys.md#the-one-job-enqueue): add
+-- enqueueJob-6: the one-job fast path of enqueueJobs-6 (docs/keys.md#the-one-job-enqueue): add
 -- one job whose id is free, with as few Redis calls as that takes (TIME, HSETNX, ZADD, ZRANGE,
--- HINCRBY; ZSCORE + ZADD of the wake marker only when the job becomes the head). Same KEYS and
--- ARGV as enqueueJob-6, a plain number as reply (V2: docs/keys.md#versioning). Same record and
--- keys as enqueueJobsV2; it never replaces, never reads an old record and never purges tombstones:
+-- HINCRBY; ZSCORE + ZADD of the wake marker only when the job becomes the head). Same record and
+-- keys as enqueueJobs; it never replaces, never reads an old record and never purges tombstones:
 -- when the id is taken (a job, a tombstone, or replace is wanted) it writes nothing and answers
--- 0, and the caller sends the job again through enqueueJobsV2, which has the whole logic (a second
+-- 0, and the caller sends the job again through enqueueJobs, which has the whole logic (a second
 -- round trip only in that case).
--- KEYS: the six partition keys (includes/keys.lua); writes delayed, jobs, wake, counts only.
+-- A job with options (priority, fairness key, expiry; docs/keys.md#job-options) passes them as
+-- a ninth ARGV: its field in PREFIX..'opts' is written and, for a priority other than 5 or a
+-- key, its topic's flag in PREFIX..'staged'. A plain job passes eight and pays nothing for them.
+-- KEYS: the six partition keys (includes/keys.lua); writes delayed, jobs, wake, counts, and with
+-- options PREFIX..'opts', PREFIX..'staged' (includes/drop_opts.lua).
 -- ARGV[1] past tolerance ms for an absolute due time
 -- ARGV[2..8] id, topic, when_kind ('r' | 'a'), when_ms, ttr_ms, max_attempts, blob
+-- ARGV[9] (optional) opts: '<priority 0-9>|<expires_ms or empty>|<key or empty>'; stored as
+-- '<priority>|<due_ms + expires_ms or empty>|<key>' (the deadline on the Redis clock).
 -- Returns the due time in epoch ms when the job was written, 0 when the id is taken (nothing
 -- written).
--- Errors: 'SDERR AT_IN_PAST <id>', 'SDERR BAD_ARGS', 'SDERR WRONG_TYPE <key> <type>'. No TYPE
--- checks before the writes: each write is a pcall and, when one fails (a key of another type,
--- a counts field that is not a number), the writes before it are taken back in this same call,
--- so a call that fails leaves nothing written (docs/keys.md#the-one-job-enqueue).
--- Side effects: HSETNX jobs, ZADD delayed, HINCRBY counts, ZADD wake when the job is the head.
--- Retry-safe: a repeated call finds the id taken and answers 0 (the caller then asks enqueueJobsV2,
+-- Errors: 'SDERR AT_IN_PAST <id>', 'SDERR BAD_ARGS', 'SDERR WRONG_TYPE <key> <type>'. The opts
+-- and staged keys (with options) are type-checked before any write; the others are not: each
+-- write is a pcall and, when one fails (a key of another type, a counts field that is not a
+-- number), the writes before it are taken back in this same call, so a call that fails leaves
+-- nothing written (docs/keys.md#the-one-job-enqueue).
+-- Side effects: HSETNX jobs, ZADD delayed, HINCRBY counts, ZADD wake when the job is the head;
+-- with options HSET opts, HSET staged (priority other than 5 or a key).
+-- Retry-safe: a repeated call finds the id taken and answers 0 (the caller then asks enqueueJobs,
 -- which reports created=0).
 -- Events (docs/events.md): 'enqueued' (detail: the due time), when the queue keeps events.
 -- @include server_time
@@ -26,11 +33,19 @@
 -- @include resolve_due
 -- @include new_record
 -- @include emit_event
+-- @include opts_arg
 
-if #ARGV ~= 8 then return redis.error_reply('SDERR BAD_ARGS') end
+local with_opts = #ARGV == 9
+if #ARGV ~= 8 and not with_opts then return redis.error_reply('SDERR BAD_ARGS') end
 local tolerance, id, topic = tonumber(ARGV[1]), ARGV[2], ARGV[3]
 local when_ms, ttr, max = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 if not (tolerance and when_ms and ttr and max) then return redis.error_reply('SDERR BAD_ARGS') end
+local priority, expires_ms, key = nil, nil, nil
+if with_opts then
+  priority, expires_ms, key = opts_arg(ARGV[9])
+  if not priority then return redis.error_reply('SDERR BAD_ARGS') end
+  refuse_wrong_type(K_OPTS, 'hash'); refuse_wrong_type(K_STAGED, 'hash')
+end
 local now, now_us = server_time()
 local due = resolve_due(ARGV[4], when_ms, now, now_us, tolerance)
 if not due then return redis.error_reply('SDERR AT_IN_PAST ' .. id) end
@@ -70,6 +85,10 @@ if type(counted) == 'table' then
   if woke and old_wake then redis.call('ZADD', K_WAKE, old_wake, 'w')
   elseif woke then redis.call('ZREM', K_WAKE, 'w') end
   return refused(K_COUNTS, 'hash', counted)
+end
+if with_opts then
+  redis.call('HSET', K_OPTS, id, priority .. '|' .. (expires_ms and (due + expires_ms) or '') .. '|' .. key)
+  if priority ~= 5 or key ~= '' then redis.call('HSET', K_STAGED, topic, 1) end
 end
 emit_event('enqueued', id, topic, 0, due, now)
 return due

@@ -1,30 +1,42 @@
 #!lua
--- enqueueJobsV3-6: enqueueJobsV2-6 with job options (priority, fairness key, expiry; docs/keys.md
--- #job-options): a ninth value per job, its options or ''. A job written with options gets its
--- field in PREFIX..'opts' (and, for a priority other than 5 or a key, its topic's flag in
+-- enqueueJobs-6: add a bounded batch of jobs to the delayed set, idempotent by job id.
+-- With job options (priority, fairness key, expiry; docs/keys.md#job-options), ARGV[3] '1': a
+-- ninth value per job, its options or ''. A job written with options gets its field in
+-- PREFIX..'opts' (and, for a priority other than 5 or a key, its topic's flag in
 -- PREFIX..'staged'); a job written without (a replace, or an id freed by an expired tombstone)
--- drops the field of the job it replaced. Producers call it for a batch with a job that has
--- options or replaces; other batches keep calling enqueueJobsV2 (nothing to pay for options).
--- KEYS: the six partition keys (includes/keys.lua); PREFIX..'opts' and PREFIX..'staged' too.
+-- drops the field of the job it replaced. Producers set it for a batch with a job that has
+-- options or replaces one; other batches send '0' and pay nothing for options.
+-- KEYS: the six partition keys (includes/keys.lua); with options PREFIX..'opts' and
+-- PREFIX..'staged' too.
 -- ARGV[1]  past tolerance ms for absolute due times
 -- ARGV[2]  keep_done ms (> 0: acknowledged ids stay taken as tombstones; used here only to purge:
 --          not 0, the call also forgets up to 100 expired tombstones)
--- then 9 values per job: id, topic, when_kind ('r' relative | 'a' absolute), when_ms,
+-- ARGV[3]  options: '0' (8 values per job) or '1' (9: the job's options last)
+-- then 8 (or 9) values per job: id, topic, when_kind ('r' relative | 'a' absolute), when_ms,
 --                        ttr_ms, max_attempts, replace ('0' | '1' | '1:<max_wait_ms>'), blob,
---                        opts ('' | '<priority 0-9>|<expires_ms or empty>|<key or empty>')
+--                        [opts ('' | '<priority 0-9>|<expires_ms or empty>|<key or empty>')]
 -- opts are stored as '<priority>|<due_ms + expires_ms or empty>|<key>' (the deadline on the
 -- Redis clock, from the due time the job was written with).
--- replace '1:<max_wait_ms>' (debounce, docs/producer.md#debounce): as in enqueueJobsV2.
--- Returns one value per job, in ARGV order, exactly as enqueueJobsV2: the due time in epoch ms
--- (a number) when the job was created; else '<state>:<due_ms>' of the job now under that id
--- ('d:<new due_ms>' when replace rewrote it). A job replaced while a consumer runs it keeps that
--- delivery and is held behind it (includes/hold.lua).
+-- replace '1:<max_wait_ms>' (debounce, docs/producer.md#debounce): the due time is at most
+-- created + max_wait, where created stays the one of the job replaced while it is delayed (the
+-- first enqueue of the series), else the server time of this call.
+-- Returns one value per job, in ARGV order: the due time in epoch ms (a number, > 0) when the job
+-- was created; else the string '<state>:<due_ms>' of the job now under that id: the existing
+-- job's state letter (d, s, x, c; '?' and due 0 for a record that does not parse) and due time
+-- when replace is '0', 'd:<new due_ms>' when replace rewrote it. A job replaced while a consumer
+-- runs it keeps that delivery and is held behind it (includes/hold.lua): it starts at its due
+-- time but not before that delivery has settled or its lease has expired.
+-- A relative due time is counted from the server clock in µs and rounded up to the next ms
+-- (created_ms too, so that due_ms - created_ms is the delay).
 -- Errors: 'SDERR AT_IN_PAST <id>' (nothing written), 'SDERR BAD_ARGS' (a malformed opts value
--- too), 'SDERR WRONG_TYPE <key> <type>' (checked before any write, opts and staged included),
--- 'ERR hash value is not an integer: <counts key> <topic>' (checked too).
--- Side effects: as enqueueJobsV2, plus HSET/HDEL opts, HSET staged.
+-- too), 'SDERR WRONG_TYPE <key> <type>' (a key the call would write holds another type, opts and
+-- staged included; checked before any write), 'ERR hash
+-- value is not an integer: <counts key> <topic>' (a count field holds no integer; checked too).
+-- Side effects: HSET jobs, ZADD delayed, HINCRBY counts, ZADD wake when a job becomes the head;
+-- with options HSET/HDEL opts, HSET staged.
 -- Retry-safe: a repeated call finds the ids and reports them as existing ('d:<due_ms>').
--- Events (docs/events.md): 'enqueued' per job written, as enqueueJobsV2.
+-- Events (docs/events.md): 'enqueued' per job written (detail: the due time, ' replaced' when it
+--  replaced one), when the queue keeps events.
 -- @include server_time
 -- @include keys
 -- @include new_record
@@ -48,21 +60,24 @@ local now, now_us = server_time()
 -- created_ms is rounded up like a relative due, so due - created is exactly the delay
 local created = due_after(now_us, 0)
 local tolerance = tonumber(ARGV[1])
-local per_job = 9
-if (#ARGV - 2) % per_job ~= 0 or not tolerance then return redis.error_reply('SDERR BAD_ARGS') end
-local n = (#ARGV - 2) / per_job
+local with_opts = ARGV[3] == '1'
+local per_job = with_opts and 9 or 8
+if (#ARGV - 3) % per_job ~= 0 or not tolerance or not (with_opts or ARGV[3] == '0') then
+  return redis.error_reply('SDERR BAD_ARGS')
+end
+local n = (#ARGV - 3) / per_job
 
 local dues = {}
 for i = 0, n - 1 do
-  local b = 3 + i * per_job
+  local b = 4 + i * per_job
   local due = resolve_due(ARGV[b + 2], tonumber(ARGV[b + 3]), now, now_us, tolerance)
   if not due then return redis.error_reply('SDERR AT_IN_PAST ' .. ARGV[b]) end
   dues[i] = due
 end
 -- each job's options, checked before any write: false for none
 local options, any_options = {}, false
-for i = 0, n - 1 do
-  local value = ARGV[3 + i * per_job + 8]
+for i = 0, with_opts and n - 1 or -1 do
+  local value = ARGV[4 + i * per_job + 8]
   if value == '' then options[i] = false else
     local p, e, k = opts_arg(value)
     if not p then return redis.error_reply('SDERR BAD_ARGS') end
@@ -77,15 +92,15 @@ end
 -- a job is detached (replace, expired tombstone), so each job sees the ones before it, and a
 -- call that fails half-way (foreign garbage) leaves them, exactly as if written one by one.
 local ids = {}
-for i = 0, n - 1 do ids[i + 1] = ARGV[3 + i * per_job] end
+for i = 0, n - 1 do ids[i + 1] = ARGV[4 + i * per_job] end
 check_partition_keys()
-refuse_wrong_type(K_OPTS, 'hash')
+if with_opts then refuse_wrong_type(K_OPTS, 'hash') end
 if any_options then refuse_wrong_type(K_STAGED, 'hash') end
 -- HINCRBY comes after the records are written: a topic's count another client filled with
 -- something that is no integer is refused first (one HMGET of the call's topics)
 local topics, listed = {}, {}
 for i = 0, n - 1 do
-  local topic = ARGV[3 + i * per_job + 1]
+  local topic = ARGV[4 + i * per_job + 1]
   if not listed[topic] then listed[topic] = true; topics[#topics + 1] = topic end
 end
 local held = #topics > 0 and hmget_many(K_COUNTS, topics) or {}
@@ -120,7 +135,7 @@ local out = {}
 local opt_of, staged = {}, {} -- id -> the field written (false: dropped); staged topics
 local head_id, head_due = nil, nil
 for i = 0, n - 1 do
-  local b = 3 + i * per_job
+  local b = 4 + i * per_job
   local id, topic = ARGV[b], ARGV[b + 1]
   local old_raw = olds[i + 1]
   if seen[id] then
@@ -169,11 +184,11 @@ for i = 0, n - 1 do
     entries[#entries + 1] = id
     counts[topic] = (counts[topic] or 0) + 1
     if not head_due or score < head_due then head_id, head_due = id, score end
-    local o = options[i]
+    local o = with_opts and options[i]
     if o then -- the last job written under an id decides its field (an id may come twice)
       opt_of[id] = o[1] .. '|' .. (o[2] and (due + o[2]) or '') .. '|' .. o[3]
       if o[1] ~= 5 or o[3] ~= '' then staged[topic] = true end
-    elseif old_raw then
+    elseif old_raw and with_opts then
       opt_of[id] = false
     end
     out[i + 1] = old_raw and string.format('d:%d', due) or due
@@ -181,14 +196,16 @@ for i = 0, n - 1 do
   end
 end
 flush()
-local sets, drops, flags = {}, {}, {}
-for id, value in pairs(opt_of) do
-  if value then sets[#sets + 1] = id; sets[#sets + 1] = value else drops[#drops + 1] = id end
+if with_opts then
+  local sets, drops, flags = {}, {}, {}
+  for id, value in pairs(opt_of) do
+    if value then sets[#sets + 1] = id; sets[#sets + 1] = value else drops[#drops + 1] = id end
+  end
+  if #sets > 0 then write_many('HSET', K_OPTS, sets) end
+  drop_opts(drops)
+  for topic in pairs(staged) do flags[#flags + 1] = topic; flags[#flags + 1] = 1 end
+  if #flags > 0 then write_many('HSET', K_STAGED, flags) end
 end
-if #sets > 0 then write_many('HSET', K_OPTS, sets) end
-drop_opts(drops)
-for topic in pairs(staged) do flags[#flags + 1] = topic; flags[#flags + 1] = 1 end
-if #flags > 0 then write_many('HSET', K_STAGED, flags) end
 if head_id then wake_if_head(head_id, head_due) end
 -- tombstones exist only where keep_done > 0; ackJobs purges as well, whatever its keep_done
 if tonumber(ARGV[2]) ~= 0 then purge_done(now, 100) end

@@ -1,5 +1,5 @@
 #!lua
--- releaseJobsLaterV2-6: hand deliveries back after a delay, not counted as an attempt: each goes to
+-- releaseJobsLater-6: hand deliveries back after a delay, not counted as an attempt: each goes to
 -- the delayed set, due ARGV[2] ms from now. Used by a worker process that exits while def handler
 -- threads still run (they cannot be stopped): no other worker may start those jobs before the
 -- process is gone.

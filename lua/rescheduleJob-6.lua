@@ -1,5 +1,5 @@
 #!lua
--- rescheduleJobV2-6: give one job a new due time, from any state but done. A ready job leaves its
+-- rescheduleJob-6: give one job a new due time, from any state but done. A ready job leaves its
 -- stream; a dead job comes back with its attempts reset to 0. A reserved job (a consumer runs it)
 -- keeps its delivery and is held behind it (includes/hold.lua): its next run starts at the new
 -- due time but not before that delivery has settled or its lease has expired (never twice at

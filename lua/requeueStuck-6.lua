@@ -1,5 +1,5 @@
 #!lua
--- requeueStuckV2-6: find deliveries whose consumer went silent and put them back.
+-- requeueStuck-6: find deliveries whose consumer went silent and put them back.
 -- Walks one topic's pending list from a cursor (bounded); an entry idle at least its job's own ttr
 -- (or ARGV[5] when >= 0) is re-queued at the stream tail as a new attempt (dead after the last), or
 -- with ARGV[6] handed to that consumer (XCLAIM). Pending ids whose entry or job is gone are acked;

@@ -1,5 +1,5 @@
 #!lua
--- promoteDueV2-6: move due jobs, earliest first, from the delayed set into their topic streams.
+-- promoteDue-6: move due jobs, earliest first, from the delayed set into their topic streams.
 -- KEYS: the six partition keys (includes/keys.lua); writes PREFIX..'t:'..topic (derived, same tag).
 -- ARGV[1] batch limit (bounded so one call stays around a millisecond); a batch also stops
 -- before its records pass MAX_BATCH_BYTES (1 MiB), always after at least one job.

@@ -1,0 +1,232 @@
+#!lua flags=allow-oom
+-- ackJobs-6: settle a batch of successfully handled deliveries, keeping their results; the time
+-- each was read, when the caller knows it, dates its 'started' event.
+-- KEYS: the six partition keys (includes/keys.lua); touches PREFIX..'t:'..topic, and for a kept
+-- result PREFIX..'r:'..id and PREFIX..'w:'..id (includes/keep_result.lua).
+-- ARGV[1] group, ARGV[2] keep_done ms (0: forget the job; > 0: keep a 'c' tombstone that long),
+-- ARGV[3] N, the number of deliveries, then 3 values per delivery: topic, job id, stream entry
+-- id; then the read times, as runs: R, then R pairs (count >= 1, read time), the counts
+-- summing to N (R = 0: none given, the plain call), count deliveries in a row sharing one time
+-- (those of one read do). A read time (epoch ms, server clock; 0 unknown) is when a consumer
+-- read the delivery fresh, with no heartbeat sent for it since: it lets 'started' be written
+-- without reading the pending list (docs/events.md#started); then 3 values per kept result: the
+-- delivery's position (1..N), keep_result ms, the result (a format letter and the encoded value).
+-- Returns the number of deliveries that were still current (a cancelled, replaced or reclaimed
+-- job's stale delivery is acknowledged in the stream but leaves the job alone, except that a job
+-- held behind it, rescheduled or replaced while it ran, is freed: includes/hold.lua).
+-- A job that ended drops its options (PREFIX..'opts', includes/drop_opts.lua: one EXISTS when the
+-- partition has none).
+-- Also forgets expired tombstones: at least as many as the call could create, plus 100.
+-- Batched: one XACK and one XDEL per topic, one HMGET of every record, one HDEL (or HSET and
+-- ZADD for tombstones) for the batch; a job named twice settles once, as one call per delivery
+-- would.
+-- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write).
+-- Flags: allow-oom, as it frees memory (a tombstone is a record the call already had).
+-- Retry-safe: a repeated call finds nothing current and returns 0.
+-- Layout 2: with keep_done, a header-only record (docs/keys.md#layouts) gets its blob from its
+-- stream entry before the entry is deleted, so the tombstone keeps the body as in layout 1; a
+-- call without keep_done reads no entry.
+-- Events (docs/events.md): 'started' (at its read time when given, else when no heartbeat
+--  reported it) and 'succeeded' per current delivery, when the queue keeps events.
+-- Workflows (docs/workflows.md): on a partition that keeps outcomes, each job settled keeps its
+-- outcome and tells its waiters (includes/flow.lua). The events and workflow switches are read
+-- with one HMGET per call (includes/read_switches.lua).
+-- @include server_time
+-- @include keys
+-- @include release_lease
+-- @include read_records
+-- @include write_many
+-- @include purge_done
+-- @include build_record
+-- @include parse_record
+-- @include hmget_many
+-- @include full_record
+-- @include keep_result
+-- @include wake_if_head
+-- @include hold
+-- @include emit_event
+-- @include emit_started
+-- @include drop_opts
+-- @include flow_keep
+-- @include read_switches
+
+-- flow_lib(): flow_ended of the workflow helpers (includes/flow.lua), built only when a job
+-- ends on a partition that keeps outcomes: built at the top, their closures would cost every
+-- call of a plain queue (docs/benchmarks.md, History 2026-11-26 22:36-23:41)
+local function flow_lib()
+-- @include new_record
+-- @include blob_keep
+-- @include dead_result
+-- @include flow
+  return flow_ended
+end
+
+local now = server_time()
+local group, keep = ARGV[1], tonumber(ARGV[2])
+local n = tonumber(ARGV[3]) or 0
+local last = 3 + 3 * n -- the last ARGV of the deliveries; (read times, then) results follow
+local runs = tonumber(ARGV[last + 1]) -- how many runs of read times (0: none given)
+local reads = runs and 1 + 2 * runs or 0 -- how many ARGV they take
+local read_ms = {} -- k -> the read time of run k (a number; 0 unknown)
+local read_n = {} -- k -> the last delivery (1..N) of run k
+local bad = n < 0 or runs == nil or runs < 0 or runs % 1 ~= 0 or 3 + 3 * n + reads > #ARGV
+            or (#ARGV - 3 - 3 * n - reads) % 3 ~= 0
+if not bad then
+  local upto = 0
+  for k = 1, runs do
+    local count, ms = tonumber(ARGV[last + 2 * k]), tonumber(ARGV[last + 2 * k + 1])
+    if not (count and ms) or count < 1 or count % 1 ~= 0 then bad = true break end
+    upto = upto + count
+    read_n[k], read_ms[k] = upto, ms
+  end
+  bad = bad or (runs > 0 and upto ~= n)
+end
+if bad then
+  error({err = 'SDERR BAD_ARGS ackJobs: N does not match the values'})
+end
+local results = {} -- delivery position -> {keep ms, result}
+for b = last + reads + 1, #ARGV, 3 do results[tonumber(ARGV[b])] = {tonumber(ARGV[b + 1]), ARGV[b + 2]} end
+local settled = 0
+check_partition_keys()
+local by_topic, topics, ids = {}, {}, {}
+for b = 4, last, 3 do
+  local topic = ARGV[b]
+  if not by_topic[topic] then
+    refuse_wrong_type(stream_key(topic), 'stream')
+    check_lease_keys(topic)
+    by_topic[topic] = {}
+    topics[#topics + 1] = topic
+  end
+  local eids = by_topic[topic]
+  eids[#eids + 1] = ARGV[b + 2]
+  if string.byte(ARGV[b + 1], 1) == 123 then eids[ARGV[b + 2]] = ARGV[b + 1] end -- keyed: release_lease
+  ids[#ids + 1] = ARGV[b + 1]
+end
+local raws = {}
+local whole = {} -- keep_done: header-only records made whole, read before their entry goes
+if #ids > 0 then
+  raws = hmget_many(K_JOBS, ids)
+  read_switches() -- events and flow: one HMGET
+end
+if keep > 0 then
+  for i = 1, #ids do
+    local r = parse_record(raws[i])
+    if r and r.state == 's' and r.entry == ARGV[3 * i + 3] and r.blob == '' and full_record(r) then
+      whole[i] = raws[i] .. r.blob
+    end
+  end
+end
+events_batch() -- the call's events share entries (docs/events.md#entries)
+-- events on: each record is parsed here, once (its state, attempts and entry serve 'started',
+-- the loop below and 'succeeded'), and 'started' is dated before XACK drops the pending entries
+local heads = nil -- i -> the attempt that ran (a current delivery), false (a held job's delivery)
+if #ids > 0 and events_on() then
+  heads = {}
+  local dated = runs > 0 -- every delivery has its read time: no pending list to read
+  for k = 1, runs do
+    if read_ms[k] <= 0 then dated = false break end
+  end
+  if not dated then started_prefetch(group, by_topic) end
+  local seen, s_ids = {}, {} -- s_ids: the jobs 'started' reports, in order
+  -- the runs are found on the way (a change of topic, attempt or time closes one): b_* hold
+  -- each run's last event, topic, attempt and time
+  local ns, b_last, b_topic, b_ran, b_at, nb = 0, {}, {}, {}, {}, 0
+  local k, upto = 1, read_n[1] or n -- the read run of delivery i, and its last delivery
+  for i = 1, #ids do
+    if i > upto then k = k + 1 upto = read_n[k] end
+    local id, raw = ids[i], raws[i]
+    if raw and not seen[id] then
+      local state, attempts, entry = string.match(raw, '^([dsxc])|(%d+)|%d+|%d+|%d+|%d+|([%d%-]*)|[^|]+|')
+      local eid = ARGV[3 * i + 3]
+      if state == 's' and entry == eid then
+        seen[id] = true -- a job named twice settles once, by its current delivery
+        local ran, topic = attempts == '0' and 1 or tonumber(attempts) + 1, ARGV[3 * i + 1]
+        heads[i] = ran
+        local at = read_ms[k] or 0
+        if at <= 0 then at = started_at(group, topic, eid, now) end
+        if at then
+          ns = ns + 1
+          s_ids[ns] = id
+          if nb == 0 or topic ~= b_topic[nb] or ran ~= b_ran[nb] or at ~= b_at[nb] then
+            nb = nb + 1
+            b_topic[nb], b_ran[nb], b_at[nb] = topic, ran, at
+          end
+          b_last[nb] = ns
+        end
+      elseif state == 'd' and entry == eid then
+        heads[i] = false
+      end
+    end
+  end
+  local first = 1
+  for b = 1, nb do
+    events_run('started', b_topic[b], b_ran[b], b_at[b], s_ids, nil, first, b_last[b])
+    first = b_last[b] + 1
+  end
+end
+local STEP = 1000
+for _, topic in ipairs(topics) do
+  local sk, eids = stream_key(topic), by_topic[topic]
+  for s = 1, #eids, STEP do
+    local e = math.min(s + STEP - 1, #eids)
+    redis.call('XACK', sk, group, unpack(eids, s, e))
+    redis.call('XDEL', sk, unpack(eids, s, e))
+  end
+  for _, eid in ipairs(eids) do release_lease(topic, eid, eids[eid]) end
+end
+if #ids > 0 then
+  local gone, kept, stones, done, ended = {}, {}, {}, {}, {}
+  -- 'succeeded' of the jobs in ended (events on), in runs found on the way (as 'started')
+  local e_first, e_topic, e_ran = 1, nil, nil
+  for i = 1, #ids do
+    local id, eid = ids[i], ARGV[3 * i + 3]
+    -- only the state and the entry are looked at (no copy of the blob); see parse_record
+    local state, entry = nil, nil
+    if heads then -- parsed above: a number (the attempt that ran) for a current delivery
+      local ran = heads[i]
+      if ran then state, entry = 's', eid elseif ran == false then state, entry = 'd', eid end
+    elseif raws[i] and not done[id] then
+      state, entry = string.match(raws[i], '^([dsxc])|%d+|%d+|%d+|%d+|%d+|([%d%-]*)|[^|]+|')
+    end
+    if state == 's' and entry == eid then
+      done[id] = true
+      ended[#ended + 1] = id
+      if heads then
+        local topic, ran = ARGV[3 * i + 1], heads[i]
+        if topic ~= e_topic or ran ~= e_ran then
+          events_run('succeeded', e_topic, e_ran, now, ended, nil, e_first, #ended - 1)
+          e_first, e_topic, e_ran = #ended, topic, ran
+        end
+      end
+      if keep > 0 then
+        local r = parse_record(whole[i] or raws[i])
+        r.state, r.entry = 'c', ''
+        kept[#kept + 1] = id
+        kept[#kept + 1] = build_record(r)
+        stones[#stones + 1] = now + keep
+        stones[#stones + 1] = id
+      else
+        gone[#gone + 1] = id
+      end
+      settled = settled + 1
+      local kept_result = results[i]
+      if kept_result then keep_result(id, 's', now, kept_result[1], kept_result[2]) end
+    elseif state == 'd' and entry == eid then -- its job was rescheduled while it ran: now free
+      release_hold(id, eid)
+    end
+  end
+  if heads then events_run('succeeded', e_topic, e_ran, now, ended, nil, e_first, #ended) end
+  if #gone > 0 then write_many('HDEL', K_JOBS, gone) end
+  drop_opts(ended)
+  if #kept > 0 then
+    write_many('HSET', K_JOBS, kept)
+    write_many('ZADD', K_DONE, stones)
+  end
+  if #ended > 0 and flow_keep() > 0 then
+    local tell_waiters = flow_lib() -- what includes/flow.lua tells a job's waiters with
+    for _, id in ipairs(ended) do tell_waiters(id, 's', now) end
+  end
+end
+events_flush()
+purge_done(now, n + 100)
+return settled
