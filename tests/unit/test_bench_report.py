@@ -38,8 +38,8 @@ def full_figures() -> dict[str, float]:
               "enqueue_async": 17345.6, "enqueue_async_raw": 7890.1,
               "enqueue_async_ratio": 2.2, "enqueue_async_redis_us": 9.7})
     f.update({"dispatch_alone": 131313.1, "dispatch_alone_raw": 97531.2,
-              "dispatch_alone_redis_us": 6.37, "call_median_us_promoteDueV2": 913.0,
-              "call_median_us_enqueueJobsV2": 877.0})
+              "dispatch_alone_redis_us": 6.37, "call_median_us_promoteDue": 913.0,
+              "call_median_us_enqueueJobs": 877.0})
     f.update({"backlog_small": 10_000.0, "backlog_large": 1_000_000.0,
               "backlog_cpu_small": 6.13, "backlog_cpu_large": 7.29,
               "backlog_wall_small": 8.41, "backlog_wall_large": 9.57,
