@@ -1,8 +1,10 @@
 """An HTTP consumer of the nemesis run: plain HTTP against ``streamdelay serve``, reserving jobs
 of topic ``http`` and acking each (the client of tests/system/chaos/http_client.py), every run
 recorded in the history as the worker app records its handlers' (``start``, ``end``; the
-``end`` note also carries how the ack ended: ``acked``, ``stale`` or ``lost``; its outcome is
-``ok`` only for an ack answered 200, else ``unknown``: the job may run again).
+``end`` note, outcome ``ok``: the work is done, also carries how the ack ended: ``acked``,
+``stale`` or ``lost``, as a worker's ``end`` precedes an ack that may be lost). Its ``start``
+says ``pull=True``: nothing heartbeats a reservation, so the job may be handed to another
+consumer once this one is silent past its ttr (docs/pull.md), which the checker allows.
 
 ``python -m tests.system.nemesis.http_consumer BASE TOKEN QUEUE OUT NAME``; runs until SIGTERM.
 """
@@ -42,10 +44,10 @@ def run(base: str, token: str, queue: str, out: Path, name: str) -> None:
             continue
         for delivery in answer["deliveries"]:
             record.note("start", delivery["id"], attempt=delivery["attempt"], worker=who,
-                        topic=TOPIC, due_ms=delivery["due"])
+                        topic=TOPIC, due_ms=delivery["due"], pull=True)
             outcome = client.ack(delivery["receipt"])
             record.note("end", delivery["id"], attempt=delivery["attempt"], worker=who,
-                        outcome="ok" if outcome == "acked" else "unknown", ack=outcome)
+                        outcome="ok", ack=outcome)
 
 
 if __name__ == "__main__":
