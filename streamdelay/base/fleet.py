@@ -17,7 +17,8 @@ class WorkerInfo:
     the jobs its handlers ran at that renewal (at most ``RUNNING_SHOWN`` of them, the oldest
     first; ``running_count`` counts them all) and ``running_since`` when each started (epoch
     seconds, the worker's clock). ``kind`` is ``worker`` or ``http`` (a pull/HTTP consumer,
-    which has no host, pid or concurrency of its own: ``""``, 0, 0).
+    which has no host, pid or concurrency of its own: ``""``, 0, 0; its ``started`` is its
+    last renewal).
     """
 
     name: str

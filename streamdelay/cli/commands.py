@@ -23,6 +23,7 @@ from .results import batch as batch_commands
 from .results import result as result_command
 from .running import run_cli
 from .serve import serve
+from .workers import workers
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -58,6 +59,7 @@ cli.add_command(result_command)  # cli/results.py
 cli.add_command(batch_commands)  # cli/results.py: batch info
 cli.add_command(serve)  # cli/serve.py
 cli.add_command(events)  # cli/events.py
+cli.add_command(workers)  # cli/workers.py
 for _command in (search_commands.jobs, inspect_commands.pause, inspect_commands.resume,
                  inspect_commands.migrate):
     cli.add_command(_command)

@@ -52,7 +52,7 @@ def _parse(name: str, value: str, now_ms: int) -> WorkerInfo | None:
             topics=tuple(str(t) for t in info.get("topics", [])),
             concurrency=int(info.get("concurrency", 0)),
             running=tuple(r[0] for r in running),
-            started=int(info.get("started", seen)) / 1000, last_seen=int(seen) / 1000,
+            started=int(info.get("started") or seen) / 1000, last_seen=int(seen) / 1000,
             state=state if state in STATES else "running",
             running_since=tuple(r[1] for r in running),
             running_count=int(info.get("running_count", len(running))),

@@ -59,14 +59,19 @@ def test_two_workers_listed_and_a_killed_one_leaves_after_its_lease(
         found = q.worker(name)
         assert found is not None and found.pid == first.pid
         assert q.worker("no-such-worker") is None
+        q.reserve("p.topic", group="pullers", consumer="puller-1", wait=0)
+        pulled = q.worker("puller-1")
+        assert pulled is not None and pulled.kind == "pull" and pulled.pid == 0
+        assert pulled.group == "pullers" and pulled.topics == ("p.topic",)
+        assert abs(pulled.started - pulled.last_seen) < 0.001  # no start time of its own
 
         first.send_signal(signal.SIGKILL)
         first.wait(10)
         wait_for("the killed worker gone from the list",
-                 lambda: {w.pid for w in q.workers()} == {second.pid})
+                 lambda: {w.pid for w in q.workers() if w.kind == "worker"} == {second.pid})
         assert q.worker(name) is None
         time.sleep(3 * EVERY_S * 2)  # the live one stays: it renews
-        assert [w.pid for w in q.workers()] == [second.pid]
+        assert [w.pid for w in q.workers() if w.kind == "worker"] == [second.pid]
 
 
 def test_a_stopping_worker_says_so_then_its_entry_expires(redis_url: str,

@@ -37,7 +37,7 @@ SCOPE_TOKENS = {
     **{f"not-{s}": (f"not-{s}-" + "y" * 20, ",".join(o for o in SCOPES if o != s))
        for s in SCOPES},
 }
-PARAMS = {"topic": "t", "receipt": "bm90LWEtcmVjZWlwdA", "id": "j1"}
+PARAMS = {"topic": "t", "receipt": "bm90LWEtcmVjZWlwdA", "id": "j1", "name": "w1"}
 
 
 def scoped_routes(queue: str) -> list[tuple[str, str, str]]:

@@ -23,13 +23,14 @@ def dashboard_routes() -> list[Any]:
         PermissionDeniedException,
     )
 
-    from . import finding, forms, pages, workflows
+    from . import finding, fleet_views, forms, pages, workflows
 
     handlers = [pages.overview, pages.queue_page, pages.topics_fragment, pages.jobs_page,
                 pages.job_page, pages.job_fragment, pages.search, forms.login_page,
                 forms.login, forms.logout, forms.confirm, forms.act,
                 finding.find_page, finding.bulk_confirm, finding.bulk_act,
-                pages.events_fragment, workflows.batch_page, workflows.batch_fragment]
+                pages.events_fragment, workflows.batch_page, workflows.batch_fragment,
+                fleet_views.workers_page, fleet_views.worker_page]
     return [Router(path="/", route_handlers=handlers, include_in_schema=False,
                    exception_handlers={NotAuthorizedException: forms.to_login,
                                        PermissionDeniedException: forms.forbidden,
