@@ -239,7 +239,7 @@ async def join_fleet(worker: UpkeepHost) -> None:
 async def say_stopping(worker: UpkeepHost) -> None:
     """At the start of a graceful stop, renew the fleet entry once more with state ``stopping``
     (docs/operations.md#workers); skipped while Redis does not answer, bounded otherwise."""
-    if worker.liveness.lost_at is not None:
+    if worker.liveness.down:
         return
     with contextlib.suppress(asyncio.TimeoutError, OSError, LayoutError):  # it just expires
         await asyncio.wait_for(join_fleet(worker), STOPPING_SAY_S)
