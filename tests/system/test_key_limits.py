@@ -2,7 +2,8 @@
 a ``reserve`` consumer together, on a queue of 2 partitions, including after a ``kill -9`` of a
 process holding leases of several keys (every job has a 2 s ttr): those leases lapse one ttr
 after that process's last heartbeat and the keys' other jobs run, never two of a key at once
-(tests/support/apps/key_worker_app.py)."""
+(tests/support/apps/key_worker_app.py). The runs are compared on the server clock
+(tests/support/runs.py), the killed process's ending at its kill."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ import redis
 import streamdelay as sd
 from streamdelay.protocol.keys import partition_of
 from tests.integration.test_pull import promote
-from tests.support.apps.key_worker_app import PEAK
+from tests.support.runs import overlaps, peaks, record, server_us
+from tests.support.runs import runs as read_runs
 
 pytestmark = pytest.mark.timeout(120)
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,7 +57,7 @@ def test_key_concurrency_holds_across_processes_and_reserve_and_after_a_kill(
     q = sd.Queue(queue_name, url=redis_url, partitions=2)
     q.limit("keyed", key_concurrency=1)
     client = redis.Redis.from_url(redis_url)
-    peak = client.register_script(PEAK)
+    log = f"{queue_name}:runs"  # every run's start and end on the server clock
     # the stuck key's first job hangs in the process that takes it, which is then killed
     q.enqueue("keyed", "hang", id="s0", key="stuck", ttr=2)
     q.enqueue_many([sd.JobSpec("keyed", "work", id=f"s{i}", key="stuck", ttr=2)
@@ -83,10 +85,10 @@ def test_key_concurrency_holds_across_processes_and_reserve_and_after_a_kill(
         while not stop.is_set():
             for r in mine.reserve("keyed", group="key-app", consumer="puller", count=2,
                                   wait=0.2):
-                key = r.id[1:r.id.index("}")]
-                peak(keys=[f"{queue_name}:running:{key}", f"{queue_name}:peak"], args=[key])
+                run = (r.id[1:r.id.index("}")], f"{r.id}:{r.attempt}", "puller")
+                record(client, log, "start", *run)
                 time.sleep(0.03)
-                client.decr(f"{queue_name}:running:{key}")
+                record(client, log, "end", *run)
                 reserved.append((r.id, r.attempt))
                 r.ack()
         mine.close()
@@ -98,11 +100,8 @@ def test_key_concurrency_holds_across_processes_and_reserve_and_after_a_kill(
         holder = next(pid for jid, _, pid in starts(out) if jid == hang)
         victim = next(p for p in procs if p.pid == holder)
         victim.send_signal(signal.SIGKILL)
+        killed = {str(holder): server_us(client)}  # its runs without an end end here
         victim.wait(10)
-        lines = [line.split() for line in out.read_text().splitlines()]
-        for jid in ({r[0] for r in lines if r[2] == str(holder) and len(r) == 3}
-                    - {r[0] for r in lines if r[2] == str(holder) and len(r) == 4}):
-            client.decr(f"{queue_name}:running:{jid[1:jid.index('}')]}")  # killed: no end
         procs.remove(victim)
         puller.start()  # from now on a reserve consumer takes its share too
         procs.append(subprocess.Popen([sys.executable, "-m", "streamdelay", "worker",
@@ -126,8 +125,10 @@ def test_key_concurrency_holds_across_processes_and_reserve_and_after_a_kill(
     ran = {jid for jid, _ in runs}
     assert ran == {f"{{stuck}}s{i}" for i in range(4)} | {
         f"{{{KEYS[i % len(KEYS)]}}}j{i}" for i in range(60)}
-    peaks = {k.decode(): int(v) for k, v in client.hgetall(f"{queue_name}:peak").items()}
-    assert peaks and max(peaks.values()) == 1, peaks  # never two jobs of a key at once
+    found = read_runs(client, log, killed)
+    assert {r.group for r in found} == {"stuck", *KEYS}
+    # never two jobs of a key at once (the runs of each key on the server clock)
+    assert max(peaks(found).values()) == 1, overlaps(found, 1)
     # the hung job ran again after its ttr (attempt 2), and the stuck key's other jobs ran
     assert ("{stuck}s0", 2) in runs
     q.close()
