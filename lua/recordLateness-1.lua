@@ -17,6 +17,13 @@
 --        that flush).
 -- Returns the minute written, or 0 when this flusher's sequence number was applied already.
 -- Errors: 'SDERR WRONG_TYPE <key> <type>' (checked before any write), 'SDERR BAD_ARGS'.
+-- History (docs/dashboard.md#totals): an outcome triple (bucket 'ok', 'retried' or 'dead') also
+--         adds its count, whatever the topic, to the derived hash KEYS[1]..':day:'..<day> (day =
+--         minute // 1440) under '<minute>:<outcome>' and 'h<hour>:<outcome>' (hour = minute //
+--         60), and to KEYS[1]..':total' under '<outcome>' (the queue's totals, 3 fields). A day
+--         hash expires HISTORY_DAYS days after its day ends (EXPIREAT, set on each write), and
+--         the writer deletes the day hash HISTORY_DAYS + 1 days back, so at most 8 day hashes
+--         of at most 1464 * 3 fields are kept per queue.
 -- Retry-safe: the same (flusher, sequence) is applied once. Bounded: one field per topic and
 -- bucket of the caller's counts, and one per worker that flushed in the last SEEN_S seconds.
 -- @include server_time
@@ -29,15 +36,30 @@ local SEEN_S = 180 -- covers a retry across a minute's end; a seen hash is read 
 local minute = math.floor(server_time() / 60000)
 local key = base .. ':' .. minute
 local seen, seen_before = base .. ':seen:' .. minute, base .. ':seen:' .. (minute - 1)
-for _, k in ipairs({base, key, seen, seen_before}) do
+local HISTORY_DAYS = 7
+local day = math.floor(minute / 1440)
+local history, total = base .. ':day:' .. day, base .. ':total'
+for _, k in ipairs({base, key, seen, seen_before, history, total}) do
   local t = redis.call('TYPE', k).ok
   if t ~= 'none' and t ~= 'hash' then error({err = 'SDERR WRONG_TYPE ' .. k .. ' ' .. t}) end
 end
 for _, k in ipairs({seen, seen_before}) do
   if seq <= tonumber(redis.call('HGET', k, flusher) or '-1') then return 0 end
 end
+local OUTCOME = {ok = true, retried = true, dead = true}
+local settled = false
 for i = 4, #ARGV, 3 do
   redis.call('HINCRBY', key, ARGV[i + 1] .. ':' .. ARGV[i], ARGV[i + 2])
+  if OUTCOME[ARGV[i + 1]] then
+    settled = true
+    redis.call('HINCRBY', history, minute .. ':' .. ARGV[i + 1], ARGV[i + 2])
+    redis.call('HINCRBY', history, 'h' .. math.floor(minute / 60) .. ':' .. ARGV[i + 1], ARGV[i + 2])
+    redis.call('HINCRBY', total, ARGV[i + 1], ARGV[i + 2])
+  end
+end
+if settled then
+  redis.call('EXPIREAT', history, (day + 1 + HISTORY_DAYS) * 86400)
+  redis.call('DEL', base .. ':day:' .. (day - HISTORY_DAYS - 1))
 end
 redis.call('EXPIRE', key, keep)
 redis.call('HSET', seen, flusher, seq)
