@@ -29,6 +29,7 @@ from .base.errors import (
     StaleReceipt,
     StreamdelayError,
     ValidationError,
+    WorkerNotFound,
 )
 from .base.events import JobEvent
 from .base.fleet import WorkerInfo
@@ -124,6 +125,7 @@ __all__ = [
     "ValidationError",
     "Worker",
     "WorkerInfo",
+    "WorkerNotFound",
     "__version__",
     "lifespan",
     "task",

@@ -136,6 +136,11 @@ class GroupNotFound(StreamdelayError):
     """An operation named a consumer group that does not exist on the topic."""
 
 
+class WorkerNotFound(StreamdelayError):
+    """``quiet_worker`` or ``stop_worker`` named no live worker process (gone, never was, or a
+    pull/HTTP consumer); ``field`` is ``name`` (docs/operations.md#quiet-and-stop)."""
+
+
 class StaleReceipt(StreamdelayError):
     """A reservation's ``ack``, ``fail`` or ``touch`` came too late: its delivery was reclaimed
     after its ttr (and redelivered), cancelled, replaced or already settled. Nothing was

@@ -10,6 +10,7 @@ from dataclasses import asdict
 
 import click
 
+from ..base.errors import WorkerNotFound
 from ..base.fleet import WorkerInfo
 from .options import json_option, partitions_option, url_option
 from .output import lag_text, packed, to_json
@@ -48,21 +49,34 @@ def workers_text(found: Sequence[WorkerInfo], now: float) -> str:
 @click.command()
 @click.argument("queue_name", metavar="QUEUE")
 @click.argument("name", required=False)
+@click.option("--quiet", "quiet_name", metavar="NAME", default=None,
+              help="Quiet that worker: it takes no new jobs and finishes its running ones.")
+@click.option("--stop", "stop_name", metavar="NAME", default=None,
+              help="Stop that worker gracefully (as SIGTERM: it finishes its running jobs).")
 @url_option
 @partitions_option
 @json_option
-def workers(queue_name: str, name: str | None, url: str | None, partitions: int | None,
-            as_json: bool) -> None:
+def workers(queue_name: str, name: str | None, quiet_name: str | None, stop_name: str | None,
+            url: str | None, partitions: int | None, as_json: bool) -> None:
     """Show the live workers of QUEUE (and its pull/HTTP consumers): state, jobs running out
     of concurrency, uptime, last renewal, group, topics, pid, host and version, and the jobs
     each runs now (as Queue.workers() reads them; a worker renews every 15 s). With NAME,
-    that worker only (exit 1 when no live worker has that name).
+    that worker only (exit 1 when no live worker has that name). --quiet NAME or --stop NAME
+    tells that worker process to quiet or stop; it learns of it within 2 s (exit 1 when no
+    live worker has that name).
 
     \b
     Examples:
       streamdelay workers orders
       streamdelay workers orders web-1-4242-ab12 --json
+      streamdelay workers orders --quiet web-1-4242-ab12
+      streamdelay workers orders --stop web-1-4242-ab12
     """
+    if quiet_name is not None or stop_name is not None:
+        if name is not None or (quiet_name is not None and stop_name is not None):
+            raise click.UsageError("give one of NAME, --quiet NAME, --stop NAME")
+        command(queue_name, url, partitions, quiet_name, stop_name, as_json)
+        return
     with operator_queue(queue_name, url, partitions) as queue:
         found = queue.workers()
     if name is not None:
@@ -75,3 +89,25 @@ def workers(queue_name: str, name: str | None, url: str | None, partitions: int 
         click.echo(to_json(rows[0] if name is not None else rows))
     else:
         click.echo(workers_text(found, time.time()))
+
+
+def command(queue_name: str, url: str | None, partitions: int | None, quiet_name: str | None,
+            stop_name: str | None, as_json: bool) -> None:
+    """``--quiet NAME`` / ``--stop NAME``: ``Queue.quiet_worker`` / ``stop_worker``, one line
+    (docs/operations.md#quiet-and-stop)."""
+    verb = "quiet" if quiet_name is not None else "stop"
+    target = quiet_name or stop_name or ""
+    with operator_queue(queue_name, url, partitions) as queue:
+        act = queue.quiet_worker if verb == "quiet" else queue.stop_worker
+        try:
+            changed = act(target)
+        except WorkerNotFound as exc:
+            raise OperationFailed(f"{exc} on queue {queue_name!r} (see: streamdelay workers "
+                                  f"{queue_name})") from None
+    if as_json:
+        click.echo(to_json({"name": target, "command": verb, "changed": changed}))
+    elif changed:
+        click.echo(f"asked worker {target} to {verb} (it learns of it within 2 s)")
+    else:
+        click.echo(f"worker {target} was already asked to "
+                   f"{'stop' if verb == 'stop' else 'quiet or stop'}")

@@ -34,9 +34,11 @@ class FleetSelf:
         self.pid = os.getpid()
         self.started_ms = int(time.time() * 1000)
 
-    def blob(self, topics: Iterable[str], running: Iterable[Delivery], stopping: bool) -> str:
-        """The entry's JSON now: ``stopping`` once a graceful stop began."""
-        state: WorkerState = "stopping" if stopping else "running"
+    def blob(self, topics: Iterable[str], running: Iterable[Delivery], stopping: bool,
+             quiet: bool = False) -> str:
+        """The entry's JSON now: ``stopping`` once a graceful stop began, else ``quiet`` once
+        an operator quieted it (docs/operations.md#quiet-and-stop)."""
+        state: WorkerState = "stopping" if stopping else "quiet" if quiet else "running"
         return info_blob(host=self.host, pid=self.pid, version=package_version(),
                          group=self.group, topics=list(topics), concurrency=self.concurrency,
                          started_ms=self.started_ms,

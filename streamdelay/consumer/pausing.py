@@ -15,7 +15,9 @@ from ..engine.settling import release_plan
 from ..engine.taking import events_command, parse_events, parse_paused, paused_command
 from ..protocol.plan import Commands
 from ..protocol.replies import text
+from ..protocol.workers import WorkerCommand, command_read, parse_command
 from ..redis_io.runner import RETRYABLE, call_with_retry
+from . import upkeep
 from .settling import frees
 
 if TYPE_CHECKING:
@@ -26,13 +28,27 @@ log = logging.getLogger("streamdelay.worker")
 
 
 async def refresh(worker: Worker) -> None:
-    """Read the paused topics into ``worker.views``, and the events switch (``HGETALL`` and
-    ``HGET`` in one round trip)."""
+    """Read the paused topics into ``worker.views``, the events switch and this worker's
+    command (quiet or stop: docs/operations.md#quiet-and-stop), in one round trip."""
     name = worker.config.name
-    paused, events = await worker.call(Commands((paused_command(name), events_command(name))),
-                                       "paused")
+    paused, events, command = await worker.call(Commands((
+        paused_command(name), events_command(name), command_read(name, worker.consumer))),
+        "paused")
     _apply(worker, paused)
     worker.views.set_events(parse_events(events))
+    obey(worker, parse_command(command, worker.fleet_started_ms))
+
+
+def obey(worker: Worker, command: WorkerCommand | None) -> None:
+    """Quiet (every topic held paused, the fleet entry renewed at once with state ``quiet``)
+    or begin the graceful stop, as an operator asked (``Queue.quiet_worker``/``stop_worker``)."""
+    if command == "stop" and not worker.stopping:
+        log.info("stopping: asked by an operator (stop_worker); finishing running jobs")
+        worker.stop()
+    elif command == "quiet" and worker.views.set_quiet(frozenset(worker.topics)):
+        log.info("quiet: asked by an operator (quiet_worker); taking no new jobs, finishing "
+                 "%d running", len(worker.inflight))
+        worker.spawn(upkeep.say_state(worker))
 
 
 async def load(worker: Worker) -> None:

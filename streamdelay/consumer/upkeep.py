@@ -236,9 +236,9 @@ async def join_fleet(worker: UpkeepHost) -> None:
     layout_of(layout, PartitionKeys(worker.config.name, 0).meta)
 
 
-async def say_stopping(worker: UpkeepHost) -> None:
-    """At the start of a graceful stop, renew the fleet entry once more with state ``stopping``
-    (docs/operations.md#workers); skipped while Redis does not answer, bounded otherwise."""
+async def say_state(worker: UpkeepHost) -> None:
+    """Renew the fleet entry at once when the worker's state changes (``quiet``, ``stopping``:
+    docs/operations.md#workers); skipped while Redis does not answer, bounded otherwise."""
     if worker.liveness.down:
         return
     with contextlib.suppress(asyncio.TimeoutError, OSError, LayoutError):  # it just expires

@@ -129,6 +129,10 @@ class ReadingHost(UpkeepHost, Protocol):
         """Seconds one blocking read waits."""
 
     @property
+    def fleet_started_ms(self) -> int:
+        """When this process started (epoch ms): ties a quiet or stop command to it."""
+
+    @property
     def stopping(self) -> bool:
         """True once ``stop()`` was called."""
 

@@ -22,6 +22,9 @@ class TopicViews:
     # the queue keeps events: reads take the server clock along, which dates each job's
     # 'started' at its settle (docs/events.md#started); refreshed with the paused topics
     events: bool = False
+    # a quiet command's topics (all the worker's): held paused until the process ends
+    # (docs/operations.md#quiet-and-stop)
+    quiet: frozenset[str] = frozenset()
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     def set_events(self, on: bool) -> None:
@@ -30,9 +33,21 @@ class TopicViews:
 
     def set_paused(self, paused: frozenset[str]) -> bool:
         """The pause watch's write: the topics paused now; True when they changed."""
+        paused = paused | self.quiet
         changed = paused != self.paused
         self.paused = paused
         return changed
+
+    def set_quiet(self, topics: frozenset[str]) -> bool:
+        """The pause watch's write on a quiet command: every one of ``topics`` counts as paused
+        from now on (read loops leave them out, take loops idle, an entry read meanwhile is
+        handed back); True the first time."""
+        if self.quiet:
+            return False
+        self.quiet = topics
+        self.paused = self.paused | topics
+        self.changed.set()
+        return True
 
     def set_limited(self, limited: frozenset[str]) -> bool:
         """The limit watch's write: the topics limited now; when they changed, idle take loops

@@ -214,12 +214,20 @@ class Worker:
 
     def fleet_info(self) -> str:
         """What it is and runs now, as its fleet entry says (docs/operations.md#workers)."""
-        return self._fleet_self.blob(self.topics, self.running_jobs.values(), self.stopping)
+        return self._fleet_self.blob(self.topics, self.running_jobs.values(), self.stopping,
+                                     bool(self.views.quiet))
+
+    @property
+    def fleet_started_ms(self) -> int:
+        """When this process started (epoch ms): ties a quiet or stop command to it."""
+        return self._fleet_self.started_ms
 
     @property
     def ready(self) -> bool:
-        """``/readyz``: registered, not stopping, and the last call to Redis answered."""
-        return self._registered and not self.stopping and not self.liveness.down
+        """``/readyz``: registered, not quiet nor stopping, and the last call to Redis
+        answered (docs/operations.md#probes)."""
+        return (self._registered and not self.stopping and not self.views.quiet
+                and not self.liveness.down)
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` in a background task this worker owns: awaited at shutdown."""
@@ -348,7 +356,7 @@ class Worker:
                         ) -> None:
         self.stop()
         deadline = time.monotonic() + self.shutdown_grace  # the grace runs from the stop request
-        await upkeep.say_stopping(self)
+        await upkeep.say_state(self)
         await asyncio.wait(readers, timeout=self.block + 1.0)  # a read in flight lands first
         await cancel_all(readers)
         running = self._slots.tasks()

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..base import validation
+from ..base.errors import WorkerNotFound
 from ..base.fleet import WorkerInfo
 from ..base.models import DeadJob, Delay
 from ..limits.plans import limit_call, limits_plan, set_limit_plan
 from ..limits.rates import Rate, TopicLimit
 from ..protocol.layouts import SEEN_WITHIN_S, migrate_plan
 from ..protocol.plan import Plan
-from ..protocol.workers import workers_plan
+from ..protocol.workers import command_plan, workers_plan
 from ..redis_io.config import QueueConfig
 from . import plans
 from .listing import JobPage, jobs_plan
@@ -104,6 +106,21 @@ class OperatorMethods:
         """The live consumer named ``name``; None when there is none (gone, or never was)."""
         return next((w for w in self.workers() if w.name == name), None)
 
+    def quiet_worker(self, name: str) -> bool:
+        """Within 2 s the worker process ``name`` takes no new jobs (of any topic) and finishes
+        its running ones; its state turns ``quiet``, its ``/readyz`` 503. Until it ends: stop
+        it then (``stop_worker`` or a signal). False when it already was asked; a
+        ``WorkerNotFound`` when no live worker has that name (docs/operations.md#quiet-and-stop)."""
+        return _commanded(name, self._operate(command_plan(
+            self.config.name, validation.consumer(name, "name"), "quiet")))
+
+    def stop_worker(self, name: str) -> bool:
+        """Within 2 s the worker process ``name`` begins its graceful shutdown, as on SIGTERM
+        (``streamdelay worker`` then exits 0). False when it already was asked; a
+        ``WorkerNotFound`` when no live worker has that name."""
+        return _commanded(name, self._operate(command_plan(
+            self.config.name, validation.consumer(name, "name"), "stop")))
+
 
 class AsyncOperatorMethods:
     """The same methods for ``AsyncQueue``, awaitable."""
@@ -173,3 +190,23 @@ class AsyncOperatorMethods:
     async def worker(self, name: str) -> WorkerInfo | None:
         """The live consumer named ``name``, or None; see ``Queue.worker``."""
         return next((w for w in await self.workers() if w.name == name), None)
+
+    async def quiet_worker(self, name: str) -> bool:
+        """Quiet the worker process ``name``; see ``Queue.quiet_worker``."""
+        return _commanded(name, await self._operate(
+            command_plan(self.config.name, validation.consumer(name, "name"), "quiet")))
+
+    async def stop_worker(self, name: str) -> bool:
+        """Stop the worker process ``name`` gracefully; see ``Queue.stop_worker``."""
+        return _commanded(name, await self._operate(
+            command_plan(self.config.name, validation.consumer(name, "name"), "stop")))
+
+
+def _commanded(name: str, reply: int) -> bool:
+    """``commandWorker``'s reply as ``quiet_worker``/``stop_worker`` answer it."""
+    if reply == -1:
+        raise WorkerNotFound(f"name: no live worker named {name[:128]!r}", field="name")
+    if reply == -2:
+        raise WorkerNotFound(f"name: {name[:128]!r} is a pull/HTTP consumer, not a worker "
+                             "process: it has nothing to quiet or stop", field="name")
+    return reply == 1

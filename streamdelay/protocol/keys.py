@@ -73,6 +73,12 @@ class PartitionKeys:
         return self.prefix + "workers"
 
     @property
+    def commands(self) -> str:
+        """Hash: worker -> ``<quiet|stop>|<its process's started ms>|<until ms>`` (partition 0's
+        only, written by ``commandWorker``; docs/operations.md#quiet-and-stop)."""
+        return self.prefix + "commands"
+
+    @property
     def paused(self) -> str:
         """Hash: paused topic -> since when (epoch ms); the queue's is partition 0's."""
         return self.prefix + "paused"

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from ..base.fleet import WorkerInfo, WorkerState
 from .keys import PartitionKeys
 from .plan import Command, Plan
 from .replies import field_map, text
+from .scripts import script
 
 RUNNING_SHOWN = 64  # running job ids one entry keeps (the oldest first): bounds the field
 STATES: tuple[WorkerState, ...] = ("running", "quiet", "stopping")
@@ -70,3 +71,33 @@ def workers_plan(queue: str) -> Plan[list[WorkerInfo]]:
     reply = yield Command(("HGETALL", keys.workers))
     found = (_parse(name, value, now_ms) for name, value in field_map(reply).items())
     return sorted((w for w in found if w is not None), key=lambda w: w.name)
+
+
+COMMAND_TTL_S = 600.0  # a quiet or stop waits this long for its worker to read it
+WorkerCommand = Literal["quiet", "stop"]
+
+
+def command_plan(queue: str, name: str, verb: WorkerCommand) -> Plan[int]:
+    """``commandWorker``: tell the live worker ``name`` to quiet or stop (docs/operations.md
+    #quiet-and-stop). 1 changed, 0 already so, -1 no live consumer of that name, -2 a
+    pull/HTTP consumer."""
+    call = script("commandWorker").call([PartitionKeys(queue, 0).workers],
+                                        [name, verb, int(COMMAND_TTL_S * 1000)])
+    return int((yield call))
+
+
+def command_read(queue: str, name: str) -> Command:
+    """``HGET`` of the command for worker ``name`` (the pause watch sends it along)."""
+    return Command(("HGET", PartitionKeys(queue, 0).commands, name))
+
+
+def parse_command(reply: Any, started_ms: int) -> WorkerCommand | None:
+    """The command a ``command_read`` reply holds for the process started at ``started_ms``
+    (None: none, or one for an earlier process of the same name)."""
+    if reply is None:
+        return None
+    verb, _, rest = text(reply).partition("|")
+    started, _, _ = rest.partition("|")
+    if started != str(started_ms) or verb not in ("quiet", "stop"):
+        return None
+    return "quiet" if verb == "quiet" else "stop"
