@@ -71,14 +71,25 @@ def _frame(width: int, height: int, title: str, css: str) -> list[str]:
             f"<title>{escape(title)}</title>"]
 
 
-def _x_labels(count: int, width: int, height: int) -> list[str]:
-    """Minutes ago under the x axis: the oldest, the middle, now."""
+def _ago(minutes: int) -> str:
+    """``-14 min``, ``-24 h``, ``-7 d``: how long ago; hours from 2 h, days from 2 days,
+    rounded (an axis label)."""
+    if minutes >= 2 * 1440:
+        return f"-{round(minutes / 1440)} d"
+    if minutes >= 120:
+        return f"-{round(minutes / 60)} h"
+    return f"-{minutes} min"
+
+
+def _x_labels(count: int, width: int, height: int, step: int = 1) -> list[str]:
+    """Time ago under the x axis (points ``step`` minutes apart): the oldest, the middle,
+    now."""
     plot = width - _LEFT - 8
     out = []
     for index, anchor in ((0, "start"), (count // 2, "middle"), (count - 1, "end")):
         x = _LEFT + round(index * plot / max(count - 1, 1), 1)
         ago = count - 1 - index
-        label = "now" if ago == 0 else f"-{ago} min"
+        label = "now" if ago == 0 else _ago(ago * step)
         out.append(f'<text class="axis" x="{x}" y="{height - 5}" text-anchor="{anchor}">'
                    f"{label}</text>")
     return out
@@ -121,10 +132,12 @@ def _nice(top: int) -> int:
 
 
 def throughput_panel(series: dict[str, list[int]], *, width: int = 560, height: int = 160,
-                     title: str = "") -> str:
-    """The queue page's throughput chart: per minute, handler starts and deliveries settled
-    ok, retried and dead, one line each, with the axis maximum labelled. The totals are in
-    ``data-*`` attributes (the browser test reads them)."""
+                     title: str = "", step: int = 1) -> str:
+    """The queue page's throughput chart: per minute (per ``step`` minutes), handler starts
+    and deliveries settled ok, retried and dead, one line each (a series absent from
+    ``series`` is not drawn), with the axis maximum labelled. The totals are in ``data-*``
+    attributes (the browser test reads them)."""
+    unit = {1: "/min", 60: "/h", 1440: "/d"}.get(step, f"/{step} min")
     count = max((len(v) for v in series.values()), default=0)
     top = _nice(max((max(v, default=0) for v in series.values()), default=0) or 1)
     plot_h = height - _BOTTOM - _TOP
@@ -136,14 +149,14 @@ def throughput_panel(series: dict[str, list[int]], *, width: int = 560, height: 
         y = _TOP + round(plot_h - value / top * plot_h, 1)
         parts.append(f'<line class="guide" x1="{_LEFT}" y1="{y}" x2="{width - 8}" y2="{y}"/>')
         parts.append(f'<text class="axis" x="{_LEFT - 6}" y="{y + 4}" text-anchor="end">'
-                     f"{value}/min</text>")
-    step = plot_w / max(count - 1, 1)
+                     f"{value}{unit}</text>")
+    dx = plot_w / max(count - 1, 1)
     for name, _ in SERIES:
         values = series.get(name, [])
-        points = " ".join(f"{_LEFT + i * step:.1f},{_TOP + plot_h - v / top * plot_h:.1f}"
+        points = " ".join(f"{_LEFT + i * dx:.1f},{_TOP + plot_h - v / top * plot_h:.1f}"
                           for i, v in enumerate(values))
         if points:
             parts.append(f'<polyline class="flow {name}" points="{points}"/>')
-    parts += _x_labels(count, width, height)
+    parts += _x_labels(count, width, height, step)
     parts.append("</svg>")
     return "".join(parts)

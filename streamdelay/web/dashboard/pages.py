@@ -33,6 +33,7 @@ from .actions import ACTIONS
 from .flow_views import relations
 from .live_events import events_context
 from .render import render
+from .totals import totals_context, window_of
 
 PAGE_SIZE = 50  # rows of a job list page
 LABELS = {name: act.label for name, act in ACTIONS.items()}
@@ -176,12 +177,17 @@ async def overview(request: Req) -> Response[str]:
 
 
 @get("/q/{queue:str}", include_in_schema=False)
-async def queue_page(request: Req, queue: FromPath[str]) -> Response[str]:
-    """One queue: its topic table with lateness charts (live) and the job lists."""
+async def queue_page(request: Req, queue: FromPath[str], window: FromQuery[str] = ""
+                     ) -> Response[str]:
+    """One queue: its totals and throughput over ``window`` (docs/dashboard.md#totals), its
+    topic table with lateness charts (live) and the job lists."""
     principal(request)
     q = served(request, queue)
-    found, listed, events = await asyncio.gather(read_topics(q), q.schedules(),
-                                                 events_context(q), return_exceptions=True)
+    found, listed, events, summary = await asyncio.gather(
+        read_topics(q), q.schedules(), events_context(q),
+        totals_context(q, window_of(window)), return_exceptions=True)
+    if isinstance(summary, BaseException):
+        raise summary  # totals_context answers Redis trouble itself
     if isinstance(found, StreamdelayError):
         return problem(request, f"Queue {queue}", str(found), status_of(found), queue)
     if isinstance(found, BaseException):
@@ -196,7 +202,7 @@ async def queue_page(request: Req, queue: FromPath[str]) -> Response[str]:
                  else views.schedule_rows(listed, found.stats.now))
     return html(render("queue.html", **{**base_context(request, queue),
                                         **topics_context(queue, found, detail=True)},
-                       schedules=schedules, **events,
+                       schedules=schedules, **events, **summary,
                        schedules_error=str(listed) if isinstance(listed, BaseException) else ""))
 
 
