@@ -17,7 +17,12 @@
 -- the batch there (what came before it is kept); when it is the first job the call fails with
 -- 'SDERR PROMOTE_FAILED <key> <error>' and writes nothing. Flags: may write, so Redis refuses
 -- the call whole under maxmemory (docs/operations.md).
--- Also forgets up to 500 expired keep_done tombstones (the periodic sweep, see next_due).
+-- Also forgets up to 500 expired keep_done tombstones (the periodic sweep, see next_due), and,
+-- when the queue keeps dead letters for a bounded time or count (fields 'dead_ttl' ms and
+-- 'dead_max' of PREFIX..'meta', read in the same HMGET as the layout), up to 100 dead jobs older
+-- than dead_ttl or beyond the newest dead_max of their topic, oldest first, each listed in
+-- dropped with the reason 'purged <topic>' and written as a 'purged' event; next_due then also
+-- covers the next dead letter to age out, at most once a second (docs/reliability.md#dead-letter-retention).
 -- Stream entry fields: 'id' job id, 'rec' the job record as it was when delayed.
 -- Staged topics (PREFIX..'staged', docs/priorities.md): a due job of a staged topic is not
 -- XADDed: its record becomes 'r' (ready, entry empty, whole) and it joins its key's lane
@@ -72,9 +77,11 @@ local function ends_lib()
 -- @include flow
 -- @include end_dead
 -- @include expired
+-- @include drop_opts
+-- @include purge_dead_entries
   defer_dead_flow() -- waiters of jobs ended dead are told after the delayed set's removal by rank
   return {deadlines_of = deadlines_of, expire_job = expire_job, end_dead = end_dead,
-          flush = flush_dead_flow, EXPIRED = EXPIRED}
+          flush = flush_dead_flow, EXPIRED = EXPIRED, purge_dead = purge_dead_entries}
 end
 local ENDS = nil -- ends_lib(), once built in this call
 local function ends()
@@ -85,12 +92,18 @@ end
 local MAX_BATCH_BYTES = 1048576
 local RETRY_LATER_MS = 60000
 local SWEEP, SWEEP_EVERY_MS = 500, 1000
+local RETAIN, RETAIN_EVERY_MS = 100, 1000 -- dead-letter retention: jobs per call, least interval
 local now, now_us = server_time()
 local limit = tonumber(ARGV[1])
 check_partition_keys()
 if ARGV[2] then refuse_wrong_type(PREFIX .. 'sched:next', 'zset') end
 refuse_wrong_type(PREFIX .. 'meta', 'hash')
-local layout = redis.call('HGET', PREFIX .. 'meta', 'layout')
+local meta = redis.call('HMGET', PREFIX .. 'meta', 'layout', 'dead_ttl', 'dead_max')
+local layout = meta[1]
+-- dead-letter retention (absent or not a positive number: dead jobs are kept, as before)
+local dead_ttl, dead_max = tonumber(meta[2] or ''), tonumber(meta[3] or '')
+if dead_ttl and dead_ttl <= 0 then dead_ttl = nil end
+if dead_max and dead_max <= 0 then dead_max = nil end
 if layout and layout ~= '1' and layout ~= '2' then -- a newer release's: never written blind
   error({err = 'SDERR LAYOUT ' .. PREFIX .. 'meta ' .. layout})
 end
@@ -246,6 +259,47 @@ if n > 0 then
   for topic, count in pairs(per_topic) do redis.call('HINCRBY', K_COUNTS, topic, -count) end
   if ENDS then ENDS.flush(now) end -- docs/workflows.md: a released child may join the delayed set now
 end
+-- dead-letter retention: a bounded batch per call, oldest first per topic (the topics are the
+-- counts hash's fields, as the dead list reads them); retain_at: when it wants to run again
+local retain_more, retain_at = false, nil
+if dead_ttl or dead_max then
+  local left = RETAIN
+  for _, topic in ipairs(redis.call('HKEYS', K_COUNTS)) do
+    if left <= 0 then retain_more = true; break end
+    local dk, victims = dead_key(topic), {}
+    if dead_max then
+      local len = redis.pcall('XLEN', dk) -- a foreign value at the key: the topic is skipped
+      if type(len) == 'number' and len > dead_max then
+        victims = redis.call('XRANGE', dk, '-', '+', 'COUNT', math.min(len - dead_max, left))
+        if len - dead_max > left then retain_more = true end
+      end
+    end
+    if dead_ttl then
+      local old = redis.pcall('XRANGE', dk, '-', string.format('%d', now - dead_ttl), 'COUNT', left)
+      if type(old) == 'table' and not old.err then
+        if #old >= left then retain_more = true end
+        if #old > #victims then victims = old end -- both are the stream's oldest entries
+      end
+    end
+    if #victims > 0 then
+      ends().purge_dead(topic, victims, now, dropped)
+      left = left - #victims
+    end
+    if dead_ttl then -- the next entry to age out
+      local head = redis.pcall('XRANGE', dk, '-', '+', 'COUNT', 1)
+      if type(head) == 'table' and head[1] then
+        local at = tonumber(string.match(head[1][1], '^(%d+)')) + dead_ttl
+        if not retain_at or at < retain_at then retain_at = at end
+      end
+    end
+  end
+  -- a dead_max surplus appears when a job dies elsewhere: looked at once a second
+  if dead_max and (not retain_at or retain_at > now + RETAIN_EVERY_MS) then
+    retain_at = now + RETAIN_EVERY_MS
+  end
+  if retain_more then retain_at = now
+  elseif retain_at then retain_at = math.max(retain_at, now + RETAIN_EVERY_MS) end
+end
 events_flush()
 local more = purge_done(now, SWEEP)
 local head = redis.call('ZRANGE', K_DELAYED, 0, 0, 'WITHSCORES')
@@ -260,6 +314,7 @@ else
   if first[2] then sweep_at = math.max(math.ceil(tonumber(first[2])), now + SWEEP_EVERY_MS) end
 end
 if sweep_at and (next_due < 0 or sweep_at < next_due) then next_due = sweep_at end
+if retain_at and (next_due < 0 or retain_at < next_due) then next_due = retain_at end
 if ARGV[2] then
   local sched = redis.call('ZRANGE', PREFIX .. 'sched:next', 0, 0, 'WITHSCORES')
   local sched_at = -1

@@ -40,6 +40,7 @@ log = logging.getLogger("streamdelay.dispatcher")
 # call, 100k jobs): 150 jobs 0.53 ms, 200 jobs 0.70-0.73 ms, 250 jobs 0.85 ms.
 PROMOTE_BATCH = 200
 EXPIRED_AS = "expired "  # promoteDue's reason for a job past its deadline, then its topic
+PURGED_AS = "purged "  # its reason for a dead job purged by retention (docs/reliability.md)
 # A due schedule that could not be advanced (another dispatcher was first, a damaged record) is
 # looked at again after this long, not in a busy loop.
 SCHEDULE_RETRY = 1.0
@@ -77,6 +78,8 @@ class Dispatcher:
         self.promoted = 0
         self.expired: dict[str, int] = {}  # topic -> jobs it dead-lettered past their deadline
         self.on_expired: Callable[[str, int], None] | None = None  # metrics hook (topic, n)
+        self.purged: dict[str, int] = {}  # dead jobs purged by retention, per topic
+        self.on_purged: Callable[[str, int], None] | None = None  # metrics hook (topic, n)
         self.ticks_enqueued = 0
         self.forwarded = 0  # workflow hand-overs applied (docs/workflows.md#across-partitions)
         self._client = client
@@ -113,6 +116,12 @@ class Dispatcher:
             if why.startswith(EXPIRED_AS):  # expected: docs/expiry.md
                 self._count_expired(job_id, why[len(EXPIRED_AS):])
                 continue
+            if why.startswith(PURGED_AS):  # dead-letter retention: expected
+                topic = why[len(PURGED_AS):]
+                self.purged[topic] = self.purged.get(topic, 0) + 1
+                if self.on_purged is not None:
+                    self.on_purged(topic, 1)
+                continue
             log.warning("due job %r of queue %s was not promoted: %s", job_id,
                         self.config.name, why,
                         extra={"queue": self.config.name, "job_id": job_id})
@@ -146,7 +155,8 @@ class Dispatcher:
         """
         cfg = self.config
         await agree_partitions_async(self.client, cfg.url, cfg.name, cfg.partitions, None,
-                                     events=cfg.events_bound)  # docs/events.md#the-switch
+                                     events=cfg.events_bound,  # docs/events.md#the-switch
+                                     retention=cfg.retention)
         await drive_async(self.client, aging_plan(cfg.name, cfg.partitions, cfg.priority_aging),
                           None)
         promoters, wakers = [], []

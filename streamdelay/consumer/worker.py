@@ -344,7 +344,8 @@ class Worker:
         """Bind this worker's topics to its group and create the groups (idempotent)."""
         cfg = self.config
         await agree_partitions_async(self.client, cfg.url, cfg.name, cfg.partitions, None,
-                                     events=cfg.events_bound)  # docs/events.md#the-switch
+                                     events=cfg.events_bound,  # docs/events.md#the-switch
+                                     retention=cfg.retention)
         await self.run_plan(aging_plan(cfg.name, cfg.partitions, cfg.priority_aging), "aging")
         await upkeep.join_fleet(self)  # before the first read: migrate sees a live reader
         self.observer = await observe(cfg.name, self.group, self.client)  # clock, tracing

@@ -25,6 +25,7 @@ class Dispatcher(Protocol):
 
     promoted: int
     on_expired: Callable[[str, int], None] | None
+    on_purged: Callable[[str, int], None] | None
 
 
 class Delivery(Protocol):
@@ -102,6 +103,7 @@ class WorkerMetrics:
             self.promoted.watch(dispatcher)
             # jobs it dead-lettered past their deadline count as outcome "expired" (no delivery)
             dispatcher.on_expired = lambda topic, n: self.count(topic, "expired", n)
+            dispatcher.on_purged = lambda topic, n: self.count(topic, "purged", n)
         if self.clock is None:
             self.clock = ServerClock(config.url, config.socket_timeout)
             self.clock.start()

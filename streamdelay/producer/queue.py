@@ -143,7 +143,7 @@ class Queue(_QueueFace, SyncPull, SyncResults, OperatorMethods, ScheduleMethods,
         if not checked:
             plan = plans.validated(plan)  # bad input is refused before Redis is touched
         agree_partitions_sync(self.client, cfg.url, cfg.name, cfg.partitions, cfg.retry_for,
-                              create, cfg.events_bound)
+                              create, cfg.events_bound, cfg.retention)
         return drive_sync(self.client, plan, cfg.retry_for, cfg.durability,
                           self._lane if checked else None)
 
@@ -293,7 +293,7 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncOperatorMethods, Asyn
         cfg = self.config
         plan = plans.validated(plan)  # bad input is refused before Redis is touched
         await agree_partitions_async(self.client, cfg.url, cfg.name, cfg.partitions,
-                                     cfg.retry_for, create, cfg.events_bound)
+                                     cfg.retry_for, create, cfg.events_bound, cfg.retention)
         return await drive_async(self.client, plan, cfg.retry_for, durability=cfg.durability)
 
     async def _operate(self, plan: Plan[Any]) -> Any:

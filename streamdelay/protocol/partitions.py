@@ -14,10 +14,13 @@ from .plan import Command, Plan
 from .replies import text
 
 PARTITIONS_FIELD = "partitions"
+RETENTION_FIELDS = ("dead_ttl", "dead_max")  # ms, count: read by promoteDue (docs/keys.md)
+Retention = tuple[int | None, int | None]
 
 
 def partition_check_plan(queue: str, partitions: int, create: bool = True,
-                         events: int | None = None) -> Plan[None]:
+                         events: int | None = None,
+                         retention: Retention = (None, None)) -> Plan[None]:
     """Check ``partitions`` against every partition's ``meta`` hash; record it when it is absent.
 
     The first process to touch a queue fixes its partition count (HSETNX); any process that uses
@@ -31,8 +34,12 @@ def partition_check_plan(queue: str, partitions: int, create: bool = True,
     ``NEW_QUEUE_LAYOUT`` (1, what every release reads): a layout change is ``migrate_plan``'s
     checked step only (docs/keys.md#layouts). ``events`` (not None): the lifecycle events
     switch each partition's ``meta`` gets (its bound, 0 = off; docs/events.md#the-switch),
-    written only where it differs.
+    written only where it differs; ``retention`` likewise: the dead-letter retention
+    (``dead_ttl`` ms, ``dead_max``; None leaves a field as it is), which the dispatchers'
+    ``promoteDue`` applies (docs/reliability.md#dead-letter-retention).
     """
+    kept = [(f, str(v)) for f, v in zip(RETENTION_FIELDS, retention, strict=True)
+            if v is not None]
     found = False
     for keys in partition_keys(queue, partitions):
         wanted = (PARTITIONS_FIELD, LAYOUT_FIELD) + ((EVENTS_FIELD,) if events is not None else ())
@@ -41,6 +48,10 @@ def partition_check_plan(queue: str, partitions: int, create: bool = True,
         if bound and (stored is not None or create) and (
                 text(bound[0]) if bound[0] is not None else "0") != str(events):
             yield Command(("HSET", keys.meta, EVENTS_FIELD, events))
+        if kept and (stored is not None or create):
+            now = yield Command(("HMGET", keys.meta, *(f for f, _ in kept)))
+            if [text(v) if v is not None else None for v in now] != [v for _, v in kept]:
+                yield Command(("HSET", keys.meta, *(x for pair in kept for x in pair)))
         if stored is None:
             if not create:  # a foreign producer (docs/keys.md) writes no meta: look for jobs
                 found = found or bool((yield Command(("EXISTS", keys.jobs, keys.counts))))

@@ -3,30 +3,30 @@
 
 from __future__ import annotations
 
-from ..protocol.partitions import partition_check_plan
+from ..protocol.partitions import Retention, partition_check_plan
 from .clients import AsyncClient, SyncClient
 from .runner import drive_async, drive_sync
 
 # (url, queue, partitions, events bound) checked in this process
-_agreed: set[tuple[str, str, int, int | None]] = set()
+_agreed: set[tuple[str, str, int, int | None, Retention]] = set()
 
 
 def agree_partitions_sync(
     client: SyncClient, url: str, queue: str, partitions: int, give_up_after: float | None,
-    create: bool = True, events: int | None = None,
+    create: bool = True, events: int | None = None, retention: Retention = (None, None),
 ) -> None:
     """Run the partition check once per process for this URL and queue (blocking)."""
-    if (url, queue, partitions, events) not in _agreed:
-        drive_sync(client, partition_check_plan(queue, partitions, create, events), give_up_after)
-        _agreed.add((url, queue, partitions, events))
+    if (url, queue, partitions, events, retention) not in _agreed:
+        drive_sync(client, partition_check_plan(queue, partitions, create, events, retention), give_up_after)
+        _agreed.add((url, queue, partitions, events, retention))
 
 
 async def agree_partitions_async(
     client: AsyncClient, url: str, queue: str, partitions: int, give_up_after: float | None,
-    create: bool = True, events: int | None = None,
+    create: bool = True, events: int | None = None, retention: Retention = (None, None),
 ) -> None:
     """Run the partition check once per process for this URL and queue (asyncio)."""
-    if (url, queue, partitions, events) not in _agreed:
-        await drive_async(client, partition_check_plan(queue, partitions, create, events),
+    if (url, queue, partitions, events, retention) not in _agreed:
+        await drive_async(client, partition_check_plan(queue, partitions, create, events, retention),
                           give_up_after)
-        _agreed.add((url, queue, partitions, events))
+        _agreed.add((url, queue, partitions, events, retention))

@@ -22,6 +22,7 @@ from . import clients, topology
 DEFAULT_URL = "redis://localhost:6379/0"
 MAX_REPLICAS = 100
 MAX_POOL = 100_000
+MAX_DEAD_MAX = 1_000_000_000
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,11 @@ class QueueConfig:
     # seconds it waits; written to Redis by the workers and dispatchers of this config (None:
     # leave it as it is; absent there: 10 s)
     priority_aging: float | None = None
+    # dead-letter retention (docs/reliability.md#dead-letter-retention): dead jobs older than
+    # dead_ttl seconds, or beyond the newest dead_max of their topic, are purged by the
+    # dispatchers; written to Redis like the events switch (None: leave it as it is)
+    dead_ttl: float | None = None
+    dead_max: int | None = None
 
     def __repr__(self) -> str:
         """The settings with the URL's password masked (configs end up in logs)."""
@@ -91,6 +97,10 @@ class QueueConfig:
         if self.priority_aging is not None:
             validation.seconds(self.priority_aging, "priority_aging", minimum=0.001,
                                maximum=86400)
+        if self.dead_ttl is not None:
+            validation.seconds(self.dead_ttl, "dead_ttl", minimum=0.001)
+        if self.dead_max is not None:
+            validation.positive_int(self.dead_max, "dead_max", MAX_DEAD_MAX)
         if not isinstance(self.local_fsync, bool):
             raise ValidationError("local_fsync: must be a bool", field="local_fsync")
 
@@ -98,6 +108,13 @@ class QueueConfig:
     def events_bound(self) -> int | None:
         """The events switch the partition check writes (docs/events.md#the-switch)."""
         return events_bound(self.events, self.events_maxlen)
+
+    @property
+    def retention(self) -> tuple[int | None, int | None]:
+        """What the partition check writes to ``meta``'s ``dead_ttl`` (ms) and ``dead_max``
+        fields (None: leave it as it is; docs/reliability.md#dead-letter-retention)."""
+        ttl = None if self.dead_ttl is None else validation.delay_ms(self.dead_ttl, "dead_ttl")
+        return ttl, self.dead_max
 
     @cached_property
     def durability(self) -> Durability | None:
