@@ -107,7 +107,7 @@ def info_fields(reply: Any) -> dict[str, str]:
 
 def server_plan() -> Plan[ServerInfo]:
     """Redis's version and memory: ``INFO server`` and ``INFO memory`` in one round trip (on a
-    Cluster, the node the client sends them to: docs/dashboard.md#totals)."""
+    Cluster, one node's: redis-py sends ``INFO`` to its default node, docs/dashboard.md#totals)."""
     server, memory = yield Commands((Command(("INFO", "server")), Command(("INFO", "memory"))))
     found = {**info_fields(server), **info_fields(memory)}
     return ServerInfo(found.get("redis_version", "?"), found.get("used_memory_human", "?"),

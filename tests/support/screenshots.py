@@ -39,6 +39,8 @@ PAGES = {  # file name -> path (after the queue is filled)
     "dashboard-result.png": f"/q/{QUEUE}/job?id=mail-7",  # docs/dashboard.md#results
 }
 PHONE = {"dashboard-phone.png": f"/q/{QUEUE}"}  # 420 px wide
+# the totals card alone (docs/dashboard.md#totals), its chart over 7 days
+CARDS = {"dashboard-totals.png": (f"/q/{QUEUE}?window=7d", "section:has(#totals)")}
 
 
 def fill(url: str) -> None:
@@ -92,6 +94,7 @@ def fill(url: str) -> None:
     q.schedule("cleanup", "order.close", every=900)
     q.pause_schedule("cleanup")
     seed_history(q)
+    seed_week(q)
     q.enqueue("pdf.render", {"invoice": 77}, id="render-77", ttr=120)
     deadline = time.monotonic() + 20  # serve's dispatcher promotes it; then a consumer holds it
     while not q.reserve("pdf.render", group="renderers", consumer="render-1", wait=0.2):
@@ -101,7 +104,8 @@ def fill(url: str) -> None:
 
 
 def seed_history(q: sd.Queue) -> None:
-    """Synthetic lateness counts for the 14 minutes before this one (see the module doc)."""
+    """Synthetic lateness and outcome counts for the 14 minutes before this one (see the
+    module doc)."""
     rng = random.Random(14)
     seconds, _ = q.client.time()
     minute = int(seconds) // 60
@@ -115,10 +119,36 @@ def seed_history(q: sd.Queue) -> None:
                 late = rng.lognormvariate(0, 0.6) * typical * (6 if back in (5, 6) else 1)
                 pipe.hincrby(key, f"{bucket_of(late)}:{topic}", 1)
             failed = rng.randrange(20) if topic == "webhook.send" else rng.randrange(3)
-            pipe.hincrby(key, f"ok:{topic}", started - failed)
-            pipe.hincrby(key, f"retried:{topic}", failed - failed // 4)
-            pipe.hincrby(key, f"dead:{topic}", failed // 4)
+            m = minute - back
+            for outcome, count in (("ok", started - failed), ("retried", failed - failed // 4),
+                                   ("dead", failed // 4)):
+                pipe.hincrby(key, f"{outcome}:{topic}", count)
+                # the history's minute and hour fields and totals (docs/dashboard.md#totals)
+                pipe.hincrby(f"{base}:day:{m // 1440}", f"{m}:{outcome}", count)
+                pipe.hincrby(f"{base}:day:{m // 1440}", f"h{m // 60}:{outcome}", count)
+                pipe.hincrby(f"{base}:total", outcome, count)
         pipe.expire(key, KEEP_MINUTES * 60)
+    pipe.execute()
+
+
+def seed_week(q: sd.Queue) -> None:
+    """Synthetic settled counts for the week before this hour, written as the workers' flush
+    writes them (docs/dashboard.md#totals): hour fields of the per-day hashes and the totals,
+    busier in the day than at night."""
+    rng = random.Random(7)
+    seconds, _ = q.client.time()
+    hour = int(seconds) // 3600
+    base = PartitionKeys(q.name, 0).lateness
+    pipe = q.client.pipeline(transaction=False)
+    for back in range(1, 168):
+        h = hour - back
+        key = f"{base}:day:{h // 24}"
+        ok = int((800 if 7 <= h % 24 <= 20 else 150) * rng.uniform(0.7, 1.3))
+        retried, dead = rng.randrange(ok // 20 + 1), rng.randrange(ok // 100 + 2)
+        for outcome, count in (("ok", ok), ("retried", retried), ("dead", dead)):
+            pipe.hincrby(key, f"h{h}:{outcome}", count)
+            pipe.hincrby(f"{base}:total", outcome, count)
+        pipe.expireat(key, (h // 24 + 8) * 86400)
     pipe.execute()
 
 
@@ -144,6 +174,12 @@ def _pages(server: WebServer, out: Path) -> list[Path]:
             page.wait_for_timeout(300)
             target = out / name
             page.screenshot(path=str(target), full_page="delayed" not in name)
+            saved.append(target)
+        for name, (path, selector) in CARDS.items():
+            page.goto(server.url + path)
+            page.wait_for_timeout(300)
+            target = out / name
+            page.locator(selector).screenshot(path=str(target))
             saved.append(target)
         page.set_viewport_size({"width": 420, "height": 900})
         for name, path in PHONE.items():
