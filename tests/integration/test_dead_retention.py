@@ -12,6 +12,7 @@ import pytest
 
 import streamdelay as sd
 from streamdelay.protocol.keys import PartitionKeys
+from tests.support.redis_server import free_port
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -99,3 +100,26 @@ def test_dead_ttl_purges_on_time_with_a_running_dispatcher(redis_url: str,
         assert sorted(events) == sorted(dead)
         for job_id, event in events.items():  # never before its time (server clock)
             assert event.at >= died[job_id] + ttl * 1000, (job_id, event.at, died[job_id])
+
+
+def test_a_workers_dispatcher_counts_what_it_purged_in_the_jobs_metric(
+        redis_url: str, queue_name: str) -> None:
+    with sd.Queue(queue_name, url=redis_url, max_attempts=1, dead_max=1) as q:
+        dead = kill(q, 3)
+        worker = sd.Worker(q, concurrency=1, metrics_port=free_port())
+        worker.handler("t")(lambda job: None)
+
+        async def main() -> None:
+            task = asyncio.create_task(worker.serve())
+            start = time.monotonic()
+            while [d.id for d in q.dead_list("t")] != dead[-1:]:
+                assert time.monotonic() - start < 30 and not task.done(), "surplus kept"
+                await asyncio.sleep(0.05)
+            worker.stop()
+            await task
+
+        asyncio.run(main())
+        assert worker.metrics is not None
+        assert worker.metrics.registry.get_sample_value(
+            "streamdelay_jobs_total", {"queue": queue_name, "topic": "t",
+                                       "group": worker.group, "outcome": "purged"}) == 2
