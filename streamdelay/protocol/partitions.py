@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..base.errors import ConfigError, NoSuchQueue
 from .events import EVENTS_FIELD
-from .keys import partition_keys
+from .keys import PartitionKeys, partition_keys
 from .layouts import LAYOUT_FIELD, NEW_QUEUE_LAYOUT, layout_of
 from .plan import Command, Plan
 from .replies import text
@@ -71,3 +71,13 @@ def partition_check_plan(queue: str, partitions: int, create: bool = True,
     if not (found or create):
         raise NoSuchQueue(f"no such queue: {queue!r} (no producer or worker has used it on "
                           f"this Redis; check the name and the URL)")
+
+
+def retention_plan(queue: str) -> Plan[Retention]:
+    """The dead-letter retention in force: partition 0's ``meta`` fields ``dead_ttl`` (ms) and
+    ``dead_max``, None where unset or not a positive number (what promoteDue reads;
+    docs/reliability.md#dead-letter-retention)."""
+    found = yield Command(("HMGET", PartitionKeys(queue, 0).meta, *RETENTION_FIELDS))
+    ttl, most = (int(v) if v.isdigit() and int(v) > 0 else None
+                 for v in (text(f) if f is not None else "" for f in found))
+    return ttl, most

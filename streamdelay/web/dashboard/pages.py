@@ -20,10 +20,12 @@ from litestar.params import FromPath, FromQuery
 from litestar.status_codes import HTTP_303_SEE_OTHER
 from litestar.utils.scope.state import ScopeState
 
+from ...base.durations import format_duration
 from ...base.errors import NoSuchQueue, StreamdelayError, ValidationError
 from ...base.models import QueueStats
 from ...producer.listing import STATES
 from ...producer.queue import AsyncQueue
+from ...protocol.partitions import retention_plan
 from ...redis_io.runner import drive_async
 from ...telemetry.lateness import LatenessWindow, lateness_plan
 from ..auth import principal_of
@@ -235,16 +237,27 @@ async def jobs_page(request: Req, queue: FromPath[str], topic: FromQuery[str] = 
     listed = str(request.query_params.get("state") or "delayed")
     q = served(request, queue)
     try:
-        page, stats = await asyncio.gather(
+        page, stats, retention = await asyncio.gather(
             q.jobs(listed, topic=topic or None, limit=PAGE_SIZE, cursor=cursor or None),
-            q.stats())
+            q.stats(), drive_async(q.client, retention_plan(queue), q.config.retry_for))
     except StreamdelayError as exc:
         return problem(request, "Cannot list these jobs", str(exc), status_of(exc), queue,
                        back=f"/q/{quote(queue)}")
     return html(render("jobs.html", **base_context(request, queue), state=listed, topic=topic,
                        cursor=cursor, states=STATES, topics=sorted(stats.topics),
+                       retention=retention_text(*retention),
                        page=views.page_view(page, stats.now, views.total_of(
                            stats, listed, topic or None))))
+
+
+def retention_text(ttl_ms: int | None, most: int | None) -> str:
+    """The dead list's line on the retention in force (docs/dashboard.md)."""
+    kept = [f"for {format_duration(ttl_ms / 1000)}" if ttl_ms else "",
+            f"the newest {most} per topic" if most else ""]
+    if not any(kept):
+        return "Dead jobs are kept until replayed or purged (no dead_ttl or dead_max)."
+    return "Dead jobs are kept " + " and at most ".join(k for k in kept if k) + \
+        "; older or surplus ones are purged by the dispatchers."
 
 
 async def _job(q: AsyncQueue, job_id: str, queue: str) -> dict[str, Any]:
