@@ -110,7 +110,8 @@ def test_every_route_refuses_every_token_without_its_scope(server: WebServer) ->
 def test_every_dashboard_action_refuses_every_token_without_its_scope(server: WebServer,
                                                                      name: str) -> None:
     scope = ACTIONS[name].scope
-    target = "id=j1" if ACTIONS[name].on_job else "topic=t"
+    target = ("id=j1" if ACTIONS[name].on_job else "name=w-1" if ACTIONS[name].on_worker
+              else "topic=t")
     path = f"/q/{server.queues[0]}/confirm?action={name}&{target}"
     for token in lacking(scope):
         if "read" not in SCOPE_TOKENS[token][1].split(","):

@@ -153,7 +153,7 @@ def test_every_action_says_what_it_does_and_needs() -> None:
         confirm_text("drop-table", "q", "x", None)
     assert unknown.value.field == "action"
     for act in ACTIONS.values():
-        assert (act.on_job or act.on_topic) and act.scope in ("write", "admin")
+        assert (act.on_job or act.on_topic or act.on_worker) and act.scope in ("write", "admin")
 
 
 def test_pages_render_escaped_with_their_csrf_field() -> None:

@@ -14,8 +14,9 @@ import re
 from typing import Any
 
 _COLLECTION = re.compile(r"^(/v1/queues/[^/]+/(?:jobs|dead)):(batch|bulk|replay|purge|chain)$")
-_MEMBER = re.compile(r"^(/v1/queues/[^/]+/(?:jobs|topics|deliveries))/(.+):"
-                     r"(reschedule|pause|resume|limit|reserve|ack|fail|touch)$", re.DOTALL)
+_MEMBER = re.compile(r"^(/v1/queues/[^/]+/(?:jobs|topics|deliveries|workers))/(.+):"
+                     r"(reschedule|pause|resume|limit|reserve|ack|fail|touch|quiet|stop)$",
+                     re.DOTALL)
 # GET .../jobs/{id}/result: a job id may hold "/", so a trailing "/result" is always this
 # route's (the job of an id that itself ends in "/result" is not readable by GET .../jobs/{id};
 # docs/http.md#results)

@@ -1,22 +1,24 @@
 """Fleet routes of the JSON API (docs/operations.md#workers, docs/http.md#workers): the live
 consumers of a queue, as ``AsyncQueue.workers`` reads them from the fleet record, and one by
-name (404 naming it when no live consumer has that name)."""
+name (404 naming it when no live consumer has that name); quiet or stop one (scope ``admin``,
+docs/operations.md#quiet-and-stop)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
 import msgspec
-from litestar import Request, get
+from litestar import Request, get, post
 from litestar.params import PathParameter
 
 from ...base import validation
+from ...base.errors import WorkerNotFound
 from ...base.fleet import WorkerInfo
 from ..auth import needs
 from ..errors import ApiError
 from .common import PREFIX, READ_ERRORS, QueueParam, errors, served
 
-READ = needs("read")
+READ, ADMIN = needs("read"), needs("admin")
 NameParam = Annotated[str, PathParameter(pattern=validation.CONSUMER.pattern,
                                          description="The worker's (consumer's) name.")]
 
@@ -82,4 +84,42 @@ async def get_worker(request: Request[Any, Any, Any], queue: QueueParam, name: N
     return answer(found)
 
 
-ROUTES = [list_workers, get_worker]
+class CommandAnswer(msgspec.Struct):
+    """A quiet or stop asked of a worker process; ``changed`` false when it already was."""
+
+    name: str
+    command: Literal["quiet", "stop"]
+    changed: bool
+
+
+async def _command(request: Request[Any, Any, Any], queue: str, name: str,
+                   verb: Literal["quiet", "stop"]) -> CommandAnswer:
+    """Ask the worker; 404 naming ``name`` when no live worker process has it."""
+    served_queue = served(request, queue)
+    act = served_queue.quiet_worker if verb == "quiet" else served_queue.stop_worker
+    try:
+        changed = await act(name)
+    except WorkerNotFound as exc:
+        raise ApiError(404, "not_found", f"{exc} on queue {queue[:80]!r}", "name") from None
+    return CommandAnswer(name, verb, changed)
+
+
+@post(f"{PREFIX}/workers/:quiet/{{name:str}}", opt=ADMIN, status_code=200, tags=["operators"],
+      operation_id="quietWorker", summary="Quiet a worker", responses=errors(*READ_ERRORS))
+async def quiet_worker(request: Request[Any, Any, Any], queue: QueueParam, name: NameParam
+                       ) -> CommandAnswer:
+    """Within 2 s the worker process takes no new jobs and finishes its running ones (state
+    ``quiet``); 404 when no live worker process has that name."""
+    return await _command(request, queue, name, "quiet")
+
+
+@post(f"{PREFIX}/workers/:stop/{{name:str}}", opt=ADMIN, status_code=200, tags=["operators"],
+      operation_id="stopWorker", summary="Stop a worker", responses=errors(*READ_ERRORS))
+async def stop_worker(request: Request[Any, Any, Any], queue: QueueParam, name: NameParam
+                      ) -> CommandAnswer:
+    """Within 2 s the worker process begins its graceful shutdown, as on SIGTERM; 404 when no
+    live worker process has that name."""
+    return await _command(request, queue, name, "stop")
+
+
+ROUTES = [list_workers, get_worker, quiet_worker, stop_worker]

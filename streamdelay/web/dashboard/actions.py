@@ -26,6 +26,7 @@ class Action:
     on_topic: str  # the confirm sentence for a whole topic ("" when it needs a job id)
     scope: str  # the token scope it needs (docs/dashboard.md#actions)
     danger: bool = False
+    on_worker: str = ""  # the confirm sentence for a worker process ({worker}); "" for others
 
 
 ACTIONS: dict[str, Action] = {a.name: a for a in (
@@ -44,6 +45,11 @@ ACTIONS: dict[str, Action] = {a.name: a for a in (
     Action("pause", "Pause", "", "Stop workers starting jobs of topic {topic} (within 1 s; "
            "running ones finish; due jobs still become ready, so its lag grows).", "admin", True),
     Action("resume", "Resume", "", "Let workers start jobs of topic {topic} again.", "admin"),
+    Action("quiet", "Quiet", "", "", "admin", True, "Worker {worker} takes no new jobs (within "
+           "2 s) and finishes its running ones; it stays quiet until it stops, and its /readyz "
+           "answers 503."),
+    Action("stop", "Stop", "", "", "admin", True, "Worker {worker} begins its graceful "
+           "shutdown (within 2 s), as on SIGTERM: it finishes its running jobs, then exits."),
 )}
 
 
@@ -56,10 +62,16 @@ def action(name: str) -> Action:
     return found
 
 
-def confirm_text(name: str, queue: str, job_id: str | None, topic: str | None) -> str:
+def confirm_text(name: str, queue: str, job_id: str | None, topic: str | None,
+                 worker: str | None = None) -> str:
     """The sentence of the confirm step; ValidationError when the action needs what is
-    missing (a job id, or a topic)."""
+    missing (a job id, a topic, or a worker's name)."""
     act = action(name)
+    if act.on_worker:
+        if not worker:
+            raise ValidationError(f"name: {act.label.lower()} needs a worker's name",
+                                  field="name")
+        return act.on_worker.format(worker=worker, queue=queue)
     template = act.on_job if job_id else act.on_topic
     if not template:
         needed = "id" if act.on_job else "topic"
@@ -68,10 +80,15 @@ def confirm_text(name: str, queue: str, job_id: str | None, topic: str | None) -
 
 
 async def perform(q: AsyncQueue, name: str, job_id: str | None, topic: str | None,
-                  delay: str | None = None) -> str:
+                  delay: str | None = None, worker: str | None = None) -> str:
     """Do action ``name`` on ``q`` and say what happened (one line for the page)."""
-    confirm_text(name, q.name, job_id, topic)  # validates what the action needs
+    confirm_text(name, q.name, job_id, topic, worker)  # validates what the action needs
     result: Any
+    if name in ("quiet", "stop"):  # docs/operations.md#quiet-and-stop
+        asked = await (q.quiet_worker(worker or "") if name == "quiet"
+                       else q.stop_worker(worker or ""))
+        return (f"worker {worker} asked to {name} (it learns of it within 2 s)" if asked
+                else f"worker {worker} was asked already")
     if name == "cancel":
         result = await q.cancel(job_id or "")
         return f"job {job_id} cancelled" if result else f"job {job_id} was not there"

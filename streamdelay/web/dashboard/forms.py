@@ -16,7 +16,7 @@ from litestar.exceptions import (
 )
 from litestar.params import FromPath, FromQuery, URLEncodedBody
 
-from ...base.errors import StreamdelayError
+from ...base.errors import StreamdelayError, WorkerNotFound
 from ..auth import end_session, start_session
 from .actions import ACTIONS, action, confirm_text, perform
 from .pages import (
@@ -76,19 +76,22 @@ async def logout(request: Req) -> Response[Any]:
 
 @get("/q/{queue:str}/confirm", include_in_schema=False)
 async def confirm(request: Req, queue: FromPath[str], action: FromQuery[str],
-                  id: FromQuery[str] = "", topic: FromQuery[str] = "", back: FromQuery[str] = ""
-                  ) -> Response[str]:
+                  id: FromQuery[str] = "", topic: FromQuery[str] = "", back: FromQuery[str] = "",
+                  name: FromQuery[str] = "") -> Response[str]:
     """The confirm step of an action: what it will do, and the form that does it (nothing
-    changes on a GET)."""
+    changes on a GET); ``name`` a worker's, for quiet and stop."""
     served(request, queue)
     try:
         _may(request, action)
-        sentence = confirm_text(action, queue, id or None, topic or None)
+        sentence = confirm_text(action, queue, id or None, topic or None, name or None)
     except StreamdelayError as exc:
         return problem(request, "Cannot do that", str(exc), 400, queue)
-    home = (f"/q/{quote(queue)}/job?{urlencode({'id': id})}" if id else f"/q/{quote(queue)}")
+    home = (f"/q/{quote(queue)}/job?{urlencode({'id': id})}" if id
+            else f"/q/{quote(queue)}/worker?{urlencode({'name': name})}" if name
+            else f"/q/{quote(queue)}")
     return html(render("confirm.html", **base_context(request, queue), act=ACTIONS[action],
-                       sentence=sentence, job_id=id, topic=topic, back=local_path(back, home)))
+                       sentence=sentence, job_id=id, topic=topic, worker=name,
+                       back=local_path(back, home)))
 
 
 @post("/q/{queue:str}/act", include_in_schema=False)
@@ -101,10 +104,10 @@ async def act(request: Req, queue: FromPath[str], data: Form) -> Response[Any]:
     try:
         _may(request, name)
         said = await perform(q, name, data.get("id") or None, data.get("topic") or None,
-                             data.get("delay"))
+                             data.get("delay"), data.get("name") or None)
     except StreamdelayError as exc:
-        return problem(request, "That did not work", str(exc), status_of(exc), queue,
-                       back=back)
+        status = 404 if isinstance(exc, WorkerNotFound) else status_of(exc)
+        return problem(request, "That did not work", str(exc), status, queue, back=back)
     joiner = "&" if "?" in back else "?"
     return see_other(f"{back}{joiner}{urlencode({'done': said})}")
 
