@@ -69,6 +69,12 @@ def test_the_queue_page_shows_what_ran_the_workers_and_redis(shared_redis: Redis
                     assert f'data-history-window="{window}"' in html
                     assert f"{unit}</text>" in html
                     assert 'data-ok="8" data-retried="0" data-dead="3"' in html, window
+                # the live refresh's fragment: the same card
+                status, html = server.request("GET", f"/q/{name}/fragment/totals?window=1h",
+                                              headers={"Accept": "text/html"})
+                assert status == 200
+                assert _field(html, "total", "processed") == 11
+                assert 'data-history-window="1h"' in html
         finally:
             loop.call_soon_threadsafe(worker.stop)
             thread.join(30)

@@ -29,7 +29,8 @@ def dashboard_routes() -> list[Any]:
                 pages.job_page, pages.job_fragment, pages.search, forms.login_page,
                 forms.login, forms.logout, forms.confirm, forms.act,
                 finding.find_page, finding.bulk_confirm, finding.bulk_act,
-                pages.events_fragment, workflows.batch_page, workflows.batch_fragment,
+                pages.events_fragment, pages.totals_fragment, workflows.batch_page,
+                workflows.batch_fragment,
                 fleet_views.workers_page, fleet_views.worker_page]
     return [Router(path="/", route_handlers=handlers, include_in_schema=False,
                    exception_handlers={NotAuthorizedException: forms.to_login,

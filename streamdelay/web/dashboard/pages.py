@@ -228,6 +228,15 @@ async def topics_fragment(request: Req, queue: FromPath[str], detail: FromQuery[
                        can=allowed(request)))
 
 
+@get("/q/{queue:str}/fragment/totals", include_in_schema=False)
+async def totals_fragment(request: Req, queue: FromPath[str], window: FromQuery[str] = ""
+                          ) -> Response[str]:
+    """The queue page's totals card alone (docs/dashboard.md#totals), for the live refresh."""
+    principal(request)
+    summary = await totals_context(served(request, queue), window_of(window))
+    return html(render("_totals.html", queue=queue, **summary))
+
+
 @get("/q/{queue:str}/jobs", include_in_schema=False)
 async def jobs_page(request: Req, queue: FromPath[str], topic: FromQuery[str] = "",
                     cursor: FromQuery[str | None] = None) -> Response[str]:
