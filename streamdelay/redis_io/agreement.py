@@ -17,7 +17,8 @@ def agree_partitions_sync(
 ) -> None:
     """Run the partition check once per process for this URL and queue (blocking)."""
     if (url, queue, partitions, events, retention) not in _agreed:
-        drive_sync(client, partition_check_plan(queue, partitions, create, events, retention), give_up_after)
+        plan = partition_check_plan(queue, partitions, create, events, retention)
+        drive_sync(client, plan, give_up_after)
         _agreed.add((url, queue, partitions, events, retention))
 
 
@@ -27,6 +28,6 @@ async def agree_partitions_async(
 ) -> None:
     """Run the partition check once per process for this URL and queue (asyncio)."""
     if (url, queue, partitions, events, retention) not in _agreed:
-        await drive_async(client, partition_check_plan(queue, partitions, create, events, retention),
-                          give_up_after)
+        plan = partition_check_plan(queue, partitions, create, events, retention)
+        await drive_async(client, plan, give_up_after)
         _agreed.add((url, queue, partitions, events, retention))
