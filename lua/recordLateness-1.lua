@@ -46,18 +46,20 @@ end
 for _, k in ipairs({seen, seen_before}) do
   if seq <= tonumber(redis.call('HGET', k, flusher) or '-1') then return 0 end
 end
-local OUTCOME = {ok = true, retried = true, dead = true}
-local settled = false
+local settled = {} -- outcome -> count over every topic: three writes each, not per topic
 for i = 4, #ARGV, 3 do
   redis.call('HINCRBY', key, ARGV[i + 1] .. ':' .. ARGV[i], ARGV[i + 2])
-  if OUTCOME[ARGV[i + 1]] then
-    settled = true
-    redis.call('HINCRBY', history, minute .. ':' .. ARGV[i + 1], ARGV[i + 2])
-    redis.call('HINCRBY', history, 'h' .. math.floor(minute / 60) .. ':' .. ARGV[i + 1], ARGV[i + 2])
-    redis.call('HINCRBY', total, ARGV[i + 1], ARGV[i + 2])
+  local o = ARGV[i + 1]
+  if o == 'ok' or o == 'retried' or o == 'dead' then
+    settled[o] = (settled[o] or 0) + tonumber(ARGV[i + 2])
   end
 end
-if settled then
+if next(settled) ~= nil then
+  for o, n in pairs(settled) do
+    redis.call('HINCRBY', history, minute .. ':' .. o, n)
+    redis.call('HINCRBY', history, 'h' .. math.floor(minute / 60) .. ':' .. o, n)
+    redis.call('HINCRBY', total, o, n)
+  end
   redis.call('EXPIREAT', history, (day + 1 + HISTORY_DAYS) * 86400)
   redis.call('DEL', base .. ':day:' .. (day - HISTORY_DAYS - 1))
 end
