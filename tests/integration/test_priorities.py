@@ -178,3 +178,27 @@ def test_a_job_past_its_deadline_in_its_lane_is_not_taken_but_expired(queue: sd.
     assert [r.id for r in got] == [ok]
     assert {d.id: (d.error, d.attempts) for d in queue.dead_list(T)} == {late: ("expired", 0)}
     assert queue.stats().topics[T].ready == 0
+
+
+def test_a_take_past_undelivered_entries_delivers_only_what_it_leased(queue: sd.Queue) -> None:
+    """Entries handed back (or reclaimed) wait undelivered in the stream; a take whose first
+    read sends one back to its lane (its key full) and takes a job from a lane must deliver
+    that job, not the next undelivered entry of another key, which would run without a lease
+    beside a second run of its key (docs/limits.md#key-limits)."""
+    enqueue_staged(queue, T, [("a1", 5, "a"), ("a2", 5, "a"), ("b1", 5, "b"), ("c1", 5, "c")])
+    promote(queue, 4)
+    first = {r.id: r for r in queue.reserve(T, group="g", consumer="y", count=4)}
+    assert len(first) == 4  # no key limit yet
+    for name, key in [("a1", "a"), ("a2", "a"), ("b1", "b"), ("c1", "c")]:
+        first[job_id(name, key)].release()  # undelivered again, in this order
+    queue.limit(T, key_concurrency=1)
+    [held] = queue.reserve(T, group="g", consumer="z", count=1)  # a1: key a is full now
+    assert held.id == job_id("a1", "a")
+    enqueue_staged(queue, T, [("e1", 5, "e"), ("c2", 5, "c")])
+    promote(queue, 2)
+    # a2 goes back to its lane (a is full), b1 is taken: then c1, never an unleased one
+    got = queue.reserve(T, group="g", consumer="x", count=2)
+    others = queue.reserve(T, group="g", consumer="w", count=10)
+    running = [r.id for r in [held, *got, *others]]
+    keys = [i[1:i.index("}")] for i in running]
+    assert len(keys) == len(set(keys)), running  # never two of a key at once
