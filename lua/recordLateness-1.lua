@@ -21,7 +21,7 @@
 --         adds its count, whatever the topic, to the derived hash KEYS[1]..':day:'..<day> (day =
 --         minute // 1440) under '<minute>:<outcome>' and 'h<hour>:<outcome>' (hour = minute //
 --         60), and to KEYS[1]..':total' under '<outcome>' (the queue's totals, 3 fields). A day
---         hash expires HISTORY_DAYS days after its day ends (EXPIREAT, set on each write), and
+--         hash expires HISTORY_DAYS days after its day ends (EXPIRE, set on each write), and
 --         the writer deletes the day hash HISTORY_DAYS + 1 days back, so at most 8 day hashes
 --         of at most 1464 * 3 fields are kept per queue.
 -- Retry-safe: the same (flusher, sequence) is applied once. Bounded: one field per topic and
@@ -33,7 +33,8 @@ if keep == nil or seq == nil or (#ARGV - 3) % 3 ~= 0 then
   return redis.error_reply('SDERR BAD_ARGS recordLateness')
 end
 local SEEN_S = 180 -- covers a retry across a minute's end; a seen hash is read one minute on
-local minute = math.floor(server_time() / 60000)
+local now_ms = server_time()
+local minute = math.floor(now_ms / 60000)
 local key = base .. ':' .. minute
 local seen, seen_before = base .. ':seen:' .. minute, base .. ':seen:' .. (minute - 1)
 local HISTORY_DAYS = 7
@@ -60,7 +61,9 @@ if next(settled) ~= nil then
     redis.call('HINCRBY', history, 'h' .. math.floor(minute / 60) .. ':' .. o, n)
     redis.call('HINCRBY', total, o, n)
   end
-  redis.call('EXPIREAT', history, (day + 1 + HISTORY_DAYS) * 86400)
+  -- an EXPIRE to the same instant as EXPIREAT (day + 8) * 86400 would set: the ACL of
+  -- docs/security.md lists EXPIRE, not EXPIREAT
+  redis.call('EXPIRE', history, (day + 1 + HISTORY_DAYS) * 86400 - math.floor(now_ms / 1000))
   redis.call('DEL', base .. ':day:' .. (day - HISTORY_DAYS - 1))
 end
 redis.call('EXPIRE', key, keep)
