@@ -101,3 +101,29 @@ def test_server_info_answers_the_version_and_memory(queue: sd.Queue) -> None:
     assert info.version == client.info("server")["redis_version"]
     assert info.used_memory.endswith(("K", "M", "G", "B"))
     assert info.peak_memory != "?"
+
+
+def test_a_user_without_info_gets_the_totals_without_the_redis_line(queue: sd.Queue) -> None:
+    """The per-queue ACL of docs/security.md has no ``+info``: the card drops that line only."""
+    from streamdelay.web.dashboard.totals import totals_context
+
+    client = redis.Redis.from_url(queue.config.url)
+    user = f"noinfo{queue.name[-6:]}"
+    client.acl_setuser(user, enabled=True, reset=True, passwords=["+pw"], keys=["*"],
+                       channels=["*"], commands=["+@all", "-info"])
+    _run(queue, ok=2, dead=0)
+    url = queue.config.url.replace("redis://", f"redis://{user}:pw@", 1)
+
+    async def read() -> dict[str, object]:
+        async with sd.AsyncQueue(queue.name, url=url) as q:
+            return await totals_context(q, "1h")
+
+    try:
+        card = asyncio.run(read())
+    finally:
+        client.acl_deluser(user)
+    assert card["server"] is None
+    history = card["history"]
+    assert isinstance(history, History) and history.total.ok == 2
+    assert isinstance(card["workers"], int)  # the fleet read is allowed
+    assert 'data-ok="2"' in str(card["chart"])
