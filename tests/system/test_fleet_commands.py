@@ -60,7 +60,7 @@ def test_quiet_stop_and_kill_three_worker_processes(redis_url: str, queue_name: 
         print(f"quiet seen in the list after {learned:.2f}s")
 
         # six new jobs, four free slots elsewhere, one free on the quiet worker: it takes none
-        later = [q.enqueue("f.slow", {"ms": 2_500}).id for _ in range(6)]
+        later = [q.enqueue("f.slow", {"ms": 4_000}).id for _ in range(6)]
         seen_on_quiet: set[str] = set()
 
         def others_full() -> bool:
