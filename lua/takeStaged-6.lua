@@ -12,7 +12,9 @@
 -- of them (partition p != 0: ARGV[4] is the grant of acquireLimit, nameLeases follows).
 -- 1. Undelivered entries already in the stream (jobs handed back at shutdown or reclaimed by
 --    requeueStuck, which put them at the stream tail, and jobs promoted before the topic was
---    staged) are read first (XREADGROUP); one whose key is at its limit goes back to its lane.
+--    staged) are read first (XREADGROUP), until wanted were taken or none is left (at most
+--    wanted + LOOK); one whose key is at its limit goes back to its lane. Step 2 runs only once none
+--    is left, so step 3 delivers exactly what step 2 added.
 -- 2. Then, while wanted is not reached and at most LOOK lanes were looked at: lanes parked by a
 --    key limit whose time came go back to the turns; the lane whose turn it is gives its best
 --    job (lowest rank), unless its key is at a limit (the lane is parked until the key may go
@@ -92,33 +94,46 @@ local function field(fields, name)
 end
 
 local entries = {}
--- 1. entries already in the stream, not yet delivered
+-- 1. entries already in the stream, not yet delivered, read until k were taken or none is
+-- left: step 3's XREADGROUP delivers the oldest undelivered entries, so step 2 may add only
+-- once none is left (else step 3 would deliver one of those, unchecked and unleased, and
+-- leave the job step 2 leased undelivered). At most k + LOOK looked at; past that, no step 2
+-- (the reply says 'got all': the caller takes again at once).
+local drained = true
 if k > 0 then
-  for _, e in ipairs(xreadgroup(k)) do
-    local eid, fields = e[1], e[2]
-    local id = field(fields, 'id') or ''
-    local key = job_key(id)
-    local r = parse_record(redis.call('HGET', K_JOBS, id))
-    local current = r and r.state == 's' and r.entry == eid
-    if current and key ~= '' and not key_may_start(topic, key, group, now) then
-      -- back to its lane: no attempt spent, taken when its key may start again
-      redis.call('XACK', sk, group, eid)
-      if full_record(r, fields) then
-        redis.call('XDEL', sk, eid)
-        r.state, r.entry = 'r', ''
-        redis.call('HSET', K_JOBS, id, build_record(r))
-        stage(id, topic, r.due)
+  local looked, cap = 0, k + LOOK
+  while #entries < k do
+    if looked >= cap then drained = false break end
+    local want = math.min(k - #entries, cap - looked)
+    local batch = xreadgroup(want)
+    looked = looked + #batch
+    for _, e in ipairs(batch) do
+      local eid, fields = e[1], e[2]
+      local id = field(fields, 'id') or ''
+      local key = job_key(id)
+      local r = parse_record(redis.call('HGET', K_JOBS, id))
+      local current = r and r.state == 's' and r.entry == eid
+      if current and key ~= '' and not key_may_start(topic, key, group, now) then
+        -- back to its lane: no attempt spent, taken when its key may start again
+        redis.call('XACK', sk, group, eid)
+        if full_record(r, fields) then
+          redis.call('XDEL', sk, eid)
+          r.state, r.entry = 'r', ''
+          redis.call('HSET', K_JOBS, id, build_record(r))
+          stage(id, topic, r.due)
+        end
+      else
+        if current and key ~= '' then key_started(topic, key, eid, r.ttr, now) end
+        entries[#entries + 1] = e
       end
-    else
-      if current and key ~= '' then key_started(topic, key, eid, r.ttr, now) end
-      entries[#entries + 1] = e
     end
+    if #batch < want then break end -- none left undelivered
   end
 end
 
 -- 2. the lanes, in turns
 local added = 0
-if #entries < k then
+if drained and #entries < k then
   local lk, pk = lanes_key(topic), parked_key(topic)
   for _, key in ipairs(redis.call('ZRANGEBYSCORE', pk, '-inf', now, 'LIMIT', 0, 64)) do
     redis.call('ZREM', pk, key)
@@ -175,7 +190,7 @@ end
 flush_tally()
 local got = #entries
 if tl then topic_limit_took(topic, tl, entries, now) end
-if got < k then
+if got < k and drained then
   reason, wait = 3, 0
   local first = redis.call('ZRANGE', parked_key(topic), 0, 0, 'WITHSCORES')
   if first[2] then wait = math.max(tonumber(first[2]) - now, 1) end
