@@ -268,7 +268,7 @@ def drop_queue(url: str, name: str) -> None:
     try:
         for keys in partition_keys(name, 1):
             run_step_sync(client, Command((
-                "DEL", *keys.script_keys(), keys.meta, keys.fleet,
+                "DEL", *keys.script_keys(), keys.meta, keys.fleet, keys.workers, keys.commands,
                 *(keys.stream(t) for t in TOPICS), *(keys.dead(t) for t in TOPICS))))
         # the workers' lateness record (docs/dashboard.md#lateness): the minutes of the demo
         reply = run_step_sync(client, Command(("TIME",)))
@@ -276,8 +276,11 @@ def drop_queue(url: str, name: str) -> None:
         minute = int(seconds) // 60
         base = partition_keys(name, 1)[0].lateness
         minutes = range(minute - 15, minute + 1)
+        # and its history (docs/dashboard.md#totals): the demo's day and the totals
+        days = {m // 1440 for m in minutes}
         run_step_sync(client, Command(("DEL", base, *(f"{base}:{m}" for m in minutes),
-                                       *(f"{base}:seen:{m}" for m in minutes))))
+                                       *(f"{base}:seen:{m}" for m in minutes),
+                                       *(f"{base}:day:{d}" for d in days), f"{base}:total")))
     finally:
         client.close()
 

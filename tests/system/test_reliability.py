@@ -230,8 +230,8 @@ def test_handled_jobs_leave_nothing_behind(own_redis: RedisServer, tmp_path: Pat
         assert q.client.xlen(stream) == 0
         assert q.client.xpending(stream, "workers")["pending"] == 0
         assert q.client.zcard(keys.delayed) == 0 and q.client.zcard(keys.done) == 0
-        fixed = {keys.counts, keys.groups, keys.meta, keys.wake, keys.fleet,
-                 *map(keys.stream, TOPICS)}
+        fixed = {keys.counts, keys.groups, keys.meta, keys.wake, keys.fleet, keys.workers,
+                 *map(keys.stream, TOPICS)}  # workers: one entry per live worker, not per job
         left = {k.decode() for k in q.client.keys("*")}  # the lateness record is per minute
         assert {k for k in left if not k.startswith(keys.lateness)} <= fixed  # no per-job key
         assert after - before < 512 * 1024, (before, peak, after)
