@@ -12,6 +12,7 @@ import msgspec
 import pytest
 
 import streamdelay as sd
+from streamdelay.consumer.upkeep import idle_watch
 from streamdelay.testing import DrainError, Outcome, drain, drain_async
 
 pytestmark = pytest.mark.timeout(120)
@@ -76,6 +77,29 @@ def test_fast_forward_keeps_the_due_order(queue: sd.Queue) -> None:
     worker = sd.Worker(queue, group="g", concurrency=1)
     worker.handler("ordered")(lambda job: None)
     assert [o.id for o in drain(worker)] == ["o3", "o1", "o0", "o4", "o2"]
+
+
+def test_a_rounds_idle_check_waits_for_a_due_job_not_promoted_yet(queue: sd.Queue) -> None:
+    """A drain round's idle check (delayed jobs do not count) must not stop the worker while a
+    job is due but not promoted yet: a dispatcher that promotes it just after the stop leaves it
+    in its stream, unrun, with nothing delayed (seen under load: drain returned after one run)."""
+    queue.enqueue("plain", "due", id="due", delay=0.05)
+    time.sleep(0.3)  # due now; no dispatcher runs, so it stays due and not promoted
+    runner = worker_of(queue).replace(dispatch=False, block=0.05, metrics_port=None)
+
+    async def main() -> bool:
+        serving = asyncio.ensure_future(runner.serve())
+        watching = asyncio.ensure_future(idle_watch(runner, count_delayed=False))
+        await asyncio.wait([watching], timeout=2.0)  # the old check stopped within a tick
+        stopped = watching.done()
+        runner.stop()
+        watching.cancel()
+        await asyncio.gather(serving, watching, return_exceptions=True)
+        return stopped
+
+    assert not asyncio.run(main())
+    job = queue.get("due")
+    assert job is not None and job.state == "delayed"  # still there, as the check saw it
 
 
 def test_without_fast_forward_delayed_jobs_run_on_time(queue: sd.Queue) -> None:
