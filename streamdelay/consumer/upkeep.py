@@ -260,8 +260,9 @@ async def fleet_loop(worker: UpkeepHost) -> None:
 
 async def idle_watch(worker: UpkeepHost, count_delayed: bool = True) -> None:
     """Stop the worker when its topics have nothing delayed, ready (in a stream or a staged
-    topic's lanes), reserved or in flight; ``count_delayed=False``: delayed jobs do not keep it
-    running (``streamdelay.testing.drain`` fast-forwards them between runs, docs/testing.md)."""
+    topic's lanes), reserved or in flight; ``count_delayed=False``: delayed jobs not due yet do
+    not keep it running (``streamdelay.testing.drain`` fast-forwards them between runs,
+    docs/testing.md), a due one not promoted yet does: it is ready, the dispatcher moves it."""
     while True:
         await asyncio.sleep(IDLE_TICK)
         if worker.inflight or worker.acks_pending:
@@ -270,6 +271,8 @@ async def idle_watch(worker: UpkeepHost, count_delayed: bool = True) -> None:
         for keys in worker.partitions:
             reply = parse_stats(await worker.call(
                 script("readStats").call(keys.script_keys(), []), "stats"))
+            if reply.head_topic in worker.topics and 0 <= reply.head_due_ms <= reply.now_ms:
+                busy = True  # due, not promoted yet: stopping now would strand it (testing.md)
             for row in reply.rows:
                 if row.topic in worker.topics and (
                         (count_delayed and row.delayed) or row.in_stream):
