@@ -246,8 +246,11 @@ def dead_list_plan(cfg: QueueSpec, topic: str | None, limit: int) -> Plan[list[D
             entries = yield Command(("XRANGE", keys.dead(name), "-", "+", "COUNT", limit))
             for entry_id, flat in entries:
                 f = field_map(flat)
+                # when it died: its entry's time, as JobInfo.died reads it (the script's
+                # ``at`` field can be a millisecond earlier than the XADD's id)
                 found.append(DeadJob(f.get("id", ""), name, f.get("error", ""),
-                                     int(f.get("attempts", 0)), int(f.get("at", 0)),
+                                     int(f.get("attempts", 0)),
+                                     entry_ms(text(entry_id)) or int(f.get("at", 0)),
                                      text(entry_id)))
     found.sort(key=lambda d: d.at)
     return found[:limit]
