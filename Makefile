@@ -70,7 +70,7 @@ check: install
 	$(BIN)/python -m pytest -q tests/unit
 
 lint: install
-	$(BIN)/ruff check streamdelay tests benchmarks
+	$(BIN)/ruff check streamdelay tests benchmarks docs/examples
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 

@@ -1,4 +1,5 @@
-"""Typed tasks: a topic bound to its body and result types, checked by mypy (docs/typed-tasks.md)."""
+"""Typed tasks: a topic bound to its body and result types, checked by mypy
+(docs/typed-tasks.md)."""
 
 import msgspec
 

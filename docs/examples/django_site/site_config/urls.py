@@ -1,6 +1,7 @@
 """The example shop's URLs."""
 
 from django.urls import path
+
 from shop import views
 
 urlpatterns = [
