@@ -135,6 +135,10 @@ def create_app(settings: ServeSettings) -> Litestar:
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
         await registry.start()
         await service.start()
+        for name, dispatcher in service.dispatchers.items():  # before their first call runs:
+            # dead jobs purged by retention, no consumer's group (docs/reliability.md)
+            dispatcher.on_purged = lambda topic, n, queue=name: registry.settled(
+                queue, topic, "", "purged", n)
         try:
             yield
         finally:
