@@ -1,10 +1,12 @@
 """``sd.WorkerInfo``: a live consumer of a queue, as its fleet record says
-(docs/operations.md#workers)."""
+(docs/operations.md#workers); ``sd.DeadRetention``: the dead-letter retention in force."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
+
+from .durations import format_duration
 
 WorkerState = Literal["running", "quiet", "stopping"]
 
@@ -35,3 +37,25 @@ class WorkerInfo:
     running_since: tuple[float, ...] = ()
     running_count: int = 0
     kind: str = "worker"
+
+
+@dataclass(frozen=True)
+class DeadRetention:
+    """The dead-letter retention in force on a queue (``Queue.dead_retention``), as stored in
+    Redis by the last process that set it: ``dead_ttl`` seconds, ``dead_max`` jobs per topic;
+    None where unset (dead jobs kept until replayed or purged;
+    docs/reliability.md#dead-letter-retention)."""
+
+    dead_ttl: float | None
+    dead_max: int | None
+
+    def text(self) -> str:
+        """One line saying it, as ``streamdelay dead retention`` and the dashboard's dead list
+        print it."""
+        kept = [f"for {format_duration(self.dead_ttl)}" if self.dead_ttl else "",
+                f"the newest {self.dead_max} per topic" if self.dead_max else ""]
+        if not any(kept):
+            return "Dead jobs are kept until replayed or purged (no dead_ttl or dead_max)."
+        return ("Dead jobs are kept " + " and at most ".join(k for k in kept if k)
+                + "; older or surplus ones are purged by the dispatchers.")
+

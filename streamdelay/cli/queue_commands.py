@@ -1,10 +1,12 @@
 """The commands on a queue as a whole: ``stats``, ``claim`` and the ``dead`` group (list,
-replay, purge the dead letters) (docs/cli.md); ``cli/commands.py`` adds them to its group.
+replay, purge the dead letters, and their retention) (docs/cli.md); ``cli/commands.py`` adds
+them to its group.
 """
 
 from __future__ import annotations
 
 import contextlib
+import textwrap
 
 import click
 
@@ -76,13 +78,14 @@ def claim(queue_name: str, group: str, topic: str | None, min_idle: float | None
 
 @click.group()
 def dead() -> None:
-    """Dead-letter jobs: list, replay or purge them.
+    """Dead-letter jobs: list, replay or purge them; the retention in force.
 
     \b
     Examples:
       streamdelay dead list orders --topic order.close
       streamdelay dead replay orders --id close-42 --delay 1m
       streamdelay dead purge orders --topic order.close
+      streamdelay dead retention orders
     """
 
 
@@ -145,3 +148,22 @@ def dead_purge(queue_name: str, topic: str | None, job_id: str | None, url: str 
     if job_id is not None and count == 0:
         raise JobNotFound(f"no dead job {job_id!r} in queue {queue_name!r}", job_id=job_id)
     click.echo(f"purged {count} dead job(s)")
+
+
+@dead.command("retention")
+@click.argument("queue_name", metavar="QUEUE")
+@url_option
+@partitions_option
+@json_option
+def dead_retention(queue_name: str, url: str | None, partitions: int | None,
+                   as_json: bool) -> None:
+    """Show the dead-letter retention in force (dead_ttl, dead_max: set by the queue's
+    processes, applied by its dispatchers; docs/reliability.md#dead-letter-retention).
+
+    \b
+    Example:
+      streamdelay dead retention orders --json
+    """
+    with operator_queue(queue_name, url, partitions) as queue:
+        found = queue.dead_retention()
+    click.echo(to_json(found) if as_json else textwrap.fill(found.text(), 80))

@@ -13,11 +13,12 @@ from typing import Any
 
 from ..base import validation
 from ..base.errors import WorkerNotFound
-from ..base.fleet import WorkerInfo
+from ..base.fleet import DeadRetention, WorkerInfo
 from ..base.models import DeadJob, Delay
 from ..limits.plans import limit_call, limits_plan, set_limit_plan
 from ..limits.rates import Rate, TopicLimit
 from ..protocol.layouts import SEEN_WITHIN_S, migrate_plan
+from ..protocol.partitions import Retention, retention_plan
 from ..protocol.plan import Plan
 from ..protocol.workers import command_plan, workers_plan
 from ..redis_io.config import QueueConfig
@@ -51,6 +52,11 @@ class OperatorMethods:
     def dead_purge(self, topic: str | None = None, id: str | None = None) -> int:
         """Forget dead jobs; returns how many."""
         return int(self._operate(plans.dead_purge_plan(self.config, topic, id)))
+
+    def dead_retention(self) -> DeadRetention:
+        """The dead-letter retention in force, as stored in Redis (what the dispatchers apply,
+        whatever this object was given; docs/reliability.md#dead-letter-retention). Read only."""
+        return _retention(self._operate(retention_plan(self.config.name)))
 
     def jobs(self, state: str, topic: str | None = None, limit: int = 100,
              cursor: str | None = None) -> JobPage:
@@ -148,6 +154,10 @@ class AsyncOperatorMethods:
         """Forget dead jobs; see ``Queue.dead_purge``."""
         return int(await self._operate(plans.dead_purge_plan(self.config, topic, id)))
 
+    async def dead_retention(self) -> DeadRetention:
+        """The dead-letter retention in force; see ``Queue.dead_retention``."""
+        return _retention(await self._operate(retention_plan(self.config.name)))
+
     async def jobs(self, state: str, topic: str | None = None, limit: int = 100,
                    cursor: str | None = None) -> JobPage:
         """One page of the jobs in ``state``; see ``Queue.jobs``."""
@@ -210,3 +220,9 @@ def _commanded(name: str, reply: int) -> bool:
         raise WorkerNotFound(f"name: {name[:128]!r} is a pull/HTTP consumer, not a worker "
                              "process: it has nothing to quiet or stop", field="name")
     return reply == 1
+
+
+def _retention(stored: Retention) -> DeadRetention:
+    """``retention_plan``'s (ms, count) in seconds."""
+    ttl_ms, most = stored
+    return DeadRetention(None if ttl_ms is None else ttl_ms / 1000, most)

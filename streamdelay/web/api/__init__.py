@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import consumers, events, flows, jobs, limits, results, search, workers
+from . import consumers, events, flows, jobs, limits, results, retention, search, workers
 
 
 def api_routes() -> list[Any]:
     """Every route handler of the JSON API."""
     return [*jobs.ROUTES, *flows.ROUTES, *results.ROUTES, *search.ROUTES, *consumers.ROUTES,
-            *events.ROUTES, *limits.ROUTES, *workers.ROUTES]
+            *events.ROUTES, *limits.ROUTES, *workers.ROUTES, *retention.ROUTES]

@@ -20,8 +20,8 @@ from litestar.params import FromPath, FromQuery
 from litestar.status_codes import HTTP_303_SEE_OTHER
 from litestar.utils.scope.state import ScopeState
 
-from ...base.durations import format_duration
 from ...base.errors import NoSuchQueue, StreamdelayError, ValidationError
+from ...base.fleet import DeadRetention
 from ...base.models import QueueStats
 from ...producer.listing import STATES
 from ...producer.queue import AsyncQueue
@@ -261,12 +261,7 @@ async def jobs_page(request: Req, queue: FromPath[str], topic: FromQuery[str] = 
 
 def retention_text(ttl_ms: int | None, most: int | None) -> str:
     """The dead list's line on the retention in force (docs/dashboard.md)."""
-    kept = [f"for {format_duration(ttl_ms / 1000)}" if ttl_ms else "",
-            f"the newest {most} per topic" if most else ""]
-    if not any(kept):
-        return "Dead jobs are kept until replayed or purged (no dead_ttl or dead_max)."
-    return "Dead jobs are kept " + " and at most ".join(k for k in kept if k) + \
-        "; older or surplus ones are purged by the dispatchers."
+    return DeadRetention(None if ttl_ms is None else ttl_ms / 1000, most).text()
 
 
 async def _job(q: AsyncQueue, job_id: str, queue: str) -> dict[str, Any]:
