@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..protocol import streams
 from ..protocol.events import read_entries
 from ..protocol.keys import PartitionKeys
 from ..protocol.plan import Command, Plan
@@ -28,8 +29,7 @@ def outbox_key(keys: PartitionKeys) -> str:
 def read_outbox_command(keys: PartitionKeys, block_ms: int | None) -> Command:
     """Read the oldest outbox entries (blocking up to ``block_ms`` while it is empty): the
     stream is read from its start, since an entry leaves it only once forwarded."""
-    block = ("BLOCK", block_ms) if block_ms is not None else ()
-    return Command(("XREAD", *block, "COUNT", FORWARD_BATCH, "STREAMS", outbox_key(keys), "0-0"))
+    return streams.read([outbox_key(keys)], ["0-0"], FORWARD_BATCH, block_ms)
 
 
 def forward_plan(keys: PartitionKeys, partitions: int, reply: Any) -> Plan[int]:

@@ -6,18 +6,12 @@ does not run (docs/worker.md#handed-over-jobs).
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import Any
 
 from ..base.errors import GroupNotFound
+from ..protocol import streams
 from ..protocol.keys import PartitionKeys
-from ..protocol.plan import Command, Commands, Plan
-from ..protocol.replies import text
+from ..protocol.plan import Commands, Plan
 from .taking import TIME, Entry, clock_ms
-
-
-def _entry_id(row: Any) -> str:
-    """The entry id of one row of the extended ``XPENDING`` reply (a map, or the raw row)."""
-    return text(row["message_id"] if isinstance(row, dict) else row[0])
 
 
 def own_pending_plan(keys: PartitionKeys, group: str, consumer: str, topics: Collection[str],
@@ -29,11 +23,11 @@ def own_pending_plan(keys: PartitionKeys, group: str, consumer: str, topics: Col
     more = False
     for topic in sorted(topics):
         try:
-            rows = yield Command(("XPENDING", keys.stream(topic), group, "-", "+", count,
-                                  consumer))
+            rows = streams.pending_rows((yield streams.pending_range(
+                keys.stream(topic), group, count, consumer)))
         except GroupNotFound:
             continue
-        found.extend((topic, _entry_id(row)) for row in rows)
+        found.extend((topic, row.entry_id) for row in rows)
         more = more or len(rows) >= count
     return found, more
 
@@ -43,8 +37,10 @@ def entries_plan(keys: PartitionKeys, chosen: Sequence[tuple[str, str]]) -> Plan
     their fields and the server clock (one round trip); those gone are left out."""
     if not chosen:
         return []
-    *replies, clock = yield Commands((*(Command(("XRANGE", keys.stream(topic), eid, eid))
+    *replies, clock = yield Commands((*(streams.entries_range(keys.stream(topic), eid, eid)
                                         for topic, eid in chosen), TIME))
     now_ms = clock_ms(clock)
-    return [Entry(keys.partition, topic, text(rows[0][0]), rows[0][1], now_ms=now_ms)
-            for (topic, _), rows in zip(chosen, replies, strict=True) if rows]
+    found = [(topic, streams.entries(reply)) for (topic, _), reply in zip(chosen, replies,
+                                                                          strict=True)]
+    return [Entry(keys.partition, topic, rows[0][0], rows[0][1], now_ms=now_ms)
+            for topic, rows in found if rows]

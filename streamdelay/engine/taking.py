@@ -29,9 +29,10 @@ from ..limits.plans import (
     take_call,
 )
 from ..limits.rates import TopicLimit
+from ..protocol import streams as stream_io
 from ..protocol.keys import PartitionKeys
 from ..protocol.plan import Command, Commands, Plan
-from ..protocol.replies import field_map, stream_read, text
+from ..protocol.replies import field_map, text
 from .leasing import leased_take_plan
 
 
@@ -77,22 +78,16 @@ def streams_of(keys: Sequence[PartitionKeys], topics: Sequence[str]) -> dict[str
     return {k.stream(t): (k.partition, t) for k in keys for t in topics}
 
 
-def read_command(group: str, consumer: str, streams: Sequence[str], count: int,
-                 block_ms: int | None) -> Command:
-    """``XREADGROUP`` of new entries of ``streams`` for ``consumer`` (``BLOCK`` when
-    ``block_ms`` is not None)."""
-    head: tuple[Any, ...] = ("XREADGROUP", "GROUP", group, consumer, "COUNT", max(1, count))
-    if block_ms is not None:
-        head += ("BLOCK", max(1, block_ms))
-    return Command((*head, "STREAMS", *streams, *[">"] * len(streams)))
+# The read both drivers send, built by the one stream module (the name the reserve round uses)
+read_command = stream_io.read_group
 
 
 def parse_read(reply: Any, streams: Streams, now_ms: int = 0) -> list[Entry]:
-    """The entries of an ``XREADGROUP`` reply (RESP2 or RESP3: ``replies.stream_read``), oldest
+    """The entries of an ``XREADGROUP`` reply (RESP2 or RESP3: ``streams.read_reply``), oldest
     first per stream, with the server clock ``now_ms`` read with them (``fresh`` when it was
     read)."""
     found: list[Entry] = []
-    for stream, entries in stream_read(reply):
+    for stream, entries in stream_io.read_reply(reply):
         partition, topic = streams[stream]
         found.extend(Entry(partition, topic, eid, fields, now_ms=now_ms, fresh=now_ms > 0)
                      for eid, fields in entries)
@@ -101,11 +96,11 @@ def parse_read(reply: Any, streams: Streams, now_ms: int = 0) -> list[Entry]:
 
 def read_plan(group: str, consumer: str, streams: Streams, count: int, block_ms: int | None,
               clock: bool = True) -> Plan[list[Entry]]:
-    """One read of new entries of ``streams`` (see ``read_command``), and ``TIME`` after it in
+    """One read of new entries of ``streams`` (``streams.read_group``), and ``TIME`` after it in
     the same pipeline: the server clock when the read returned. With ``clock=False`` the read
     goes alone, and ``TIME`` follows (one more round trip) only when an entry carries a job
     deadline: a reader that has seen no deadline pays nothing for expiry (docs/expiry.md#cost)."""
-    read = read_command(group, consumer, list(streams), count, block_ms)
+    read = stream_io.read_group(group, consumer, list(streams), count, block_ms)
     if clock:
         reply, now = yield Commands((read, TIME))
         return parse_read(reply, streams, clock_ms(now))
@@ -169,8 +164,7 @@ def wait_plan(keys: PartitionKeys, topic: str, reason: int, wait_ms: int, last_i
         yield Command(("BLPOP", PartitionKeys(keys.queue, 0).limit_wake(topic),  # the limit's slot
                        f"{wait / 1000:.3f}"))
     elif reason == DRAINED:  # at once when an entry came after the take; else at the next XADD
-        yield Command(("XREAD", "COUNT", 1, "BLOCK", max(1, block_ms), "STREAMS",
-                       keys.stream(topic), last_id or "$"))
+        yield stream_io.read([keys.stream(topic)], [last_id or "$"], 1, max(1, block_ms))
     return 0.0
 
 

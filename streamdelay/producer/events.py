@@ -23,7 +23,7 @@ from ..base import validation
 from ..base.events import JobEvent
 from ..protocol.events import READ_COUNT, EventMerger, read_command, start_ids
 from ..protocol.keys import partition_keys
-from ..protocol.replies import stream_read
+from ..protocol.streams import read_reply
 from ..redis_io.agreement import agree_partitions_async, agree_partitions_sync
 from ..redis_io.calls import command
 from ..redis_io.clients import AsyncClient, SyncClient, is_cluster
@@ -39,7 +39,7 @@ def _block_ms(cfg: QueueConfig) -> int:
 
 
 def _parse(keys: list[str], partitions: list[int], reply: Any) -> Read:
-    by_key = dict(stream_read(reply))  # RESP2 or RESP3 (protocol/replies.py)
+    by_key = dict(read_reply(reply))  # RESP2 or RESP3 (protocol/streams.py)
     return [(p, by_key.get(keys[i], []), len(by_key.get(keys[i], [])) >= READ_COUNT)
             for i, p in enumerate(partitions)]
 

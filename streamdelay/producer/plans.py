@@ -23,6 +23,7 @@ from ..base.models import (
 )
 from ..limits.keyed import backlog_plan
 from ..limits.plans import limits_plan, running_plan
+from ..protocol import streams
 from ..protocol.codec import Blob, decode_blob, decode_body, parse_record
 from ..protocol.deliveries import entry_ms
 from ..protocol.keys import PartitionKeys, partition_keys, partition_of
@@ -34,7 +35,6 @@ from ..protocol.replies import (
     parse_job,
     parse_reschedule,
     parse_stats,
-    text,
     texts,
 )
 from ..protocol.results import parse_progress, progress_key
@@ -243,15 +243,15 @@ def dead_list_plan(cfg: QueueSpec, topic: str | None, limit: int) -> Plan[list[D
     found: list[DeadJob] = []
     for keys in partition_keys(cfg.name, cfg.partitions):
         for name in (yield from _topics_plan(cfg, keys, topic)):
-            entries = yield Command(("XRANGE", keys.dead(name), "-", "+", "COUNT", limit))
-            for entry_id, flat in entries:
+            entries = yield streams.entries_range(keys.dead(name), count=limit)
+            for entry_id, flat in streams.entries(entries):
                 f = field_map(flat)
                 # when it died: its entry's time, as JobInfo.died reads it (the script's
                 # ``at`` field can be a millisecond earlier than the XADD's id)
                 found.append(DeadJob(f.get("id", ""), name, f.get("error", ""),
                                      int(f.get("attempts", 0)),
-                                     entry_ms(text(entry_id)) or int(f.get("at", 0)),
-                                     text(entry_id)))
+                                     entry_ms(entry_id) or int(f.get("at", 0)),
+                                     entry_id))
     found.sort(key=lambda d: d.at)
     return found[:limit]
 

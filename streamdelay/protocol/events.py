@@ -16,9 +16,10 @@ from typing import Any
 
 from ..base.errors import ValidationError
 from ..base.events import JobEvent
+from . import streams
 from .keys import partition_keys
 from .plan import Command, Plan
-from .replies import field_map, lenient_text, stream_read, text
+from .replies import field_map, lenient_text, text
 
 EVENTS_FIELD = "events"  # field of each partition's meta hash: the bound, absent = off
 DEFAULT_EVENTS_MAXLEN = 10_000
@@ -103,16 +104,16 @@ def _before(entry_id: str) -> str:
 
 def read_command(keys: Sequence[str], ids: Sequence[str], block_ms: int | None
                  ) -> tuple[Any, ...]:
-    """``XREAD [BLOCK ms] COUNT n STREAMS keys... ids...`` (keys of one slot on a cluster)."""
-    block = ("BLOCK", block_ms) if block_ms is not None else ()
-    return ("XREAD", *block, "COUNT", READ_COUNT, "STREAMS", *keys, *ids)
+    """The arguments of ``streams.read`` of ``READ_COUNT`` entries after ``ids`` (keys of one
+    slot on a cluster)."""
+    return streams.read(keys, ids, READ_COUNT, block_ms).args
 
 
 def read_entries(reply: Any) -> dict[str, list[tuple[str, dict[str, str]]]]:
-    """An XREAD reply (RESP2 or RESP3: ``replies.stream_read``) by stream key, each entry's
+    """An XREAD reply (RESP2 or RESP3: ``streams.read_reply``) by stream key, each entry's
     fields as text."""
     return {key: [(eid, field_map(fields)) for eid, fields in entries]
-            for key, entries in stream_read(reply)}
+            for key, entries in streams.read_reply(reply)}
 
 
 EventTuple = tuple[str, str, str, int, int, str]  # kind, id, topic, attempt, at, detail
@@ -278,9 +279,8 @@ def latest_events_plan(queue: str, partitions: int, limit: int
     bound = yield Command(("HGET", every[0].meta, EVENTS_FIELD))
     rows: list[tuple[Order, int, str, EventTuple]] = []
     for partition, keys in enumerate(every):
-        reply = yield Command(("XREVRANGE", keys.events, "+", "-", "COUNT", limit))
-        for eid, fields in reply or ():
-            eid = text(eid)
+        reply = yield streams.entries_back(keys.events, count=limit)
+        for eid, fields in streams.entries(reply):
             events = entry_events(fields)
             rows.extend(((*_order(eid), n), partition,
                          eid if n + 1 == len(events) else f"{eid}.{n + 1}", event)

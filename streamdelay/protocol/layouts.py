@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 from ..base import validation
 from ..base.errors import LayoutError
+from . import streams
 from .keys import PartitionKeys, partition_keys
 from .plan import Command, Commands, Plan
-from .replies import field_map, info_map, text
+from .replies import field_map, text
 from .scripts import ScriptCall, script
 
 LAYOUT_FIELD = "layout"  # of each partition's meta hash: what promoteDue writes
@@ -82,10 +83,9 @@ def _consumers_plan(keys: PartitionKeys) -> Plan[list[tuple[str, str, int]]]:
         stream = keys.stream(topic)
         if text((yield Command(("TYPE", stream)))) != "stream":
             continue
-        for group in (yield Command(("XINFO", "GROUPS", stream))):
-            name = text(info_map(group)["name"])
-            for row in (yield Command(("XINFO", "CONSUMERS", stream, name))):
-                consumer = info_map(row)
+        for group in streams.info_rows((yield streams.info_groups(stream))):
+            name = text(group["name"])
+            for consumer in streams.info_rows((yield streams.info_consumers(stream, name))):
                 found.append((topic, text(consumer["name"]), int(str(consumer["idle"]))))
     return found
 

@@ -6,9 +6,10 @@ small frozen dataclass. They are pure, so the fast tests feed them recorded repl
 
 A URL may ask for RESP3 (``?protocol=3``, docs/scale-out.md#urls). A script's reply is the same
 on both (a Lua table stays an array), but redis-py hands some plain commands' replies over in
-another shape: the reply normalisers below (``stream_read``, ``field_map``, ``info_map``,
-``scored_members``) are the one place that reads either, and every reader of those replies goes
-through them (tests/unit/test_resp_replies.py feeds them replies recorded on both).
+another shape: every stream reply is read by ``protocol/streams.py``, and the two other shapes
+(``field_map``: a hash or an entry's fields; ``scored_members``: a ``WITHSCORES`` range) below;
+every reader of those replies goes through them (tests/unit/test_resp_replies.py and
+tests/unit/test_streams.py feed them replies recorded on both).
 """
 
 from __future__ import annotations
@@ -51,15 +52,6 @@ def field_map(reply: Any) -> dict[str, str]:
     return {text(reply[i]): text(reply[i + 1]) for i in range(0, len(reply), 2)}
 
 
-def info_map(reply: Any) -> dict[str, Any]:
-    """One ``XINFO GROUPS`` / ``XINFO CONSUMERS`` row by field name: a flat name/value list on
-    RESP2, a map on RESP3; values as redis-py gives them."""
-    if isinstance(reply, dict):
-        return {text(k): v for k, v in reply.items()}
-    items = list(reply) if isinstance(reply, (list, tuple)) else []
-    return {text(items[i]): items[i + 1] for i in range(0, len(items) - 1, 2)}
-
-
 def scored_members(reply: Any) -> list[tuple[Any, float]]:
     """``(member, score)`` of a ``Z*RANGE ... WITHSCORES`` reply: a flat member/score list on
     RESP2, ``[member, score]`` pairs on RESP3 (a map from some redis-py callbacks)."""
@@ -68,40 +60,6 @@ def scored_members(reply: Any) -> list[tuple[Any, float]]:
     if reply and isinstance(reply[0], (list, tuple)):
         return [(pair[0], float(pair[1])) for pair in reply]
     return [(reply[i], float(reply[i + 1])) for i in range(0, len(reply) - 1, 2)]
-
-
-StreamEntries = list[tuple[str, Any]]  # (entry id, its fields as redis-py gives them: a dict)
-
-
-def _entries(value: Any) -> list[Any]:
-    """A stream's entries in a read reply. redis-py's RESP3 callback wraps them in a list of
-    one (``{key: [entries]}``); its unified shape (redis-py 8, ``legacy_responses=false``) and
-    RESP2 do not. An entry is a pair (a tuple once parsed, a list when raw), never a list of
-    pairs: that tells the wrapper."""
-    if (isinstance(value, list) and len(value) == 1 and isinstance(value[0], list)
-            and (not value[0] or isinstance(value[0][0], (list, tuple)))):
-        return value[0]
-    return list(value or ())
-
-
-def _fields(raw: Any) -> Any:
-    """An entry's fields: the dict redis-py's callback made, or a raw flat list as one."""
-    if isinstance(raw, list):
-        return {raw[i]: raw[i + 1] for i in range(0, len(raw) - 1, 2)}
-    return raw
-
-
-def stream_read(reply: Any) -> list[tuple[str, StreamEntries]]:
-    """An ``XREAD`` / ``XREADGROUP`` reply as ``(stream key, [(entry id, fields)...])`` per
-    stream, in the reply's order, whatever its shape: RESP2 ``[[key, entries]...]``, RESP3
-    ``{key: [entries]}`` (or ``{key: entries}``), nothing read ``[]``, ``{}`` or None. An entry
-    deleted while pending (``(None, None)``) is left out."""
-    if not reply:
-        return []
-    rows = reply.items() if isinstance(reply, dict) else ((row[0], row[1]) for row in reply)
-    return [(text(key), [(text(eid), _fields(fields)) for eid, fields in _entries(entries)
-                         if eid is not None])
-            for key, entries in rows]
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from ..base.errors import ConfigError, ConnectionFailed, ScriptError
 from ..protocol.plan import Command
 from ..protocol.script_errors import error_from_command, error_from_script
 from ..protocol.scripts import ScriptCall
+from ..protocol.streams import reply_options as stream_reply_options
 
 log = logging.getLogger("streamdelay")
 # Connection trouble, and what a cluster or a failover answers while it settles (no slot owner,
@@ -77,14 +78,10 @@ def command(client: Any) -> Callable[..., Any]:
     return command
 
 
-# How redis-py must parse the reply of a plain command a plan sends, where its default differs
-# from what the command answers: the extended XPENDING form (a range) gives one row per entry.
-_REPLY_OPTIONS: dict[str, dict[str, Any]] = {"XPENDING": {"parse_detail": True}}
-
-
 def reply_options(step: Command) -> dict[str, Any]:
-    """redis-py's parse options for a plain command's reply (``_REPLY_OPTIONS``)."""
-    return _REPLY_OPTIONS.get(step.args[0], {}) if len(step.args) > 3 else {}
+    """redis-py's parse options for a plain command's reply, where its default differs from
+    what the command answers (``protocol/streams.py``: the stream commands are the only such)."""
+    return stream_reply_options(step.args)
 
 
 def send(target: Any, step: Command) -> Any:

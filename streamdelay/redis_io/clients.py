@@ -20,7 +20,7 @@ from redis.cluster import ClusterNode
 from redis.exceptions import RedisClusterException
 from redis.sentinel import Sentinel
 
-from ..protocol.replies import text
+from ..protocol.streams import read_keys
 from .packing import packed_in_c
 from .topology import Topology, parse_url
 
@@ -101,17 +101,13 @@ class _AsyncCluster(aioredis.RedisCluster):
         return await super().execute_command(*args, **kwargs)
 
     async def _determine_slot(self, command: str, *args: Any) -> int:
-        if str(command).upper() in ("XREADGROUP", "XREAD"):
-            return self._stream_slot(command, args)
-        return await super()._determine_slot(command, *args)
-
-    def _stream_slot(self, command: str, args: tuple[Any, ...]) -> int:
-        words = [text(a) for a in args]
-        upper = [w.upper() for w in words]
-        if "STREAMS" not in upper:
-            raise RedisClusterException(f"{command} without STREAMS: {args!r}")
-        rest = args[upper.index("STREAMS") + 1:]
-        slots = {self.keyslot(key) for key in rest[:len(rest) // 2]}
+        try:
+            keys = read_keys((command, *args))
+        except ValueError as exc:
+            raise RedisClusterException(str(exc)) from exc
+        if keys is None:
+            return await super()._determine_slot(command, *args)
+        slots = {self.keyslot(key) for key in keys}
         if len(slots) != 1:
             raise RedisClusterException(f"{command} - all keys must map to the same key slot")
         return slots.pop()

@@ -18,11 +18,10 @@ import redis
 
 import streamdelay as sd
 from streamdelay.protocol.keys import PartitionKeys
-from streamdelay.protocol.replies import field_map, info_map, scored_members, stream_read
 from tests.integration.test_pull import promote, running_dispatcher
 from tests.integration.test_workflows_partitions import spread
 from tests.support.redis_server import RedisServer, wait_until
-from tests.support.resp_replies import record
+from tests.support.resp_replies import reader, record
 from tests.unit import resp_recorded
 
 pytestmark = pytest.mark.timeout(90)
@@ -251,12 +250,9 @@ def test_migrate_reads_the_consumers(proto_url: str, queue_name: str) -> None:
 
 
 def normalised(replies: dict[str, Any]) -> dict[str, Any]:
-    """What the normalisers read of each recorded reply (the rest as it is)."""
-    readers = {"xreadgroup": stream_read, "xread_": stream_read,
-               "xinfo": lambda rows: [info_map(row) for row in rows],
-               "zrevrange": scored_members, "hgetall": field_map}
-    return {name: next((read for prefix, read in readers.items() if name.startswith(prefix)),
-                       lambda reply: reply)(reply) for name, reply in replies.items()}
+    """What the readers (protocol/streams.py, protocol/replies.py) read of each recorded reply
+    (the rest as it is)."""
+    return {name: reader(name)(reply) for name, reply in replies.items()}
 
 
 @pytest.mark.parametrize("asyncio_path", [True, False], ids=["asyncio", "sync"])

@@ -15,6 +15,8 @@ RESP2: dict[str, Any] = {
         [[b'rec:{r}s1', [(b'1-1', {b'f': b'v', b'x': b'1'})]]],
     'xreadgroup_nothing':
         [],
+    'xreadgroup_own_pending':
+        [[b'rec:{r}s1', [(b'1-1', {b'f': b'v', b'x': b'1'}), (b'2-1', {b'f': b'w'})]]],
     'xread_two_streams':
         [[b'rec:{r}s1', [(b'1-1', {b'f': b'v', b'x': b'1'}), (b'2-1', {b'f': b'w'})]],
          [b'rec:{r}s2', [(b'1-1', {b'f': b'v', b'x': b'1'}), (b'2-1', {b'f': b'w'})]]],
@@ -47,17 +49,83 @@ RESP2: dict[str, Any] = {
           0]],
     'xinfo_consumers':
         [[b'name', b'c', b'pending', 1, b'idle', 0]],
+    'xinfo_stream':
+        [b'length',
+         2,
+         b'radix-tree-keys',
+         1,
+         b'radix-tree-nodes',
+         2,
+         b'last-generated-id',
+         b'2-1',
+         b'max-deleted-entry-id',
+         b'0-0',
+         b'entries-added',
+         2,
+         b'recorded-first-entry-id',
+         b'1-1',
+         b'groups',
+         2,
+         b'first-entry',
+         [b'1-1', [b'f', b'v', b'x', b'1']],
+         b'last-entry',
+         [b'2-1', [b'f', b'w']]],
     'xpending_range':
         [{'message_id': b'1-1',
           'consumer': b'c',
           'time_since_delivered': 0,
-          'times_delivered': 1},
+          'times_delivered': 2},
          {'message_id': b'2-1',
           'consumer': b'c',
           'time_since_delivered': 0,
-          'times_delivered': 1}],
+          'times_delivered': 2}],
+    'xpending_range_idle':
+        [{'message_id': b'1-1',
+          'consumer': b'c',
+          'time_since_delivered': 0,
+          'times_delivered': 2},
+         {'message_id': b'2-1',
+          'consumer': b'c',
+          'time_since_delivered': 0,
+          'times_delivered': 2}],
+    'xpending_summary':
+        {'pending': 2, 'min': b'1-1', 'max': b'2-1', 'consumers': [{'name': b'c', 'pending': 2}]},
+    'xpending_summary_empty':
+        {'pending': 0, 'min': None, 'max': None, 'consumers': []},
     'xrange':
         [(b'1-1', {b'f': b'v', b'x': b'1'}), (b'2-1', {b'f': b'w'})],
+    'xrange_one':
+        [(b'2-1', {b'f': b'w'})],
+    'xrange_missing':
+        [],
+    'xrevrange':
+        [(b'2-1', {b'f': b'w'}), (b'1-1', {b'f': b'v', b'x': b'1'})],
+    'xlen':
+        2,
+    'xclaim':
+        [(b'1-1', {b'f': b'v', b'x': b'1'})],
+    'xclaim_justid':
+        [b'2-1'],
+    'xautoclaim':
+        [b'0-0', [(b'1-1', {b'f': b'v', b'x': b'1'})], []],
+    'xgroup_create':
+        b'OK',
+    'xadd':
+        b'1-1',
+    'xadd_capped':
+        b'2-1',
+    'xack':
+        0,
+    'xdel':
+        1,
+    'xtrim':
+        1,
+    'xgroup_setid':
+        b'OK',
+    'xgroup_delconsumer':
+        0,
+    'xgroup_destroy':
+        1,
     'zrevrange_withscores':
         [b'alpha', b'3', b'beta', b'1.5'],
     'hgetall':
@@ -76,6 +144,8 @@ RESP3: dict[str, Any] = {
         {b'rec:{r}s1': [[(b'1-1', {b'f': b'v', b'x': b'1'})]]},
     'xreadgroup_nothing':
         {},
+    'xreadgroup_own_pending':
+        {b'rec:{r}s1': [[(b'1-1', {b'f': b'v', b'x': b'1'}), (b'2-1', {b'f': b'w'})]]},
     'xread_two_streams':
         {b'rec:{r}s1': [[(b'1-1', {b'f': b'v', b'x': b'1'}), (b'2-1', {b'f': b'w'})]],
          b'rec:{r}s2': [[(b'1-1', {b'f': b'v', b'x': b'1'}), (b'2-1', {b'f': b'w'})]]},
@@ -96,17 +166,73 @@ RESP3: dict[str, Any] = {
           b'lag': 0}],
     'xinfo_consumers':
         [{b'name': b'c', b'pending': 1, b'idle': 0}],
+    'xinfo_stream':
+        {b'length': 2,
+         b'radix-tree-keys': 1,
+         b'radix-tree-nodes': 2,
+         b'last-generated-id': b'2-1',
+         b'max-deleted-entry-id': b'0-0',
+         b'entries-added': 2,
+         b'recorded-first-entry-id': b'1-1',
+         b'groups': 2,
+         b'first-entry': [b'1-1', [b'f', b'v', b'x', b'1']],
+         b'last-entry': [b'2-1', [b'f', b'w']]},
     'xpending_range':
         [{'message_id': b'1-1',
           'consumer': b'c',
           'time_since_delivered': 0,
-          'times_delivered': 1},
+          'times_delivered': 2},
          {'message_id': b'2-1',
           'consumer': b'c',
           'time_since_delivered': 0,
-          'times_delivered': 1}],
+          'times_delivered': 2}],
+    'xpending_range_idle':
+        [{'message_id': b'1-1',
+          'consumer': b'c',
+          'time_since_delivered': 0,
+          'times_delivered': 2},
+         {'message_id': b'2-1',
+          'consumer': b'c',
+          'time_since_delivered': 0,
+          'times_delivered': 2}],
+    'xpending_summary':
+        {'pending': 2, 'min': b'1-1', 'max': b'2-1', 'consumers': [{'name': b'c', 'pending': 2}]},
+    'xpending_summary_empty':
+        {'pending': 0, 'min': None, 'max': None, 'consumers': []},
     'xrange':
         [(b'1-1', {b'f': b'v', b'x': b'1'}), (b'2-1', {b'f': b'w'})],
+    'xrange_one':
+        [(b'2-1', {b'f': b'w'})],
+    'xrange_missing':
+        [],
+    'xrevrange':
+        [(b'2-1', {b'f': b'w'}), (b'1-1', {b'f': b'v', b'x': b'1'})],
+    'xlen':
+        2,
+    'xclaim':
+        [(b'1-1', {b'f': b'v', b'x': b'1'})],
+    'xclaim_justid':
+        [b'2-1'],
+    'xautoclaim':
+        [b'0-0', [(b'1-1', {b'f': b'v', b'x': b'1'})], []],
+    'xgroup_create':
+        b'OK',
+    'xadd':
+        b'1-1',
+    'xadd_capped':
+        b'2-1',
+    'xack':
+        0,
+    'xdel':
+        1,
+    'xtrim':
+        1,
+    'xgroup_setid':
+        b'OK',
+    'xgroup_delconsumer':
+        0,
+    'xgroup_destroy':
+        1,
     'zrevrange_withscores':
         [[b'alpha', 3.0], [b'beta', 1.5]],
     'hgetall':
@@ -125,6 +251,8 @@ UNIFIED: dict[str, Any] = {
         {b'rec:{r}s1': [(b'1-1', {b'f': b'v', b'x': b'1'})]},
     'xreadgroup_nothing':
         {},
+    'xreadgroup_own_pending':
+        {b'rec:{r}s1': [(b'1-1', {b'f': b'v', b'x': b'1'}), (b'2-1', {b'f': b'w'})]},
     'xread_two_streams':
         {b'rec:{r}s1': [(b'1-1', {b'f': b'v', b'x': b'1'}), (b'2-1', {b'f': b'w'})],
          b'rec:{r}s2': [(b'1-1', {b'f': b'v', b'x': b'1'}), (b'2-1', {b'f': b'w'})]},
@@ -145,17 +273,73 @@ UNIFIED: dict[str, Any] = {
           b'lag': 0}],
     'xinfo_consumers':
         [{b'name': b'c', b'pending': 1, b'idle': 0}],
+    'xinfo_stream':
+        {b'length': 2,
+         b'radix-tree-keys': 1,
+         b'radix-tree-nodes': 2,
+         b'last-generated-id': b'2-1',
+         b'max-deleted-entry-id': b'0-0',
+         b'entries-added': 2,
+         b'recorded-first-entry-id': b'1-1',
+         b'groups': 2,
+         b'first-entry': [b'1-1', [b'f', b'v', b'x', b'1']],
+         b'last-entry': [b'2-1', [b'f', b'w']]},
     'xpending_range':
         [{'message_id': b'1-1',
           'consumer': b'c',
           'time_since_delivered': 0,
-          'times_delivered': 1},
+          'times_delivered': 2},
          {'message_id': b'2-1',
           'consumer': b'c',
           'time_since_delivered': 0,
-          'times_delivered': 1}],
+          'times_delivered': 2}],
+    'xpending_range_idle':
+        [{'message_id': b'1-1',
+          'consumer': b'c',
+          'time_since_delivered': 0,
+          'times_delivered': 2},
+         {'message_id': b'2-1',
+          'consumer': b'c',
+          'time_since_delivered': 0,
+          'times_delivered': 2}],
+    'xpending_summary':
+        {'pending': 2, 'min': b'1-1', 'max': b'2-1', 'consumers': [{'name': b'c', 'pending': 2}]},
+    'xpending_summary_empty':
+        {'pending': 0, 'min': None, 'max': None, 'consumers': []},
     'xrange':
         [(b'1-1', {b'f': b'v', b'x': b'1'}), (b'2-1', {b'f': b'w'})],
+    'xrange_one':
+        [(b'2-1', {b'f': b'w'})],
+    'xrange_missing':
+        [],
+    'xrevrange':
+        [(b'2-1', {b'f': b'w'}), (b'1-1', {b'f': b'v', b'x': b'1'})],
+    'xlen':
+        2,
+    'xclaim':
+        [(b'1-1', {b'f': b'v', b'x': b'1'})],
+    'xclaim_justid':
+        [b'2-1'],
+    'xautoclaim':
+        [b'0-0', [(b'1-1', {b'f': b'v', b'x': b'1'})], []],
+    'xgroup_create':
+        b'OK',
+    'xadd':
+        b'1-1',
+    'xadd_capped':
+        b'2-1',
+    'xack':
+        0,
+    'xdel':
+        1,
+    'xtrim':
+        1,
+    'xgroup_setid':
+        b'OK',
+    'xgroup_delconsumer':
+        0,
+    'xgroup_destroy':
+        1,
     'zrevrange_withscores':
         [[b'alpha', 3.0], [b'beta', 1.5]],
     'hgetall':

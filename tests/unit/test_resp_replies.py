@@ -1,10 +1,11 @@
-"""The reply normalisers of protocol/replies.py on replies recorded from a real server by redis-py
-on RESP2, on RESP3 (``?protocol=3``) and in redis-py 8's unified shapes
-(tests/unit/resp_recorded.py, written by tests/support/resp_replies.py; checked against a live
-server by tests/integration/test_resp3.py): every reader of a stream read, an ``XINFO`` row or a
-``WITHSCORES`` range gets the same from each, and the plans built on them (the Worker's and
-``reserve``'s read, the events reader, the outbox forward, the staged backlog, ``migrate``'s
-consumer list) answer the same (docs/scale-out.md#urls)."""
+"""The reply normalisers (protocol/streams.py, protocol/replies.py) and the plans built on them,
+on replies recorded from a real server by redis-py on RESP2, on RESP3 (``?protocol=3``) and in
+redis-py 8's unified shapes (tests/unit/resp_recorded.py, written by
+tests/support/resp_replies.py; checked against a live server by tests/integration/test_resp3.py):
+every reader of a stream read, an ``XINFO`` row or a ``WITHSCORES`` range gets the same from
+each, and the plans built on them (the Worker's and ``reserve``'s read, the events reader, the
+outbox forward, the staged backlog, ``migrate``'s consumer list) answer the same
+(docs/scale-out.md#urls)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ from streamdelay.protocol.events import read_entries
 from streamdelay.protocol.keys import PartitionKeys
 from streamdelay.protocol.layouts import blockers_plan
 from streamdelay.protocol.plan import Command, Commands, Step
-from streamdelay.protocol.replies import field_map, info_map, scored_members, stream_read
+from streamdelay.protocol.replies import field_map, scored_members
+from streamdelay.protocol.streams import info_row, read_reply
 from streamdelay.redis_io.config import QueueConfig
 from tests.unit import resp_recorded
 from tests.unit.test_replies import drive
@@ -52,29 +54,29 @@ def test_the_shapes_differ_where_the_normalisers_matter() -> None:
 
 def test_a_read_of_two_streams(recorded: dict[str, Any]) -> None:
     for name in ("xreadgroup_two_streams", "xread_two_streams"):
-        assert stream_read(recorded[name]) == [(S1, [FIRST, SECOND]), (S2, [FIRST, SECOND])]
+        assert read_reply(recorded[name]) == [(S1, [FIRST, SECOND]), (S2, [FIRST, SECOND])]
 
 
 def test_a_read_of_one_entry(recorded: dict[str, Any]) -> None:
     """One entry: RESP3's extra list of one used to be taken for the entry (not enough values
     to unpack); with two, a whole entry became an id ("Invalid stream ID" at the settle)."""
-    assert stream_read(recorded["xreadgroup_one_entry"]) == [(S1, [FIRST])]
+    assert read_reply(recorded["xreadgroup_one_entry"]) == [(S1, [FIRST])]
 
 
 def test_a_read_of_nothing(recorded: dict[str, Any]) -> None:
-    assert stream_read(recorded["xreadgroup_nothing"]) == []
-    assert stream_read(recorded["xread_nothing"]) == []
-    assert stream_read(None) == []
+    assert read_reply(recorded["xreadgroup_nothing"]) == []
+    assert read_reply(recorded["xread_nothing"]) == []
+    assert read_reply(None) == []
 
 
 def test_raw_and_wrapped_entries_and_a_deleted_one() -> None:
     """Entries no callback parsed (flat field lists), an empty stream wrapped, and the
     ``(None, None)`` of an entry deleted while pending."""
     raw = [[b"s", [[b"1-1", [b"f", b"v"]], [b"2-1", [b"f", b"w"]]]]]
-    assert stream_read(raw) == [("s", [("1-1", {b"f": b"v"}), ("2-1", {b"f": b"w"})])]
-    assert stream_read({b"s": [[[b"1-1", [b"f", b"v"]]]]}) == [("s", [("1-1", {b"f": b"v"})])]
-    assert stream_read({b"s": [[]]}) == [("s", [])]
-    assert stream_read([[b"s", [(None, None), (b"2-1", {b"f": b"w"})]]]) == [
+    assert read_reply(raw) == [("s", [("1-1", {b"f": b"v"}), ("2-1", {b"f": b"w"})])]
+    assert read_reply({b"s": [[[b"1-1", [b"f", b"v"]]]]}) == [("s", [("1-1", {b"f": b"v"})])]
+    assert read_reply({b"s": [[]]}) == [("s", [])]
+    assert read_reply([[b"s", [(None, None), (b"2-1", {b"f": b"w"})]]]) == [
         ("s", [("2-1", {b"f": b"w"})])]
 
 
@@ -122,10 +124,10 @@ def test_the_outbox_forward(recorded: dict[str, Any]) -> None:
 
 
 def test_xinfo_rows(recorded: dict[str, Any]) -> None:
-    groups = [info_map(row) for row in recorded["xinfo_groups"]]
+    groups = [info_row(row) for row in recorded["xinfo_groups"]]
     assert [(g["name"], g["pending"], g["last-delivered-id"]) for g in groups] == [
         (b"g1", 1, b"1-1"), (b"g2", 2, b"2-1")]
-    consumer = info_map(recorded["xinfo_consumers"][0])
+    consumer = info_row(recorded["xinfo_consumers"][0])
     assert (consumer["name"], consumer["pending"], consumer["idle"]) == (b"c", 1, 0)
 
 

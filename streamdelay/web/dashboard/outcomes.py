@@ -18,6 +18,7 @@ from typing import Any
 from ...base.errors import ResultTimeout
 from ...base.models import JobInfo, JobResult
 from ...producer.queue import AsyncQueue
+from ...protocol import streams
 from ...protocol.events import EVENTS_FIELD, entry_events
 from ...protocol.keys import PartitionKeys, partition_of
 from ...protocol.plan import Command, Commands, Plan
@@ -93,13 +94,14 @@ def timeline_plan(q: AsyncQueue, job_id: str, since_ms: int | None, until_ms: in
     # the three reads share one slot (one node of a Cluster)
     bound, head, tail, progress = yield Commands((
         Command(("HGET", keys.meta, EVENTS_FIELD)),
-        Command(("XRANGE", keys.events, start, end, "COUNT", TIMELINE_ENTRIES)),
-        Command(("XREVRANGE", keys.events, end, start, "COUNT", TIMELINE_ENTRIES)),
+        streams.entries_range(keys.events, start, end, TIMELINE_ENTRIES),
+        streams.entries_back(keys.events, end, start, TIMELINE_ENTRIES),
         Command(("GET", progress_key(keys, job_id)))))
     on = bound is not None and text(bound) not in ("", "0")
-    entries = {text(eid): fields for eid, fields in [*(head or ()), *(tail or ())]}
-    head_ids = [text(eid) for eid, _ in head or ()]
-    tail_ids = [text(eid) for eid, _ in tail or ()]
+    head, tail = streams.entries(head), streams.entries(tail)
+    entries = dict([*head, *tail])
+    head_ids = [eid for eid, _ in head]
+    tail_ids = [eid for eid, _ in tail]
     partial = (len(head_ids) == TIMELINE_ENTRIES and len(tail_ids) == TIMELINE_ENTRIES
                and _order(tail_ids[-1]) > _order(head_ids[-1]))
     rows = []
