@@ -6,7 +6,10 @@
 -- ARGV[1] group, ARGV[2] topic, ARGV[3] job id, ARGV[4] stream entry id,
 -- ARGV[5] retry delay ms, clamped into [0, 10 years] (a value out of range or not a number
 -- never writes a due time past what a Backoff allows), ARGV[6] '1' = dead now (no retry),
--- ARGV[7] error text, ARGV[8] keep_result ms (failJob's ARGV plus this one)
+-- ARGV[7] error text, ARGV[8] keep_result ms (failJob's ARGV plus this one), then optional:
+-- ARGV[9] '1' = snooze (docs/worker.md#snooze: back after the delay, no attempt spent, never
+-- dead), ARGV[10] a checkpoint to keep for the next delivery (JSON, '' none; PREFIX..'ck',
+-- docs/keys.md#checkpoints), written when the delivery is current and the job goes back.
 -- Returns {0} stale delivery (job cancelled/replaced/reclaimed meanwhile), {1, due_ms} retried,
 -- {2, dead_entry_id} dead. Dead-letter entry fields: id, error, attempts, at (ms).
 -- The retry's due time is counted from the server clock in µs and rounded up to the next ms.
@@ -71,9 +74,10 @@ if not current then
   release_hold(id, eid) -- a job rescheduled or replaced while this delivery ran: now free
   return {0}
 end
-r.attempts = r.attempts + 1
+local snooze = ARGV[9] == '1' and whole
+if not snooze then r.attempts = r.attempts + 1 end
 if not whole then err = STREAM_ENTRY_LOST .. '; last error: ' .. err end
-if dead_now or r.attempts >= r.max or not whole then -- ends like every dead job: end_dead
+if not snooze and (dead_now or r.attempts >= r.max or not whole) then -- ends like every dead job: end_dead
   local entry = dead_lib()(id, r, err, now, tonumber(ARGV[8]))
   events_flush()
   return {2, entry}
@@ -83,6 +87,7 @@ redis.call('HSET', K_JOBS, id, build_record(r))
 redis.call('ZADD', K_DELAYED, r.due, id)
 redis.call('HINCRBY', K_COUNTS, topic, 1)
 wake_if_head(id, r.due)
+if ARGV[10] and ARGV[10] ~= '' then redis.call('HSET', PREFIX .. 'ck', id, ARGV[10]) end
 emit_event('retried', id, topic, r.attempts, err, now)
 events_flush()
 return {1, r.due}

@@ -139,6 +139,8 @@ if n > 0 then
   end
   local S = redis.call('EXISTS', K_STAGED) == 1 and staging_lib() or nil -- any staged topic?
   local deadlines = X and X.deadlines_of(ids, n) -- nil on a queue without job options
+  -- checkpoints (PREFIX..'ck', docs/keys.md#checkpoints): one EXISTS when the partition has none
+  local CK = redis.call('EXISTS', PREFIX .. 'ck') == 1 and PREFIX .. 'ck' or nil
   local writes, nw = {}, 0 -- id, new record pairs: one HSET for the batch
   local left = 0 -- jobs whose new place is written (or that have none to have)
   local later = {} -- score, id pairs: jobs that can go nowhere now
@@ -189,7 +191,11 @@ if n > 0 then
       -- pcall: a foreign client may have put another type of value at the topic's key; that job
       -- goes dead with the reason instead of aborting the batch for every other job
       local entry
-      if deadline then entry = rpcall('XADD', sk, '*', 'id', id, 'rec', raw, 'x', deadline)
+      -- a checkpoint of an earlier run rides in field 'c' (docs/worker.md#checkpoints)
+      local ck = CK and redis.call('HGET', CK, id)
+      if ck then entry = deadline and rpcall('XADD', sk, '*', 'id', id, 'rec', raw, 'x', deadline, 'c', ck)
+                         or rpcall('XADD', sk, '*', 'id', id, 'rec', raw, 'c', ck)
+      elseif deadline then entry = rpcall('XADD', sk, '*', 'id', id, 'rec', raw, 'x', deadline)
       else entry = rpcall('XADD', sk, '*', 'id', id, 'rec', raw) end
       if type(entry) == 'string' then
         writes[nw + 1] = id

@@ -164,7 +164,14 @@ if drained and #entries < k then
         elseif r and r.state == 'r' and r.topic == topic then
           r.state, r.entry = 's', ''
           local eid
-          if deadline then -- the open step checks it again against the take's clock
+          local ck = redis.call('HGET', PREFIX .. 'ck', id) -- docs/worker.md#checkpoints
+          if ck and deadline then
+            eid = redis.call('XADD', sk, '*', 'id', id, 'rec', build_record(r),
+                             'p', job_priority(id), 'c', ck, 'x', deadline)
+          elseif ck then
+            eid = redis.call('XADD', sk, '*', 'id', id, 'rec', build_record(r),
+                             'p', job_priority(id), 'c', ck)
+          elseif deadline then -- the open step checks it again against the take's clock
             eid = redis.call('XADD', sk, '*', 'id', id, 'rec', build_record(r),
                              'p', job_priority(id), 'x', deadline)
           else

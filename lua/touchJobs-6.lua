@@ -8,6 +8,10 @@
 -- id; then 4 values per progress: the delivery's position (1..N), job id, ttl ms, value (at
 -- most 1 KiB of JSON, checked by the caller). touchJobs' ARGV plus N and the progress values.
 -- A progress of a delivery this consumer no longer owns is not written.
+-- Checkpoints (docs/worker.md#checkpoints) take the same 4 values with the position negated
+-- (-1..-N), job id, an unused 0, the value (at most 64 KiB of JSON, checked by the caller):
+-- stored as field job id of PREFIX..'ck' (hash, docs/keys.md#checkpoints) while the consumer
+-- owns the delivery; the job's next delivery carries it (entry field 'c').
 -- Returns the entry ids this consumer no longer owns (reclaimed, cancelled, handed away, or
 -- whose stream or group no longer exists), and those it owns whose job was rescheduled or
 -- replaced meanwhile: touched all the same, and the job held behind them keeps waiting
@@ -33,7 +37,7 @@ local last = 3 + 2 * n -- the last ARGV of the deliveries; progress values follo
 if n < 0 or last > #ARGV or (#ARGV - last) % 4 ~= 0 then
   error({err = 'SDERR BAD_ARGS touchJobs: N does not match the values'})
 end
-local progress = {} -- delivery position -> ARGV index of its progress
+local progress = {} -- delivery position -> ARGV index of its progress (negated: checkpoint)
 for b = last + 1, #ARGV, 4 do progress[tonumber(ARGV[b])] = b end
 local lost = {}
 local now = nil
@@ -62,6 +66,8 @@ for b = 4, last, 2 do
       local ttl = math.max(1, math.floor(tonumber(ARGV[p + 2]) or 1))
       redis.call('SET', PREFIX .. 'p:' .. ARGV[p + 1], eid .. '|' .. ARGV[p + 3], 'PX', ttl)
     end
+    p = progress[(2 - b) / 2]
+    if p then redis.call('HSET', PREFIX .. 'ck', ARGV[p + 1], ARGV[p + 3]) end
   else
     lost[#lost + 1] = eid
   end

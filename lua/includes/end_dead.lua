@@ -20,6 +20,7 @@ local function end_dead(id, r, why, now, keep, kind, detail)
   r.state, r.entry = 'x', dead
   redis.call('HSET', K_JOBS, id, build_record(r))
   dead_result(id, r, why, now, keep, kind, detail)
+  redis.pcall('HDEL', PREFIX .. 'ck', id) -- its checkpoint ends with it (docs/keys.md#checkpoints)
   flow_forget_dead({id}) -- not dead for a parent: a replay must not re-check an earlier life's
   if dead_deferred then dead_deferred[#dead_deferred + 1] = id else flow_ended(id, 'x', now) end
   return dead

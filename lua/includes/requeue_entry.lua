@@ -13,7 +13,8 @@
 -- Expiry (includes/expired.lua): a job past its deadline is not put back: it goes to the dead
 -- letters with error 'expired' (r.expired set, false returned; the 'expired' event is written,
 -- so the caller writes no other); a job with a deadline still ahead gets it in the new entry's
--- 'x' field, as promoteDue writes it.
+-- 'x' field, as promoteDue writes it; a job with a checkpoint (PREFIX..'ck') gets it in field 'c'
+-- (docs/worker.md#checkpoints).
 -- @include keys
 -- @include release_lease
 -- @include build_record
@@ -47,7 +48,13 @@ local function requeue_entry(r, id, old_entry, group, count_attempt, why, now)
   end
   r.state = 's'
   r.entry = ''
-  if deadline then
+  -- a checkpoint of an earlier run rides in field 'c' (docs/worker.md#checkpoints)
+  local ck = redis.call('HGET', PREFIX .. 'ck', id)
+  if ck and deadline then
+    r.entry = redis.call('XADD', sk, '*', 'id', id, 'rec', build_record(r), 'c', ck, 'x', deadline)
+  elseif ck then
+    r.entry = redis.call('XADD', sk, '*', 'id', id, 'rec', build_record(r), 'c', ck)
+  elseif deadline then
     r.entry = redis.call('XADD', sk, '*', 'id', id, 'rec', build_record(r), 'x', deadline)
   else
     r.entry = redis.call('XADD', sk, '*', 'id', id, 'rec', build_record(r))

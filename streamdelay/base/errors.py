@@ -149,3 +149,10 @@ class StaleReceipt(StreamdelayError):
 
 class ResultTimeout(StreamdelayError):
     """``Queue.result(id, timeout=)`` ran out of time before the job ended (docs/results.md)."""
+
+
+class Aborted(StreamdelayError):
+    """The job was aborted (``Queue.cancel(id, abort=True)``) while it ran: ``job.check_abort()``
+    raises it in a handler, a reservation's ``touch`` when its job was aborted (the HTTP
+    service answers 409 ``aborted``). The job is already gone, cancelled: nothing to settle
+    (docs/worker.md#abort)."""

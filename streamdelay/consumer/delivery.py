@@ -21,7 +21,8 @@ from typing import Any
 
 import msgspec
 
-from ..base.errors import BodyDecodeError, ConfigError, ValidationError
+from ..base.control import Snooze
+from ..base.errors import Aborted, BodyDecodeError, ConfigError, ValidationError
 from ..base.models import BackoffPolicy, Drop, Job, Retry
 from ..base.validation import delay_ms
 from ..protocol.backoff import failure_delay_ms
@@ -75,12 +76,47 @@ class Delivery:
     handler_s: float | None = None  # how long its handler ran (None: it did not run)
     run: JobRun | None = None  # the observed run (debug logs, span), when observed
     keep_result_ms: int = 0  # the job's keep_result: a dead end keeps its error that long
+    keep_done_ms: int | None = None  # the job's own keep_done (None: the queue's), for its ack
     progress: bytes | None = None  # the handler's last progress (JSON), sent with each touch
     progress_fresh: bool = False  # reported since the last touch: touched within PROGRESS_EVERY
     read_ms: int = 0  # the server clock read with the entry (0: not read), docs/expiry.md
     # read new (XREADGROUP '>') with read_ms, and no heartbeat sent for it since: its settle's
     # 'started' event takes read_ms instead of reading the pending list (docs/events.md#started)
     fresh: bool = False
+    # execution control (docs/worker.md#abort, #checkpoints): set when the job was aborted
+    # (consumer/pausing.py reads the aborts), the latest checkpoint and whether it was sent
+    aborted: bool = False
+    checkpoint: bytes | None = None
+    checkpoint_fresh: bool = False
+    # THE abort hook (docs/worker.md#abort): callables run once, on the event loop, when the
+    # job is aborted, after ``aborted`` is set. A delivery with hooks is left to them (its task
+    # is not cancelled): the process executor adds one that terminates the child running the
+    # handler (SIGTERM, then SIGKILL after abort_grace) and lets its run end as usual. None
+    # until one is added: a plain delivery pays nothing.
+    on_abort: list[Callable[[Delivery], None]] | None = None
+
+    def keep_checkpoint(self, data: bytes) -> None:
+        """``Job.checkpoint``'s sink: keep the latest value for the next heartbeat (any
+        thread; two attribute writes, no I/O)."""
+        self.checkpoint = data
+        self.checkpoint_fresh = True
+
+    def abort(self) -> None:
+        """The job was aborted while this delivery runs (``cancelJob`` with its abort flag,
+        read by the pause watch): mark it (``job.aborted``), then run the ``on_abort`` hooks
+        if any, else cancel the task unless a def handler's thread runs it (a thread cannot
+        be stopped: its handler sees ``job.aborted``). Its settle then finds the job gone."""
+        if self.aborted:
+            return
+        self.aborted = True
+        if self.on_abort:
+            for hook in self.on_abort:
+                try:
+                    hook(self)
+                except Exception:  # one failing hook must not keep the others from running
+                    log.exception("job %s: an abort hook failed", self.job_id)
+        elif self.thread is None and self.task is not None and not self.task.done():
+            self.task.cancel()
 
     def report_progress(self, data: bytes) -> None:
         """``Job.progress``'s sink: keep the latest value for the next heartbeat (any thread;
@@ -133,7 +169,7 @@ class Settlement:
     """How to settle a delivery: ack, retry after ``delay_ms``, dead now, or expired (its
     job's deadline passed before it ran: docs/expiry.md)."""
 
-    kind: str  # "ack" | "retry" | "dead" | "expired"
+    kind: str  # "ack" | "retry" | "snooze" | "dead" | "expired"
     delay_ms: int = 0
     error: str = ""
     result: tuple[int, bytes] | None = None  # an ack's (keep_result ms, encoded result)
@@ -158,7 +194,9 @@ def open_delivery(
     if opened.job is None:
         return None, None, Settlement("dead", error=opened.error)
     delivery.keep_result_ms = opened.job.keep_result_ms
+    delivery.keep_done_ms = opened.job.keep_done_ms
     object.__setattr__(opened.job, "_report", delivery.report_progress)  # Job.progress
+    object.__setattr__(opened.job, "_control", delivery)  # Job.checkpoint, Job.aborted
     return opened.job, opened.backoff, None
 
 
@@ -256,6 +294,10 @@ def outcome_of(
             exc = refused
     if isinstance(exc, Drop):  # acknowledged like a success; the text tells them apart
         return Settlement("ack", error=f"Drop: {exc}")
+    if isinstance(exc, Snooze):  # back later, no attempt spent (docs/worker.md#snooze)
+        return Settlement("snooze", delay_ms(exc.delay), f"Snooze: {exc}")
+    if isinstance(exc, Aborted):  # its job is already cancelled: the settle finds it stale
+        return Settlement("retry", 0, describe_error(exc))
     if isinstance(exc, Retry):
         return Settlement("retry", delay_ms(exc.delay), f"Retry: {exc}")
     if isinstance(exc, BodyDecodeError):

@@ -17,7 +17,7 @@ from ..protocol.plan import Commands
 from ..protocol.replies import text
 from ..protocol.workers import WorkerCommand, command_read, parse_command
 from ..redis_io.runner import RETRYABLE, call_with_retry
-from . import upkeep
+from . import control, upkeep
 from .settling import frees
 
 if TYPE_CHECKING:
@@ -28,15 +28,18 @@ log = logging.getLogger("streamdelay.worker")
 
 
 async def refresh(worker: Worker) -> None:
-    """Read the paused topics into ``worker.views``, the events switch and this worker's
-    command (quiet or stop: docs/operations.md#quiet-and-stop), in one round trip."""
+    """Read the paused topics into ``worker.views``, the events switch, this worker's
+    command (quiet or stop: docs/operations.md#quiet-and-stop) and the aborts of the
+    partitions where it runs jobs (docs/worker.md#abort), in one round trip."""
     name = worker.config.name
-    paused, events, command = await worker.call(Commands((
-        paused_command(name), events_command(name), command_read(name, worker.consumer))),
-        "paused")
+    parts, reads = control.abort_reads(worker)  # only where it holds deliveries
+    paused, events, command, *aborts = await worker.call(Commands((
+        paused_command(name), events_command(name), command_read(name, worker.consumer),
+        *reads)), "paused")
     _apply(worker, paused)
     worker.views.set_events(parse_events(events))
     obey(worker, parse_command(command, worker.fleet_started_ms))
+    control.apply_aborts(worker, parts, aborts)
 
 
 def obey(worker: Worker, command: WorkerCommand | None) -> None:
@@ -69,10 +72,12 @@ def _apply(worker: Worker, reply: Any) -> None:
 
 
 async def watch(worker: Worker) -> None:
-    """Re-read the paused topics every ``REFRESH_S`` until the worker stops."""
+    """Re-read the paused topics (and the aborts) every ``REFRESH_S`` until the worker stops,
+    writing the checkpoints its handlers kept meanwhile."""
     while not worker.stopping:
         try:
             await refresh(worker)
+            await control.flush_checkpoints(worker)  # docs/worker.md#checkpoints
         except RETRYABLE as exc:  # the read loops ride the outage out too
             log.debug("could not read the paused topics (%s)", exc)
         await asyncio.sleep(REFRESH_S)

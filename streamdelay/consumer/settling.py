@@ -9,6 +9,7 @@ import logging
 from typing import Any
 
 from ..base import validation
+from ..engine import control
 from ..engine.leasing import free_call, triples_pairs
 from ..engine.settling import EXPIRED_NOW, HANDED_BACK, ack_plan, expire_plan, fail_plan
 from ..protocol.scripts import ScriptCall
@@ -27,11 +28,18 @@ def job_fields(worker: UpkeepHost, delivery: Delivery) -> dict[str, Any]:
 async def settle_failure(worker: UpkeepHost, delivery: Delivery, settlement: Settlement) -> None:
     """Retry ``delivery`` after its delay or dead-letter it, as ``settlement`` says."""
     keys = worker.partitions[delivery.partition]
-    outcome = await worker.run_plan(fail_plan(
-        keys, worker.group, delivery.topic, delivery.job_id, delivery.entry_id,
-        settlement.delay_ms, settlement.kind == "dead", settlement.error,
-        delivery.keep_result_ms, frees(worker, delivery.partition,
-                                       [(delivery.topic, delivery.entry_id)])), "fail")
+    also = frees(worker, delivery.partition, [(delivery.topic, delivery.entry_id)])
+    if settlement.kind == "snooze" or delivery.checkpoint_fresh:  # docs/worker.md#snooze
+        outcome = await worker.run_plan(control.fail_plan(
+            keys, worker.group, delivery.topic, delivery.job_id, delivery.entry_id,
+            settlement.delay_ms, settlement.kind == "dead", settlement.error,
+            delivery.keep_result_ms, settlement.kind == "snooze",
+            delivery.checkpoint if delivery.checkpoint_fresh else None, also), "fail")
+    else:
+        outcome = await worker.run_plan(fail_plan(
+            keys, worker.group, delivery.topic, delivery.job_id, delivery.entry_id,
+            settlement.delay_ms, settlement.kind == "dead", settlement.error,
+            delivery.keep_result_ms, also), "fail")
     if worker.metrics is not None:
         worker.metrics.settled(delivery, ("dropped", "retried", "dead")[outcome.outcome])
     if outcome.outcome == 0 and settlement.kind == "dead":  # an entry no job stands behind
@@ -70,11 +78,14 @@ async def settle_expired(worker: UpkeepHost, delivery: Delivery) -> None:
 
 
 async def send_acks(worker: UpkeepHost, partition: int, flat: list[str],
-                    results: list[Any] | None = None, reads: list[int] | None = None) -> None:
+                    results: list[Any] | None = None, reads: list[int] | None = None,
+                    keep_done_ms: int | None = None) -> None:
     """One ``ackJobs`` call for a batch of ``topic, job id, entry id`` of one partition, with
-    the results it keeps and the deliveries' fresh read times (``acks.PendingAcks.flush``)."""
+    the results it keeps and the deliveries' fresh read times (``acks.PendingAcks.flush``);
+    ``keep_done_ms``: the batch's jobs' own keep_done (None: the queue's)."""
     keys = worker.partitions[partition]
-    keep_ms = validation.delay_ms(worker.config.keep_done)
+    keep_ms = (validation.delay_ms(worker.config.keep_done) if keep_done_ms is None
+               else keep_done_ms)
     pairs = triples_pairs(flat)
     also = frees(worker, partition, pairs, keep=True)  # a failed batch is sent again
     await worker.run_plan(ack_plan(keys, worker.group, keep_ms, flat, results or (), also,

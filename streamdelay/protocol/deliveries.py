@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from ..base.control import decode_checkpoint
 from ..base.errors import BodyDecodeError, StreamdelayError
 from ..base.models import BackoffPolicy, Job
 from .codec import blob_backoff, decode_blob, decode_body, parse_record
@@ -91,8 +92,10 @@ def open_entry(
         id=job_id, topic=topic, body=body, due=record.due, created=record.created,
         attempt=record.attempts + 1, max_attempts=record.max_attempts, ttr=record.ttr_ms / 1000,
         headers=blob.headers, entry_id=entry_id, partition=partition,
-        keep_result_ms=blob.keep or 0,
+        keep_result_ms=blob.keep or 0, keep_done_ms=blob.done,
     )
+    if b"c" in fields:  # an earlier run's checkpoint (docs/worker.md#checkpoints)
+        object.__setattr__(job, "last_checkpoint", decode_checkpoint(fields[b"c"]))
     return OpenedEntry(job_id, job, blob_backoff(blob), "", ttr_ms, size)
 
 
