@@ -7,6 +7,7 @@ partition; a reservation settles one receipt (docs/pull.md, docs/worker.md#ackno
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..base import validation
@@ -89,6 +90,51 @@ def touch_plan(keys: PartitionKeys, group: str, consumer: str, flat: Sequence[st
                                        also))))
 
 
+@dataclass(frozen=True)
+class Held:
+    """One delivery a consumer keeps alive: its topic, job and entry, its ttr, the progress it
+    reported since its last touch (an encoded JSON value, or None) and whether it holds a lease
+    in partition 0's slot (``leasing.py``)."""
+
+    topic: str
+    job_id: str
+    entry_id: str
+    ttr_ms: int
+    progress: Arg | None = None
+    lease: bool = False
+
+
+def progress_ttl_ms(ttr_ms: int) -> int:
+    """How long a reported progress value is kept: over two touch intervals of its delivery,
+    a second at least (docs/results.md#progress)."""
+    return max(ttr_ms, 1000) * 2
+
+
+def lease_ttl_ms(ttr_ms: int) -> int:
+    """How far a touch moves a delivery's lease on: its ttr from now (docs/limits.md)."""
+    return max(ttr_ms, 1)
+
+
+def keep_alive_plan(keys: PartitionKeys, group: str, consumer: str, held: Sequence[Held]
+                    ) -> Plan[set[str]]:
+    """THE touch of every driver (the Worker's heartbeat, a reservation's ``touch``): reset
+    the idle time of ``held`` deliveries of one partition, store their progress
+    (``progress_ttl_ms``) and move their leases on (``lease_ttl_ms``), in one round trip; the
+    entry ids ``consumer`` no longer owns."""
+    flat: list[str] = []
+    progress: list[Arg] = []
+    leases: list[tuple[str, str, int]] = []
+    for position, one in enumerate(held, 1):
+        flat.extend((one.topic, one.entry_id))
+        if one.progress is not None:
+            progress.extend((position, one.job_id, progress_ttl_ms(one.ttr_ms), one.progress))
+        if one.lease:
+            leases.append((one.topic, leasing.member(keys.partition, one.entry_id),
+                           lease_ttl_ms(one.ttr_ms)))
+    also = (leasing.touch_call(keys.queue, leases),) if leases else ()
+    return (yield from touch_plan(keys, group, consumer, flat, progress, also))
+
+
 def release_plan(keys: PartitionKeys, group: str, flat: Sequence[str], later_ms: int = 0,
                  also: Sequence[ScriptCall] = ()) -> Plan[int]:
     """Hand ``topic, job id, entry id`` triples back to the tail of their streams, not an
@@ -133,8 +179,9 @@ def ack_receipt_plan(spec: QueueSpec, key: ReceiptKey, receipt: Receipt, result:
         kept = (1, receipt.keep_ms, encode_result(result, spec.serializer,
                                                   spec.max_result_bytes))
     yield from check_receipt_plan(spec.name, key, receipt)
-    if not (yield from ack_plan(_keys(spec.name, receipt), receipt.group,
-                                validation.delay_ms(spec.keep_done),
+    keep_done = (validation.delay_ms(spec.keep_done) if receipt.done_ms is None
+                 else receipt.done_ms)  # the job's own over the queue's
+    if not (yield from ack_plan(_keys(spec.name, receipt), receipt.group, keep_done,
                                 [receipt.topic, receipt.id, receipt.entry], kept,
                                 _frees(spec.name, receipt))):
         raise stale(receipt, "ack")
@@ -164,14 +211,11 @@ def touch_receipt_plan(queue: str, key: ReceiptKey, receipt: Receipt, progress: 
                        ) -> Plan[None]:
     """Heartbeat a reservation (its ttr counts from now), storing ``progress`` when given
     (docs/results.md#progress); ``StaleReceipt`` when its consumer no longer holds it."""
-    reported: tuple[Arg, ...] = ()
-    if progress is not None:
-        reported = (1, receipt.id, max(receipt.ttr_ms, 1000) * 2, validation.progress(progress))
+    value = None if progress is None else validation.progress(progress)
     yield from check_receipt_plan(queue, key, receipt)
-    moved = (leasing.touch_call(queue, [(receipt.topic, leasing.member(
-        receipt.partition, receipt.entry), max(receipt.ttr_ms, 1))]),) if receipt.lease else ()
-    if (yield from touch_plan(_keys(queue, receipt), receipt.group, receipt.consumer,
-                              [receipt.topic, receipt.entry], reported, moved)):
+    if (yield from keep_alive_plan(_keys(queue, receipt), receipt.group, receipt.consumer, [
+            Held(receipt.topic, receipt.id, receipt.entry, receipt.ttr_ms, value,
+                 receipt.lease)])):
         raise stale(receipt, "touch")
 
 

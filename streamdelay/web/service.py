@@ -20,6 +20,8 @@ from typing import Any
 
 from ..base.errors import StreamdelayError
 from ..consumer.dispatcher import Dispatcher
+from ..consumer.supervise import supervised
+from ..engine.cadence import RECLAIM, process_cadence, site_of
 from ..engine.constants import default_consumer_name
 from ..engine.upkeep import reclaim_plan
 from ..producer.queue import AsyncQueue
@@ -102,17 +104,9 @@ class Service:
         self._reclaim = asyncio.create_task(self._supervised(self._reclaim_loop, "reclaim"))
 
     async def _supervised(self, run: Any, what: str) -> None:
-        """Run a duty; on an unexpected error log it and start again after a pause."""
-        while True:
-            try:
-                await run()
-                return
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.error("%s failed (%s: %s); restarting in 1 s", what, type(exc).__name__,
-                          exc)
-                await asyncio.sleep(1.0)
+        """Run a duty under the one supervision policy of every loop of the library
+        (``consumer/supervise.py``: logged and restarted after a pause)."""
+        await supervised(what, run, log)
 
     async def reclaim_once(self) -> int:
         """One reclaim pass over every served queue."""
@@ -129,16 +123,25 @@ class Service:
         return moved
 
     async def _reclaim_loop(self) -> None:
+        """Reclaim every served queue every ``reclaim_interval`` (jittered), holding each
+        queue's reclaim in the process's cadence meanwhile (``engine/cadence.py``): the
+        ``:reserve`` rounds of its HTTP consumers then leave the reclaim to this loop, so the
+        process reclaims once however many consumers it serves."""
         interval = self.settings.reclaim_interval
-        while True:
-            await asyncio.sleep(interval * random.uniform(0.8, 1.2))
-            try:
-                moved = await self.reclaim_once()
-            except StreamdelayError as exc:
-                log.warning("reclaim pass failed: %s", exc)
-                continue
-            if moved:
-                log.info("re-queued %d job(s) of silent consumers", moved)
+        cadence = process_cadence()
+        with contextlib.ExitStack() as held:
+            for queue in self.queues.values():
+                held.enter_context(cadence.holding(RECLAIM, site_of(queue.config.url,
+                                                                    queue.config.name)))
+            while True:
+                try:
+                    moved = await self.reclaim_once()
+                except StreamdelayError as exc:
+                    log.warning("reclaim pass failed: %s", exc)
+                    moved = 0
+                if moved:
+                    log.info("re-queued %d job(s) of silent consumers", moved)
+                await asyncio.sleep(interval * random.uniform(0.8, 1.2))
 
     async def stop(self) -> None:
         """Stop the duties and close every connection pool."""
