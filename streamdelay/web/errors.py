@@ -27,7 +27,7 @@ log = logging.getLogger("streamdelay.web")
 # states them as an enum and mypy refuses a code that is not in it.
 ErrorCode = Literal[
     "bad_request", "too_deep", "unauthorized", "forbidden", "not_found", "no_such_queue",
-    "no_such_job", "no_such_group", "method_not_allowed", "conflict", "stale_receipt",
+    "no_such_job", "no_such_group", "method_not_allowed", "conflict", "stale_receipt", "aborted",
     "group_taken", "too_large", "unsupported_media", "invalid", "too_many_requests", "busy",
     "request_timeout", "headers_too_large", "too_many_connections", "internal", "unavailable",
     "redis_unavailable", "redis_error", "not_durable", "failed", "error"]
@@ -75,6 +75,8 @@ def _library_status(exc: errors.StreamdelayError) -> tuple[int, ErrorCode]:
     name = type(exc).__name__
     if name == "StaleReceipt":
         return 409, "stale_receipt"
+    if name == "Aborted":  # cancelled with abort while it ran (docs/worker.md#abort)
+        return 409, "aborted"
     if isinstance(exc, errors.ValidationError):
         return 422, "invalid"
     if isinstance(exc, errors.JobNotFound):

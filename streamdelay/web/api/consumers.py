@@ -87,7 +87,10 @@ async def settle(target: AsyncQueue, metrics: Counts, receipt: str, action: str,
     path of ``web/fastpath.py``)."""
     reservation = target.reservation(receipt)
     if action == "touch":
-        await reservation.touch(data.progress if isinstance(data, TouchBody) else None)
+        if isinstance(data, TouchBody):
+            await reservation.touch(data.progress, checkpoint=data.checkpoint)
+        else:
+            await reservation.touch()
         return Settled("touched")
     if action == "ack":
         await reservation.ack(data.result if isinstance(data, AckBody) else None)
@@ -95,8 +98,9 @@ async def settle(target: AsyncQueue, metrics: Counts, receipt: str, action: str,
     else:
         assert isinstance(data, FailBody)
         done = await reservation.fail(data.error, seconds_of(data.retry_delay, "retry_delay"),
-                                      data.dead)
-        outcome = "dead" if done == "dead" else "retried"
+                                      data.dead, snooze=seconds_of(data.snooze, "snooze"),
+                                      checkpoint=data.checkpoint)
+        outcome = done if done in ("dead", "snoozed") else "retried"
     config = target.config
     found = decode_receipt(receipt, config.name, config.partitions)
     metrics.settled(config.name, found.topic, found.group, outcome)

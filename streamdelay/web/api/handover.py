@@ -72,7 +72,8 @@ async def carry(request: Request[Any, Any, Any], queue: str, target: AsyncQueue,
         for r in found:
             try:
                 parts.append(_encoder.encode(Delivery(r.id, r.topic, r.body, r.headers,
-                                                      r.attempt, r.due, r.ttr, r.receipt)))
+                                                      r.attempt, r.due, r.ttr, r.receipt,
+                                                      r.last_checkpoint)))
             except _UNSENDABLE as exc:
                 unsendable.append((r, _unsendable(exc)))
         metrics = request.app.state.metrics

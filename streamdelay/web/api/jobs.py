@@ -77,7 +77,8 @@ async def enqueue_job(target: AsyncQueue, data: EnqueueBody) -> EnqueueResult:
                                 backoff=spec.backoff, headers=spec.headers,
                                 replace=spec.replace, keep_result=spec.keep_result,
                                 priority=spec.priority, key=spec.key, expires=spec.expires,
-                                after=data.after, on_parent_failure=data.on_parent_failure)
+                                after=data.after, on_parent_failure=data.on_parent_failure,
+                                keep_done=spec.keep_done)
 
 
 @post(f"{PREFIX}/jobs/:batch", opt=WRITE, status_code=200, tags=["producers"],
@@ -122,10 +123,13 @@ async def get_job(request: Request[Any, Any, Any], queue: QueueParam,
 
 @delete(f"{PREFIX}/jobs/{{id:path}}", opt=WRITE, status_code=200, tags=["producers"],
         operation_id="cancelJob", summary="Cancel a job", responses=errors(*READ_ERRORS))
-async def cancel_job(request: Request[Any, Any, Any], queue: QueueParam, id: JobIdParam) -> Done:
-    """Remove the job in any state; 404 when there is none."""
+async def cancel_job(request: Request[Any, Any, Any], queue: QueueParam, id: JobIdParam,
+                     abort: bool = False) -> Done:
+    """Remove the job in any state; 404 when there is none. `?abort=true` also stops its
+    handler if it runs (within about 1 s): the job ends cancelled, its result and event say
+    aborted, an HTTP consumer's next touch answers 409 `aborted` (docs/worker.md#abort)."""
     job_id = path_value(id)
-    if not await served(request, queue).cancel(job_id):
+    if not await served(request, queue).cancel(job_id, abort=abort):
         raise _missing(job_id)
     return Done(job_id)
 

@@ -31,7 +31,8 @@ class Action:
 
 ACTIONS: dict[str, Action] = {a.name: a for a in (
     Action("cancel", "Cancel", "Remove job {id} from queue {queue}, whatever its state. It will "
-           "not run (a run already started may finish; its ack then does nothing).", "", "write",
+           "not run; a run already started is aborted within about 1 s (an async handler is "
+           "cancelled, a def handler sees job.aborted: docs/worker.md#abort).", "", "write",
            True),
     Action("run_now", "Run now", "Make job {id} due now: the dispatcher moves it to the "
            "{topic} stream at once and the next free worker runs it.", "", "write"),
@@ -89,8 +90,8 @@ async def perform(q: AsyncQueue, name: str, job_id: str | None, topic: str | Non
                        else q.stop_worker(worker or ""))
         return (f"worker {worker} asked to {name} (it learns of it within 2 s)" if asked
                 else f"worker {worker} was asked already")
-    if name == "cancel":
-        result = await q.cancel(job_id or "")
+    if name == "cancel":  # a running job is aborted too (docs/dashboard.md#actions)
+        result = await q.cancel(job_id or "", abort=True)
         return f"job {job_id} cancelled" if result else f"job {job_id} was not there"
     if name in ("run_now", "reschedule"):
         seconds = 0.0 if name == "run_now" else parse_duration(delay or "", field="delay")
