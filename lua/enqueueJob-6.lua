@@ -27,13 +27,15 @@
 -- Retry-safe: a repeated call finds the id taken and answers 0 (the caller then asks enqueueJobs,
 -- which reports created=0).
 -- Events (docs/events.md): 'enqueued' (detail: the due time), when the queue keeps events.
--- @include server_time
--- @include keys
--- @include due_after
--- @include resolve_due
--- @include new_record
--- @include emit_event
--- @include opts_arg
+-- A straight line: the includes it needs are inlined here (server_time, due_after, resolve_due,
+-- new_record, opts_arg, and the one-event write of emit_event), since every helper an include
+-- defines is built again on every EVALSHA, and a one-job call pays for each (docs/keys.md#includes;
+-- docs/benchmarks.md#life). Keep them in step with those includes.
+-- The keys of includes/keys.lua (K_DELAYED, K_JOBS, K_WAKE, K_COUNTS, PREFIX, K_OPTS, K_STAGED),
+-- without its helpers (built on every call otherwise)
+local delayed_key, jobs_key, wake_key, counts_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local prefix = string.sub(jobs_key, 1, -5)
+local opts_key, staged_key = prefix .. 'opts', prefix .. 'staged'
 
 local with_opts = #ARGV == 9
 if #ARGV ~= 8 and not with_opts then return redis.error_reply('SDERR BAD_ARGS') end
@@ -41,54 +43,72 @@ local tolerance, id, topic = tonumber(ARGV[1]), ARGV[2], ARGV[3]
 local when_ms, ttr, max = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 if not (tolerance and when_ms and ttr and max) then return redis.error_reply('SDERR BAD_ARGS') end
 local priority, expires_ms, key = nil, nil, nil
+-- the options, as includes/opts_arg.lua reads them
 if with_opts then
-  priority, expires_ms, key = opts_arg(ARGV[9])
-  if not priority then return redis.error_reply('SDERR BAD_ARGS') end
-  refuse_wrong_type(K_OPTS, 'hash'); refuse_wrong_type(K_STAGED, 'hash')
+  local p, e, k = string.match(ARGV[9], '^([0-9])|(%d*)|([A-Za-z0-9_.:@/+=-]*)$')
+  if not p or #e > 15 or #k > 64 then return redis.error_reply('SDERR BAD_ARGS') end
+  priority, expires_ms, key = tonumber(p), tonumber(e), k
+  for _, k_opt in ipairs({opts_key, staged_key}) do
+    local t = redis.call('TYPE', k_opt).ok
+    if t ~= 'none' and t ~= 'hash' then return redis.error_reply('SDERR WRONG_TYPE ' .. k_opt .. ' ' .. t) end
+  end
 end
-local now, now_us = server_time()
-local due = resolve_due(ARGV[4], when_ms, now, now_us, tolerance)
-if not due then return redis.error_reply('SDERR AT_IN_PAST ' .. id) end
+-- includes/server_time.lua, due_after.lua, resolve_due.lua
+local time = redis.call('TIME')
+local sec, usec = tonumber(time[1]), tonumber(time[2])
+local now, now_us = sec * 1000 + math.floor(usec / 1000), sec * 1000000 + usec
+local due
+if ARGV[4] == 'r' then due = math.floor((now_us + when_ms * 1000 + 999) / 1000)
+elseif when_ms < now - tolerance then return redis.error_reply('SDERR AT_IN_PAST ' .. id)
+else due = when_ms end
 
--- A write that failed: 'SDERR WRONG_TYPE <key> <type>' when key holds another type, else the
--- error itself (a counts field that is not a number, OOM before the first write).
+-- the error of a failed write, naming the key when it holds another type (no upvalues: cheap to
+-- make on every call)
 local function refused(key, want, failed)
   local t = redis.call('TYPE', key).ok
   if t ~= 'none' and t ~= want then return redis.error_reply('SDERR WRONG_TYPE ' .. key .. ' ' .. t) end
   return redis.error_reply(failed.err)
 end
 
-local fresh = redis.pcall('HSETNX', K_JOBS, id,
-                          new_record(due, due_after(now_us, 0), ttr, max, topic, ARGV[8]))
-if type(fresh) == 'table' then return refused(K_JOBS, 'hash', fresh) end -- nothing written
+-- includes/new_record.lua (created: due_after(now_us, 0))
+local fresh = redis.pcall('HSETNX', jobs_key, id,
+                          string.format('d|0|%d|%d|%d|%d||', due, math.floor((now_us + 999) / 1000),
+                                        ttr, max) .. topic .. '|' .. ARGV[8])
+if type(fresh) == 'table' then return refused(jobs_key, 'hash', fresh) end -- nothing written
 if fresh == 0 then return 0 end
-local added = redis.pcall('ZADD', K_DELAYED, due, id)
+local added = redis.pcall('ZADD', delayed_key, due, id)
 if type(added) == 'table' then
-  redis.call('HDEL', K_JOBS, id)
-  return refused(K_DELAYED, 'zset', added)
+  redis.call('HDEL', jobs_key, id)
+  return refused(delayed_key, 'zset', added)
 end
--- the head check: the earliest delayed job is this one, so a dispatcher blocked in BZPOPMIN
--- on the wake marker must re-read its sleep (the marker's old score is kept to take it back)
 local woke, old_wake = false, nil
-if redis.call('ZRANGE', K_DELAYED, 0, 0)[1] == id then
-  old_wake = redis.pcall('ZSCORE', K_WAKE, 'w')
-  local set = type(old_wake) ~= 'table' and redis.pcall('ZADD', K_WAKE, due, 'w') or old_wake
+if redis.call('ZRANGE', delayed_key, 0, 0)[1] == id then
+  old_wake = redis.pcall('ZSCORE', wake_key, 'w')
+  local set = type(old_wake) ~= 'table' and redis.pcall('ZADD', wake_key, due, 'w') or old_wake
   if type(set) == 'table' then
-    redis.call('HDEL', K_JOBS, id); redis.call('ZREM', K_DELAYED, id)
-    return refused(K_WAKE, 'zset', set)
+    redis.call('HDEL', jobs_key, id); redis.call('ZREM', delayed_key, id)
+    return refused(wake_key, 'zset', set)
   end
   woke = true
 end
-local counted = redis.pcall('HINCRBY', K_COUNTS, topic, 1)
+local counted = redis.pcall('HINCRBY', counts_key, topic, 1)
 if type(counted) == 'table' then
-  redis.call('HDEL', K_JOBS, id); redis.call('ZREM', K_DELAYED, id)
-  if woke and old_wake then redis.call('ZADD', K_WAKE, old_wake, 'w')
-  elseif woke then redis.call('ZREM', K_WAKE, 'w') end
-  return refused(K_COUNTS, 'hash', counted)
+  redis.call('HDEL', jobs_key, id); redis.call('ZREM', delayed_key, id)
+  if woke and old_wake then redis.call('ZADD', wake_key, old_wake, 'w')
+  elseif woke then redis.call('ZREM', wake_key, 'w') end
+  return refused(counts_key, 'hash', counted)
 end
 if with_opts then
-  redis.call('HSET', K_OPTS, id, priority .. '|' .. (expires_ms and (due + expires_ms) or '') .. '|' .. key)
-  if priority ~= 5 or key ~= '' then redis.call('HSET', K_STAGED, topic, 1) end
+  redis.call('HSET', opts_key, id, priority .. '|' .. (expires_ms and (due + expires_ms) or '') .. '|' .. key)
+  if priority ~= 5 or key ~= '' then redis.call('HSET', staged_key, topic, 1) end
 end
-emit_event('enqueued', id, topic, 0, due, now)
+-- the 'enqueued' event, written alone as includes/emit_event.lua's event_alone does: the switch
+-- is field 'events' of the meta hash (absent, '0' or not a number: off), numbers sent as text
+local bound = redis.pcall('HGET', prefix .. 'meta', 'events')
+bound = type(bound) == 'string' and tonumber(bound) or 0
+if bound > 0 then
+  redis.pcall('XADD', prefix .. 'events', 'MAXLEN', '~', string.format('%d', bound), '*',
+              'k', 'enqueued', 'i', id, 't', topic, 'a', '0', 'at', string.format('%d', now),
+              'd', string.format('%d', due))
+end
 return due
