@@ -32,7 +32,7 @@ from .base.errors import (
     WorkerNotFound,
 )
 from .base.events import JobEvent
-from .base.fleet import WorkerInfo
+from .base.fleet import DeadRetention, WorkerInfo
 from .base.flows import BatchInfo
 from .base.models import (
     Backoff,
@@ -92,6 +92,7 @@ __all__ = [
     "ConfigError",
     "ConnectionFailed",
     "DeadJob",
+    "DeadRetention",
     "Dispatcher",
     "Drop",
     "EnqueueResult",

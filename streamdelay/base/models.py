@@ -70,6 +70,7 @@ class JobSpec:
     priority: int | None = None  # 0-9, higher first; None: 5 (docs/producer.md#priorities)
     key: str | None = None  # fairness key (docs/producer.md#fairness-keys)
     expires: Delay | None = None  # never run later than this after its due time
+    keep_done: Delay | None = None  # None: the queue's keep_done (docs/producer.md#keep_done)
 
     @overload  # a typed task: its body type only (docs/typed-tasks.md)
     def __init__(self, topic: Task[B, Any], body: B, **options: Unpack[JobOptions]
@@ -81,14 +82,15 @@ class JobSpec:
                  headers: dict[str, str] | None = None, replace: bool = False,
                  max_wait: Delay | None = None, keep_result: Delay | None = None,
                  priority: int | None = None, key: str | None = None,
-                 expires: Delay | None = None) -> None: ...
+                 expires: Delay | None = None, keep_done: Delay | None = None) -> None: ...
     def __init__(self, topic: str | Task[Any, Any], body: Any = None,
                  delay: Delay | None = None, at: At | None = None, id: str | None = None,
                  ttr: Delay | None = None, max_attempts: int | None = None,
                  backoff: BackoffPolicy | None = None, headers: dict[str, str] | None = None,
                  replace: bool = False, max_wait: Delay | None = None,
                  keep_result: Delay | None = None, priority: int | None = None,
-                 key: str | None = None, expires: Delay | None = None) -> None:
+                 key: str | None = None, expires: Delay | None = None,
+                 keep_done: Delay | None = None) -> None:
         """The generated ``__init__``'s arguments, set in one go: a frozen dataclass sets its
         fields one ``object.__setattr__`` at a time (~0.3 µs more per job of ``enqueue_many``).
         A typed task is kept as its topic string (the wire's)."""
@@ -97,7 +99,7 @@ class JobSpec:
         self.__dict__.update(topic=topic, body=body, delay=delay, at=at, id=id, ttr=ttr,
                              max_attempts=max_attempts, backoff=backoff, headers=headers,
                              replace=replace, max_wait=max_wait, keep_result=keep_result,
-                             priority=priority, key=key, expires=expires)
+                             priority=priority, key=key, expires=expires, keep_done=keep_done)
 
 
 @dataclass(frozen=True)
@@ -222,6 +224,8 @@ class Job(Generic[BodyT]):
     entry_id: str
     partition: int
     keep_result_ms: int = 0  # how long its result is kept (0: not kept; docs/results.md)
+    # its own keep_done in ms (None: the worker's queue's; docs/producer.md#keep_done)
+    keep_done_ms: int | None = None
     # where progress goes: set by the worker that delivers it (consumer/delivery.py)
     _report: Callable[[bytes], None] | None = field(default=None, repr=False, compare=False)
 
@@ -287,6 +291,7 @@ class JobOptions(TypedDict, total=False):
     priority: int | None
     key: str | None
     expires: Delay | None
+    keep_done: Delay | None
 
 
 class EnqueueOptions(JobOptions, total=False):

@@ -37,6 +37,9 @@ from .support import AtTime, Duration, HeaderPair, JsonValue, one_time, operator
 @click.option("--replace", is_flag=True, help="If the id exists, reschedule it instead.")
 @click.option("--keep-result", type=Duration(),
               help="Keep the job's result this long once it ended (default: not kept).")
+@click.option("--keep-done", type=Duration(),
+              help="Keep the job as a done tombstone this long once it succeeded (its id "
+                   "stays taken; 0: forget it at once). Default: the worker's queue's.")
 @click.option("--max-wait", type=Duration(),
               help="With --replace: never due later than the id's first enqueue plus this "
                    "(debounce).")
@@ -58,7 +61,8 @@ from .support import AtTime, Duration, HeaderPair, JsonValue, one_time, operator
 def enqueue(queue_name: str, topic: str, body: Any, delay: float | None,
             at: datetime | float | None, job_id: str | None, ttr: float | None,
             max_attempts: int | None, headers: tuple[tuple[str, str], ...], replace: bool,
-            keep_result: float | None, max_wait: float | None, backoff: Any,
+            keep_result: float | None, keep_done: float | None, max_wait: float | None,
+            backoff: Any,
             body_format: str, priority: int | None, fairness_key: str | None,
             expires: float | None, after: tuple[str, ...], on_parent_failure: str,
             url: str | None,
@@ -80,7 +84,7 @@ def enqueue(queue_name: str, topic: str, body: Any, delay: float | None,
                                max_wait=max_wait, keep_result=keep_result,
                                priority=priority, key=fairness_key, expires=expires,
                                after=list(after) if after else None,
-                               on_parent_failure=on_parent_failure)
+                               on_parent_failure=on_parent_failure, keep_done=keep_done)
     click.echo(to_json(result) if as_json else enqueue_text(result, replace))
 
 

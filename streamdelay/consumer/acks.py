@@ -5,7 +5,9 @@ The worker queues an acknowledgement when a handler returns; the ack loop writes
 (``ackJobs`` reads and frees each record, so a batch of big jobs is cut short; always at least
 one delivery, see docs/worker.md). A batch leaves the queue only once its
 call succeeded: a call that fails, or a flush cancelled by shutdown, leaves it for the next
-flush (``ackJobs`` is safe to run twice).
+flush (``ackJobs`` is safe to run twice). A job with its own ``keep_done`` is queued apart from
+the others of its partition: one ``ackJobs`` call takes one keep_done
+(docs/producer.md#keep_done), so the plain calls stay as they were.
 
 ``AckLoop`` owns the queue: handlers' deliveries are added through it, and its loop (one task of
 the worker) writes them whenever it is woken; the read loops only read which are queued.
@@ -19,55 +21,68 @@ from typing import Any
 
 ACK_BATCH = 500
 ACK_BYTES = 1 << 20
+# a partition and the keep_done of its acknowledgements (None: the queue's, the plain case)
+Slot = tuple[int, int | None]
 
 
 class PendingAcks:
-    """Acknowledgements not yet written: per partition, flat ``topic, job id, entry id``."""
+    """Acknowledgements not yet written: per slot (partition, keep_done), flat ``topic, job
+    id, entry id``."""
 
     def __init__(self) -> None:
-        self._flat: dict[int, list[str]] = {}
-        self._sizes: dict[int, list[int]] = {}
-        # per partition: (position in its queue, keep_result ms, encoded result) of the kept
+        self._flat: dict[Slot, list[str]] = {}
+        self._sizes: dict[Slot, list[int]] = {}
+        # per slot: (position in its queue, keep_result ms, encoded result) of the kept
         # results (docs/results.md); acks without a result add nothing here
-        self._results: dict[int, list[tuple[int, int, bytes]]] = {}
-        # per partition, one per acknowledgement: when its delivery was read fresh with no
+        self._results: dict[Slot, list[tuple[int, int, bytes]]] = {}
+        # per slot, one per acknowledgement: when its delivery was read fresh with no
         # heartbeat since (server clock ms; 0: not known), for ackJobs (docs/events.md#started)
-        self._reads: dict[int, list[int]] = {}
+        self._reads: dict[Slot, list[int]] = {}
 
     def __bool__(self) -> bool:
         """True while some acknowledgement is not written yet."""
         return bool(self._flat)
 
     def add(self, partition: int, topic: str, job_id: str, entry_id: str, size: int = 0,
-            result: tuple[int, bytes] | None = None, read_ms: int = 0) -> None:
+            result: tuple[int, bytes] | None = None, read_ms: int = 0,
+            keep_done_ms: int | None = None) -> None:
         """Queue one acknowledgement; ``size`` is the byte length of the job's record,
         ``result`` the ``(keep_result ms, encoded result)`` to keep with it, ``read_ms`` when
-        its delivery was read fresh with no heartbeat since (0: not known)."""
-        self._reads.setdefault(partition, []).append(read_ms)
-        sizes = self._sizes.setdefault(partition, [])
+        its delivery was read fresh with no heartbeat since (0: not known), ``keep_done_ms``
+        the job's own keep_done (None: the queue's)."""
+        slot = (partition, keep_done_ms)
+        self._reads.setdefault(slot, []).append(read_ms)
+        sizes = self._sizes.setdefault(slot, [])
         if result is not None:
-            self._results.setdefault(partition, []).append((len(sizes), *result))
+            self._results.setdefault(slot, []).append((len(sizes), *result))
             size += len(result[1])
-        self._flat.setdefault(partition, []).extend((topic, job_id, entry_id))
+        self._flat.setdefault(slot, []).extend((topic, job_id, entry_id))
         sizes.append(size)
 
     def entries(self, partition: int) -> set[tuple[str, str]]:
         """``(topic, entry id)`` of the acknowledgements of ``partition`` not written yet."""
-        flat = self._flat.get(partition, [])
-        return {(flat[i], flat[i + 2]) for i in range(0, len(flat), 3)}
+        found: set[tuple[str, str]] = set()
+        for (part, _), flat in self._flat.items():
+            if part == partition:
+                found.update((flat[i], flat[i + 2]) for i in range(0, len(flat), 3))
+        return found
 
     async def flush(self, send: Callable[..., Awaitable[None]]) -> None:
         """Write everything queued, ``send(partition, flat_batch)`` per batch (with a third
-        argument, the ``ackJobs`` result values, when the batch keeps results); a batch is
-        forgotten only after its ``send`` returned (an exception or a cancel keeps it)."""
+        argument, the ``ackJobs`` result values, when the batch keeps results; ``keep_done_ms=``
+        for jobs with their own keep_done); a batch is forgotten only after its ``send``
+        returned (an exception or a cancel keeps it)."""
         while self._flat:
-            partition = next(iter(self._flat))
-            flat, sizes = self._flat[partition], self._sizes[partition]
+            slot = next(iter(self._flat))
+            partition, keep_done_ms = slot
+            flat, sizes = self._flat[slot], self._sizes[slot]
             count = batch_length(sizes)
-            reads = self._reads[partition]
+            reads = self._reads[slot]
             dated = reads[:count]  # sent only when some delivery has one: docs/events.md#started
-            extra = {"reads": dated} if any(dated) else {}
-            kept = self._results.get(partition)
+            extra: dict[str, Any] = {"reads": dated} if any(dated) else {}
+            if keep_done_ms is not None:
+                extra["keep_done_ms"] = keep_done_ms
+            kept = self._results.get(slot)
             if kept:
                 values: list[Any] = []
                 for position, keep_ms, data in kept:
@@ -76,16 +91,16 @@ class PendingAcks:
                 await send(partition, flat[:count * 3], values, **extra)
                 rest = [(p - count, k, d) for p, k, d in kept if p >= count]
                 if rest:
-                    self._results[partition] = rest
+                    self._results[slot] = rest
                 else:
-                    del self._results[partition]
+                    del self._results[slot]
             else:
                 await send(partition, flat[:count * 3], **extra)
             del flat[:count * 3]  # acks queued meanwhile were appended after the batch
             del sizes[:count]
             del reads[:count]
             if not flat:
-                del self._flat[partition], self._sizes[partition], self._reads[partition]
+                del self._flat[slot], self._sizes[slot], self._reads[slot]
 
 
 def batch_length(sizes: list[int]) -> int:
@@ -109,9 +124,11 @@ class AckLoop:
         self._wake = asyncio.Event()
 
     def add(self, partition: int, topic: str, job_id: str, entry_id: str, size: int = 0,
-            result: tuple[int, bytes] | None = None, read_ms: int = 0) -> None:
+            result: tuple[int, bytes] | None = None, read_ms: int = 0,
+            keep_done_ms: int | None = None) -> None:
         """Queue one acknowledgement (see ``PendingAcks.add``) and wake the loop."""
-        self.pending.add(partition, topic, job_id, entry_id, size, result, read_ms)
+        self.pending.add(partition, topic, job_id, entry_id, size, result, read_ms,
+                         keep_done_ms)
         self._wake.set()
 
     def renew(self) -> None:

@@ -185,7 +185,7 @@ class HandlerRunner:
             log_settled(delivery.run, "handled")
             self.acks.add(delivery.partition, delivery.topic, delivery.job_id,
                           delivery.entry_id, delivery.size, settlement.result,
-                          delivery.started_ms)
+                          delivery.started_ms, delivery.keep_done_ms)
             return
         if settlement.kind == "expired":  # its deadline passed before it started
             await settling.settle_expired(host, delivery)

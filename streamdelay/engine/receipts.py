@@ -59,6 +59,9 @@ class Receipt(msgspec.Struct, array_like=True, frozen=True):
     # than 0: docs/limits.md#more-than-one-partition): its settle frees it. Not signed: it only
     # says whether to send that free, of the lease named by the signed partition and entry
     lease: bool = False
+    # the job's own keep_done ms (None: the queue's; docs/producer.md#keep_done); signed when
+    # set, so a receipt without it signs as before
+    done_ms: int | None = None
 
 
 _receipt_encoder = msgspec.msgpack.Encoder()
@@ -68,10 +71,11 @@ _receipt_decoder = msgspec.msgpack.Decoder(Receipt)
 def _tag(key: bytes, receipt: Receipt) -> bytes:
     """The HMAC of every field but the tag, as this process encodes them (so two encodings of
     one value cannot differ)."""
-    values = msgspec.structs.astuple(receipt)[:-3]  # up to retry_ms
-    # every field but the tag (and lease); keep_ms only when set, so a receipt without it
-    # signs as before
-    fields = values + ((receipt.keep_ms,) if receipt.keep_ms else ())
+    values = msgspec.structs.astuple(receipt)[:12]  # up to retry_ms
+    # every field but the tag (and lease); keep_ms and done_ms only when set, so a receipt
+    # without them signs as before (done_ms as a pair: it cannot pass for a keep_ms)
+    fields = values + ((receipt.keep_ms,) if receipt.keep_ms else ()) + (
+        (("done", receipt.done_ms),) if receipt.done_ms is not None else ())
     content = _DOMAIN + _receipt_encoder.encode(fields)
     return hmac.digest(key, content, hashlib.sha256)[:TAG_BYTES]
 
@@ -94,7 +98,8 @@ def bounded(receipt: Receipt) -> Receipt:
         receipt, attempt=min(max(receipt.attempt, 1), MAX_ATTEMPT),
         due=min(max(receipt.due, 0), MAX_DUE_MS), ttr_ms=min(max(receipt.ttr_ms, 0), MAX_TTR_MS),
         retry_ms=min(max(receipt.retry_ms, 0), MAX_RETRY_MS),
-        keep_ms=min(max(receipt.keep_ms, 0), MAX_DUE_MS))
+        keep_ms=min(max(receipt.keep_ms, 0), MAX_DUE_MS),
+        done_ms=None if receipt.done_ms is None else min(max(receipt.done_ms, 0), MAX_DUE_MS))
 
 
 def encode_receipt(receipt: Receipt) -> str:
@@ -111,6 +116,7 @@ def _in_bounds(found: Receipt, partitions: int) -> bool:
             and 0 <= found.due <= MAX_DUE_MS and 0 <= found.ttr_ms <= MAX_TTR_MS
             and 0 <= found.retry_ms <= MAX_RETRY_MS and len(found.tag) == TAG_BYTES
             and 0 <= found.keep_ms <= MAX_DUE_MS
+            and (found.done_ms is None or 0 <= found.done_ms <= MAX_DUE_MS)
             and _ENTRY.match(found.entry) is not None)
 
 

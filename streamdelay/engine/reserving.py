@@ -393,5 +393,6 @@ def _reserved(cfg: QueueSpec, args: ReserveArgs, job: Job, backoff: BackoffPolic
     receipt = signed(bounded(Receipt(RECEIPT_VERSION, cfg.name, job.partition, args.topic,
                                      job.id, job.entry_id, args.group, args.consumer,
                                      job.attempt, job.due, ttr_ms, retry_ms,
-                                     keep_ms=job.keep_result_ms, lease=lease)), key)
+                                     keep_ms=job.keep_result_ms, lease=lease,
+                                     done_ms=job.keep_done_ms)), key)
     return Reserved(job, receipt, encode_receipt(receipt), priority)

@@ -177,13 +177,16 @@ class Queue(_QueueFace, SyncPull, SyncResults, OperatorMethods, ScheduleMethods,
         expires: Delay | None = None,
         after: Sequence[str] | None = None,
         on_parent_failure: str = "dead",
+        keep_done: Delay | None = None,
     ) -> EnqueueResult:
         """Schedule one job ``delay`` seconds from now (server clock) or ``at`` a time.
 
         ``replace=True`` replaces a job of the same id (body, options, due time);
         ``max_wait`` with it: the due time never moves past the first enqueue of the id plus
         ``max_wait`` (debounce, docs/producer.md#debounce). ``keep_result``: seconds its
-        result is kept once it ended (default: the queue's; docs/results.md).
+        result is kept once it ended (default: the queue's; docs/results.md). ``keep_done``:
+        seconds it stays a ``done`` tombstone once acknowledged (its id taken; 0: forgotten at
+        once), over the worker's queue's ``keep_done`` (docs/producer.md#keep_done).
 
 
         ``priority`` (0-9, default 5): higher starts first among ready jobs of its topic;
@@ -199,7 +202,7 @@ class Queue(_QueueFace, SyncPull, SyncResults, OperatorMethods, ScheduleMethods,
         whose ``result(timeout=)`` decodes the value (docs/typed-tasks.md)."""
         job = prepare_values(self.config, topic, body, delay, at, id, ttr, max_attempts, backoff,
                              headers, replace, max_wait, keep_result, priority, key,
-                             expires)  # bad input raises here, before any I/O
+                             expires, keep_done)  # bad input raises here, before any I/O
         if after is not None:
             result = self._run_flow([after_job(self.config, job, after, on_parent_failure)])[0]
         else:
@@ -326,6 +329,7 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncOperatorMethods, Asyn
         expires: Delay | None = None,
         after: Sequence[str] | None = None,
         on_parent_failure: str = "dead",
+        keep_done: Delay | None = None,
     ) -> EnqueueResult:
         """Schedule one job; see ``Queue.enqueue``.
 
@@ -334,7 +338,7 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncOperatorMethods, Asyn
         """
         job = prepare_values(self.config, topic, body, delay, at, id, ttr, max_attempts,
                              backoff, headers, replace, max_wait, keep_result, priority,
-                             key, expires)
+                             key, expires, keep_done)
         if after is not None:
             done = await self._run_flow([after_job(self.config, job, after, on_parent_failure)])
             result = done[0]

@@ -36,6 +36,9 @@ class Blob(msgspec.Struct, array_like=True, omit_defaults=True):
     cap: float | None = None
     jitter: bool | None = None  # None: jitter (the default); False: exact exponential delays
     keep: int | None = None  # keep_result ms (docs/results.md); an older worker ignores it
+    # the job's own keep_done ms (None: the worker's queue's; docs/producer.md#keep_done); an
+    # older worker ignores it and uses its queue's
+    done: int | None = None
 
 
 _blob_encoder = msgspec.msgpack.Encoder()
@@ -165,12 +168,14 @@ def _bare_blob(fmt: str, body: bytes) -> bytes:
 
 def encode_blob(
     fmt: str, body: bytes, headers: dict[str, str], backoff: BackoffPolicy | None,
-    keep_ms: int = 0,
+    keep_ms: int = 0, done_ms: int | None = None,
 ) -> bytes:
-    """Pack the producer blob; ``keep_ms`` is the job's keep_result (0: not kept)."""
-    if not headers and backoff is None and not keep_ms and fmt in _FORMATS:  # common, by hand
+    """Pack the producer blob; ``keep_ms`` is the job's keep_result (0: not kept),
+    ``done_ms`` its own keep_done (None: the worker's queue's)."""
+    if (not headers and backoff is None and not keep_ms and done_ms is None
+            and fmt in _FORMATS):  # the common case, by hand
         return _bare_blob(fmt, body)
-    values: list[Any] = [fmt, body, headers, None, None, None, None, keep_ms or None]
+    values: list[Any] = [fmt, body, headers, None, None, None, None, keep_ms or None, done_ms]
     if isinstance(backoff, Backoff):
         values[4], values[5] = backoff.base, backoff.cap
         values[6] = None if backoff.jitter else False

@@ -73,6 +73,8 @@ class EnqueueBody(msgspec.Struct, forbid_unknown_fields=True):
     priority: Priority | None = None
     key: FairnessKey | None = None
     expires: Expires | None = None
+    # seconds it stays a done tombstone once acknowledged, over the queue's (docs/producer.md)
+    keep_done: Seconds | None = None
     # docs/workflows.md: the ids of the jobs it waits for (one-job enqueue only)
     after: Annotated[list[JobId], msgspec.Meta(min_length=1, max_length=1000)] | None = None
     on_parent_failure: Literal["dead", "run"] = "dead"
@@ -261,7 +263,9 @@ def job_values(job: EnqueueBody) -> tuple[Any, ...]:
             if isinstance(job.keep_result, str) else job.keep_result,
             job.priority, job.key,
             parse_duration(job.expires, field="expires")
-            if isinstance(job.expires, str) else job.expires)
+            if isinstance(job.expires, str) else job.expires,
+            parse_duration(job.keep_done, field="keep_done")
+            if isinstance(job.keep_done, str) else job.keep_done)
 
 
 def to_spec(job: EnqueueBody) -> JobSpec:
