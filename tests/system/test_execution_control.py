@@ -20,6 +20,7 @@ import pytest
 import streamdelay as sd
 from tests.integration.test_pull import running_dispatcher
 from tests.support.web_server import WebServer
+from tests.system import test_docs_examples as docs_examples
 from tests.system.test_cli import cli
 from tests.system.test_web_consumers import _call
 
@@ -196,3 +197,21 @@ def test_http_abort_checkpoint_and_snooze(web_server: WebServer) -> None:
     schemas = spec["components"]["schemas"]
     assert "checkpoint" in schemas["TouchBody"]["properties"]
     assert {"snooze", "checkpoint"} <= set(schemas["FailBody"]["properties"])
+
+
+example_env = docs_examples.example_env  # the fixture: a private redis-server for the example
+
+
+def test_the_worker_guide_example(example_env: dict[str, str]) -> None:
+    out = docs_examples.run_example("execution_control.py", example_env).splitlines()
+    assert out == [
+        "export-1: attempt 1: page 0",
+        "export-1: attempt 1: page 1",
+        "export-1: attempt 1: page 2",
+        "export-1: attempt 2: page 3",
+        "export-1: attempt 2: page 4",
+        "wait-1: attempt 1: upstream not ready, snoozing",
+        "wait-1: attempt 1: upstream ready",
+        "slow-1: aborted, stopping",
+        "slow-1 ended cancelled: aborted",
+    ]
