@@ -13,7 +13,9 @@ import sys as _sys
 import types as _types
 
 from .base import masking as _masking
+from .base.control import Snooze
 from .base.errors import (
+    Aborted,
     BodyDecodeError,
     BodyEncodeError,
     ConfigError,
@@ -81,6 +83,7 @@ def __getattr__(name: str) -> _types.ModuleType:
 
 
 __all__ = [
+    "Aborted",
     "AsyncEnqueued",
     "AsyncQueue",
     "AsyncReservation",
@@ -118,6 +121,7 @@ __all__ = [
     "Schedule",
     "ScheduleNotFound",
     "ScriptError",
+    "Snooze",
     "StaleReceipt",
     "StreamdelayError",
     "Task",

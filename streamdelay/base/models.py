@@ -6,7 +6,7 @@ import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypedDict, overload
 
 from .errors import ValidationError
 from .results import EnqueueResult as EnqueueResult  # one import path for every data type
@@ -204,6 +204,15 @@ class ClaimResult:
     removed: list[str] = field(default_factory=list)
 
 
+class JobControl(Protocol):
+    """What a job's delivery offers its handler (consumer/delivery.py ``Delivery``)."""
+
+    aborted: bool
+
+    def keep_checkpoint(self, data: bytes) -> None:
+        """Keep an encoded checkpoint for the next heartbeat."""
+
+
 @dataclass(frozen=True)
 class Job(Generic[BodyT]):
     """One delivery of a job, as a handler receives it.
@@ -228,6 +237,10 @@ class Job(Generic[BodyT]):
     keep_done_ms: int | None = None
     # where progress goes: set by the worker that delivers it (consumer/delivery.py)
     _report: Callable[[bytes], None] | None = field(default=None, repr=False, compare=False)
+    # the checkpoint an earlier run of the job left (docs/worker.md#checkpoints); None: none
+    last_checkpoint: Any = None
+    # the delivery's control (consumer/delivery.py: checkpoints, abort); set by the worker
+    _control: JobControl | None = field(default=None, repr=False, compare=False)
 
     def progress(self, value: Any) -> None:
         """Report the job's progress (a number or a small JSON value, at most 1 KiB of JSON):
@@ -242,6 +255,35 @@ class Job(Generic[BodyT]):
                                   "Reservation reports it with touch(progress=))",
                                   field="progress")
         self._report(data)
+
+    def checkpoint(self, value: Any) -> None:
+        """Keep ``value`` (msgspec-encodable, at most 64 KiB of JSON) as this job's progress
+        across redeliveries: the next attempt of the job reads it as ``job.last_checkpoint``
+        (docs/worker.md#checkpoints). No I/O here: the worker sends the latest value with a
+        heartbeat (within about a second), with a failure or snooze, and at a graceful
+        shutdown. A value that cannot be encoded or is too big raises ``ValidationError``
+        (field ``checkpoint``)."""
+        from .control import checkpoint as checked
+
+        data = checked(value)
+        if self._control is None:
+            raise ValidationError("checkpoint: this job was not delivered by a Worker (a "
+                                  "Reservation sends it with touch(checkpoint=))",
+                                  field="checkpoint")
+        self._control.keep_checkpoint(data)
+
+    @property
+    def aborted(self) -> bool:
+        """True once the job was aborted (``Queue.cancel(id, abort=True)``) while this run
+        goes on: a ``def`` handler checks it between steps (docs/worker.md#abort)."""
+        return self._control is not None and self._control.aborted
+
+    def check_abort(self) -> None:
+        """Raise ``sd.Aborted`` when the job was aborted (see ``aborted``)."""
+        if self._control is not None and self._control.aborted:
+            from .errors import Aborted
+
+            raise Aborted(f"job {self.id!r} was aborted", job_id=self.id, topic=self.topic)
 
 
 class Retry(Exception):

@@ -112,21 +112,27 @@ def get(queue_name: str, job_id: str, url: str | None, partitions: int | None,
 @click.command()
 @click.argument("queue_name", metavar="QUEUE")
 @click.argument("job_id", metavar="ID")
+@click.option("--abort", is_flag=True,
+              help="Also stop its handler if it runs (within about 1 s; docs/worker.md#abort).")
 @url_option
 @partitions_option
 @with_durability_options
-def cancel(queue_name: str, job_id: str, url: str | None, partitions: int | None) -> None:
+def cancel(queue_name: str, job_id: str, abort: bool, url: str | None,
+           partitions: int | None) -> None:
     """Remove a job in any state; it is never delivered afterwards (exit 1 when there is none).
+    With --abort a running handler is stopped too: the job ends cancelled, its result and
+    event say aborted.
 
     \b
     Example:
       streamdelay cancel orders close-42
+      streamdelay cancel orders export-7 --abort
     """
     with operator_queue(queue_name, url, partitions) as queue:
-        found = queue.cancel(job_id)
+        found = queue.cancel(job_id, abort=abort)
     if not found:
         raise JobNotFound(f"no job {job_id!r} in queue {queue_name!r}", job_id=job_id)
-    click.echo(f"cancelled {job_id}")
+    click.echo(f"{'aborted' if abort else 'cancelled'} {job_id}")
 
 
 @click.command()

@@ -26,6 +26,7 @@ from ..base.models import (
     QueueStats,
 )
 from ..base.tasks import B, R, Task
+from ..engine.control import cancel_plan
 from ..engine.upkeep import claim_plan
 from ..protocol.plan import Plan
 from ..redis_io.agreement import agree_partitions_async, agree_partitions_sync
@@ -216,8 +217,13 @@ class Queue(_QueueFace, SyncPull, SyncResults, OperatorMethods, ScheduleMethods,
         result: list[EnqueueResult] = self._run(enqueue_plan(self.config, specs))
         return result
 
-    def cancel(self, id: str) -> bool:
-        """Remove a job in any state; False when there was none."""
+    def cancel(self, id: str, *, abort: bool = False) -> bool:
+        """Remove a job in any state; False when there was none. ``abort=True`` also stops
+        its running handler within about a second (an ``async def`` one is cancelled, a
+        ``def`` one sees ``job.aborted``): the job ends ``cancelled``, its result's error and
+        its event say ``aborted`` (docs/worker.md#abort)."""
+        if abort:
+            return bool(self._operate(cancel_plan(self.config, id, abort)))
         return bool(self._operate(plans.cancel_plan(self.config, id)))
 
     def reschedule(self, id: str, *, delay: Delay | None = None, at: At | None = None) -> bool:
@@ -359,8 +365,11 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncOperatorMethods, Asyn
         result: list[EnqueueResult] = await self._run(enqueue_prepared_plan(self.config, jobs))
         return result
 
-    async def cancel(self, id: str) -> bool:
-        """Remove a job in any state; see ``Queue.cancel``."""
+    async def cancel(self, id: str, *, abort: bool = False) -> bool:
+        """Remove a job in any state (``abort=True``: stop its running handler too); see
+        ``Queue.cancel``."""
+        if abort:
+            return bool(await self._operate(cancel_plan(self.config, id, abort)))
         return bool(await self._operate(plans.cancel_plan(self.config, id)))
 
     async def reschedule(

@@ -173,8 +173,10 @@ class ReserveBody(msgspec.Struct, forbid_unknown_fields=True):
     count: Annotated[int, msgspec.Meta(ge=1, le=100)] = 1
 
 
-class Delivery(msgspec.Struct):
-    """One reserved job: settle it by ``receipt`` within ``ttr`` seconds (or touch it)."""
+class Delivery(msgspec.Struct, omit_defaults=True):
+    """One reserved job: settle it by ``receipt`` within ``ttr`` seconds (or touch it).
+    `last_checkpoint`: what an earlier attempt of the job kept with a touch's or fail's
+    `checkpoint` (absent: none; docs/worker.md#checkpoints)."""
 
     id: str
     topic: str
@@ -184,6 +186,7 @@ class Delivery(msgspec.Struct):
     due: int
     ttr: float
     receipt: str
+    last_checkpoint: Any = None
 
 
 class ReserveAnswer(msgspec.Struct):
@@ -194,11 +197,17 @@ class ReserveAnswer(msgspec.Struct):
 
 class FailBody(msgspec.Struct, forbid_unknown_fields=True):
     """Why the attempt failed; retry after ``retry_delay`` (else the job's backoff) or send it
-    to the dead letters with ``dead``."""
+    to the dead letters with ``dead``; or `snooze`: back after that many seconds, no attempt
+    spent. `checkpoint` (at most 64 KiB of JSON): what the job's next attempt reads as
+    `last_checkpoint`."""
 
     error: Annotated[str, msgspec.Meta(max_length=65536)]
     retry_delay: Seconds | None = None
     dead: bool = False
+    # back after this many seconds without spending an attempt (docs/worker.md#snooze)
+    snooze: Seconds | None = None
+    # kept for the job's next attempt, at most 64 KiB of JSON (docs/worker.md#checkpoints)
+    checkpoint: Any = None
 
 
 class AckBody(msgspec.Struct, forbid_unknown_fields=True):
@@ -210,15 +219,18 @@ class AckBody(msgspec.Struct, forbid_unknown_fields=True):
 
 class TouchBody(msgspec.Struct, forbid_unknown_fields=True):
     """A heartbeat. `progress` (a number or a small JSON value, at most 1 KiB) is shown by
-    the job's routes while it runs."""
+    the job's routes while it runs; `checkpoint` (at most 64 KiB of JSON) is what the job's
+    next attempt reads as `last_checkpoint` (docs/worker.md#checkpoints). A job aborted
+    meanwhile answers 409 `aborted`."""
 
     progress: Any = None
+    checkpoint: Any = None
 
 
 class Settled(msgspec.Struct):
     """What became of the delivery."""
 
-    outcome: Literal["acked", "retried", "dead", "touched"]
+    outcome: Literal["acked", "retried", "dead", "touched", "snoozed"]
 
 
 def seconds_of(value: float | str | None, field: str) -> float | None:
