@@ -117,20 +117,31 @@ chaos-failover: install redis
 	$(BIN)/python -m tests.system.chaos.failover_run --jobs 5000 --spread 20 --out chaos-results/failover
 
 # The nemesis run (docs/reliability.md#make-nemesis, SPEC 22): every workload (plain delayed
-# jobs, retries, priorities with key limits, workflows, HTTP consumers, awaited results) on real
-# worker, dispatcher, serve and producer processes while a seeded nemesis kills, stops and cuts
-# them off (network namespaces: needs root) and restarts redis-server from its AOF; the whole
-# history is then checked, and a violation prints the part of the history that shows it (exit 1).
-# Full: NEMESIS_SEEDS (3 seeds) x 60 s, each run even when an earlier one failed. QUICK=1: one
-# seed of 40 s in <= 5 min (CI). Results under nemesis-results/seed-N/ (history/, logs/, summary.json).
+# jobs, retries, priorities with key limits, priority order, jobs due 1 ms apart, workflows, HTTP
+# consumers, results awaited through the API and over HTTP) on real worker, dispatcher, serve and
+# producer processes while a seeded nemesis kills, stops and cuts them off (network namespaces:
+# needs root) and restarts redis-server from its AOF; then a Sentinel run (replicas=1, failovers)
+# and a Redis Cluster run (slot migrations). Each history is checked; a violation prints the part
+# of the history that shows it (exit 1). Full: NEMESIS_SEEDS (3 seeds) x 60 s on one server, then
+# seed 1 x 60 s on Sentinel and on Cluster, each run even when an earlier one failed, and the
+# report written into docs/reliability.md#latest-nemesis-run (about 10 min). QUICK=1: one server,
+# one seed of 40 s, in <= 5 min (CI), no report. Results under nemesis-results/ (one directory
+# per run: history/, logs/, summary.json, violations.txt).
 NEMESIS_SEEDS ?= 1 2 3
+NEMESIS_RUN = $(BIN)/python -m tests.system.nemesis.run
 .PHONY: nemesis
 nemesis: install tools
 	@if [ -n "$(QUICK)" ]; then \
-	  $(BIN)/python -m tests.system.nemesis.run --quick --seed 1 --duration 40 --out nemesis-results; \
-	else status=0; for seed in $(NEMESIS_SEEDS); do \
-	  $(BIN)/python -m tests.system.nemesis.run --seed $$seed --duration 60 \
-	    --out nemesis-results || status=1; done; exit $$status; fi
+	  $(NEMESIS_RUN) --quick --seed 1 --duration 40 --out nemesis-results; \
+	else status=0; dirs=""; \
+	  for seed in $(NEMESIS_SEEDS); do \
+	    $(NEMESIS_RUN) --seed $$seed --duration 60 --out nemesis-results || status=1; \
+	    dirs="$$dirs nemesis-results/seed-$$seed"; done; \
+	  for topology in sentinel cluster; do \
+	    $(NEMESIS_RUN) --topology $$topology --seed 1 --duration 60 --out nemesis-results \
+	      || status=1; dirs="$$dirs nemesis-results/$$topology-seed-1"; done; \
+	  $(BIN)/python -m tests.system.nemesis.report --write docs/reliability.md $$dirs \
+	    || status=1; exit $$status; fi
 
 # Never twice at once across outages (docs/guarantees.md#never-twice-at-once): 20 trials of two
 # workers running 40 jobs of 6 s (ttr 3 s) while redis-server is killed -9 and restarted from its

@@ -4,10 +4,11 @@ run's history (``tests/system/nemesis/history.py``): a ``start`` note when the h
 and an ``end`` note (``outcome`` ``ok`` or ``fail``, ``value``) when it is done, with the job's
 ``attempt`` and the worker's name; the batches' callbacks also write a ``callback`` note.
 
-``python -m tests.system.nemesis.app URL QUEUE OUT NAME [--rogue]``; the partition count comes
-from ``STREAMDELAY_PARTITIONS`` as for any ``sd.Queue``. ``--rogue`` makes a broken worker, the
-checker's own test (tests/system/test_nemesis_quick.py): next to its handlers a thread lists the
-delayed jobs and runs them at once, before they are due, as a worker that ignored due times would.
+``python -m tests.system.nemesis.app URL QUEUE OUT NAME [--rogue] [--broken NAME]``; the
+partition count comes from ``STREAMDELAY_PARTITIONS`` as for any ``sd.Queue``. ``--rogue``
+makes a broken worker, the checker's own test (tests/system/test_nemesis_quick.py): next to
+its handlers a thread lists the delayed jobs and runs them at once, before they are due, as a
+worker that ignored due times would. ``--broken`` makes a broken build (``BROKEN``).
 """
 
 from __future__ import annotations
@@ -33,8 +34,21 @@ KEEP_RESULT = 3600.0  # results are read back after the run settles
 # retry reaches Redis after the job already ran and was acknowledged creates the job a second
 # time (docs/reliability.md#make-nemesis, "A retried enqueue").
 KEEP_DONE_ENV = "NEMESIS_KEEP_DONE"
-TOPICS = ("plain", "retry", "keyed", "flow", "callback", "result")
-WORK_S = (0.0, 0.05)  # each run's work: short, so runs of one job rarely straddle a fault
+TOPICS = ("plain", "retry", "keyed", "flow", "callback", "result", "prio", "dense")
+# each run's work: short, so runs of one job rarely straddle a fault (NEMESIS_WORK_S="lo,hi":
+# longer, for a broken build whose runs must straddle its reclaims)
+WORK_S_ENV = "NEMESIS_WORK_S"
+WORK_S = tuple(float(x) for x in os.environ.get(WORK_S_ENV, "0,0.05").split(","))
+# Broken builds (``--broken NAME``), the checker's own test (tests/system/test_nemesis_broken.py):
+# one line of one Lua script changed in this process's copy of the scripts, nothing else.
+BROKEN = {
+    # promoteDue moves what is due within the next ms too: a promotion 1 ms early
+    "promote_early": ("promoteDue", "redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, ",
+                      "redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now + 1, "),
+    # requeueStuck takes every running job of another consumer: a reclaim that ignores ttr
+    "reclaim_ignores_ttr": ("requeueStuck", "    if limit < 0 then limit = r.ttr end\n",
+                            "    limit = 0\n"),
+}
 
 
 def queue_for(url: str, name: str, partitions: int | None = None,
@@ -68,7 +82,7 @@ def build(url: str, queue_name: str, out: Path, name: str) -> sd.Worker:
 
     async def run(job: sd.Job, *, fail: bool = False, value: Any = None) -> Any:
         record.note("start", job.id, attempt=job.attempt, worker=who, topic=job.topic,
-                    due_ms=job.due, ready_ms=ready_ms(job))
+                    due_ms=job.due, ready_ms=ready_ms(job), entry=job.entry_id)
         await asyncio.sleep(random.uniform(*WORK_S))
         if fail:
             record.note("end", job.id, attempt=job.attempt, worker=who, outcome="fail")
@@ -79,7 +93,7 @@ def build(url: str, queue_name: str, out: Path, name: str) -> sd.Worker:
     async def plain(job: sd.Job) -> Any:
         return await run(job)
 
-    for topic in ("plain", "keyed", "flow"):
+    for topic in ("plain", "keyed", "flow", "prio", "dense"):
         worker.handler(topic)(plain)
 
     @worker.handler("retry")
@@ -120,6 +134,19 @@ def rogue(url: str, queue_name: str, out: Path, name: str, stop: threading.Event
                         value=None)
 
 
+def break_build(name: str) -> None:
+    """Make this process a broken build: the one-line change ``BROKEN[name]`` in its copy of
+    one Lua script (the scripts are read once per process: ``load_scripts`` is cached)."""
+    from streamdelay.protocol.scripts import Script, load_scripts
+
+    script_name, old, new = BROKEN[name]
+    scripts = load_scripts()
+    found = scripts[script_name]
+    if found.source.count(old) != 1:
+        raise SystemExit(f"--broken {name}: the line to break is not once in {script_name}")
+    scripts[script_name] = Script(found.name, found.num_keys, found.source.replace(old, new))
+
+
 def main(argv: list[str]) -> None:
     """Run one worker process until SIGTERM (SIGKILL from the nemesis)."""
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(process)d %(message)s")
@@ -129,7 +156,10 @@ def main(argv: list[str]) -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("name")
     parser.add_argument("--rogue", action="store_true")
+    parser.add_argument("--broken", choices=sorted(BROKEN))
     args = parser.parse_args(argv)
+    if args.broken:
+        break_build(args.broken)
     stop = threading.Event()
     if args.rogue:
         threading.Thread(target=rogue, args=(args.url, args.queue, args.out, args.name, stop),

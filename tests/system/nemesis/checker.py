@@ -9,13 +9,17 @@ Rules (``Violation.rule``):
   ``cancelled`` true, or ``unknown``) and has no ``final_state`` note with a state other than
   ``missing``. An ``unknown`` enqueue may be lost.
 - ``early``: a run started more than 1 ms before the due time of the enqueue or reschedule
-  that set it (its answered ``due_ms``, else the invoke's ``due_ms``, else invoke time plus
-  ``delay_ms``: a lower bound, the server's clock being this one), or before the ``due_ms``
-  its start note gives (``job.due``); ``unenqueued_run``: a run of a job whose every enqueue
-  was refused (``fail``) or invoked after the run started. An operation answered ok is
+  that set it (its answered ``due_ms``, else the invoke's ``due_ms``, else its ``at_ms``, else
+  invoke time plus ``delay_ms``: a lower bound, the server's clock being this one), or before
+  the ``due_ms`` its start note gives (``job.due``); ``unenqueued_run``: a run of a job whose
+  every enqueue was refused (``fail``) or invoked after the run started. An operation answered ok is
   replaced by one invoked after that answer once the later one is answered, judged at the
   run's delivery: its start note's ``ready_ms`` (the ms part of ``job.entry_id``, the server
   time its stream entry was written, never after its delivery), else its start time.
+- ``promoted_early``: a run whose delivery's stream entry was written (``ready_ms``, the ms of
+  its entry id: the server clock) before the due time the delivery carries (``due_ms``): both
+  on the server clock in whole ms, so by even 1 ms (a promotion, a take or a requeue writes the
+  entry at a server time at or after the job's due time).
 - ``overlap``: two runs of one job overlapping in time. A run with no ``end`` note lasts to
   its worker's kill (a ``kills`` fault naming it), else to the end of the history. Allowed
   only as the docs allow it (docs/guarantees.md#never-twice-at-once): the first run's worker
@@ -24,7 +28,9 @@ Rules (``Violation.rule``):
   (``2/3 ttr - 0.3 s``: ``Allowances.from_docs``); never in one worker process. A pull
   consumer's run (its start note has ``pull=True``: a reservation nobody touches) may be run
   again elsewhere once it was silent past its ttr (docs/guarantees.md, pull consumers): the
-  second run started more than ``ttr_ms`` after the first.
+  second run started more than ``ttr_ms`` after the first. A failover (timeline.py: a fault
+  that ``undoes``) active between the first run's start and the second's excuses it: a
+  failover can undo a delivery (docs/guarantees.md#durability-across-failover).
 - ``run_after_cancel``: a run delivered (as above) after a cancel answered ``ok`` with
   ``cancelled`` true, with no enqueue of that id invoked after the cancel was.
 - ``phantom_result``: a ``result`` note (state ``succeeded`` or none), or a ``final_state``
@@ -33,7 +39,8 @@ Rules (``Violation.rule``):
 - ``callback``: for each batch, callbacks noted (``callback`` notes: ``batch=``, ``which=``
   and ``attempt=``; one note per run of the callback's handler): each callback exactly once,
   i.e. one note of its first delivery (``attempt`` 1; a note of a later attempt is the
-  at-least-once redelivery of a run that was cut off, docs/reliability.md); a batch of
+  at-least-once redelivery of a run that was cut off, docs/reliability.md; a second first
+  delivery after a failover, which can undo an ack, is excused); a batch of
   ``batches`` with none is a violation; a callback started before every member had ended.
 - ``chain``: a member of a chain started before the previous member's first successful end
   (or that member never succeeded).
@@ -123,6 +130,9 @@ def _due(op: Op) -> float:
     due = op.answer("due_ms")
     if isinstance(due, (int, float)):
         return float(due)
+    at = op.invoke.fields.get("at_ms")  # an ``at=`` asked: that ms (floored) or later
+    if isinstance(at, (int, float)):
+        return float(math.floor(at))
     delay = op.invoke.fields.get("delay_ms")
     return op.invoke_ms + float(delay) if isinstance(delay, (int, float)) else -math.inf
 
@@ -168,6 +178,12 @@ def _early(c: _Check) -> None:
             due = min(_due(o) for o in candidates)
             if isinstance(due_field, (int, float)):
                 due = max(due, float(due_field))
+                ready = run.start.fields.get("ready_ms")
+                if isinstance(ready, (int, float)) and ready < due_field:
+                    c.report("promoted_early", job, f"its stream entry was written "
+                             f"{due_field - ready:.0f} ms before its due time (server clock)",
+                             c.job_records(job), ready, run.end_ms)
+                    break
             if t < due - GRANULARITY_MS:
                 c.report("early", job, f"started {due - t:.1f} ms before its due time",
                          c.job_records(job), min(o.invoke_ms for o in candidates), run.end_ms)
@@ -176,6 +192,8 @@ def _early(c: _Check) -> None:
 
 def _cut_off_long_enough(c: _Check, first: Run, second: Run) -> bool:
     bound = c.allow.overlap_allowed_when_cutoff_longer_than_ms
+    if bound is not None and c.line.undone(first.start_ms, second.start_ms):
+        return True  # a failover undid the first delivery (timeline.py: ``undoes``)
     if bound is None or first.process == second.process:
         return False
     if first.start.fields.get("pull"):  # nobody touches a reservation: silent past its ttr
@@ -264,7 +282,8 @@ def _callbacks(c: _Check, batches: dict[str, list[str]]) -> None:
         for which, seen in sorted(notes.get(batch, {}).items()):
             firsts = [n for n in seen if n.fields.get("attempt", 1) == 1]
             cb = [r for n in seen if n.job for r in c.job_records(n.job)]
-            if len(firsts) != 1:
+            again = len(firsts) > 1 and c.line.undone(firsts[0].time_ms, firsts[-1].time_ms)
+            if len(firsts) != 1 and not again:  # a failover may undo the first one's ack
                 c.report("callback", batch, f"callback {which} ran {len(firsts)} times as a "
                          "first delivery (exactly once expected)", cb,
                          seen[0].time_ms, seen[-1].time_ms)

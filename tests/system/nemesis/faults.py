@@ -5,7 +5,8 @@ a thread against the targets of a run, each fault's begin and end noted in the r
 Faults and the targets they apply to:
 
 - ``kill``: SIGKILL a worker, dispatcher or ``serve``; ``target.restart()`` after ``duration_s``;
-- ``stop``: SIGSTOP any process target (Redis too), SIGCONT after ``duration_s``;
+- ``stop``: SIGSTOP any process target (Redis and the producers in namespaces too), SIGCONT
+  after ``duration_s``;
 - ``redis_restart``: SIGKILL redis-server, restart it from its append-only file on the same port
   after ``duration_s`` (the rig runs Redis with ``appendfsync always``: an acknowledged write is
   on disk; with ``everysec`` up to a second of acknowledged enqueues can vanish in a kill -9);
@@ -35,7 +36,7 @@ from typing import Any, Literal
 
 from tests.system.nemesis.net import Net
 
-Kind = Literal["worker", "dispatcher", "serve", "redis", "sentinel", "cluster"]
+Kind = Literal["worker", "dispatcher", "serve", "producer", "redis", "sentinel", "cluster"]
 FAULTS = ("kill", "stop", "redis_restart", "failover", "migrate", "cut_loud", "cut_silent",
           "degrade")
 PROCESS_KINDS = ("worker", "dispatcher", "serve")
@@ -74,7 +75,7 @@ def applies(fault: str, target: Target) -> bool:
     if fault == "kill":
         return target.kind in PROCESS_KINDS and target.restart is not None
     if fault == "stop":
-        return target.kind in (*PROCESS_KINDS, "redis")
+        return target.kind in (*PROCESS_KINDS, "producer", "redis")
     if fault == "redis_restart":
         return target.kind == "redis" and target.restart is not None
     if fault == "failover":

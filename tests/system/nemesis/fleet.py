@@ -16,6 +16,7 @@ from pathlib import Path
 
 from tests.support.redis_server import free_port
 from tests.system.nemesis.net import Net, NetHost
+from tests.system.nemesis.workloads import SERVE_ENV, TOKEN_ENV
 
 ROOT = Path(__file__).resolve().parents[3]
 TOKEN = "nemesis-" + "a7" * 12
@@ -38,20 +39,25 @@ class Member:
 class Fleet:
     """Starts, restarts and stops the run's processes; every one logs to ``OUT/logs/``."""
 
-    def __init__(self, out: Path, redis_port: int, queue: str, partitions: int,
-                 net: Net | None) -> None:
-        self.out, self.redis_port, self.queue, self.net = out, redis_port, queue, net
+    def __init__(self, out: Path, queue: str, partitions: int, net: Net | None) -> None:
+        self.out, self.queue, self.net = out, queue, net
         self.logs = out / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)
         self.env = {**os.environ, "STREAMDELAY_PARTITIONS": str(partitions),
                     "STREAMDELAY_TOKENS": f"nemesis:{TOKEN}:consume,read",
-                    "PYTHONPATH": str(ROOT)}
+                    "PYTHONPATH": str(ROOT), TOKEN_ENV: TOKEN}
         self.members: dict[str, Member] = {}
         self.serve_port = free_port()
+        self.serve_host: NetHost | None = None
+        # the Redis URL of a process in a host (None: this namespace): set once Redis runs
+        # (topology.py), before any process starts
+        self.url_of: Callable[[NetHost | None], str] | None = None
 
     def url(self, host: NetHost | None) -> str:
         """The Redis URL a process in ``host`` (None: this namespace) uses."""
-        return f"redis://{host.host_ip if host else '127.0.0.1'}:{self.redis_port}/0"
+        if self.url_of is None:
+            raise RuntimeError("Fleet.url_of is not set: start Redis first")
+        return self.url_of(host)
 
     def _host(self, name: str, in_net: bool) -> NetHost | None:
         return self.net.host(name) if in_net and self.net is not None else None
@@ -64,11 +70,14 @@ class Fleet:
         self.members[name] = member
         return member
 
-    def worker(self, name: str, in_net: bool, rogue: bool = False) -> Member:
-        """A worker app process (tests/system/nemesis/app.py)."""
+    def worker(self, name: str, in_net: bool, rogue: bool = False,
+               broken: str | None = None) -> Member:
+        """A worker app process (tests/system/nemesis/app.py); ``broken``: a broken build
+        (app.py ``BROKEN``)."""
         return self.add(name, "worker", lambda h: [
             sys.executable, "-m", "tests.system.nemesis.app", self.url(h), self.queue,
-            str(self.out / "history"), name, *(["--rogue"] if rogue else [])], in_net)
+            str(self.out / "history"), name, *(["--rogue"] if rogue else []),
+            *(["--broken", broken] if broken else [])], in_net)
 
     def dispatcher(self, name: str, in_net: bool) -> Member:
         """A standalone dispatcher (tests/system/chaos/app.py)."""
@@ -76,17 +85,22 @@ class Fleet:
             sys.executable, "-m", "tests.system.chaos.app", "dispatch", self.url(h),
             self.queue], in_net)
 
-    def serve(self) -> Member:
-        """``streamdelay serve`` (with its dispatchers) on a fixed port of this namespace."""
-        return self.add("serve", "serve", lambda h: [
+    def serve(self, in_net: bool = False) -> Member:
+        """``streamdelay serve`` (with its dispatchers) on a fixed port, in a namespace of its
+        own when ``in_net`` (cut off from Redis and from its clients by a cut of its link)."""
+        member = self.add("serve", "serve", lambda h: [
             sys.executable, "-m", "streamdelay", "serve", "--url", self.url(h), "--queue",
-            self.queue, "--host", "127.0.0.1", "--port", str(self.serve_port),
-            "--log-format", "json"])
+            self.queue, "--host", h.ip if h else "127.0.0.1", "--port", str(self.serve_port),
+            "--log-format", "json"], in_net)
+        self.serve_host = member.host
+        self.env[SERVE_ENV] = self.serve_base
+        return member
 
     @property
     def serve_base(self) -> str:
-        """The base URL of ``serve``."""
-        return f"http://127.0.0.1:{self.serve_port}"
+        """The base URL of ``serve`` (its namespace's address is reachable from this one)."""
+        host = self.serve_host.ip if self.serve_host else "127.0.0.1"
+        return f"http://{host}:{self.serve_port}"
 
     def http_consumer(self, name: str) -> Member:
         """An HTTP consumer (tests/system/nemesis/http_consumer.py)."""
@@ -94,11 +108,13 @@ class Fleet:
             sys.executable, "-m", "tests.system.nemesis.http_consumer", self.serve_base, TOKEN,
             self.queue, str(self.out / "history"), name])
 
-    def producer(self, name: str, workload: str, seed: int, seconds: float) -> Member:
-        """A producer of one workload (tests/system/nemesis/workloads.py)."""
+    def producer(self, name: str, workload: str, seed: int, seconds: float,
+                 in_net: bool = False) -> Member:
+        """A producer of one workload (tests/system/nemesis/workloads.py), in a namespace of
+        its own when ``in_net`` (its calls then cut off, silenced or slowed by the nemesis)."""
         return self.add(name, "producer", lambda h: [
             sys.executable, "-m", "tests.system.nemesis.workloads", self.url(h), self.queue,
-            str(self.out / "history"), name, workload, str(seed), str(seconds)])
+            str(self.out / "history"), name, workload, str(seed), str(seconds)], in_net)
 
     def start(self, name: str) -> None:
         """Start (or start again) one process; reaps the previous one first."""

@@ -1,10 +1,11 @@
 """An HTTP consumer of the nemesis run: plain HTTP against ``streamdelay serve``, reserving jobs
 of topic ``http`` and acking each (the client of tests/system/chaos/http_client.py), every run
 recorded in the history as the worker app records its handlers' (``start``, ``end``; the
-``end`` note, outcome ``ok``: the work is done, also carries how the ack ended: ``acked``,
-``stale`` or ``lost``, as a worker's ``end`` precedes an ack that may be lost). Its ``start``
-says ``pull=True``: nothing heartbeats a reservation, so the job may be handed to another
-consumer once this one is silent past its ttr (docs/pull.md), which the checker allows.
+``end`` note, outcome ``ok`` with the ``value`` it posts as the job's result, precedes the ack as
+a worker's does, and an ``ack`` note says how the ack ended: ``acked``, ``stale`` or
+``lost``). Its ``start`` says ``pull=True``: nothing heartbeats a reservation, so the job may
+be handed to another consumer once this one is silent past its ttr (docs/pull.md), which the
+checker allows.
 
 ``python -m tests.system.nemesis.http_consumer BASE TOKEN QUEUE OUT NAME``; runs until SIGTERM.
 """
@@ -18,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-from tests.system.chaos.http_client import Client
+from tests.system.chaos.http_client import ACK_RETRY_S, Client
 from tests.system.nemesis.history import Recorder
 
 TOPIC = "http"
@@ -45,9 +46,37 @@ def run(base: str, token: str, queue: str, out: Path, name: str) -> None:
         for delivery in answer["deliveries"]:
             record.note("start", delivery["id"], attempt=delivery["attempt"], worker=who,
                         topic=TOPIC, due_ms=delivery["due"], pull=True)
-            outcome = client.ack(delivery["receipt"])
+            value = value_of(delivery)
             record.note("end", delivery["id"], attempt=delivery["attempt"], worker=who,
-                        outcome="ok", ack=outcome)
+                        outcome="ok", value=value, ack="sent")
+            outcome = ack(client, delivery["receipt"], value)
+            record.note("ack", delivery["id"], attempt=delivery["attempt"], worker=who,
+                        ack=outcome)
+
+
+def value_of(delivery: dict[str, object]) -> object:
+    """The result an HTTP consumer posts with its ack: three times the body's ``n`` (the
+    producer awaits it over HTTP and the checker compares, docs/reliability.md#make-nemesis)."""
+    body = delivery.get("body")
+    return int(body["n"]) * 3 if isinstance(body, dict) and "n" in body else None
+
+
+def ack(client: Client, receipt: str, value: object) -> str:
+    """``:ack`` with ``{"result": value}``: ``acked``, ``stale`` (409) or ``lost`` (no answer
+    for 10 s), retried while ``serve`` is down or cut off."""
+    deadline = time.monotonic() + ACK_RETRY_S
+    while time.monotonic() < deadline:
+        try:
+            status, _ = client.call(f"/deliveries/{receipt}:ack", {"result": value})
+        except (OSError, ValueError):
+            time.sleep(0.1)
+            continue
+        if status == 200:
+            return "acked"
+        if status == 409:
+            return "stale"
+        time.sleep(0.1)
+    return "lost"
 
 
 if __name__ == "__main__":

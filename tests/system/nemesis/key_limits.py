@@ -31,6 +31,8 @@ def _key(run: Run) -> str | None:
 
 def _excused(line: Timeline, a: Run, b: Run, lo: float, hi: float) -> bool:
     names = a.names() | b.names()
+    if line.undone(lo, hi):  # a failover can undo a lease (docs/guarantees.md)
+        return True
     return any(f.active(lo, hi) and names.intersection(f.targets) and not f.kills
                for f in line.faults)
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import streamdelay as sd
-from tests.support.redis_server import RedisServer
-from tests.system.nemesis.app import KEEP_DONE_ENV, TTR, queue_for
+from tests.system.nemesis import topology
+from tests.system.nemesis.app import BROKEN, KEEP_DONE_ENV, TTR, WORK_S_ENV, queue_for
 from tests.system.nemesis.faults import FAULTS, NET_FAULTS, Fault, Nemesis, Target, schedule
 from tests.system.nemesis.fleet import Fleet
 from tests.system.nemesis.history import (
@@ -38,12 +38,19 @@ from tests.system.nemesis.history import (
 )
 from tests.system.nemesis.key_limits import check_key_limits
 from tests.system.nemesis.net import Net, require_root
-from tests.system.nemesis.targets import process_target, redis_target
-from tests.system.nemesis.workloads import WORKLOADS
+from tests.system.nemesis.priorities import check_priorities, judged_pairs
+from tests.system.nemesis.targets import process_target
+from tests.system.nemesis.workloads import REPLICAS_ENV, WORKLOADS
 
 QUEUE = "nemesis"
 KEY_CONCURRENCY = 1  # the keyed workload's limit per fairness key (key_limits.py checks it)
 PROCESS_FAULTS = ("kill", "stop", "redis_restart")
+NET_PRODUCERS = ("plain", "results", "prio")  # producers in namespaces of their own (cuts)
+DEFAULT_FAULTS = {
+    "single": [f for f in FAULTS if f not in ("failover", "migrate")],
+    "sentinel": ["kill", "stop", "failover"],
+    "cluster": ["kill", "stop", "migrate"],
+}
 
 
 @dataclass
@@ -61,6 +68,9 @@ class Settings:
     settle_s: float = 90.0
     plan: list[Fault] | None = None  # these faults instead of the seed's schedule
     keep_done: float = 600.0  # every process's keep_done (app.py: KEEP_DONE_ENV)
+    topology: str = "single"  # topology.py
+    broken: str | None = None  # every worker a broken build (app.py BROKEN)
+    work_s: str | None = None  # each handler run's length, "lo,hi" s (app.py WORK_S)
 
 
 def _subnet(net_name: str) -> Net:
@@ -73,33 +83,40 @@ def _subnet(net_name: str) -> Net:
     raise RuntimeError("no free subnet of 10.214.0.0/16")
 
 
-def build_fleet(s: Settings, server_port: int, net: Net | None) -> Fleet:
-    """Define every process of the run (none started yet)."""
-    fleet = Fleet(s.out, server_port, QUEUE, s.partitions, net)
+def build_fleet(s: Settings, queue: str, partitions: int, net: Net | None) -> Fleet:
+    """Define every process of the run (none started yet). With a ``Net`` every worker but
+    the last, the dispatcher, ``serve`` and the producers of ``NET_PRODUCERS`` run in
+    namespaces of their own."""
+    fleet = Fleet(s.out, queue, partitions, net)
     workers = 2 if s.quick else 3
     for i in range(workers):  # the first ones in namespaces when there are network faults
         fleet.worker(f"n{i}" if net and i < workers - 1 else f"w{i}", in_net=bool(net) and
-                     i < workers - 1, rogue=s.rogue and i == 0)
+                     i < workers - 1, rogue=s.rogue and i == 0,
+                     broken=s.broken)
     fleet.dispatcher("d0", in_net=net is not None)
     if "http" in s.workloads:
-        fleet.serve()
+        fleet.serve(in_net=net is not None)
         for i in range(2):
             fleet.http_consumer(f"h{i}")
     for i, workload in enumerate(s.workloads):
-        fleet.producer(f"p-{workload}", workload, s.seed * 100 + i, s.duration)
+        fleet.producer(f"p-{workload}", workload, s.seed * 100 + i, s.duration,
+                       in_net=net is not None and workload in NET_PRODUCERS)
     return fleet
 
 
-def targets_of(fleet: Fleet, server: RedisServer) -> list[Target]:
-    """What the nemesis may hit: workers, dispatchers, serve, and Redis."""
-    found = [redis_target("redis", server)]
+def targets_of(fleet: Fleet, servers: list[Target]) -> list[Target]:
+    """What the nemesis may hit: the topology's targets (Redis, Sentinel, the cluster),
+    workers, dispatchers, ``serve``, and the producers in namespaces (``stop`` and cuts)."""
+    found = list(servers)
     for member in fleet.members.values():
-        if member.kind in ("worker", "dispatcher", "serve"):
+        if member.kind in ("worker", "dispatcher", "serve") or (
+                member.kind == "producer" and member.host is not None):
             name = member.name
             found.append(process_target(
                 name, member.kind,  # type: ignore[arg-type]
                 lambda name=name: fleet.process(name),  # type: ignore[misc]
-                lambda name=name: fleet.start(name),  # type: ignore[misc]
+                (lambda name=name: fleet.start(name))  # type: ignore[misc]
+                if member.kind != "producer" else None,
                 host=member.host.name if member.host else None))
     return found
 
@@ -166,19 +183,26 @@ def run(s: Settings) -> tuple[list[Violation], dict[str, object]]:
         require_root()
         net = _subnet(f"r{os.getpid() % 100000}")
     os.environ[KEEP_DONE_ENV] = f"{s.keep_done:g}"  # this process's queue and every child's
-    server: RedisServer | None = None
+    if s.work_s:
+        os.environ[WORK_S_ENV] = s.work_s
+    servers: topology.Servers | None = None
     fleet: Fleet | None = None
     nemesis: Nemesis | None = None
     try:
-        # hosts first: Redis listens on every host-side address (net.py)
-        fleet = build_fleet(s, 0, net)
-        server = RedisServer(*(net.redis_bind_args() if net else []), persistent=True).start()
-        fleet.redis_port = server.port
-        queue = queue_for(server.url, QUEUE, s.partitions)
+        if s.topology == "single":  # hosts first: Redis listens on their addresses (net.py)
+            fleet = build_fleet(s, QUEUE, s.partitions, net)
+            servers = topology.start(s.topology, QUEUE, s.partitions, net)
+        else:  # the queue's name is chosen once the cluster is up (a partition per primary)
+            servers = topology.start(s.topology, QUEUE, s.partitions, net)
+            fleet = build_fleet(s, servers.queue, servers.partitions, net)
+        fleet.url_of = servers.url_of
+        if servers.replicas:
+            fleet.env[REPLICAS_ENV] = str(servers.replicas)
+        queue = queue_for(servers.url, servers.queue, servers.partitions)
         queue.limit("keyed", key_concurrency=KEY_CONCURRENCY)
         for name in fleet.members:
             fleet.start(name)
-        targets = targets_of(fleet, server)
+        targets = targets_of(fleet, servers.targets)
         faults = s.plan if s.plan is not None else schedule(
             s.seed, s.duration, targets, s.faults, mean_gap_s=2.0 if s.quick else 3.0,
             cut_max_s=3.0)
@@ -198,15 +222,17 @@ def run(s: Settings) -> tuple[list[Violation], dict[str, object]]:
             fleet.stop()
         if net is not None:
             net.close()
-        if server is not None:
-            server.stop()
+        if servers is not None:
+            servers.stop()
     chains, batches = flows_of(history)
     records = load(history)
-    violations = check(records, Allowances.from_docs(TTR * 1000), chains=chains,
-                       batches=batches) + check_key_limits(records, KEY_CONCURRENCY)
+    violations = (check(records, Allowances.from_docs(TTR * 1000), chains=chains,
+                        batches=batches) + check_key_limits(records, KEY_CONCURRENCY)
+                  + check_priorities(records, servers.partitions))
     kinds = Counter(r.kind for r in records if r.phase == "invoke")
     figures: dict[str, object] = {
-        "seed": s.seed, "duration_s": s.duration, "records": len(records),
+        "seed": s.seed, "topology": s.topology, "quick": s.quick, "broken": s.broken,
+        "partitions": servers.partitions, "duration_s": s.duration, "records": len(records),
         "operations": sum(kinds.values()), "operations_by_kind": dict(kinds),
         "outcomes": dict(Counter(r.phase for r in records
                                  if r.phase in ("ok", "fail", "unknown"))),
@@ -221,8 +247,13 @@ def run(s: Settings) -> tuple[list[Violation], dict[str, object]]:
         "callbacks": sum(1 for r in records if r.kind == "callback"),
         "results_awaited": sum(1 for r in records if r.kind == "result"),
         "jobs_read_back": read, "settled": settled, "producers_failed": producers_failed,
-        "violations": len(violations)}
+        "priority_pairs": judged_pairs(records, servers.partitions),
+        "violations": len(violations),
+        "violations_by_rule": dict(Counter(v.rule for v in violations)),
+        "workers": sum(1 for m in fleet.members.values() if m.kind == "worker"),
+        "in_namespaces": sorted(m.name for m in fleet.members.values() if m.host)}
     (s.out / "summary.json").write_text(json.dumps(figures, indent=2, default=str))
+    (s.out / "violations.txt").write_text(format_report(violations, limit=None) + "\n")
     return violations, figures
 
 
@@ -232,8 +263,14 @@ def parse(argv: list[str]) -> Settings:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--duration", type=float, default=60.0)
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
-    parser.add_argument("--faults", default=",".join(f for f in FAULTS
-                                                     if f not in ("failover", "migrate")))
+    parser.add_argument("--faults", default=None,
+                        help="default: every fault the topology has (single: all but failover "
+                             "and migrate; sentinel: kill, stop, failover; cluster: kill, stop, "
+                             "migrate)")
+    parser.add_argument("--topology", choices=topology.TOPOLOGIES, default="single")
+    parser.add_argument("--broken", choices=sorted(BROKEN),
+                        help="every worker a broken build (the checker's own test)")
+    parser.add_argument("--work-s", help="each handler run's length, 'lo,hi' seconds")
     parser.add_argument("--out", type=Path, default=Path("nemesis-results"))
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--rogue", action="store_true",
@@ -244,19 +281,26 @@ def parse(argv: list[str]) -> Settings:
                              "of a queue; see docs/reliability.md#make-nemesis)")
     args = parser.parse_args(argv)
     workloads = [w for w in args.workloads.split(",") if w]
-    faults = [f for f in args.faults.split(",") if f]
+    faults = [f for f in (args.faults or ",".join(DEFAULT_FAULTS[args.topology])).split(",")
+              if f]
     for w in workloads:
         if w not in WORKLOADS:
             parser.error(f"unknown workload {w!r} (known: {', '.join(WORKLOADS)})")
-    return Settings(args.seed, args.duration, workloads, faults, args.out / f"seed-{args.seed}",
-                    quick=args.quick, rogue=args.rogue, keep_done=args.keep_done)
+    if args.topology != "single" and set(faults) & set(NET_FAULTS):
+        parser.error(f"the {args.topology} topology has no network faults (topology.py)")
+    out = args.out / (f"seed-{args.seed}" if args.topology == "single"
+                      else f"{args.topology}-seed-{args.seed}")
+    return Settings(args.seed, args.duration, workloads, faults, out, quick=args.quick,
+                    rogue=args.rogue, keep_done=args.keep_done, topology=args.topology,
+                    broken=args.broken, work_s=args.work_s)
 
 
 def main(argv: list[str]) -> int:
     """Run, print the figures and the report; 1 on a violation or a run that went wrong."""
     s = parse(argv)
     violations, figures = run(s)
-    print(f"nemesis seed {s.seed}: {figures['operations']} operations, {figures['runs']} "
+    print(f"nemesis {s.topology} seed {s.seed}: {figures['operations']} operations, "
+          f"{figures['runs']} "
           f"handler runs, {sum(figures['faults'].values())} faults "  # type: ignore[attr-defined]
           f"{figures['faults']}, {len(violations)} violations (history: {s.out / 'history'})",
           flush=True)

@@ -20,9 +20,10 @@ FAILOVER_TIMEOUT_S = 60.0
 
 
 def process_target(name: str, kind: Kind, process: Callable[[], subprocess.Popen[bytes] | None],
-                   restart: Callable[[], None], host: str | None = None) -> Target:
-    """A worker, dispatcher or ``serve``: ``process()`` is its current Popen (the one
-    ``restart()`` replaces; restart should reap the killed one with ``wait()``)."""
+                   restart: Callable[[], None] | None, host: str | None = None) -> Target:
+    """A worker, dispatcher, ``serve`` or producer: ``process()`` is its current Popen (the
+    one ``restart()`` replaces; restart should reap the killed one with ``wait()``; None: it
+    is never killed, a producer)."""
 
     def pid() -> int | None:
         current = process()

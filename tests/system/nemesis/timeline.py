@@ -8,6 +8,11 @@ list of names. A fault without an end lasts to the end of the history.
 
 - A fault **kills** its target (``kills=True``, or a name containing ``kill``): the target's
   runs with no ``end`` note end at the fault's begin.
+- A fault **undoes** recent writes of every worker (``undoes=True``, or a name containing
+  ``failover``): a Sentinel failover (the primary killed -9) loses what had not reached the
+  replica: deliveries, heartbeats, acks (docs/guarantees.md#durability-across-failover, "What
+  a failover can do to a job"); such a fault excuses a second run of a job whose first run it
+  overlapped, and a callback delivered again, whoever the workers were.
 - A fault **cuts off** its target from Redis (``cuts_off=True``, or a name containing
   ``partition``, ``stop``, ``pause``, ``freeze``, ``isolate`` or ``link_down``; set
   ``cuts_off=True`` on a packet-loss fault that drops everything): only such a fault on a run's
@@ -46,6 +51,7 @@ class Fault:
     end: Record | None
     kills: bool
     cuts_off: bool
+    undoes: bool = False
 
     @property
     def begin_ms(self) -> float:
@@ -170,6 +176,10 @@ class Timeline:
     origin_ms: float = 0.0
     horizon_ms: float = 0.0
 
+    def undone(self, lo: float, hi: float) -> bool:
+        """Whether a fault that undoes writes (a failover) was active in ``[lo, hi]``."""
+        return any(f.undoes and f.active(lo, hi) for f in self.faults)
+
     def active_faults(self, lo: float, hi: float) -> list[Record]:
         """The records of the faults active at some time in ``[lo, hi]``."""
         return [r for f in self.faults if f.active(lo, hi) for r in f.records()]
@@ -187,10 +197,12 @@ def _fault(begin: Record, end: Record | None) -> Fault:
     name = str(begin.fields.get("name", ""))
     kills = begin.fields.get("kills")
     cuts = begin.fields.get("cuts_off")
+    undoes = begin.fields.get("undoes")
     return Fault(name=name, targets=_targets(begin.fields.get("target")), begin=begin, end=end,
                  kills=("kill" in name.lower()) if kills is None else bool(kills),
                  cuts_off=(any(w in name.lower() for w in CUT_OFF_WORDS)
-                           if cuts is None else bool(cuts)))
+                           if cuts is None else bool(cuts)),
+                 undoes=("failover" in name.lower()) if undoes is None else bool(undoes))
 
 
 def faults_of(records: Iterable[Record]) -> list[Fault]:

@@ -14,17 +14,27 @@ producer of ``WORKLOAD`` for ``SECONDS``:
 - ``flows``: workflows: fan-in (a child after 3 parents), chains of 3, batches of 4 with
   ``on_success`` and ``on_complete`` callbacks; the ids of each chain and batch written to
   ``OUT/flows-NAME.jsonl`` for the checker;
-- ``http``: jobs of topic ``http``, consumed over HTTP (tests/system/nemesis/http_consumer.py);
+- ``prio``: bursts of 8 jobs of topic ``prio`` due at one time with priorities 0-9 and no key
+  (one lane per partition): the priority rule (priorities.py) judges the order they were taken;
+- ``dense``: bursts of 40 jobs due 1 ms apart (``at=``), so every promotion has a job due in the
+  next ms: a promotion 1 ms early shows (checker.py, ``promoted_early``);
+- ``http``: jobs of topic ``http``, consumed over HTTP (tests/system/nemesis/http_consumer.py),
+  each result awaited over HTTP through ``serve`` (``GET .../jobs/{id}/result?wait_ms=``:
+  ``http_result_wait`` operations and ``result`` notes);
 - ``results``: jobs whose handler returns a value, each awaited with ``result(timeout=)`` by
   this process (``result_wait`` operations and ``result`` notes).
 """
 
 from __future__ import annotations
 
+import http.client
 import json
+import os
 import random
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -34,7 +44,11 @@ import streamdelay as sd
 from tests.system.nemesis.app import queue_for
 from tests.system.nemesis.history import Recorder, now_ms
 
-WORKLOADS = ("plain", "retry", "keyed", "flows", "http", "results")
+WORKLOADS = ("plain", "retry", "keyed", "prio", "dense", "flows", "http", "results")
+SERVE_ENV, TOKEN_ENV = "NEMESIS_SERVE", "NEMESIS_TOKEN"  # where ``serve`` is (fleet.py)
+REPLICAS_ENV = "NEMESIS_REPLICAS"  # the producers' ``replicas=`` (the Sentinel run: 1)
+PRIO_BURST = 8
+DENSE_BURST = 40
 KEYS = 4
 REFUSED = (sd.ValidationError, sd.ConfigError)  # refused before anything was sent
 RESULT_WAIT_S = 30.0
@@ -59,6 +73,10 @@ class Producer:
 
     def __init__(self, url: str, queue: str, out: Path, name: str, seed: int) -> None:
         self.queue = queue_for(url, queue, retry_for=RETRY_FOR_S)
+        replicas = int(os.environ.get(REPLICAS_ENV, "0"))
+        if replicas:  # answered only once a replica has it (docs/guarantees.md)
+            self.queue = self.queue.with_replicas(replicas, replica_timeout=1.0)
+        self.queue_name = queue
         self.record = Recorder(out, f"producer-{name}")
         self.flow_log = (out / f"flows-{name}.jsonl").open("a", buffering=1)
         self.name, self.rng, self.count = name, random.Random(seed), 0
@@ -85,14 +103,20 @@ class Producer:
         self.record.complete(seq, "ok", **done(answer))
         return answer
 
-    def enqueue(self, topic: str, body: Any, job: str, delay: float, **options: Any) -> bool:
-        """One recorded enqueue; True when it was acknowledged."""
+    def enqueue(self, topic: str, body: Any, job: str, delay: float | None,
+                **options: Any) -> bool:
+        """One recorded enqueue (``delay`` None: ``at=`` is among the options, its due time
+        recorded as ``at_ms``); True when it was acknowledged."""
         extra = {k: v for k, v in options.items() if k in ("priority", "key", "after")}
+        if delay is None:
+            extra["at_ms"] = options["at"] * 1000
+        else:
+            options["delay"] = delay
+            extra["delay_ms"] = delay * 1000
         answer = self.operate(
             "enqueue", job, lambda: self.queue.enqueue(topic, body, id=job.split("}")[-1],
-                                                       delay=delay, **options),
-            answered, topic=topic,
-            delay_ms=delay * 1000, **extra)
+                                                       **options),
+            answered, topic=topic, **extra)
         return answer is not None
 
     def group(self, kind: str, jobs: list[str], call: Callable[[], Any], topic: str,
@@ -173,13 +197,60 @@ class Producer:
                     on_complete=sd.JobSpec("callback", {"batch": tag})), "flow", batch=tag):
                 self.write_flow("batch", tag, members)
 
+    def prio(self) -> None:
+        """A burst of jobs due at one time, priorities drawn from 0-9, no key; then a pause
+        so bursts rarely mix."""
+        at = time.time() + self.rng.uniform(0.3, 1.0)
+        for _ in range(PRIO_BURST):
+            self.enqueue("prio", None, self.next_id("q"), None, at=at,
+                         priority=self.rng.randrange(10))
+        time.sleep(self.rng.uniform(0.3, 1.0))
+
+    def dense(self) -> None:
+        """A burst of jobs due one ms apart (the broken-promotion check: a job is due in the
+        ms after each promotion)."""
+        at = time.time() + self.rng.uniform(0.3, 1.0)
+        for i in range(DENSE_BURST):
+            self.enqueue("dense", None, self.next_id("d"), None, at=at + i / 1000)
+        time.sleep(self.rng.uniform(0.2, 0.6))
+
     def write_flow(self, kind: str, name: str, jobs: list[str]) -> None:
         """Tell the checker about an acknowledged chain or batch."""
         self.flow_log.write(json.dumps({"kind": kind, "name": name, "jobs": jobs}) + "\n")
 
     def http(self) -> None:
-        """A job for the HTTP consumers."""
-        self.enqueue("http", {"n": self.count}, self.next_id("h"), self.rng.uniform(0.1, 2.0))
+        """A job for the HTTP consumers, its result awaited over HTTP (in a thread)."""
+        job = self.next_id("h")
+        n = self.count
+        if self.enqueue("http", {"n": n}, job, self.rng.uniform(0.1, 2.0)):
+            self.waiters.submit(self.await_http_result, job, n * 3)
+
+    def await_http_result(self, job: str, expected: int) -> None:
+        """``GET .../jobs/{id}/result?wait_ms=`` through ``serve`` until it answers 200 (a 204
+        is asked again; ``serve`` down or cut off is retried) or ``RESULT_WAIT_S`` pass:
+        recorded as an ``http_result_wait`` operation, what it answered as a ``result`` note."""
+        base, token = os.environ[SERVE_ENV], os.environ[TOKEN_ENV]
+        url = f"{base}/v1/queues/{self.queue_name}/jobs/{job}/result?wait_ms=5000"
+        seq = self.record.invoke("http_result_wait", job, expected=expected)
+        deadline = time.monotonic() + RESULT_WAIT_S
+        while time.monotonic() < deadline:
+            request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+            try:
+                with urllib.request.urlopen(request, timeout=10) as answer:
+                    status, payload = answer.status, answer.read()
+            except urllib.error.HTTPError as exc:
+                status, payload = exc.code, b""
+            except (OSError, http.client.HTTPException):
+                time.sleep(0.2)
+                continue
+            if status == 200:
+                data = json.loads(payload)
+                self.record.complete(seq, "ok", state=data.get("state"), value=data.get("value"))
+                self.record.note("result", job, state=data.get("state"), value=data.get("value"),
+                                 expected=expected, via="http")
+                return
+            time.sleep(0.2 if status != 204 else 0)
+        self.record.complete(seq, "unknown", error=f"no result in {RESULT_WAIT_S:g} s")
 
     def results(self) -> None:
         """A job whose value this process awaits (in a thread: enqueuing goes on)."""
