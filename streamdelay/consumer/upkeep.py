@@ -26,6 +26,7 @@ from ..protocol.scripts import script
 from ..redis_io.runner import RETRYABLE, drive_async, drive_once_async
 from ..telemetry.jobs import delivery_fields
 from .delivery import Delivery
+from .fleet import until_renewal
 from .liveness import Liveness
 from .settling import frees
 from .upkeep_host import UpkeepHost
@@ -246,10 +247,11 @@ async def say_state(worker: UpkeepHost) -> None:
 
 
 async def fleet_loop(worker: UpkeepHost) -> None:
-    """Renew the fleet entry every ``fleet_every`` (``FLEET_EVERY_S``); stop the worker (an
-    error logged) once the queue is on a layout this release cannot read: it never serves one."""
+    """Renew the fleet entry every ``fleet_every`` (``FLEET_EVERY_S``), or within a second of
+    a change of what it runs (``fleet.until_renewal``); stop the worker (an error logged) once
+    the queue is on a layout this release cannot read: it never serves one."""
     while True:
-        await asyncio.sleep(worker.fleet_every * random.uniform(0.8, 1.0))
+        await until_renewal(worker.fleet_every * random.uniform(0.8, 1.0), worker.fleet_info)
         try:
             await join_fleet(worker)
         except LayoutError as exc:
