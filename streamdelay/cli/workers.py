@@ -60,7 +60,7 @@ def workers(queue_name: str, name: str | None, quiet_name: str | None, stop_name
             url: str | None, partitions: int | None, as_json: bool) -> None:
     """Show the live workers of QUEUE (and its pull/HTTP consumers): state, jobs running out
     of concurrency, uptime, last renewal, group, topics, pid, host and version, and the jobs
-    each runs now (as Queue.workers() reads them; a worker renews every 15 s). With NAME,
+    each runs now (as Queue.workers() reads them: about a second old). With NAME,
     that worker only (exit 1 when no live worker has that name). --quiet NAME or --stop NAME
     tells that worker process to quiet or stop; it learns of it within 2 s (exit 1 when no
     live worker has that name).

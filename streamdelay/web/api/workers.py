@@ -68,7 +68,8 @@ def answer(info: WorkerInfo) -> WorkerAnswer:
      summary="The live workers", responses=errors(*READ_ERRORS))
 async def list_workers(request: Request[Any, Any, Any], queue: QueueParam) -> WorkersAnswer:
     """Every live consumer of the queue (workers, and pull/HTTP consumers) with what it runs
-    now, as each last renewed its entry (a worker every 15 s)."""
+    now, as each last renewed its entry (a worker within about a second of a change of what it
+    runs, else every 15 s)."""
     return WorkersAnswer([answer(w) for w in await served(request, queue).workers()])
 
 
