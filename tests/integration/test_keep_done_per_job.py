@@ -6,6 +6,8 @@ field."""
 
 from __future__ import annotations
 
+import asyncio
+
 import msgspec
 import pytest
 
@@ -44,8 +46,17 @@ def test_a_jobs_keep_done_wins_over_its_worker_queues(redis_url: str, queue_name
         plain = [q.enqueue("t", {"i": i}, id=f"plain-{i}").id for i in range(3)]
         q.enqueue_many([sd.JobSpec("t", {}, id="many-kept", keep_done=3600),
                         sd.JobSpec("t", {}, id="many-plain")])
-        assert sorted(run_all(q)) == sorted([*kept, *plain, "many-kept", "many-plain"])
-        assert [state(q, i) for i in [*kept, "many-kept"]] == ["done"] * 4
+        typed = sd.task("t", body=dict)  # a typed task passes it as any option
+        q.enqueue(typed, {}, id="typed-kept", keep_done=3600)
+
+        async def enqueue_async() -> None:
+            async with sd.AsyncQueue(queue_name, url=redis_url) as aq:
+                await aq.enqueue("t", {}, id="async-kept", keep_done=3600)
+
+        asyncio.run(enqueue_async())
+        extra = ["many-kept", "typed-kept", "async-kept"]
+        assert sorted(run_all(q)) == sorted([*kept, *plain, *extra, "many-plain"])
+        assert [state(q, i) for i in [*kept, *extra]] == ["done"] * 6
         assert [state(q, i) for i in [*plain, "many-plain"]] == [None] * 4
         again = q.enqueue("t", {}, id="kept-0")  # the tombstone keeps the id taken
         assert not again.created and again.state == "done"

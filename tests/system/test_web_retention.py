@@ -12,7 +12,6 @@ import time
 import pytest
 
 import streamdelay as sd
-from streamdelay.base.fleet import DeadRetention
 from tests.integration.test_dead_retention import kill
 from tests.support.redis_server import RedisServer
 from tests.support.web_server import WebServer
@@ -47,12 +46,12 @@ def test_the_retention_in_force_read_by_api_cli_and_http(shared_redis: RedisServ
             sd.Queue(other, url=url) as plain:
         q.enqueue("t", {}, delay=3600)  # the first call stores the settings
         plain.enqueue("t", {}, delay=3600)
-        assert q.dead_retention() == DeadRetention(7 * 86400.0, 500)
-        assert plain.dead_retention() == DeadRetention(None, None)
+        assert q.dead_retention() == sd.DeadRetention(7 * 86400.0, 500)
+        assert plain.dead_retention() == sd.DeadRetention(None, None)
         with sd.Queue(queue_name, url=url) as reader:  # not given any: reads what is in force
             assert reader.dead_retention() == q.dead_retention()
 
-        async def read_async() -> DeadRetention:
+        async def read_async() -> sd.DeadRetention:
             async with sd.AsyncQueue(queue_name, url=url) as aq:
                 return await aq.dead_retention()
 
