@@ -266,7 +266,7 @@ def parse(argv: list[str]) -> Settings:
     parser.add_argument("--faults", default=None,
                         help="default: every fault the topology has (single: all but failover "
                              "and migrate; sentinel: kill, stop, failover; cluster: kill, stop, "
-                             "migrate)")
+                             "migrate); none: no fault")
     parser.add_argument("--topology", choices=topology.TOPOLOGIES, default="single")
     parser.add_argument("--broken", choices=sorted(BROKEN),
                         help="every worker a broken build (the checker's own test)")
@@ -281,8 +281,8 @@ def parse(argv: list[str]) -> Settings:
                              "of a queue; see docs/reliability.md#make-nemesis)")
     args = parser.parse_args(argv)
     workloads = [w for w in args.workloads.split(",") if w]
-    faults = [f for f in (args.faults or ",".join(DEFAULT_FAULTS[args.topology])).split(",")
-              if f]
+    asked = args.faults or ",".join(DEFAULT_FAULTS[args.topology])
+    faults = [f for f in asked.split(",") if f and asked != "none"]
     for w in workloads:
         if w not in WORKLOADS:
             parser.error(f"unknown workload {w!r} (known: {', '.join(WORKLOADS)})")
