@@ -61,6 +61,7 @@ local function flow_lib()
   return flow_ended
 end
 
+local ARGV = ARGV -- a local: read several times per delivery (a global is a table lookup each)
 local now = server_time()
 local group, keep = ARGV[1], tonumber(ARGV[2])
 local n = tonumber(ARGV[3]) or 0
@@ -89,18 +90,21 @@ for b = last + reads + 1, #ARGV, 3 do results[tonumber(ARGV[b])] = {tonumber(ARG
 local settled = 0
 check_partition_keys()
 local by_topic, topics, ids = {}, {}, {}
+local keyed = {} -- topic -> true when a job id of it has a fairness key (release_lease)
+local byte = string.byte
 for b = 4, last, 3 do
-  local topic = ARGV[b]
-  if not by_topic[topic] then
+  local topic, id, eid = ARGV[b], ARGV[b + 1], ARGV[b + 2]
+  local eids = by_topic[topic]
+  if not eids then
     refuse_wrong_type(stream_key(topic), 'stream')
     check_lease_keys(topic)
-    by_topic[topic] = {}
+    eids = {}
+    by_topic[topic] = eids
     topics[#topics + 1] = topic
   end
-  local eids = by_topic[topic]
-  eids[#eids + 1] = ARGV[b + 2]
-  if string.byte(ARGV[b + 1], 1) == 123 then eids[ARGV[b + 2]] = ARGV[b + 1] end -- keyed: release_lease
-  ids[#ids + 1] = ARGV[b + 1]
+  eids[#eids + 1] = eid
+  if byte(id, 1) == 123 then eids[eid] = id; keyed[topic] = true end -- keyed: release_lease
+  ids[(b - 1) / 3] = id
 end
 local raws = {}
 local whole = {} -- keep_done: header-only records made whole, read before their entry goes
@@ -172,10 +176,15 @@ for _, topic in ipairs(topics) do
     redis.call('XACK', sk, group, unpack(eids, s, e))
     redis.call('XDEL', sk, unpack(eids, s, e))
   end
-  for _, eid in ipairs(eids) do release_lease(topic, eid, eids[eid]) end
+  -- a plain topic (no leases, no keyed job) has nothing to release: no call per delivery
+  if keyed[topic] or lease_topics[topic] ~= false then
+    for _, eid in ipairs(eids) do release_lease(topic, eid, eids[eid]) end
+  end
 end
 if #ids > 0 then
   local gone, kept, stones, done, ended = {}, {}, {}, {}, {}
+  local ngone, nended = 0, 0 -- how many of gone and ended
+  local match = string.match
   -- 'succeeded' of the jobs in ended (events on), in runs found on the way (as 'started')
   local e_first, e_topic, e_ran = 1, nil, nil
   for i = 1, #ids do
@@ -186,16 +195,17 @@ if #ids > 0 then
       local ran = heads[i]
       if ran then state, entry = 's', eid elseif ran == false then state, entry = 'd', eid end
     elseif raws[i] and not done[id] then
-      state, entry = string.match(raws[i], '^([dsxc])|%d+|%d+|%d+|%d+|%d+|([%d%-]*)|[^|]+|')
+      state, entry = match(raws[i], '^([dsxc])|%d+|%d+|%d+|%d+|%d+|([%d%-]*)|[^|]+|')
     end
     if state == 's' and entry == eid then
       done[id] = true
-      ended[#ended + 1] = id
+      nended = nended + 1
+      ended[nended] = id
       if heads then
         local topic, ran = ARGV[3 * i + 1], heads[i]
         if topic ~= e_topic or ran ~= e_ran then
-          events_run('succeeded', e_topic, e_ran, now, ended, nil, e_first, #ended - 1)
-          e_first, e_topic, e_ran = #ended, topic, ran
+          events_run('succeeded', e_topic, e_ran, now, ended, nil, e_first, nended - 1)
+          e_first, e_topic, e_ran = nended, topic, ran
         end
       end
       if keep > 0 then
@@ -206,7 +216,8 @@ if #ids > 0 then
         stones[#stones + 1] = now + keep
         stones[#stones + 1] = id
       else
-        gone[#gone + 1] = id
+        ngone = ngone + 1
+        gone[ngone] = id
       end
       settled = settled + 1
       local kept_result = results[i]
@@ -215,14 +226,14 @@ if #ids > 0 then
       release_hold(id, eid)
     end
   end
-  if heads then events_run('succeeded', e_topic, e_ran, now, ended, nil, e_first, #ended) end
-  if #gone > 0 then write_many('HDEL', K_JOBS, gone) end
+  if heads then events_run('succeeded', e_topic, e_ran, now, ended, nil, e_first, nended) end
+  if ngone > 0 then write_many('HDEL', K_JOBS, gone) end
   drop_opts(ended)
   if #kept > 0 then
     write_many('HSET', K_JOBS, kept)
     write_many('ZADD', K_DONE, stones)
   end
-  if #ended > 0 and flow_keep() > 0 then
+  if nended > 0 and flow_keep() > 0 then
     local tell_waiters = flow_lib() -- what includes/flow.lua tells a job's waiters with
     for _, id in ipairs(ended) do tell_waiters(id, 's', now) end
   end

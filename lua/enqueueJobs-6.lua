@@ -56,6 +56,7 @@
 -- @include opts_arg
 -- @include drop_opts
 
+local ARGV = ARGV -- a local: read several times per job (a global is a table lookup each)
 local now, now_us = server_time()
 -- created_ms is rounded up like a relative due, so due - created is exactly the delay
 local created = due_after(now_us, 0)
@@ -67,12 +68,16 @@ if (#ARGV - 3) % per_job ~= 0 or not tolerance or not (with_opts or ARGV[3] == '
 end
 local n = (#ARGV - 3) / per_job
 
-local dues = {}
+-- one pass over the jobs: their due times (checked before any write), ids and topics
+local dues, ids, topics, listed = {}, {}, {}, {}
 for i = 0, n - 1 do
   local b = 4 + i * per_job
   local due = resolve_due(ARGV[b + 2], tonumber(ARGV[b + 3]), now, now_us, tolerance)
   if not due then return redis.error_reply('SDERR AT_IN_PAST ' .. ARGV[b]) end
   dues[i] = due
+  ids[i + 1] = ARGV[b]
+  local topic = ARGV[b + 1]
+  if not listed[topic] then listed[topic] = true; topics[#topics + 1] = topic end
 end
 -- each job's options, checked before any write: false for none
 local options, any_options = {}, false
@@ -91,18 +96,11 @@ end
 -- written first when an id comes twice in one call (its record is then read again) and before
 -- a job is detached (replace, expired tombstone), so each job sees the ones before it, and a
 -- call that fails half-way (foreign garbage) leaves them, exactly as if written one by one.
-local ids = {}
-for i = 0, n - 1 do ids[i + 1] = ARGV[4 + i * per_job] end
 check_partition_keys()
 if with_opts then refuse_wrong_type(K_OPTS, 'hash') end
 if any_options then refuse_wrong_type(K_STAGED, 'hash') end
 -- HINCRBY comes after the records are written: a topic's count another client filled with
 -- something that is no integer is refused first (one HMGET of the call's topics)
-local topics, listed = {}, {}
-for i = 0, n - 1 do
-  local topic = ARGV[4 + i * per_job + 1]
-  if not listed[topic] then listed[topic] = true; topics[#topics + 1] = topic end
-end
 local held = #topics > 0 and hmget_many(K_COUNTS, topics) or {}
 for j = 1, #topics do
   local v = held[j]
@@ -120,17 +118,18 @@ for i = 0, n - 1 do
   if old and old.entry ~= '' and (old.state == 's' or old.state == 'd') then check_hold_keys() end
 end
 local seen = {}
-local records, entries, counts = {}, {}, {}
+local records, entries, counts, nr = {}, {}, {}, 0 -- nr: how many of records (and entries)
 local function flush()
-  if #records > 0 then
+  if nr > 0 then
     write_many('HSET', K_JOBS, records)
     write_many('ZADD', K_DELAYED, entries)
     for topic, count in pairs(counts) do redis.call('HINCRBY', K_COUNTS, topic, count) end
-    records, entries, counts = {}, {}, {}
+    records, entries, counts, nr = {}, {}, {}, 0
   end
 end
 
 events_batch() -- the call's events share entries (docs/events.md#entries)
+local ev = events_on() -- read once: a plain queue's jobs then pay no call per job for events
 local out = {}
 local opt_of, staged = {}, {} -- id -> the field written (false: dropped); staged topics
 local head_id, head_due = nil, nil
@@ -178,10 +177,9 @@ for i = 0, n - 1 do
                .. '|' .. topic .. '|' .. ARGV[b + 7]
       if not_before > score then score = not_before end
     end
-    records[#records + 1] = id
-    records[#records + 1] = record
-    entries[#entries + 1] = score
-    entries[#entries + 1] = id
+    records[nr + 1], records[nr + 2] = id, record
+    entries[nr + 1], entries[nr + 2] = score, id
+    nr = nr + 2
     counts[topic] = (counts[topic] or 0) + 1
     if not head_due or score < head_due then head_id, head_due = id, score end
     local o = with_opts and options[i]
@@ -192,7 +190,7 @@ for i = 0, n - 1 do
       opt_of[id] = false
     end
     out[i + 1] = old_raw and string.format('d:%d', due) or due
-    emit_event('enqueued', id, topic, 0, old_raw and (due .. ' replaced') or due, now)
+    if ev then emit_event('enqueued', id, topic, 0, old_raw and (due .. ' replaced') or due, now) end
   end
 end
 flush()
