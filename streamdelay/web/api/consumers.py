@@ -92,6 +92,7 @@ async def settle(target: AsyncQueue, metrics: Counts, receipt: str, action: str,
         else:
             await reservation.touch()
         return Settled("touched")
+    done = ""
     if action == "ack":
         await reservation.ack(data.result if isinstance(data, AckBody) else None)
         outcome = "handled"
@@ -100,10 +101,12 @@ async def settle(target: AsyncQueue, metrics: Counts, receipt: str, action: str,
         done = await reservation.fail(data.error, seconds_of(data.retry_delay, "retry_delay"),
                                       data.dead, snooze=seconds_of(data.snooze, "snooze"),
                                       checkpoint=data.checkpoint)
-        outcome = done if done in ("dead", "snoozed") else "retried"
+        outcome = "dead" if done == "dead" else "retried"  # a snooze counts as a worker's does
     config = target.config
     found = decode_receipt(receipt, config.name, config.partitions)
     metrics.settled(config.name, found.topic, found.group, outcome)
+    if outcome == "retried" and done == "snoozed":
+        return Settled("snoozed")
     return Settled("acked" if outcome == "handled" else outcome)  # type: ignore[arg-type]
 
 
