@@ -11,6 +11,7 @@ import os
 import click
 
 from ..base.masking import mask_url
+from ..consumer.processes.settings import MAX_PROCESSES
 from ..producer.queue import Queue
 from ..redis_io.config import DEFAULT_URL, QueueConfig, resolve_url
 from .loading import load_worker, with_overrides
@@ -33,18 +34,22 @@ log = logging.getLogger("streamdelay.cli")
               help="Serve this process's Prometheus metrics at :PORT/metrics.")
 @click.option("--health-port", type=click.IntRange(1, 65535), default=None, metavar="PORT",
               help="Serve GET /livez and /readyz at :PORT for probes (docs/operations.md).")
+@click.option("--processes", type=click.IntRange(1, MAX_PROCESSES), default=None, metavar="N",
+              help="Run the handlers in N child processes (executor=\"process\": CPU-bound "
+                   "work on N cores, hard handler_timeout; docs/worker.md#executors).")
 @partitions_option
 @log_level_option
 @log_format_option
 def worker(target: str, url: str | None, concurrency: int | None, group: str | None,
            dispatch: bool | None, metrics_port: int | None, health_port: int | None,
-           partitions: int | None, log_level: str, log_format: str) -> int:
+           processes: int | None, partitions: int | None, log_level: str, log_format: str
+           ) -> int:
     """Run the streamdelay Worker object found at MODULE:WORKER until SIGINT/SIGTERM.
 
     Imports MODULE (the current directory is on the path) and takes the Worker named WORKER
     (or a function returning one; with just MODULE, its only Worker). --url, --concurrency,
-    --group, --no-dispatch and --partitions override the object's settings. Redis outages
-    are ridden out.
+    --group, --no-dispatch and --partitions override the object's settings; --processes N
+    runs its handlers in N child processes. Redis outages are ridden out.
 
     \b
     Example:
@@ -63,10 +68,13 @@ def worker(target: str, url: str | None, concurrency: int | None, group: str | N
         chosen = library_call(lambda: chosen.replace(metrics_port=metrics_port))
     if health_port is not None:
         chosen = library_call(lambda: chosen.replace(health_port=health_port))
-    log.info("worker %s: queue %s (%d partition(s)), group %s, topics %s, concurrency %d, "
+    if processes is not None:  # docs/worker.md#executors
+        chosen = library_call(lambda: chosen.replace(executor="process", processes=processes))
+    log.info("worker %s: queue %s (%d partition(s)), group %s, topics %s, %s, "
              "dispatcher %s, redis %s", chosen.consumer, chosen.config.name,
              chosen.config.partitions, chosen.group, ", ".join(sorted(chosen.handlers)),
-             chosen.concurrency, "on" if chosen.dispatch else "off",
+             f"concurrency {chosen.concurrency}" if chosen.processes is None
+             else f"{chosen.processes} handler process(es)", "on" if chosen.dispatch else "off",
              mask_url(chosen.config.url))
     chosen.run()
     log.info("worker %s stopped: %s", chosen.consumer,

@@ -61,7 +61,13 @@ def _frame_text(frame: traceback.FrameSummary) -> str:
 def describe_error(exc: BaseException, limit: int = ERROR_TEXT_LIMIT) -> str:
     """``Type: message``, then the innermost frames of ``exc`` that fit (the worker's own frames
     in front of the handler's left out, the outer ones that do not fit counted), then
-    ``Caused by: Type: message`` for a chained exception; at most ``limit`` characters."""
+    ``Caused by: Type: message`` for a chained exception; at most ``limit`` characters.
+
+    An exception that carries its text already (``error_text``: a handler's exception raised
+    again from a handler process, consumer/processes/) is kept as it is, within ``limit``."""
+    carried = getattr(exc, "error_text", None)
+    if isinstance(carried, str):
+        return carried[:limit]
     header = _cut(_summary(exc), min(MESSAGE_CHARS, limit)) + "\n"
     cause = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
     tail = "" if cause is None else _cut("Caused by: " + _summary(cause), LINE_CHARS)

@@ -29,6 +29,7 @@ from .delivery import (
     outcome_of,
 )
 from .error_text import describe_error
+from .processes import ProcessPool, ProcessSettings
 from .upkeep_host import RunningHost
 
 log = logging.getLogger("streamdelay.worker")
@@ -62,11 +63,14 @@ class Slots:
 class HandlerRunner:
     """Starts a task per delivery in a free slot and settles it, whatever is raised."""
 
-    def __init__(self, host: RunningHost, slots: Slots, acks: AckLoop) -> None:
+    def __init__(self, host: RunningHost, slots: Slots, acks: AckLoop,
+                 processes: ProcessSettings | None = None) -> None:
         self.host = host
         self.slots = slots
         self.acks = acks
         self.executor: ThreadPoolExecutor | None = None  # def handlers' threads, per serve
+        self.process_settings = processes  # executor="process" (docs/worker.md#executors)
+        self.processes: ProcessPool | None = None  # its children, per serve
 
     def open(self) -> None:
         """A new serve: a fresh thread pool and slot event."""
@@ -74,11 +78,22 @@ class HandlerRunner:
                                            thread_name_prefix="streamdelay")
         self.slots.freed = asyncio.Event()
 
+    async def start_processes(self) -> None:
+        """With the process executor: start its children (consumer/processes/)."""
+        if self.process_settings is not None:
+            config = self.host.config
+            self.processes = ProcessPool(self.host.handlers, self.process_settings,
+                                         config.serializer, config.max_result_bytes)
+            await self.processes.start()
+
     def close(self) -> None:
         """The serve ends: the pool takes no new work (a def handler's thread still running
-        ends on its own; ``Worker.run`` waits for it a moment)."""
+        ends on its own; ``Worker.run`` waits for it a moment); the children exit."""
         if self.executor is not None:
             self.executor.shutdown(wait=False, cancel_futures=True)
+        if self.processes is not None:
+            self.processes.close()
+            self.processes = None
 
     def start_entries(self, entries: Iterable[Entry]) -> int:
         """Start a handler task for each entry a read or a take gave; returns how many."""
@@ -142,8 +157,11 @@ class HandlerRunner:
         error: BaseException | None = None
         value: Any = None
         try:
-            value = await call_handler(handler, job, host.handler_timeout, self.executor,
-                                       delivery)
+            if self.processes is None:
+                value = await call_handler(handler, job, host.handler_timeout, self.executor,
+                                           delivery)
+            else:  # in a child process, under a hard time limit
+                value = await self.processes.run(job, delivery, host.handler_timeout)
         except asyncio.CancelledError as exc:
             error = exc
             raise

@@ -48,6 +48,7 @@ from .dispatcher import Dispatcher
 from .fleet import FleetSelf
 from .health import HealthServer
 from .liveness import Liveness
+from .processes import executor_settings
 from .running import HandlerRunner, Slots
 from .supervise import OwnedTasks, cancel_all, supervised, threads_finish
 from .views import TopicViews
@@ -76,6 +77,9 @@ class Worker:
         shutdown_grace: float = 30.0,
         metrics_port: int | None = None,
         health_port: int | None = None,
+        executor: str = "thread",
+        processes: int | None = None,
+        max_jobs_per_child: int | None = None,
     ) -> None:
         config = queue if isinstance(queue, QueueConfig) else getattr(queue, "config", None)
         if not isinstance(config, QueueConfig):
@@ -95,6 +99,11 @@ class Worker:
         self.reclaim_interval = validation.seconds(reclaim_interval, "reclaim_interval",
                                                    minimum=0.05, maximum=3600)
         self.shutdown_grace = validation.seconds(shutdown_grace, "shutdown_grace")
+        # executor="process": handlers in child processes, hard limits (docs/worker.md#executors)
+        in_processes = executor_settings(executor, processes, max_jobs_per_child)
+        self.executor = executor
+        self.processes = None if in_processes is None else in_processes.processes
+        self.max_jobs_per_child = max_jobs_per_child
         # consumers of the group that own nothing and were silent prune_idle seconds are
         # removed, checked every prune_every seconds (docs/worker.md)
         self.prune_idle = PRUNE_IDLE_S
@@ -111,8 +120,8 @@ class Worker:
         # each state below is written by its owner only: the ack loop, the handler runner,
         # the hand-back tasks' set; this class reads them and awaits their tasks at shutdown
         self._ack_loop = AckLoop(partial(settling.send_acks, self))
-        self._slots = Slots(self.concurrency)
-        self._runner = HandlerRunner(self, self._slots, self._ack_loop)
+        self._slots = Slots(self.concurrency if self.processes is None else self.processes)
+        self._runner = HandlerRunner(self, self._slots, self._ack_loop, in_processes)
         self._tasks = OwnedTasks()  # hand-backs (consumer/pausing.py)
         self._stopping = asyncio.Event()
         self._signals = 0
@@ -274,6 +283,7 @@ class Worker:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, self._on_signal)
         self._runner.open()
+        await self._runner.start_processes()  # executor="process": its children load first
         self._ack_loop.renew()
         if not self._stopping.is_set():
             self._stopping = asyncio.Event()

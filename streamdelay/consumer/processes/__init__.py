@@ -1,0 +1,9 @@
+"""The process executor: handlers run in child processes, one job at a time each, with hard
+limits (docs/worker.md#executors). ``settings`` checks the options, ``pool`` is the worker's
+side, ``child`` the children's, ``wire`` the msgspec frames between them.
+"""
+
+from .pool import ChildDied, ProcessPool
+from .settings import ProcessSettings, executor_settings
+
+__all__ = ["ChildDied", "ProcessPool", "ProcessSettings", "executor_settings"]

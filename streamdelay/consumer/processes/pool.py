@@ -1,0 +1,362 @@
+"""The process executor's parent side: ``processes`` children started once, one job at a time
+each, replaced when they die or after ``max_jobs_per_child`` jobs (docs/worker.md#executors).
+
+A child is spawned (``multiprocessing``'s ``spawn`` method), linked by a duplex pipe
+(``multiprocessing.connection``) that carries msgspec frames (``wire.py``). A reader thread per
+child waits on its pipe and hands each frame to the event loop; an end of file means the child
+died, and the thread joins it for its exit code. So a child killed by a signal (``kill -9``, the
+OOM killer, a segfault) or ending with ``os._exit`` fails only the job it ran, with an error
+naming the signal or the exit code, and a new child takes its place.
+
+The limits are the worker's, enforced here by signals: at ``handler_timeout`` the child is
+killed (SIGKILL) and replaced (``time_limits.run_hard_limited``); an abort sends SIGTERM, then
+SIGKILL after ``abort_grace``; a handler still running when the shutdown cancels it is killed
+before its job is handed back. A child never runs a job beside its redelivery.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import multiprocessing
+import multiprocessing.connection
+import os
+import pickle
+import signal
+import threading
+import time
+from collections.abc import Callable, Mapping
+from multiprocessing.connection import Connection
+from typing import Any
+
+import msgspec
+
+from ...base.errors import BodyDecodeError, ConfigError
+from ...base.models import Drop, Job, Retry
+from ...protocol.codec import Serializer
+from ..delivery import Delivery, Handler
+from ..time_limits import run_hard_limited
+from . import wire
+from .child import ABORTED_EXIT, serve_child
+from .settings import ProcessSettings
+
+log = logging.getLogger("streamdelay.worker")
+START_TIMEOUT = 60.0  # seconds for the first children to import the worker's module
+DEATH_WAIT = 5.0  # seconds a killed child gets to be reaped before its job is settled
+STOP_WAIT = 3.0  # seconds the children get to exit at the pool's close
+RESPAWN_PAUSE = 1.0  # seconds between two tries after a child could not load the handlers
+
+
+class ChildDied(Exception):
+    """The handler's child process ended while it ran the job (the job's attempt fails)."""
+
+    def __init__(self, pid: int, exitcode: int | None) -> None:
+        self.pid, self.exitcode = pid, exitcode
+        if exitcode is not None and exitcode < 0:
+            try:
+                name = signal.Signals(-exitcode).name
+            except ValueError:
+                name = f"signal {-exitcode}"
+            how = f"was killed by {name} (signal {-exitcode})"
+        else:
+            how = f"exited with code {exitcode}" if exitcode is not None else "vanished"
+        super().__init__(f"the handler's process (pid {pid}) {how} while it ran the job")
+        self.error_text = f"ChildDied: {self}"  # no frames: the worker's are not the cause
+
+
+class ChildError(Exception):
+    """A handler's exception raised in a child: its text as the child wrote it."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text.partition("\n")[0])
+        self.error_text = text
+
+
+class ChildBodyError(BodyDecodeError):
+    """A ``BodyDecodeError`` raised in a child: the job goes dead, as in a thread."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text.partition("\n")[0])
+        self.error_text = text
+
+
+class _Child:
+    """One handler process, its pipe and the job it runs (event loop side)."""
+
+    def __init__(self, process: multiprocessing.process.BaseProcess, conn: Connection,
+                 aborting: Any, loop: asyncio.AbstractEventLoop) -> None:
+        self.process, self.conn, self.aborting = process, conn, aborting
+        self.pid = process.pid or 0
+        self.ready: asyncio.Future[None] = loop.create_future()
+        self.gone: asyncio.Future[int | None] = loop.create_future()
+        self.reply: asyncio.Future[Any] | None = None
+        self.delivery: Delivery | None = None
+        self.jobs = 0
+        self.retired = False  # told to stop: takes no job
+        self.aborted = False  # killed on purpose for an abort
+
+    @property
+    def alive(self) -> bool:
+        """Able to take a job."""
+        return not self.gone.done() and not self.retired
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        """Send ``sig`` to the child (nothing if it is gone)."""
+        if not self.gone.done():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, sig)
+
+    def received(self, message: Any) -> None:
+        """A frame from the child (the reader thread posts it to the loop)."""
+        if isinstance(message, wire.Ready):
+            if not self.ready.done():
+                self.ready.set_result(None)
+        elif isinstance(message, wire.LoadFailed):
+            if not self.ready.done():
+                self.ready.set_exception(ConfigError(
+                    f"executor: a handler process could not load the handlers: "
+                    f"{message.error}", field="executor"))
+        elif self.reply is not None and not self.reply.done():
+            self.reply.set_result(message)
+
+    def exited(self, exitcode: int | None) -> None:
+        """The child's pipe closed and the process was reaped."""
+        if self.gone.done():
+            return
+        self.gone.set_result(exitcode)
+        if not self.ready.done():
+            self.ready.set_exception(ConfigError(
+                f"executor: a handler process exited with code {exitcode} while it started "
+                f"(see its output above)", field="executor"))
+        if self.reply is not None and not self.reply.done():
+            self.reply.set_exception(ChildDied(self.pid, exitcode))
+
+
+def _read(child: _Child, loop: asyncio.AbstractEventLoop) -> None:
+    """The reader thread of one child: frames to the loop (progress straight to its delivery),
+    then the exit code once the pipe closes."""
+
+    def post(callback: Callable[..., None], *args: Any) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop closed (the worker ended)
+            loop.call_soon_threadsafe(callback, *args)
+
+    while True:
+        try:
+            data = child.conn.recv_bytes()
+        except (EOFError, OSError):
+            break
+        message = wire.to_parent(data)
+        if isinstance(message, wire.Progress):
+            delivery = child.delivery
+            if delivery is not None:  # two attribute writes, as from a def handler's thread
+                delivery.report_progress(message.data)
+            continue
+        post(child.received, message)
+    child.process.join(DEATH_WAIT)
+    if child.process.exitcode is None:  # closed its pipe but lingers: not a child we keep
+        child.kill()
+        child.process.join()
+    child.conn.close()
+    post(child.exited, child.process.exitcode)
+
+
+class ProcessPool:
+    """The children of one serving worker; ``run`` gives a job to an idle one."""
+
+    def __init__(self, handlers: Mapping[str, Handler], settings: ProcessSettings,
+                 serializer: Serializer, max_result_bytes: int, abort_grace: float = 5.0
+                 ) -> None:
+        try:  # by reference: module and name; a child imports the module to load it
+            self._table = pickle.dumps(dict(handlers))
+        except Exception as exc:
+            raise ConfigError(f"handler: a process executor runs handlers a child process can "
+                              f"import by module and name (defined at a module's top level, "
+                              f"not in a function or a lambda): {exc}", field="handler"
+                              ) from exc
+        self.settings = settings
+        self.serializer: Serializer = serializer
+        self.max_result_bytes = max_result_bytes
+        self.abort_grace = abort_grace
+        self._context = multiprocessing.get_context("spawn")
+        self._children: set[_Child] = set()
+        self._idle: asyncio.Queue[_Child] = asyncio.Queue()
+        self._running: dict[tuple[int, str, str], _Child] = {}  # by delivery key
+        self._closing = False
+
+    @property
+    def pids(self) -> list[int]:
+        """The pids of the children alive now (tests, logs)."""
+        return sorted(c.pid for c in self._children if not c.gone.done())
+
+    async def start(self) -> None:
+        """Start the children and wait until each has loaded the handlers; a child that
+        cannot raises ``ConfigError`` (field ``executor``) and the pool is closed."""
+        children = [self._spawn() for _ in range(self.settings.processes)]
+        try:
+            await asyncio.wait_for(asyncio.gather(*(c.ready for c in children)),
+                                   START_TIMEOUT)
+        except BaseException as exc:
+            for child in children:  # every failure retrieved, the first one raised
+                if child.ready.done():
+                    child.ready.exception()
+            self.close()
+            if isinstance(exc, asyncio.TimeoutError):
+                raise ConfigError(f"executor: the handler processes did not start within "
+                                  f"{START_TIMEOUT:g}s", field="executor") from None
+            raise
+        for child in children:
+            self._idle.put_nowait(child)
+        log.info("process executor: %d handler process(es) started: pids %s",
+                 len(children), " ".join(str(c.pid) for c in children))
+
+    def _spawn(self) -> _Child:
+        loop = asyncio.get_running_loop()
+        ours, theirs = self._context.Pipe(duplex=True)
+        aborting = self._context.RawValue("b", 0)
+        process = self._context.Process(
+            target=serve_child, name="streamdelay-handler", daemon=False,
+            args=(theirs, self._table, self.serializer, self.max_result_bytes, aborting,
+                  os.getpid()))
+        process.start()
+        theirs.close()  # the child holds its end: its death is an end of file here
+        child = _Child(process, ours, aborting, loop)
+        self._children.add(child)
+        threading.Thread(target=_read, args=(child, loop), daemon=True,
+                         name=f"streamdelay-handler-{child.pid}").start()
+        child.gone.add_done_callback(lambda _: self._ended(child))
+        return child
+
+    def _ended(self, child: _Child) -> None:
+        """A child is gone: forget it and start another (unless the pool closes)."""
+        self._children.discard(child)
+        if self._closing or child.retired:
+            return
+        if child.delivery is None and child.ready.done() and not child.ready.exception():
+            log.warning("handler process %d exited with code %s while idle; starting "
+                        "another", child.pid, child.gone.result())
+        self._replace()
+
+    def _replace(self) -> None:
+        """Start a child and make it idle once it has loaded the handlers."""
+        child = self._spawn()
+
+        def loaded(ready: asyncio.Future[None]) -> None:
+            if ready.cancelled() or self._closing:
+                return
+            if ready.exception() is None:
+                self._idle.put_nowait(child)
+                return
+            log.error("%s; trying again in %gs", ready.exception(), RESPAWN_PAUSE)
+            child.retired = True  # its exit starts no second replacement
+            asyncio.get_running_loop().call_later(RESPAWN_PAUSE, self._replace_unless_closing)
+
+        child.ready.add_done_callback(loaded)
+
+    def _replace_unless_closing(self) -> None:
+        if not self._closing:
+            self._replace()
+
+    async def _take(self) -> _Child:
+        while True:
+            child = await self._idle.get()
+            if child.alive:
+                return child
+
+    async def run(self, job: Job[Any], delivery: Delivery, timeout: float | None) -> Any:
+        """Run ``job`` in an idle child (waiting for one while a replacement starts); what the
+        handler returned (its encoded result as ``msgspec.Raw``), or its exception.
+
+        ``timeout`` is hard: the child is killed and the run ends with ``TimeoutError``. A
+        cancel (the shutdown) kills the child before it is passed on."""
+        frame = wire.encode(wire.RunJob(
+            job.topic, job.id, wire.encode_body(job.body), job.due, job.created, job.attempt,
+            job.max_attempts, job.ttr, job.headers, job.entry_id, job.partition,
+            job.keep_result_ms))
+        child = await self._take()
+        reply = child.reply = asyncio.get_running_loop().create_future()
+        child.delivery = delivery
+        self._running[delivery.key] = child
+        try:
+            with contextlib.suppress(OSError):  # died since it was idle: its exit fails the reply
+                child.conn.send_bytes(frame)
+            if timeout is None:
+                answer = await asyncio.shield(reply)
+            else:
+                try:
+                    answer = await run_hard_limited(reply, timeout, child.kill)
+                except (TimeoutError, asyncio.TimeoutError):
+                    await asyncio.wait((child.gone,), timeout=DEATH_WAIT)
+                    raise
+        except asyncio.CancelledError:
+            child.kill()  # its job is handed back next: never run beside a redelivery
+            raise
+        except ChildDied as exc:
+            if child.aborted:
+                raise ChildDied(exc.pid, ABORTED_EXIT) from None
+            raise
+        finally:
+            child.delivery = child.reply = None
+            self._running.pop(delivery.key, None)
+            if reply.done() and not reply.cancelled():
+                reply.exception()  # retrieved: a death after a timeout or a cancel is known
+        self._done(child)
+        return _outcome(answer)
+
+    def _done(self, child: _Child) -> None:
+        """A child answered: back to the idle ones, or retired after its last job."""
+        child.jobs += 1
+        limit = self.settings.max_jobs_per_child
+        if limit is None or child.jobs < limit:
+            self._idle.put_nowait(child)
+            return
+        child.retired = True
+        with contextlib.suppress(OSError):
+            child.conn.send_bytes(wire.encode(wire.Stop()))
+        self._replace()
+
+    def abort(self, key: tuple[int, str, str]) -> bool:
+        """Stop the handler of the delivery ``key`` (partition, topic, entry id): SIGTERM to its
+        child (the handler sees ``SystemExit``, its ``finally`` blocks run), SIGKILL after
+        ``abort_grace`` seconds. False when no child runs it."""
+        child = self._running.get(key)
+        if child is None or child.gone.done():
+            return False
+        child.aborted = True
+        child.aborting.value = 1
+        child.kill(signal.SIGTERM)
+        asyncio.get_running_loop().call_later(self.abort_grace, child.kill)
+        return True
+
+    def close(self) -> None:
+        """Stop every child: idle ones are told to exit, busy ones killed; those still there
+        after ``STOP_WAIT`` seconds are killed (bounded: the worker is shutting down). The
+        reader threads reap them."""
+        self._closing = True
+        children = [c for c in self._children if not c.gone.done()]
+        for child in children:
+            if child.delivery is not None:
+                child.kill()
+                continue
+            with contextlib.suppress(OSError):
+                child.conn.send_bytes(wire.encode(wire.Stop()))
+        deadline = time.monotonic() + STOP_WAIT
+        waiting = {child.process.sentinel: child for child in children}
+        while waiting and (left := deadline - time.monotonic()) > 0:
+            for sentinel in multiprocessing.connection.wait(list(waiting), left):
+                waiting.pop(sentinel)  # type: ignore[arg-type]
+        for child in waiting.values():
+            child.kill()
+
+
+def _outcome(answer: Any) -> Any:
+    """The handler's return value, or its exception raised again in the worker."""
+    if isinstance(answer, wire.Done):
+        return None if answer.result is None else msgspec.Raw(answer.result)
+    if answer.kind == "retry":
+        raise Retry(answer.delay, answer.error)
+    if answer.kind == "drop":
+        raise Drop(answer.error)
+    if answer.kind == "body":
+        raise ChildBodyError(answer.error)
+    raise ChildError(answer.error)

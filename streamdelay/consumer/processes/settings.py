@@ -1,0 +1,51 @@
+"""The executor settings of a worker: ``executor=``, ``processes=``, ``max_jobs_per_child=``
+(docs/worker.md#executors), checked when the ``Worker`` is built.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from ...base import validation
+from ...base.errors import ValidationError
+
+EXECUTORS = ("thread", "process")
+MAX_PROCESSES = 1024
+
+
+@dataclass(frozen=True)
+class ProcessSettings:
+    """A process executor: ``processes`` children, each replaced after ``max_jobs_per_child``
+    jobs (None: never)."""
+
+    processes: int
+    max_jobs_per_child: int | None = None
+
+
+def executor_settings(executor: Any, processes: Any, max_jobs_per_child: Any
+                      ) -> ProcessSettings | None:
+    """Check the three options together; the process executor's settings, or None for the
+    thread executor (``async def`` on the event loop, ``def`` in threads: today's behaviour).
+
+    ``processes`` defaults to the machine's cores. Raises ``ValidationError`` (a ``ValueError``)
+    naming the field for an unknown executor, ``processes`` not a positive int, or ``processes``
+    / ``max_jobs_per_child`` given with the thread executor."""
+    if executor not in EXECUTORS:
+        hint = " (a fork of a worker's threads and event loop is unsafe: use \"process\", " \
+               "whose children are spawned)" if executor == "fork" else ""
+        raise ValidationError(f"executor: must be \"thread\" or \"process\", got {executor!r}"
+                              f"{hint}", field="executor")
+    if executor == "thread":
+        for field, value in (("processes", processes),
+                             ("max_jobs_per_child", max_jobs_per_child)):
+            if value is not None:
+                raise ValidationError(f"{field}: only applies to executor=\"process\" (the "
+                                      f"executor is \"thread\")", field=field)
+        return None
+    count = ((os.cpu_count() or 1) if processes is None
+             else validation.positive_int(processes, "processes", MAX_PROCESSES))
+    recycle = None if max_jobs_per_child is None else validation.positive_int(
+        max_jobs_per_child, "max_jobs_per_child", 1_000_000_000)
+    return ProcessSettings(count, recycle)
