@@ -203,22 +203,31 @@ $(BENCH_VENV)/.installed: Makefile
 	$(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/pip install -q $(BENCH_PEERS)
 	touch $@
+# BullMQ itself (Node.js, from npm) beside its Python port: its node_modules in .bench-node
+# (gitignored; benchmarks/peers/bullmq_node_peer.py), with the npm that comes with Debian's nodejs.
+BENCH_NODE := .bench-node
+BENCH_NODE_PEERS := bullmq@6.7.0 ioredis@6.0.0
+$(BENCH_NODE)/.installed: Makefile
+	$(MAKE) -s tools TOOLS="node:nodejs npm:npm"
+	rm -rf $(BENCH_NODE)
+	npm install --no-audit --no-fund --prefix $(BENCH_NODE) $(BENCH_NODE_PEERS)
+	touch $@
 
 # The long variants too: 100k drain, 1M drained back to baseline, 10M delayed backlog (several GB
 # of RAM), then the peers comparison (docs/comparison.md). ~40+ min.
-bench-full: install redis $(BENCH_VENV)/.installed
+bench-full: install redis $(BENCH_VENV)/.installed $(BENCH_NODE)/.installed
 	$(BIN)/python benchmarks/run_all.py --full
 	$(BIN)/python -m benchmarks.peers.run --peers-python $(BENCH_VENV)/bin/python
 
-# The peers comparison alone: arq, RQ, Dramatiq, Celery, SAQ, BullMQ, Huey and streamdelay in one
-# run (~20 min); writes benchmarks/peers/last_run.json and the Peers section of docs/comparison.md
+# The peers comparison alone: arq, RQ, Dramatiq, Celery, SAQ, BullMQ (its Python port, and the
+# Node.js library from npm), Huey and streamdelay in one run (~20 min); writes benchmarks/peers/last_run.json and the Peers section of docs/comparison.md
 # and docs/benchmarks.md. `make bench-peers-quick`: every library and workload at small sizes
 # (~4 min), to check the pipeline; its JSON goes to a temporary file, never to the docs.
-bench-peers: install redis $(BENCH_VENV)/.installed
+bench-peers: install redis $(BENCH_VENV)/.installed $(BENCH_NODE)/.installed
 	$(BIN)/python -m benchmarks.peers.run --peers-python $(BENCH_VENV)/bin/python
 
 .PHONY: bench-peers-quick
-bench-peers-quick: install redis $(BENCH_VENV)/.installed
+bench-peers-quick: install redis $(BENCH_VENV)/.installed $(BENCH_NODE)/.installed
 	$(BIN)/python -m benchmarks.peers.run --quick --peers-python $(BENCH_VENV)/bin/python
 
 # The documentation site (mkdocs); --strict turns every broken link or anchor into an error.

@@ -49,7 +49,8 @@ from benchmarks.peers.workload import (
 WORKLOADS = {"enqueue": 180, "memory": 360, "drain": 420, "drain1": 420,  # child limits, s
              "lateness": 300}
 TITLES = {"streamdelay": "**streamdelay**", "arq": "arq", "rq": "RQ", "dramatiq": "Dramatiq",
-          "celery": "Celery", "saq": "SAQ", "bullmq": "BullMQ (py)", "huey": "Huey"}
+          "celery": "Celery", "saq": "SAQ", "bullmq": "BullMQ (py)",
+          "bullmq_node": "BullMQ (Node)", "huey": "Huey"}
 START, END = "<!-- peers:start -->", "<!-- peers:end -->"
 JSON_OUT = ROOT / "benchmarks" / "peers" / "last_run.json"
 COMMAND = "make bench-peers"
@@ -248,8 +249,13 @@ def section(payload: dict[str, Any], heading: str = "##") -> str:
         + (" (each library's raw ceiling is measured with its own redis-py)" if redis_py else "")
         + ".", "",
         *([f"BullMQ (py) is `bullmq` {versions['bullmq']} from PyPI, the Python port of BullMQ "
-           "(a Python client that runs BullMQ's Lua scripts): the Node.js library itself was not "
-           "measured.", ""] if "bullmq" in versions else []),
+           "(a Python client that runs BullMQ's Lua scripts)"
+           + (f"; BullMQ (Node) is `bullmq` {versions['bullmq_node']} from npm, the original "
+              "library, run by Node.js (`benchmarks/peers/bullmq_node/peer.cjs`, the same "
+              "workloads: one awaited `queue.add` per job, a `Worker` with its defaults, the "
+              "no-op handler appending to the same records file)"
+              if "bullmq_node" in versions else ": the Node.js library itself was not measured")
+           + ".", ""] if "bullmq" in versions else []),
         "How: each library and each workload gets its own fresh `redis-server` (7.0, no "
         "persistence). Every library runs the same no-op handler: it appends the job id and "
         "`time.time()` to a file (not Redis, so the Redis figures are the library's own). Job "

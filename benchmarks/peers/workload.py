@@ -24,7 +24,8 @@ Workloads (the same for every library; job bodies ~100 B, see ``record.body``):
   jobs / (last handler start - T0);
 - ``drain1``: the drain again, every library's worker at concurrency 1 (its module's
   ``ONE_AT_A_TIME``: the other rows run each library's defaults, 32 handlers for streamdelay,
-  one for BullMQ and Celery);
+  one for BullMQ (both the Node library and its Python port) and Celery): the row at matched
+  concurrency;
 - ``lateness``: one worker process; ``lateness_rate`` due jobs/s for ``lateness_seconds``
   (all enqueued ahead): handler start - due, p50/p99/max, and how many started early.
 
@@ -62,7 +63,8 @@ from tests.support.redis_server import RedisServer  # noqa: E402
 
 PEERS = {  # library -> module in benchmarks/peers
     "streamdelay": "sd_peer", "arq": "arq_peer", "rq": "rq_peer", "dramatiq": "dramatiq_peer",
-    "celery": "celery_peer", "saq": "saq_peer", "bullmq": "bullmq_peer", "huey": "huey_peer",
+    "celery": "celery_peer", "saq": "saq_peer", "bullmq": "bullmq_peer",
+    "bullmq_node": "bullmq_node_peer", "huey": "huey_peer",
 }
 FULL = {"enqueue_jobs": 10_000, "drain_jobs": 10_000, "lateness_rate": 200,
         "lateness_seconds": 10.0}
@@ -326,7 +328,8 @@ def run(peer_name: str, workload: str, sizes: dict[str, float]) -> dict[str, Any
         peer = importlib.import_module(f"benchmarks.peers.{PEERS[peer_name]}")
         client = server.client()
         result: dict[str, Any] = {"peer": peer_name, "workload": workload,
-                                  "version": metadata.version(peer.DIST),
+                                  "version": (peer.version() if hasattr(peer, "version")
+                                              else metadata.version(peer.DIST)),
                                   "worker": " ".join(peer.WORKER_NOTE.split()),
                                   "load_at_start": os.getloadavg()[0], **interpreter()}
         if workload == "enqueue":
