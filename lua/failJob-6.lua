@@ -87,7 +87,7 @@ redis.call('HSET', K_JOBS, id, build_record(r))
 redis.call('ZADD', K_DELAYED, r.due, id)
 redis.call('HINCRBY', K_COUNTS, topic, 1)
 wake_if_head(id, r.due)
-if ARGV[10] and ARGV[10] ~= '' then redis.call('HSET', PREFIX .. 'ck', id, ARGV[10]) end
+if ARGV[10] and ARGV[10] ~= '' then redis.pcall('HSET', PREFIX .. 'ck', id, ARGV[10]) end -- a foreign value: not kept
 emit_event('retried', id, topic, r.attempts, err, now)
 events_flush()
 return {1, r.due}

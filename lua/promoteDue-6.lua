@@ -139,8 +139,9 @@ if n > 0 then
   end
   local S = redis.call('EXISTS', K_STAGED) == 1 and staging_lib() or nil -- any staged topic?
   local deadlines = X and X.deadlines_of(ids, n) -- nil on a queue without job options
-  -- checkpoints (PREFIX..'ck', docs/keys.md#checkpoints): one EXISTS when the partition has none
-  local CK = redis.call('EXISTS', PREFIX .. 'ck') == 1 and PREFIX .. 'ck' or nil
+  -- checkpoints (PREFIX..'ck', docs/keys.md#checkpoints): one TYPE when the partition has none
+  -- (a foreign value there is ignored, never a failed batch)
+  local CK = redis.call('TYPE', PREFIX .. 'ck').ok == 'hash' and PREFIX .. 'ck' or nil
   local writes, nw = {}, 0 -- id, new record pairs: one HSET for the batch
   local left = 0 -- jobs whose new place is written (or that have none to have)
   local later = {} -- score, id pairs: jobs that can go nowhere now

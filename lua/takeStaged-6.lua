@@ -164,7 +164,8 @@ if drained and #entries < k then
         elseif r and r.state == 'r' and r.topic == topic then
           r.state, r.entry = 's', ''
           local eid
-          local ck = redis.call('HGET', PREFIX .. 'ck', id) -- docs/worker.md#checkpoints
+          local ck = redis.pcall('HGET', PREFIX .. 'ck', id) -- docs/worker.md#checkpoints
+          if type(ck) ~= 'string' then ck = nil end -- none, or a foreign value: ignored
           if ck and deadline then
             eid = redis.call('XADD', sk, '*', 'id', id, 'rec', build_record(r),
                              'p', job_priority(id), 'c', ck, 'x', deadline)

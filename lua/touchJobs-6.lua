@@ -67,7 +67,7 @@ for b = 4, last, 2 do
       redis.call('SET', PREFIX .. 'p:' .. ARGV[p + 1], eid .. '|' .. ARGV[p + 3], 'PX', ttl)
     end
     p = progress[(2 - b) / 2]
-    if p then redis.call('HSET', PREFIX .. 'ck', ARGV[p + 1], ARGV[p + 3]) end
+    if p then redis.pcall('HSET', PREFIX .. 'ck', ARGV[p + 1], ARGV[p + 3]) end -- pcall: a foreign value never costs the heartbeat
   else
     lost[#lost + 1] = eid
   end

@@ -49,7 +49,8 @@ local function requeue_entry(r, id, old_entry, group, count_attempt, why, now)
   r.state = 's'
   r.entry = ''
   -- a checkpoint of an earlier run rides in field 'c' (docs/worker.md#checkpoints)
-  local ck = redis.call('HGET', PREFIX .. 'ck', id)
+  local ck = redis.pcall('HGET', PREFIX .. 'ck', id)
+  if type(ck) ~= 'string' then ck = nil end -- none, or a foreign value: ignored
   if ck and deadline then
     r.entry = redis.call('XADD', sk, '*', 'id', id, 'rec', build_record(r), 'c', ck, 'x', deadline)
   elseif ck then

@@ -174,3 +174,21 @@ def test_bad_input_names_the_field(redis_url: str, queue_name: str) -> None:
         assert err.value.field == "delay"
         r.touch(checkpoint="x" * (64 * 1024 - 2))  # exactly 64 KiB of JSON: accepted
         r.ack()
+
+
+def test_a_foreign_value_at_the_checkpoints_key_breaks_nothing(redis_url: str,
+                                                               queue_name: str) -> None:
+    with sd.Queue(queue_name, url=redis_url) as q:
+        _raw(q).set(checkpoints_key(_keys(q, "f1")), "not a hash")
+        q.enqueue("t", 1, id="f1")
+        promote(q)
+        [r] = q.reserve("t")
+        r.touch(checkpoint={"n": 1})  # not kept, but the heartbeat holds
+        assert r.release() is True  # the re-queue ignores it
+        [again] = q.reserve("t")
+        assert again.last_checkpoint is None
+        assert again.fail("x", retry_delay=0, checkpoint=2) == "retried"
+        promote(q)
+        [third] = q.reserve("t")
+        third.ack()
+        assert q.get("f1") is None
