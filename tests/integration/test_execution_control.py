@@ -192,3 +192,17 @@ def test_a_foreign_value_at_the_checkpoints_key_breaks_nothing(redis_url: str,
         [third] = q.reserve("t")
         third.ack()
         assert q.get("f1") is None
+
+
+def test_a_checkpoint_rides_through_a_staged_topic(redis_url: str, queue_name: str) -> None:
+    with sd.Queue(queue_name, url=redis_url) as q:
+        q.enqueue("st", 1, id="p1", priority=9, key="tenant-a")
+        promote(q)
+        [r] = q.reserve("st")
+        assert r.priority == "9"
+        r.touch(checkpoint={"done": 10})
+        assert r.fail("x", retry_delay=0) == "retried"
+        promote(q)
+        [again] = q.reserve("st")
+        assert (again.attempt, again.last_checkpoint) == (2, {"done": 10})
+        again.ack()
