@@ -132,12 +132,18 @@ def test_checkpoints_reach_the_next_attempt_and_snooze_spends_none(
 def test_a_graceful_shutdown_writes_the_checkpoint(redis_url: str, queue_name: str) -> None:
     q = sd.Queue(queue_name, url=redis_url)
     started = threading.Event()
+    last: list[int] = []
 
     async def handler(job: sd.Job) -> None:
-        job.checkpoint({"row": 41})
-        job.checkpoint({"row": 42})  # the latest one counts
+        row = 0
         started.set()
-        await asyncio.sleep(60)
+        try:
+            while True:  # a new checkpoint every few ms, until the shutdown cancels it
+                row += 1
+                job.checkpoint({"row": row})
+                await asyncio.sleep(0.005)
+        finally:
+            last.append(row)  # written by the hand-back only: the watch stopped with the worker
 
     worker = sd.Worker(q, group="g", block=0.2, shutdown_grace=0.1)
     worker.handler("t")(handler)
@@ -148,7 +154,7 @@ def test_a_graceful_shutdown_writes_the_checkpoint(redis_url: str, queue_name: s
     assert info is not None and (info.state, info.attempts) == ("ready", 0)  # handed back
     with running_dispatcher(q):
         [taken] = q.reserve("t", group="g", wait=5)
-    assert (taken.attempt, taken.last_checkpoint) == (1, {"row": 42})
+    assert (taken.attempt, taken.last_checkpoint) == (1, {"row": last[0]})
     taken.ack()
     q.close()
 
