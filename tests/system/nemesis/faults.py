@@ -4,7 +4,8 @@ a thread against the targets of a run, each fault's begin and end noted in the r
 
 Faults and the targets they apply to:
 
-- ``kill``: SIGKILL a worker, dispatcher or ``serve``; ``target.restart()`` after ``duration_s``;
+- ``kill``: SIGKILL a worker, dispatcher, ``serve`` or HTTP consumer; ``target.restart()`` after
+  ``duration_s``;
 - ``stop``: SIGSTOP any process target (Redis and the producers in namespaces too), SIGCONT
   after ``duration_s``;
 - ``redis_restart``: SIGKILL redis-server, restart it from its append-only file on the same port
@@ -36,10 +37,11 @@ from typing import Any, Literal
 
 from tests.system.nemesis.net import Net
 
-Kind = Literal["worker", "dispatcher", "serve", "producer", "redis", "sentinel", "cluster"]
+Kind = Literal["worker", "dispatcher", "serve", "http", "producer", "redis", "sentinel",
+               "cluster"]
 FAULTS = ("kill", "stop", "redis_restart", "failover", "migrate", "cut_loud", "cut_silent",
           "degrade")
-PROCESS_KINDS = ("worker", "dispatcher", "serve")
+PROCESS_KINDS = ("worker", "dispatcher", "serve", "http")  # http: an HTTP consumer
 NET_FAULTS = ("cut_loud", "cut_silent", "degrade")
 DEGRADE_KBIT = 256  # the shaped rate of a degraded link, each way
 DEGRADE_LOSS_PCT = 10.0

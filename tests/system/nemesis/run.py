@@ -106,10 +106,11 @@ def build_fleet(s: Settings, queue: str, partitions: int, net: Net | None) -> Fl
 
 def targets_of(fleet: Fleet, servers: list[Target]) -> list[Target]:
     """What the nemesis may hit: the topology's targets (Redis, Sentinel, the cluster),
-    workers, dispatchers, ``serve``, and the producers in namespaces (``stop`` and cuts)."""
+    workers, dispatchers, ``serve``, HTTP consumers, and the producers in namespaces (``stop``
+    and cuts)."""
     found = list(servers)
     for member in fleet.members.values():
-        if member.kind in ("worker", "dispatcher", "serve") or (
+        if member.kind in ("worker", "dispatcher", "serve", "http") or (
                 member.kind == "producer" and member.host is not None):
             name = member.name
             found.append(process_target(

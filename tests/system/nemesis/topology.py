@@ -18,7 +18,7 @@ network faults (the ``single`` runs cut, silence and degrade links).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from streamdelay.protocol.keys import PartitionKeys
 from tests.support.cluster import LocalCluster, LocalSentinel, spread_queue_name
@@ -43,7 +43,6 @@ class Servers:
     targets: list[Target]
     stop: Callable[[], None]
     replicas: int = 0
-    extra: dict[str, str] = field(default_factory=dict)
 
     @property
     def url(self) -> str:
