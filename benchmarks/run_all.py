@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.core.harness import ROOT, Section, redis_server, versions
-from benchmarks.core.report import exit_code, kept_peers_section, report
+from benchmarks.core.report import dropped_sections, exit_code, kept_peers_section, report
 from benchmarks.core.targets import BACKLOG_FULL, BACKLOG_LARGE, BACKLOG_SMALL
 from benchmarks.e2e import (
     cluster_bench,
@@ -35,6 +35,7 @@ from benchmarks.e2e import (
     fairness,
     lateness_e2e,
     lateness_rates,
+    life,
     memory_drain,
     results_wait,
     servers,
@@ -75,6 +76,7 @@ def report_steps(full: bool) -> list[Step]:
         # issue 16: 100k due jobs, and the curve over worker processes (one more than the cores)
         lambda: drain.run(100_000, tuple(range(1, cores + 2))),
         events_cost.run,  # issue 26: drain and enqueue with lifecycle events on against off
+        life.run,  # issue 39: a job's whole life on the server against plain commands
         # issue 27: Jain's index under a hot key's backlog, Redis µs per job staged vs plain
         lambda: fairness.section(10_000, 10, 100_000),
         lambda: memory_drain.run(1_000_000 if full else 100_000),
@@ -106,6 +108,7 @@ def quick_steps() -> list[Step]:
         lambda: drain.run(1_000, (1, 2)),
         lambda: events_cost.run(jobs=500, drains=1, single=200, rounds=2,
                                 single_rounds=2, many=1_000),
+        lambda: life.run(jobs=1_000, rounds=1),
         lambda: memory_drain.run(2_000, processes=1),
         lambda: lateness_rates.run(rates=(200,), worker_count=1),
         lambda: servers.run(rounds=1),
@@ -152,6 +155,9 @@ def main() -> None:
     peers = kept_peers_section(ROOT / "docs" / "benchmarks.md" if args.quick else out)
     text, unmeasured = report(sections, info, args.full, minutes, peers)
     print("\n" + text[text.index("## Targets"):text.index("\n## ", text.index("## Targets") + 3)])
+    if not args.quick and out.exists():  # one run makes the whole page: nothing may be lost
+        for heading in dropped_sections(out.read_text(), text):
+            print(f"section dropped from {out.name}: {heading}", file=sys.stderr)
     out.write_text(text)
     print(f"\nwrote {out} ({minutes:.1f} min)")
     sys.exit(exit_code(sections, [] if args.quick else unmeasured))

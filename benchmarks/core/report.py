@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -78,6 +79,21 @@ def kept_peers_section(path: Path) -> str:
     doc = path.read_text()
     start, end = doc.find(PEERS_START), doc.find(PEERS_END)
     return doc[start:end + len(PEERS_END)] + "\n\n" if 0 <= start < end else ""
+
+
+def headings(doc: str) -> set[str]:
+    """The ``## `` headings of a report, each figure in them masked (a size that changed between
+    runs keeps the heading)."""
+    return {re.sub(r"\d[\d,.]*", "N", line[3:].strip()) for line in doc.splitlines()
+            if line.startswith("## ")}
+
+
+def dropped_sections(old: str, new: str) -> list[str]:
+    """The sections of the page as it was that the new report no longer has: what a run would
+    lose. Every section must come from a benchmark the run makes or from a kept file the report
+    prints (``docs/benchmarks-report/``, the Peers section): measured by hand, a figure goes to
+    ``history.md``, dated."""
+    return sorted(headings(old) - headings(new))
 
 
 def exit_code(sections: list[Section], unmeasured: list[Check]) -> int:

@@ -1,9 +1,10 @@
 """The prose of ``docs/benchmarks.md``: how to read the tables and what bounds each figure.
 
 The prose itself is markdown in ``docs/benchmarks-report/`` (``header.md``, ``intro.md``,
-``summary.md``, ``bounds.md``, ``layout.md``, ``history.md``); this module reads it and fills
-its ``{placeholders}`` with ``fill()`` from one run's figures (``Section.figures``), its judged
-targets (``targets.issue_targets``) and the code's own settings (batch sizes, targets). The
+``summary.md``, ``bounds.md``, ``layout.md``, ``history.md``, ``history-sections.md``); this
+module reads it and fills its ``{placeholders}`` with ``fill()`` from one run's figures
+(``Section.figures``), its judged targets (``targets.issue_targets``) and the code's own
+settings (batch sizes, targets). The
 fragments hold no figures; a figure the run did not produce reads "not measured". Figures from
 earlier profiling sessions live in ``history.md`` only, each quoted with its date and run, under
 a heading that says they are not this run's.
@@ -28,6 +29,7 @@ ANALYSIS_LEAD, _, _BULLETS = _BOUNDS.partition("\n\n")
 NOTES: tuple[str, ...] = tuple(line[2:] for line in _BULLETS.splitlines() if line.startswith("- "))
 HISTORY_HEADING, _HISTORY = heading_and_body(fragment("history.md"))
 HISTORY = _HISTORY + "\n"
+HISTORY_SECTIONS = fragment("history-sections.md") + "\n"
 SUMMARY = fragment("summary.md")
 HEADER = fragment("header.md")
 LAYOUT = fragment("layout.md")
@@ -151,6 +153,7 @@ def analysis(values: Mapping[str, str]) -> str:
 
 
 def history(peers: str) -> str:
-    """The dated figures of earlier runs: the profiles, and the peers section of the last
-    ``make bench-full`` (it carries its own date)."""
-    return f"{HISTORY_HEADING}\n\n{HISTORY}\n{peers}"
+    """The dated figures of earlier runs: the profiles, the sections measured apart from a run
+    (``history-sections.md``), and the peers section of the last ``make bench-peers`` (it carries
+    its own date)."""
+    return f"{HISTORY_HEADING}\n\n{HISTORY}\n{HISTORY_SECTIONS}\n{peers}"

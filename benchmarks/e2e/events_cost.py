@@ -176,7 +176,7 @@ def run(jobs: int = 5_000, drains: int = 31, single: int = 16_000, rounds: int =
         figures[f"events_slowdown_{what.split(',')[0].replace(' ', '_')}"] = value - 1
     worst = max(slowdowns.values())
     section = Section(
-        "Lifecycle events: on against off, same run",
+        "Lifecycle events: on against off, same run {#lifecycle-events}",
         ["workload", "jobs", "events off, jobs/s", "events on, jobs/s", "on vs off (time)",
          "Redis CPU µs per job, off / on"], rows, figures=figures,
         verdicts=[verdict("lifecycle events cost at most 10 % (enqueue and drain)",

@@ -198,7 +198,7 @@ def run(waiters: int = 1000, jobs: int = 10_000, sizes: tuple[int, ...] = (100, 
     p99 = figures["result_p99_ms"]
     return Section(
         f"Results: delivered after the settle ({waiters:,} concurrent waiters), and memory per "
-        f"kept result",
+        "kept result {#results}",
         ["waiters", "count", "result B", "p50 ms", "p99 ms", "max ms"], [row, raw_row],
         verdicts=[verdict(f"result delivered <= {TARGET_P99_MS:g} ms p99 after the settle with "
                           f"{waiters:,} concurrent waiters", p99 <= TARGET_P99_MS,

@@ -365,7 +365,9 @@ def merged(saved: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
         raise SystemExit("--merge: the saved run has other sizes (a --quick run?)")
     fresh = {(r["peer"], r["workload"]) for r in run["results"]}
     kept = [r for r in saved["results"] if (r["peer"], r["workload"]) not in fresh]
-    return {**saved, "results": kept + run["results"]}
+    # a library the saved run did not have gets its column, in the order of PEERS
+    peers = [p for p in PEERS if p in saved["peers"] or p in run["peers"]]
+    return {**saved, "peers": peers, "results": kept + run["results"]}
 
 
 def main() -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from benchmarks.core import fragments, report_notes, targets
 from benchmarks.core.harness import NOT_MEASURED, Check, Section
-from benchmarks.core.report import exit_code, report
+from benchmarks.core.report import dropped_sections, exit_code, report
 from benchmarks.core.targets import CALL_BOUND_US
 from benchmarks.micro.dispatch import script_call_check
 from streamdelay.consumer.dispatcher import PROMOTE_BATCH
@@ -230,3 +230,14 @@ def test_the_servers_section_run_alone_replaces_its_own_section_only() -> None:
     again = put_section(first, f"## {TITLE}\n\n| newer |\n")
     assert again.count(TITLE) == 1 and "| newer |" in again and "| redis |" not in again
     assert again.replace("| newer |", "| redis | valkey |") == first  # nothing else moved
+
+
+def test_a_run_names_each_section_of_the_page_it_would_drop() -> None:
+    """One run writes the whole page: a section it does not make (measured by hand, say) is
+    named, figures in headings aside (docs/benchmarks.md#layout)."""
+    old = ("# Benchmarks\n\n## Drain: 10,000 jobs due at once\n\nx\n\n"
+           "## Lifecycle events: on against off, same run {#lifecycle-events}\n\ny\n")
+    new = "# Benchmarks\n\n## Drain: 1,000 jobs due at once\n\nx\n"
+    assert dropped_sections(old, new) == [
+        "Lifecycle events: on against off, same run {#lifecycle-events}"]
+    assert dropped_sections(old, old) == []
