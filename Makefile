@@ -125,8 +125,9 @@ chaos-failover: install redis
 # of the history that shows it (exit 1). Full: NEMESIS_SEEDS (3 seeds) x 60 s on one server, then
 # seed 1 x 60 s on Sentinel and on Cluster, each run even when an earlier one failed, and the
 # report written into docs/reliability.md#latest-nemesis-run (about 10 min). QUICK=1: one server,
-# one seed of 40 s, in <= 5 min (CI), no report. Results under nemesis-results/ (one directory
-# per run: history/, logs/, summary.json, violations.txt).
+# one seed of 40 s, in <= 5 min, no report (CI runs the small form inside make test:
+# tests/system/test_nemesis_quick.py and test_nemesis_broken.py). Results under nemesis-results/
+# (one directory per run: history/, logs/, summary.json, violations.txt).
 NEMESIS_SEEDS ?= 1 2 3
 NEMESIS_RUN = $(BIN)/python -m tests.system.nemesis.run
 .PHONY: nemesis
