@@ -120,7 +120,7 @@ class Worker:
         # each state below is written by its owner only: the ack loop, the handler runner,
         # the hand-back tasks' set; this class reads them and awaits their tasks at shutdown
         self._ack_loop = AckLoop(partial(settling.send_acks, self))
-        self._slots = Slots(self.concurrency if self.processes is None else self.processes)
+        self._slots = Slots(self.concurrency if in_processes is None else in_processes.slots)
         self._runner = HandlerRunner(self, self._slots, self._ack_loop, in_processes)
         self._tasks = OwnedTasks()  # hand-backs (consumer/pausing.py)
         self._stopping = asyncio.Event()

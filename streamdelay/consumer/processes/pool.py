@@ -2,11 +2,11 @@
 each, replaced when they die or after ``max_jobs_per_child`` jobs (docs/worker.md#executors).
 
 A child is spawned (``multiprocessing``'s ``spawn`` method), linked by a duplex pipe
-(``multiprocessing.connection``) that carries msgspec frames (``wire.py``). A reader thread per
-child waits on its pipe and hands each frame to the event loop; an end of file means the child
-died, and the thread joins it for its exit code. So a child killed by a signal (``kill -9``, the
-OOM killer, a segfault) or ending with ``os._exit`` fails only the job it ran, with an error
-naming the signal or the exit code, and a new child takes its place.
+(``multiprocessing.connection``) that carries msgspec frames (``wire.py``). The event loop reads
+each child's pipe as frames arrive (``add_reader``); an end of file means the child died, and
+the process's sentinel gives its exit code. So a child killed by a signal (``kill -9``, the OOM
+killer, a segfault) or ending with ``os._exit`` fails only the job it ran, with an error naming
+the signal or the exit code, and a new child takes its place.
 
 The limits are the worker's, enforced here by signals: at ``handler_timeout`` the child is
 killed (SIGKILL) and replaced (``time_limits.run_hard_limited``); an abort sends SIGTERM, then
@@ -24,9 +24,8 @@ import multiprocessing.connection
 import os
 import pickle
 import signal
-import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -133,32 +132,41 @@ class _Child:
             self.reply.set_exception(ChildDied(self.pid, exitcode))
 
 
-def _read(child: _Child, loop: asyncio.AbstractEventLoop) -> None:
-    """The reader thread of one child: frames to the loop (progress straight to its delivery),
-    then the exit code once the pipe closes."""
+def _watch(child: _Child, loop: asyncio.AbstractEventLoop) -> None:
+    """Read the child's frames on the event loop as they arrive (``add_reader``: no thread hop
+    per job; a frame is written whole by one ``send_bytes``), progress straight to its
+    delivery; at the end of file, wait for the process to exit and report its exit code."""
+    fd = child.conn.fileno()
 
-    def post(callback: Callable[..., None], *args: Any) -> None:
-        with contextlib.suppress(RuntimeError):  # the loop closed (the worker ended)
-            loop.call_soon_threadsafe(callback, *args)
-
-    while True:
+    def readable() -> None:
         try:
             data = child.conn.recv_bytes()
         except (EOFError, OSError):
-            break
+            loop.remove_reader(fd)
+            loop.add_reader(child.process.sentinel, reaped)
+            return
         message = wire.to_parent(data)
         if isinstance(message, wire.Progress):
-            delivery = child.delivery
-            if delivery is not None:  # two attribute writes, as from a def handler's thread
-                delivery.report_progress(message.data)
-            continue
-        post(child.received, message)
-    child.process.join(DEATH_WAIT)
-    if child.process.exitcode is None:  # closed its pipe but lingers: not a child we keep
-        child.kill()
-        child.process.join()
-    child.conn.close()
-    post(child.exited, child.process.exitcode)
+            if child.delivery is not None:
+                child.delivery.report_progress(message.data)
+            return
+        child.received(message)
+
+    def reaped() -> None:  # the sentinel: the process has ended (or is about to be reaped)
+        loop.remove_reader(child.process.sentinel)
+        exited(time.monotonic() + DEATH_WAIT)
+
+    def exited(deadline: float) -> None:
+        code = child.process.exitcode  # waitpid(WNOHANG): None while not reaped yet
+        if code is None and time.monotonic() < deadline:
+            loop.call_later(0.005, exited, deadline)
+            return
+        if code is None:  # closed its pipe but lingers: not a child we keep
+            child.kill()
+        child.conn.close()
+        child.exited(code)
+
+    loop.add_reader(fd, readable)
 
 
 class ProcessPool:
@@ -222,8 +230,7 @@ class ProcessPool:
         theirs.close()  # the child holds its end: its death is an end of file here
         child = _Child(process, ours, aborting, loop)
         self._children.add(child)
-        threading.Thread(target=_read, args=(child, loop), daemon=True,
-                         name=f"streamdelay-handler-{child.pid}").start()
+        _watch(child, loop)
         child.gone.add_done_callback(lambda _: self._ended(child))
         return child
 
@@ -347,6 +354,13 @@ class ProcessPool:
                 waiting.pop(sentinel)  # type: ignore[arg-type]
         for child in waiting.values():
             child.kill()
+        loop = asyncio.get_running_loop()
+        for child in children:  # reaped, their pipes closed: nothing left of this serve
+            with contextlib.suppress(OSError, ValueError):
+                loop.remove_reader(child.process.sentinel)
+                loop.remove_reader(child.conn.fileno())
+            child.conn.close()
+            child.process.join(1.0)
 
 
 def _outcome(answer: Any) -> Any:

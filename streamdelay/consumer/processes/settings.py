@@ -23,6 +23,13 @@ class ProcessSettings:
     processes: int
     max_jobs_per_child: int | None = None
 
+    @property
+    def slots(self) -> int:
+        """The jobs the worker holds at once: one running in each child and one waiting to
+        start when it ends, so a child never waits for a read from Redis between two jobs
+        (docs/worker.md#executors)."""
+        return 2 * self.processes
+
 
 def executor_settings(executor: Any, processes: Any, max_jobs_per_child: Any
                       ) -> ProcessSettings | None:
