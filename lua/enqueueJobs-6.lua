@@ -117,6 +117,17 @@ for i = 0, n - 1 do
   -- one a consumer may run is held behind its run, noted in PREFIX holds (includes/hold.lua)
   if old and old.entry ~= '' and (old.state == 's' or old.state == 'd') then check_hold_keys() end
 end
+-- digits(n): n as text ('%d', as includes/new_record.lua writes it), each value formatted once
+-- per call: the jobs of a call mostly share their ttr, max_attempts, created time and often their
+-- due time, and a string.format costs more than the rest of a record's text (docs/benchmarks.md#life)
+local texts, format = {}, string.format
+local function digits(n)
+  local t = texts[n]
+  if t then return t end
+  t = format('%d', n)
+  if n == n then texts[n] = t end -- NaN is no table key
+  return t
+end
 local seen = {}
 local records, entries, counts, nr = {}, {}, {}, 0 -- nr: how many of records (and entries)
 local function flush()
@@ -168,8 +179,9 @@ for i = 0, n - 1 do
       if old and old.state == 'd' then born = old.created end
       if born + max_wait < due then due = born + max_wait end
     end
-    local record = new_record(due, born, tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]), topic,
-                              ARGV[b + 7])
+    -- new_record's text, with each number formatted once per call (digits)
+    local record = 'd|0|' .. digits(due) .. '|' .. digits(born) .. '|' .. digits(tonumber(ARGV[b + 4]))
+                   .. '|' .. digits(tonumber(ARGV[b + 5])) .. '||' .. topic .. '|' .. ARGV[b + 7]
     local score = due
     if held then
       record = string.format('d|0|%d|%d|%d|%d|', due, born, tonumber(ARGV[b + 4]),
