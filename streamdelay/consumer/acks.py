@@ -21,8 +21,10 @@ from typing import Any
 
 ACK_BATCH = 500
 ACK_BYTES = 1 << 20
-# a partition and the keep_done of its acknowledgements (None: the queue's, the plain case)
-Slot = tuple[int, int | None]
+# where an acknowledgement waits: its partition (the plain case, the queue's keep_done), or
+# (partition, keep_done ms) for a job with its own keep_done: the plain path keys by int, as
+# before per-job keep_done existed
+Slot = int | tuple[int, int]
 
 
 class PendingAcks:
@@ -50,7 +52,7 @@ class PendingAcks:
         ``result`` the ``(keep_result ms, encoded result)`` to keep with it, ``read_ms`` when
         its delivery was read fresh with no heartbeat since (0: not known), ``keep_done_ms``
         the job's own keep_done (None: the queue's)."""
-        slot = (partition, keep_done_ms)
+        slot: Slot = partition if keep_done_ms is None else (partition, keep_done_ms)
         self._reads.setdefault(slot, []).append(read_ms)
         sizes = self._sizes.setdefault(slot, [])
         if result is not None:
@@ -61,10 +63,12 @@ class PendingAcks:
 
     def entries(self, partition: int) -> set[tuple[str, str]]:
         """``(topic, entry id)`` of the acknowledgements of ``partition`` not written yet."""
-        found: set[tuple[str, str]] = set()
-        for (part, _), flat in self._flat.items():
-            if part == partition:
-                found.update((flat[i], flat[i + 2]) for i in range(0, len(flat), 3))
+        flat = self._flat.get(partition, [])
+        found = {(flat[i], flat[i + 2]) for i in range(0, len(flat), 3)}
+        if len(self._flat) > 1:  # maybe jobs with their own keep_done too
+            for slot, kept in self._flat.items():
+                if type(slot) is tuple and slot[0] == partition:
+                    found.update((kept[i], kept[i + 2]) for i in range(0, len(kept), 3))
         return found
 
     async def flush(self, send: Callable[..., Awaitable[None]]) -> None:
@@ -74,7 +78,7 @@ class PendingAcks:
         returned (an exception or a cancel keeps it)."""
         while self._flat:
             slot = next(iter(self._flat))
-            partition, keep_done_ms = slot
+            partition, keep_done_ms = (slot, None) if isinstance(slot, int) else slot
             flat, sizes = self._flat[slot], self._sizes[slot]
             count = batch_length(sizes)
             reads = self._reads[slot]
