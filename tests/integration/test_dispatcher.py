@@ -143,9 +143,16 @@ def test_many_dispatchers_at_once_promote_each_job_exactly_once(queue: sd.Queue)
     n = 3000
     keys = PartitionKeys(queue.name, 0)
     url = queue.config.url
-    processes = [_start_cli_dispatcher(url, queue.name) for _ in range(2)]
+    # each process names its connections, so the wait sees both connected (their signal
+    # handlers are set by then); a count of the shared server's clients could be met by
+    # other tests' connections while a process is still importing, and SIGTERM then killed it
+    # before it logged anything
+    names = [f"{queue.name}-d{i}" for i in range(2)]
+    processes = [_start_cli_dispatcher(f"{url}?client_name={name}", queue.name)
+                 for name in names]
     try:
-        assert wait_until(lambda: len(queue.client.client_list()) >= 5, timeout=20)
+        assert wait_until(lambda: set(names) <= {c["name"] for c in queue.client.client_list()},
+                          timeout=60)
         rng = random.Random(11)
         results = queue.enqueue_many(
             sd.JobSpec("t", {"i": i}, id=f"m{i}", delay=rng.uniform(0.3, 2.5)) for i in range(n))
