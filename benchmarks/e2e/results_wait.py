@@ -90,7 +90,8 @@ def _settle(url: str, name: str, taken: list[tuple[str, str]], result: bytes, ke
         if raw:
             client.lpush(f"raw:{job_id}", result)
         else:
-            _call(client, "ackJobs", keys, ["g", 0, 1, "t", job_id, eid, 1, keep_ms, result])
+            # R = 0 (no read times), then the result to keep (docs/keys.md, ackJobs-6)
+            _call(client, "ackJobs", keys, ["g", 0, 1, "t", job_id, eid, 0, 1, keep_ms, result])
         if pause:
             time.sleep(pause)
     sent.send(times)
@@ -178,7 +179,7 @@ def memory(jobs: int, size: int) -> list[str]:
                 for position, (job_id, eid) in enumerate(part, 1):
                     args += ["t", job_id, eid]
                     kept += [position, 600_000, value] if keep else []
-                _call(client, "ackJobs", keys_of("resmem"), args + kept)
+                _call(client, "ackJobs", keys_of("resmem"), [*args, 0, *kept])  # R = 0
             figures.append(int(client.info("memory")["used_memory"]) - before)
             if keep:
                 time.sleep(WAKE_MS / 1000 + 1.5)  # the wake lists expire (active expiry)
