@@ -83,7 +83,8 @@ class HandlerRunner:
         if self.process_settings is not None:
             config = self.host.config
             self.processes = ProcessPool(self.host.handlers, self.process_settings,
-                                         config.serializer, config.max_result_bytes)
+                                         config.serializer, config.max_result_bytes,
+                                         self.process_settings.abort_grace)
             await self.processes.start()
 
     def close(self) -> None:

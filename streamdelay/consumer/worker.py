@@ -80,6 +80,7 @@ class Worker:
         executor: str = "thread",
         processes: int | None = None,
         max_jobs_per_child: int | None = None,
+        abort_grace: float = 5.0,
     ) -> None:
         config = queue if isinstance(queue, QueueConfig) else getattr(queue, "config", None)
         if not isinstance(config, QueueConfig):
@@ -100,10 +101,11 @@ class Worker:
                                                    minimum=0.05, maximum=3600)
         self.shutdown_grace = validation.seconds(shutdown_grace, "shutdown_grace")
         # executor="process": handlers in child processes, hard limits (docs/worker.md#executors)
-        in_processes = executor_settings(executor, processes, max_jobs_per_child)
+        in_processes = executor_settings(executor, processes, max_jobs_per_child, abort_grace)
         self.executor = executor
         self.processes = None if in_processes is None else in_processes.processes
         self.max_jobs_per_child = max_jobs_per_child
+        self.abort_grace = abort_grace
         # consumers of the group that own nothing and were silent prune_idle seconds are
         # removed, checked every prune_every seconds (docs/worker.md)
         self.prune_idle = PRUNE_IDLE_S

@@ -71,7 +71,8 @@ class AppWorker:
     def starts(self) -> list[tuple[str, int, int]]:
         """``(job id, attempt, pid)`` of each handler run begun so far."""
         lines = self.out.read_text().splitlines()
-        return [(p[1], int(p[2]), int(p[3])) for p in (line.split() for line in lines)]
+        return [(p[1], int(p[2]), int(p[3])) for p in (line.split() for line in lines)
+                if p[0] == "start"]
 
     def started(self, job_id: str, attempt: int, timeout: float = 60) -> int:
         """Wait for that attempt of that job to begin; the pid of the child running it."""
@@ -176,6 +177,13 @@ def test_os_exit_in_a_handler_names_the_exit_code(app: AppWorker, queue: sd.Queu
     assert first not in app.children(2)
 
 
+def test_a_segfault_fails_only_its_attempt(app: AppWorker, queue: sd.Queue) -> None:
+    app.children(2)
+    queue.enqueue("pe.segfault", {}, id="crasher", keep_result=600)
+    assert result(queue, "crasher", app).state == "succeeded"
+    assert "killed by SIGSEGV" in event_detail(queue, "crasher", "retried", 1)
+
+
 def test_handler_timeout_kills_a_child_stuck_in_while_true(app: AppWorker, queue: sd.Queue
                                                            ) -> None:
     app.children(2)
@@ -257,3 +265,39 @@ def test_docs_example_runs(example_env: dict[str, str]) -> None:
     assert out[:4] == ["primes-20k: 2262", "primes-30k: 3245", "stuck-1: done on attempt 2",
                        "crash-1: done on attempt 2"]
     assert out[4].startswith("counts: {'handled': 4, 'retried': 2, 'dead': 0")
+
+
+def test_abort_terminates_the_child_running_the_job(app: AppWorker, queue: sd.Queue) -> None:
+    pool = app.children(2)
+    queue.enqueue("pe.abortable", {}, id="endless", keep_result=600)
+    pid = app.started("endless", 1)
+    asked = time.monotonic()
+    assert queue.cancel("endless", abort=True)
+    assert wait_until(lambda: "cleanup endless 1" in app.out.read_text(), 30), app.text()
+    assert wait_until(lambda: not alive(pid), 30)  # SIGTERM: the handler's finally ran, it ended
+    latency = time.monotonic() - asked
+    done = result(queue, "endless", app)
+    assert (done.state, done.error) == ("cancelled", "aborted")
+    assert latency < 15, latency  # about 1 s promised; a loaded shared host gets slack
+    assert pid not in app.children(2) and len(pool) == 2
+    assert [s[1] for s in app.starts() if s[0] == "endless"] == [1]  # never retried
+
+
+def test_abort_kills_a_handler_that_ignores_sigterm_after_abort_grace(
+        app: AppWorker, queue: sd.Queue) -> None:
+    app.children(2)
+    queue.enqueue("pe.stubborn", {}, id="stubborn")
+    pid = app.started("stubborn", 1)
+    assert queue.cancel("stubborn", abort=True)
+    assert wait_until(lambda: "ignored stubborn 1" in app.out.read_text(), 30), app.text()
+    assert wait_until(lambda: not alive(pid), 30)  # abort_grace=1: then SIGKILL
+    assert pid not in app.children(2)
+    assert queue.get("stubborn") is None
+
+
+def test_checkpoints_and_snooze_cross_the_boundary(app: AppWorker, queue: sd.Queue) -> None:
+    queue.enqueue("pe.resume", {}, id="resumable", keep_result=600, max_attempts=5)
+    done = result(queue, "resumable", app)
+    # a snooze spends no attempt; the failure after it does; each run read the last checkpoint
+    assert done.value == {"attempt": 2, "seen": {"step": 2}}, done
+    assert [s[1] for s in app.starts() if s[0] == "resumable"] == [1, 1, 2]

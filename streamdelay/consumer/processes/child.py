@@ -23,7 +23,8 @@ from typing import Any
 
 import msgspec
 
-from ...base.errors import BodyDecodeError
+from ...base.control import Snooze
+from ...base.errors import Aborted, BodyDecodeError
 from ...base.models import Drop, Job, Retry
 from ...protocol.codec import Serializer
 from ...protocol.results import encode_result
@@ -81,7 +82,9 @@ def _die_with_parent(parent_pid: int) -> None:
 
 
 class _Runner:
-    """Runs one job of the table and encodes the answer frame."""
+    """Runs one job of the table and encodes the answer frame; the jobs' control (checkpoints)."""
+
+    aborted = False  # ``job.aborted`` in a child: an abort ends the child (SIGTERM) instead
 
     def __init__(self, conn: Connection, handlers: dict[str, Handler], serializer: Serializer,
                  max_result_bytes: int) -> None:
@@ -97,6 +100,12 @@ class _Runner:
         with self.sending:
             self.conn.send_bytes(wire.encode(wire.Progress(data)))
 
+    def keep_checkpoint(self, data: bytes) -> None:
+        """``Job.checkpoint``'s sink in a child (checked there: at most 64 KiB of JSON): a
+        ``Checkpoint`` frame to the worker, which writes it with its next heartbeat."""
+        with self.sending:
+            self.conn.send_bytes(wire.encode(wire.Checkpoint(data)))
+
     def run(self, message: wire.RunJob) -> bytes:
         """Run the job's handler; the ``Done`` or ``Failed`` frame."""
         try:
@@ -108,7 +117,8 @@ class _Runner:
                 created=message.created, attempt=message.attempt,
                 max_attempts=message.max_attempts, ttr=message.ttr, headers=message.headers,
                 entry_id=message.entry_id, partition=message.partition,
-                keep_result_ms=message.keep_result_ms, _report=self.progress)
+                keep_result_ms=message.keep_result_ms, _report=self.progress,
+                last_checkpoint=msgspec.msgpack.decode(message.checkpoint), _control=self)
             value = self._call(handler, job)
             if not message.keep_result_ms:
                 return wire.encode(wire.Done())
@@ -131,6 +141,10 @@ def _failure(exc: Exception) -> wire.Failed:
         return wire.Failed("retry", str(exc), exc.delay)
     if isinstance(exc, Drop):
         return wire.Failed("drop", str(exc))
+    if isinstance(exc, Snooze):
+        return wire.Failed("snooze", str(exc), exc.delay)
+    if isinstance(exc, Aborted):
+        return wire.Failed("aborted", str(exc))
     if isinstance(exc, BodyDecodeError):
         return wire.Failed("body", describe_error(exc))
     return wire.Failed("error", describe_error(exc))

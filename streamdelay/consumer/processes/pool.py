@@ -31,13 +31,14 @@ from typing import Any
 
 import msgspec
 
-from ...base.errors import BodyDecodeError, ConfigError
+from ...base.control import Snooze
+from ...base.errors import Aborted, BodyDecodeError, ConfigError
 from ...base.models import Drop, Job, Retry
 from ...protocol.codec import Serializer
 from ..delivery import Delivery, Handler
 from ..time_limits import run_hard_limited
 from . import wire
-from .child import ABORTED_EXIT, serve_child
+from .child import serve_child
 from .settings import ProcessSettings
 
 log = logging.getLogger("streamdelay.worker")
@@ -134,8 +135,8 @@ class _Child:
 
 def _watch(child: _Child, loop: asyncio.AbstractEventLoop) -> None:
     """Read the child's frames on the event loop as they arrive (``add_reader``: no thread hop
-    per job; a frame is written whole by one ``send_bytes``), progress straight to its
-    delivery; at the end of file, wait for the process to exit and report its exit code."""
+    per job; a frame is written whole by one ``send_bytes``), progress and checkpoints straight
+    to its delivery; at the end of file, wait for the process to exit and report its exit code."""
     fd = child.conn.fileno()
 
     def readable() -> None:
@@ -146,9 +147,13 @@ def _watch(child: _Child, loop: asyncio.AbstractEventLoop) -> None:
             loop.add_reader(child.process.sentinel, reaped)
             return
         message = wire.to_parent(data)
-        if isinstance(message, wire.Progress):
-            if child.delivery is not None:
+        if isinstance(message, wire.Progress | wire.Checkpoint):
+            if child.delivery is None:
+                return
+            if isinstance(message, wire.Progress):
                 child.delivery.report_progress(message.data)
+            else:  # docs/worker.md#checkpoints
+                child.delivery.keep_checkpoint(message.data)
             return
         child.received(message)
 
@@ -279,8 +284,12 @@ class ProcessPool:
         frame = wire.encode(wire.RunJob(
             job.topic, job.id, wire.encode_body(job.body), job.due, job.created, job.attempt,
             job.max_attempts, job.ttr, job.headers, job.entry_id, job.partition,
-            job.keep_result_ms))
+            job.keep_result_ms, wire.encode_body(job.last_checkpoint)))
+        delivery.on_abort = [self._abort_hook]  # docs/worker.md#abort: the child is stopped
         child = await self._take()
+        if delivery.aborted:  # while it waited for a child: never started
+            self._idle.put_nowait(child)
+            raise Aborted(f"job {job.id!r} was aborted", job_id=job.id, topic=job.topic)
         reply = child.reply = asyncio.get_running_loop().create_future()
         child.delivery = delivery
         self._running[delivery.key] = child
@@ -298,9 +307,10 @@ class ProcessPool:
         except asyncio.CancelledError:
             child.kill()  # its job is handed back next: never run beside a redelivery
             raise
-        except ChildDied as exc:
-            if child.aborted:
-                raise ChildDied(exc.pid, ABORTED_EXIT) from None
+        except ChildDied:
+            if child.aborted:  # its job is gone, cancelled: the settle finds it stale
+                raise Aborted(f"job {job.id!r} was aborted", job_id=job.id,
+                              topic=job.topic) from None
             raise
         finally:
             child.delivery = child.reply = None
@@ -311,16 +321,21 @@ class ProcessPool:
         return _outcome(answer)
 
     def _done(self, child: _Child) -> None:
-        """A child answered: back to the idle ones, or retired after its last job."""
+        """A child answered: back to the idle ones, or retired after its last job (or after an
+        abort it outlived: its SIGKILL is on its way)."""
         child.jobs += 1
         limit = self.settings.max_jobs_per_child
-        if limit is None or child.jobs < limit:
+        if not child.aborted and (limit is None or child.jobs < limit):
             self._idle.put_nowait(child)
             return
         child.retired = True
         with contextlib.suppress(OSError):
             child.conn.send_bytes(wire.encode(wire.Stop()))
         self._replace()
+
+    def _abort_hook(self, delivery: Delivery) -> None:
+        """``Delivery.on_abort`` of the deliveries run here."""
+        self.abort(delivery.key)
 
     def abort(self, key: tuple[int, str, str]) -> bool:
         """Stop the handler of the delivery ``key`` (partition, topic, entry id): SIGTERM to its
@@ -371,6 +386,10 @@ def _outcome(answer: Any) -> Any:
         raise Retry(answer.delay, answer.error)
     if answer.kind == "drop":
         raise Drop(answer.error)
+    if answer.kind == "snooze":
+        raise Snooze(answer.delay)
+    if answer.kind == "aborted":
+        raise Aborted(answer.error)
     if answer.kind == "body":
         raise ChildBodyError(answer.error)
     raise ChildError(answer.error)

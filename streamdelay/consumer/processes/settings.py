@@ -22,6 +22,7 @@ class ProcessSettings:
 
     processes: int
     max_jobs_per_child: int | None = None
+    abort_grace: float = 5.0  # seconds between an abort's SIGTERM and its SIGKILL
 
     @property
     def slots(self) -> int:
@@ -31,10 +32,11 @@ class ProcessSettings:
         return 2 * self.processes
 
 
-def executor_settings(executor: Any, processes: Any, max_jobs_per_child: Any
-                      ) -> ProcessSettings | None:
+def executor_settings(executor: Any, processes: Any, max_jobs_per_child: Any,
+                      abort_grace: Any = 5.0) -> ProcessSettings | None:
     """Check the three options together; the process executor's settings, or None for the
     thread executor (``async def`` on the event loop, ``def`` in threads: today's behaviour).
+    ``abort_grace``: the seconds an aborted handler's child has between SIGTERM and SIGKILL.
 
     ``processes`` defaults to the machine's cores. Raises ``ValidationError`` (a ``ValueError``)
     naming the field for an unknown executor, ``processes`` not a positive int, or ``processes``
@@ -50,9 +52,10 @@ def executor_settings(executor: Any, processes: Any, max_jobs_per_child: Any
             if value is not None:
                 raise ValidationError(f"{field}: only applies to executor=\"process\" (the "
                                       f"executor is \"thread\")", field=field)
+        validation.seconds(abort_grace, "abort_grace")
         return None
     count = ((os.cpu_count() or 1) if processes is None
              else validation.positive_int(processes, "processes", MAX_PROCESSES))
     recycle = None if max_jobs_per_child is None else validation.positive_int(
         max_jobs_per_child, "max_jobs_per_child", 1_000_000_000)
-    return ProcessSettings(count, recycle)
+    return ProcessSettings(count, recycle, validation.seconds(abort_grace, "abort_grace"))

@@ -29,6 +29,7 @@ class RunJob(msgspec.Struct, tag="run", array_like=True):
     entry_id: str
     partition: int
     keep_result_ms: int
+    checkpoint: bytes = b"\xc0"  # ``job.last_checkpoint`` as MessagePack (nil: none)
 
 
 class Stop(msgspec.Struct, tag="stop", array_like=True):
@@ -53,6 +54,12 @@ class Progress(msgspec.Struct, tag="progress", array_like=True):
     data: bytes
 
 
+class Checkpoint(msgspec.Struct, tag="checkpoint", array_like=True):
+    """Child to parent: ``job.checkpoint`` (its JSON), written with the next heartbeat."""
+
+    data: bytes
+
+
 class Done(msgspec.Struct, tag="done", array_like=True):
     """Child to parent: the handler returned; ``result``: the encoded result without its format
     letter (None when the job keeps no result)."""
@@ -62,7 +69,8 @@ class Done(msgspec.Struct, tag="done", array_like=True):
 
 class Failed(msgspec.Struct, tag="failed", array_like=True):
     """Child to parent: the handler raised. ``kind`` says which control exception (``retry``,
-    ``drop``, ``snooze``) or ``error``; ``error`` is its text (``describe_error``)."""
+    ``drop``, ``snooze``, ``body``, ``aborted``) or ``error``; ``error`` is its text
+    (``describe_error``), ``delay`` a retry's or a snooze's seconds."""
 
     kind: str
     error: str
@@ -70,7 +78,7 @@ class Failed(msgspec.Struct, tag="failed", array_like=True):
 
 
 ToChild = RunJob | Stop
-ToParent = Ready | LoadFailed | Progress | Done | Failed
+ToParent = Ready | LoadFailed | Progress | Checkpoint | Done | Failed
 
 _encoder = msgspec.msgpack.Encoder()
 _to_child = msgspec.msgpack.Decoder(ToChild)
@@ -87,7 +95,7 @@ def to_child(data: bytes) -> RunJob | Stop:
     return _to_child.decode(data)
 
 
-def to_parent(data: bytes) -> Ready | LoadFailed | Progress | Done | Failed:
+def to_parent(data: bytes) -> Ready | LoadFailed | Progress | Checkpoint | Done | Failed:
     """Decode a frame a child sent."""
     return _to_parent.decode(data)
 

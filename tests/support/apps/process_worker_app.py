@@ -20,14 +20,14 @@ queue = sd.Queue(os.environ.get("PE_QUEUE", "peapp"), ttr=30, backoff=[0.1], max
                  events=True)
 _max_jobs = os.environ.get("PE_MAX_JOBS")
 worker = sd.Worker(queue, group="pe-app", executor="process", processes=2, handler_timeout=2,
-                   shutdown_grace=5,
+                   shutdown_grace=5, abort_grace=1,
                    max_jobs_per_child=int(_max_jobs) if _max_jobs else None)
 
 
-def record(job: sd.Job) -> None:
-    """Append the start line of this run (flushed at once)."""
+def record(job: sd.Job, what: str = "start") -> None:
+    """Append the start line of this run (or another ``what``; flushed at once)."""
     with Path(os.environ["PE_OUT"]).open("a") as out:
-        out.write(f"start {job.id} {job.attempt} {os.getpid()}\n")
+        out.write(f"{what} {job.id} {job.attempt} {os.getpid()}\n")
 
 
 @worker.handler("pe.work")
@@ -71,3 +71,50 @@ def fail(job: sd.Job) -> None:
     """Raise ``ValueError`` (its text and frames reach the dead letter)."""
     record(job)
     raise ValueError(f"no luck for {job.body.get('n')}")
+
+
+@worker.handler("pe.abortable")
+def abortable(job: sd.Job) -> None:
+    """Sleep for ever in short steps; an abort's SIGTERM ends it (``finally`` runs)."""
+    record(job)
+    try:
+        while True:
+            time.sleep(0.05)
+    finally:
+        record(job, "cleanup")
+
+
+@worker.handler("pe.stubborn")
+def stubborn(job: sd.Job) -> None:
+    """Ignore the abort's SIGTERM (``SystemExit`` swallowed): SIGKILL after abort_grace."""
+    record(job)
+    while True:
+        try:
+            time.sleep(0.05)
+        except SystemExit:
+            record(job, "ignored")
+
+
+@worker.handler("pe.resume")
+def resume(job: sd.Job) -> dict[str, Any]:
+    """Checkpoint, then snooze once and fail once; report what the last run saw."""
+    record(job)
+    seen = job.last_checkpoint
+    if seen is None:
+        job.checkpoint({"step": 1})
+        raise sd.Snooze(0.1)
+    if seen["step"] == 1:
+        job.checkpoint({"step": 2})
+        raise RuntimeError("fails once after the snooze")
+    return {"attempt": job.attempt, "seen": seen}
+
+
+@worker.handler("pe.segfault")
+def segfault_first(job: sd.Job) -> int:
+    """Read address 0 on the first attempt (SIGSEGV); return the pid after."""
+    record(job)
+    if job.attempt == 1:
+        import ctypes
+
+        ctypes.string_at(0)
+    return os.getpid()
