@@ -14,15 +14,18 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import httpx
 import pytest
 
 import streamdelay as sd
+from streamdelay.web.settings import ServeSettings
 from tests.integration.test_pull import promote
+from tests.support.served_app import serving
 
 pytestmark = pytest.mark.timeout(120)
 TOPIC = "eq.job"
 GROUP = "eq"
-DRIVERS = ["worker", "reserve-sync", "reserve-async"]
+DRIVERS = ["worker", "reserve-sync", "reserve-async", "http"]
 # ok-*: succeed at once; flaky-*: fail 1 or 2 times, then succeed; dead-*: always fail (dead
 # after max_attempts=3); retry-*: fail once with an explicit retry delay.
 FAILS = {**{f"ok-{i}": 0 for i in range(6)}, **{f"flaky-{i}": 1 + i % 2 for i in range(6)},
@@ -201,8 +204,55 @@ def run_async_reserve(q: sd.Queue, decide: Decide, until: Callable[[sd.Queue], b
     asyncio.run(main())
 
 
+def run_http(q: sd.Queue, decide: Decide, until: Callable[[sd.Queue], bool],
+             seconds: float, seen: Seen, consumers: int = 3) -> None:
+    """HTTP consumers of ``streamdelay serve``'s app (on uvicorn in a thread of this process:
+    tests/support/served_app.py), which promotes and reclaims as ``serve`` does."""
+    settings = ServeSettings(url=q.config.url, queues=(q.name,), queue_options={
+        "max_attempts": 3, "backoff": [0.05], "max_body_bytes": q.config.max_body_bytes,
+        "partitions": q.config.partitions})
+    base = f"/v1/queues/{q.name}"
+
+    async def consume(client: httpx.AsyncClient, name: str, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            answer = await client.post(f"{base}/topics/{TOPIC}:reserve", json={
+                "group": GROUP, "consumer": name, "wait_ms": 300, "count": 3})
+            if answer.status_code == 204:
+                continue
+            assert answer.status_code == 200, answer.text
+            for d in answer.json()["deliveries"]:
+                seen.start(d["id"], d["attempt"])
+                try:  # the work ends before its settle (settle_sync)
+                    await asyncio.sleep(0.01)
+                    action, delay = decide(d["id"], d["attempt"], d["body"])
+                finally:
+                    seen.end(d["id"])
+                if action == "ack":
+                    settled = await client.post(f"{base}/deliveries/{d['receipt']}:ack")
+                else:
+                    settled = await client.post(
+                        f"{base}/deliveries/{d['receipt']}:fail",
+                        json={"error": "RuntimeError: boom",
+                              **({} if delay is None else {"retry_delay": delay})})
+                assert settled.status_code == 200, settled.text
+
+    async def main(url: str) -> None:
+        async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+            stop = asyncio.Event()
+            tasks = [asyncio.create_task(consume(client, f"http-{i}", stop))
+                     for i in range(consumers)]
+            deadline = time.monotonic() + seconds
+            while time.monotonic() < deadline and not await asyncio.to_thread(until, q):
+                await asyncio.sleep(0.1)
+            stop.set()
+            await asyncio.gather(*tasks)
+
+    with serving(settings) as url:
+        asyncio.run(main(url))
+
+
 RUN = {"worker": run_worker, "reserve-sync": run_sync_reserve,
-       "reserve-async": run_async_reserve}
+       "reserve-async": run_async_reserve, "http": run_http}
 
 
 def consume(driver: str, q: sd.Queue, decide: Decide = by_fails,
