@@ -166,6 +166,9 @@ def test_cli_cancel_abort(redis_url: str, queue_name: str) -> None:
     assert (done.returncode, done.stdout.strip()) == (0, "aborted gone-soon"), done
     again = cli("cancel", queue_name, "gone-soon", "--abort", url=redis_url)
     assert again.returncode == 1 and len(again.stderr.strip().splitlines()) == 1, again
+    bad = cli("cancel", queue_name, "bad id!", "--abort", url=redis_url)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad
+    assert "id:" in bad.stderr
     q.close()
 
 
