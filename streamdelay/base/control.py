@@ -3,12 +3,12 @@ the checks of a checkpoint value. Pure: no I/O."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import msgspec
 
 from .errors import ValidationError
-from .models import Delay
 from .validation import finite_json, seconds
 
 CHECKPOINT_LIMIT = 64 * 1024  # bytes of JSON one checkpoint may take (docs/keys.md#checkpoints)
@@ -19,7 +19,7 @@ class Snooze(Exception):
     attempt (docs/worker.md#snooze). A negative or non-number ``delay`` is refused here,
     naming the field ``delay``."""
 
-    def __init__(self, delay: Delay = 0.0) -> None:
+    def __init__(self, delay: float | timedelta = 0.0) -> None:
         self.delay = seconds(delay, "delay")
         super().__init__(f"snoozed for {self.delay:g}s")
 
