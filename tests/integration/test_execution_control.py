@@ -206,3 +206,21 @@ def test_a_checkpoint_rides_through_a_staged_topic(redis_url: str, queue_name: s
         [again] = q.reserve("st")
         assert (again.attempt, again.last_checkpoint) == (2, {"done": 10})
         again.ack()
+
+
+def test_the_dashboards_cancel_aborts_a_running_job(redis_url: str, queue_name: str) -> None:
+    from streamdelay.web.dashboard.actions import confirm_text, perform
+
+    with sd.Queue(queue_name, url=redis_url) as q:
+        q.enqueue("t", 1, id="d1")
+        promote(q)
+        [r] = q.reserve("t")
+
+        async def run() -> str:
+            async with sd.AsyncQueue(queue_name, url=redis_url) as aq:
+                return await perform(aq, "cancel", "d1", None)
+
+        assert asyncio.run(run()) == "job d1 cancelled"
+        assert "aborted" in confirm_text("cancel", queue_name, "d1", None)
+        with pytest.raises(sd.Aborted):
+            r.touch()
