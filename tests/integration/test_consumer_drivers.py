@@ -10,7 +10,7 @@ import asyncio
 import threading
 import time
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -18,6 +18,8 @@ import httpx
 import pytest
 
 import streamdelay as sd
+from streamdelay.redis_io.runner import drive_sync
+from streamdelay.telemetry.lateness import LatenessWindow, lateness_plan
 from streamdelay.web.settings import ServeSettings
 from tests.integration.test_pull import promote
 from tests.support.served_app import serving
@@ -395,4 +397,40 @@ def test_a_key_concurrency_limit_holds_for_every_key(redis_url: str, driver: str
     assert len(seen.runs) == 18 and sum(len(v) for v in seen.runs.values()) == 18 + 9
     assert dict(seen.most_per_key) == {"k0": 1, "k1": 1, "k2": 1}  # retries too
     assert seen.most > 1  # the consumers did run jobs of different keys at once
+    q.close()
+
+
+# --- side effects: what every driver reports (docs/design.md#observer) -----------------------
+
+def recorded_window(q: sd.Queue, starts: int) -> LatenessWindow:
+    """The dashboard's lateness record of ``q`` once it holds ``starts`` starts (a driver
+    flushes it when it stops; bounded)."""
+    deadline = time.monotonic() + 15
+    while True:
+        window = drive_sync(q.client, lateness_plan(q.name, 5), 5.0)
+        if sum(window.merged(TOPIC)) >= starts or time.monotonic() > deadline:
+            return window
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_every_driver_reports_starts_outcomes_and_events(redis_url: str, driver: str) -> None:
+    """The same side effects whichever driver took the jobs: each start in the dashboard's
+    lateness record, each outcome in its throughput (handled: ok; a retry; dead), and the
+    lifecycle events the scripts write (started, succeeded, retried, dead)."""
+    q = new_queue(redis_url, events=True)
+    enqueue_job_set(q)
+    seen = consume(driver, q)
+    assert_job_set_done(q, seen)
+    starts = sum(len(attempts) for attempts in seen.runs.values())
+    dead = sum(1 for job_id in FAILS if job_id.startswith("dead-"))
+    outcomes = {"ok": len(FAILS) - dead, "retried": starts - len(FAILS), "dead": dead}
+    window = recorded_window(q, starts)
+    assert sum(window.merged(TOPIC)) == starts
+    throughput = window.throughput(TOPIC)
+    assert {name: sum(throughput[name]) for name in outcomes} == outcomes
+    kinds = Counter(e.kind for e in q.events(TOPIC, follow=False))
+    assert {kind: kinds[kind] for kind in ("started", "succeeded", "retried", "dead")} == {
+        "started": starts, "succeeded": outcomes["ok"], "retried": outcomes["retried"],
+        "dead": dead}
     q.close()
