@@ -29,6 +29,8 @@ QUEUE = "orders"
 PAGES = {  # file name -> path (after the queue is filled)
     "dashboard-queue.png": f"/q/{QUEUE}",
     "dashboard-delayed.png": f"/q/{QUEUE}/jobs?state=delayed&topic=order.close",
+    # the dead list under the retention in force (docs/dashboard.md, reliability#dead-letter-...)
+    "dashboard-dead.png": f"/q/{QUEUE}/jobs?state=dead",
     "dashboard-job.png": f"/q/{QUEUE}/job?id=hook-3",
     "dashboard-reserved.png": f"/q/{QUEUE}/job?id=render-77",
     "dashboard-confirm.png": f"/q/{QUEUE}/confirm?action=pause&topic=mail.send",
@@ -46,7 +48,8 @@ CARDS = {"dashboard-totals.png": (f"/q/{QUEUE}?window=7d", "section:has(#totals)
 def fill(url: str) -> None:
     """A queue worth looking at: run some jobs for real, leave a backlog and dead letters; it
     keeps lifecycle events and results (the job pages' results and timelines)."""
-    q = sd.Queue(QUEUE, url=url, events=True, keep_result=3600)
+    q = sd.Queue(QUEUE, url=url, events=True, keep_result=3600, dead_ttl=14 * 86400,
+                 dead_max=10_000)
     q.enqueue_many([sd.JobSpec("mail.send", {"to": f"user{i}@example.com"}, id=f"mail-{i}")
                     for i in range(200)])
     q.enqueue_many([sd.JobSpec("webhook.send", {"url": f"https://example.com/hook/{i}"},
