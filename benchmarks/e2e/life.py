@@ -21,7 +21,6 @@ Run: ``.venv/bin/python benchmarks/e2e/life.py [--jobs 20000] [--events]``.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from collections import defaultdict
@@ -179,7 +178,7 @@ def plain_usec(stats: dict[str, tuple[int, int]]) -> int:
                if not name.startswith(("info", "config")))
 
 
-def measure(jobs: int = 20_000, events: bool = False, rounds: int = 3
+def measure(jobs: int = 20_000, events: bool = False, rounds: int = 5
             ) -> tuple[float, float, Section]:
     """(life µs per job, floor µs per job, the section)."""
     with redis_server(*SLOWLOG_ALL) as server:
@@ -200,8 +199,10 @@ def measure(jobs: int = 20_000, events: bool = False, rounds: int = 3
                 ("info", "config", "slowlog", "client"))) / jobs)
             floors.append(plain_usec(floor(client, jobs, record, f"f{number}")) / jobs)
     ratios = [a / b for a, b in zip(lives, floors, strict=True)]
-    ratio = statistics.median(ratios)
-    life_us, floor_us = statistics.median(lives), statistics.median(floors)
+    # judged on each side's least disturbed round (the lowest): on a shared machine a round's
+    # sum also counts the time Redis waited for a core in the middle of a call
+    life_us, floor_us = min(lives), min(floors)
+    ratio = life_us / floor_us
     total = sum(sum(d) for d in calls.values())
     rows = []
     for name, durations in sorted(calls.items(), key=lambda kv: -sum(kv[1])):
@@ -223,8 +224,8 @@ def measure(jobs: int = 20_000, events: bool = False, rounds: int = 3
         f"a job's whole life <= {TARGET:g}x the raw floor (stretch {STRETCH:g}x)",
         ratio <= TARGET,
         f"{life_us:.1f} µs of Redis time per job against {floor_us:.1f} µs for the same jobs "
-        f"through plain commands (medians of {rounds} rounds): {ratio:.2f}x, rounds "
-        + ", ".join(f"{r:.2f}x" for r in ratios), f"{LISTED_TARGET}life")]
+        f"through plain commands (the lowest of {rounds} rounds each): {ratio:.2f}x; each "
+        "round's own ratio " + ", ".join(f"{r:.2f}x" for r in ratios), f"{LISTED_TARGET}life")]
     steps: dict[str, float] = defaultdict(float)
     for name, durations in calls.items():
         steps[STEPS.get(name, "other")] += sum(durations) / jobs
@@ -256,7 +257,7 @@ def measure(jobs: int = 20_000, events: bool = False, rounds: int = 3
     return life_us, floor_us, section
 
 
-def run(jobs: int = 20_000, rounds: int = 3) -> Section:
+def run(jobs: int = 20_000, rounds: int = 5) -> Section:
     """The section of ``make bench`` (events off, the default of a queue)."""
     return measure(jobs, rounds=rounds)[2]
 
@@ -266,7 +267,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=20_000)
     parser.add_argument("--events", action="store_true")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     measure(args.jobs, args.events, args.rounds)[2].print()
 
