@@ -125,3 +125,16 @@ def test_two_jobs_of_one_key_running_at_once_break_the_key_limit_unless_a_fault_
     assert v.job == "k1" and "{k1}y" in v.message
     h.fault("stop", "w0", 300, 1500)  # its lease may lapse a ttr after it was last heard from
     assert check_key_limits(h.records) == []
+
+
+@pytest.mark.parametrize(("stop_end", "allowed"), [(3200, True), (1300, False)])
+def test_a_freeze_between_the_delivery_and_the_start_excuses_the_run_taken_again(
+        stop_end: float, allowed: bool) -> None:
+    # make nemesis (Sentinel, seed 1): w2 frozen 2.78 s while its blocked read got the
+    # delivery; it started the handler after SIGCONT, as w0's reclaim ran it again
+    h = History()
+    h.enqueue("a", 0, 1000)
+    h.fault("stop", "w2", 900, stop_end)
+    h.run("a", stop_end + 300, stop_end + 500, worker="w2:1", ready_ms=T0 + 1000)
+    h.run("a", stop_end + 400, stop_end + 450, worker="w0:2", ready_ms=T0 + stop_end + 390)
+    assert (h.check() == []) is allowed

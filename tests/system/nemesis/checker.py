@@ -23,14 +23,15 @@ Rules (``Violation.rule``):
 - ``overlap``: two runs of one job overlapping in time. A run with no ``end`` note lasts to
   its worker's kill (a ``kills`` fault naming it), else to the end of the history. Allowed
   only as the docs allow it (docs/guarantees.md#never-twice-at-once): the first run's worker
-  was cut off from Redis (a ``cuts_off`` fault naming it, between the first run's start and
-  the second's) for longer than ``Allowances.overlap_allowed_when_cutoff_longer_than_ms``
-  (``2/3 ttr - 0.3 s``: ``Allowances.from_docs``); never in one worker process. A pull
+  was cut off from Redis (a ``cuts_off`` fault naming it, between the first run's delivery,
+  ``ready_ms``, and the second run's start) for longer than
+  ``Allowances.overlap_allowed_when_cutoff_longer_than_ms`` (``2/3 ttr - 0.3 s``:
+  ``Allowances.from_docs``); never in one worker process. A pull
   consumer's run (its start note has ``pull=True``: a reservation nobody touches) may be run
   again elsewhere once it was silent past its ttr (docs/guarantees.md, pull consumers): the
   second run started more than ``ttr_ms`` after the first. A failover (timeline.py: a fault
-  that ``undoes``) active between the first run's start and the second's excuses it: a
-  failover can undo a delivery (docs/guarantees.md#durability-across-failover).
+  that ``undoes``) active between the first run's delivery and the second's start excuses
+  it: a failover can undo a delivery (docs/guarantees.md#durability-across-failover).
 - ``run_after_cancel``: a run delivered (as above) after a cancel answered ``ok`` with
   ``cancelled`` true, with no enqueue of that id invoked after the cancel was.
 - ``phantom_result``: a ``result`` note (state ``succeeded`` or none), or a ``final_state``
@@ -117,8 +118,7 @@ class _Check:
 
 def _delivered_ms(run: Run) -> float:
     """A lower bound of the run's delivery: its entry's write time, else its start."""
-    ready = run.start.fields.get("ready_ms")
-    return float(ready) if isinstance(ready, (int, float)) else run.start_ms
+    return run.delivered_ms
 
 
 def _applied(op: Op) -> bool:
@@ -192,7 +192,7 @@ def _early(c: _Check) -> None:
 
 def _cut_off_long_enough(c: _Check, first: Run, second: Run) -> bool:
     bound = c.allow.overlap_allowed_when_cutoff_longer_than_ms
-    if bound is not None and c.line.undone(first.start_ms, second.start_ms):
+    if bound is not None and c.line.undone(first.delivered_ms, second.start_ms):
         return True  # a failover undid the first delivery (timeline.py: ``undoes``)
     if bound is None or first.process == second.process:
         return False
@@ -203,7 +203,9 @@ def _cut_off_long_enough(c: _Check, first: Run, second: Run) -> bool:
         if not fault.cuts_off or not names.intersection(fault.hit()):
             continue
         length = min(fault.end_ms, c.line.horizon_ms) - fault.begin_ms
-        if fault.active(first.start_ms, second.start_ms) and length > bound:
+        # from the delivery on: a worker frozen while its blocked read got the delivery
+        # starts the handler after the freeze, its lease already gone (make nemesis found it)
+        if fault.active(first.delivered_ms, second.start_ms) and length > bound:
             return True
     return False
 

@@ -54,7 +54,8 @@ def check_key_limits(records: list[Record], limit: int = 1) -> list[Violation]:
         for run in runs:
             open_runs = [r for r in open_runs if r.end_ms > run.start_ms]
             clashing = [r for r in open_runs if r.job != run.job
-                        and not _excused(line, r, run, run.start_ms, min(r.end_ms, run.end_ms))]
+                        and not _excused(line, r, run, min(r.delivered_ms, run.delivered_ms),
+                                         min(r.end_ms, run.end_ms))]
             if len(clashing) >= limit:
                 other = clashing[0]
                 shown = sorted([*other.records(), *run.records(),

@@ -100,6 +100,14 @@ class Run:
         return self.start.time_ms
 
     @property
+    def delivered_ms(self) -> float:
+        """A lower bound of when its delivery reached its worker: the ``ready_ms`` of its start
+        note (when its stream entry was written), else its start. A worker frozen or cut off
+        after that holds the delivery unstarted, its lease running (docs/guarantees.md)."""
+        ready = self.start.fields.get("ready_ms")
+        return float(ready) if isinstance(ready, (int, float)) else self.start_ms
+
+    @property
     def end_ms(self) -> float:
         """When it ended: its end note, else its worker's kill, else the history's end."""
         if self.end is not None:
