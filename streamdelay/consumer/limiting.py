@@ -17,6 +17,7 @@ from collections.abc import Iterable
 
 from ..base.errors import GroupNotFound, StreamdelayError
 from ..engine.constants import REFRESH_S, START_PATIENCE
+from ..engine.routing import STAGED, TAKES
 from ..engine.staging import parse_staged, staged_command, staged_take_now_plan, staged_wait_plan
 from ..engine.taking import Entry, Views, limits_command, take_now_plan, wait_plan
 from ..limits.plans import parse_limits
@@ -75,20 +76,22 @@ async def watch(worker: ReadingHost) -> None:
 
 
 def plain_read(worker: ReadingHost, entries: list[Entry]) -> Iterable[Entry]:
-    """The entries of a plain read without those of topics that became limited while the read
-    waited: those are handed straight back to their streams (not an attempt, as for a paused
-    topic) for the take loop to take under the limit."""
+    """The entries of a plain read without those of topics no longer plain (paused, limited or
+    staged while the read waited: the core's rule, ``engine/routing.py``): those are handed
+    straight back to their streams (not an attempt), for the take loop to take under the
+    limit or for after the resume."""
     views = worker.views
-    if not views.limited and not views.staged:
+    if not views.limited and not views.staged and not views.paused:
         return entries
-    kept = []
-    for entry in entries:
-        if not views.taken(entry.topic):
-            kept.append(entry)
-        else:
-            pausing.hand_back(worker, Delivery(entry.partition, entry.topic, entry.entry_id),
-                              entry.fields)
+    kept, back = views.split(entries, _topic)
+    for entry in back:
+        pausing.hand_back(worker, Delivery(entry.partition, entry.topic, entry.entry_id),
+                          entry.fields)
     return kept
+
+
+def _topic(entry: Entry) -> str:
+    return entry.topic
 
 
 async def take_loop(worker: ReadingHost, keys: PartitionKeys, topic: str) -> None:
@@ -101,7 +104,8 @@ async def take_loop(worker: ReadingHost, keys: PartitionKeys, topic: str) -> Non
     try:
         while not worker.stopping:
             views = worker.views
-            if not views.taken(topic) or topic in views.paused:
+            found = views.of(topic)  # the core's rule (engine/routing.py)
+            if found not in TAKES:  # plain (the read loop's) or paused: nothing to take
                 views.changed.clear()
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(views.changed.wait(), REFRESH_S)
@@ -110,7 +114,7 @@ async def take_loop(worker: ReadingHost, keys: PartitionKeys, topic: str) -> Non
             if wanted <= 0:
                 await worker.slot_freed()
                 continue
-            staged = topic in views.staged
+            staged = found == STAGED
             try:
                 if staged:
                     entries, reason, wait_ms = await worker.run_plan(staged_take_now_plan(

@@ -52,7 +52,8 @@ def _start_found(worker: ReadingHost, deliveries: list[Delivery],
         if (delivery.lost or (delivery.topic, delivery.entry_id) in held
                 or delivery.key in worker.inflight):  # started meanwhile (by a take)
             continue
-        if worker.views.taken(delivery.topic):  # limited or staged: only the take starts it
+        if not worker.views.runs(delivery.topic):  # paused, limited or staged: the core's
+            # rule (engine/routing.py) as for a plain read: only the take starts it
             pausing.hand_back(worker, delivery, entry_fields)
         elif worker.start(delivery, entry_fields):
             started += 1

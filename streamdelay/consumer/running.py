@@ -109,7 +109,9 @@ class HandlerRunner:
         """Start a handler task for one delivery, unless this worker already holds it."""
         if delivery.key in self.slots.inflight:
             return False
-        if delivery.topic in self.host.views.paused:  # read just before the pause reached us
+        # taken just before a pause reached us: back (the core's rule, engine/routing.py; a
+        # plain read's entries of topics no longer plain went back in limiting.plain_read)
+        if not self.host.views.runs(delivery.topic, taken=True):
             pausing.hand_back(self.host, delivery, fields)
             return False
         self.slots.inflight[delivery.key] = delivery

@@ -10,15 +10,14 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
+from ..engine.routing import Routes
+
 
 @dataclass
-class TopicViews:
-    """The paused, the limited and the staged topics, and an event set when the limited or
-    the staged ones change."""
+class TopicViews(Routes):
+    """The paused, the limited and the staged topics (routed by the core's one rule:
+    ``engine/routing.py``), and an event set when the limited or the staged ones change."""
 
-    paused: frozenset[str] = frozenset()
-    limited: frozenset[str] = frozenset()
-    staged: frozenset[str] = frozenset()  # taken only through takeStaged (docs/priorities.md)
     # the queue keeps events: reads take the server clock along, which dates each job's
     # 'started' at its settle (docs/events.md#started); refreshed with the paused topics
     events: bool = False
@@ -67,10 +66,6 @@ class TopicViews:
         self.changed.set()
         return True
 
-    def taken(self, topic: str) -> bool:
-        """Whether ``topic``'s jobs start only through a take (limited or staged)."""
-        return topic in self.limited or topic in self.staged
-
     def wake(self) -> None:
         """Wake idle take loops (the worker stops: they see it at once)."""
         self.changed.set()
@@ -79,8 +74,3 @@ class TopicViews:
         """A fresh wake-up event for a new ``serve`` (an event belongs to the loop that first
         waited on it)."""
         self.changed = asyncio.Event()
-
-    def plain(self, topics: list[str]) -> list[str]:
-        """The topics the plain read loop reads now: neither paused nor limited nor staged."""
-        return [t for t in topics
-                if t not in self.paused and t not in self.limited and t not in self.staged]

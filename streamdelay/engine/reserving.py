@@ -7,7 +7,7 @@ sync and async.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..base import validation
@@ -23,6 +23,7 @@ from ..protocol.scripts import ScriptCall
 from ..protocol.spec import QueueSpec
 from ..protocol.workers import info_blob
 from . import leasing
+from .cadence import FLEET, PRUNE, RECLAIM, Cadence, process_cadence
 from .constants import PRUNE_EVERY_S, RECLAIM_EVERY_S, REFRESH_S
 from .receipts import (
     RECEIPT_VERSION,
@@ -33,6 +34,7 @@ from .receipts import (
     signed,
     signing_key_plan,
 )
+from .routing import LIMITED, PAUSED, PLAIN, STAGED, route, runs
 from .staging import staged_flag, staged_round_plan
 from .taking import (
     TIME,
@@ -84,10 +86,11 @@ def reserve_args(topic: object, group: object, consumer: object, wait: object, c
 class ReserveState:
     """What one queue object remembers between reserve calls (in memory, per process)."""
 
+    site: str = ""  # where its upkeep is scheduled (cadence.site_of: url and queue)
     registered: set[tuple[str, str]] = field(default_factory=set)  # (group, topic)
-    next_reclaim: dict[tuple[str, str], float] = field(default_factory=dict)  # monotonic s
-    next_prune: dict[tuple[str, str], float] = field(default_factory=dict)
-    next_fleet: dict[str, float] = field(default_factory=dict)  # consumer -> monotonic s
+    # the process's one upkeep scheduler (cadence.py): reclaim, prune and fleet renewal are
+    # due per (group, topic) or consumer for the whole process, not per queue object
+    cadence: Cadence = field(default_factory=process_cadence)
     turn: int = 0  # the partition a round starts at, in turns
     plain: set[str] = field(default_factory=set)  # topics last found neither paused nor limited
     staged: set[str] = field(default_factory=set)  # staged topics (docs/priorities.md) seen
@@ -116,32 +119,39 @@ class Round:
     rest_s: float = 0.0  # the rate limit holds the topic back: the caller sleeps this long
 
 
+def rotation(state: ReserveState, parts: Sequence[PartitionKeys]) -> list[PartitionKeys]:
+    """THE partition order of a round, whatever it takes (a plain read, a limited or a staged
+    take): every partition, starting one further each round, so no partition's backlog waits
+    behind another's (docs/scale-out.md)."""
+    start = state.turn % len(parts)
+    state.turn += 1
+    return [*parts[start:], *parts[:start]]
+
+
 def upkeep_plan(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, now: float
                 ) -> Plan[int]:
-    """Register the group once, renew the fleet entry, then (at most every
-    ``RECLAIM_EVERY_S`` per group and topic) reclaim and (every ``PRUNE_EVERY_S``) prune: a
-    worker's duties (docs/pull.md, "Who reclaims"). Returns how many deliveries were re-queued
-    or went dead."""
+    """Register the group once, renew the fleet entry, then reclaim and prune when the
+    process's cadence says so (at most every ``RECLAIM_EVERY_S`` / ``PRUNE_EVERY_S`` per group
+    and topic in the whole process; never while ``serve``'s reclaim loop holds the queue's
+    reclaim: ``cadence.py``): a worker's duties (docs/pull.md, "Who reclaims"). Returns how
+    many deliveries were re-queued or went dead."""
     key = (args.group, args.topic)
+    site = state.site = state.site or cfg.name  # a state made without one: the queue's name
     if key not in state.registered:
         yield from register_plan(cfg.name, cfg.partitions, args.group, [args.topic])
         state.registered.add(key)
-    if now >= state.next_fleet.get(args.consumer, 0.0):  # before its read: docs/keys.md#fleet
-        if len(state.next_fleet) >= FLEET_REMEMBERED:
-            state.next_fleet = {c: t for c, t in state.next_fleet.items() if t > now}
-        state.next_fleet[args.consumer] = now + FLEET_EVERY_S
+    # before its read: docs/keys.md#fleet
+    if state.cadence.due(FLEET, site, (args.consumer,), now, FLEET_EVERY_S):
         info = info_blob(host="", pid=0, version="", group=args.group, topics=[args.topic],
                          concurrency=0, started_ms=0, running=[], state="running", kind="pull")
         yield from join_fleet_plan(cfg.name, args.consumer, info, 3 * FLEET_EVERY_S)
     moved = 0
-    if now >= state.next_reclaim.get(key, 0.0):
-        state.next_reclaim[key] = now + RECLAIM_EVERY_S
+    if state.cadence.due(RECLAIM, site, key, now, RECLAIM_EVERY_S):
         found = yield from reclaim_plan(cfg.name, cfg.partitions, args.group, [args.topic])
         if found.gone:  # the stream or group was deleted: register again
             yield from register_plan(cfg.name, cfg.partitions, args.group, [args.topic])
         moved = found.count()
-    if now >= state.next_prune.setdefault(key, now + PRUNE_EVERY_S):
-        state.next_prune[key] = now + PRUNE_EVERY_S
+    if state.cadence.due(PRUNE, site, key, now, PRUNE_EVERY_S, first=PRUNE_EVERY_S):
         yield from prune_plan(cfg.name, cfg.partitions, args.group, [args.topic])
     return moved
 
@@ -162,9 +172,7 @@ def read_step(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, block_ms: 
     if len(parts) == 1:
         return (yield from read_plan(args.group, args.consumer,
                                      streams_of(parts, [args.topic]), args.count, block))
-    start = state.turn % len(parts)
-    state.turn += 1
-    order = parts[start:] + parts[:start]
+    order = rotation(state, parts)
     found: list[Entry] = []
     for keys in order:
         found.extend((yield from read_plan(args.group, args.consumer,
@@ -237,26 +245,26 @@ def _read(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, block_ms: int,
         entries, paused, limited, staged = yield from _plain_read(cfg, args, block_ms, look)
         if staged:
             state.staged.add(topic)
-        if paused or limited or staged:
+        found = route(paused, limited, staged)  # the core's one rule (routing.py)
+        if found != PLAIN:
             state.plain.discard(topic)
-        if entries or paused or not staged:
-            return entries, paused, paused or limited or staged, 0.0
+        if entries or found != STAGED:  # what the plain read took runs only on a plain topic
+            return entries, found == PAUSED, not runs(found, taken=False), 0.0
         block_ms, look = 0, False  # found staged, nothing read: its take, at once
     paused, limited, staged = yield from _look(cfg, topic, look)
     if look:
         (state.staged.add if staged else state.staged.discard)(topic)
-    if paused:
-        return [], True, False, 0.0
-    if topic in state.staged:
+    found = route(paused, limited, topic in state.staged)
+    if found != PLAIN:
         state.plain.discard(topic)
-        parts = list(partition_keys(cfg.name, cfg.partitions))
-        start = state.turn % len(parts)
-        state.turn += 1
+    if found == PAUSED:
+        return [], True, False, 0.0
+    if found == STAGED:
         entries, rest_s = yield from staged_round_plan(
-            parts[start:] + parts[:start], args.group, args.consumer, topic, args.count,
-            block_ms, limited, cluster)
+            rotation(state, partition_keys(cfg.name, cfg.partitions)), args.group,
+            args.consumer, topic, args.count, block_ms, limited, cluster)
         return entries, False, False, rest_s
-    if limited:  # only through the shared take (a take never blocks: no second look)
+    if found == LIMITED:  # only through the shared take (a take never blocks: no second look)
         if cfg.partitions > 1:
             entries, rest_s = yield from _limited_parts(cfg, state, args, block_ms, cluster)
             return entries, False, False, rest_s
@@ -278,10 +286,7 @@ def _limited_parts(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, block
     lease or a token (partition 0's slot), or a new entry on the round's first partition
     (``CLUSTER_SLICE_S`` at most: the next round waits on the next one)."""
     del cluster  # one partition at a time either way
-    parts = list(partition_keys(cfg.name, cfg.partitions))
-    start = state.turn % len(parts)
-    state.turn += 1
-    order = parts[start:] + parts[:start]
+    order = rotation(state, partition_keys(cfg.name, cfg.partitions))
     found: list[Entry] = []
     reason, wait_ms, first_last = DRAINED, 0, ""
     for keys in order:

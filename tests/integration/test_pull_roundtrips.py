@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import streamdelay as sd
+from streamdelay.engine.cadence import FLEET, PRUNE, RECLAIM, Cadence
 from streamdelay.engine.reserving import ReserveState, reserve_args, round_plan
 from streamdelay.protocol.plan import Command, Commands
 from streamdelay.redis_io.config import QueueConfig
@@ -38,8 +39,10 @@ def _settled_state() -> ReserveState:
     """A state whose group is registered and whose reclaim, prune and fleet renewal
     (docs/keys.md#fleet) are not due."""
     key = ("g", "t")
-    return ReserveState(registered={key}, next_reclaim={key: 1e18}, next_prune={key: 1e18},
-                        next_fleet={"c": 1e18})
+    cadence = Cadence()  # its own, not the process's: nothing of it is due
+    for duty, scope in ((RECLAIM, key), (PRUNE, key), (FLEET, ("c",))):
+        cadence.ran(duty, CFG.name, scope, 0.0, 1e18)
+    return ReserveState(CFG.name, registered={key}, cadence=cadence)
 
 
 def test_a_plain_topic_is_checked_and_read_in_one_round_trip() -> None:
