@@ -138,3 +138,22 @@ def test_a_freeze_between_the_delivery_and_the_start_excuses_the_run_taken_again
     h.run("a", stop_end + 300, stop_end + 500, worker="w2:1", ready_ms=T0 + 1000)
     h.run("a", stop_end + 400, stop_end + 450, worker="w0:2", ready_ms=T0 + stop_end + 390)
     assert (h.check() == []) is allowed
+
+
+def test_a_run_noted_between_the_kills_note_and_its_signal_ends_with_that_kill() -> None:
+    # make nemesis (seed 2): n1 noted a start 3 ms after the nemesis noted its kill
+    h = History()
+    for job in ("a", "{k2}x", "{k2}y"):
+        h.enqueue(job, 0, 100)
+    h.fault("kill", "n1", 1000, 1700, pid=4321)
+    h.run("a", 1003, None, worker="n1:4321", topic="keyed")
+    h.run("{k2}x", 1003, None, worker="n1:4321", topic="keyed")
+    h.run("a", 4500, 4600, worker="w2:99")
+    h.run("{k2}y", 4000, 4100, worker="w2:99", topic="keyed")
+    h.run("{k2}x", 4200, 4300, worker="w2:99", topic="keyed")  # taken again after its ttr
+    h.fault("kill", "n1", 16000, 16500, pid=5555)  # the next kill: of the restarted process
+    assert h.check() == [] and check_key_limits(h.records) == []
+    h.run("b", 17000, None, worker="n1:4321")  # a pid the kill did not name: runs on
+    h.enqueue("b", 0, 100)
+    h.run("b", 17100, 17200, worker="w2:99")
+    assert only(h.check(), "overlap").job == "b"

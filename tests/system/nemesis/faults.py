@@ -188,6 +188,10 @@ class Nemesis:
             extra: dict[str, object] = {}
             if fault.name in NET_FAULTS and self.net is not None:
                 extra["hosts"] = self._hosts(target)  # whom the cut cuts off (the checker)
+            if fault.name in ("kill", "stop") and target.pid() is not None:
+                # the process it hits (timeline.py: a kill ends the runs of that pid only,
+                # also one it noted in the moment between this note and the signal)
+                extra["pid"] = target.pid()
             self._note(fault, "begin", **extra)
             detail = ""
             try:

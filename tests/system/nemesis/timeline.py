@@ -7,7 +7,8 @@ Faults: a ``fault`` note with ``phase="begin"`` and one with ``phase="end"`` (pa
 list of names. A fault without an end lasts to the end of the history.
 
 - A fault **kills** its target (``kills=True``, or a name containing ``kill``): the target's
-  runs with no ``end`` note end at the fault's begin.
+  runs with no ``end`` note end at the fault's begin (the runs of the ``pid`` its begin note
+  names, when it names one; a run noted between the begin note and the signal ends there too).
 - A fault **undoes** recent writes of every worker (``undoes=True``, or a name containing
   ``failover``): a Sentinel failover (the primary killed -9) loses what had not reached the
   replica: deliveries, heartbeats, acks (docs/guarantees.md#durability-across-failover, "What
@@ -113,7 +114,7 @@ class Run:
         if self.end is not None:
             return self.end.time_ms
         if self.killed_by is not None:
-            return self.killed_by.begin_ms
+            return max(self.killed_by.begin_ms, self.start_ms)
         return self.horizon_ms
 
     @property
@@ -256,10 +257,18 @@ def _runs_of(records: list[Record], faults: list[Fault], horizon: float) -> list
     kills = sorted((f for f in faults if f.kills), key=lambda f: f.begin_ms)
     for run in runs:
         if run.end is None:
-            names = run.names()
-            run.killed_by = next((f for f in kills if f.begin_ms >= run.start_ms
-                                  and names.intersection(f.targets)), None)
+            run.killed_by = next((f for f in kills if _kills(f, run)), None)
     return runs
+
+
+def _kills(fault: Fault, run: Run) -> bool:
+    """Whether ``fault`` (a kill) ended ``run``: it names the run's worker and, when its begin
+    note gives the ``pid`` it hit, that pid is the run's process; it had not ended before the
+    run began (the process may note a start between the kill's begin note and the signal)."""
+    names = run.names()
+    pid = fault.begin.fields.get("pid")
+    return (fault.end_ms >= run.start_ms and bool(names.intersection(fault.targets))
+            and (pid is None or str(pid) in names))
 
 
 def timeline(records: list[Record]) -> Timeline:
