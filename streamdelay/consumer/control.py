@@ -13,11 +13,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..base.errors import StreamdelayError
-from ..engine.control import aborts_read, checkpoint_args, parse_aborts
-from ..engine.settling import touch_plan
+from ..engine.control import aborts_read, parse_aborts
+from ..engine.settling import Held, keep_alive_plan
 from ..protocol.batching import by_partition
 from ..protocol.plan import Command
-from ..protocol.scripts import Arg
 from ..redis_io.runner import RETRYABLE
 from ..telemetry.jobs import delivery_fields
 
@@ -68,18 +67,12 @@ async def flush_checkpoints(worker: UpkeepHost, deliveries: Sequence[Delivery] |
     fresh = [d for d in (worker.inflight.values() if deliveries is None else deliveries)
              if d.checkpoint_fresh and d.checkpoint is not None and not d.lost]
     for partition, batch in by_partition(fresh, _partition).items():
-        flat: list[str] = []
-        values: list[Arg] = []
-        sent: list[bytes | None] = []
-        for position, delivery in enumerate(batch, 1):
-            flat.extend((delivery.topic, delivery.entry_id))
-            data = delivery.checkpoint
-            sent.append(data)
-            if data is not None:
-                values.extend(checkpoint_args(position, delivery.job_id, data))
-        try:
-            await worker.run_plan(touch_plan(worker.partitions[partition], worker.group,
-                                             worker.consumer, flat, values), "checkpoint")
+        sent = [delivery.checkpoint for delivery in batch]
+        try:  # the one keep-alive of every driver (engine/settling.py): it touches them too
+            await worker.run_plan(keep_alive_plan(
+                worker.partitions[partition], worker.group, worker.consumer,
+                [Held(d.topic, d.job_id, d.entry_id, d.ttr_ms, checkpoint=data)
+                 for d, data in zip(batch, sent, strict=True)]), "checkpoint")
         except StreamdelayError as exc:  # kept: the next tick sends them again
             log.warning("could not write %d checkpoint(s) (%s)", len(batch), exc)
             continue

@@ -25,6 +25,7 @@ from ..protocol.scripts import Arg, ScriptCall, script
 from ..protocol.spec import QueueSpec
 from . import leasing, settling
 from .receipts import Receipt, ReceiptKey, check_receipt_plan
+from .settling import checkpoint_args as checkpoint_args  # the keep-alive builds them
 
 ABORT_KEEP_MS = 60_000  # cancelJob keeps an abort this long (the script's ABORT_KEEP_MS)
 
@@ -71,12 +72,6 @@ def parse_aborts(reply: Any) -> tuple[list[tuple[str, str]], int]:
         found.append((topic, entry))
         newest = max(newest, int(float(score)))
     return found, newest
-
-
-def checkpoint_args(position: int, job_id: str, data: bytes) -> tuple[Arg, ...]:
-    """The four ``touchJobs`` values that store a checkpoint of the delivery at ``position``
-    (1-based): the position negated, the job id, an unused 0, the JSON."""
-    return (-position, job_id, 0, data)
 
 
 def fail_plan(keys: PartitionKeys, group: str, topic: str, job_id: str, entry_id: str,
@@ -133,23 +128,12 @@ def touch_checkpoint_plan(queue: str, key: ReceiptKey, receipt: Receipt, progres
     same ``touchJobs`` call; ``StaleReceipt`` (``Aborted`` when it was aborted) when its
     consumer no longer holds it."""
     data = checked_checkpoint(checkpoint)
-    values: list[Arg] = []
-    if progress is not None:
-        values += (1, receipt.id, max(receipt.ttr_ms, 1000) * 2, validation.progress(progress))
-    values += checkpoint_args(1, receipt.id, data)
+    value = None if progress is None else validation.progress(progress)
     yield from check_receipt_plan(queue, key, receipt)
-    keys = PartitionKeys(queue, receipt.partition)
-    call = script("touchJobs").call(keys.script_keys(), [
-        receipt.group, receipt.consumer, 1, receipt.topic, receipt.entry, *values])
-    moved = (leasing.touch_call(queue, [(receipt.topic, leasing.member(
-        receipt.partition, receipt.entry), max(receipt.ttr_ms, 1))]),) if receipt.lease else ()
-    if moved:
-        replies = yield EachCall((call, *moved))
-        if isinstance(replies[0], BaseException):
-            raise replies[0]
-        lost = replies[0]
-    else:
-        lost = yield call
+    lost = yield from settling.keep_alive_plan(  # the one keep-alive of every driver
+        PartitionKeys(queue, receipt.partition), receipt.group, receipt.consumer,
+        [settling.Held(receipt.topic, receipt.id, receipt.entry, receipt.ttr_ms, value,
+                       receipt.lease, data)])
     if lost:
         yield from stale_or_aborted(queue, receipt, settling.stale(receipt, "touch"), "touch")
 

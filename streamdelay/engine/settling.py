@@ -93,8 +93,8 @@ def touch_plan(keys: PartitionKeys, group: str, consumer: str, flat: Sequence[st
 @dataclass(frozen=True)
 class Held:
     """One delivery a consumer keeps alive: its topic, job and entry, its ttr, the progress it
-    reported since its last touch (an encoded JSON value, or None) and whether it holds a lease
-    in partition 0's slot (``leasing.py``)."""
+    reported since its last touch (an encoded JSON value, or None), whether it holds a lease
+    in partition 0's slot (``leasing.py``) and a checkpoint to write (JSON, or None)."""
 
     topic: str
     job_id: str
@@ -102,6 +102,7 @@ class Held:
     ttr_ms: int
     progress: Arg | None = None
     lease: bool = False
+    checkpoint: bytes | None = None  # kept for the job's next attempt (docs/worker.md#checkpoints)
 
 
 def progress_ttl_ms(ttr_ms: int) -> int:
@@ -115,12 +116,18 @@ def lease_ttl_ms(ttr_ms: int) -> int:
     return max(ttr_ms, 1)
 
 
+def checkpoint_args(position: int, job_id: str, data: bytes) -> tuple[Arg, ...]:
+    """The four ``touchJobs`` values that store a checkpoint of the delivery at ``position``
+    (1-based): the position negated, the job id, an unused 0, the JSON."""
+    return (-position, job_id, 0, data)
+
+
 def keep_alive_plan(keys: PartitionKeys, group: str, consumer: str, held: Sequence[Held]
                     ) -> Plan[set[str]]:
     """THE touch of every driver (the Worker's heartbeat, a reservation's ``touch``): reset
     the idle time of ``held`` deliveries of one partition, store their progress
-    (``progress_ttl_ms``) and move their leases on (``lease_ttl_ms``), in one round trip; the
-    entry ids ``consumer`` no longer owns."""
+    (``progress_ttl_ms``) and checkpoints and move their leases on (``lease_ttl_ms``), in one
+    round trip; the entry ids ``consumer`` no longer owns."""
     flat: list[str] = []
     progress: list[Arg] = []
     leases: list[tuple[str, str, int]] = []
@@ -128,6 +135,8 @@ def keep_alive_plan(keys: PartitionKeys, group: str, consumer: str, held: Sequen
         flat.extend((one.topic, one.entry_id))
         if one.progress is not None:
             progress.extend((position, one.job_id, progress_ttl_ms(one.ttr_ms), one.progress))
+        if one.checkpoint is not None:
+            progress.extend(checkpoint_args(position, one.job_id, one.checkpoint))
         if one.lease:
             leases.append((one.topic, leasing.member(keys.partition, one.entry_id),
                            lease_ttl_ms(one.ttr_ms)))
