@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -37,11 +36,6 @@ from tests.system.chaos.cluster_run import migrate_slot
 PARTITIONS = 8
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[LocalCluster]:
-    """One 3-primary cluster for every test of this module."""
-    with LocalCluster(primaries=3) as local:
-        yield local
 
 
 def run_until_idle(queue: sd.Queue, handler: object, **options: object) -> None:

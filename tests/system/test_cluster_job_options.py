@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterator
 
 import pytest
 from redis.cluster import key_slot
@@ -20,11 +19,6 @@ pytestmark = pytest.mark.timeout(180)
 PARTITIONS = 6
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[LocalCluster]:
-    """One 3-primary cluster for the module."""
-    with LocalCluster(primaries=3) as local:
-        yield local
 
 
 def test_keyed_jobs_live_in_their_keys_partition_on_every_node(cluster: LocalCluster) -> None:

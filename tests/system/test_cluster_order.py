@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterator
 
 import pytest
 
@@ -21,11 +20,6 @@ pytestmark = pytest.mark.timeout(120)
 BIG = 8 << 20  # one job over the byte budget of a call: the next job goes in a second call
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[LocalCluster]:
-    """A 3-primary cluster for this module."""
-    with LocalCluster(primaries=3) as local:
-        yield local
 
 
 def specs() -> list[sd.JobSpec]:

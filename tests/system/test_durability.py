@@ -12,7 +12,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -164,12 +163,6 @@ class Pair:
         self.primary.stop()
 
 
-@pytest.fixture(scope="module")
-def pair() -> Iterator[Pair]:
-    """One primary with one replica, shared by this module's real-server tests."""
-    servers = Pair()
-    yield servers
-    servers.stop()
 
 
 def _name() -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import uuid
 import zlib
-from collections.abc import Iterator
 
 import pytest
 
@@ -19,12 +18,6 @@ from tests.system.test_durability import Pair
 pytestmark = pytest.mark.timeout(120)
 
 
-@pytest.fixture(scope="module")
-def pair() -> Iterator[Pair]:
-    """A primary with one replica."""
-    servers = Pair()
-    yield servers
-    servers.stop()
 
 
 def test_staged_jobs_on_other_partitions_are_confirmed_by_the_replica(pair: Pair) -> None:

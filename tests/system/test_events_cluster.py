@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -19,11 +18,6 @@ pytestmark = pytest.mark.timeout(120)
 PARTITIONS = 6
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[LocalCluster]:
-    """One 3-primary cluster for this module."""
-    with LocalCluster(primaries=3) as local:
-        yield local
 
 
 def test_events_follow_every_partition_of_a_cluster(cluster: LocalCluster) -> None:

@@ -11,33 +11,11 @@ import random
 import signal
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 import streamdelay as sd
 from tests.support.apps.reliability_app import Event, Workers, count, wait_for
 from tests.support.redis_server import RedisServer
-
-
-@pytest.fixture
-def workers(redis_url: str, queue_name: str, tmp_path: Path) -> Iterator[Workers]:
-    """Worker processes of this test's queue on the shared server (killed at the end)."""
-    started = Workers(redis_url, queue_name, tmp_path)
-    yield started
-    started.stop_all()
-
-
-@pytest.fixture
-def q(workers: Workers, redis_url: str, queue_name: str) -> Iterator[sd.Queue]:
-    """The producer/operator face of this test's queue."""
-    queue = sd.Queue(queue_name, url=redis_url)
-    yield queue
-    workers.stop_all()  # then leave the shared server as it was found
-    for key in queue.client.scan_iter(match=f"sd:{{{queue_name}#*"):
-        queue.client.delete(key)
-    queue.close()
 
 
 def _runs(events: list[Event], job_id: str) -> list[tuple[str, int, int]]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Iterator
 
 import pytest
 
@@ -19,11 +18,6 @@ PARTITIONS = 8
 pytestmark = pytest.mark.timeout(120)
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[LocalCluster]:
-    """One 3-primary cluster for this module."""
-    with LocalCluster(primaries=3) as local:
-        yield local
 
 
 def test_reserve_on_a_cluster(cluster: LocalCluster) -> None:

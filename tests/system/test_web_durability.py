@@ -9,7 +9,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 
 import pytest
 
@@ -21,12 +20,6 @@ pytestmark = pytest.mark.timeout(90)
 WAIT_S = 0.3
 
 
-@pytest.fixture(scope="module")
-def pair() -> Iterator[Pair]:
-    """One primary with one replica."""
-    servers = Pair()
-    yield servers
-    servers.stop()
 
 
 def test_serve_answers_not_durable_while_the_replica_misses(pair: Pair) -> None:
