@@ -151,11 +151,8 @@ class HandlerRunner:
         running_jobs[job_key] = delivery
         # a staged topic's job: its lateness by priority too (docs/priorities.md)
         priority = entry_priority(fields) if job.topic in host.views.staged else None
-        if host.metrics is not None:
-            host.metrics.started(job, priority)
-        run = delivery.run = host.observer.started(job)
-        host.lateness.observe(job.topic, time.time() * 1000 + host.observer.clock_offset_ms
-                              - job.due, priority)
+        run = delivery.run = host.observer.started(job)  # its log lines and span
+        host.reports.started(job.topic, host.group, job.due, priority, job.id)  # lateness
         started = time.monotonic()
         error: BaseException | None = None
         value: Any = None
@@ -199,10 +196,11 @@ class HandlerRunner:
         host = self.host
         if settlement.kind == "ack":
             host.counts.add("handled")
-            if not settlement.error:  # a Drop is acknowledged, not a success
-                host.lateness.settled(delivery.topic, "ok")  # docs/dashboard.md#lateness
+            # a Drop is acknowledged, not a success (docs/design.md#observer)
+            outcome = "dropped" if settlement.error else "handled"
+            host.reports.settled(delivery.topic, host.group, outcome, job_id=delivery.job_id)
             if host.metrics is not None:
-                host.metrics.settled(delivery, "dropped" if settlement.error else "handled")
+                host.metrics.timed(delivery, outcome)
             log_settled(delivery.run, "handled")
             self.acks.add(delivery.partition, delivery.topic, delivery.job_id,
                           delivery.entry_id, delivery.size, settlement.result,

@@ -40,14 +40,14 @@ async def settle_failure(worker: UpkeepHost, delivery: Delivery, settlement: Set
             keys, worker.group, delivery.topic, delivery.job_id, delivery.entry_id,
             settlement.delay_ms, settlement.kind == "dead", settlement.error,
             delivery.keep_result_ms, also), "fail")
+    settled = ("dropped", "retried", "dead")[outcome.outcome]
+    worker.reports.settled(delivery.topic, worker.group, settled, job_id=delivery.job_id)
     if worker.metrics is not None:
-        worker.metrics.settled(delivery, ("dropped", "retried", "dead")[outcome.outcome])
+        worker.metrics.timed(delivery, settled)
     if outcome.outcome == 0 and settlement.kind == "dead":  # an entry no job stands behind
         log.warning("dropped stream entry %s of topic %s (no current job %r): %s",
                     delivery.entry_id, delivery.topic, delivery.job_id, settlement.error,
                     extra=job_fields(worker, delivery))
-    if outcome.retried or outcome.dead:  # the dashboard's throughput (docs/dashboard.md)
-        worker.lateness.settled(delivery.topic, "retried" if outcome.retried else "dead")
     if outcome.retried:
         worker.counts.add("retried")
         log_settled(delivery.run, "retried", settlement.error)
@@ -67,9 +67,7 @@ async def settle_expired(worker: UpkeepHost, delivery: Delivery) -> None:
         frees(worker, delivery.partition, [(delivery.topic, delivery.entry_id)])),
         "expire"))[0]
     if outcome == EXPIRED_NOW:
-        if worker.metrics is not None:
-            worker.metrics.settled(delivery, "expired")
-        worker.lateness.settled(delivery.topic, "dead")  # the dashboard's throughput
+        worker.reports.settled(delivery.topic, worker.group, "expired", job_id=delivery.job_id)
         worker.counts.add("expired")
         log.info("job %s (%s) expired: its deadline passed before it ran", delivery.job_id,
                  delivery.topic, extra=job_fields(worker, delivery))

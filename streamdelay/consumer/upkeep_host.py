@@ -20,7 +20,7 @@ from ..protocol.plan import Plan, Step
 from ..redis_io.clients import AsyncClient
 from ..redis_io.config import QueueConfig
 from ..telemetry.jobs import JobObserver
-from ..telemetry.lateness import LatenessRecorder
+from ..telemetry.observer import ConsumerObserver
 from .acks import PendingAcks
 from .counts import Counts
 from .delivery import Delivery, Handler
@@ -54,8 +54,9 @@ class UpkeepHost(Protocol):
         """The upkeep loops' view of the contact with Redis (upkeep.py)."""
 
     @property
-    def lateness(self) -> LatenessRecorder:
-        """The dashboard's lateness and throughput record (docs/dashboard.md#lateness)."""
+    def reports(self) -> ConsumerObserver:
+        """The consumer observer the worker reports starts and settles to: the dashboard's
+        lateness and throughput, the metrics (docs/design.md#observer)."""
 
     @property
     def consumer(self) -> str:

@@ -39,7 +39,7 @@ from ..redis_io.clients import AsyncClient, async_client
 from ..redis_io.config import QueueConfig, mask_url
 from ..redis_io.runner import call_with_retry, drive_async
 from ..telemetry.jobs import JobObserver, observe
-from ..telemetry.lateness import LatenessRecorder
+from ..telemetry.observer import ConsumerObserver
 from . import limiting, pausing, reading, settling, upkeep
 from .acks import AckLoop, PendingAcks
 from .counts import Counts
@@ -133,7 +133,11 @@ class Worker:
         self.metrics_port = metrics_port
         self.metrics = worker_metrics(config.name, self.group, metrics_port)
         self.observer = JobObserver(config.name, self.group)  # logs and spans (telemetry/)
-        self.lateness = LatenessRecorder(config.name, self.consumer)  # docs/dashboard.md
+        # starts and settles: the dashboard's lateness and throughput, the metrics
+        # (docs/design.md#observer); the debug lines are the JobObserver's, with the run's fields
+        self.reports = ConsumerObserver(config.name, self.consumer, log_lines=False)
+        if self.metrics is not None:
+            self.reports.reporters.append(self.metrics.reporter())
         self._fleet_self = FleetSelf(self.group, self.concurrency)
         self.health_port = (None if health_port is None
                             else validation.positive_int(health_port, "health_port", 65535))
@@ -324,7 +328,7 @@ class Worker:
                  self._start_loop("reclaim", partial(upkeep.reclaim_loop, self)),
                  self._start_loop("paused", partial(pausing.watch, self)),
                  self._start_loop("limits", partial(limiting.watch, self)),
-                 self._start_loop("lateness", partial(self.lateness.run, self.client)),
+                 self._start_loop("lateness", partial(self.reports.run, self.client)),
                  self._start_loop("fleet", partial(upkeep.fleet_loop, self))]
         if until_idle:
             tasks.append(asyncio.create_task(upkeep.idle_watch(self)))
@@ -361,6 +365,7 @@ class Worker:
         await self.run_plan(aging_plan(cfg.name, cfg.partitions, cfg.priority_aging), "aging")
         await upkeep.join_fleet(self)  # before the first read: migrate sees a live reader
         self.observer = await observe(cfg.name, self.group, self.client)  # clock, tracing
+        self.reports.clock_offset_ms = self.observer.clock_offset_ms
         await self.run_plan(register_plan(cfg.name, cfg.partitions, self.group, self.handlers),
                             "register")
         self._registered = True

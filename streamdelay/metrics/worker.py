@@ -16,7 +16,6 @@ from .clock import ServerClock
 from .serving import MetricsServer
 
 if TYPE_CHECKING:
-    from ..base.models import Job
     from ..redis_io.config import QueueConfig
 
 
@@ -60,6 +59,23 @@ class _Promoted:
             "by this process's embedded dispatcher.", labels=["queue"])
         family.add_metric([self.queue], self.earlier + self.current.promoted)
         yield family
+
+
+class WorkerReporter:
+    """A ``telemetry.observer.Reporter``: a worker's reports, into its ``WorkerMetrics``."""
+
+    def __init__(self, metrics: WorkerMetrics) -> None:
+        self.metrics = metrics
+
+    def started(self, topic: str, group: str, late_ms: float, priority: str | None) -> None:
+        """A handler started ``late_ms`` after its job's due time."""
+        del group  # the worker's metrics carry its one group
+        self.metrics.late(topic, late_ms, priority)
+
+    def settled(self, topic: str, group: str, outcome: str, count: int) -> None:
+        """``count`` deliveries were settled as ``outcome``."""
+        del group
+        self.metrics.count(topic, outcome, count)
 
 
 class WorkerMetrics:
@@ -121,26 +137,28 @@ class WorkerMetrics:
 
     # --- hooks (called by the worker) -------------------------------------------------------
 
-    def started(self, job: Job, priority: str | None = None) -> None:
-        """A handler starts: observe its lateness on the server clock (and, for a job of a
-        staged topic, by its ``priority``: docs/priorities.md)."""
-        now = None if self.clock is None else self.clock.now_ms()
-        if now is None:
-            return
-        child = self._lateness.get(job.topic)
+    def reporter(self) -> WorkerReporter:
+        """What the worker's consumer observer tells these metrics (``telemetry/observer.py``):
+        each handler start's lateness, each delivery settled."""
+        return WorkerReporter(self)
+
+    def late(self, topic: str, late_ms: float, priority: str | None = None) -> None:
+        """A handler started ``late_ms`` after its job's due time (server clock); for a job of
+        a staged topic by its ``priority`` too (docs/priorities.md)."""
+        child = self._lateness.get(topic)
         if child is None:
-            child = self._lateness[job.topic] = self.lateness.labels(self.queue, job.topic)
-        child.observe((now - job.due) / 1000.0)
+            child = self._lateness[topic] = self.lateness.labels(self.queue, topic)
+        child.observe(late_ms / 1000.0)
         if priority is not None:
-            key = (job.topic, priority)
+            key = (topic, priority)
             by = self._priority.get(key)
             if by is None:
                 by = self._priority[key] = self.priority_lateness.labels(self.queue, *key)
-            by.observe((now - job.due) / 1000.0)
+            by.observe(late_ms / 1000.0)
 
-    def settled(self, delivery: Delivery, outcome: str) -> None:
-        """A delivery is settled: count it, and time its handler when one ran."""
-        self.count(delivery.topic, outcome)
+    def timed(self, delivery: Delivery, outcome: str) -> None:
+        """A delivery is settled: time its handler when one ran (the count comes through the
+        observer: ``reporter``)."""
         if delivery.handler_s is not None:
             key = (delivery.topic, outcome)
             child = self._handler.get(key)

@@ -49,8 +49,10 @@ class Reporter(Protocol):
 class ConsumerObserver:
     """The reports of one driver (a Worker, a queue object's ``reserve``) on one queue."""
 
-    def __init__(self, queue: str, flusher: str, clock_offset_ms: float | None = None) -> None:
+    def __init__(self, queue: str, flusher: str, clock_offset_ms: float | None = None,
+                 log_lines: bool = True) -> None:
         self.queue = queue
+        self.log_lines = log_lines  # False: the driver logs its runs itself (the Worker)
         self.record = LatenessRecorder(queue, flusher)  # the dashboard's
         self.reporters: list[Reporter] = []
         # server ms - local ms; None: not measured yet (the driver measures it before its
@@ -75,7 +77,7 @@ class ConsumerObserver:
         self.record.observe(topic, late, priority)
         for reporter in self.reporters:
             reporter.started(topic, group, late, priority)
-        if log.isEnabledFor(logging.DEBUG):
+        if self.log_lines and log.isEnabledFor(logging.DEBUG):
             log.debug("job started", extra={"queue": self.queue, "topic": topic,
                                             "job_id": job_id, "lateness_ms": round(late, 3)})
         return late
@@ -90,7 +92,7 @@ class ConsumerObserver:
                 self.record.settled(topic, name)
         for reporter in self.reporters:
             reporter.settled(topic, group, outcome, count)
-        if log.isEnabledFor(logging.DEBUG):
+        if self.log_lines and log.isEnabledFor(logging.DEBUG):
             log.debug("job %s", outcome, extra={"queue": self.queue, "topic": topic,
                                                 "job_id": job_id, "outcome": outcome})
 

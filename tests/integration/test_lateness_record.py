@@ -129,7 +129,7 @@ def test_a_worker_records_outcomes_per_minute_in_the_same_flush(queue: sd.Queue)
                         for i in range(6)])
     worker = sd.Worker(queue, concurrency=2, block=0.05)
     flushes: list[int] = []
-    real_take = worker.lateness.take
+    real_take = worker.reports.record.take
 
     def counted_take():  # type: ignore[no-untyped-def]
         call = real_take()
@@ -137,7 +137,7 @@ def test_a_worker_records_outcomes_per_minute_in_the_same_flush(queue: sd.Queue)
             flushes.append(1)
         return call
 
-    worker.lateness.take = counted_take  # type: ignore[method-assign]
+    worker.reports.record.take = counted_take  # type: ignore[method-assign]
 
     @worker.handler("t")
     async def handle(job: sd.Job) -> None:
