@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import HANDLER_BUCKETS, LATENESS_BUCKETS, prometheus
-from .clock import ServerClock
 from .serving import MetricsServer
 
 if TYPE_CHECKING:
@@ -103,7 +102,6 @@ class WorkerMetrics:
             ["queue", "topic", "outcome"], buckets=HANDLER_BUCKETS, registry=registry)
         self.promoted = _Promoted(client, queue)
         registry.register(self.promoted)
-        self.clock: ServerClock | None = None
         self.server: MetricsServer | None = None
         self._jobs: dict[tuple[str, str], Any] = {}
         self._lateness: dict[str, Any] = {}
@@ -113,27 +111,21 @@ class WorkerMetrics:
     # --- life cycle ------------------------------------------------------------------------
 
     def start(self, config: QueueConfig, dispatcher: Dispatcher | None = None) -> None:
-        """Measure the server clock and serve ``/metrics``; count ``dispatcher``'s promotions
+        """Serve ``/metrics``; count ``dispatcher``'s promotions
         (the embedded one, if any) and the jobs it expired (outcome ``expired``)."""
         if dispatcher is not None:
             self.promoted.watch(dispatcher)
             # jobs it dead-lettered past their deadline count as outcome "expired" (no delivery)
             dispatcher.on_expired = lambda topic, n: self.count(topic, "expired", n)
             dispatcher.on_purged = lambda topic, n: self.count(topic, "purged", n)
-        if self.clock is None:
-            self.clock = ServerClock(config.url, config.socket_timeout)
-            self.clock.start()
         if self.server is None:
             self.server = MetricsServer(self.registry, self.port, self.addr, FIELD)
 
     def stop(self) -> None:
-        """Stop serving and measuring."""
+        """Stop serving."""
         if self.server is not None:
             self.server.stop()
             self.server = None
-        if self.clock is not None:
-            self.clock.stop()
-            self.clock = None
 
     # --- hooks (called by the worker) -------------------------------------------------------
 
