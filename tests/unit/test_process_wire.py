@@ -11,7 +11,7 @@ import pytest
 from streamdelay.base.errors import ValidationError
 from streamdelay.consumer.error_text import describe_error
 from streamdelay.consumer.processes import ChildDied, ProcessSettings, executor_settings, wire
-from streamdelay.consumer.processes.pool import ChildError
+from streamdelay.consumer.processes.outcomes import ChildError
 
 
 def test_frames_round_trip() -> None:

@@ -31,14 +31,14 @@ from typing import Any
 
 import msgspec
 
-from ...base.control import Snooze
-from ...base.errors import Aborted, BodyDecodeError, ConfigError
-from ...base.models import Drop, Job, Retry
+from ...base.errors import Aborted, ConfigError
+from ...base.models import Job
 from ...protocol.codec import Serializer
 from ..delivery import Delivery, Handler
 from ..time_limits import run_hard_limited
 from . import wire
 from .child import serve_child
+from .outcomes import ChildDied, outcome
 from .settings import ProcessSettings
 
 log = logging.getLogger("streamdelay.worker")
@@ -46,39 +46,6 @@ START_TIMEOUT = 60.0  # seconds for the first children to import the worker's mo
 DEATH_WAIT = 5.0  # seconds a killed child gets to be reaped before its job is settled
 STOP_WAIT = 3.0  # seconds the children get to exit at the pool's close
 RESPAWN_PAUSE = 1.0  # seconds between two tries after a child could not load the handlers
-
-
-class ChildDied(Exception):
-    """The handler's child process ended while it ran the job (the job's attempt fails)."""
-
-    def __init__(self, pid: int, exitcode: int | None) -> None:
-        self.pid, self.exitcode = pid, exitcode
-        if exitcode is not None and exitcode < 0:
-            try:
-                name = signal.Signals(-exitcode).name
-            except ValueError:
-                name = f"signal {-exitcode}"
-            how = f"was killed by {name} (signal {-exitcode})"
-        else:
-            how = f"exited with code {exitcode}" if exitcode is not None else "vanished"
-        super().__init__(f"the handler's process (pid {pid}) {how} while it ran the job")
-        self.error_text = f"ChildDied: {self}"  # no frames: the worker's are not the cause
-
-
-class ChildError(Exception):
-    """A handler's exception raised in a child: its text as the child wrote it."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(text.partition("\n")[0])
-        self.error_text = text
-
-
-class ChildBodyError(BodyDecodeError):
-    """A ``BodyDecodeError`` raised in a child: the job goes dead, as in a thread."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(text.partition("\n")[0])
-        self.error_text = text
 
 
 class _Child:
@@ -146,7 +113,12 @@ def _watch(child: _Child, loop: asyncio.AbstractEventLoop) -> None:
             loop.remove_reader(fd)
             loop.add_reader(child.process.sentinel, reaped)
             return
-        message = wire.to_parent(data)
+        try:
+            message = wire.to_parent(data)
+        except msgspec.DecodeError:  # not a frame of ours: the child is not to be trusted
+            log.error("handler process %d sent an unreadable frame; killing it", child.pid)
+            child.kill()
+            return
         if isinstance(message, wire.Progress | wire.Checkpoint):
             if child.delivery is None:
                 return
@@ -244,7 +216,9 @@ class ProcessPool:
         self._children.discard(child)
         if self._closing or child.retired:
             return
-        if child.delivery is None and child.ready.done() and not child.ready.exception():
+        if not child.ready.done() or child.ready.exception() is not None:
+            return  # it never took a job: start() fails, or _replace tries again after a pause
+        if child.delivery is None:
             log.warning("handler process %d exited with code %s while idle; starting "
                         "another", child.pid, child.gone.result())
         self._replace()
@@ -318,7 +292,7 @@ class ProcessPool:
             if reply.done() and not reply.cancelled():
                 reply.exception()  # retrieved: a death after a timeout or a cancel is known
         self._done(child)
-        return _outcome(answer)
+        return outcome(answer)
 
     def _done(self, child: _Child) -> None:
         """A child answered: back to the idle ones, or retired after its last job (or after an
@@ -376,20 +350,3 @@ class ProcessPool:
                 loop.remove_reader(child.conn.fileno())
             child.conn.close()
             child.process.join(1.0)
-
-
-def _outcome(answer: Any) -> Any:
-    """The handler's return value, or its exception raised again in the worker."""
-    if isinstance(answer, wire.Done):
-        return None if answer.result is None else msgspec.Raw(answer.result)
-    if answer.kind == "retry":
-        raise Retry(answer.delay, answer.error)
-    if answer.kind == "drop":
-        raise Drop(answer.error)
-    if answer.kind == "snooze":
-        raise Snooze(answer.delay)
-    if answer.kind == "aborted":
-        raise Aborted(answer.error)
-    if answer.kind == "body":
-        raise ChildBodyError(answer.error)
-    raise ChildError(answer.error)
