@@ -37,6 +37,7 @@ from benchmarks.e2e import (
     lateness_rates,
     life,
     memory_drain,
+    process_executor,
     results_wait,
     servers,
     workflows,
@@ -77,10 +78,13 @@ def report_steps(full: bool) -> list[Step]:
         lambda: drain.run(100_000, tuple(range(1, cores + 2))),
         events_cost.run,  # issue 26: drain and enqueue with lifecycle events on against off
         life.run,  # issue 39: a job's whole life on the server against plain commands
+        process_executor.run,  # issue 36: handlers in child processes against threads
         # issue 27: Jain's index under a hot key's backlog, Redis µs per job staged vs plain
         lambda: fairness.section(10_000, 10, 100_000),
         lambda: memory_drain.run(1_000_000 if full else 100_000),
         lambda: lateness_rates.run(rates=(200, 2000), worker_count=1),
+        # issue 39: the lateness targets with lifecycle events on too
+        lambda: lateness_rates.run(rates=(200, 2000), worker_count=1, events=True),
         # issue 16: 20k due/s with as many worker processes as the machine has cores
         lambda: lateness_rates.run(rates=(20000,), worker_count=cores),
         servers.run,  # the core figures on Redis and on Valkey, side by side
@@ -109,8 +113,10 @@ def quick_steps() -> list[Step]:
         lambda: events_cost.run(jobs=500, drains=1, single=200, rounds=2,
                                 single_rounds=2, many=1_000),
         lambda: life.run(jobs=1_000, rounds=1),
+        lambda: process_executor.run(jobs=500, cpu_jobs=20, turns=1),
         lambda: memory_drain.run(2_000, processes=1),
         lambda: lateness_rates.run(rates=(200,), worker_count=1),
+        lambda: lateness_rates.run(rates=(200,), worker_count=1, events=True),
         lambda: servers.run(rounds=1),
         lambda: cluster_bench.run(jobs=1_000, workers=1, memory_jobs=2_000),
         lambda: big_bodies.run([64 << 10], 10),
