@@ -69,6 +69,20 @@ def _row(summary: dict[str, Any]) -> str:
             f"{verdict} |")
 
 
+def _went_wrong(summary: dict[str, Any]) -> str:
+    """What went wrong with the run itself (not the queue's history), or ''."""
+    wrong = []
+    if not summary.get("settled"):
+        wrong.append("the queue did not settle within the settle time")
+    if summary.get("unreadable"):
+        wrong.append(f"{summary['unreadable']} jobs could not be read back")
+    if summary.get("producers_failed"):
+        wrong.append(f"producers exited with an error: {summary['producers_failed']}")
+    for error in summary.get("fault_errors") or []:
+        wrong.append(f"a fault failed: {error}")
+    return "; ".join(wrong)
+
+
 def _replay(summary: dict[str, Any]) -> str:
     topology = summary.get("topology", "single")
     quick = " --quick" if summary.get("quick") else ""
@@ -77,8 +91,10 @@ def _replay(summary: dict[str, Any]) -> str:
             f"--out nemesis-results")
 
 
-def render(dirs: list[Path]) -> str:
-    """The report's markdown (between the markers) for the runs in ``dirs``."""
+def render(dirs: list[Path], missing: list[str] | None = None) -> str:
+    """The report's markdown (between the markers) for the runs in ``dirs`` (``missing``: the
+    runs that left no summary)."""
+    missing = missing or []
     summaries = [(d, json.loads((d / "summary.json").read_text())) for d in dirs]
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     load = os.getloadavg()
@@ -105,6 +121,14 @@ def render(dirs: list[Path]) -> str:
             "[Seeds](#make-nemesis)):", "", "```"]
     out += [_replay(s) for _, s in summaries]
     out += ["```"]
+    for name in missing:
+        out += ["", f"`{name}`: the run broke before its check (no `summary.json`; its output is "
+                "in the `make nemesis` log)."]
+    for _, s in summaries:
+        wrong = _went_wrong(s)
+        if wrong:
+            out += ["", f"{s.get('topology', 'single')} seed {s['seed']}: the run itself went "
+                    f"wrong: {wrong}."]
     for d, s in summaries:
         if not s["violations"]:
             continue
@@ -138,7 +162,7 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
     if not present:
         return 1
-    text = render(present)
+    text = render(present, missing)
     if args.write:
         write(args.write, text)
         print(f"nemesis report written into {args.write}")

@@ -139,26 +139,30 @@ def settle(queue: sd.Queue, fleet: Fleet, timeout: float) -> bool:
     return False
 
 
-def read_back(queue: sd.Queue, directory: Path) -> int:
+def read_back(queue: sd.Queue, directory: Path) -> tuple[int, int]:
     """Note every enqueued job's final state (its kept result, else its state now, else
-    ``absent``) in the history; the number of jobs read."""
+    ``missing``) in the history; a job Redis cannot answer for (a cluster slot left half
+    moved) is noted ``unreadable``, which the checker does not call lost: the run is marked
+    as gone wrong instead. The number of jobs read, and of those unreadable."""
     record = Recorder(directory, "final")
     jobs = sorted({r.job for r in load(directory)
                    if r.kind == "enqueue" and r.phase == "invoke" and r.job})
+    unreadable = 0
     for job in jobs:
         try:
-            result = queue.result(job)
-        except sd.ResultTimeout:
-            result = None
-            info = queue.get(job)
-            record.note("final_state", job, state=info.state if info else "missing")
-            continue
-        if result is None:
-            info = queue.get(job)
-            record.note("final_state", job, state=info.state if info else "missing")
-        else:
-            record.note("final_state", job, state=result.state, value=result.value)
-    return len(jobs)
+            try:
+                result = queue.result(job)
+            except sd.ResultTimeout:
+                result = None
+            if result is None:
+                info = queue.get(job)
+                record.note("final_state", job, state=info.state if info else "missing")
+            else:
+                record.note("final_state", job, state=result.state, value=result.value)
+        except sd.StreamdelayError as exc:
+            unreadable += 1
+            record.note("final_state", job, state="unreadable", error=f"{exc}")
+    return len(jobs), unreadable
 
 
 def flows_of(history: Path) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
@@ -214,7 +218,7 @@ def run(s: Settings) -> tuple[list[Violation], dict[str, object]]:
         nemesis.stop()
         settled = settle(queue, fleet, s.settle_s)
         producers_failed = fleet.exited("producer")
-        read = read_back(queue, history)
+        read, unreadable = read_back(queue, history)
         queue.close()
     finally:
         if nemesis is not None:
@@ -247,7 +251,8 @@ def run(s: Settings) -> tuple[list[Violation], dict[str, object]]:
         "chains": len(chains), "batches": len(batches),
         "callbacks": sum(1 for r in records if r.kind == "callback"),
         "results_awaited": sum(1 for r in records if r.kind == "result"),
-        "jobs_read_back": read, "settled": settled, "producers_failed": producers_failed,
+        "jobs_read_back": read, "unreadable": unreadable, "settled": settled,
+        "producers_failed": producers_failed,
         "priority_pairs": judged_pairs(records, servers.partitions),
         "violations": len(violations),
         "violations_by_rule": dict(Counter(v.rule for v in violations)),
@@ -309,11 +314,13 @@ def main(argv: list[str]) -> int:
     if violations:
         print(format_report(violations))
     idle = [w for w, n in figures["acknowledged"].items() if not n]  # type: ignore[attr-defined]
-    broken = not figures["settled"] or figures["producers_failed"] or idle
+    broken = (not figures["settled"] or figures["producers_failed"] or idle
+              or figures["unreadable"] or figures["fault_errors"])
     if broken:
         print(f"the run itself went wrong: settled={figures['settled']}, producers that "
               f"failed: {figures['producers_failed']}, workloads with no acknowledged "
-              f"enqueue: {idle} (see {s.out / 'logs'})")
+              f"enqueue: {idle}, jobs unreadable at the end: {figures['unreadable']}, faults "
+              f"that failed: {figures['fault_errors']} (see {s.out / 'logs'})")
     return 1 if violations or broken else 0
 
 

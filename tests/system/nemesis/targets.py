@@ -100,12 +100,16 @@ def sentinel_target(name: str, local: LocalSentinel, graceful: bool = False) -> 
 def cluster_target(name: str, cluster: LocalCluster, key: str) -> Target:
     """A Redis Cluster: ``migrate`` moves the slot of ``key`` (a partition's jobs key, say)
     from the primary that serves it to the next one, key by key (``migrate_slot`` of
-    tests/system/chaos/cluster_run.py)."""
+    tests/system/chaos/cluster_run.py); a migration left half moved (``MIGRATE`` refused with
+    ``BUSYKEY``: the key exists on both nodes) raises, the slot left so."""
 
     def migrate(_duration_s: float) -> str:
         owner = cluster.owner_of(key)
         primaries = sorted(cluster.primaries(), key=lambda n: n.port)
         to = primaries[(primaries.index(owner) + 1) % len(primaries)]
-        return migrate_slot(cluster, key_slot(key.encode()), owner, to)
+        detail = migrate_slot(cluster, key_slot(key.encode()), owner, to)
+        if "half moved" in detail or "kept coming back" in detail:
+            raise RuntimeError(detail)  # the nemesis lists it among its fault errors
+        return detail
 
     return Target(name, "cluster", action=migrate)
