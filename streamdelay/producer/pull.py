@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..base.models import Delay, Job
+from ..engine import control
+from ..engine.cadence import site_of
 from ..engine.constants import DEFAULT_GROUP, REFRESH_S, default_consumer_name
 from ..engine.receipts import Receipt, ReceiptKey, decode_receipt
 from ..engine.reserving import (
@@ -28,12 +30,7 @@ from ..engine.reserving import (
     reserve_args,
     round_plan,
 )
-from ..engine.settling import (
-    ack_receipt_plan,
-    fail_receipt_plan,
-    release_receipts_plan,
-    touch_receipt_plan,
-)
+from ..engine.settling import ack_receipt_plan, release_receipts_plan
 from ..protocol.deliveries import EXPIRED
 from ..protocol.plan import Plan
 from ..redis_io.agreement import agree_partitions_async, agree_partitions_sync
@@ -60,11 +57,12 @@ class _ReservationData:
     """What a reservation shows: the job's ``id``, ``topic``, ``body``, ``headers``,
     ``attempt`` (1-based, every delivery counts), ``due`` (epoch ms, server clock), ``ttr``
     (seconds) and the opaque, URL-safe ``receipt``; ``priority`` (``"0"``-``"9"``) for a job
-    of a staged topic (docs/priorities.md), else None. A reservation rebuilt from a receipt has
-    no body (None), no headers and no priority."""
+    of a staged topic (docs/priorities.md), else None; ``last_checkpoint``: what an earlier
+    attempt of the job kept (None: none). A reservation rebuilt from a receipt has no body
+    (None), no headers, no priority and no checkpoint."""
 
-    __slots__ = ("_receipt", "attempt", "body", "due", "headers", "id", "priority", "receipt",
-                 "topic", "ttr")
+    __slots__ = ("_receipt", "attempt", "body", "due", "headers", "id", "last_checkpoint",
+                 "priority", "receipt", "topic", "ttr")
 
     def __init__(self, receipt: Receipt, text: str, job: Job | None,
                  priority: str | None = None) -> None:
@@ -78,6 +76,8 @@ class _ReservationData:
         self.body: Any = None if job is None else job.body
         self.headers: dict[str, str] = {} if job is None else job.headers
         self.priority = priority
+        # what an earlier attempt kept with touch(checkpoint=) (docs/worker.md#checkpoints)
+        self.last_checkpoint: Any = None if job is None else job.last_checkpoint
 
     def __repr__(self) -> str:
         """Topic, id and attempt (the body may be large or secret)."""
@@ -102,20 +102,27 @@ class Reservation(_ReservationData):
         ``result`` is kept for the job's ``keep_result`` (docs/results.md)."""
         self._queue._settle(self._queue._ack_plan(self._receipt, result))
 
-    def fail(self, error: str, retry_delay: Delay | None = None, dead: bool = False) -> str:
+    def fail(self, error: str, retry_delay: Delay | None = None, dead: bool = False, *,
+             snooze: Delay | None = None, checkpoint: Any = None) -> str:
         """The attempt failed: the job comes back after ``retry_delay`` seconds (None: its
         backoff), or goes to the dead letters after its last attempt or with ``dead=True``.
-        Returns ``"retried"`` or ``"dead"``."""
-        result: str = self._queue._settle(fail_receipt_plan(
+        Returns ``"retried"`` or ``"dead"``. ``snooze=``: back after that many seconds
+        without spending an attempt (``"snoozed"``); ``checkpoint=``: what the next attempt
+        reads as ``job.last_checkpoint`` (docs/worker.md#checkpoints). ``Aborted`` when the
+        job was aborted meanwhile."""
+        result: str = self._queue._settle(control.fail_receipt_plan(
             self._queue.config.name, self._queue._key(), self._receipt, error, retry_delay,
-            dead))
+            dead, snooze, checkpoint))
         return result
 
-    def touch(self, progress: Any = None) -> None:
+    def touch(self, progress: Any = None, *, checkpoint: Any = None) -> None:
         """Heartbeat: the ttr counts again from now (a worker does this every ttr/3); with
-        ``progress`` (a number or a small JSON value), ``get`` shows it while the job runs."""
-        self._queue._settle(touch_receipt_plan(self._queue.config.name, self._queue._key(),
-                                               self._receipt, progress))
+        ``progress`` (a number or a small JSON value), ``get`` shows it while the job runs;
+        with ``checkpoint`` (at most 64 KiB of JSON), the next attempt of the job reads it as
+        ``job.last_checkpoint``. ``sd.Aborted`` when the job was aborted
+        (``cancel(id, abort=True)``): stop working on it."""
+        self._queue._settle(control.touch_receipt_plan(
+            self._queue.config.name, self._queue._key(), self._receipt, progress, checkpoint))
 
     def release(self) -> bool:
         """Hand the job back at once, no attempt spent: it goes to the tail of its topic for
@@ -137,18 +144,18 @@ class AsyncReservation(_ReservationData):
         """The job is done; see ``Reservation.ack``."""
         await self._queue._settle(self._queue._ack_plan(self._receipt, result))
 
-    async def fail(self, error: str, retry_delay: Delay | None = None, dead: bool = False
-                   ) -> str:
+    async def fail(self, error: str, retry_delay: Delay | None = None, dead: bool = False, *,
+                   snooze: Delay | None = None, checkpoint: Any = None) -> str:
         """The attempt failed; see ``Reservation.fail``."""
-        result: str = await self._queue._settle(fail_receipt_plan(
+        result: str = await self._queue._settle(control.fail_receipt_plan(
             self._queue.config.name, self._queue._key(), self._receipt, error, retry_delay,
-            dead))
+            dead, snooze, checkpoint))
         return result
 
-    async def touch(self, progress: Any = None) -> None:
-        """Heartbeat, with an optional progress; see ``Reservation.touch``."""
-        await self._queue._settle(touch_receipt_plan(self._queue.config.name, self._queue._key(),
-                                                     self._receipt, progress))
+    async def touch(self, progress: Any = None, *, checkpoint: Any = None) -> None:
+        """Heartbeat, with an optional progress or checkpoint; see ``Reservation.touch``."""
+        await self._queue._settle(control.touch_receipt_plan(
+            self._queue.config.name, self._queue._key(), self._receipt, progress, checkpoint))
 
     async def release(self) -> bool:
         """Hand the job back, no attempt spent; see ``Reservation.release``."""
@@ -174,7 +181,7 @@ class _PullFace:
     def _args(self, topic: str, group: str, consumer: str | None, wait: Delay, count: int
               ) -> tuple[ReserveArgs, ReserveState]:
         if self._pull_state is None:
-            self._pull_state = ReserveState()
+            self._pull_state = ReserveState(site_of(self.config.url, self.config.name))
             self._pull_consumer = default_consumer_name()
         return (reserve_args(topic, group, self._pull_consumer if consumer is None else consumer,
                              wait, count), self._pull_state)
@@ -182,7 +189,7 @@ class _PullFace:
     def _key(self) -> ReceiptKey:
         """The queue's receipt key as this object knows it (shared by reserve and settles)."""
         if self._pull_state is None:
-            self._pull_state = ReserveState()
+            self._pull_state = ReserveState(site_of(self.config.url, self.config.name))
             self._pull_consumer = default_consumer_name()
         return self._pull_state.key
 
