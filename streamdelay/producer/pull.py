@@ -37,6 +37,8 @@ from ..redis_io.agreement import agree_partitions_async, agree_partitions_sync
 from ..redis_io.clients import AsyncClient, SyncClient, async_client, is_cluster, sync_client
 from ..redis_io.config import QueueConfig
 from ..redis_io.runner import drive_async, drive_sync
+from . import observing
+from .observing import Observed
 
 log = logging.getLogger("streamdelay.pull")
 
@@ -101,6 +103,7 @@ class Reservation(_ReservationData):
         """The job is done: it is forgotten (or kept as a ``done`` tombstone, ``keep_done``);
         ``result`` is kept for the job's ``keep_result`` (docs/results.md)."""
         self._queue._settle(self._queue._ack_plan(self._receipt, result))
+        observing.settled_sync(self._queue, self._queue.client, self._receipt, "handled")
 
     def fail(self, error: str, retry_delay: Delay | None = None, dead: bool = False, *,
              snooze: Delay | None = None, checkpoint: Any = None) -> str:
@@ -113,6 +116,8 @@ class Reservation(_ReservationData):
         result: str = self._queue._settle(control.fail_receipt_plan(
             self._queue.config.name, self._queue._key(), self._receipt, error, retry_delay,
             dead, snooze, checkpoint))
+        observing.settled_sync(self._queue, self._queue.client, self._receipt,
+                               observing.outcome_of(result))
         return result
 
     def touch(self, progress: Any = None, *, checkpoint: Any = None) -> None:
@@ -143,6 +148,7 @@ class AsyncReservation(_ReservationData):
     async def ack(self, result: Any = None) -> None:
         """The job is done; see ``Reservation.ack``."""
         await self._queue._settle(self._queue._ack_plan(self._receipt, result))
+        await observing.settled_async(self._queue, self._queue.client, self._receipt, "handled")
 
     async def fail(self, error: str, retry_delay: Delay | None = None, dead: bool = False, *,
                    snooze: Delay | None = None, checkpoint: Any = None) -> str:
@@ -150,6 +156,8 @@ class AsyncReservation(_ReservationData):
         result: str = await self._queue._settle(control.fail_receipt_plan(
             self._queue.config.name, self._queue._key(), self._receipt, error, retry_delay,
             dead, snooze, checkpoint))
+        await observing.settled_async(self._queue, self._queue.client, self._receipt,
+                                      observing.outcome_of(result))
         return result
 
     async def touch(self, progress: Any = None, *, checkpoint: Any = None) -> None:
@@ -168,8 +176,9 @@ def _block_ms(deadline: float) -> int:
     return math.ceil(min(left, READ_SLICE_S) * 1000) if left > 0 else 0
 
 
-class _PullFace:
-    """State both faces keep for the pull API (per queue object)."""
+class _PullFace(Observed):
+    """State both faces keep for the pull API (per queue object), and the consumer observer its
+    reserve calls and settles report to (``observing.py``, docs/design.md#observer)."""
 
     config: QueueConfig
     _pull_state: ReserveState | None = None
@@ -240,6 +249,7 @@ class SyncPull(_PullFace):
                 cfg, state, args, _block_ms(deadline), time.monotonic(), is_cluster(client)),
                 cfg.retry_for)
             _log_dropped(found, args, self)
+            observing.observe_round_sync(self, self.client, found, args.topic, args.group)
             left = deadline - time.monotonic()
             if found.reserved or left <= 0:
                 return [Reservation(self, r.receipt, r.text, r.job, r.priority)
@@ -266,6 +276,7 @@ class SyncPull(_PullFace):
         return Reservation(self, self._receipt(receipt), receipt, None)
 
     def _close_pull(self) -> None:
+        observing.close_sync(self)  # what is left of the dashboard's record
         if self._pull_client is not None:
             self._pull_client.close()
             self._pull_client = None
@@ -307,6 +318,8 @@ class AsyncPull(_PullFace):
                 cfg, state, args, _block_ms(deadline), time.monotonic(), is_cluster(client)),
                 cfg.retry_for)
             _log_dropped(found, args, self)
+            await observing.observe_round_async(self, self.client, found, args.topic,
+                                                args.group)
             left = deadline - time.monotonic()
             if found.reserved or left <= 0:
                 return [AsyncReservation(self, r.receipt, r.text, r.job, r.priority)
@@ -327,6 +340,7 @@ class AsyncPull(_PullFace):
         return AsyncReservation(self, self._receipt(receipt), receipt, None)
 
     async def _close_pull(self) -> None:
+        await observing.close_async(self)
         if self._pull_client is not None:
             await self._pull_client.aclose()
             self._pull_client = None

@@ -129,11 +129,12 @@ def create_app(settings: ServeSettings) -> Litestar:
         queue, topic, group, "reclaimed", count)
     service.on_expired = lambda queue, topic, group, count: registry.settled(
         queue, topic, group, "expired", count)
-    registry.on_settled = service.observe_outcome  # the dashboard's throughput
+    # what the served queues' HTTP consumers report (each queue's consumer observer: the
+    # dashboard's lateness and throughput are its own, docs/design.md#observer)
+    service.report_to(registry.reporter)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
-        await registry.start()
         await service.start()
         for name, dispatcher in service.dispatchers.items():  # before their first call runs:
             # dead jobs purged by retention, no consumer's group (docs/reliability.md)

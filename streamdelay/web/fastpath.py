@@ -87,7 +87,7 @@ class FastPaths:
                 else:  # touch: an optional {"progress": ...}
                     failed = decode_bytes(await self._body(scope, receive), TouchBody)
                 status, payload = 200, _encoder.encode(
-                    await settle(target, self.metrics, receipt, action, failed))
+                    await settle(target, receipt, action, failed))
         except _Gone:
             return
         except Exception as exc:

@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..metrics import LATENESS_BUCKETS, prometheus
-from ..metrics.clock import ServerClock
 from ..metrics.exporter import QueueCollector, exporter_queue
 from ..producer.queue import Queue
 from ..redis_io.config import QueueConfig
@@ -49,14 +48,31 @@ class _Promoted:
         yield family
 
 
+class QueueReporter:
+    """A ``telemetry.observer.Reporter``: one served queue's reports, into ``HttpMetrics``."""
+
+    def __init__(self, metrics: HttpMetrics, queue: str) -> None:
+        self.metrics, self.queue = metrics, queue
+
+    def started(self, topic: str, group: str, late_ms: float, priority: str | None) -> None:
+        """A job was handed out ``late_ms`` after its due time (server clock)."""
+        del group  # the lateness histograms are per queue and topic, as a worker's
+        self.metrics.lateness.labels(self.queue, topic).observe(late_ms / 1000.0)
+        if priority is not None:
+            self.metrics.priority_lateness.labels(self.queue, topic, priority).observe(
+                late_ms / 1000.0)
+
+    def settled(self, topic: str, group: str, outcome: str, count: int) -> None:
+        """``count`` deliveries were settled as ``outcome``."""
+        self.metrics.settled(self.queue, topic, group, outcome, count)
+
+
 class HttpMetrics:
     """The registry of one service process."""
 
     def __init__(self, configs: Iterable[QueueConfig],
                  promoted: Callable[[], dict[str, int]]) -> None:
         client = self.client = prometheus(FIELD)
-        # called with (queue, topic, outcome, count) after each settle (create_app sets it)
-        self.on_settled: Callable[[str, str, str, int], None] | None = None
         self.registry = registry = client.CollectorRegistry()
         for collector in (client.ProcessCollector, client.PlatformCollector,
                           client.GCCollector):
@@ -86,36 +102,18 @@ class HttpMetrics:
             "streamdelay_priority_lateness_seconds", "Reserve time minus due time of the jobs "
             "of staged topics (priorities, fairness keys) HTTP consumers took, by priority.",
             ["queue", "topic", "priority"], buckets=LATENESS_BUCKETS, registry=registry)
-        first = next(iter(self.stat_queues), None)
-        self.clock = None if first is None else ServerClock(first.config.url,
-                                                            first.config.socket_timeout)
         self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
 
     def settled(self, queue: str, topic: str, group: str, outcome: str, count: int = 1
                 ) -> None:
         """Count ``count`` deliveries settled (handled, retried, dead) or reclaimed."""
         self.jobs.labels(queue, topic, group, outcome).inc(count)
-        if self.on_settled is not None:  # the dashboard's throughput (web/service.py)
-            self.on_settled(queue, topic, outcome, count)
 
-    def reserved(self, queue: str, topic: str, due_ms: int, priority: str | None = None
-                 ) -> float | None:
-        """A consumer took a job: observe its lateness on the server clock (and by its
-        ``priority``, for a job of a staged topic, as a worker does: docs/priorities.md);
-        returns it in ms (None while the server clock is not known)."""
-        now = None if self.clock is None else self.clock.now_ms()
-        if now is None:
-            return None
-        late_ms = max(0.0, float(now - due_ms))
-        self.lateness.labels(queue, topic).observe(late_ms / 1000.0)
-        if priority is not None:
-            self.priority_lateness.labels(queue, topic, priority).observe(late_ms / 1000.0)
-        return late_ms
-
-    async def start(self) -> None:
-        """Measure the server clock (in a thread: a few blocking round trips)."""
-        if self.clock is not None:
-            await asyncio.to_thread(self.clock.start)
+    def reporter(self, queue: str) -> QueueReporter:
+        """What the served queue's consumer observer tells these metrics
+        (``telemetry/observer.py``): the lateness of each job handed out on ``:reserve`` (by
+        priority for a staged topic's job, as a worker's), each delivery settled."""
+        return QueueReporter(self, queue)
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
         """Count one answered request."""
@@ -139,9 +137,7 @@ class HttpMetrics:
         return value
 
     def close(self) -> None:
-        """Stop the clock, close the stats queues' connections."""
-        if self.clock is not None:
-            self.clock.stop()
+        """Close the stats queues' connections."""
         for queue in self.stat_queues:
             queue.close()
 

@@ -22,16 +22,13 @@ from ..base.errors import StreamdelayError
 from ..consumer.dispatcher import Dispatcher
 from ..consumer.supervise import supervised
 from ..engine.cadence import RECLAIM, process_cadence, site_of
-from ..engine.constants import default_consumer_name
 from ..engine.upkeep import reclaim_plan
 from ..producer.queue import AsyncQueue
 from ..redis_io.runner import drive_async
-from ..telemetry.lateness import LatenessRecorder
+from ..telemetry.observer import Reporter
 from .settings import ServeSettings
 
 log = logging.getLogger("streamdelay.web")
-# the HTTP metrics' outcome -> the lateness record's outcome field (reclaims are not counted)
-OUTCOME_NAMES = {"handled": "ok", "retried": "retried", "dead": "dead", "expired": "dead"}
 STOP_GRACE = 3.0
 
 
@@ -44,21 +41,18 @@ class Service:
             name: AsyncQueue(name, url=settings.url, **settings.queue_settings())
             for name in settings.queues}
         self.dispatchers: dict[str, Dispatcher] = {}
-        # the lateness of the jobs handed out on :reserve, for the dashboard, as a worker
-        # records its handler starts (docs/dashboard.md#lateness)
-        flusher = f"serve-{default_consumer_name()}"
-        self.lateness = {name: LatenessRecorder(name, flusher) for name in settings.queues}
+        # the jobs handed out on :reserve and settled by receipt are reported by each queue's
+        # consumer observer (telemetry/observer.py), as a worker's are; its record is flushed
+        # by the service's loop (and after a reserve or settle once due)
         self._flushers: list[asyncio.Task[Any]] = []
         self.draining = asyncio.Event()  # set on SIGTERM: long polls answer at once
         self._tasks: list[asyncio.Task[Any]] = []
         self._reclaim: asyncio.Task[Any] | None = None
         # called with (queue, topic, group, count) after each reclaim that moved jobs
         self.on_reclaimed: Callable[[str, str, str, int], None] | None = None
-        # called with (queue, topic, group, count) for jobs expired at :reserve (group: the
-        # consumers') or at promotion (group ''), docs/expiry.md
+        # called with (queue, topic, '', count) for jobs expired at promotion (docs/expiry.md;
+        # those expired at :reserve are reported by the queue's consumer observer)
         self.on_expired: Callable[[str, str, str, int], None] | None = None
-        for name, queue in self.queues.items():
-            queue.on_expired = partial(self._expired, name)
 
     def _expired(self, queue: str, topic: str, group: str, count: int) -> None:
         if self.on_expired is not None:
@@ -71,29 +65,17 @@ class Service:
         """Jobs promoted so far by each embedded dispatcher."""
         return {name: d.promoted for name, d in self.dispatchers.items()}
 
-    def observe_lateness(self, queue: str, topic: str, late_ms: float,
-                         priority: str | None = None) -> None:
-        """Count one job handed out on ``:reserve``, ``late_ms`` after its due time (server
-        clock), in the queue's lateness record (flushed every few seconds); a staged topic's
-        job under its ``priority`` too, as a worker counts it."""
-        recorder = self.lateness.get(queue)
-        if recorder is not None:
-            recorder.observe(topic, late_ms, priority)
-
-    def observe_outcome(self, queue: str, topic: str, outcome: str, count: int = 1) -> None:
-        """Count deliveries an HTTP consumer settled (handled, retried, dead) in the queue's
-        throughput record, as a worker does (docs/dashboard.md#lateness)."""
-        recorder = self.lateness.get(queue)
-        name = OUTCOME_NAMES.get(outcome)
-        if recorder is not None and name is not None:
-            for _ in range(count):
-                recorder.settled(topic, name)
+    def report_to(self, reporter_for: Callable[[str], Reporter]) -> None:
+        """Add the metrics of each served queue (``reporter_for(name)``) to what its consumer
+        observer tells (``telemetry/observer.py``)."""
+        for name, queue in self.queues.items():
+            queue.observer.reporters.append(reporter_for(name))
 
     async def start(self) -> None:
         """Start the lateness flushes, then the dispatchers and the reclaim loop (not with
         ``dispatch=False``)."""
-        self._flushers = [asyncio.create_task(recorder.run(self.queues[name].client))
-                          for name, recorder in self.lateness.items()]
+        self._flushers = [asyncio.create_task(queue.observer.run(queue.client))
+                          for queue in self.queues.values()]
         if not self.settings.dispatch:
             return
         for name, queue in self.queues.items():

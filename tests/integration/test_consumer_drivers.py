@@ -11,11 +11,13 @@ import threading
 import time
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 import streamdelay as sd
 from streamdelay.redis_io.runner import drive_sync
@@ -46,6 +48,18 @@ class Seen:
     per_key: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # held now
     most_per_key: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # what the driver's metrics counted: deliveries by outcome, lateness observations
+    metrics: Counter[str] = field(default_factory=Counter)
+
+    def count(self, families: Iterable[Any]) -> None:
+        """Add the settled deliveries and lateness observations of Prometheus metric
+        ``families`` (a registry's ``collect()``, or a parsed ``/metrics`` text)."""
+        for family in families:
+            for sample in family.samples:
+                if sample.name == "streamdelay_jobs_total":
+                    self.metrics[sample.labels["outcome"]] += int(sample.value)
+                elif sample.name == "streamdelay_lateness_seconds_count":
+                    self.metrics["late"] += int(sample.value)
 
     def start(self, job_id: str, attempt: int) -> None:
         with self.lock:
@@ -87,9 +101,25 @@ def new_queue(url: str, **options: object) -> sd.Queue:
 
 # --- the drivers ----------------------------------------------------------------------------
 
+class Reported:
+    """A reporter of a reserve caller's consumer observer (telemetry/observer.py): what a
+    library user's metrics would be told."""
+
+    def __init__(self, seen: Seen) -> None:
+        self.seen = seen
+
+    def started(self, topic: str, group: str, late_ms: float, priority: str | None) -> None:
+        with self.seen.lock:
+            self.seen.metrics["late"] += 1
+
+    def settled(self, topic: str, group: str, outcome: str, count: int) -> None:
+        with self.seen.lock:
+            self.seen.metrics[outcome] += count
+
+
 def run_worker(q: sd.Queue, decide: Decide, until: Callable[[sd.Queue], bool],
                seconds: float, seen: Seen) -> None:
-    worker = sd.Worker(q, group=GROUP, concurrency=8)
+    worker = sd.Worker(q, group=GROUP, concurrency=8, metrics_port=0)
 
     @worker.handler(TOPIC)
     async def handle(job: sd.Job) -> None:
@@ -115,6 +145,8 @@ def run_worker(q: sd.Queue, decide: Decide, until: Callable[[sd.Queue], bool],
         await serving
 
     asyncio.run(main())
+    assert worker.metrics is not None
+    seen.count(worker.metrics.registry.collect())
 
 
 def settle_sync(r: sd.Reservation, decide: Decide, seen: Seen) -> None:
@@ -144,6 +176,7 @@ def run_sync_reserve(q: sd.Queue, decide: Decide, until: Callable[[sd.Queue], bo
         mine = sd.Queue(q.name, url=q.config.url, max_attempts=3, backoff=[0.05],
                         max_body_bytes=q.config.max_body_bytes,
                         partitions=q.config.partitions)
+        mine.observer.reporters.append(Reported(seen))
         try:
             while not stop.is_set():
                 for r in mine.reserve(TOPIC, group=GROUP, consumer=name, wait=0.3, count=4):
@@ -189,6 +222,7 @@ def run_async_reserve(q: sd.Queue, decide: Decide, until: Callable[[sd.Queue], b
         async with sd.AsyncQueue(q.name, url=q.config.url, max_attempts=3, backoff=[0.05],
                                  max_body_bytes=q.config.max_body_bytes,
                                  partitions=q.config.partitions) as aq:
+            aq.observer.reporters.append(Reported(seen))
             dispatcher = sd.Dispatcher(aq.config)
             promoting = asyncio.create_task(dispatcher.run())
             stop = asyncio.Event()
@@ -248,6 +282,9 @@ def run_http(q: sd.Queue, decide: Decide, until: Callable[[sd.Queue], bool],
                 await asyncio.sleep(0.1)
             stop.set()
             await asyncio.gather(*tasks)
+            answer = await client.get("/metrics")
+            assert answer.status_code == 200, answer.text
+            seen.count(text_string_to_metric_families(answer.text))
 
     with serving(settings) as url:
         asyncio.run(main(url))
@@ -416,8 +453,10 @@ def recorded_window(q: sd.Queue, starts: int) -> LatenessWindow:
 @pytest.mark.parametrize("driver", DRIVERS)
 def test_every_driver_reports_starts_outcomes_and_events(redis_url: str, driver: str) -> None:
     """The same side effects whichever driver took the jobs: each start in the dashboard's
-    lateness record, each outcome in its throughput (handled: ok; a retry; dead), and the
-    lifecycle events the scripts write (started, succeeded, retried, dead)."""
+    lateness record, each outcome in its throughput (handled: ok; a retry; dead), the driver's
+    metrics (a worker's and the HTTP service's Prometheus counters; what a reserve caller's
+    observer tells its reporters), and the lifecycle events the scripts write (started,
+    succeeded, retried, dead)."""
     q = new_queue(redis_url, events=True)
     enqueue_job_set(q)
     seen = consume(driver, q)
@@ -429,6 +468,8 @@ def test_every_driver_reports_starts_outcomes_and_events(redis_url: str, driver:
     assert sum(window.merged(TOPIC)) == starts
     throughput = window.throughput(TOPIC)
     assert {name: sum(throughput[name]) for name in outcomes} == outcomes
+    assert {name: seen.metrics[name] for name in ("late", "handled", "retried", "dead")} == {
+        "late": starts, "handled": outcomes["ok"], "retried": outcomes["retried"], "dead": dead}
     kinds = Counter(e.kind for e in q.events(TOPIC, follow=False))
     assert {kind: kinds[kind] for kind in ("started", "succeeded", "retried", "dead")} == {
         "started": starts, "succeeded": outcomes["ok"], "retried": outcomes["retried"],

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Protocol
+from typing import Any
 
 from litestar import Request, Response, post
 from litestar.openapi import ResponseSpec
 
-from ...engine.receipts import decode_receipt
 from ...producer.queue import AsyncQueue
 from ..auth import needs, principal_of
 from .bodies import body, decode, decode_optional
@@ -73,18 +72,11 @@ async def reserve(request: Request[Any, Any, Any], queue: QueueParam, topic: Top
             gone.cancel()
 
 
-class Counts(Protocol):
-    """What ``settle`` needs of the service's metrics (``web.metrics.HttpMetrics``)."""
-
-    def settled(self, queue: str, topic: str, group: str, outcome: str, count: int = 1
-                ) -> None:
-        """Count settled deliveries."""
-
-
-async def settle(target: AsyncQueue, metrics: Counts, receipt: str, action: str,
+async def settle(target: AsyncQueue, receipt: str, action: str,
                  data: FailBody | AckBody | TouchBody | None = None) -> Settled:
-    """Ack, fail or touch the delivery of ``receipt`` and count it (these routes and the fast
-    path of ``web/fastpath.py``)."""
+    """Ack, fail or touch the delivery of ``receipt`` (these routes and the fast path of
+    ``web/fastpath.py``); the reservation reports the outcome to the queue's consumer
+    observer (the metrics, the dashboard's throughput: docs/design.md#observer)."""
     reservation = target.reservation(receipt)
     if action == "touch":
         if isinstance(data, TouchBody):
@@ -102,9 +94,6 @@ async def settle(target: AsyncQueue, metrics: Counts, receipt: str, action: str,
                                       data.dead, snooze=seconds_of(data.snooze, "snooze"),
                                       checkpoint=data.checkpoint)
         outcome = "dead" if done == "dead" else "retried"  # a snooze counts as a worker's does
-    config = target.config
-    found = decode_receipt(receipt, config.name, config.partitions)
-    metrics.settled(config.name, found.topic, found.group, outcome)
     if outcome == "retried" and done == "snoozed":
         return Settled("snoozed")
     return Settled("acked" if outcome == "handled" else outcome)  # type: ignore[arg-type]
@@ -117,8 +106,7 @@ async def ack(request: Request[Any, Any, Any], queue: QueueParam, receipt: Recei
     """Acknowledge the delivery: the job is forgotten (or kept as ``done`` when the queue keeps
     finished jobs); ``result`` is kept for the job's ``keep_result``."""
     data = await decode_optional(request, AckBody)
-    return await settle(served(request, queue), request.app.state.metrics, receipt, "ack",
-                        data)
+    return await settle(served(request, queue), receipt, "ack", data)
 
 
 @post(f"{PREFIX}/deliveries/:fail/{{receipt:str}}", opt=CONSUME, status_code=200,
@@ -129,8 +117,7 @@ async def fail(request: Request[Any, Any, Any], queue: QueueParam, receipt: Rece
     """Retry after ``retry_delay`` (else the job's backoff), or dead after the last attempt
     or with ``dead``."""
     data = await decode(request, FailBody)
-    return await settle(served(request, queue), request.app.state.metrics, receipt, "fail",
-                        data)
+    return await settle(served(request, queue), receipt, "fail", data)
 
 
 @post(f"{PREFIX}/deliveries/:touch/{{receipt:str}}", opt=CONSUME, status_code=200,
@@ -141,8 +128,7 @@ async def touch(request: Request[Any, Any, Any], queue: QueueParam, receipt: Rec
     """The ttr counts again from now: call it well within each ttr while working; an optional
     ``progress`` is shown by the job's routes while it runs."""
     data = await decode_optional(request, TouchBody)
-    return await settle(served(request, queue), request.app.state.metrics, receipt, "touch",
-                        data)
+    return await settle(served(request, queue), receipt, "touch", data)
 
 
 ROUTES = [reserve, ack, fail, touch]

@@ -76,17 +76,10 @@ async def carry(request: Request[Any, Any, Any], queue: str, target: AsyncQueue,
                                                       r.last_checkpoint)))
             except _UNSENDABLE as exc:
                 unsendable.append((r, _unsendable(exc)))
-        metrics = request.app.state.metrics
-        for r, why in unsendable:  # dead now, like a body a worker cannot decode
-            await r.fail(why, dead=True)
+        for r, why in unsendable:  # dead now, like a body a worker cannot decode (reported
+            await r.fail(why, dead=True)  # by the queue's consumer observer, as every settle)
             held.remove(r)
             log.warning("job %s is dead: %s", r.id, why)
-            metrics.settled(queue, r.topic, group, "dead")
-        service = request.app.state.service
-        for r in held:  # Prometheus, and the dashboard's lateness record
-            late_ms = metrics.reserved(queue, r.topic, r.due, r.priority)
-            if late_ms is not None:
-                service.observe_lateness(queue, r.topic, late_ms, r.priority)
         if not parts:
             return None
         return HandOver(b'{"deliveries":[' + b",".join(parts) + b"]}", gone, give_back)
