@@ -21,6 +21,7 @@ from ..protocol.layouts import FLEET_EVERY_S
 from ..protocol.plan import Commands, Plan
 from ..protocol.scripts import ScriptCall
 from ..protocol.spec import QueueSpec
+from ..protocol.streams import read_group
 from ..protocol.workers import info_blob
 from . import leasing
 from .cadence import FLEET, PRUNE, RECLAIM, Cadence, process_cadence
@@ -46,7 +47,6 @@ from .taking import (
     limit_of,
     parse_read,
     paused_flag,
-    read_command,
     read_plan,
     streams_of,
     take_now_plan,
@@ -204,8 +204,8 @@ def _plain_read(cfg: QueueSpec, args: ReserveArgs, block_ms: int, look_staged: b
     staged = (staged_flag(cfg.name, args.topic),) if look_staged else ()
     replies = yield Commands((
         paused_flag(cfg.name, args.topic), limit_of(cfg.name, args.topic), *staged,
-        read_command(args.group, args.consumer, list(streams), args.count,
-                     block_ms if block_ms > 0 else None),
+        read_group(args.group, args.consumer, list(streams), args.count,
+                   block_ms if block_ms > 0 else None),
         TIME, paused_flag(cfg.name, args.topic)))
     before, raw, reply, clock, after = (replies[0], replies[1], replies[-3], replies[-2],
                                         replies[-1])

@@ -78,10 +78,6 @@ def streams_of(keys: Sequence[PartitionKeys], topics: Sequence[str]) -> dict[str
     return {k.stream(t): (k.partition, t) for k in keys for t in topics}
 
 
-# The read both drivers send, built by the one stream module (the name the reserve round uses)
-read_command = stream_io.read_group
-
-
 def parse_read(reply: Any, streams: Streams, now_ms: int = 0) -> list[Entry]:
     """The entries of an ``XREADGROUP`` reply (RESP2 or RESP3: ``streams.read_reply``), oldest
     first per stream, with the server clock ``now_ms`` read with them (``fresh`` when it was

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from streamdelay.base.errors import StreamdelayError
-from streamdelay.engine.taking import TIME, clock_ms, parse_read, read_command
+from streamdelay.engine.taking import TIME, clock_ms, parse_read
 from streamdelay.protocol.plan import Command, Commands
+from streamdelay.protocol.streams import read_group
 from streamdelay.redis_io.clients import async_client
 from streamdelay.redis_io.steps import run_step_async
 
@@ -30,7 +31,7 @@ def test_a_read_and_the_clock_come_back_in_order_parsed_as_alone(redis_url: str)
             await client.xgroup_create(stream, "g", id="0", mkstream=True)
             await client.xadd(stream, {"id": "j1"})
             await client.xadd(stream, {"id": "j2"})
-            read = read_command("g", "c", [stream], 10, None)
+            read = read_group("g", "c", [stream], 10, None)
             both = await run_step_async(client, Commands((read, TIME)))
             await client.xadd(stream, {"id": "j3"})
             alone = await run_step_async(client, read)
@@ -76,7 +77,7 @@ def test_a_cancelled_blocking_read_never_answers_a_later_step(redis_url: str) ->
         client = async_client(redis_url, 5.0)
         try:
             await client.xgroup_create(stream, "g", id="$", mkstream=True)
-            read = read_command("g", "c", [stream], 10, 3000)
+            read = read_group("g", "c", [stream], 10, 3000)
             blocked = asyncio.ensure_future(run_step_async(client, Commands((read, TIME))))
             await asyncio.sleep(0.2)
             blocked.cancel()
