@@ -9,14 +9,14 @@ import contextlib
 import logging
 import random
 import time
-from typing import Any
 
 from ..base.errors import LayoutError
+from ..engine.cadence import PRUNE, RECLAIM, process_cadence, site_of
 from ..engine.constants import PRUNE_EVERY_S
 from ..engine.forwarding import outbox_key
-from ..engine.leasing import member, touch_call
-from ..engine.settling import release_plan, touch_plan
+from ..engine.settling import Held, keep_alive_plan, release_plan
 from ..engine.upkeep import prune_plan, reclaim_plan
+from ..protocol import streams
 from ..protocol.batching import batches, by_partition
 from ..protocol.keys import PartitionKeys
 from ..protocol.layouts import join_fleet_call, layout_of
@@ -25,6 +25,7 @@ from ..protocol.replies import parse_stats
 from ..protocol.scripts import script
 from ..redis_io.runner import RETRYABLE, drive_async, drive_once_async
 from ..telemetry.jobs import delivery_fields
+from . import control
 from .delivery import Delivery
 from .fleet import until_renewal
 from .liveness import Liveness
@@ -66,22 +67,17 @@ async def touch(worker: UpkeepHost, deliveries: list[Delivery], *, quiet: bool =
     for partition, batch in by_partition(deliveries, _partition).items():
         keys = worker.partitions[partition]
         for chunk in batches(batch, TOUCH_BATCH):
-            flat: list[str] = []
-            progress: list[Any] = []  # the latest value of each delivery that reported one
-            sent: list[bytes | None] = []
-            for position, delivery in enumerate(chunk, 1):
+            held: list[Held] = []
+            sent: list[bytes | None] = []  # the latest value of each delivery that reported one
+            for delivery in chunk:
                 delivery.touching()  # this touch may report 'started': the settle must not
-                flat.extend((delivery.topic, delivery.entry_id))
                 sent.append(delivery.progress)
-                if delivery.progress is not None:  # kept alive over two touch intervals
-                    progress.extend((position, delivery.job_id, max(delivery.ttr_ms, 1000) * 2,
-                                     delivery.progress))
-            moved = [(d.topic, member(partition, d.entry_id), max(d.ttr_ms, 1)) for d in chunk
-                     if len(worker.leases) and worker.leases.held(partition, d.topic,
-                                                                  d.entry_id)]
+                held.append(Held(delivery.topic, delivery.job_id, delivery.entry_id,
+                                 delivery.ttr_ms, delivery.progress, bool(len(worker.leases))
+                                 and worker.leases.held(partition, delivery.topic,
+                                                        delivery.entry_id)))
             now = time.monotonic()
-            plan = touch_plan(keys, worker.group, worker.consumer, flat, progress,
-                              (touch_call(worker.config.name, moved),) if moved else ())
+            plan = keep_alive_plan(keys, worker.group, worker.consumer, held)
             lost_ids = (await drive_once_async(worker.client, plan) if once else
                         await worker.run_plan(plan, "heartbeat"))
             for delivery, value in zip(chunk, sent, strict=True):
@@ -217,15 +213,29 @@ async def reclaim_loop(worker: UpkeepHost) -> None:
         except RETRYABLE as exc:
             worker.liveness.failed(exc)
             continue
+        _ran(worker, RECLAIM, worker.reclaim_interval)
         if moved:
             worker.counts.add("reclaimed", moved)
             log.info("re-queued %d job(s) of silent consumers", moved)
         if time.monotonic() >= next_prune:
             next_prune = time.monotonic() + worker.prune_every * random.uniform(0.8, 1.2)
             removed = await prune_once(worker)
+            _ran(worker, PRUNE, worker.prune_every)
             if removed:
                 log.info("removed %d consumer(s) that were gone and owned nothing: %s",
                          len(removed), ", ".join(removed[:10]))
+
+
+def _ran(worker: UpkeepHost, duty: str, every: float) -> None:
+    """Tell the process's cadence (``engine/cadence.py``) that this worker ran ``duty`` for its
+    group's topics: a reserve caller of the same group and topic in this process leaves it to
+    the worker until ``every`` has passed. The worker runs its own passes whatever the cadence
+    says: its ``Witness`` needs a call every interval (docs/guarantees.md)."""
+    cfg = worker.config
+    site, now = site_of(cfg.url, cfg.name), time.monotonic()
+    cadence = process_cadence()
+    for topic in worker.topics:
+        cadence.ran(duty, site, (worker.group, topic), now, every)
 
 
 async def join_fleet(worker: UpkeepHost) -> None:
@@ -285,7 +295,7 @@ async def idle_watch(worker: UpkeepHost, count_delayed: bool = True) -> None:
             if any(int(n or 0) > 0 for n in lanes):
                 busy = True
             if len(worker.partitions) > 1 and await worker.call(
-                    Command(("XLEN", outbox_key(keys))), "stats"):
+                    streams.length(outbox_key(keys)), "stats"):
                 busy = True  # a workflow hand-over not forwarded yet (docs/workflows.md)
         if not busy and not worker.inflight:
             worker.stop()
@@ -325,6 +335,7 @@ async def _release(worker: UpkeepHost, deliveries: list[Delivery], later_ms: int
     """Hand ``deliveries`` back at once or due ``later_ms`` from now (``engine/settling.py``):
     one call per partition, each bounded to 5 s, counted as released; a call that fails
     leaves its jobs to come back after their ttr."""
+    await control.flush_before_release(worker, deliveries)  # docs/worker.md#checkpoints
     for partition, batch in by_partition(deliveries, _partition).items():
         keys = worker.partitions[partition]
         flat: list[str] = []
