@@ -50,8 +50,8 @@ def join_fleet_call(queue: str, consumer: str, info: str = "", info_ttl_s: float
     through ``layout_of``."""
     keys = PartitionKeys(queue, 0)
     extra: list[str | int] = [info, int(info_ttl_s * 1000)] if info else []
-    return script("joinFleet").call([keys.fleet], [consumer, HIGHEST_LAYOUT,
-                                                   int(FLEET_TTL_S * 1000), *extra])
+    return script("joinFleet").call([keys.fleet, keys.meta, keys.workers],
+                                    [consumer, HIGHEST_LAYOUT, int(FLEET_TTL_S * 1000), *extra])
 
 
 @dataclass(frozen=True)

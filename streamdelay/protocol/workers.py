@@ -81,7 +81,8 @@ def command_plan(queue: str, name: str, verb: WorkerCommand) -> Plan[int]:
     """``commandWorker``: tell the live worker ``name`` to quiet or stop (docs/operations.md
     #quiet-and-stop). 1 changed, 0 already so, -1 no live consumer of that name, -2 a
     pull/HTTP consumer."""
-    call = script("commandWorker").call([PartitionKeys(queue, 0).workers],
+    keys = PartitionKeys(queue, 0)
+    call = script("commandWorker").call([keys.workers, keys.commands],
                                         [name, verb, int(COMMAND_TTL_S * 1000)])
     return int((yield call))
 

@@ -1,4 +1,4 @@
-"""``commandWorker-1`` against a real server (docs/operations.md#quiet-and-stop, keys.md#fleet):
+"""``commandWorker-2`` against a real server (docs/operations.md#quiet-and-stop, keys.md#fleet):
 a command for a live worker entry only, tied to that process's start time, a quiet that does
 not undo a stop, pull consumers and expired entries refused, and the hash's bound."""
 

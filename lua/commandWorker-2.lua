@@ -1,11 +1,12 @@
 #!lua flags=allow-oom
--- commandWorker-1: tell one live worker process to quiet (take no new jobs, finish its running
+-- commandWorker-2: tell one live worker process to quiet (take no new jobs, finish its running
 -- ones) or to stop gracefully (docs/operations.md#quiet-and-stop). The worker reads its field
 -- with the pause watch (every 0.5 s): no round trip per job.
 -- KEYS[1] the queue's workers hash, partition 0's PREFIX..'workers' (joinFleet writes it:
---         consumer -> '<live until ms>|<renewed ms>|<JSON>'). The commands hash (KEYS[1] minus
---         'workers', then 'commands'; same hash tag) is written: consumer ->
---         '<quiet|stop>|<the process's started ms>|<until ms>'.
+--         consumer -> '<live until ms>|<renewed ms>|<JSON>'), read
+-- KEYS[2] partition 0's PREFIX..'commands', written: consumer ->
+--         '<quiet|stop>|<the process's started ms>|<until ms>' (declared, as every key a
+--         script writes: a Cluster slot migration must see it; lua/joinFleet-3.lua)
 -- ARGV[1] worker (consumer) name, ARGV[2] 'quiet' or 'stop', ARGV[3] how long (ms) the command
 --         is kept for the worker to read it.
 -- Flags: allow-oom (an operator must be able to quiet or stop a worker while Redis is full).
@@ -19,8 +20,7 @@
 -- process of the same name does not obey it.
 -- @include server_time
 
-local key, member, verb, ttl = KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[3])
-local commands = string.sub(key, 1, #key - #'workers') .. 'commands'
+local key, commands, member, verb, ttl = KEYS[1], KEYS[2], ARGV[1], ARGV[2], tonumber(ARGV[3])
 for _, k in ipairs({key, commands}) do
   local t = redis.call('TYPE', k).ok
   if t ~= 'none' and t ~= 'hash' then error({err = 'SDERR WRONG_TYPE ' .. k .. ' ' .. t}) end

@@ -1,14 +1,19 @@
 #!lua flags=allow-oom
--- joinFleet-1: say that a live process of the queue (a consumer: a worker, or a pull/HTTP
+-- joinFleet-3: say that a live process of the queue (a consumer: a worker, or a pull/HTTP
 -- consumer) reads the record layouts up to ARGV[2], for the next ARGV[3] ms
 -- (docs/keys.md#fleet). `migrate` refuses a layout a live member cannot read.
 -- KEYS[1] the queue's fleet hash, partition 0's PREFIX..'fleet': consumer ->
---         '<highest layout it reads>|<live until, epoch ms>'. The partition's meta hash
---         (KEYS[1] minus 'fleet', then 'meta'; same hash tag) is read, not written.
+--         '<highest layout it reads>|<live until, epoch ms>'
+-- KEYS[2] partition 0's PREFIX..'meta' (read, not written)
+-- KEYS[3] partition 0's PREFIX..'workers' (written when ARGV[4] is given)
+--         Every key the script touches is declared: on Redis Cluster a slot being migrated
+--         answers TRYAGAIN while the three are split between nodes, instead of the script
+--         writing a key on the node it left (MIGRATE then refused BUSYKEY and the slot stayed
+--         half moved: docs/reliability.md#latest-nemesis-run).
 -- ARGV[1] consumer name, ARGV[2] highest layout it reads, ARGV[3] ttl ms (how long the entry
 --         counts as live without another call); optional ARGV[4] what the consumer is (JSON:
 --         host, pid, running ids, ...) and ARGV[5] how long (ms) that counts as live: written to
---         the workers hash (KEYS[1] minus 'fleet', then 'workers') as
+--         the workers hash (KEYS[3]) as
 --         '<live until ms>|<now ms>|<ARGV[4]>' (docs/operations.md#workers)
 -- Flags: allow-oom (one small field per live consumer, and it removes expired ones: a worker
 --        must be able to start while Redis is full).
@@ -19,9 +24,7 @@
 -- (of each hash) and removes those expired; a hash expires 2 ttl after the last call.
 -- @include server_time
 
-local key, member, ttl = KEYS[1], ARGV[1], tonumber(ARGV[3])
-local meta = string.sub(key, 1, #key - #'fleet') .. 'meta'
-local workers = string.sub(key, 1, #key - #'fleet') .. 'workers'
+local key, meta, workers, member, ttl = KEYS[1], KEYS[2], KEYS[3], ARGV[1], tonumber(ARGV[3])
 for _, k in ipairs({key, meta, workers}) do
   local t = redis.call('TYPE', k).ok
   if t ~= 'none' and t ~= 'hash' then error({err = 'SDERR WRONG_TYPE ' .. k .. ' ' .. t}) end
