@@ -2,7 +2,7 @@
 per ``RunJob`` frame and answers with ``Done`` or ``Failed`` (docs/worker.md#executors).
 
 Started by ``pool.py`` with the ``spawn`` method (a fresh interpreter: no fork of a worker's
-threads and event loop); the pickled table names each handler by module and name, so loading
+threads and event loop); the table (``table.py``) names each handler by module and name, so loading
 it imports the worker's module (as ``__mp_main__`` for a script run directly). Everything else
 (reading, heartbeats, acks, limits, metrics) stays in the worker.
 """
@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import ctypes
 import os
-import pickle
 import signal
 import sys
 import threading
@@ -31,12 +30,13 @@ from ...protocol.results import encode_result
 from ..delivery import Handler
 from ..error_text import describe_error
 from . import wire
+from .table import Entry, load_table
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 ABORTED_EXIT = 128 + signal.SIGTERM  # the exit code of a child that ended on an abort
 
 
-def serve_child(conn: Connection, table: bytes, serializer: Serializer, max_result_bytes: int,
+def serve_child(conn: Connection, table: list[Entry], serializer: Serializer, max_result_bytes: int,
                 aborting: Any, parent_pid: int) -> None:
     """The child's main: load the handlers, say ``Ready`` (or ``LoadFailed``), then run jobs
     until ``Stop`` or the worker's end of the pipe closes."""
@@ -52,7 +52,7 @@ def serve_child(conn: Connection, table: bytes, serializer: Serializer, max_resu
 
     signal.signal(signal.SIGTERM, on_term)
     try:
-        handlers: dict[str, Handler] = pickle.loads(table)
+        handlers: dict[str, Handler] = load_table(table)
     except BaseException as exc:  # a module that fails to import, a handler gone
         conn.send_bytes(wire.encode(wire.LoadFailed(describe_error(exc))))
         return

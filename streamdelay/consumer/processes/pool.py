@@ -22,7 +22,6 @@ import logging
 import multiprocessing
 import multiprocessing.connection
 import os
-import pickle
 import signal
 import time
 from collections.abc import Mapping
@@ -40,6 +39,7 @@ from . import wire
 from .child import serve_child
 from .outcomes import ChildDied, outcome
 from .settings import ProcessSettings
+from .table import handler_table
 
 log = logging.getLogger("streamdelay.worker")
 START_TIMEOUT = 60.0  # seconds for the first children to import the worker's module
@@ -152,13 +152,8 @@ class ProcessPool:
     def __init__(self, handlers: Mapping[str, Handler], settings: ProcessSettings,
                  serializer: Serializer, max_result_bytes: int, abort_grace: float = 5.0
                  ) -> None:
-        try:  # by reference: module and name; a child imports the module to load it
-            self._table = pickle.dumps(dict(handlers))
-        except Exception as exc:
-            raise ConfigError(f"handler: a process executor runs handlers a child process can "
-                              f"import by module and name (defined at a module's top level, "
-                              f"not in a function or a lambda): {exc}", field="handler"
-                              ) from exc
+        # by reference: module and name; a child imports the module to load it (table.py)
+        self._table = handler_table(handlers)
         self.settings = settings
         self.serializer: Serializer = serializer
         self.max_result_bytes = max_result_bytes

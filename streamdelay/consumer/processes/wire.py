@@ -3,8 +3,8 @@
 Every message is one msgspec MessagePack frame of a tagged struct, sent with
 ``multiprocessing.connection.Connection.send_bytes`` (a length-prefixed frame over a pipe): a job
 crosses the boundary as its fields and its body re-encoded as MessagePack, a result as the bytes
-the queue stores, never as a pickle of the job. Pickle carries only the handler table, once, when
-a child starts (``pool.py``).
+the queue stores, never as serialised Python objects; the handler table, sent once when a child
+starts, names each handler by module and qualified name (``table.py``).
 """
 
 from __future__ import annotations
