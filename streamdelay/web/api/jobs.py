@@ -52,6 +52,7 @@ Limit = Annotated[int, QueryParameter(ge=1, le=1000, description="At most this m
 JobStateParam = Annotated[Literal["delayed", "ready", "reserved", "dead", "waiting"],
                           QueryParameter(name="state", description="Which jobs to list.")]
 DeadLimit = Annotated[int, QueryParameter(ge=1, le=10_000, description="At most this many.")]
+Abort = Annotated[bool, QueryParameter(description="Also stop the job's handler if it runs.")]
 
 
 def _missing(job_id: str) -> ApiError:
@@ -122,12 +123,15 @@ async def get_job(request: Request[Any, Any, Any], queue: QueueParam,
 
 
 @delete(f"{PREFIX}/jobs/{{id:path}}", opt=WRITE, status_code=200, tags=["producers"],
-        operation_id="cancelJob", summary="Cancel a job", responses=errors(*READ_ERRORS))
+        operation_id="cancelJob", summary="Cancel a job", responses=errors(*READ_ERRORS),
+        description=("Remove the job in any state; 404 when there is none. `?abort=true` also "
+                     "stops its handler if it runs (within about 1 s): the job ends cancelled, "
+                     "its result and event say aborted, an HTTP consumer's next touch answers "
+                     "409 `aborted`."))
 async def cancel_job(request: Request[Any, Any, Any], queue: QueueParam, id: JobIdParam,
-                     abort: bool = False) -> Done:
-    """Remove the job in any state; 404 when there is none. `?abort=true` also stops its
-    handler if it runs (within about 1 s): the job ends cancelled, its result and event say
-    aborted, an HTTP consumer's next touch answers 409 `aborted` (docs/worker.md#abort)."""
+                     abort: Abort = False) -> Done:
+    """Remove the job in any state, or abort it (docs/worker.md#abort); the route's
+    ``description`` is the document's text."""
     job_id = path_value(id)
     if not await served(request, queue).cancel(job_id, abort=abort):
         raise _missing(job_id)

@@ -173,10 +173,10 @@ class ReserveBody(msgspec.Struct, forbid_unknown_fields=True):
     count: Annotated[int, msgspec.Meta(ge=1, le=100)] = 1
 
 
-class Delivery(msgspec.Struct, omit_defaults=True):
+class Delivery(msgspec.Struct):
     """One reserved job: settle it by ``receipt`` within ``ttr`` seconds (or touch it).
     `last_checkpoint`: what an earlier attempt of the job kept with a touch's or fail's
-    `checkpoint` (absent: none; docs/worker.md#checkpoints)."""
+    `checkpoint` (null: none)."""
 
     id: str
     topic: str
@@ -186,7 +186,7 @@ class Delivery(msgspec.Struct, omit_defaults=True):
     due: int
     ttr: float
     receipt: str
-    last_checkpoint: Any = None
+    last_checkpoint: Any  # always sent (null: none), so a generated client's shape is closed
 
 
 class ReserveAnswer(msgspec.Struct):
@@ -220,8 +220,8 @@ class AckBody(msgspec.Struct, forbid_unknown_fields=True):
 class TouchBody(msgspec.Struct, forbid_unknown_fields=True):
     """A heartbeat. `progress` (a number or a small JSON value, at most 1 KiB) is shown by
     the job's routes while it runs; `checkpoint` (at most 64 KiB of JSON) is what the job's
-    next attempt reads as `last_checkpoint` (docs/worker.md#checkpoints). A job aborted
-    meanwhile answers 409 `aborted`."""
+    next attempt reads as `last_checkpoint`. A job aborted meanwhile
+    answers 409 `aborted`."""
 
     progress: Any = None
     checkpoint: Any = None
