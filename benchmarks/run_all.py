@@ -29,6 +29,7 @@ from benchmarks.core.harness import ROOT, Section, redis_server, versions
 from benchmarks.core.report import dropped_sections, exit_code, kept_peers_section, report
 from benchmarks.core.targets import BACKLOG_FULL, BACKLOG_LARGE, BACKLOG_SMALL
 from benchmarks.e2e import (
+    abort_latency,
     cluster_bench,
     drain,
     events_cost,
@@ -79,6 +80,7 @@ def report_steps(full: bool) -> list[Step]:
         events_cost.run,  # issue 26: drain and enqueue with lifecycle events on against off
         life.run,  # issue 39: a job's whole life on the server against plain commands
         process_executor.run,  # issue 36: handlers in child processes against threads
+        abort_latency.run,  # issue 36: cancel(id, abort=True) to the handler's end, p99 <= 1 s
         # issue 27: Jain's index under a hot key's backlog, Redis µs per job staged vs plain
         lambda: fairness.section(10_000, 10, 100_000),
         lambda: memory_drain.run(1_000_000 if full else 100_000),
@@ -114,6 +116,7 @@ def quick_steps() -> list[Step]:
                                 single_rounds=2, many=1_000),
         lambda: life.run(jobs=1_000, rounds=1),
         lambda: process_executor.run(jobs=500, cpu_jobs=20, turns=1),
+        lambda: abort_latency.run(aborts=3),
         lambda: memory_drain.run(2_000, processes=1),
         lambda: lateness_rates.run(rates=(200,), worker_count=1),
         lambda: lateness_rates.run(rates=(200,), worker_count=1, events=True),

@@ -21,6 +21,7 @@ Run: ``.venv/bin/python benchmarks/e2e/process_executor.py [--jobs 5000] [--cpu-
 from __future__ import annotations
 
 import argparse
+import math
 import multiprocessing
 import os
 import statistics
@@ -240,16 +241,30 @@ def _section(jobs: int, cpu_jobs: int, cores: int, loops: int, noop: dict[str, l
              f"(~{CPU_MS:g} ms here, calibrated at the start). A no-op job costs the process "
              f"executor {1e6 / noop_proc - 1e6 / noop_thread:,.0f} µs more than the thread "
              f"executor per job of drain; the raw pipe round trip alone is "
-             f"{1e6 / pipe:,.0f} µs."]
+             f"{1e6 / pipe:,.0f} µs. The kernel's autogroup scheduling "
+             f"(`/proc/sys/kernel/sched_autogroup_enabled`) was {autogroup()} in this run: at 1 "
+             f"every session with work to run gets an equal share of the cores however many "
+             f"processes it runs, so on a shared machine the second process may gain no core "
+             f"(the raw row says what it gained)."]
     figures = {"process_noop_thread": noop_thread, "process_noop_processes": noop_proc,
                "process_cpu_1": cpu_rates["process1"], "process_cpu_2": cpu_rates["process2"],
                "process_cpu_thread": cpu_rates["cputhread"], "process_cpu_speedup": speedup,
                "process_cpu_raw_speedup": raw_speedup, "process_pipe_rtt": pipe,
+               "process_autogroup": float(autogroup()) if autogroup().isdigit() else math.nan,
                **{f"process_median_{k}": v for k, v in med.items()}}
     return Section("Process executor: no-op drain and CPU-bound jobs against threads, and the "
                    "raw ceilings of the same run {#process-executor}",
                    ["workload", "executor", "jobs/s", "seconds per run"], rows, checks, notes,
                    figures=figures)
+
+
+def autogroup() -> str:
+    """``/proc/sys/kernel/sched_autogroup_enabled`` ("1": the kernel shares the cores by
+    session, not by process), or "unknown" off Linux."""
+    try:
+        return Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip()
+    except OSError:
+        return "unknown"
 
 
 def _runs(times: list[float]) -> str:
