@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import redis
 
 import streamdelay as sd
+from benchmarks.core import raw_floor
 from benchmarks.core.harness import (
     LISTED_TARGET,
     SLOWLOG_ALL,
@@ -46,7 +47,9 @@ from benchmarks.core.harness import (
 from streamdelay.protocol.scripts import load_scripts
 
 BODY = {"order_id": 42, "pad": "x" * 80}  # ~100 bytes of JSON
-ENQUEUE_BATCH, PROMOTE_BATCH, READ_COUNT = 100, 200, 64
+# the scripts batch as the raw floor does
+ENQUEUE_BATCH, PROMOTE_BATCH, READ_COUNT = (raw_floor.ENQUEUE_BATCH, raw_floor.PROMOTE_BATCH,
+                                            raw_floor.READ_COUNT)
 TARGET, STRETCH = 2.5, 2.0
 HARNESS = "life-harness"  # the client name whose calls are not the queue's
 # which step of a life each call belongs to (the rest: bookkeeping of the worker)
@@ -144,31 +147,10 @@ def floor(client: redis.Redis, jobs: int, record: bytes, tag: str = "f"
     client.xgroup_create(stream, "g", id="0", mkstream=True)
     client.config_resetstat()
     due = int(server_now_ms(client))
-    for start in range(0, jobs, ENQUEUE_BATCH):
-        ids = [f"j{i}" for i in range(start, min(jobs, start + ENQUEUE_BATCH))]
-        pipe = client.pipeline(transaction=False)
-        pipe.hset(jobs_key, mapping={i: record for i in ids})
-        pipe.zadd(delayed, {i: due for i in ids})
-        pipe.execute()
-    while True:
-        ids = client.zrangebyscore(delayed, "-inf", due, start=0, num=PROMOTE_BATCH)
-        if not ids:
-            break
-        pipe = client.pipeline(transaction=False)
-        pipe.zrem(delayed, *ids)
-        for job in ids:
-            pipe.xadd(stream, {"id": job, "rec": record})
-        pipe.execute()
-    while True:
-        reply = client.xreadgroup("g", "c", {stream: ">"}, count=READ_COUNT)
-        if not reply or not reply[0][1]:
-            break
-        entries = reply[0][1]
-        pipe = client.pipeline(transaction=False)
-        pipe.xack(stream, "g", *[e for e, _ in entries])
-        pipe.xdel(stream, *[e for e, _ in entries])
-        pipe.hdel(jobs_key, *[f[b"id"] for _, f in entries])
-        pipe.execute()
+    raw_floor.enqueue(client, jobs_key, delayed, jobs, record, due)
+    raw_floor.promote(client, delayed, stream, due, record)
+    while entries := raw_floor.read(client, stream, "g"):
+        raw_floor.ack(client, stream, "g", jobs_key, entries)
     return commandstats(client)
 
 

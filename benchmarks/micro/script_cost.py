@@ -24,10 +24,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import redis
 
 import streamdelay as sd
+from benchmarks.core import raw_floor
 from benchmarks.core.harness import BODY, Section, keys_of, redis_server, server_now_ms
 from streamdelay.protocol import scripts as scripts_module
 
-ENQUEUE_BATCH, PROMOTE_BATCH, READ_COUNT = 100, 200, 64
+# the scripts batch as the raw floor does
+ENQUEUE_BATCH, PROMOTE_BATCH, READ_COUNT = (raw_floor.ENQUEUE_BATCH, raw_floor.PROMOTE_BATCH,
+                                            raw_floor.READ_COUNT)
 SINGLE = 2_000  # one-call-per-job enqueues per repeat
 GROUP = "g"
 
@@ -105,38 +108,20 @@ def floor(client: redis.Redis, jobs: int, record: bytes) -> dict[str, float]:
     out["enqueue one call"] = plain_usec(client) / SINGLE
     due = int(server_now_ms(client))
     client.config_resetstat()
-    for start in range(0, jobs, ENQUEUE_BATCH):
-        ids = [f"j{i}" for i in range(start, min(jobs, start + ENQUEUE_BATCH))]
-        pipe = client.pipeline(transaction=False)
-        pipe.hset(jobs_key, mapping={i: record for i in ids})
-        pipe.zadd(delayed, {i: due for i in ids})
-        pipe.execute()
+    raw_floor.enqueue(client, jobs_key, delayed, jobs, record, due)
     out["enqueue_many"] = plain_usec(client) / jobs
     client.config_resetstat()
-    while True:
-        ids = client.zrangebyscore(delayed, "-inf", due, start=0, num=PROMOTE_BATCH)
-        if not ids:
-            break
-        pipe = client.pipeline(transaction=False)
-        pipe.zrem(delayed, *ids)
-        for job in ids:
-            pipe.xadd(stream, {"id": job, "rec": record})
-        pipe.execute()
+    raw_floor.promote(client, delayed, stream, due, record)
     out["promoteDue"] = plain_usec(client) / jobs
     read_us = ack_us = 0
     while True:
         client.config_resetstat()
-        reply = client.xreadgroup(GROUP, "c", {stream: ">"}, count=READ_COUNT)
-        if not reply or not reply[0][1]:
+        entries = raw_floor.read(client, stream, GROUP)
+        if not entries:
             break
         read_us += plain_usec(client)
-        entries = reply[0][1]
         client.config_resetstat()
-        pipe = client.pipeline(transaction=False)
-        pipe.xack(stream, GROUP, *[e for e, _ in entries])
-        pipe.xdel(stream, *[e for e, _ in entries])
-        pipe.hdel(jobs_key, *[f[b"id"] for _, f in entries])
-        pipe.execute()
+        raw_floor.ack(client, stream, GROUP, jobs_key, entries)
         ack_us += plain_usec(client)
     out["read"] = read_us / jobs
     out["ackJobs"] = ack_us / jobs
