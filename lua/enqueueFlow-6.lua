@@ -109,7 +109,7 @@ for i, j in ipairs(jobs) do
     -- its parents are not linked (SPEC 3.6): the job under the id keeps the links it made, with
     -- its own token. A repeat of the call that wrote it (its token: a step retried after its
     -- reply was lost) finds nothing to add and answers as that call did, so that the caller
-    -- does not unlink what it linked (producer/flows.py)
+    -- does not unlink what it linked (client/flow_plans.py)
     if j.token ~= '' and old and (redis.call('HGET', PREFIX .. 'deps:' .. j.id, '#') or
         redis.call('HGET', PREFIX .. 'dd:' .. j.id, '#')) == j.token then -- (dd: once dead)
       if old.state == 'w' then out[i] = '+w' elseif old.state == 'x' then out[i] = '+x'

@@ -8,7 +8,7 @@
 -- '<partition>|<child>|<token>', parent id (of this partition), '?': the child is noted as the
 -- parent's waiter when the parent is live, else told its outcome (one it no longer knows counts
 -- as succeeded); or, from a waiting child that left (a cancel: includes/flow_unlink.lua; a
--- producer whose enqueue found the id taken: producer/flows.py), waiter ref, parent id (of
+-- producer whose enqueue found the id taken: client/flow_plans.py), waiter ref, parent id (of
 -- this partition), '-': the ref leaves the parent's children set.
 -- Returns how many changed a waiter. Idempotent: an outcome already applied changes nothing
 -- (the parent's field of the child, the member's field of the batch, is no longer 'w'), so

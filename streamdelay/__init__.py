@@ -1,9 +1,9 @@
 """streamdelay: delayed jobs on Redis Streams, on time by the server clock, at-least-once.
 
 The package is layered (the import-linter contract in pyproject.toml, checked by ``make lint``;
-docs/design.md), top to bottom: ``testing`` | ``contrib`` > ``cli`` > ``web`` > ``consumer`` >
-``metrics`` > ``producer`` > ``engine`` > ``schedules`` | ``limits`` > ``telemetry`` >
-``redis_io`` > ``protocol`` > ``base``: a layer imports only the layers below it
+docs/design.md), top to bottom: ``testing`` | ``contrib`` > ``cli`` > ``web`` > ``metrics`` >
+``client`` > ``consume`` > ``dispatch`` | ``limits`` > ``telemetry`` > ``io`` > ``protocol`` >
+``base``: a layer imports only the layers below it
 (tests/unit/test_package_layers.py keeps this list and the contract's alike). Everything a user
 needs is exported here.
 """
@@ -51,18 +51,18 @@ from .base.models import (
     TopicStats,
 )
 from .base.tasks import Task, task
-from .consumer.dispatcher import Dispatcher
-from .consumer.lifespan import lifespan
-from .consumer.worker import Worker
+from .client.listing import JobPage
+from .client.queue import AsyncQueue, Queue
+from .client.typed import AsyncEnqueued, Enqueued
+from .consume.lifespan import lifespan
+from .consume.reservation import AsyncReservation, Reservation
+from .consume.worker import Worker
+from .dispatch.dispatcher import Dispatcher
+from .dispatch.schedule_plans import ScheduleNotFound
+from .dispatch.schedule_spec import Schedule
+from .io import config as _config
 from .limits.rates import Rate, TopicLimit
-from .producer.listing import JobPage
-from .producer.pull import AsyncReservation, Reservation
-from .producer.queue import AsyncQueue, Queue
-from .producer.typed import AsyncEnqueued, Enqueued
 from .protocol import scripts as _scripts
-from .redis_io import config as _config
-from .schedules.plans import ScheduleNotFound
-from .schedules.spec import Schedule
 
 __version__ = "0.1.0"
 

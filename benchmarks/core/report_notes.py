@@ -20,8 +20,8 @@ from benchmarks.core import targets
 from benchmarks.core.fragments import fill, fragment, heading_and_body
 from benchmarks.core.harness import BODY, NOT_MEASURED, Check, measured
 from benchmarks.core.targets import CALL_BOUND_US
-from streamdelay.consumer.dispatcher import PROMOTE_BATCH
-from streamdelay.producer.enqueuing import ENQUEUE_BATCH
+from streamdelay.client.enqueuing import ENQUEUE_BATCH
+from streamdelay.dispatch.dispatcher import PROMOTE_BATCH
 
 INTRO = fragment("intro.md") + "\n"
 ANALYSIS_HEADING, _BOUNDS = heading_and_body(fragment("bounds.md"))

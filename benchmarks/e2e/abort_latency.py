@@ -31,7 +31,7 @@ import streamdelay as sd
 from benchmarks.core.harness import ROOT, Section, Workers, ms, redis_server, verdict
 from benchmarks.core.stats import percentile
 from benchmarks.e2e.abort_app import ASYNC, POLL, SLEEP
-from streamdelay.engine.constants import REFRESH_S
+from streamdelay.consume.core.constants import REFRESH_S
 
 TARGET_S = 1.0  # issue 36: an abort stops the handler within 1 s (p99)
 GAP_S = 0.067  # between two aborts: not a divisor of REFRESH_S, so the phases spread

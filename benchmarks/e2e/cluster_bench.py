@@ -34,8 +34,8 @@ import redis
 
 import streamdelay as sd
 from benchmarks.core.harness import Section
-from streamdelay.consumer.dispatcher import Dispatcher
-from streamdelay.redis_io.agreement import agree_partitions_sync
+from streamdelay.dispatch.dispatcher import Dispatcher
+from streamdelay.io.agreement import agree_partitions_sync
 from tests.support.cluster import LocalCluster
 from tests.support.redis_server import RedisServer
 

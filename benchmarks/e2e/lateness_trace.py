@@ -42,9 +42,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 def install(out_dir: str) -> None:
     """Hook the dispatcher, the read loop and the collector of this process (bench worker)."""
-    from streamdelay.consumer.dispatcher import Dispatcher
-    from streamdelay.consumer.timer import PreciseWait
-    from streamdelay.consumer.worker import Worker
+    from streamdelay.consume.worker import Worker
+    from streamdelay.dispatch.dispatcher import Dispatcher
+    from streamdelay.io.precise_wait import PreciseWait
 
     promotes: list[tuple[float, float, int, int]] = []
     waits: list[tuple[float, float, float]] = []
@@ -75,7 +75,7 @@ def install(out_dir: str) -> None:
 
     def traced_start(self: Any, entries: Any) -> int:
         got = time.time()
-        entries = list(entries)  # engine.taking.Entry: (partition, topic, entry_id, fields)
+        entries = list(entries)  # consume.core.taking.Entry: (partition, topic, entry_id, fields)
         reads.append((got, [entry.entry_id for entry in entries]))
         return start_entries(self, entries)
 

@@ -52,7 +52,7 @@ from benchmarks.core.harness import (
     wait_drained,
 )
 from benchmarks.e2e.process_app import CPU, NOOP, spin
-from streamdelay.consumer.processes import wire
+from streamdelay.consume.processes import wire
 
 TARGET = 1.7  # CPU-bound jobs: 2 processes at least 1.7 times as fast as 1 (on 2 cores)
 CPU_MS = 10.0

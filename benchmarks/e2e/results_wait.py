@@ -35,7 +35,7 @@ import redis.asyncio as aioredis
 import streamdelay as sd
 from benchmarks.core.harness import Section, keys_of, percentile, redis_server, verdict
 from streamdelay.protocol.keys import PartitionKeys
-from streamdelay.protocol.results import WAKE_MS, encode_result
+from streamdelay.protocol.result_codec import WAKE_MS, encode_result
 from streamdelay.protocol.scripts import script
 
 TARGET_P99_MS = 5.0

@@ -30,7 +30,7 @@ from benchmarks.core.harness import (
     redis_server,
     script_times,
 )
-from streamdelay.consumer.dispatcher import Dispatcher
+from streamdelay.dispatch.dispatcher import Dispatcher
 from streamdelay.protocol.scripts import load_scripts
 
 QUEUE = "big"

@@ -40,8 +40,8 @@ from benchmarks.core.harness import (
     verdict,
 )
 from benchmarks.core.targets import CALL_BOUND_US
-from streamdelay.consumer.dispatcher import PROMOTE_BATCH, Dispatcher
-from streamdelay.producer.enqueuing import ENQUEUE_BATCH
+from streamdelay.client.enqueuing import ENQUEUE_BATCH
+from streamdelay.dispatch.dispatcher import PROMOTE_BATCH, Dispatcher
 
 FILL_CHUNK = 10_000
 BOUNDED = {"enqueueJobs": ENQUEUE_BATCH, "promoteDue": PROMOTE_BATCH}  # batch-taking scripts

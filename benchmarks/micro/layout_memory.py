@@ -23,11 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import streamdelay as sd
 from benchmarks.core.harness import keys_of, redis_server
+from streamdelay.io.steps import run_step_sync
 from streamdelay.protocol.scripts import script
-from streamdelay.redis_io.steps import run_step_sync
 
 BODY = {"order_id": 42, "pad": "x" * 80}  # ~100 B of JSON
-BATCH = 150  # consumer/dispatcher.py PROMOTE_BATCH
+BATCH = 150  # dispatch/dispatcher.py PROMOTE_BATCH
 
 
 def one_round(url: str, layout: int, jobs: int, n: int) -> dict[str, float]:

@@ -16,8 +16,8 @@ from typing import Any
 
 import streamdelay as sd
 from benchmarks.peers.record import body, record, url
+from streamdelay.io.agreement import agree_partitions_sync
 from streamdelay.protocol.scripts import load_scripts
-from streamdelay.redis_io.agreement import agree_partitions_sync
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 STAGES = {  # name -> path prefixes of its frames, as py-spy names them
     "the streamdelay library (producer, plans, Redis I/O)": (
-        "streamdelay/producer/", "streamdelay/redis_io/", "streamdelay/protocol/",
+        "streamdelay/client/", "streamdelay/io/", "streamdelay/protocol/",
         "streamdelay/base/"),
     "redis-py": ("redis/",),
     "streamdelay/web (middlewares and routes, with all they call)": ("streamdelay/web/",),

@@ -205,7 +205,7 @@ class ClaimResult:
 
 
 class JobControl(Protocol):
-    """What a job's delivery offers its handler (consumer/delivery.py ``Delivery``)."""
+    """What a job's delivery offers its handler (consume/delivery.py ``Delivery``)."""
 
     aborted: bool
 
@@ -235,11 +235,11 @@ class Job(Generic[BodyT]):
     keep_result_ms: int = 0  # how long its result is kept (0: not kept; docs/results.md)
     # its own keep_done in ms (None: the worker's queue's; docs/producer.md#keep_done)
     keep_done_ms: int | None = None
-    # where progress goes: set by the worker that delivers it (consumer/delivery.py)
+    # where progress goes: set by the worker that delivers it (consume/delivery.py)
     _report: Callable[[bytes], None] | None = field(default=None, repr=False, compare=False)
     # the checkpoint an earlier run of the job left (docs/worker.md#checkpoints); None: none
     last_checkpoint: Any = None
-    # the delivery's control (consumer/delivery.py: checkpoints, abort); set by the worker
+    # the delivery's control (consume/delivery.py: checkpoints, abort); set by the worker
     _control: JobControl | None = field(default=None, repr=False, compare=False)
 
     def progress(self, value: Any) -> None:

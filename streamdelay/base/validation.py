@@ -25,7 +25,8 @@ ANY_JOB_ID = re.compile(r"^(\{[A-Za-z0-9_.:@/+=-]{1,64}\})?[A-Za-z0-9_.:@/+=-]{1
 PRIORITY_DEFAULT = 5
 GROUP = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 CONSUMER = re.compile(r"^[A-Za-z0-9_.:@-]{1,128}$")
-# the id of a schedule's tick, <schedule name>@<tick epoch ms> (schedules/spec.py: NAME, tick_id)
+# the id of a schedule's tick, <schedule name>@<tick epoch ms> (dispatch/schedule_spec.py: NAME,
+# tick_id)
 TICK_ID = re.compile(r"^[A-Za-z0-9_.:/+=-]{1,100}@[0-9]+$")
 MAX_DELAY_SECONDS = 10 * 365 * 86400.0
 MAX_TTR_SECONDS = 7 * 86400.0

@@ -1,7 +1,7 @@
 """The ``streamdelay`` command: workers, dispatchers and operator commands (docs/cli.md).
 
 Built on click (subcommands, generated help, environment variables, parameter types).
-Exit codes: 0 ok, 1 the operation failed, 2 usage error; see ``cli/running.py``'s ``run_cli``.
+Exit codes: 0 ok, 1 the operation failed, 2 usage error; see ``cli/exit_codes.py``'s ``run_cli``.
 """
 
 from __future__ import annotations
@@ -12,18 +12,17 @@ import click
 
 from .. import __version__
 from . import inspect as inspect_commands
-from . import job_commands, processes, queue_commands
+from . import job_commands, processes, queue_commands, search_commands
 from . import schedules as schedule_commands
-from . import searching as search_commands
-from .events import events
-from .exporter import exporter
-from .limits import limit
-from .options import group_url_option, with_durability_options
-from .results import batch as batch_commands
-from .results import result as result_command
-from .running import run_cli
+from .event_commands import events
+from .exit_codes import run_cli
+from .exporter_command import exporter
+from .limit_commands import limit
+from .result_commands import batch as batch_commands
+from .result_commands import result as result_command
 from .serve import serve
-from .workers import workers
+from .shared_options import group_url_option, with_durability_options
+from .worker_commands import workers
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -52,14 +51,14 @@ for _command in (processes.worker, processes.dispatch, job_commands.enqueue, job
                  job_commands.cancel, job_commands.reschedule, queue_commands.stats,
                  queue_commands.claim, queue_commands.dead, processes.demo):
     cli.add_command(_command)  # cli/processes.py, cli/job_commands.py, cli/queue_commands.py
-cli.add_command(exporter)  # cli/exporter.py
+cli.add_command(exporter)  # cli/exporter_command.py
 cli.add_command(schedule_commands.schedule)  # cli/schedules.py
-cli.add_command(limit)  # cli/limits.py
-cli.add_command(result_command)  # cli/results.py
-cli.add_command(batch_commands)  # cli/results.py: batch info
+cli.add_command(limit)  # cli/limit_commands.py
+cli.add_command(result_command)  # cli/result_commands.py
+cli.add_command(batch_commands)  # cli/result_commands.py: batch info
 cli.add_command(serve)  # cli/serve.py
-cli.add_command(events)  # cli/events.py
-cli.add_command(workers)  # cli/workers.py
+cli.add_command(events)  # cli/event_commands.py
+cli.add_command(workers)  # cli/worker_commands.py
 for _command in (search_commands.jobs, inspect_commands.pause, inspect_commands.resume,
                  inspect_commands.migrate):
     cli.add_command(_command)

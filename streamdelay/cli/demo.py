@@ -27,12 +27,12 @@ import redis
 
 from ..base.errors import ValidationError
 from ..base.models import Job, JobSpec
-from ..consumer.worker import Worker
-from ..producer.queue import AsyncQueue
+from ..client.queue import AsyncQueue
+from ..consume.worker import Worker
+from ..io.clients import sync_client
+from ..io.steps import run_step_sync
 from ..protocol.keys import partition_keys
 from ..protocol.plan import Command
-from ..redis_io.clients import sync_client
-from ..redis_io.steps import run_step_sync
 from .demo_dashboard import DASHBOARD_HINT, serve_dashboard
 from .private_server import demo_server
 

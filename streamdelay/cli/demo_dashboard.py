@@ -16,8 +16,8 @@ def serve_dashboard(url: str, name: str, port: int, out: TextIO) -> None:
     try:
         import uvicorn
 
+        from ..web.serve_settings import ServeSettings
         from ..web.server import run_server
-        from ..web.settings import ServeSettings
     except ImportError as exc:
         print(f"  dashboard needs the web extra: pip install 'streamdelay[web]' ({exc.name} is "
               f"missing)", file=out)

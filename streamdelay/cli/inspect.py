@@ -8,10 +8,10 @@ from collections.abc import Sequence
 import click
 
 from ..base.models import JobInfo
-from ..producer.listing import MAX_LIMIT, STATES, JobPage
+from ..client.listing import MAX_LIMIT, STATES, JobPage
 from ..protocol.layouts import SEEN_WITHIN_S
-from .options import json_option, partitions_option, url_option
 from .output import table, to_json, utc_seconds
+from .shared_options import json_option, partitions_option, url_option
 from .support import Duration, operator_queue
 
 # a page of `jobs` is one state (--state): no column for it; the consumer or the last error

@@ -10,15 +10,15 @@ from typing import Any
 import click
 
 from ..base.errors import JobNotFound
-from .options import (
+from .output import enqueue_text, job_text, to_json, when
+from .params import BackoffOption, past_at_explained
+from .shared_options import (
     json_option,
     partitions_option,
     url_option,
     with_durability_options,
     with_job_options,
 )
-from .output import enqueue_text, job_text, to_json, when
-from .params import BackoffOption, past_at_explained
 from .support import AtTime, Duration, HeaderPair, JsonValue, one_time, operator_queue
 
 

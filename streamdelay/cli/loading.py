@@ -10,7 +10,7 @@ import os
 import sys
 from typing import Any
 
-from ..consumer.worker import Worker
+from ..consume.worker import Worker
 from .support import DEBUG_ENV, OperationFailed, UsageProblem, debug_wanted
 
 

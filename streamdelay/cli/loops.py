@@ -15,9 +15,9 @@ import click
 
 from ..base.errors import ConnectionFailed
 from ..base.masking import mask_url
-from ..consumer.dispatcher import Dispatcher
-from ..producer.queue import Queue
-from ..redis_io.config import QueueConfig
+from ..client.queue import Queue
+from ..dispatch.dispatcher import Dispatcher
+from ..io.config import QueueConfig
 from .output import stats_json, stats_text
 
 log = logging.getLogger("streamdelay.cli")

@@ -13,7 +13,7 @@ import click
 from ..base.durations import format_duration, parse_duration
 from ..base.errors import ValidationError
 from ..base.models import Backoff
-from ..producer.queue import Queue
+from ..client.queue import Queue
 from .support import ParamBase, UsageProblem
 
 

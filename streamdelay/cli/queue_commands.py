@@ -12,14 +12,14 @@ import click
 
 from ..base.errors import JobNotFound
 from .loops import watch_stats
-from .options import (
+from .output import claim_text, dead_job_of, dead_text, stats_json, stats_text, to_json
+from .shared_options import (
     json_option,
     partitions_option,
     url_option,
     with_dead_options,
     with_durability_options,
 )
-from .output import claim_text, dead_job_of, dead_text, stats_json, stats_text, to_json
 from .support import Duration, operator_queue
 
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import click
 
-from ..schedules.spec import MISSED_POLICIES, Schedule
-from .options import json_option, partitions_option, url_option
+from ..dispatch.schedule_spec import MISSED_POLICIES, Schedule
 from .output import iso_ms, table, to_json, utc_seconds
+from .shared_options import json_option, partitions_option, url_option
 from .support import Duration, JsonValue, operator_queue
 
 # one row of short fields per schedule, its spec on a line under it (80 columns, docs/cli.md)

@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from ..base.errors import ConfigError
-from ..web.settings import (  # plain Python: the web stack is not loaded by this import
+from ..web.serve_settings import (  # plain Python: the web stack is not loaded by this import
     DEFAULT_BODY_TIMEOUT,
     DEFAULT_HEADER_TIMEOUT,
     DEFAULT_KEEP_ALIVE,
@@ -24,14 +24,14 @@ from ..web.settings import (  # plain Python: the web stack is not loaded by thi
     DEFAULT_REDIS_CONNECTIONS,
     DEFAULT_SSE_KEEPALIVE,
 )
-from .options import (
+from .exit_codes import service_logging
+from .shared_options import (
     log_format_option,
     log_level_option,
     partitions_option,
     url_option,
     with_durability_options,
 )
-from .running import service_logging
 from .support import (
     DURABILITY_META,
     OperationFailed,
@@ -133,8 +133,8 @@ def serve(url: str | None, queues: tuple[str, ...], host: str, listen_port: int,
         streamdelay serve --queue orders --url redis://redis:6379/0 --host 0.0.0.0
     """
     uvicorn = _web()
-    from ..redis_io.config import resolve_url
-    from ..web.settings import ServeSettings, session_secret
+    from ..io.config import resolve_url
+    from ..web.serve_settings import ServeSettings, session_secret
     from ..web.tokens import TOKENS_ENV, load_tokens
 
     tokens = library_call(lambda: load_tokens(token_file, os.environ.get(TOKENS_ENV)))

@@ -22,7 +22,7 @@ import click
 from ..base.durations import parse_duration
 from ..base.errors import ConnectionFailed, StreamdelayError, ValidationError
 from ..base.masking import mask_url
-from ..producer.queue import Queue
+from ..client.queue import Queue
 from ..protocol.codec import too_deep
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130

@@ -5,7 +5,7 @@ setting a limit, reading the limits, and the one take-with-limit call (``takeLim
 worker's read loop and any other taker share.
 """
 
-from .plans import (
+from .limit_plans import (
     TakeReply,
     limits_plan,
     parse_take,

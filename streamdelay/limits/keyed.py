@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 from ..protocol.keys import PartitionKeys, partition_keys
 from ..protocol.plan import Command, Commands, Plan
+from ..protocol.queue_spec import QueueSpec
 from ..protocol.replies import field_map, scored_members, text
-from ..protocol.spec import QueueSpec
 
 TOP_KEYS = 10  # keys shown per topic, those with the most ready jobs
 

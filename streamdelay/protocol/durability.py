@@ -3,7 +3,7 @@
 
 A script call that creates or changes a job's fate is built with ``durable=True``
 (``Script.call``); when the queue asks for ``replicas=N`` (or ``local_fsync``), the runner
-(``redis_io/runner.py``) appends ``WAIT N timeout`` (or ``WAITAOF``) to the pipeline that carries
+(``io/runner.py``) appends ``WAIT N timeout`` (or ``WAITAOF``) to the pipeline that carries
 such a call, on the same connection, and ``check_wait`` turns a short count into ``NotDurable``
 (docs/guarantees.md#durability, docs/design.md#durable-steps).
 """

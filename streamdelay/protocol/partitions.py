@@ -1,13 +1,13 @@
 """The partition-count agreement: every producer and worker of a queue uses one count.
 
 Queue protocol, not URL parsing: the count is stored in each partition's ``meta`` hash
-(docs/keys.md); ``redis_io.agreement`` runs this plan once per process and queue.
+(docs/keys.md); ``io.agreement`` runs this plan once per process and queue.
 """
 
 from __future__ import annotations
 
 from ..base.errors import ConfigError, NoSuchQueue
-from .events import EVENTS_FIELD
+from .event_entries import EVENTS_FIELD
 from .keys import PartitionKeys, partition_keys
 from .layouts import LAYOUT_FIELD, NEW_QUEUE_LAYOUT, layout_of
 from .plan import Command, Plan

@@ -1,5 +1,5 @@
 """What a plan is: a generator that yields steps (script calls, plain commands, pipelines) and
-receives their replies. Plans are I/O-free; ``redis_io.runner`` is the only code that sends
+receives their replies. Plans are I/O-free; ``io.runner`` is the only code that sends
 their steps (docs/design.md).
 """
 

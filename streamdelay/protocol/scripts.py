@@ -1,7 +1,7 @@
 """The Lua scripts (``lua/<verbObject>-<numKeys>.lua``): loading, includes and call objects.
 
 Scripts are read once, their ``-- @include name`` lines replaced by ``lua/includes/name.lua``,
-and called by SHA (EVALSHA) with a reload on NOSCRIPT (see ``redis_io/steps.py``).
+and called by SHA (EVALSHA) with a reload on NOSCRIPT (see ``io/steps.py``).
 """
 
 from __future__ import annotations

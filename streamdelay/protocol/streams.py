@@ -161,7 +161,7 @@ _READS = ("XREADGROUP", "XREAD")
 
 def read_keys(args: Sequence[Any]) -> list[Any] | None:
     """The stream keys of an ``XREAD`` / ``XREADGROUP`` command (its name first), None for any
-    other command: a cluster client routes a read by them (``redis_io/clients.py``)."""
+    other command: a cluster client routes a read by them (``io/clients.py``)."""
     if not args or text(args[0]).upper() not in _READS:
         return None
     upper = [text(a).upper() for a in args]

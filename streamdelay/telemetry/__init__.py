@@ -7,7 +7,7 @@ Importing this package imports neither ``opentelemetry`` nor installs any log ha
 
 from __future__ import annotations
 
-from .jobs import JOB_FIELDS, JobObserver, JobRun, delivery_fields, log_settled, observe
+from .job_logs import JOB_FIELDS, JobObserver, JobRun, delivery_fields, log_settled, observe
 from .logs import LOG_FORMATS, JsonFormatter, TextFormatter, service_logging
 from .tracing import tracing_enabled, with_trace_context
 

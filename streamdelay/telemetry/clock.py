@@ -10,8 +10,8 @@ import logging
 import time
 from typing import Any
 
+from ..io.steps import run_step_async
 from ..protocol.plan import Command
-from ..redis_io.steps import run_step_async
 
 TIME = Command(("TIME",))
 

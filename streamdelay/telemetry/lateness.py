@@ -35,10 +35,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..io.runner import call_with_retry
 from ..protocol.keys import PartitionKeys
 from ..protocol.plan import Plan
 from ..protocol.scripts import ScriptCall, script
-from ..redis_io.runner import call_with_retry
 
 log = logging.getLogger("streamdelay.worker")
 

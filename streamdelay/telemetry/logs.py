@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 
 from ..base.masking import scrub
-from .jobs import JOB_FIELDS
+from .job_logs import JOB_FIELDS
 
 LOG_FORMATS = ("text", "json")
 TEXT_LAYOUT = "%(asctime)s %(levelname)s %(name)s: %(message)s"

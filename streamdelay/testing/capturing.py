@@ -24,9 +24,9 @@ import msgspec
 from ..base import validation
 from ..base.models import EnqueueResult, JobSpec
 from ..base.tasks import Task
-from ..producer.enqueuing import PreparedJob, prepare_values
-from ..producer.queue import AsyncQueue, Queue
-from ..producer.typed import AsyncEnqueued, Enqueued
+from ..client.enqueuing import PreparedJob, prepare_values
+from ..client.queue import AsyncQueue, Queue
+from ..client.typed import AsyncEnqueued, Enqueued
 
 _OPTIONS = ("delay", "at", "id", "ttr", "max_attempts", "backoff", "headers", "replace",
             "max_wait", "keep_result", "priority", "key", "expires")

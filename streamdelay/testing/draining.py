@@ -21,10 +21,10 @@ from typing import Any, Literal
 
 from ..base.errors import StreamdelayError
 from ..base.models import Drop, Job
-from ..consumer.delivery import Handler
-from ..consumer.upkeep import idle_watch
-from ..consumer.worker import Worker
-from ..producer.queue import AsyncQueue
+from ..client.queue import AsyncQueue
+from ..consume.delivery import Handler
+from ..consume.upkeep_loops import idle_watch
+from ..consume.worker import Worker
 
 RunState = Literal["succeeded", "retried", "dead", "dropped"]
 ROUND_BLOCK_S = 0.1  # the drain's worker reads block this long: a round stops within it
@@ -54,7 +54,7 @@ class Outcome:
 
 def _ended(job: Job, exc: BaseException | None, value: Any) -> Outcome:
     """The outcome of a run of ``job`` that raised ``exc`` (None: returned ``value``), as the
-    worker settles it (consumer/delivery.py, ``outcome_of``)."""
+    worker settles it (consume/delivery.py, ``outcome_of``)."""
     if exc is None:
         state: RunState = "succeeded"
     elif isinstance(exc, Drop):

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from ..producer.queue import Queue
+    from ..client.queue import Queue
 
 URL_ENV = "STREAMDELAY_TEST_URL"
 
@@ -70,7 +70,7 @@ def sd_queue_options() -> dict[str, Any]:
 @pytest.fixture
 def sd_queue(sd_server: TestServer, sd_queue_options: dict[str, Any]) -> Iterator[Queue]:
     """A fresh queue on ``sd_server`` for this test, closed after it."""
-    from ..producer.queue import Queue
+    from ..client.queue import Queue
 
     queue = Queue(f"test-{uuid.uuid4().hex[:12]}", url=sd_server.url, **sd_queue_options)
     try:

@@ -30,11 +30,11 @@ def asgi(queues: Iterable[str], url: str | None = None, tokens: TokenTable | str
     when the app's workers dispatch); ``options``: other ``ServeSettings`` fields
     (``max_polls``, ``queue_options``, ...). Starts with the host's lifespan
     (``service.lifespan``) or on the first request."""
-    from ..redis_io.config import resolve_url
+    from ..io.config import resolve_url
     from .app import create_app
     from .mount import MountedService
-    from .settings import ServeSettings
-    from .settings import session_secret as secret_of
+    from .serve_settings import ServeSettings
+    from .serve_settings import session_secret as secret_of
     from .tokens import parse_tokens
 
     table = (tokens if isinstance(tokens, TokenTable) else

@@ -26,23 +26,23 @@ from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
 
 from .. import __version__
+from ..io.steps import run_step_async
 from ..protocol.plan import Command
-from ..redis_io.steps import run_step_async
 from .api import api_routes
 from .api.openapi import finish
 from .api.paths import ActionPaths
 from .auth import SESSION_COOKIE, AuthMiddleware, SessionSigner, host_prefixed, needs, principal_of
+from .body_depth import LimitedRequest
 from .csrf import SessionCsrf
 from .dashboard import TEMPLATE_DIR, dashboard_routes
-from .errors import EXCEPTION_HANDLERS
 from .fastpath import FastPaths
-from .limits import LimitedRequest
+from .http_errors import EXCEPTION_HANDLERS
 from .local import LocalOnly
 from .metrics import HttpMetrics, MetricsMiddleware
 from .polls import PollGate
 from .queries import check_whole_numbers
+from .serve_settings import SESSION_MAX_AGE, ServeSettings
 from .service import Service
-from .settings import SESSION_MAX_AGE, ServeSettings
 
 STATIC_DIR = Path(__file__).parent / "static"
 HEALTH_TIMEOUT = 2.0

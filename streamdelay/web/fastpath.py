@@ -19,15 +19,15 @@ from typing import Any
 import msgspec
 from litestar.exceptions import HTTPException
 
+from .api.api_models import AckBody, EnqueueBody, FailBody, TouchBody
 from .api.bodies import decode_bytes, required
 from .api.common import lookup
 from .api.consumers import settle
-from .api.jobs import enqueue_job
-from .api.models import AckBody, EnqueueBody, FailBody, TouchBody
+from .api.job_routes import enqueue_job
 from .auth import SessionSigner, check, resolve
-from .errors import ErrorBody, ErrorDetail, describe
+from .http_errors import ErrorBody, ErrorDetail, describe
 from .metrics import HttpMetrics
-from .settings import ServeSettings
+from .serve_settings import ServeSettings
 
 _ENQUEUE = re.compile(r"^/v1/queues/([^/]+)/jobs$")
 _SETTLE = re.compile(r"^/v1/queues/([^/]+)/deliveries/([A-Za-z0-9_-]{1,2048}):(ack|fail|touch)$")

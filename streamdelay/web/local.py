@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from .errors import ErrorBody, ErrorDetail
-from .settings import is_loopback
+from .http_errors import ErrorBody, ErrorDetail
+from .serve_settings import is_loopback
 
 SAFE = frozenset({"GET", "HEAD", "OPTIONS"})
 _encoder = msgspec.json.Encoder()

@@ -16,10 +16,10 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..metrics import LATENESS_BUCKETS, prometheus
-from ..metrics.exporter import QueueCollector, exporter_queue
-from ..producer.queue import Queue
-from ..redis_io.config import QueueConfig
+from ..client.queue import Queue
+from ..io.config import QueueConfig
+from ..metrics.queue_exporter import QueueCollector, exporter_queue
+from ..telemetry.prometheus import LATENESS_BUCKETS, prometheus
 from .api.paths import public_path
 
 log = logging.getLogger("streamdelay.web")

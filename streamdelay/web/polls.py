@@ -16,8 +16,8 @@ from typing import Any
 import msgspec
 
 from .auth import SessionSigner, resolve
-from .errors import ErrorBody, ErrorDetail
-from .settings import ServeSettings
+from .http_errors import ErrorBody, ErrorDetail
+from .serve_settings import ServeSettings
 
 _RESERVE = re.compile(r"^/v1/queues/([^/]+)/topics/[^/]+:reserve$")
 RESERVE_TEMPLATE = "/v1/queues/{queue}/topics/{topic}:reserve"  # the metrics' route label

@@ -31,7 +31,7 @@ import time
 from http import HTTPStatus
 from typing import Any
 
-from .settings import ServeSettings
+from .serve_settings import ServeSettings
 
 log = logging.getLogger("streamdelay.web")
 MAX_HEADER_BYTES = 64 * 1024  # request line and headers; 431 beyond

@@ -18,7 +18,7 @@ from litestar import Request
 from litestar.enums import ParamType
 from litestar.handlers import HTTPRouteHandler
 
-from .errors import ApiError
+from .http_errors import ApiError
 
 WHOLE = re.compile(r"^-?[0-9]{1,18}$")  # a sign is the range check's to refuse, with its range
 

@@ -10,7 +10,7 @@ from typing import Any
 from ..base.masking import mask_url
 from .app import create_app
 from .protocol import guarded_protocol
-from .settings import ServeSettings
+from .serve_settings import ServeSettings
 
 log = logging.getLogger("streamdelay.web")
 FILE_MARGIN = 256  # files beyond the sockets of the limits: logs, the dispatchers' clients

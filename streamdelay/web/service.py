@@ -3,7 +3,8 @@ per served queue, and (unless ``--no-dispatch``) a dispatcher and the reclaim up
 so a fleet of HTTP consumers needs nothing else (docs/http.md#serve).
 
 The reclaim pass re-queues deliveries idle past their job's ttr for every (topic, group) the
-queue records: the one reclaim plan (``engine/upkeep.py``) of ``streamdelay claim``, the worker
+queue records: the one reclaim plan (``consume/core/upkeep_plans.py``) of ``streamdelay claim``,
+the worker
 and a reserve caller: an HTTP consumer that stops calling ``:touch`` loses its jobs to the next
 consumer.
 """
@@ -19,14 +20,14 @@ from functools import partial
 from typing import Any
 
 from ..base.errors import StreamdelayError
-from ..consumer.dispatcher import Dispatcher
-from ..consumer.supervise import supervised
-from ..engine.cadence import RECLAIM, process_cadence, site_of
-from ..engine.upkeep import reclaim_plan
-from ..producer.queue import AsyncQueue
-from ..redis_io.runner import drive_async
+from ..client.queue import AsyncQueue
+from ..consume.core.cadence import RECLAIM, process_cadence, site_of
+from ..consume.core.upkeep_plans import reclaim_plan
+from ..dispatch.dispatcher import Dispatcher
+from ..io.loop_supervision import supervised
+from ..io.runner import drive_async
 from ..telemetry.observer import Reporter
-from .settings import ServeSettings
+from .serve_settings import ServeSettings
 
 log = logging.getLogger("streamdelay.web")
 STOP_GRACE = 3.0
@@ -87,7 +88,7 @@ class Service:
 
     async def _supervised(self, run: Any, what: str) -> None:
         """Run a duty under the one supervision policy of every loop of the library
-        (``consumer/supervise.py``: logged and restarted after a pause)."""
+        (``io/loop_supervision.py``: logged and restarted after a pause)."""
         await supervised(what, run, log)
 
     async def reclaim_once(self) -> int:
@@ -106,7 +107,7 @@ class Service:
 
     async def _reclaim_loop(self) -> None:
         """Reclaim every served queue every ``reclaim_interval`` (jittered), holding each
-        queue's reclaim in the process's cadence meanwhile (``engine/cadence.py``): the
+        queue's reclaim in the process's cadence meanwhile (``consume/core/cadence.py``): the
         ``:reserve`` rounds of its HTTP consumers then leave the reclaim to this loop, so the
         process reclaims once however many consumers it serves."""
         interval = self.settings.reclaim_interval

@@ -1,5 +1,5 @@
 """Coalesced ``AsyncQueue.enqueue``: concurrent calls share ``enqueueJobs`` round trips, yet each
-caller gets exactly its own result or its own error (streamdelay/producer/coalesce.py).
+caller gets exactly its own result or its own error (streamdelay/client/coalesce.py).
 
 Everything runs against real redis-server processes; "how many script calls" is read from the
 server's own INFO commandstats.
@@ -16,7 +16,7 @@ import pytest
 import redis
 
 import streamdelay as sd
-from streamdelay.producer.enqueuing import ENQUEUE_BATCH
+from streamdelay.client.enqueuing import ENQUEUE_BATCH
 from streamdelay.protocol.keys import PartitionKeys, partition_of
 from tests.support.redis_server import RedisServer
 

@@ -20,9 +20,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 import streamdelay as sd
-from streamdelay.redis_io.runner import drive_sync
+from streamdelay.io.runner import drive_sync
 from streamdelay.telemetry.lateness import LatenessWindow, lateness_plan
-from streamdelay.web.settings import ServeSettings
+from streamdelay.web.serve_settings import ServeSettings
 from tests.integration.test_pull import promote
 from tests.support.served_app import serving
 

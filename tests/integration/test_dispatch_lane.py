@@ -1,5 +1,5 @@
 """A dispatcher sends its promote calls on a held connection of its client's pool
-(``redis_io/lane.py``, ``AsyncLane``); whatever happens to that connection, the call goes the
+(``io/lane.py``, ``AsyncLane``); whatever happens to that connection, the call goes the
 ordinary way and every due job reaches its stream once."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``Queue.enqueue`` sends its one script call on a held connection of the client's pool
-(``redis_io/lane.py``); whatever happens to that connection, the call goes the ordinary way and
+(``io/lane.py``); whatever happens to that connection, the call goes the ordinary way and
 every job is written once."""
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import streamdelay as sd
-from streamdelay.producer.enqueuing import prepare_values
+from streamdelay.client.enqueuing import prepare_values
 from tests.unit.test_enqueue_prepared import SPECS, values_of
 
 

@@ -14,9 +14,9 @@ import pytest
 import redis
 
 import streamdelay as sd
+from streamdelay.io.steps import run_step_sync
 from streamdelay.protocol.keys import PartitionKeys, partition_keys
 from streamdelay.protocol.scripts import script
-from streamdelay.redis_io.steps import run_step_sync
 from tests.integration.test_pull import promote
 from tests.system import test_docs_examples as docs_examples
 

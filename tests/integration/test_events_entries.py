@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 import streamdelay as sd
+from streamdelay.io.runner import run_step_sync
 from streamdelay.protocol.keys import PartitionKeys
 from streamdelay.protocol.scripts import script
-from streamdelay.redis_io.runner import run_step_sync
 from tests.support.promoting import promote_due_sync
 
 pytestmark = pytest.mark.timeout(60)

@@ -12,7 +12,7 @@ import pytest
 import redis
 
 import streamdelay as sd
-from streamdelay.engine.control import aborts_key, checkpoints_key
+from streamdelay.consume.core.control_plans import aborts_key, checkpoints_key
 from streamdelay.protocol.keys import PartitionKeys, partition_of
 from tests.integration.test_pull import promote
 

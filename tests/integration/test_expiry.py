@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 import streamdelay as sd
+from streamdelay.io.steps import run_step_sync
 from streamdelay.protocol.keys import PartitionKeys
 from streamdelay.protocol.scripts import script
-from streamdelay.redis_io.steps import run_step_sync
 from tests.integration.test_pull import promote
 from tests.support.expiring import deadline_of, give_deadline, server_ms
 from tests.support.promoting import promote_due

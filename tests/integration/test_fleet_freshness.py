@@ -10,7 +10,7 @@ import time
 import pytest
 
 import streamdelay as sd
-from streamdelay.consumer.fleet import RUNNING_SAY_S, until_renewal
+from streamdelay.consume.fleet_self import RUNNING_SAY_S, until_renewal
 
 pytestmark = pytest.mark.timeout(90)
 BOUND_S = 6.0  # the promise is ~1 s; a loaded machine gets slack, far below the 15 s renewal

@@ -12,9 +12,9 @@ import pytest
 import redis
 
 import streamdelay as sd
+from streamdelay.io.steps import run_step_sync
 from streamdelay.protocol.keys import PartitionKeys
 from streamdelay.protocol.scripts import script
-from streamdelay.redis_io.steps import run_step_sync
 from tests.support.placement import fill_up, make_room, misplaced
 from tests.support.redis_server import RedisServer
 from tests.system.test_cli import cli_many

@@ -30,7 +30,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import streamdelay as sd
-from streamdelay.redis_io.agreement import agree_partitions_sync
+from streamdelay.io.agreement import agree_partitions_sync
 from tests.support.redis_server import RedisServer
 
 FUZZ = settings(max_examples=150, deadline=None,

@@ -9,8 +9,8 @@ import asyncio
 import redis
 
 import streamdelay as sd
+from streamdelay.io.runner import drive_sync
 from streamdelay.protocol.keys import PartitionKeys
-from streamdelay.redis_io.runner import drive_sync
 from streamdelay.telemetry.history import (
     HISTORY_DAYS,
     WINDOWS,

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 import streamdelay as sd
+from streamdelay.io.steps import run_step_sync
 from streamdelay.protocol.keys import PartitionKeys, partition_of
 from streamdelay.protocol.scripts import script
-from streamdelay.redis_io.steps import run_step_sync
 from tests.integration.test_queue_api import (
     Face,
     make_queue,

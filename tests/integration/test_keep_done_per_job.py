@@ -12,7 +12,7 @@ import msgspec
 import pytest
 
 import streamdelay as sd
-from streamdelay.engine.receipts import Receipt, is_genuine, signed
+from streamdelay.consume.core.receipts import Receipt, is_genuine, signed
 from streamdelay.protocol.keys import PartitionKeys
 from tests.integration.test_pull import promote
 

@@ -10,9 +10,9 @@ import time
 import pytest
 
 import streamdelay as sd
+from streamdelay.io.runner import drive_sync
 from streamdelay.protocol.keys import PartitionKeys
 from streamdelay.protocol.scripts import script
-from streamdelay.redis_io.runner import drive_sync
 from streamdelay.telemetry.lateness import (
     LatenessRecorder,
     bucket_of,

@@ -18,9 +18,9 @@ import pytest
 import redis
 
 import streamdelay as sd
+from streamdelay.io.steps import run_step_sync
 from streamdelay.protocol.keys import PartitionKeys
 from streamdelay.protocol.scripts import script
-from streamdelay.redis_io.steps import run_step_sync
 from tests.support.apps.reliability_app import ROOT
 from tests.support.web_server import WebServer
 from tests.system.test_web_consumers import _call

@@ -13,9 +13,9 @@ import pytest
 import redis
 
 import streamdelay as sd
+from streamdelay.io.steps import run_step_sync
 from streamdelay.protocol.keys import PartitionKeys
 from streamdelay.protocol.scripts import script
-from streamdelay.redis_io.steps import run_step_sync
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 import streamdelay as sd
-from streamdelay.engine.cadence import FLEET, PRUNE, RECLAIM, Cadence
-from streamdelay.engine.reserving import ReserveState, reserve_args, round_plan
+from streamdelay.consume.core.cadence import FLEET, PRUNE, RECLAIM, Cadence
+from streamdelay.consume.core.reserving import ReserveState, reserve_args, round_plan
+from streamdelay.io.config import QueueConfig
 from streamdelay.protocol.plan import Command, Commands
-from streamdelay.redis_io.config import QueueConfig
 from tests.integration.test_pull import promote
 
 pytestmark = pytest.mark.timeout(60)

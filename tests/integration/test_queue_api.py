@@ -20,7 +20,7 @@ import pytest
 import redis
 
 import streamdelay as sd
-from streamdelay.producer.enqueuing import ENQUEUE_BATCH
+from streamdelay.client.enqueuing import ENQUEUE_BATCH
 from streamdelay.protocol.keys import PartitionKeys, partition_of
 from streamdelay.protocol.scripts import script
 

@@ -1,6 +1,6 @@
 """A Worker's reclaim counts only the silence it witnessed and never takes its own running
 deliveries (docs/guarantees.md#never-twice-at-once; lua/requeueStuck-6.lua ARGV 7-11,
-engine/upkeep.py ``Witness``), checked on a real redis-server restarted from its AOF.
+consume/core/upkeep_plans.py ``Witness``), checked on a real redis-server restarted from its AOF.
 
 What Redis 7.0 does that makes the rule necessary: a pending entry's idle time survives a
 restart from the AOF (its delivery time is kept as an absolute time), so the outage counts as
@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 
 import streamdelay as sd
-from streamdelay.engine.upkeep import Reclaimed, Witness, reclaim_plan
+from streamdelay.consume.core.upkeep_plans import Reclaimed, Witness, reclaim_plan
+from streamdelay.io.runner import drive_sync
 from streamdelay.protocol.keys import PartitionKeys
-from streamdelay.redis_io.runner import drive_sync
 from tests.integration.test_pull import promote
 from tests.support.redis_server import RedisServer
 
 pytestmark = pytest.mark.timeout(60)
-GAP_MS = 1700  # a Worker's with reclaim_interval=1 (consumer/upkeep.py Liveness)
+GAP_MS = 1700  # a Worker's with reclaim_interval=1 (consume/upkeep_loops.py Liveness)
 
 
 def _pending(q: sd.Queue) -> dict[str, tuple[str, int]]:

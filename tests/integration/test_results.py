@@ -15,7 +15,7 @@ import pytest
 
 import streamdelay as sd
 from streamdelay.protocol.keys import PartitionKeys
-from streamdelay.protocol.results import encode_result, result_key, wake_key
+from streamdelay.protocol.result_codec import encode_result, result_key, wake_key
 from streamdelay.protocol.scripts import script
 from tests.integration.test_pull import running_dispatcher
 from tests.integration.test_script_safety import call

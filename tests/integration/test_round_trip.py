@@ -1,4 +1,4 @@
-"""A ``Commands`` step on an asyncio client (``redis_io/steps.py: _round_trip_async``): the
+"""A ``Commands`` step on an asyncio client (``io/steps.py: _round_trip_async``): the
 commands written at once on one pooled connection, their replies read in order, and a
 connection left with replies unread never reused (against a real redis-server)."""
 
@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from streamdelay.base.errors import StreamdelayError
-from streamdelay.engine.taking import TIME, clock_ms, parse_read
+from streamdelay.consume.core.taking import TIME, clock_ms, parse_read
+from streamdelay.io.clients import async_client
+from streamdelay.io.steps import run_step_async
 from streamdelay.protocol.plan import Command, Commands
 from streamdelay.protocol.streams import read_group
-from streamdelay.redis_io.clients import async_client
-from streamdelay.redis_io.steps import run_step_async
 
 
 def _run(body: Any) -> Any:

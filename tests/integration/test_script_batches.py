@@ -10,11 +10,11 @@ import pytest
 import redis
 
 import streamdelay as sd
-from streamdelay.consumer.dispatcher import Dispatcher, PromoteResult
+from streamdelay.dispatch.dispatcher import Dispatcher, PromoteResult
+from streamdelay.io.config import QueueConfig
+from streamdelay.io.steps import run_step_sync
 from streamdelay.protocol.keys import PartitionKeys
 from streamdelay.protocol.scripts import lua_dir, script
-from streamdelay.redis_io.config import QueueConfig
-from streamdelay.redis_io.steps import run_step_sync
 
 pytestmark = pytest.mark.timeout(60)
 BLOB = b"\x92\xa1j\xc4\x02{}"

@@ -134,7 +134,7 @@ def test_bulk_refuses_what_it_cannot_bound_or_do(make_queue: Any) -> None:
 
 
 def test_body_filters_compare_as_text_or_json_and_walk_lists() -> None:
-    from streamdelay.producer.searching import JobFilter
+    from streamdelay.client.search_plans import JobFilter
 
     def info(body: Any, error: str | None = None) -> sd.JobInfo:
         return sd.JobInfo("j", "t", "dead", 0, 0, 0, 1, 1.0, body, {}, error=error)

@@ -1,5 +1,5 @@
 """``streamdelay serve`` reclaims once however many consumers it serves: its reclaim loop holds
-each served queue's reclaim in the process's cadence (``engine/cadence.py``), so the
+each served queue's reclaim in the process's cadence (``consume/core/cadence.py``), so the
 ``:reserve`` rounds of its HTTP consumers (``AsyncQueue.reserve`` on the service's queue) add
 no ``requeueStuck`` pass of their own (docs/design.md#the-consumer-core). Counted on a real
 server: every command in the SLOWLOG."""
@@ -13,8 +13,8 @@ import pytest
 
 import streamdelay as sd
 from streamdelay.protocol.scripts import script
+from streamdelay.web.serve_settings import ServeSettings
 from streamdelay.web.service import Service
-from streamdelay.web.settings import ServeSettings
 from tests.support.redis_server import RedisServer
 
 pytestmark = pytest.mark.timeout(120)

@@ -12,7 +12,7 @@ import msgspec
 import pytest
 
 import streamdelay as sd
-from streamdelay.consumer.upkeep import idle_watch
+from streamdelay.consume.upkeep_loops import idle_watch
 from streamdelay.testing import DrainError, Outcome, drain, drain_async
 
 pytestmark = pytest.mark.timeout(120)

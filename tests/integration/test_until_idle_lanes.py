@@ -1,7 +1,7 @@
 """``Worker.run(until_idle=True)`` (docs/worker.md) and a staged topic's lanes
 (docs/priorities.md): jobs of a key held back by its key rate wait, ready, in their lane, with
 nothing delayed, nothing in the stream and nothing in flight. The idle watch must count them
-(the ``ready`` lane tally, consumer/upkeep.py ``idle_watch``) or the worker stops with them
+(the ``ready`` lane tally, consume/upkeep_loops.py ``idle_watch``) or the worker stops with them
 left, as it did on a cluster. Real redis-server, one and three partitions."""
 
 from __future__ import annotations

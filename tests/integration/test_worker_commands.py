@@ -11,16 +11,16 @@ import pytest
 import redis
 
 import streamdelay as sd
-from streamdelay.protocol.keys import PartitionKeys
-from streamdelay.protocol.layouts import join_fleet_call
-from streamdelay.protocol.plan import Plan, Step
-from streamdelay.protocol.workers import (
+from streamdelay.protocol.fleet_records import (
     WorkerCommand,
     command_plan,
     command_read,
     info_blob,
     parse_command,
 )
+from streamdelay.protocol.keys import PartitionKeys
+from streamdelay.protocol.layouts import join_fleet_call
+from streamdelay.protocol.plan import Plan, Step
 
 
 def join(q: sd.Queue, name: str, started_ms: int, kind: str = "worker",

@@ -19,13 +19,13 @@ import redis
 import streamdelay as sd
 from streamdelay.base.validation import MAX_DELAY_SECONDS
 from streamdelay.cli.loading import with_overrides
-from streamdelay.consumer.acks import ACK_BATCH, ACK_BYTES, PendingAcks, batch_length
-from streamdelay.consumer.dispatcher import Dispatcher
+from streamdelay.consume.acks import ACK_BATCH, ACK_BYTES, PendingAcks, batch_length
+from streamdelay.dispatch.dispatcher import Dispatcher
+from streamdelay.io.steps import run_step_sync
 from streamdelay.protocol.backoff import retry_delay
 from streamdelay.protocol.codec import encode_blob
 from streamdelay.protocol.keys import partition_keys
 from streamdelay.protocol.scripts import script
-from streamdelay.redis_io.steps import run_step_sync
 from tests.support.promoting import promote_due
 
 

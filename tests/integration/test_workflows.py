@@ -179,7 +179,7 @@ def test_the_workflows_example_runs(example_env: dict[str, str]) -> None:
 def test_the_async_faces_and_the_waiting_gauge(redis_url: str, queue_name: str) -> None:
     from prometheus_client import CollectorRegistry, generate_latest
 
-    from streamdelay.metrics.exporter import QueueCollector
+    from streamdelay.metrics.queue_exporter import QueueCollector
 
     async def produce() -> tuple[list[sd.EnqueueResult], sd.BatchInfo, sd.BatchInfo | None]:
         async with sd.AsyncQueue(queue_name, url=redis_url) as aq:

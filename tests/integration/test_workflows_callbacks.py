@@ -11,9 +11,9 @@ import asyncio
 import pytest
 
 import streamdelay as sd
-from streamdelay.engine.forwarding import forward_plan, read_outbox_command
+from streamdelay.dispatch.outbox import forward_plan, read_outbox_command
+from streamdelay.io.runner import drive_sync, run_step_sync
 from streamdelay.protocol.keys import PartitionKeys, partition_of
-from streamdelay.redis_io.runner import drive_sync, run_step_sync
 from tests.system import test_docs_examples as docs_examples
 
 example_env = docs_examples.example_env  # the fixture: a private redis-server for the examples

@@ -5,9 +5,9 @@ list when it is released, dead-lettered for a failed parent, cancelled or replac
 from __future__ import annotations
 
 import streamdelay as sd
-from streamdelay.engine.forwarding import forward_plan, read_outbox_command
+from streamdelay.dispatch.outbox import forward_plan, read_outbox_command
+from streamdelay.io.runner import drive_sync, run_step_sync
 from streamdelay.protocol.keys import PartitionKeys
-from streamdelay.redis_io.runner import drive_sync, run_step_sync
 
 
 def _forward(q: sd.Queue) -> None:

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 
 import streamdelay as sd
-from streamdelay.engine.forwarding import forward_plan, outbox_key, read_outbox_command
+from streamdelay.dispatch.outbox import forward_plan, outbox_key, read_outbox_command
+from streamdelay.io.runner import drive_sync
+from streamdelay.io.steps import run_step_sync
 from streamdelay.protocol.keys import PartitionKeys, partition_of
 from streamdelay.protocol.plan import Plan, Step
-from streamdelay.redis_io.runner import drive_sync
-from streamdelay.redis_io.steps import run_step_sync
 from tests.integration.test_workflows import recorder, run_worker
 
 pytestmark = pytest.mark.timeout(120)

@@ -11,12 +11,12 @@ import asyncio
 import pytest
 
 import streamdelay as sd
-from streamdelay.engine.forwarding import forward_plan, read_outbox_command
-from streamdelay.producer.enqueuing import prepare_job
-from streamdelay.producer.flows import after_job, flow_plan
+from streamdelay.client.enqueuing import prepare_job
+from streamdelay.client.flow_plans import after_job, flow_plan
+from streamdelay.dispatch.outbox import forward_plan, read_outbox_command
+from streamdelay.io.runner import drive_sync, run_step_sync
 from streamdelay.protocol.keys import PartitionKeys, partition_of
 from streamdelay.protocol.scripts import ScriptCall
-from streamdelay.redis_io.runner import drive_sync, run_step_sync
 
 pytestmark = pytest.mark.timeout(120)
 PARTS = 4

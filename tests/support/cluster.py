@@ -28,8 +28,8 @@ import redis
 from redis.cluster import key_slot
 
 import streamdelay as sd
+from streamdelay.io.agreement import agree_partitions_sync
 from streamdelay.protocol.keys import PartitionKeys
-from streamdelay.redis_io.agreement import agree_partitions_sync
 from tests.support.redis_server import (
     RedisServer,
     answering_pid,

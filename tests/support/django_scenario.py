@@ -28,7 +28,7 @@ from django.utils import timezone  # noqa: E402
 import streamdelay as sd  # noqa: E402
 from streamdelay.contrib.django import StreamdelayBackend  # noqa: E402
 from streamdelay.contrib.django import framework as fw  # noqa: E402
-from streamdelay.contrib.django.worker import build_worker  # noqa: E402
+from streamdelay.contrib.django.task_worker import build_worker  # noqa: E402
 from tests.support import django_probe_tasks as probe  # noqa: E402
 
 from shop import tasks  # noqa: E402

@@ -12,9 +12,9 @@ import time
 from typing import Any
 
 from streamdelay import Dispatcher
+from streamdelay.io.runner import run_step_sync
 from streamdelay.protocol.keys import PartitionKeys
 from streamdelay.protocol.scripts import script
-from streamdelay.redis_io.runner import run_step_sync
 
 
 async def promote_due(dispatcher: Dispatcher, keys: PartitionKeys, expected: int = 1,

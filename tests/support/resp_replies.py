@@ -21,11 +21,11 @@ from typing import Any
 
 import redis
 
+from streamdelay.io.clients import async_client, sync_client
+from streamdelay.io.steps import run_step_async, run_step_sync
 from streamdelay.protocol import streams
 from streamdelay.protocol.plan import Command
 from streamdelay.protocol.replies import field_map, scored_members, text
-from streamdelay.redis_io.clients import async_client, sync_client
-from streamdelay.redis_io.steps import run_step_async, run_step_sync
 
 OUT = Path(__file__).resolve().parents[1] / "unit" / "resp_recorded.py"
 S1, S2, S3 = "rec:{r}s1", "rec:{r}s2", "rec:{r}s3"

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import uvicorn
 
 from streamdelay.web.app import create_app
-from streamdelay.web.settings import ServeSettings
+from streamdelay.web.serve_settings import ServeSettings
 
 START_TIMEOUT = 30.0
 

@@ -21,7 +21,7 @@ import redis
 
 import streamdelay as sd
 from streamdelay.protocol.durability import fence
-from streamdelay.protocol.events import latest_events_plan
+from streamdelay.protocol.event_entries import latest_events_plan
 from streamdelay.protocol.keys import PartitionKeys
 from streamdelay.protocol.scripts import ScriptCall, script
 from tests.support.redis_server import RedisServer, free_port, wait_until
@@ -351,6 +351,6 @@ def test_every_command_the_scripts_call_is_in_the_documented_acl_line() -> None:
 
 def run_plan_sync(queue: sd.Queue, plan: Any) -> Any:
     """Drive one plan on the queue's client (as the dashboard does on its async one)."""
-    from streamdelay.redis_io.runner import drive_sync
+    from streamdelay.io.runner import drive_sync
 
     return drive_sync(queue.client, plan, 1.0)

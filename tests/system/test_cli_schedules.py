@@ -8,7 +8,7 @@ import json
 import pytest
 
 from streamdelay.cli.commands import cli
-from streamdelay.cli.running import run_cli
+from streamdelay.cli.exit_codes import run_cli
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

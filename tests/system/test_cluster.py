@@ -15,7 +15,7 @@ import pytest
 from redis.cluster import key_slot
 
 import streamdelay as sd
-from streamdelay.consumer.dispatcher import Dispatcher
+from streamdelay.dispatch.dispatcher import Dispatcher
 from streamdelay.protocol.keys import partition_of
 from streamdelay.protocol.scripts import script
 from tests.support.apps.reliability_app import Workers, count, wait_for

@@ -19,7 +19,7 @@ for info in pkgutil.walk_packages(streamdelay.__path__, "streamdelay."):
     if not info.name.endswith("__main__"):
         importlib.import_module(info.name)
 from streamdelay.web.app import create_app
-from streamdelay.web.settings import ServeSettings
+from streamdelay.web.serve_settings import ServeSettings
 app = create_app(ServeSettings(url="redis://127.0.0.1:1", queues=("a",)))
 assert app.openapi_schema.paths
 print("clean")

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 import streamdelay as sd
-from streamdelay.producer import plans
-from streamdelay.producer.enqueuing import enqueue_plan
+from streamdelay.client import call_plans as plans
+from streamdelay.client.enqueuing import enqueue_plan
+from streamdelay.io.config import QueueConfig
 from streamdelay.protocol.durability import (
     Durability,
     check_server,
@@ -30,7 +31,6 @@ from streamdelay.protocol.durability import (
 )
 from streamdelay.protocol.plan import EachCall
 from streamdelay.protocol.scripts import script
-from streamdelay.redis_io.config import QueueConfig
 from tests.support.redis_server import RedisServer, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 import streamdelay as sd
 from streamdelay.cli.commands import cli
-from streamdelay.cli.running import run_cli
+from streamdelay.cli.exit_codes import run_cli
 from tests.support.redis_server import RedisServer
 from tests.system.test_cli import cli_many
 

@@ -69,7 +69,7 @@ def test_profile_summary_groups_samples_by_package() -> None:
     stage counts the samples that pass through it."""
     collapsed = "\n".join([
         "run (uvicorn/server.py:1);handle (litestar/routes/http.py:2);enqueue "
-        "(streamdelay/producer/queue.py:3);send (redis/asyncio/connection.py:4) 6",
+        "(streamdelay/client/queue.py:3);send (redis/asyncio/connection.py:4) 6",
         "run (uvicorn/server.py:1);handle (litestar/routes/http.py:2) 3",
         "_worker (concurrent/futures/thread.py:81) 1",
     ])

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import streamdelay as sd
-from streamdelay.engine import constants
+from streamdelay.consume.core import constants
 
 pytestmark = pytest.mark.timeout(120)
 WORKERS = 3

@@ -253,7 +253,7 @@ def test_cli_refuses_bad_limits_in_one_line(redis_url: str, queue_name: str,
 def test_the_exporter_shows_limits_and_leases(redis_url: str, queue_name: str) -> None:
     from prometheus_client import CollectorRegistry, generate_latest
 
-    from streamdelay.metrics.exporter import QueueCollector, exporter_queue
+    from streamdelay.metrics.queue_exporter import QueueCollector, exporter_queue
 
     queue = exporter_queue(queue_name, redis_url, None)
     try:
@@ -274,10 +274,10 @@ def test_take_gives_no_more_than_the_limit_and_every_settle_path_frees_the_lease
         queue: sd.Queue) -> None:
     import asyncio
 
+    from streamdelay.io.steps import run_step_sync
     from streamdelay.limits import parse_take, take_call
     from streamdelay.protocol.keys import PartitionKeys
     from streamdelay.protocol.scripts import script
-    from streamdelay.redis_io.steps import run_step_sync
     from tests.support.promoting import promote_due
 
     c = queue.client

@@ -19,7 +19,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 import streamdelay as sd
-from streamdelay.metrics.exporter import QueueCollector, exporter_queue
+from streamdelay.metrics.queue_exporter import QueueCollector, exporter_queue
 from tests.support.redis_server import RedisServer, free_port
 from tests.system.test_metrics_prometheus import APP, running, streamdelay_process, wait_for
 
@@ -144,7 +144,7 @@ def test_the_exporter_command_refuses_a_bad_port_in_one_line() -> None:
 
 
 def test_the_docs_and_the_dashboard_name_exactly_the_metrics_served(queue: sd.Queue) -> None:
-    from streamdelay.metrics.worker import WorkerMetrics
+    from streamdelay.telemetry.worker_metrics import WorkerMetrics
 
     metrics = WorkerMetrics(queue.name, "g", 0)
     job = sd.Job(id="j", topic="t", body=None, due=0, created=0, attempt=1, max_attempts=1,

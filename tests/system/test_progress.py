@@ -13,7 +13,7 @@ import pytest
 
 import streamdelay as sd
 from streamdelay.base.models import JobInfo
-from streamdelay.web.dashboard.views import job_view
+from streamdelay.web.dashboard.view_models import job_view
 from tests.integration.test_pull import running_dispatcher
 from tests.support.web_server import WebServer
 from tests.system.test_web_consumers import _call

@@ -21,14 +21,14 @@ import pytest
 import redis
 
 import streamdelay as sd
-from streamdelay.engine.receipts import KEY_FIELD, MAX_RETRY_MS, Receipt, signed
-from streamdelay.engine.reserving import reserve_args, round_plan
+from streamdelay.consume.core.receipts import KEY_FIELD, MAX_RETRY_MS, Receipt, signed
+from streamdelay.consume.core.reserving import reserve_args, round_plan
+from streamdelay.io.runner import drive_sync
 from streamdelay.protocol.codec import encode_blob
 from streamdelay.protocol.deliveries import fail_call
 from streamdelay.protocol.keys import PartitionKeys
 from streamdelay.protocol.plan import Commands
 from streamdelay.protocol.replies import parse_fail
-from streamdelay.redis_io.runner import drive_sync
 from tests.integration.test_pull import promote
 from tests.integration.test_pull_roundtrips import CFG as ROUNDTRIP_CFG
 from tests.integration.test_pull_roundtrips import _settled_state as settled_state
@@ -37,7 +37,7 @@ from tests.support.web_server import WebServer
 pytestmark = pytest.mark.timeout(60)
 TEN_YEARS_MS = 10 * 365 * 86400 * 1000
 
-# the fields of a receipt, in order (streamdelay/engine/receipts.py)
+# the fields of a receipt, in order (streamdelay/consume/core/receipts.py)
 VERSION, QUEUE, PARTITION, TOPIC, ID, ENTRY, GROUP, CONSUMER, ATTEMPT, DUE, TTR, RETRY, TAG = (
     range(13))
 

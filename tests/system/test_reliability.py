@@ -291,7 +291,7 @@ def test_sigterm_just_after_start_exits_cleanly(workers: Workers) -> None:
 
 
 def test_cancel_all_cancels_a_task_that_swallowed_the_first_cancel() -> None:
-    from streamdelay.consumer.supervise import cancel_all
+    from streamdelay.io.loop_supervision import cancel_all
 
     swallowed: list[int] = []
 

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 import streamdelay as sd
+from streamdelay.dispatch.schedule_firing import GRACE_MS, LEAD_MS, fire_due_plan, jitter_ms
+from streamdelay.dispatch.schedule_plans import put_plan
+from streamdelay.dispatch.schedule_spec import define, home_keys
+from streamdelay.io.steps import run_step_sync
 from streamdelay.protocol.codec import decode_blob, decode_body, parse_record
 from streamdelay.protocol.keys import PartitionKeys
-from streamdelay.redis_io.steps import run_step_sync
-from streamdelay.schedules.firing import GRACE_MS, LEAD_MS, fire_due_plan, jitter_ms
-from streamdelay.schedules.plans import put_plan
-from streamdelay.schedules.spec import define, home_keys
 from tests.support.redis_server import wait_until
 from tests.support.soak import SOAK
 

@@ -18,7 +18,7 @@ import redis
 
 import streamdelay as sd
 from streamdelay.base.masking import mask_text, mask_url, scrub, secrets_in
-from streamdelay.redis_io import clients, topology
+from streamdelay.io import clients, topology
 from tests.support.redis_server import free_port, read_until, wait_until
 from tests.support.tls_servers import MASTER_NAME, make_certificates, tls_redis, tls_sentinel
 from tests.system.test_cli import cli_env, command

@@ -17,7 +17,7 @@ import msgspec
 import pytest
 
 import streamdelay as sd
-from streamdelay.engine.receipts import KEY_FIELD, decode_receipt, encode_receipt, signed
+from streamdelay.consume.core.receipts import KEY_FIELD, decode_receipt, encode_receipt, signed
 from streamdelay.protocol.keys import PartitionKeys
 from tests.support.web_server import WebServer, web_server
 

@@ -13,8 +13,8 @@ import time
 import pytest
 
 import streamdelay as sd
-from streamdelay.schedules.firing import LEAD_MS
-from streamdelay.schedules.spec import home_keys
+from streamdelay.dispatch.schedule_firing import LEAD_MS
+from streamdelay.dispatch.schedule_spec import home_keys
 from tests.support.redis_server import wait_until
 from tests.support.web_server import WebServer
 from tests.system.test_schedules import fire_now, tick_ids

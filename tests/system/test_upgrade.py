@@ -33,7 +33,7 @@ from tests.support.apps.reliability_app import ROOT, count, read_events
 from tests.support.redis_server import RedisServer
 
 pytestmark = pytest.mark.timeout(180)
-GROUP = "workers"  # the group a Worker joins by default (engine/constants.py DEFAULT_GROUP)
+GROUP = "workers"  # the group a Worker joins by default (consume/core/constants.py DEFAULT_GROUP)
 PAD = "x" * 100
 
 

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 
 import streamdelay as sd
-from streamdelay.web.settings import ServeSettings
+from streamdelay.web.serve_settings import ServeSettings
 from tests.support.redis_server import RedisServer
 from tests.support.web_server import WebServer
 from tests.system.test_web_consumers import _call

@@ -19,12 +19,12 @@ import pytest
 import redis
 
 import streamdelay as sd
-from streamdelay.producer.pausing import paused_key
+from streamdelay.client.pause_plans import paused_key
 from streamdelay.web.api.paths import public_path
 from streamdelay.web.app import create_app
 from streamdelay.web.auth import SCOPE_OPT
 from streamdelay.web.dashboard.actions import ACTIONS
-from streamdelay.web.settings import ServeSettings
+from streamdelay.web.serve_settings import ServeSettings
 from streamdelay.web.tokens import SCOPES
 from tests.support.redis_server import RedisServer
 from tests.support.web_server import WebServer

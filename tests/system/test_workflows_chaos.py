@@ -17,7 +17,7 @@ import pytest
 from redis.cluster import key_slot
 
 import streamdelay as sd
-from streamdelay.producer.flows import batch_home
+from streamdelay.client.flow_plans import batch_home
 from streamdelay.protocol.keys import PartitionKeys
 from tests.support.apps.reliability_app import Workers, count, wait_for
 from tests.support.cluster import LocalCluster, LocalSentinel, error_stats, spread_queue_name

@@ -1,4 +1,4 @@
-"""The worker's pending acknowledgements with per-job ``keep_done`` (consumer/acks.py,
+"""The worker's pending acknowledgements with per-job ``keep_done`` (consume/acks.py,
 docs/producer.md#keep_done): jobs with their own value are sent in calls of their own, one per
 value, with ``keep_done_ms``; plain ones as before (no such argument); ``entries`` sees both."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from streamdelay.consumer.acks import PendingAcks
+from streamdelay.consume.acks import PendingAcks
 
 
 def test_jobs_with_their_own_keep_done_are_sent_apart() -> None:

@@ -8,9 +8,9 @@ import statistics
 import pytest
 
 import streamdelay as sd
+from streamdelay.io.config import QueueConfig
 from streamdelay.protocol.backoff import retry_delay
 from streamdelay.protocol.codec import blob_backoff, decode_blob, encode_blob
-from streamdelay.redis_io.config import QueueConfig
 
 
 def test_default_is_exponential_from_one_second_with_jitter_capped_at_an_hour() -> None:

@@ -17,8 +17,8 @@ from benchmarks.core.harness import NOT_MEASURED, Check, Section
 from benchmarks.core.report import dropped_sections, exit_code, report
 from benchmarks.core.targets import CALL_BOUND_US
 from benchmarks.micro.dispatch import script_call_check
-from streamdelay.consumer.dispatcher import PROMOTE_BATCH
-from streamdelay.producer.enqueuing import ENQUEUE_BATCH
+from streamdelay.client.enqueuing import ENQUEUE_BATCH
+from streamdelay.dispatch.dispatcher import PROMOTE_BATCH
 
 NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?")
 ALLOWED_TOKENS = re.compile(r"\bp(?:50|99)\b")  # percentile names, not figures

@@ -1,10 +1,10 @@
-"""The process's upkeep scheduler (``engine/cadence.py``): a duty is handed out once per
+"""The process's upkeep scheduler (``consume/core/cadence.py``): a duty is handed out once per
 interval per scope, whoever asks; a held site's duty to nobody; a prune waits its first
 interval; a worker's own pass counts for the process."""
 
 from __future__ import annotations
 
-from streamdelay.engine.cadence import PRUNE, RECLAIM, REMEMBERED, Cadence, site_of
+from streamdelay.consume.core.cadence import PRUNE, RECLAIM, REMEMBERED, Cadence, site_of
 
 SITE = site_of("redis://h:1/0", "q")
 

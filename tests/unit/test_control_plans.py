@@ -1,5 +1,6 @@
 """Execution control without Redis (docs/worker.md#abort, #checkpoints, #snooze): the plans'
-script arguments (``engine/control.py``), the abort reads' parsing, the checkpoint and snooze
+script arguments (``consume/core/control_plans.py``), the abort reads' parsing, the checkpoint
+and snooze
 checks, and the worker's ``Delivery.abort`` (hooks, task, thread)."""
 
 from __future__ import annotations
@@ -12,14 +13,14 @@ import pytest
 
 import streamdelay as sd
 from streamdelay.base.control import CHECKPOINT_LIMIT, checkpoint, decode_checkpoint
-from streamdelay.consumer.delivery import Delivery, outcome_of
-from streamdelay.engine.control import (
+from streamdelay.consume.core.control_plans import (
     aborts_read,
     cancel_call,
     checkpoint_args,
     fail_plan,
     parse_aborts,
 )
+from streamdelay.consume.delivery import Delivery, outcome_of
 from streamdelay.protocol.keys import PartitionKeys
 from streamdelay.protocol.scripts import ScriptCall
 from tests.unit.test_replies import drive

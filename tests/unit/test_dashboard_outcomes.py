@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from streamdelay.base.models import JobInfo, JobResult, QueueStats, TopicStats
-from streamdelay.producer.queue import AsyncQueue
-from streamdelay.web.dashboard import outcomes
+from streamdelay.client.queue import AsyncQueue
+from streamdelay.web.dashboard import job_outcomes as outcomes
 from streamdelay.web.dashboard.finding import Filter, left_to_search
 
 NOW = 1_800_000_000_000

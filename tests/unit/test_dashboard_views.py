@@ -9,9 +9,9 @@ import pytest
 
 import streamdelay as sd
 from streamdelay.base.models import JobInfo, QueueStats, TopicStats
-from streamdelay.producer.listing import JobPage
+from streamdelay.client.listing import JobPage
 from streamdelay.telemetry.lateness import OVERFLOW, bucket_of, parse_lateness
-from streamdelay.web.dashboard import views
+from streamdelay.web.dashboard import view_models as views
 from streamdelay.web.dashboard.actions import ACTIONS, confirm_text
 from streamdelay.web.dashboard.chart import lateness_chart
 from streamdelay.web.dashboard.render import render

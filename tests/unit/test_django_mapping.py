@@ -3,7 +3,7 @@ streamdelay's 0-9, and a stored error text back into a ``TaskError``."""
 
 from __future__ import annotations
 
-from streamdelay.contrib.django import results
+from streamdelay.contrib.django import task_results as results
 
 
 def test_priorities_map_monotonically_onto_0_to_9_with_the_default_in_the_middle() -> None:

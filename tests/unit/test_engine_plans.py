@@ -1,4 +1,4 @@
-"""The consumer plans (``streamdelay/engine/``) against recorded replies, no Redis: the shared
+"""The consumer plans (``streamdelay/consume/core/``) against recorded replies, no Redis: the shared
 take and its waits, the one reclaim over partitions and topics, the error map's Redis codes,
 and the listing rows read by name."""
 
@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from streamdelay.base.errors import GroupNotFound, StreamdelayError
-from streamdelay.engine.taking import Entry, streams_of, take_plan
-from streamdelay.engine.upkeep import reclaim_plan
-from streamdelay.limits.plans import CONCURRENCY, DRAINED, GOT_ALL, RATE
+from streamdelay.consume.core.taking import Entry, streams_of, take_plan
+from streamdelay.consume.core.upkeep_plans import reclaim_plan
+from streamdelay.limits.limit_plans import CONCURRENCY, DRAINED, GOT_ALL, RATE
 from streamdelay.protocol.keys import PartitionKeys, partition_keys
 from streamdelay.protocol.plan import Command
 from streamdelay.protocol.replies import parse_list

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 import streamdelay as sd
-from streamdelay.producer.enqueuing import prepare_job, prepare_values
-from streamdelay.redis_io.config import QueueConfig
+from streamdelay.client.enqueuing import prepare_job, prepare_values
+from streamdelay.io.config import QueueConfig
 
 
 def values_of(spec: sd.JobSpec) -> list[Any]:
@@ -52,7 +52,7 @@ def test_prepare_values_refuses_like_prepare_job(change: dict[str, object], fiel
 def test_split_jobs_cuts_as_partition_batches_does(partitions: int, body_bytes: int) -> None:
     """``split_jobs``' shortcut (one partition, small jobs) cuts exactly as the general
     ``partition_batches`` does, for every partition count and job size."""
-    from streamdelay.producer.enqueuing import ENQUEUE_BATCH, ENQUEUE_BYTES, split_jobs
+    from streamdelay.client.enqueuing import ENQUEUE_BATCH, ENQUEUE_BYTES, split_jobs
     from streamdelay.protocol.batching import partition_batches
 
     cfg = QueueConfig(name="cut", url="redis://127.0.0.1:1/0", partitions=partitions)

@@ -1,4 +1,4 @@
-"""The text of a handler's error (consumer/delivery.py ``describe_error``, docs/reliability.md
+"""The text of a handler's error (consume/delivery.py ``describe_error``, docs/reliability.md
 #dead-letters) and the dashboard's dead list row: pure, no server."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import asyncio
 from collections.abc import Callable
 
 from streamdelay.base.models import JobInfo
-from streamdelay.consumer.error_text import describe_error
-from streamdelay.producer.listing import JobPage
+from streamdelay.client.listing import JobPage
+from streamdelay.consume.error_text import describe_error
 from streamdelay.protocol.deliveries import ERROR_TEXT_LIMIT
-from streamdelay.web.dashboard import views
+from streamdelay.web.dashboard import view_models as views
 
 NOW = 1_800_000_000_000
 

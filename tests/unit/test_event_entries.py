@@ -1,4 +1,5 @@
-"""The events stream's two entry shapes read back (``protocol/events.py``, docs/events.md#entries)
+"""The events stream's two entry shapes read back (``protocol/event_entries.py``,
+docs/events.md#entries)
 from recorded replies, no Redis: a packed entry unpacks into its events in order, the merger's
 cursor positions inside an entry (``<entry id>.<n>``) resume after exactly that event, and the
 dashboard's newest-events plan counts events, not entries."""
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 
 from streamdelay.base.errors import ValidationError
-from streamdelay.protocol.events import (
+from streamdelay.protocol.event_entries import (
     EventMerger,
     entry_events,
     latest_events_plan,

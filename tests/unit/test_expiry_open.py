@@ -5,7 +5,7 @@ its entries."""
 
 from __future__ import annotations
 
-from streamdelay.engine.taking import TIME, clock_ms, read_plan
+from streamdelay.consume.core.taking import TIME, clock_ms, read_plan
 from streamdelay.protocol.deliveries import EXPIRED, open_entry
 from streamdelay.protocol.plan import Command, Commands
 

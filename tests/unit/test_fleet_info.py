@@ -1,10 +1,10 @@
 """The workers hash's values, written and read back without a server
-(streamdelay/protocol/workers.py, docs/keys.md#fleet): the bound on running ids, expired and
+(streamdelay/protocol/fleet_records.py, docs/keys.md#fleet): the bound on running ids, expired and
 foreign values skipped."""
 
 from __future__ import annotations
 
-from streamdelay.protocol.workers import RUNNING_SHOWN, _parse, info_blob
+from streamdelay.protocol.fleet_records import RUNNING_SHOWN, _parse, info_blob
 
 
 def blob(running: int, state: str = "running") -> str:

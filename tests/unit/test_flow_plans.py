@@ -1,4 +1,4 @@
-"""The workflow plans (``producer/flows.py``, ``engine/forwarding.py``) against recorded
+"""The workflow plans (``client/flow_plans.py``, ``dispatch/outbox.py``) against recorded
 replies, no Redis: which partition links a parent, what the scripts are told, refusals naming
 the field before anything is sent, the outbox read and its hand-over."""
 
@@ -9,9 +9,8 @@ from typing import Any
 import pytest
 
 import streamdelay as sd
-from streamdelay.engine.forwarding import forward_plan, outbox_key
-from streamdelay.producer.enqueuing import prepare_values
-from streamdelay.producer.flows import (
+from streamdelay.client.enqueuing import prepare_values
+from streamdelay.client.flow_plans import (
     MAX_PARENTS,
     FlowJob,
     after_job,
@@ -21,9 +20,10 @@ from streamdelay.producer.flows import (
     check_after,
     flow_plan,
 )
+from streamdelay.dispatch.outbox import forward_plan, outbox_key
+from streamdelay.io.config import QueueConfig
 from streamdelay.protocol.keys import PartitionKeys, partition_of
 from streamdelay.protocol.scripts import ScriptCall
-from streamdelay.redis_io.config import QueueConfig
 from tests.unit.test_replies import drive, name_of
 
 CFG = QueueConfig("orders", "redis://127.0.0.1:1/0", partitions=3)

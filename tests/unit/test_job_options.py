@@ -12,19 +12,19 @@ from typing import Any
 import pytest
 
 import streamdelay as sd
-from streamdelay.producer.enqueue_one import prepared_one_plan
-from streamdelay.producer.enqueuing import (
+from streamdelay.client.enqueue_one import prepared_one_plan
+from streamdelay.client.enqueuing import (
     enqueue_chunks,
     prepare_job,
     prepare_values,
     round_plan,
     split_jobs,
 )
-from streamdelay.producer.options import is_staged, job_options, parse_options
+from streamdelay.client.job_options import is_staged, job_options, parse_options
+from streamdelay.io.config import QueueConfig
 from streamdelay.protocol.keys import partition_of
 from streamdelay.protocol.plan import EachCall
 from streamdelay.protocol.scripts import ScriptCall
-from streamdelay.redis_io.config import QueueConfig
 
 CFG = QueueConfig("orders", "redis://127.0.0.1:1/0")
 WIDE = QueueConfig("orders", "redis://127.0.0.1:1/0", partitions=3)

@@ -8,8 +8,8 @@ import asyncio
 
 import pytest
 
+from streamdelay.io.clients import async_client
 from streamdelay.protocol.keys import PartitionKeys
-from streamdelay.redis_io.clients import async_client
 from streamdelay.telemetry.lateness import (
     BOUNDS_MS,
     OVERFLOW,

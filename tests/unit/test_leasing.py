@@ -1,4 +1,4 @@
-"""Limits on several partitions (``streamdelay/engine/leasing.py``) against recorded replies,
+"""Limits on several partitions (``streamdelay/consume/core/leasing.py``) against recorded replies,
 no Redis: the three steps of a take on partition p != 0 and their calls, the settle plans that
 send the lease calls with their own, and the receipt's unsigned lease flag."""
 
@@ -8,11 +8,11 @@ from typing import Any
 
 import msgspec
 
-from streamdelay.engine import leasing, staging
-from streamdelay.engine.receipts import RECEIPT_VERSION, Receipt, is_genuine, signed
-from streamdelay.engine.settling import ack_plan
-from streamdelay.engine.taking import Entry, take_now_plan, wait_plan
-from streamdelay.limits.plans import CONCURRENCY, DRAINED, GOT_ALL
+from streamdelay.consume.core import leasing, staging
+from streamdelay.consume.core.receipts import RECEIPT_VERSION, Receipt, is_genuine, signed
+from streamdelay.consume.core.settle_plans import ack_plan
+from streamdelay.consume.core.taking import Entry, take_now_plan, wait_plan
+from streamdelay.limits.limit_plans import CONCURRENCY, DRAINED, GOT_ALL
 from streamdelay.protocol.keys import PartitionKeys
 from streamdelay.protocol.plan import Command, EachCall
 from streamdelay.protocol.scripts import ScriptCall

@@ -1,4 +1,4 @@
-"""The dispatcher's timing (consumer/timer.py). Its wait: never shorter than asked, not rounded
+"""The dispatcher's timing (io/precise_wait.py). Its wait: never shorter than asked, not rounded
 up to whole milliseconds, ended at once by a wake-up, and a wait cut short leaves nothing behind
 that would end the next one early (both ways: the Linux timerfd and the thread fallback). Its
 server clock: one slow call does not pull the wake-up early, a stepped server clock is followed
@@ -13,9 +13,9 @@ import time
 
 import pytest
 
-from streamdelay.consumer.dispatcher import Dispatcher, PromoteResult
-from streamdelay.consumer.timer import PreciseWait, ServerClock
-from streamdelay.redis_io.config import QueueConfig
+from streamdelay.dispatch.dispatcher import Dispatcher, PromoteResult
+from streamdelay.io.config import QueueConfig
+from streamdelay.io.precise_wait import PreciseWait, ServerClock
 
 pytestmark = pytest.mark.timeout(60)
 WAYS = [pytest.param(True, id="timerfd"), pytest.param(False, id="thread")]

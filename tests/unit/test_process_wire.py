@@ -9,9 +9,9 @@ import signal
 import pytest
 
 from streamdelay.base.errors import ValidationError
-from streamdelay.consumer.error_text import describe_error
-from streamdelay.consumer.processes import ChildDied, ProcessSettings, executor_settings, wire
-from streamdelay.consumer.processes.outcomes import ChildError
+from streamdelay.consume.error_text import describe_error
+from streamdelay.consume.processes import ChildDied, ProcessSettings, executor_settings, wire
+from streamdelay.consume.processes.child_outcomes import ChildError
 
 
 def test_frames_round_trip() -> None:

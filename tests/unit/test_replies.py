@@ -14,16 +14,17 @@ from typing import Any, TypeVar
 import pytest
 
 import streamdelay as sd
-from streamdelay.engine.constants import REQUEUE_BATCH
-from streamdelay.engine.upkeep import claim_plan
-from streamdelay.producer import plans
-from streamdelay.producer.enqueuing import (
+from streamdelay.client import call_plans as plans
+from streamdelay.client.enqueuing import (
     ENQUEUE_BATCH,
     PreparedJob,
     enqueue_plan,
     prepare_job,
     round_plan,
 )
+from streamdelay.consume.core.constants import REQUEUE_BATCH
+from streamdelay.consume.core.upkeep_plans import claim_plan
+from streamdelay.io.config import QueueConfig
 from streamdelay.protocol import scripts as scripts_module
 from streamdelay.protocol.batching import by_partition, partition_batches
 from streamdelay.protocol.keys import partition_of
@@ -42,7 +43,6 @@ from streamdelay.protocol.replies import (
 )
 from streamdelay.protocol.script_errors import SCRIPT_ERRORS, error_from_script
 from streamdelay.protocol.scripts import ScriptCall, lua_dir
-from streamdelay.redis_io.config import QueueConfig
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,18 +13,18 @@ from typing import Any
 
 import pytest
 
-from streamdelay.engine.forwarding import forward_plan
-from streamdelay.engine.pending import own_pending_plan
-from streamdelay.engine.taking import Entry, parse_read, read_plan
+from streamdelay.client.event_feed import _parse as parse_events_read
+from streamdelay.consume.core.pending import own_pending_plan
+from streamdelay.consume.core.taking import Entry, parse_read, read_plan
+from streamdelay.dispatch.outbox import forward_plan
+from streamdelay.io.config import QueueConfig
 from streamdelay.limits.keyed import backlog_plan
-from streamdelay.producer.events import _parse as parse_events_read
-from streamdelay.protocol.events import read_entries
+from streamdelay.protocol.event_entries import read_entries
 from streamdelay.protocol.keys import PartitionKeys
 from streamdelay.protocol.layouts import blockers_plan
 from streamdelay.protocol.plan import Command, Commands, Step
 from streamdelay.protocol.replies import field_map, scored_members
 from streamdelay.protocol.streams import info_row, read_reply
-from streamdelay.redis_io.config import QueueConfig
 from tests.unit import resp_recorded
 from tests.unit.test_replies import drive
 

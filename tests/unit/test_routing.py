@@ -1,4 +1,5 @@
-"""The consumer core's one routing rule (``engine/routing.py``), which the Worker's views and a
+"""The consumer core's one routing rule (``consume/core/routing.py``), which the Worker's views
+and a
 reserve round both apply: paused before staged before limited before plain; a plain read's
 entry runs only on a plain topic, a take's unless its topic is paused."""
 
@@ -6,8 +7,8 @@ from __future__ import annotations
 
 import itertools
 
-from streamdelay.consumer.views import TopicViews
-from streamdelay.engine.routing import LIMITED, PAUSED, PLAIN, STAGED, Routes, route, runs
+from streamdelay.consume.core.routing import LIMITED, PAUSED, PLAIN, STAGED, Routes, route, runs
+from streamdelay.consume.topic_views import TopicViews
 
 
 def test_the_rule_for_every_combination() -> None:

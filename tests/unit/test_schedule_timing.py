@@ -10,10 +10,16 @@ from zoneinfo import ZoneInfo
 import pytest
 
 import streamdelay as sd
+from streamdelay.dispatch.schedule_firing import (
+    GRACE_MS,
+    LEAD_MS,
+    MISSED_CAP,
+    jitter_ms,
+    plan_ticks,
+)
+from streamdelay.dispatch.schedule_spec import Record, define, parse_record
+from streamdelay.dispatch.schedule_timing import Timing
 from streamdelay.protocol.keys import partition_of
-from streamdelay.schedules.firing import GRACE_MS, LEAD_MS, MISSED_CAP, jitter_ms, plan_ticks
-from streamdelay.schedules.spec import Record, define, parse_record
-from streamdelay.schedules.timing import Timing
 
 
 def ms(text: str, tz: str) -> int:

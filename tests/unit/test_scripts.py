@@ -46,7 +46,7 @@ def test_a_server_older_than_7_is_named_when_it_cannot_compile_the_flags_line() 
     reply it sends is built by hand)."""
     from redis.exceptions import ResponseError
 
-    from streamdelay.redis_io.calls import old_server as _old_server
+    from streamdelay.io.calls import old_server as _old_server
 
     reply = ResponseError("Error compiling script (new function): user_script:1: unexpected "
                           "symbol near '#'")

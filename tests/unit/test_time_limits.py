@@ -1,4 +1,4 @@
-"""Handler time limits with shared timers (``consumer/time_limits.py``): a handler past its limit
+"""Handler time limits with shared timers (``consume/time_limits.py``): a handler past its limit
 gets ``TimeoutError``, never before the limit; a cancel from elsewhere stays a cancel; a handler
 that returns in time leaves nothing behind."""
 
@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from streamdelay.consumer import time_limits
-from streamdelay.consumer.time_limits import run_limited
+from streamdelay.consume import time_limits
+from streamdelay.consume.time_limits import run_limited
 
 pytestmark = pytest.mark.timeout(60)
 

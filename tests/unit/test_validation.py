@@ -10,7 +10,7 @@ import pytest
 
 import streamdelay as sd
 from streamdelay.base.durations import parse_duration
-from streamdelay.redis_io.config import QueueConfig
+from streamdelay.io.config import QueueConfig
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -8,7 +8,7 @@ import pytest
 
 from streamdelay.base.errors import ConfigError
 from streamdelay.web.auth import SessionSigner
-from streamdelay.web.settings import ServeSettings, is_loopback
+from streamdelay.web.serve_settings import ServeSettings, is_loopback
 from streamdelay.web.tokens import ANONYMOUS, load_tokens, parse_tokens
 
 GOOD = "app:app-token-0123456789:write,consume;ops:ops-token-0123456789:read,admin"

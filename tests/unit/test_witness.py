@@ -1,11 +1,12 @@
-"""A Worker's reclaim witness (engine/upkeep.py ``Witness``, docs/guarantees.md#never-twice-at-
+"""A Worker's reclaim witness (consume/core/upkeep_plans.py ``Witness``,
+docs/guarantees.md#never-twice-at-
 once): what it sends with each ``requeueStuck`` call and what it keeps of the answers."""
 
 from __future__ import annotations
 
 import pytest
 
-from streamdelay.engine.upkeep import Witness, requeue_stuck_plan
+from streamdelay.consume.core.upkeep_plans import Witness, requeue_stuck_plan
 from streamdelay.protocol.keys import PartitionKeys
 
 

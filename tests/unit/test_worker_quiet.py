@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from streamdelay.consumer.fleet import FleetSelf
-from streamdelay.consumer.views import TopicViews
-from streamdelay.protocol.workers import parse_command
+from streamdelay.consume.fleet_self import FleetSelf
+from streamdelay.consume.topic_views import TopicViews
+from streamdelay.protocol.fleet_records import parse_command
 
 
 def test_quiet_holds_every_topic_paused_whatever_the_pause_watch_reads() -> None:

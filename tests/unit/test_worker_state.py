@@ -11,18 +11,18 @@ from pathlib import Path
 from typing import Any
 
 import streamdelay as sd
-from streamdelay.consumer.acks import AckLoop, PendingAcks
-from streamdelay.consumer.counts import KINDS, Counts
-from streamdelay.consumer.delivery import Delivery
-from streamdelay.consumer.running import Slots
-from streamdelay.consumer.supervise import OwnedTasks
-from streamdelay.consumer.views import TopicViews
-from streamdelay.engine.taking import parse_events, parse_read, streams_of
+from streamdelay.consume.acks import AckLoop, PendingAcks
+from streamdelay.consume.core.taking import parse_events, parse_read, streams_of
+from streamdelay.consume.counts import KINDS, Counts
+from streamdelay.consume.delivery import Delivery
+from streamdelay.consume.handler_slots import Slots
+from streamdelay.consume.topic_views import TopicViews
+from streamdelay.io.config import QueueConfig
+from streamdelay.io.loop_supervision import OwnedTasks
 from streamdelay.protocol.deliveries import ack_call, read_runs
 from streamdelay.protocol.keys import PartitionKeys
-from streamdelay.redis_io.config import QueueConfig
 
-CONSUMER = Path(sd.__file__).parent / "consumer"
+CONSUMER = Path(sd.__file__).parent / "consume"
 # the names under which a module other than worker.py sees the worker
 HOST_NAMES = {"worker", "host"}
 

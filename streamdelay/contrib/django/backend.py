@@ -31,10 +31,10 @@ from django.utils.module_loading import import_string
 from ...base import validation
 from ...base.errors import ValidationError
 from ...base.models import JobInfo, JobResult
-from ...producer.queue import AsyncQueue, Queue
-from ...redis_io.config import resolve_url
+from ...client.queue import AsyncQueue, Queue
+from ...io.config import resolve_url
 from . import framework as fw
-from . import results
+from . import task_results as results
 
 DEFAULT_QUEUE = "django"
 DEFAULT_KEEP_RESULT = 86400.0

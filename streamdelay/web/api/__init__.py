@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import consumers, events, flows, jobs, limits, results, retention, search, workers
+from . import consumers, retention, search
+from . import event_routes as events
+from . import flow_routes as flows
+from . import job_routes as jobs
+from . import limit_routes as limits
+from . import result_routes as results
+from . import worker_routes as workers
 
 
 def api_routes() -> list[Any]:

@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 import msgspec
 from litestar import Request
 
-from ..errors import ApiError
-from ..limits import too_deep
+from ..body_depth import too_deep
+from ..http_errors import ApiError
 
 T = TypeVar("T")
 _AT = re.compile(r" - at `\$\.?([^`]*)`$")

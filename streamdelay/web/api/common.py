@@ -10,8 +10,8 @@ from litestar.openapi import ResponseSpec
 from litestar.params import PathParameter, QueryParameter
 
 from ...base import validation
-from ...producer.queue import AsyncQueue
-from ..errors import ApiError, ErrorBody
+from ...client.queue import AsyncQueue
+from ..http_errors import ApiError, ErrorBody
 
 PREFIX = "/v1/queues/{queue:str}"
 # every parameter says where it comes from (Litestar's explicit style: the inferred one is

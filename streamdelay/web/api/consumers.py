@@ -12,12 +12,9 @@ from typing import Any
 from litestar import Request, Response, post
 from litestar.openapi import ResponseSpec
 
-from ...producer.queue import AsyncQueue
+from ...client.queue import AsyncQueue
 from ..auth import needs, principal_of
-from .bodies import body, decode, decode_optional
-from .common import PREFIX, WRITE_ERRORS, QueueParam, ReceiptParam, TopicParam, errors, served
-from .handover import HandOver, carry
-from .models import (
+from .api_models import (
     AckBody,
     FailBody,
     ReserveAnswer,
@@ -26,6 +23,9 @@ from .models import (
     TouchBody,
     seconds_of,
 )
+from .bodies import body, decode, decode_optional
+from .common import PREFIX, WRITE_ERRORS, QueueParam, ReceiptParam, TopicParam, errors, served
+from .handover import HandOver, carry
 
 CONSUME = needs("consume")
 # A long poll waits in slices, so a stopping service answers within one (docs/http.md#serve).

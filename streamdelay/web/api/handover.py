@@ -21,9 +21,9 @@ from litestar import MediaType, Request, Response
 from litestar.response.base import ASGIResponse
 from litestar.types import Receive, Scope, Send
 
-from ...producer.pull import AsyncReservation
-from ...producer.queue import AsyncQueue
-from .models import Delivery
+from ...client.queue import AsyncQueue
+from ...consume.reservation import AsyncReservation
+from .api_models import Delivery
 
 log = logging.getLogger("streamdelay.web")
 _encoder = msgspec.json.Encoder()

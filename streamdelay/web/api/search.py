@@ -1,6 +1,6 @@
 """Search and bulk steering routes of the JSON API (docs/http.md#search-and-bulk): the same
 ``AsyncQueue.search`` / ``AsyncQueue.bulk`` the CLI and the dashboard drive, one bounded call
-per request, resumable by cursor (``producer/searching.py``)."""
+per request, resumable by cursor (``client/search_plans.py``)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from litestar import Request, get, post
 from litestar.params import FromQuery, QueryParameter
 
 from ...base.models import JobInfo
-from ...producer.searching import MAX_SCAN, SCAN, TEXT_MAX
+from ...client.search_plans import MAX_SCAN, SCAN, TEXT_MAX
 from ..auth import check, needs, principal_of
+from .api_models import AtTime, Seconds, Topic, at_of, seconds_of
 from .bodies import body, decode
 from .common import PREFIX, READ_ERRORS, WRITE_ERRORS, QueueParam, errors, served
-from .models import AtTime, Seconds, Topic, at_of, seconds_of
 
 READ, WRITE = needs("read"), needs("write")
 ScanParam = Annotated[int, QueryParameter(ge=1, le=MAX_SCAN, description=(

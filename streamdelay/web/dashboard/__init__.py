@@ -23,7 +23,8 @@ def dashboard_routes() -> list[Any]:
         PermissionDeniedException,
     )
 
-    from . import finding, fleet_views, forms, pages, workflows
+    from . import batch_pages as workflows
+    from . import finding, fleet_views, forms, pages
 
     handlers = [pages.overview, pages.queue_page, pages.topics_fragment, pages.jobs_page,
                 pages.job_page, pages.job_fragment, pages.search, forms.login_page,

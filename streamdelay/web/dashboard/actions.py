@@ -12,7 +12,7 @@ from typing import Any
 
 from ...base.durations import format_duration, parse_duration
 from ...base.errors import ValidationError
-from ...producer.queue import AsyncQueue
+from ...client.queue import AsyncQueue
 
 
 @dataclass(frozen=True)

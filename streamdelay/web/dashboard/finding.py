@@ -18,10 +18,10 @@ from litestar.params import FromPath, FromQuery
 from ...base.durations import parse_duration
 from ...base.errors import StreamdelayError
 from ...base.models import QueueStats
-from ...producer.listing import STATES, JobPage
-from ...producer.queue import AsyncQueue
-from ...producer.searching import ACTIONS as BULK_ACTIONS
-from . import views
+from ...client.listing import STATES, JobPage
+from ...client.queue import AsyncQueue
+from ...client.search_plans import ACTIONS as BULK_ACTIONS
+from . import view_models as views
 from .actions import ACTIONS
 from .forms import Form
 from .pages import Req, base_context, html, principal, problem, see_other, served, status_of

@@ -16,7 +16,7 @@ from ...base.errors import StreamdelayError
 from ...base.fleet import WorkerInfo
 from .pages import base_context, html, principal, problem, served, status_of
 from .render import render
-from .views import duration, moment
+from .view_models import duration, moment
 
 Req = Request[Any, Any, Any]
 

@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 from ...base.flows import BatchInfo
 from ...base.models import JobInfo
-from ...producer.queue import AsyncQueue
+from ...client.queue import AsyncQueue
 
 MAX_SHOWN = 50  # children (and batches) whose state a job page reads
 

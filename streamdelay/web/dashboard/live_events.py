@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...producer.queue import AsyncQueue
-from ...protocol.events import latest_events_plan
-from ...redis_io.runner import drive_async
-from . import views
+from ...client.queue import AsyncQueue
+from ...io.runner import drive_async
+from ...protocol.event_entries import latest_events_plan
+from . import view_models as views
 
 PANEL_EVENTS = 25  # the newest events the panel shows
 

@@ -23,14 +23,15 @@ from litestar.utils.scope.state import ScopeState
 from ...base.errors import NoSuchQueue, StreamdelayError, ValidationError
 from ...base.fleet import DeadRetention
 from ...base.models import QueueStats
-from ...producer.listing import STATES
-from ...producer.queue import AsyncQueue
+from ...client.listing import STATES
+from ...client.queue import AsyncQueue
+from ...io.runner import drive_async
 from ...protocol.partitions import retention_plan
-from ...redis_io.runner import drive_async
 from ...telemetry.lateness import LatenessWindow, lateness_plan
 from ..auth import principal_of
 from ..tokens import Principal
-from . import outcomes, views
+from . import job_outcomes as outcomes
+from . import view_models as views
 from .actions import ACTIONS
 from .flow_views import relations
 from .live_events import events_context

@@ -8,7 +8,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from .views import LATENESS_MINUTES
+from .view_models import LATENESS_MINUTES
 
 STATIC = "/static"  # where the app serves streamdelay/web/static/
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ...producer.queue import AsyncQueue
-from ...redis_io.runner import drive_async
+from ...client.queue import AsyncQueue
+from ...io.runner import drive_async
 from ...telemetry.history import WINDOWS, History, ServerInfo, history_plan, server_plan
 from .chart import throughput_panel
 

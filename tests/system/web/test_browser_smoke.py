@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from streamdelay.base.models import QueueStats, TopicStats
-from streamdelay.web.dashboard import views
+from streamdelay.web.dashboard import view_models as views
 from streamdelay.web.dashboard.render import environment, render
 from tests.support.browser import chromium
 

@@ -11,7 +11,7 @@ import uuid
 import pytest
 
 import streamdelay as sd
-from streamdelay.redis_io.runner import drive_sync
+from streamdelay.io.runner import drive_sync
 from streamdelay.telemetry.lateness import LatenessWindow, lateness_plan
 from tests.support.redis_server import RedisServer
 from tests.support.web_server import WebServer

@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from .....base.errors import StreamdelayError
 from ...backend import StreamdelayBackend
 from ...framework import task_backends
-from ...worker import build_worker
+from ...task_worker import build_worker
 
 
 class Command(BaseCommand):  # type: ignore[misc]

@@ -1,0 +1,403 @@
+"""The Reservation's round (``Queue.reserve``, docs/pull.md) over the shared consumer plans:
+upkeep (register, fleet, reclaim, prune: ``upkeep.py``), the pause and limit look, one take
+(``taking.py``), opening each entry (``protocol/deliveries.py``) and the hand-back or
+dead-lettering of what it must not hand out (``settling.py``). ``consume/reservation.py`` drives it,
+sync and async.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from ...base import validation
+from ...base.errors import GroupNotFound, StreamdelayError
+from ...base.models import BackoffPolicy, Job
+from ...limits.limit_plans import DRAINED
+from ...protocol.backoff import failure_delay_ms
+from ...protocol.deliveries import expire_call, fail_call, open_entry, release_call
+from ...protocol.fleet_records import info_blob
+from ...protocol.keys import PartitionKeys, partition_keys
+from ...protocol.layouts import FLEET_EVERY_S
+from ...protocol.plan import Commands, Plan
+from ...protocol.queue_spec import QueueSpec
+from ...protocol.scripts import ScriptCall
+from ...protocol.streams import read_group
+from . import leasing
+from .cadence import FLEET, PRUNE, RECLAIM, Cadence, process_cadence
+from .constants import PRUNE_EVERY_S, RECLAIM_EVERY_S, REFRESH_S
+from .receipts import (
+    RECEIPT_VERSION,
+    Receipt,
+    ReceiptKey,
+    bounded,
+    encode_receipt,
+    signed,
+    signing_key_plan,
+)
+from .routing import LIMITED, PAUSED, PLAIN, STAGED, route, runs
+from .staging import staged_flag, staged_round_plan
+from .taking import (
+    TIME,
+    Entry,
+    clock_ms,
+    entry_priority,
+    is_limited,
+    is_paused_plan,
+    limit_of,
+    parse_read,
+    paused_flag,
+    read_plan,
+    streams_of,
+    take_now_plan,
+    take_plan,
+    wait_plan,
+)
+from .upkeep_plans import join_fleet_plan, prune_plan, reclaim_plan, register_plan
+
+MAX_WAIT_S = 30.0
+MAX_COUNT = 100
+READ_SLICE_S = 1.0  # longest single blocking read: a pause is seen within about a second
+CLUSTER_SLICE_S = 0.25  # a cluster blocks on one partition at a time, in turns
+FLEET_REMEMBERED = 4096  # consumers whose fleet renewal time is kept (the expired ones go first)
+
+
+@dataclass(frozen=True)
+class ReserveArgs:
+    """Validated arguments of one ``reserve`` call."""
+
+    topic: str
+    group: str
+    consumer: str
+    wait: float
+    count: int
+
+
+def reserve_args(topic: object, group: object, consumer: object, wait: object, count: object
+                 ) -> ReserveArgs:
+    """Check ``reserve``'s arguments, each error naming its field."""
+    return ReserveArgs(validation.topic(topic), validation.group(group),
+                       validation.consumer(consumer),
+                       validation.seconds(wait, "wait", maximum=MAX_WAIT_S),
+                       validation.positive_int(count, "count", MAX_COUNT))
+
+
+@dataclass
+class ReserveState:
+    """What one queue object remembers between reserve calls (in memory, per process)."""
+
+    site: str = ""  # where its upkeep is scheduled (cadence.site_of: url and queue)
+    registered: set[tuple[str, str]] = field(default_factory=set)  # (group, topic)
+    # the process's one upkeep scheduler (cadence.py): reclaim, prune and fleet renewal are
+    # due per (group, topic) or consumer for the whole process, not per queue object
+    cadence: Cadence = field(default_factory=process_cadence)
+    turn: int = 0  # the partition a round starts at, in turns
+    plain: set[str] = field(default_factory=set)  # topics last found neither paused nor limited
+    staged: set[str] = field(default_factory=set)  # staged topics (docs/priorities.md) seen
+    next_staged: dict[str, float] = field(default_factory=dict)  # topic -> monotonic s: look
+    key: ReceiptKey = field(default_factory=ReceiptKey)  # signs the receipts (receipts.py)
+
+
+@dataclass(frozen=True)
+class Reserved:
+    """One delivery a reserve round took: the decoded job and its receipt (and as text)."""
+
+    job: Job
+    receipt: Receipt
+    text: str
+    priority: str | None = None  # a staged topic's job: its priority (lateness by priority)
+
+
+@dataclass(frozen=True)
+class Round:
+    """What one reserve round found: deliveries, whether the topic is paused, and the entries
+    it dead-lettered because they can never run (job id, why)."""
+
+    reserved: list[Reserved]
+    paused: bool = False
+    dropped: list[tuple[str, str]] = field(default_factory=list)
+    rest_s: float = 0.0  # the rate limit holds the topic back: the caller sleeps this long
+
+
+def rotation(state: ReserveState, parts: Sequence[PartitionKeys]) -> list[PartitionKeys]:
+    """THE partition order of a round, whatever it takes (a plain read, a limited or a staged
+    take): every partition, starting one further each round, so no partition's backlog waits
+    behind another's (docs/scale-out.md)."""
+    start = state.turn % len(parts)
+    state.turn += 1
+    return [*parts[start:], *parts[:start]]
+
+
+def upkeep_plan(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, now: float
+                ) -> Plan[int]:
+    """Register the group once, renew the fleet entry, then reclaim and prune when the
+    process's cadence says so (at most every ``RECLAIM_EVERY_S`` / ``PRUNE_EVERY_S`` per group
+    and topic in the whole process; never while ``serve``'s reclaim loop holds the queue's
+    reclaim: ``cadence.py``): a worker's duties (docs/pull.md, "Who reclaims"). Returns how
+    many deliveries were re-queued or went dead."""
+    key = (args.group, args.topic)
+    site = state.site = state.site or cfg.name  # a state made without one: the queue's name
+    if key not in state.registered:
+        yield from register_plan(cfg.name, cfg.partitions, args.group, [args.topic])
+        state.registered.add(key)
+    # before its read: docs/keys.md#fleet
+    if state.cadence.due(FLEET, site, (args.consumer,), now, FLEET_EVERY_S):
+        info = info_blob(host="", pid=0, version="", group=args.group, topics=[args.topic],
+                         concurrency=0, started_ms=0, running=[], state="running", kind="pull")
+        yield from join_fleet_plan(cfg.name, args.consumer, info, 3 * FLEET_EVERY_S)
+    moved = 0
+    if state.cadence.due(RECLAIM, site, key, now, RECLAIM_EVERY_S):
+        found = yield from reclaim_plan(cfg.name, cfg.partitions, args.group, [args.topic])
+        if found.gone:  # the stream or group was deleted: register again
+            yield from register_plan(cfg.name, cfg.partitions, args.group, [args.topic])
+        moved = found.count()
+    if state.cadence.due(PRUNE, site, key, now, PRUNE_EVERY_S, first=PRUNE_EVERY_S):
+        yield from prune_plan(cfg.name, cfg.partitions, args.group, [args.topic])
+    return moved
+
+
+def read_step(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, block_ms: int,
+              cluster: bool) -> Plan[list[Entry]]:
+    """The read of a topic without a limit, from every partition, blocking up to
+    ``block_ms`` (0: not at all) when none is there.
+
+    One partition: one ``XREADGROUP`` (with ``BLOCK`` when waiting). Several: a non-blocking
+    read per partition (starting at a different one each round) until ``count`` came; then, if
+    none did, one blocking read over all partitions (a cluster blocks on one partition per round,
+    in turns, ``CLUSTER_SLICE_S`` at most). May return more than ``count`` (a blocking read over
+    several streams): the caller hands the extra ones back.
+    """
+    parts = list(partition_keys(cfg.name, cfg.partitions))
+    block = block_ms if block_ms > 0 else None
+    if len(parts) == 1:
+        return (yield from read_plan(args.group, args.consumer,
+                                     streams_of(parts, [args.topic]), args.count, block))
+    order = rotation(state, parts)
+    found: list[Entry] = []
+    for keys in order:
+        found.extend((yield from read_plan(args.group, args.consumer,
+                                           streams_of([keys], [args.topic]),
+                                           args.count - len(found), None)))
+        if len(found) >= args.count:
+            return found
+    if found or block is None:
+        return found
+    if cluster:
+        return (yield from read_plan(args.group, args.consumer,
+                                     streams_of(order[:1], [args.topic]), args.count,
+                                     min(block, int(CLUSTER_SLICE_S * 1000))))
+    return (yield from read_plan(args.group, args.consumer, streams_of(order, [args.topic]),
+                                 args.count, block))
+
+
+def _plain_read(cfg: QueueSpec, args: ReserveArgs, block_ms: int, look_staged: bool
+                ) -> Plan[tuple[list[Entry], bool, bool, bool]]:
+    """The read of a topic the last round found neither paused nor limited nor staged, on a
+    queue of one partition, in ONE round trip: a pipeline of the pause flag, the limit (and,
+    every ``REFRESH_S``, the staged flag), the ``XREADGROUP`` (blocking up to ``block_ms``),
+    ``TIME`` (the clock the open step checks a job's deadline against: docs/expiry.md) and the
+    pause flag again. Returns the entries, whether the topic was paused before or after the
+    read, whether it is limited now and whether it is staged: in any of those cases the caller
+    hands every entry back (not an attempt), as a worker does with what it read just before a
+    pause or a limit reached it."""
+    streams = streams_of([PartitionKeys(cfg.name, 0)], [args.topic])
+    staged = (staged_flag(cfg.name, args.topic),) if look_staged else ()
+    replies = yield Commands((
+        paused_flag(cfg.name, args.topic), limit_of(cfg.name, args.topic), *staged,
+        read_group(args.group, args.consumer, list(streams), args.count,
+                   block_ms if block_ms > 0 else None),
+        TIME, paused_flag(cfg.name, args.topic)))
+    before, raw, reply, clock, after = (replies[0], replies[1], replies[-3], replies[-2],
+                                        replies[-1])
+    return (parse_read(reply, streams, clock_ms(clock)), bool(int(before)) or bool(int(after)),
+            is_limited(raw), bool(look_staged and int(replies[2])))
+
+
+def _look(cfg: QueueSpec, topic: str, look_staged: bool) -> Plan[tuple[bool, bool, bool]]:
+    """Whether ``topic`` is paused, limited and, with ``look_staged``, staged: one round trip
+    (all in partition 0's slot)."""
+    replies = yield Commands((paused_flag(cfg.name, topic), limit_of(cfg.name, topic),
+                              *((staged_flag(cfg.name, topic),) if look_staged else ())))
+    return (bool(int(replies[0])), is_limited(replies[1]),
+            look_staged and bool(int(replies[-1])))
+
+
+def _staged_due(state: ReserveState, topic: str, now: float) -> bool:
+    """Whether this round looks at the topic's staged flag (every ``REFRESH_S``)."""
+    if now < state.next_staged.get(topic, 0.0):
+        return False
+    if len(state.next_staged) >= FLEET_REMEMBERED:
+        state.next_staged.clear()
+    state.next_staged[topic] = now + REFRESH_S
+    return True
+
+
+def _read(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, block_ms: int,
+          cluster: bool, now: float = 0.0) -> Plan[tuple[list[Entry], bool, bool, float]]:
+    """The take of one round: (entries, paused, hand every entry back, rest seconds).
+
+    Whether the topic is staged is looked at every ``REFRESH_S``, in the round trip the round
+    makes anyway (no command more per plain read); a staged topic is taken only through
+    ``takeStaged`` (``staging.py``), a limited one only through ``takeLimited``."""
+    look = _staged_due(state, args.topic, now)
+    topic = args.topic
+    if cfg.partitions == 1 and topic in state.plain and topic not in state.staged:
+        entries, paused, limited, staged = yield from _plain_read(cfg, args, block_ms, look)
+        if staged:
+            state.staged.add(topic)
+        found = route(paused, limited, staged)  # the core's one rule (routing.py)
+        if found != PLAIN:
+            state.plain.discard(topic)
+        if entries or found != STAGED:  # what the plain read took runs only on a plain topic
+            return entries, found == PAUSED, not runs(found, taken=False), 0.0
+        block_ms, look = 0, False  # found staged, nothing read: its take, at once
+    paused, limited, staged = yield from _look(cfg, topic, look)
+    if look:
+        (state.staged.add if staged else state.staged.discard)(topic)
+    found = route(paused, limited, topic in state.staged)
+    if found != PLAIN:
+        state.plain.discard(topic)
+    if found == PAUSED:
+        return [], True, False, 0.0
+    if found == STAGED:
+        entries, rest_s = yield from staged_round_plan(
+            rotation(state, partition_keys(cfg.name, cfg.partitions)), args.group,
+            args.consumer, topic, args.count, block_ms, limited, cluster)
+        return entries, False, False, rest_s
+    if found == LIMITED:  # only through the shared take (a take never blocks: no second look)
+        if cfg.partitions > 1:
+            entries, rest_s = yield from _limited_parts(cfg, state, args, block_ms, cluster)
+            return entries, False, False, rest_s
+        taken = yield from take_plan(PartitionKeys(cfg.name, 0), args.group, args.consumer,
+                                     topic, args.count, block_ms)
+        return taken.entries, False, False, taken.rest_s
+    state.plain.add(topic)
+    entries = yield from read_step(cfg, state, args, block_ms, cluster)
+    # a blocking read may return after a pause began
+    paused = (bool(entries) and block_ms > 0 and (yield from is_paused_plan(cfg.name, topic)))
+    return entries, paused, paused, 0.0
+
+
+def _limited_parts(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, block_ms: int,
+                   cluster: bool) -> Plan[tuple[list[Entry], float]]:
+    """The take of a limited topic on a queue of several partitions: through the limit on
+    each partition in turns (starting at a different one each round) until ``count`` came or
+    the limit holds back; when none came, one wait as the last take's reply says: a freed
+    lease or a token (partition 0's slot), or a new entry on the round's first partition
+    (``CLUSTER_SLICE_S`` at most: the next round waits on the next one)."""
+    del cluster  # one partition at a time either way
+    order = rotation(state, partition_keys(cfg.name, cfg.partitions))
+    found: list[Entry] = []
+    reason, wait_ms, first_last = DRAINED, 0, ""
+    for keys in order:
+        entries, reason, wait_ms, last_id = yield from take_now_plan(
+            keys, args.group, args.consumer, args.topic, args.count - len(found))
+        found.extend(entries)
+        first_last = last_id if keys is order[0] else first_last
+        if len(found) >= args.count or reason != DRAINED:  # got all, or the limit holds back
+            break
+    if found or block_ms <= 0:
+        return found, 0.0
+    if reason == DRAINED:
+        return found, (yield from wait_plan(order[0], args.topic, reason, 0, first_last,
+                                            min(block_ms, int(CLUSTER_SLICE_S * 1000))))
+    return found, (yield from wait_plan(order[0], args.topic, reason, wait_ms, "", block_ms))
+
+
+def round_plan(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, block_ms: int,
+               now: float, cluster: bool) -> Plan[Round]:
+    """One reserve round: upkeep, the pause and limit checks, one take (``_read``), then
+    opening each entry.
+
+    A topic the previous round found neither paused nor limited, on a queue of one partition,
+    is checked and read in one round trip (``_plain_read``); otherwise the checks come first
+    (one round trip) and a paused topic is not read at all.
+
+    Entries that can never run are dead-lettered as a worker does; entries over ``count``, and
+    those read while the topic was paused (or limited: a limited topic is read only through
+    the take), are handed back (not an attempt), as a worker hands back what it read just
+    before a pause reached it."""
+    yield from upkeep_plan(cfg, state, args, now)
+    try:
+        entries, paused, back_all, rest_s = yield from _read(cfg, state, args, block_ms,
+                                                             cluster, now)
+    except GroupNotFound:  # the group or stream was deleted: register again
+        state.registered.discard((args.group, args.topic))
+        yield from register_plan(cfg.name, cfg.partitions, args.group, [args.topic])
+        state.registered.add((args.group, args.topic))
+        return Round([])
+    if paused and not entries:
+        return Round([], paused=True)
+    return (yield from _deliver_plan(cfg, state, args, entries, paused, back_all, rest_s, now))
+
+
+def _deliver_plan(cfg: QueueSpec, state: ReserveState, args: ReserveArgs,
+                  entries: list[Entry], paused: bool, back_all: bool, rest_s: float, now: float
+                  ) -> Plan[Round]:
+    """What a round read becomes (open, then settle what is not handed out): deliveries with
+    signed receipts (up to ``count``), dead letters for entries that can never run or whose
+    job's deadline passed (``expireJobs``, docs/expiry.md), and every
+    other entry handed back (``back_all``, over ``count``, or no signing key to be had: that
+    error is raised once they are back)."""
+    found = Round([], paused, rest_s=rest_s)
+    # the key is read only when a job came: a round that finds none costs no round trip for it
+    key, unsigned = None, None
+    try:
+        if entries and not back_all:
+            key = yield from signing_key_plan(cfg.name, state.key, now)
+    except StreamdelayError as exc:
+        unsigned = exc
+    settle: dict[int, list[ScriptCall]] = {}
+    # (partition, release_call or expire_call) -> the triples it settles
+    kept: dict[tuple[int, Callable[..., ScriptCall]], list[str]] = {}
+    frees: list[tuple[str, str]] = []  # leases (slot 0) of the entries not handed out
+    for entry in entries:
+        keys = PartitionKeys(cfg.name, entry.partition)
+        opened = open_entry(entry.fields, args.topic, entry.entry_id, entry.partition, None,
+                            cfg.max_body_bytes, entry.now_ms)
+        if entry.leased and (opened.expired or opened.job is None or key is None
+                             or len(found.reserved) >= args.count):
+            frees.append((args.topic, leasing.member(entry.partition, entry.entry_id)))
+        if opened.expired:  # its deadline passed while it waited: dead, never handed out
+            found.dropped.append((opened.job_id, opened.error))
+            kept.setdefault((entry.partition, expire_call), []).extend(
+                (args.topic, opened.job_id, entry.entry_id))
+        elif opened.job is None:  # never runnable: dead now, like a worker's delivery
+            found.dropped.append((opened.job_id, opened.error))
+            settle.setdefault(entry.partition, []).append(fail_call(
+                keys, args.group, args.topic, opened.job_id, entry.entry_id, 0, True,
+                opened.error))
+        elif key is None or len(found.reserved) >= args.count:
+            kept.setdefault((entry.partition, release_call), []).extend(
+                (args.topic, opened.job_id, entry.entry_id))
+        else:
+            # a staged topic's job: its lateness counts by priority too (docs/priorities.md)
+            priority = entry_priority(entry.fields) if args.topic in state.staged else None
+            found.reserved.append(_reserved(cfg, args, opened.job, opened.backoff,
+                                            opened.ttr_ms, key, entry.leased, priority))
+    for (partition, make), flat in kept.items():
+        settle.setdefault(partition, []).append(
+            make(PartitionKeys(cfg.name, partition), args.group, flat))
+    calls = [call for per_partition in settle.values() for call in per_partition]
+    if frees:
+        calls.append(leasing.free_call(cfg.name, frees))
+    if calls:
+        yield calls if len(calls) > 1 else calls[0]
+    if unsigned is not None:
+        raise unsigned
+    return found
+
+
+def _reserved(cfg: QueueSpec, args: ReserveArgs, job: Job, backoff: BackoffPolicy | None,
+              ttr_ms: int, key: bytes, lease: bool = False, priority: str | None = None
+              ) -> Reserved:
+    """A delivery with its receipt, signed with ``key``; the retry delay of a failure is drawn
+    now (the receipt carries it: a rebuilt reservation fails with the job's backoff without
+    reading the job)."""
+    retry_ms = failure_delay_ms(backoff or cfg.backoff, job.attempt)
+    receipt = signed(bounded(Receipt(RECEIPT_VERSION, cfg.name, job.partition, args.topic,
+                                     job.id, job.entry_id, args.group, args.consumer,
+                                     job.attempt, job.due, ttr_ms, retry_ms,
+                                     keep_ms=job.keep_result_ms, lease=lease,
+                                     done_ms=job.keep_done_ms)), key)
+    return Reserved(job, receipt, encode_receipt(receipt), priority)

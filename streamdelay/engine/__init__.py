@@ -1,8 +1,0 @@
-"""The consumer protocol as I/O-free plans (docs/design.md#where-a-job-goes): take (read ready
-entries, honouring pause and limits), open (decode; what can never run goes dead with the
-reason), settle (ack, retry with backoff, dead, release, hand back), keep alive (touch),
-reclaim and prune. Two drivers run them through ``redis_io.runner``: the Worker
-(``consumer/``) and the Reservation (``Queue.reserve``, ``producer/pull.py``), which the HTTP
-consumer routes use. Nothing here imports the producer plans, nor they this (pyproject.toml's
-import contracts).
-"""
