@@ -4,7 +4,7 @@ a delivery settled with its outcome. What follows from each report is written he
 - the dashboard's record (``lateness.LatenessRecorder``): lateness per topic, by priority for a
   staged topic's job, and throughput (the outcome fields), flushed every ``FLUSH_EVERY`` s;
 - the Prometheus metrics a driver has (``Reporter``: the Worker's, the HTTP service's);
-- a debug line per start and settle (logger ``streamdelay.consume``).
+- a debug line per start and settle (logger ``streamdelay.consumer``).
 
 A driver only says what happened: the Worker when a handler starts and when its delivery is
 settled, ``q.reserve`` when it hands a job out and when a reservation is acked or failed, the
@@ -27,7 +27,7 @@ from ..io.runner import call_with_retry, run_with_retry_sync
 from ..protocol.scripts import ScriptCall
 from .lateness import FLUSH_EVERY, FLUSH_GIVE_UP, LatenessRecorder
 
-log = logging.getLogger("streamdelay.consume")
+log = logging.getLogger("streamdelay.consumer")
 
 # What each outcome a driver reports counts as in the dashboard's throughput (the record's
 # fields, docs/dashboard.md#lateness): an expired job is dead; a dropped one (``sd.Drop``) is

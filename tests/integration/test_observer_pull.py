@@ -43,7 +43,7 @@ def test_a_staged_topic_taken_by_reserve_counts_by_priority(redis_url: str, queu
 
 def test_an_async_reserve_caller_logs_its_starts_and_settles(
         redis_url: str, queue_name: str, caplog: pytest.LogCaptureFixture) -> None:
-    """The observer's debug lines (logger ``streamdelay.consume``), with the job's fields."""
+    """The observer's debug lines (logger ``streamdelay.consumer``), with the job's fields."""
     with sd.Queue(queue_name, url=redis_url) as producer:
         producer.reserve("t")  # registers the group before the job is promoted
         producer.enqueue("t", 1, id="j1")
@@ -54,8 +54,8 @@ def test_an_async_reserve_caller_logs_its_starts_and_settles(
             [r] = await q.reserve("t", wait=2)
             await r.ack()
 
-    with caplog.at_level(logging.DEBUG, logger="streamdelay.consume"):
+    with caplog.at_level(logging.DEBUG, logger="streamdelay.consumer"):
         asyncio.run(main())
     lines = [(rec.getMessage(), getattr(rec, "job_id", None)) for rec in caplog.records
-             if rec.name == "streamdelay.consume"]
+             if rec.name == "streamdelay.consumer"]
     assert lines == [("job started", "j1"), ("job handled", "j1")]
