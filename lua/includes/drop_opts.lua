@@ -1,11 +1,12 @@
 -- drop_opts(ids): forget the options of jobs that ended for good (ack, cancel, purge of their dead
--- letter; docs/keys.md#job-options): one HDEL of every id, after one EXISTS of K_OPTS, so a
--- partition that never had options pays that EXISTS only. Their checkpoints go too (PREFIX..'ck',
--- hash job id -> JSON, docs/keys.md#checkpoints; one TYPE when the partition has none, and a
--- foreign value there is left alone).
+-- letter; docs/keys.md#job-options): one HDEL of every id. Their checkpoints go too
+-- (PREFIX..'ck', hash job id -> JSON, docs/keys.md#checkpoints; a foreign value there is left
+-- alone). A partition that never had options nor checkpoints pays one EXISTS of both keys.
 -- @include keys
 -- @include write_many
 local function drop_opts(ids)
-  if #ids > 0 and redis.call('EXISTS', K_OPTS) == 1 then write_many('HDEL', K_OPTS, ids) end
-  if #ids > 0 and redis.call('TYPE', PREFIX .. 'ck').ok == 'hash' then write_many('HDEL', PREFIX .. 'ck', ids) end
+  -- a partition with neither key (no options, no checkpoints) pays one EXISTS of both
+  if #ids == 0 or redis.call('EXISTS', K_OPTS, PREFIX .. 'ck') == 0 then return end
+  if redis.call('EXISTS', K_OPTS) == 1 then write_many('HDEL', K_OPTS, ids) end
+  if redis.call('TYPE', PREFIX .. 'ck').ok == 'hash' then write_many('HDEL', PREFIX .. 'ck', ids) end
 end

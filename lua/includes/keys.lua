@@ -15,13 +15,16 @@ local K_OPTS, K_STAGED = PREFIX .. 'opts', PREFIX .. 'staged'
 
 -- refuse_wrong_type(key, want): a key another client filled with a value of another type stops
 -- the call with 'SDERR WRONG_TYPE <key> <type>' before its first write, so a call that fails
--- writes nothing (docs/keys.md). check_partition_keys() does it for the six KEYS.
+-- writes nothing (docs/keys.md); it returns the key's type. check_partition_keys() does it for
+-- the six KEYS and returns true when K_DONE exists (a caller may skip its tombstone purge).
 local function refuse_wrong_type(key, want)
   local t = redis.call('TYPE', key).ok
   if t ~= 'none' and t ~= want then error({err = 'SDERR WRONG_TYPE ' .. key .. ' ' .. t}) end
+  return t
 end
 local function check_partition_keys()
   refuse_wrong_type(K_DELAYED, 'zset'); refuse_wrong_type(K_JOBS, 'hash')
   refuse_wrong_type(K_WAKE, 'zset'); refuse_wrong_type(K_COUNTS, 'hash')
-  refuse_wrong_type(K_GROUPS, 'hash'); refuse_wrong_type(K_DONE, 'zset')
+  refuse_wrong_type(K_GROUPS, 'hash')
+  return refuse_wrong_type(K_DONE, 'zset') ~= 'none'
 end
