@@ -66,3 +66,23 @@ def test_a_delivery_that_is_no_longer_current_is_acknowledged_but_kept(queue: sd
     assert call(c, "ackJobs", keys, ["g", 0, 2, topic, job, "1-1", *rows[1], 0]) == 1
     assert c.hexists(keys.jobs, job)  # its entry is not the job's current one
     assert not c.hexists(keys.jobs, rows[1][1])
+
+
+def test_an_entry_id_that_only_shares_digits_with_the_current_one_is_stale(
+        queue: sd.Queue) -> None:
+    """The current-delivery check compares the whole entry field (ackJobs reads it without a
+    pattern): ids that are a prefix, a suffix or a longer form of the current one, or the same
+    time without a sequence, leave the job alone, though the job's blob holds the current id."""
+    c, keys = queue.client, PartitionKeys(queue.name, 0)
+    rows = delivered(queue, ["a"], 1)
+    topic, job, entry = rows[0]
+    ms, seq = entry.split("-")
+    record = c.hget(keys.jobs, job)
+    assert record is not None
+    # the current entry id in the body too: only the entry field may count
+    c.hset(keys.jobs, job, record + f"|{entry}|".encode())
+    for stale in (f"{ms}-{seq}0", f"{ms[1:]}-{seq}", f"1{ms}-{seq}", f"{ms}-{int(seq) + 1}", ms):
+        assert call(c, "ackJobs", keys, ["g", 0, 1, topic, job, stale, 0]) == 0, stale
+        assert c.hexists(keys.jobs, job), stale
+    assert call(c, "ackJobs", keys, ["g", 0, 1, topic, job, entry, 0]) == 1
+    assert not c.hexists(keys.jobs, job)
