@@ -40,7 +40,8 @@ def delivered(queue: sd.Queue, topics: list[str], per_topic: int) -> list[tuple[
 
 @pytest.mark.parametrize("keep_done", [0, 60_000])
 def test_a_batch_over_topics_settles_each_current_delivery_once(
-        queue: sd.Queue, keep_done: int) -> None:
+    queue: sd.Queue, keep_done: int
+) -> None:
     c, keys = queue.client, PartitionKeys(queue.name, 0)
     rows = delivered(queue, ["a", "b"], 5)
     queue.cancel("a-1")  # a stale delivery: acknowledged, the job left alone (it is gone)
@@ -68,8 +69,7 @@ def test_a_delivery_that_is_no_longer_current_is_acknowledged_but_kept(queue: sd
     assert not c.hexists(keys.jobs, rows[1][1])
 
 
-def test_an_entry_id_that_only_shares_digits_with_the_current_one_is_stale(
-        queue: sd.Queue) -> None:
+def test_an_entry_id_that_only_shares_digits_with_the_current_one_is_stale(queue: sd.Queue) -> None:
     """The current-delivery check compares the whole entry field (ackJobs reads it without a
     pattern): ids that are a prefix, a suffix or a longer form of the current one, or the same
     time without a sequence, leave the job alone, though the job's blob holds the current id."""
