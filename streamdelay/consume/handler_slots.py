@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..telemetry.job_logs import log_settled
-from . import paused_topics as pausing
 from . import settle_calls as settling
 from . import upkeep_loops as upkeep
 from .acks import AckLoop
@@ -111,11 +110,7 @@ class HandlerRunner:
         """Start a handler task for one delivery, unless this worker already holds it."""
         if delivery.key in self.slots.inflight:
             return False
-        # taken just before a pause reached us: back (the core's rule, consume/core/routing.py; a
-        # plain read's entries of topics no longer plain went back in limiting.plain_read)
-        if not self.host.views.runs(delivery.topic, taken=True):
-            pausing.hand_back(self.host, delivery, fields)
-            return False
+        # the read and take loops sorted it by its route first (the core's sort)
         self.slots.inflight[delivery.key] = delivery
         delivery.task = asyncio.create_task(self._execute(delivery, fields))
         return True

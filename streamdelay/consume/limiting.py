@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable
 
 from ..base.errors import GroupNotFound, StreamdelayError
 from ..io.clients import async_client
@@ -22,12 +21,11 @@ from ..io.runner import RETRYABLE, call_with_retry, drive_once_async
 from ..limits.limit_plans import parse_limits
 from ..protocol.keys import PartitionKeys
 from ..protocol.plan import Commands
-from . import paused_topics as pausing
+from . import settle_calls as settling
 from .core.constants import REFRESH_S, START_PATIENCE
 from .core.routing import STAGED, TAKES
 from .core.staging import parse_staged, staged_command, staged_take_now_plan, staged_wait_plan
-from .core.taking import Entry, Views, limits_command, take_now_plan, wait_plan
-from .delivery import Delivery
+from .core.taking import Views, limits_command, take_now_plan, wait_plan
 from .upkeep_host import ReadingHost
 
 log = logging.getLogger("streamdelay.worker")
@@ -75,25 +73,6 @@ async def watch(worker: ReadingHost) -> None:
         await asyncio.sleep(REFRESH_S)
 
 
-def plain_read(worker: ReadingHost, entries: list[Entry]) -> Iterable[Entry]:
-    """The entries of a plain read without those of topics no longer plain (paused, limited or
-    staged while the read waited: the core's rule, ``consume/core/routing.py``): those are handed
-    straight back to their streams (not an attempt), for the take loop to take under the
-    limit or for after the resume."""
-    views = worker.views
-    if not views.limited and not views.staged and not views.paused:
-        return entries
-    kept, back = views.split(entries, _topic)
-    for entry in back:
-        pausing.hand_back(worker, Delivery(entry.partition, entry.topic, entry.entry_id),
-                          entry.fields)
-    return kept
-
-
-def _topic(entry: Entry) -> str:
-    return entry.topic
-
-
 async def take_loop(worker: ReadingHost, keys: PartitionKeys, topic: str) -> None:
     """Take entries of ``topic`` on ``keys``' partition through its take, while it has one: a
     staged topic through ``takeStaged`` (a limited one through its limit too:
@@ -129,7 +108,9 @@ async def take_loop(worker: ReadingHost, keys: PartitionKeys, topic: str) -> Non
                 await worker.register()
                 continue
             worker.leases.add((e.partition, e.topic, e.entry_id) for e in entries if e.leased)
-            worker.start_entries(entries)
+            run, back = worker.core.sort(entries, taken=True)  # paused meanwhile: back
+            settling.hand_back(worker, back)
+            worker.start_entries(run)
             try:  # never longer than the block time: a stop or a loosened limit is seen
                 rest_s = await drive_once_async(blocking, staged_wait_plan(
                     [keys], topic, reason, wait_ms, block_ms) if staged else wait_plan(

@@ -1,8 +1,8 @@
 """A worker's view of the paused topics (docs/operations.md#pause-and-resume): read when it
-starts and every ``REFRESH_S`` seconds after; entries of a paused topic that a read already in
-flight returns are handed back (``releaseJobs``, not an attempt) by a task the worker owns
-(awaited at shutdown). The plans are ``consume/core/taking.py``'s and
-``consume/core/settle_plans.py``'s."""
+starts and every ``REFRESH_S`` seconds after, into the routes of its consumer core; entries of
+a paused topic that a read already in flight returns go back through the core's sort and
+hand-back (``settle_calls.hand_back``: ``releaseJobs``, not an attempt). The plans are
+``consume/core/taking.py``'s."""
 
 from __future__ import annotations
 
@@ -14,16 +14,12 @@ from ..base.errors import StreamdelayError
 from ..io.runner import RETRYABLE, call_with_retry
 from ..protocol.fleet_records import WorkerCommand, command_read, parse_command
 from ..protocol.plan import Commands
-from ..protocol.replies import text
 from . import abort_watch as control
 from . import upkeep_loops as upkeep
 from .core.constants import REFRESH_S, START_PATIENCE
-from .core.settle_plans import release_plan
 from .core.taking import events_command, parse_events, parse_paused, paused_command
-from .settle_calls import frees
 
 if TYPE_CHECKING:
-    from .delivery import Delivery
     from .upkeep_host import ReadingHost as Worker
 
 log = logging.getLogger("streamdelay.worker")
@@ -83,24 +79,3 @@ async def watch(worker: Worker) -> None:
         except RETRYABLE as exc:  # the read loops ride the outage out too
             log.debug("could not read the paused topics (%s)", exc)
         await asyncio.sleep(REFRESH_S)
-
-
-def hand_back(worker: Worker, delivery: Delivery, fields: dict[Any, Any] | None) -> None:
-    """Give an entry of a paused topic back to its stream (not an attempt), in the background."""
-    raw = (fields or {}).get(b"id")
-    if raw is None:  # not a job entry: the worker's normal path dead-letters it after resume
-        return
-    worker.spawn(_release(worker, delivery, text(raw)))
-
-
-async def _release(worker: Worker, delivery: Delivery, job_id: str) -> None:
-    keys = worker.partitions[delivery.partition]
-    try:
-        also = frees(worker, delivery.partition, [(delivery.topic, delivery.entry_id)])
-        released = await worker.run_plan(release_plan(
-            keys, worker.group, [delivery.topic, job_id, delivery.entry_id], 0, also),
-            "release")
-        worker.counts.add("released", released)
-    except (OSError, *RETRYABLE) as exc:
-        log.warning("could not hand back job %s of paused topic %s (%s); it returns after its "
-                    "ttr", job_id, delivery.topic, exc)

@@ -23,19 +23,17 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from ..base.errors import GroupNotFound
 from ..io.clients import AsyncClient, async_client
 from ..io.loop_supervision import pause_after_failure
 from ..io.runner import RETRYABLE, drive_once_async
 from ..protocol.keys import PartitionKeys
-from . import limiting
-from . import paused_topics as pausing
+from . import settle_calls as settling
 from . import upkeep_loops as upkeep
 from .core.constants import REFRESH_S
 from .core.pending import entries_plan, own_pending_plan
-from .core.taking import has_deadline, read_plan, streams_of
+from .core.taking import Entry, has_deadline, read_plan, streams_of
 from .delivery import Delivery
 from .upkeep_host import ReadingHost
 
@@ -44,22 +42,17 @@ MAX_LOOK = 10_000  # pending rows read per topic and look
 SUBSET_WAIT = 0.05  # seconds to wait for a slot per topic before reading only some topics
 
 
-def _start_found(worker: ReadingHost, deliveries: list[Delivery],
-                 fields: list[Any]) -> int:
-    """Start the orphans still ours and not held; those of a limited or staged topic are handed
-    back instead (only the take loop starts their jobs, docs/limits.md, docs/priorities.md)."""
-    started = 0
+def _start_found(worker: ReadingHost, deliveries: list[Delivery], found: list[Entry]) -> int:
+    """Start the orphans still ours and not held; those the core's ``sort`` sends back (paused,
+    limited or staged: as for a plain read, only the take starts those, docs/limits.md,
+    docs/priorities.md) are handed back instead."""
     held = worker.acks.entries(deliveries[0].partition) if deliveries else set()
-    for delivery, entry_fields in zip(deliveries, fields, strict=True):
-        if (delivery.lost or (delivery.topic, delivery.entry_id) in held
-                or delivery.key in worker.inflight):  # started meanwhile (by a take)
-            continue
-        if not worker.views.runs(delivery.topic):  # paused, limited or staged: the core's
-            # rule (consume/core/routing.py) as for a plain read: only the take starts it
-            pausing.hand_back(worker, delivery, entry_fields)
-        elif worker.start(delivery, entry_fields):
-            started += 1
-    return started
+    mine = {id(entry): delivery for delivery, entry in zip(deliveries, found, strict=True)
+            if not (delivery.lost or (delivery.topic, delivery.entry_id) in held
+                    or delivery.key in worker.inflight)}  # or started meanwhile (by a take)
+    run, back = worker.core.sort([entry for entry in found if id(entry) in mine])
+    settling.hand_back(worker, back)
+    return sum(worker.start(mine[id(entry)], entry.fields) for entry in run)
 
 
 @dataclass
@@ -103,7 +96,7 @@ async def start_orphans(worker: ReadingHost, keys: PartitionKeys, client: AsyncC
                   for entry in found]
     if deliveries:  # still ours (not cancelled, rescheduled, reclaimed)? and a fresh idle time
         await upkeep.touch(worker, deliveries, quiet=True)
-    started = _start_found(worker, deliveries, [entry.fields for entry in found])
+    started = _start_found(worker, deliveries, found)
     if started:
         log.info("started %d job(s) found in consumer %s's own pending list", started,
                  worker.consumer)
@@ -170,6 +163,10 @@ async def read_loop(worker: ReadingHost, keys: PartitionKeys) -> None:
             except GroupNotFound:  # the group is gone, or the stream or group was deleted
                 await worker.register()  # while this read blocked (data lost, FLUSHALL)
                 continue
-            worker.start_entries(limiting.plain_read(worker, entries))
+            # the core's sort: entries of a topic paused, limited or staged since the read go
+            # back (not an attempt), for the take loop or for after the resume
+            run, back = worker.core.sort(entries)
+            settling.hand_back(worker, back)
+            worker.start_entries(run)
     finally:
         await blocking.aclose()

@@ -27,6 +27,7 @@ from . import reservation_observer as observing
 from .core import control_plans as control
 from .core.cadence import site_of
 from .core.constants import DEFAULT_GROUP, REFRESH_S, default_consumer_name
+from .core.consumer_core import ConsumerCore
 from .core.receipts import Receipt, ReceiptKey, decode_receipt
 from .core.reserving import (
     MAX_WAIT_S,
@@ -187,20 +188,23 @@ class _PullFace(Observed):
     # HTTP service counts them: docs/expiry.md)
     on_expired: Callable[[str, str, int], None] | None = None
 
+    def _state(self) -> ReserveState:
+        """This object's consumer core and receipt key (made on first use)."""
+        if self._pull_state is None:
+            self._pull_state = ReserveState(ConsumerCore(site_of(self.config.url,
+                                                                 self.config.name)))
+            self._pull_consumer = default_consumer_name()
+        return self._pull_state
+
     def _args(self, topic: str, group: str, consumer: str | None, wait: Delay, count: int
               ) -> tuple[ReserveArgs, ReserveState]:
-        if self._pull_state is None:
-            self._pull_state = ReserveState(site_of(self.config.url, self.config.name))
-            self._pull_consumer = default_consumer_name()
+        state = self._state()
         return (reserve_args(topic, group, self._pull_consumer if consumer is None else consumer,
-                             wait, count), self._pull_state)
+                             wait, count), state)
 
     def _key(self) -> ReceiptKey:
         """The queue's receipt key as this object knows it (shared by reserve and settles)."""
-        if self._pull_state is None:
-            self._pull_state = ReserveState(site_of(self.config.url, self.config.name))
-            self._pull_consumer = default_consumer_name()
-        return self._pull_state.key
+        return self._state().key
 
     def _ack_plan(self, receipt: Receipt, result: Any) -> Plan[None]:
         return ack_receipt_plan(self.config, self._key(), receipt, result)

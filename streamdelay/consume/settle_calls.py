@@ -6,16 +6,20 @@ keeps them until written). See docs/worker.md#retries-and-backoff and #acknowled
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from ..base import validation
+from ..io.runner import RETRYABLE
 from ..protocol.scripts import ScriptCall
 from ..telemetry.job_logs import delivery_fields, log_settled
 from .core import control_plans as control
+from .core.consumer_core import backs, hand_back_plan
 from .core.leasing import free_call, triples_pairs
 from .core.settle_plans import EXPIRED_NOW, HANDED_BACK, ack_plan, expire_plan, fail_plan
+from .core.taking import Entry
 from .delivery import Delivery, Settlement
-from .upkeep_host import UpkeepHost
+from .upkeep_host import ReadingHost, UpkeepHost
 
 log = logging.getLogger("streamdelay.worker")
 
@@ -101,3 +105,27 @@ def frees(worker: UpkeepHost, partition: int, pairs: list[tuple[str, str]],
         return ()
     found = worker.leases.pop(partition, pairs, keep)
     return (free_call(worker.config.name, found),) if found else ()
+
+
+def hand_back(worker: ReadingHost, entries: Sequence[Entry]) -> None:
+    """Give back ``entries`` the core's ``sort`` sent back (their topic was paused, limited or
+    staged since the read, or paused since the take), not an attempt: the core's one hand-back
+    (``consume/core/consumer_core.py``), a lease freed with it, in one background task the
+    worker owns (awaited at shutdown). An entry that is not a job's is left to the normal path
+    (the reclaim after its ttr dead-letters it)."""
+    if not entries:
+        return
+    rows, _ = backs(entry._replace(leased=bool(worker.leases.pop(
+        entry.partition, [(entry.topic, entry.entry_id)]))) for entry in entries)
+    if rows:
+        worker.spawn(_hand_back(worker, rows))
+
+
+async def _hand_back(worker: ReadingHost, rows: Sequence[Any]) -> None:
+    try:
+        released = await worker.run_plan(hand_back_plan(worker.config.name, worker.group, rows),
+                                         "release")
+        worker.counts.add("released", released)
+    except (OSError, *RETRYABLE) as exc:
+        log.warning("could not hand back %d job(s) of %s (%s); they return after their ttr",
+                    len(rows), ", ".join(sorted({row.topic for row in rows})), exc)

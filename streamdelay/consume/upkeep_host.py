@@ -20,6 +20,7 @@ from ..telemetry.job_logs import JobObserver
 from ..telemetry.observer import ConsumerObserver
 from ..telemetry.worker_metrics import WorkerMetrics
 from .acks import PendingAcks
+from .core.consumer_core import ConsumerCore
 from .core.leasing import LeaseBook
 from .core.taking import Entry
 from .counts import Counts
@@ -48,6 +49,11 @@ class UpkeepHost(Protocol):
     @property
     def group(self) -> str:
         """The consumer group."""
+
+    @property
+    def core(self) -> ConsumerCore:
+        """The worker's consumer core: its routes (the views), their sort, the upkeep cadence
+        (consume/core/consumer_core.py)."""
 
     @property
     def liveness(self) -> Liveness:

@@ -22,7 +22,7 @@ from ..protocol.replies import parse_stats
 from ..protocol.scripts import script
 from ..telemetry.job_logs import delivery_fields
 from . import abort_watch as control
-from .core.cadence import PRUNE, RECLAIM, process_cadence, site_of
+from .core.cadence import PRUNE, RECLAIM
 from .core.constants import PRUNE_EVERY_S
 from .core.settle_plans import Held, keep_alive_plan, release_plan
 from .core.upkeep_plans import prune_plan, reclaim_plan
@@ -228,16 +228,13 @@ async def reclaim_loop(worker: UpkeepHost) -> None:
 
 
 def _ran(worker: UpkeepHost, duty: str, every: float) -> None:
-    """Tell the process's cadence (``consume/core/cadence.py``) that this worker ran ``duty`` for
-    its
-    group's topics: a reserve caller of the same group and topic in this process leaves it to
-    the worker until ``every`` has passed. The worker runs its own passes whatever the cadence
-    says: its ``Witness`` needs a call every interval (docs/guarantees.md)."""
-    cfg = worker.config
-    site, now = site_of(cfg.url, cfg.name), time.monotonic()
-    cadence = process_cadence()
-    for topic in worker.topics:
-        cadence.ran(duty, site, (worker.group, topic), now, every)
+    """Tell the worker's consumer core (its cadence is the process's one:
+    ``consume/core/cadence.py``) that this worker ran ``duty`` for its group's topics: a
+    reserve caller of the same group and topic in this process leaves it to the worker until
+    ``every`` has passed. The worker runs its own passes whatever the cadence says: its
+    ``Witness`` needs a call every interval (docs/guarantees.md)."""
+    worker.core.ran(duty, [(worker.group, topic) for topic in worker.topics], time.monotonic(),
+                    every)
 
 
 async def join_fleet(worker: UpkeepHost) -> None:

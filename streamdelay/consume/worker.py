@@ -17,20 +17,18 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Coroutine, Iterable
 from functools import partial
 from typing import Any, TypeVar
 
 from ..base import validation
 from ..base.errors import ConfigError
-from ..base.models import TaskHandlers
-from ..base.tasks import B, R, Task
 from ..dispatch.aging import aging_plan
 from ..dispatch.dispatcher import Dispatcher
 from ..io.agreement import agree_partitions_async
 from ..io.clients import AsyncClient, async_client
 from ..io.config import QueueConfig, mask_url
-from ..io.loop_supervision import OwnedTasks, cancel_all, supervised, threads_finish
+from ..io.loop_supervision import OwnedTasks, cancel_all, supervised_task, threads_finish
 from ..io.runner import call_with_retry, drive_async
 from ..protocol.keys import PartitionKeys, partition_keys
 from ..protocol.layouts import FLEET_EVERY_S
@@ -43,27 +41,29 @@ from . import paused_topics as pausing
 from . import settle_calls as settling
 from . import upkeep_loops as upkeep
 from .acks import AckLoop, PendingAcks
+from .core.cadence import site_of
 from .core.constants import DEFAULT_GROUP, PRUNE_IDLE_S, default_consumer_name
+from .core.consumer_core import ConsumerCore
 from .core.leasing import LeaseBook
 from .core.taking import Entry
 from .core.upkeep_plans import register_plan
 from .counts import Counts
-from .delivery import Delivery, Handler, HandlerFn
+from .delivery import Delivery, Handler
 from .fleet_self import FleetSelf
 from .handler_slots import HandlerRunner, Slots
+from .handler_table import HandlerTable
 from .health import HealthServer
 from .liveness import Liveness
 from .processes import executor_settings
 from .topic_views import TopicViews
 
 log = logging.getLogger("streamdelay.worker")
-F = TypeVar("F", bound=HandlerFn)
 T = TypeVar("T")
 FINAL_FLUSH_TIMEOUT = 5.0
 _UNSET: Any = object()
 
 
-class Worker:
+class Worker(HandlerTable):
     """Runs handlers for the topics of one queue as a member of one consumer group."""
 
     def __init__(
@@ -121,7 +121,10 @@ class Worker:
         self.counts = Counts()  # the settling, hand-back and reclaim loops add to it
         self.partitions: tuple[PartitionKeys, ...] = partition_keys(config.name, config.partitions)
         self.leases = LeaseBook()  # deliveries holding a lease in slot 0 (consume/core/leasing.py)
-        self.views = TopicViews()  # paused and limited topics (the watches write it)
+        self.views = TopicViews()  # paused, limited, staged topics (the watches write it)
+        # the consumer core (consume/core/consumer_core.py): the routes are the views, their
+        # sort, the process's upkeep cadence; the worker adds slots, the runner, its loops
+        self.core = ConsumerCore(site_of(config.url, config.name), routes=self.views)
         # each state below is written by its owner only: the ack loop, the handler runner,
         # the hand-back tasks' set; this class reads them and awaits their tasks at shutdown
         self._ack_loop = AckLoop(partial(settling.send_acks, self))
@@ -163,37 +166,6 @@ class Worker:
         rebuilt.prune_idle, rebuilt.prune_every = self.prune_idle, self.prune_every
         rebuilt.fleet_every = self.fleet_every
         return rebuilt
-
-    # --- registration -------------------------------------------------------------------
-
-    def handler(self, topic: str, *, body: Any = None) -> Callable[[F], F]:
-        """Decorator: run ``fn(job)`` for jobs of ``topic``; ``body=`` a type to decode into."""
-        name = validation.topic(topic)
-
-        def register(fn: F) -> F:
-            if not callable(fn):
-                raise ConfigError("handler: must be a function", field="handler", topic=name)
-            if name in self.handlers:
-                raise ConfigError(f"topic: {name!r} already has a handler", field="topic")
-            self.handlers[name] = Handler.wrap(fn, body)
-            return fn
-
-        return register
-
-    def handles(self, task: Task[B, R]) -> TaskHandlers[B, R]:
-        """Decorator: run ``fn(job)`` for the jobs of a typed task (``sd.task``), their bodies
-        decoded into its body type; the type checker holds ``fn`` to ``(job: sd.Job[B]) -> R``,
-        def or async def (docs/typed-tasks.md)."""
-        if not isinstance(task, Task):
-            raise ConfigError(f"handles: expected a task made by sd.task(), got "
-                              f"{type(task).__name__} (a string topic: use handler())",
-                              field="handler")
-        return TaskHandlers(self.handler(task.name, body=task.body))
-
-    @property
-    def topics(self) -> list[str]:
-        """The topics this worker has handlers for, sorted."""
-        return sorted(self.handlers)
 
     @property
     def acks_pending(self) -> bool:
@@ -305,9 +277,9 @@ class Worker:
         self.views.renew()
         await limiting.load(self)  # a limited topic is never read past its limit
         upkeep_tasks = self._start_upkeep(until_idle)
-        background = [self._start_loop("read", partial(reading.read_loop, self, k))
+        background = [supervised_task("read", partial(reading.read_loop, self, k))
                       for k in self.partitions]
-        background += [self._start_loop("take", partial(limiting.take_loop, self, k, topic))
+        background += [supervised_task("take", partial(limiting.take_loop, self, k, topic))
                        for k in self.partitions for topic in self.topics]
         try:
             await self._stopping.wait()
@@ -326,24 +298,19 @@ class Worker:
         if self.health_port is not None:  # docs/operations.md#probes
             self._health = HealthServer(asyncio.get_running_loop(), lambda: self.ready,
                                         self.health_port)
-        tasks = [self._start_loop("ack", self._ack_loop.run),
-                 self._start_loop("heartbeat", partial(upkeep.heartbeat_loop, self)),
-                 self._start_loop("reclaim", partial(upkeep.reclaim_loop, self)),
-                 self._start_loop("paused", partial(pausing.watch, self)),
-                 self._start_loop("limits", partial(limiting.watch, self)),
-                 self._start_loop("lateness", partial(self.reports.run, self.client)),
-                 self._start_loop("fleet", partial(upkeep.fleet_loop, self))]
+        tasks = [supervised_task("ack", self._ack_loop.run),
+                 supervised_task("heartbeat", partial(upkeep.heartbeat_loop, self)),
+                 supervised_task("reclaim", partial(upkeep.reclaim_loop, self)),
+                 supervised_task("paused", partial(pausing.watch, self)),
+                 supervised_task("limits", partial(limiting.watch, self)),
+                 supervised_task("lateness", partial(self.reports.run, self.client)),
+                 supervised_task("fleet", partial(upkeep.fleet_loop, self))]
         if until_idle:
             tasks.append(asyncio.create_task(upkeep.idle_watch(self)))
         if dispatcher is not None:
             self._dispatcher = dispatcher
-            tasks.append(self._start_loop("dispatch", dispatcher.run))
+            tasks.append(supervised_task("dispatch", dispatcher.run))
         return tasks
-
-    @staticmethod
-    def _start_loop(what: str, loop: Callable[[], Awaitable[None]]) -> asyncio.Task[None]:
-        """A background loop as a task that logs and restarts on unexpected errors."""
-        return asyncio.create_task(supervised(what, loop))
 
     async def _register_unless_stopped(self) -> bool:
         """Register, unless ``stop()`` comes first (e.g. SIGTERM while Redis is unreachable)."""

@@ -80,6 +80,12 @@ async def supervised(
             await asyncio.sleep(pause)
 
 
+def supervised_task(what: str, loop: Callable[[], Awaitable[None]]) -> asyncio.Task[None]:
+    """A background loop as a task that logs and restarts on unexpected errors
+    (``supervised``)."""
+    return asyncio.create_task(supervised(what, loop))
+
+
 class OwnedTasks:
     """Short background tasks a worker starts while it runs (hand-backs of entries of a paused
     or limited topic): each is kept until it ends, and ``wait`` awaits those still running at

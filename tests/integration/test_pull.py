@@ -403,7 +403,7 @@ def test_the_documented_acl_user_can_pull(own_redis: RedisServer) -> None:
         time.sleep(1.05)
         state = q._pull_state
         assert state is not None
-        state.cadence.due_now(state.site)  # the reclaim and prune passes run now
+        state.core.cadence.due_now(state.core.site)  # the reclaim and prune passes run now
         [again] = q.reserve("t", consumer="two", wait=1)  # c, reclaimed
         assert (again.id, again.attempt) == (c.id, 2)
         again.ack()
@@ -439,7 +439,7 @@ def test_a_deleted_stream_or_group_is_created_again(queue: sd.Queue) -> None:
     queue.client.delete(stream)  # the reclaim pass finds no stream
     state = queue._pull_state
     assert state is not None
-    state.cadence.due_now(state.site)
+    state.core.cadence.due_now(state.core.site)
     assert queue.reserve("t") == []
     queue.enqueue("t", 2, id="y")
     promote(queue)

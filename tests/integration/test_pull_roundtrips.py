@@ -1,6 +1,7 @@
 """A reserve round of a topic the last round found neither paused nor limited is ONE round trip
-(a pipeline of the pause flag, the limit, the read and the pause flag again), and a pause or a
-limit that came since still holds: what that read took is handed back, not run (docs/pull.md)."""
+(a pipeline of the pause flag, the read, then the pause flag again and the limit: the route
+after the read), and a pause or a limit that came since still holds: what that read took is
+handed back, not run (docs/pull.md)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 import streamdelay as sd
 from streamdelay.consume.core.cadence import FLEET, PRUNE, RECLAIM, Cadence
+from streamdelay.consume.core.consumer_core import ConsumerCore
 from streamdelay.consume.core.reserving import ReserveState, reserve_args, round_plan
 from streamdelay.io.config import QueueConfig
 from streamdelay.protocol.plan import Command, Commands
@@ -42,7 +44,7 @@ def _settled_state() -> ReserveState:
     cadence = Cadence()  # its own, not the process's: nothing of it is due
     for duty, scope in ((RECLAIM, key), (PRUNE, key), (FLEET, ("c",))):
         cadence.ran(duty, CFG.name, scope, 0.0, 1e18)
-    return ReserveState(CFG.name, registered={key}, cadence=cadence)
+    return ReserveState(ConsumerCore(CFG.name, cadence=cadence, registered={key}))
 
 
 def test_a_plain_topic_is_checked_and_read_in_one_round_trip() -> None:
@@ -52,17 +54,18 @@ def test_a_plain_topic_is_checked_and_read_in_one_round_trip() -> None:
     assert isinstance(first[0], Commands) and len(first) == 2
     assert isinstance(first[1], Commands)
     assert [c.args[0] for c in first[1].commands] == ["XREADGROUP", "TIME"]
-    [only] = _steps(state, [[0, None, None, clock, 0]])
+    [only] = _steps(state, [[0, None, clock, 0, None]])
     assert isinstance(only, Commands)
-    assert [c.args[0] for c in only.commands] == ["HEXISTS", "HGET", "XREADGROUP", "TIME",
-                                                  "HEXISTS"]
+    # the limit is read after the read: one set while the read waited holds (the core's sort)
+    assert [c.args[0] for c in only.commands] == ["HEXISTS", "XREADGROUP", "TIME", "HEXISTS",
+                                                  "HGET"]
     # every REFRESH_S the same round trip also looks whether the topic became staged
     # (docs/priorities.md): one command more twice a second, none more per read
-    [later] = _steps(state, [[0, None, 0, None, clock, 0]], now=0.6)
-    assert [c.args[0] for c in later.commands] == ["HEXISTS", "HGET", "HEXISTS", "XREADGROUP",
-                                                   "TIME", "HEXISTS"]
-    assert later.commands[2].args[1].endswith(":staged")
-    [again] = _steps(state, [[0, None, None, clock, 0]], now=0.7)
+    [later] = _steps(state, [[0, None, clock, 0, None, 0]], now=0.6)
+    assert [c.args[0] for c in later.commands] == ["HEXISTS", "XREADGROUP", "TIME", "HEXISTS",
+                                                   "HGET", "HEXISTS"]
+    assert later.commands[5].args[1].endswith(":staged")
+    [again] = _steps(state, [[0, None, clock, 0, None]], now=0.7)
     assert len(again.commands) == 5
 
 

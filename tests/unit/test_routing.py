@@ -1,13 +1,15 @@
 """The consumer core's one routing rule (``consume/core/routing.py``), which the Worker's views
-and a
-reserve round both apply: paused before staged before limited before plain; a plain read's
-entry runs only on a plain topic, a take's unless its topic is paused."""
+and a reserve round both apply: paused before staged before limited before plain; a plain read's
+entry runs only on a plain topic, a take's unless its topic is paused; and the core's acting on
+it (``consume/core/consumer_core.py``): one sort, one hand-back."""
 
 from __future__ import annotations
 
 import itertools
 
+from streamdelay.consume.core.consumer_core import ConsumerCore, backs, hand_back_calls
 from streamdelay.consume.core.routing import LIMITED, PAUSED, PLAIN, STAGED, Routes, route, runs
+from streamdelay.consume.core.taking import Entry
 from streamdelay.consume.topic_views import TopicViews
 
 
@@ -35,3 +37,35 @@ def test_the_workers_views_route_by_the_same_rule() -> None:
     kept, back = views.split(topics, str, taken=True)
     assert (kept, back) == (["l", "s", "sl", "x"], ["p", "pl"])
     assert isinstance(views, Routes)
+
+
+def test_a_look_and_the_watches_write_the_same_routes_the_core_sorts_by() -> None:
+    """A reserve round's look (``learn``) and the Worker's watches (``set_*``) write one kind of
+    routes; the core's ``sort`` acts on them the same for both drivers."""
+    core = ConsumerCore("site")
+    assert not core.known_plain("t")  # never looked at: the look comes first
+    assert core.learn("t", paused=False, limited=False) == PLAIN and core.known_plain("t")
+    assert core.learn("t", paused=False, limited=True) == LIMITED  # staged: not looked at
+    assert core.learn("t", paused=False, limited=True, staged=True) == STAGED
+    assert core.learn("t", paused=False, limited=False) == STAGED  # the last answer stands
+    assert core.learn("t", paused=True, limited=False, staged=False) == PAUSED
+    entries = [Entry(0, "t", "1-0", {b"id": b"a"}), Entry(0, "u", "2-0", {b"id": b"b"})]
+    assert core.sort(entries) == ([entries[1]], [entries[0]])
+    worker = ConsumerCore("site", routes=TopicViews())
+    assert isinstance(worker.routes, TopicViews)
+    worker.routes.set_paused(frozenset({"t"}))  # type: ignore[attr-defined]
+    assert worker.sort(entries) == core.sort(entries)
+    assert worker.sort(entries, taken=True) == ([entries[1]], [entries[0]])
+
+
+def test_the_one_hand_back_is_a_release_per_partition_and_one_free_of_the_leases() -> None:
+    rows, others = backs([Entry(2, "t", "5-0", {b"id": b"c"}, leased=True),
+                          Entry(0, "t", "1-0", {b"id": b"a"}), Entry(0, "t", "2-0", {}),
+                          Entry(0, "u", "3-0", {b"id": b"b"})])
+    assert [entry.entry_id for entry in others] == ["2-0"]  # not a job's entry: opened instead
+    calls = hand_back_calls("q", "g", rows)
+    assert [call.script.name for call in calls] == ["releaseJobs", "releaseJobs", "freeLeases"]
+    assert calls[0].args == ("g", "t", "a", "1-0", "u", "b", "3-0")  # partition 0 first
+    assert calls[1].args == ("g", "t", "c", "5-0")
+    assert calls[2].args == ("t", "2:5-0")  # the lease member of partition 2's entry
+    assert hand_back_calls("q", "g", []) == []

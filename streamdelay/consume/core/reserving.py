@@ -1,13 +1,13 @@
-"""The Reservation's round (``Queue.reserve``, docs/pull.md) over the shared consumer plans:
-upkeep (register, fleet, reclaim, prune: ``upkeep.py``), the pause and limit look, one take
-(``taking.py``), opening each entry (``protocol/deliveries.py``) and the hand-back or
-dead-lettering of what it must not hand out (``settling.py``). ``consume/reservation.py`` drives it,
-sync and async.
+"""The Reservation's round (``Queue.reserve``, docs/pull.md): the consumer core
+(``consumer_core.py``: the route, its sort, the rotation, the upkeep cadence, the hand-back)
+with what is the Reservation's own, receipts. Upkeep (register, fleet, reclaim, prune:
+``upkeep_plans.py``), the route's look, one take (``taking.py``), opening each entry
+(``protocol/deliveries.py``), then dead-lettering what can never run and handing back what
+must not run now. ``consume/reservation.py`` drives it, sync and async.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ...base import validation
@@ -15,7 +15,7 @@ from ...base.errors import GroupNotFound, StreamdelayError
 from ...base.models import BackoffPolicy, Job
 from ...limits.limit_plans import DRAINED
 from ...protocol.backoff import failure_delay_ms
-from ...protocol.deliveries import expire_call, fail_call, open_entry, release_call
+from ...protocol.deliveries import expire_call, fail_call, open_entry
 from ...protocol.fleet_records import info_blob
 from ...protocol.keys import PartitionKeys, partition_keys
 from ...protocol.layouts import FLEET_EVERY_S
@@ -24,8 +24,9 @@ from ...protocol.queue_spec import QueueSpec
 from ...protocol.scripts import ScriptCall
 from ...protocol.streams import read_group
 from . import leasing
-from .cadence import FLEET, PRUNE, RECLAIM, Cadence, process_cadence
-from .constants import PRUNE_EVERY_S, RECLAIM_EVERY_S, REFRESH_S
+from .cadence import FLEET, PRUNE, RECLAIM
+from .constants import PRUNE_EVERY_S, RECLAIM_EVERY_S
+from .consumer_core import Back, ConsumerCore, backs, hand_back_calls
 from .receipts import (
     RECEIPT_VERSION,
     Receipt,
@@ -35,7 +36,7 @@ from .receipts import (
     signed,
     signing_key_plan,
 )
-from .routing import LIMITED, PAUSED, PLAIN, STAGED, route, runs
+from .routing import LIMITED, PAUSED, STAGED
 from .staging import staged_flag, staged_round_plan
 from .taking import (
     TIME,
@@ -43,7 +44,6 @@ from .taking import (
     clock_ms,
     entry_priority,
     is_limited,
-    is_paused_plan,
     limit_of,
     parse_read,
     paused_flag,
@@ -59,7 +59,6 @@ MAX_WAIT_S = 30.0
 MAX_COUNT = 100
 READ_SLICE_S = 1.0  # longest single blocking read: a pause is seen within about a second
 CLUSTER_SLICE_S = 0.25  # a cluster blocks on one partition at a time, in turns
-FLEET_REMEMBERED = 4096  # consumers whose fleet renewal time is kept (the expired ones go first)
 
 
 @dataclass(frozen=True)
@@ -84,17 +83,11 @@ def reserve_args(topic: object, group: object, consumer: object, wait: object, c
 
 @dataclass
 class ReserveState:
-    """What one queue object remembers between reserve calls (in memory, per process)."""
+    """What one queue object keeps between reserve calls (in memory, per process): its
+    consumer core (``consumer_core.py``: routes, rotation, registrations, the process's upkeep
+    cadence) and what is the Reservation's own, the receipt key."""
 
-    site: str = ""  # where its upkeep is scheduled (cadence.site_of: url and queue)
-    registered: set[tuple[str, str]] = field(default_factory=set)  # (group, topic)
-    # the process's one upkeep scheduler (cadence.py): reclaim, prune and fleet renewal are
-    # due per (group, topic) or consumer for the whole process, not per queue object
-    cadence: Cadence = field(default_factory=process_cadence)
-    turn: int = 0  # the partition a round starts at, in turns
-    plain: set[str] = field(default_factory=set)  # topics last found neither paused nor limited
-    staged: set[str] = field(default_factory=set)  # staged topics (docs/priorities.md) seen
-    next_staged: dict[str, float] = field(default_factory=dict)  # topic -> monotonic s: look
+    core: ConsumerCore
     key: ReceiptKey = field(default_factory=ReceiptKey)  # signs the receipts (receipts.py)
 
 
@@ -119,15 +112,6 @@ class Round:
     rest_s: float = 0.0  # the rate limit holds the topic back: the caller sleeps this long
 
 
-def rotation(state: ReserveState, parts: Sequence[PartitionKeys]) -> list[PartitionKeys]:
-    """THE partition order of a round, whatever it takes (a plain read, a limited or a staged
-    take): every partition, starting one further each round, so no partition's backlog waits
-    behind another's (docs/scale-out.md)."""
-    start = state.turn % len(parts)
-    state.turn += 1
-    return [*parts[start:], *parts[:start]]
-
-
 def upkeep_plan(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, now: float
                 ) -> Plan[int]:
     """Register the group once, renew the fleet entry, then reclaim and prune when the
@@ -136,22 +120,22 @@ def upkeep_plan(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, now: flo
     reclaim: ``cadence.py``): a worker's duties (docs/pull.md, "Who reclaims"). Returns how
     many deliveries were re-queued or went dead."""
     key = (args.group, args.topic)
-    site = state.site = state.site or cfg.name  # a state made without one: the queue's name
-    if key not in state.registered:
+    core = state.core
+    if key not in core.registered:
         yield from register_plan(cfg.name, cfg.partitions, args.group, [args.topic])
-        state.registered.add(key)
+        core.registered.add(key)
     # before its read: docs/keys.md#fleet
-    if state.cadence.due(FLEET, site, (args.consumer,), now, FLEET_EVERY_S):
+    if core.due(FLEET, (args.consumer,), now, FLEET_EVERY_S):
         info = info_blob(host="", pid=0, version="", group=args.group, topics=[args.topic],
                          concurrency=0, started_ms=0, running=[], state="running", kind="pull")
         yield from join_fleet_plan(cfg.name, args.consumer, info, 3 * FLEET_EVERY_S)
     moved = 0
-    if state.cadence.due(RECLAIM, site, key, now, RECLAIM_EVERY_S):
+    if core.due(RECLAIM, key, now, RECLAIM_EVERY_S):
         found = yield from reclaim_plan(cfg.name, cfg.partitions, args.group, [args.topic])
         if found.gone:  # the stream or group was deleted: register again
             yield from register_plan(cfg.name, cfg.partitions, args.group, [args.topic])
         moved = found.count()
-    if state.cadence.due(PRUNE, site, key, now, PRUNE_EVERY_S, first=PRUNE_EVERY_S):
+    if core.due(PRUNE, key, now, PRUNE_EVERY_S, first=PRUNE_EVERY_S):
         yield from prune_plan(cfg.name, cfg.partitions, args.group, [args.topic])
     return moved
 
@@ -172,7 +156,7 @@ def read_step(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, block_ms: 
     if len(parts) == 1:
         return (yield from read_plan(args.group, args.consumer,
                                      streams_of(parts, [args.topic]), args.count, block))
-    order = rotation(state, parts)
+    order = state.core.rotation(parts)
     found: list[Entry] = []
     for keys in order:
         found.extend((yield from read_plan(args.group, args.consumer,
@@ -191,91 +175,78 @@ def read_step(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, block_ms: 
 
 
 def _plain_read(cfg: QueueSpec, args: ReserveArgs, block_ms: int, look_staged: bool
-                ) -> Plan[tuple[list[Entry], bool, bool, bool]]:
+                ) -> Plan[tuple[list[Entry], bool, bool, bool | None]]:
     """The read of a topic the last round found neither paused nor limited nor staged, on a
-    queue of one partition, in ONE round trip: a pipeline of the pause flag, the limit (and,
-    every ``REFRESH_S``, the staged flag), the ``XREADGROUP`` (blocking up to ``block_ms``),
-    ``TIME`` (the clock the open step checks a job's deadline against: docs/expiry.md) and the
-    pause flag again. Returns the entries, whether the topic was paused before or after the
-    read, whether it is limited now and whether it is staged: in any of those cases the caller
-    hands every entry back (not an attempt), as a worker does with what it read just before a
-    pause or a limit reached it."""
+    queue of one partition, in ONE round trip: a pipeline of the pause flag, the
+    ``XREADGROUP`` (blocking up to ``block_ms``), ``TIME`` (the clock the open step checks a
+    job's deadline against: docs/expiry.md), then the pause flag again, the limit and, every
+    ``REFRESH_S``, the staged flag: what the topic is *after* the read, whatever came while it
+    waited. Returns the entries, whether the topic was paused before or after the read,
+    whether it is limited and whether it is staged (None: not looked at): the core's ``sort``
+    hands back what must not run (not an attempt), as a worker does with what it read just
+    before a pause or a limit reached it."""
     streams = streams_of([PartitionKeys(cfg.name, 0)], [args.topic])
     staged = (staged_flag(cfg.name, args.topic),) if look_staged else ()
     replies = yield Commands((
-        paused_flag(cfg.name, args.topic), limit_of(cfg.name, args.topic), *staged,
+        paused_flag(cfg.name, args.topic),
         read_group(args.group, args.consumer, list(streams), args.count,
                    block_ms if block_ms > 0 else None),
-        TIME, paused_flag(cfg.name, args.topic)))
-    before, raw, reply, clock, after = (replies[0], replies[1], replies[-3], replies[-2],
-                                        replies[-1])
+        TIME, paused_flag(cfg.name, args.topic), limit_of(cfg.name, args.topic), *staged))
+    before, reply, clock, after, raw = replies[:5]
     return (parse_read(reply, streams, clock_ms(clock)), bool(int(before)) or bool(int(after)),
-            is_limited(raw), bool(look_staged and int(replies[2])))
+            is_limited(raw), bool(int(replies[5])) if look_staged else None)
 
 
-def _look(cfg: QueueSpec, topic: str, look_staged: bool) -> Plan[tuple[bool, bool, bool]]:
-    """Whether ``topic`` is paused, limited and, with ``look_staged``, staged: one round trip
-    (all in partition 0's slot)."""
+def _look(cfg: QueueSpec, topic: str, look_staged: bool
+          ) -> Plan[tuple[bool, bool, bool | None]]:
+    """Whether ``topic`` is paused, limited and, with ``look_staged``, staged (else None):
+    one round trip (all in partition 0's slot)."""
     replies = yield Commands((paused_flag(cfg.name, topic), limit_of(cfg.name, topic),
                               *((staged_flag(cfg.name, topic),) if look_staged else ())))
     return (bool(int(replies[0])), is_limited(replies[1]),
-            look_staged and bool(int(replies[-1])))
-
-
-def _staged_due(state: ReserveState, topic: str, now: float) -> bool:
-    """Whether this round looks at the topic's staged flag (every ``REFRESH_S``)."""
-    if now < state.next_staged.get(topic, 0.0):
-        return False
-    if len(state.next_staged) >= FLEET_REMEMBERED:
-        state.next_staged.clear()
-    state.next_staged[topic] = now + REFRESH_S
-    return True
+            bool(int(replies[2])) if look_staged else None)
 
 
 def _read(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, block_ms: int,
-          cluster: bool, now: float = 0.0) -> Plan[tuple[list[Entry], bool, bool, float]]:
-    """The take of one round: (entries, paused, hand every entry back, rest seconds).
+          cluster: bool, now: float = 0.0) -> Plan[tuple[list[Entry], list[Entry], bool, float]]:
+    """The take of one round, by the topic's route (the core's ``learn``, one rule for every
+    driver: routing.py): (entries to open, entries to hand back, paused, rest seconds).
 
     Whether the topic is staged is looked at every ``REFRESH_S``, in the round trip the round
     makes anyway (no command more per plain read); a staged topic is taken only through
-    ``takeStaged`` (``staging.py``), a limited one only through ``takeLimited``."""
-    look = _staged_due(state, args.topic, now)
-    topic = args.topic
-    if cfg.partitions == 1 and topic in state.plain and topic not in state.staged:
+    ``takeStaged`` (``staging.py``), a limited one only through ``takeLimited``. What a read
+    returned is sorted by the route *after* it (``core.sort``): a pause, a limit or a staging
+    that came while it waited sends it back."""
+    core, topic = state.core, args.topic
+    look = core.look_due(topic, now)
+    if cfg.partitions == 1 and core.known_plain(topic):
         entries, paused, limited, staged = yield from _plain_read(cfg, args, block_ms, look)
-        if staged:
-            state.staged.add(topic)
-        found = route(paused, limited, staged)  # the core's one rule (routing.py)
-        if found != PLAIN:
-            state.plain.discard(topic)
+        found = core.learn(topic, paused, limited, staged)
         if entries or found != STAGED:  # what the plain read took runs only on a plain topic
-            return entries, found == PAUSED, not runs(found, taken=False), 0.0
+            run, back = core.sort(entries)
+            return run, back, found == PAUSED, 0.0
         block_ms, look = 0, False  # found staged, nothing read: its take, at once
-    paused, limited, staged = yield from _look(cfg, topic, look)
-    if look:
-        (state.staged.add if staged else state.staged.discard)(topic)
-    found = route(paused, limited, topic in state.staged)
-    if found != PLAIN:
-        state.plain.discard(topic)
+    found = core.learn(topic, *(yield from _look(cfg, topic, look)))
     if found == PAUSED:
-        return [], True, False, 0.0
+        return [], [], True, 0.0
+    parts = partition_keys(cfg.name, cfg.partitions)
     if found == STAGED:
         entries, rest_s = yield from staged_round_plan(
-            rotation(state, partition_keys(cfg.name, cfg.partitions)), args.group,
-            args.consumer, topic, args.count, block_ms, limited, cluster)
-        return entries, False, False, rest_s
+            core.rotation(parts), args.group, args.consumer, topic, args.count, block_ms,
+            topic in core.routes.limited, cluster)
+        return entries, [], False, rest_s
     if found == LIMITED:  # only through the shared take (a take never blocks: no second look)
         if cfg.partitions > 1:
             entries, rest_s = yield from _limited_parts(cfg, state, args, block_ms, cluster)
-            return entries, False, False, rest_s
+            return entries, [], False, rest_s
         taken = yield from take_plan(PartitionKeys(cfg.name, 0), args.group, args.consumer,
                                      topic, args.count, block_ms)
-        return taken.entries, False, False, taken.rest_s
-    state.plain.add(topic)
+        return taken.entries, [], False, taken.rest_s
     entries = yield from read_step(cfg, state, args, block_ms, cluster)
-    # a blocking read may return after a pause began
-    paused = (bool(entries) and block_ms > 0 and (yield from is_paused_plan(cfg.name, topic)))
-    return entries, paused, paused, 0.0
+    if entries and block_ms > 0:  # the read waited: a pause, a limit, a staging came since?
+        found = core.learn(topic, *(yield from _look(cfg, topic, True)))
+    run, back = core.sort(entries)
+    return run, back, found == PAUSED, 0.0
 
 
 def _limited_parts(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, block_ms: int,
@@ -286,7 +257,7 @@ def _limited_parts(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, block
     lease or a token (partition 0's slot), or a new entry on the round's first partition
     (``CLUSTER_SLICE_S`` at most: the next round waits on the next one)."""
     del cluster  # one partition at a time either way
-    order = rotation(state, partition_keys(cfg.name, cfg.partitions))
+    order = state.core.rotation(partition_keys(cfg.name, cfg.partitions))
     found: list[Entry] = []
     reason, wait_ms, first_last = DRAINED, 0, ""
     for keys in order:
@@ -306,61 +277,63 @@ def _limited_parts(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, block
 
 def round_plan(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, block_ms: int,
                now: float, cluster: bool) -> Plan[Round]:
-    """One reserve round: upkeep, the pause and limit checks, one take (``_read``), then
-    opening each entry.
+    """One reserve round: upkeep, the topic's route, one take (``_read``), then opening each
+    entry.
 
     A topic the previous round found neither paused nor limited, on a queue of one partition,
     is checked and read in one round trip (``_plain_read``); otherwise the checks come first
     (one round trip) and a paused topic is not read at all.
 
     Entries that can never run are dead-lettered as a worker does; entries over ``count``, and
-    those read while the topic was paused (or limited: a limited topic is read only through
-    the take), are handed back (not an attempt), as a worker hands back what it read just
-    before a pause reached it."""
+    those the core's ``sort`` sends back (read while the topic became paused, limited or
+    staged), are handed back by the core's one hand-back (not an attempt), as a worker hands
+    back what it read just before a pause reached it."""
     yield from upkeep_plan(cfg, state, args, now)
     try:
-        entries, paused, back_all, rest_s = yield from _read(cfg, state, args, block_ms,
-                                                             cluster, now)
+        entries, back, paused, rest_s = yield from _read(cfg, state, args, block_ms, cluster,
+                                                         now)
     except GroupNotFound:  # the group or stream was deleted: register again
-        state.registered.discard((args.group, args.topic))
+        registered = state.core.registered
+        registered.discard((args.group, args.topic))
         yield from register_plan(cfg.name, cfg.partitions, args.group, [args.topic])
-        state.registered.add((args.group, args.topic))
+        registered.add((args.group, args.topic))
         return Round([])
-    if paused and not entries:
+    if paused and not entries and not back:
         return Round([], paused=True)
-    return (yield from _deliver_plan(cfg, state, args, entries, paused, back_all, rest_s, now))
+    return (yield from _deliver_plan(cfg, state, args, entries, back, paused, rest_s, now))
 
 
 def _deliver_plan(cfg: QueueSpec, state: ReserveState, args: ReserveArgs,
-                  entries: list[Entry], paused: bool, back_all: bool, rest_s: float, now: float
-                  ) -> Plan[Round]:
+                  entries: list[Entry], back: list[Entry], paused: bool, rest_s: float,
+                  now: float) -> Plan[Round]:
     """What a round read becomes (open, then settle what is not handed out): deliveries with
     signed receipts (up to ``count``), dead letters for entries that can never run or whose
-    job's deadline passed (``expireJobs``, docs/expiry.md), and every
-    other entry handed back (``back_all``, over ``count``, or no signing key to be had: that
-    error is raised once they are back)."""
+    job's deadline passed (``expireJobs``, docs/expiry.md), and the rest handed back through
+    the core's hand-back (``back``, over ``count``, or no signing key to be had: that error is
+    raised once they are back), all in one round trip."""
     found = Round([], paused, rest_s=rest_s)
+    rows, others = backs(back)  # what the route says must not run now
+    entries = [*entries, *others]  # not a job's entry: opened, it goes dead
     # the key is read only when a job came: a round that finds none costs no round trip for it
     key, unsigned = None, None
     try:
-        if entries and not back_all:
+        if entries:
             key = yield from signing_key_plan(cfg.name, state.key, now)
     except StreamdelayError as exc:
         unsigned = exc
     settle: dict[int, list[ScriptCall]] = {}
-    # (partition, release_call or expire_call) -> the triples it settles
-    kept: dict[tuple[int, Callable[..., ScriptCall]], list[str]] = {}
-    frees: list[tuple[str, str]] = []  # leases (slot 0) of the entries not handed out
+    expired: dict[int, list[str]] = {}  # partition -> the triples expireJobs settles
+    frees: list[tuple[str, str]] = []  # leases (slot 0) of the entries that go dead
+    staged = args.topic in state.core.routes.staged
     for entry in entries:
         keys = PartitionKeys(cfg.name, entry.partition)
         opened = open_entry(entry.fields, args.topic, entry.entry_id, entry.partition, None,
                             cfg.max_body_bytes, entry.now_ms)
-        if entry.leased and (opened.expired or opened.job is None or key is None
-                             or len(found.reserved) >= args.count):
+        if entry.leased and (opened.expired or opened.job is None):
             frees.append((args.topic, leasing.member(entry.partition, entry.entry_id)))
         if opened.expired:  # its deadline passed while it waited: dead, never handed out
             found.dropped.append((opened.job_id, opened.error))
-            kept.setdefault((entry.partition, expire_call), []).extend(
+            expired.setdefault(entry.partition, []).extend(
                 (args.topic, opened.job_id, entry.entry_id))
         elif opened.job is None:  # never runnable: dead now, like a worker's delivery
             found.dropped.append((opened.job_id, opened.error))
@@ -368,19 +341,20 @@ def _deliver_plan(cfg: QueueSpec, state: ReserveState, args: ReserveArgs,
                 keys, args.group, args.topic, opened.job_id, entry.entry_id, 0, True,
                 opened.error))
         elif key is None or len(found.reserved) >= args.count:
-            kept.setdefault((entry.partition, release_call), []).extend(
-                (args.topic, opened.job_id, entry.entry_id))
+            rows.append(Back(entry.partition, args.topic, opened.job_id, entry.entry_id,
+                             entry.leased))
         else:
             # a staged topic's job: its lateness counts by priority too (docs/priorities.md)
-            priority = entry_priority(entry.fields) if args.topic in state.staged else None
+            priority = entry_priority(entry.fields) if staged else None
             found.reserved.append(_reserved(cfg, args, opened.job, opened.backoff,
                                             opened.ttr_ms, key, entry.leased, priority))
-    for (partition, make), flat in kept.items():
+    for partition, flat in expired.items():
         settle.setdefault(partition, []).append(
-            make(PartitionKeys(cfg.name, partition), args.group, flat))
+            expire_call(PartitionKeys(cfg.name, partition), args.group, flat))
     calls = [call for per_partition in settle.values() for call in per_partition]
     if frees:
         calls.append(leasing.free_call(cfg.name, frees))
+    calls.extend(hand_back_calls(cfg.name, args.group, rows))
     if calls:
         yield calls if len(calls) > 1 else calls[0]
     if unsigned is not None:

@@ -70,6 +70,16 @@ class Routes:
         now (``runs``)."""
         return runs(self.of(topic), taken)
 
+    def learn(self, topic: str, paused: bool, limited: bool, staged: bool | None = None
+              ) -> Route:
+        """One topic's look (a reserve round's) written in: whether it is paused, limited and
+        (``staged`` None: not looked at, the last answer stands) staged; its route now."""
+        self.paused = _with(self.paused, topic, paused)
+        self.limited = _with(self.limited, topic, limited)
+        if staged is not None:
+            self.staged = _with(self.staged, topic, staged)
+        return self.of(topic)
+
     def split(self, entries: Sequence[E], topic_of: Callable[[E], str], taken: bool = False
               ) -> tuple[list[E], list[E]]:
         """``entries`` a read (or a take) returned: those to run and those to hand back."""
@@ -78,3 +88,10 @@ class Routes:
         for entry in entries:
             (kept if self.runs(topic_of(entry), taken) else back).append(entry)
         return kept, back
+
+
+def _with(topics: frozenset[str], topic: str, member: bool) -> frozenset[str]:
+    """``topics`` with ``topic`` in or out (the same set when nothing changes)."""
+    if (topic in topics) == member:
+        return topics
+    return topics | {topic} if member else topics - {topic}
