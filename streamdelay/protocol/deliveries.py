@@ -1,6 +1,6 @@
 """One delivery of a job, I/O-free: decoding a stream entry, and the script calls that settle,
-heartbeat or hand back deliveries. The consumer plans (``consume/core/``) build on them; both drivers,
-the Worker and the Reservation, run those (docs/pull.md).
+heartbeat or hand back deliveries. The consumer plans (``consume/core/``) build on them; both
+drivers, the Worker and the Reservation, run those (docs/pull.md).
 """
 
 from __future__ import annotations
