@@ -9,6 +9,7 @@ from typing import Any
 from ..base import validation
 from ..base.errors import NotDurable
 from ..base.models import EnqueueResult
+from ..io.lane import MISSED, Lane
 from ..protocol.keys import PartitionKeys
 from ..protocol.plan import Plan
 from ..protocol.queue_spec import QueueSpec
@@ -26,6 +27,24 @@ def _script_keys(queue: str, partition: int) -> tuple[str, ...]:
 def _tolerance_ms(past_tolerance: Any) -> int:
     """A queue's past tolerance in ms, validated once per value (the config's is hashable)."""
     return validation.delay_ms(past_tolerance)
+
+
+def on_lane(lane: Lane, client: Any, cfg: QueueSpec, job: PreparedJob
+            ) -> tuple[EnqueueResult | Plan[EnqueueResult], bool]:
+    """``prepared_one_plan`` of a plain job (no options, no ``replace``) on a queue that agreed
+    its partitions and waits for no replica, without a plan where it can: its ``enqueueJob``
+    call goes on ``lane`` (io/lane.py) straight away. Returns the result when the job was
+    written, else the plan that goes on: ``taken_plan`` when the id is taken, the whole
+    ``prepared_one_plan`` when the lane stepped aside; and whether that plan may use the lane
+    (not after it stepped aside: the call goes the ordinary way, as ``drive_sync`` sends it).
+    A plan and its driver cost ~2 µs a call, several times that between two round trips on a
+    shared machine (docs/benchmarks.md, History 2026-11-29)."""
+    reply = lane.call(client, one_job_call(cfg, job))
+    if reply is MISSED:
+        return prepared_one_plan(cfg, job), False
+    if reply:  # the due time of the job written; 0: the id is taken, nothing written
+        return EnqueueResult(job.id, int(reply), True, "delayed"), True
+    return taken_plan(cfg, job), True
 
 
 def one_job_call(cfg: QueueSpec, job: PreparedJob) -> ScriptCall:
@@ -60,6 +79,12 @@ def prepared_one_plan(cfg: QueueSpec, job: PreparedJob) -> Plan[EnqueueResult]:
             raise not_durable_for(exc, [job.id]) from exc
         if due:  # the due time of the job written; 0: the id is taken, nothing written
             return EnqueueResult(job.id, int(due), True, "delayed")
+    return (yield from taken_plan(cfg, job))
+
+
+def taken_plan(cfg: QueueSpec, job: PreparedJob) -> Plan[EnqueueResult]:
+    """Enqueue one validated job through ``enqueueJobs``, which has the whole logic (a taken
+    id, ``replace``): where ``prepared_one_plan`` goes when the one-job script wrote nothing."""
     found: list[Outcome | None] = [None]
     yield from round_plan(cfg, [job], found, isolate=False)
     outcome = found[0]

@@ -7,6 +7,7 @@ reply parsing.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -34,6 +35,8 @@ from .job_options import is_staged, job_options, mark_staged_call, new_job_id
 ENQUEUE_BATCH = 160
 ENQUEUE_BYTES = 1 << 20
 PAST_CHECK_SLACK_MS = 60_000  # see round_plan
+_PLAIN_ID = validation.JOB_ID.fullmatch  # prepare_values: a plain id checked in one call
+_MAX_AT, _MAX_DELAY = 1e11, validation.MAX_DELAY_SECONDS  # as at_ms and delay_ms bound them
 Outcome = EnqueueResult | Exception  # a job's result, or the error of the call it rode in
 
 
@@ -128,10 +131,20 @@ def prepare_values(
     topic = validation.topic(topic)
     opts = ""
     if priority is None and key is None and expires is None:  # the plain job: no options
-        job_id = new_job_id() if id is None else validation.producer_job_id(id)
+        if id is None:
+            job_id = new_job_id()
+        elif type(id) is str and "@" not in id and _PLAIN_ID(id):
+            job_id = id  # what producer_job_id returns for it (no '{' either: not in JOB_ID)
+        else:
+            job_id = validation.producer_job_id(id)
     else:
         job_id, opts = job_options(id, priority, key, expires)
-    kind, when = when_args(delay, at)
+    if delay is None and (type(at) is float or type(at) is int) and 0 <= at <= _MAX_AT:
+        kind, when = "a", math.ceil(at * 1000)  # epoch seconds, as at_ms reads them
+    elif at is None and (type(delay) is float or type(delay) is int) and 0 <= delay <= _MAX_DELAY:
+        kind, when = "r", math.ceil(delay * 1000)  # seconds, as delay_ms reads them
+    else:
+        kind, when = when_args(delay, at)
     ttr_ms = _default_ttr_ms(cfg.ttr) if ttr is None else validation.ttr_ms(ttr)
     attempts = (_default_attempts(cfg.max_attempts) if max_attempts is None
                 else validation.max_attempts(max_attempts))

@@ -38,7 +38,7 @@ from ..protocol.plan import Plan
 from . import call_plans as plans
 from .awaiting import AsyncResults, SyncResults
 from .coalesce import EnqueueCoalescer
-from .enqueue_one import prepared_one_plan
+from .enqueue_one import on_lane, prepared_one_plan
 from .enqueuing import (
     PreparedJob,
     enqueue_plan,
@@ -116,6 +116,7 @@ class Queue(_QueueFace, SyncPull, SyncResults, OperatorMethods, ScheduleMethods,
         self._client: SyncClient | None = None
         self._owns_client = True
         self._lane = Lane()  # enqueue's held connection (io/lane.py)
+        self._agreed: QueueConfig | None = None  # the config whose partitions were agreed
 
     def with_replicas(self, replicas: int, replica_timeout: float | None = None,
                       local_fsync: bool | None = None) -> Queue:
@@ -136,17 +137,21 @@ class Queue(_QueueFace, SyncPull, SyncResults, OperatorMethods, ScheduleMethods,
             self._owns_client = True
         return self._client
 
-    def _run(self, plan: Plan[Any], create: bool = True, checked: bool = False) -> Any:
+    def _run(self, plan: Plan[Any], create: bool = True, checked: bool = False,
+             lane: bool = True) -> Any:
         """Drive ``plan``; ``create=False`` (reads, operator commands) never writes the queue's
         partition count and raises ``NoSuchQueue`` when it is absent (docs/operations.md);
-        ``checked``: the caller validated the input already (``enqueue``)."""
+        ``checked``: the caller validated the input already (``enqueue``; its single script
+        calls go on the lane unless ``lane=False``)."""
         cfg = self.config
         if not checked:
             plan = plans.validated(plan)  # bad input is refused before Redis is touched
         agree_partitions_sync(self.client, cfg.url, cfg.name, cfg.partitions, cfg.retry_for,
                               create, cfg.events_bound, cfg.retention)
+        if cfg.durability is None:  # agreed (once per process): enqueue may skip this method
+            self._agreed = cfg
         return drive_sync(self.client, plan, cfg.retry_for, cfg.durability,
-                          self._lane if checked else None)
+                          self._lane if checked and lane else None)
 
     def _operate(self, plan: Plan[Any]) -> Any:
         """Drive a read or operator plan: it never creates the queue (``NoSuchQueue``)."""
@@ -206,6 +211,12 @@ class Queue(_QueueFace, SyncPull, SyncResults, OperatorMethods, ScheduleMethods,
                              expires, keep_done)  # bad input raises here, before any I/O
         if after is not None:
             result = self._run_flow([after_job(self.config, job, after, on_parent_failure)])[0]
+        elif self._agreed is self.config and not job.opts and job.args[6] == "0":
+            # a plain job on an agreed queue without replicas: its call on the lane, no plan
+            # driven unless the id is taken or the lane steps aside (enqueue_one.on_lane)
+            done, lane = on_lane(self._lane, self._client, self.config, job)
+            result = (done if isinstance(done, EnqueueResult)
+                      else self._run(done, checked=True, lane=lane))
         else:
             result = self._run(prepared_one_plan(self.config, job), checked=True)
         if type(topic) is not str and isinstance(topic, Task):
@@ -255,7 +266,7 @@ class Queue(_QueueFace, SyncPull, SyncResults, OperatorMethods, ScheduleMethods,
         self._close_pull()
         if self._client is not None and self._owns_client:
             self._client.close()
-        self._client = None
+        self._client, self._agreed = None, None  # a next enqueue goes through _run first
 
     def __enter__(self) -> Queue:
         return self

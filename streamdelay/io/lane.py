@@ -28,6 +28,14 @@ from .calls import RETRYABLE, evalsha_args, map_error
 from .clients import plain_pool
 
 MISSED = object()  # the lane did not send the call (or has no reply for it): go the ordinary way
+_forks = [0]  # forks this process came through: a lane's connection belongs to one generation
+
+
+def _forked() -> None:
+    _forks[0] += 1
+
+
+os.register_at_fork(after_in_child=_forked)  # cheaper than os.getpid() (a system call) per call
 
 
 class Lane:
@@ -38,7 +46,7 @@ class Lane:
         self._lock = threading.Lock()
         self._pool: Any = None
         self._conn: Any = None
-        self._pid = os.getpid()
+        self._fork = _forks[0]
 
     def call(self, client: Any, call: ScriptCall) -> Any:
         """The reply of ``call``, sent on the held connection; ``MISSED`` when the lane stepped
@@ -48,13 +56,11 @@ class Lane:
             return MISSED  # a cluster or Sentinel pool, or another thread on the lane
         try:
             conn = self._conn
-            if conn is None or self._pool is not pool or self._pid != os.getpid():
-                self._pool, self._pid = pool, os.getpid()
+            if conn is None or self._pool is not pool or self._fork != _forks[0]:
+                self._pool, self._fork = pool, _forks[0]
                 conn = self._conn = pool.get_connection()  # kept: pool.disconnect() closes it
             try:
-                conn.send_packed_command(conn.pack_command(*evalsha_args(call)),
-                                         check_health=False)
-                return conn.read_response()
+                return _round_trip(conn, conn.pack_command(*evalsha_args(call)))
             except ResponseError as exc:  # a reply was read: the connection is fine
                 if isinstance(exc, (NoScriptError, *RETRYABLE)):  # script cache, failover, ...:
                     return MISSED  # the ordinary path loads the script or waits it out
@@ -72,6 +78,25 @@ class Lane:
         if conn is not None:
             conn.disconnect()
             pool.release(conn)
+
+
+def _round_trip(conn: Any, packed: list[bytes]) -> Any:
+    """Send ``packed`` on ``conn`` and read its reply, a refusal raised. Straight on the
+    connection's socket and reply parser when it has them (connected), without the checks of
+    redis-py's ``send_packed_command`` and ``read_response`` that a held connection sending one
+    call at a time does not need (~7 µs of a ~60 µs enqueue on a shared 2-core machine,
+    docs/benchmarks.md, History 2026-11-29); a timeout or connection trouble raises as an
+    ``OSError`` or redis-py's ``ConnectionError``, which drops the lane's connection."""
+    sock, parser = getattr(conn, "_sock", None), getattr(conn, "_parser", None)
+    if sock is None or parser is None:  # not connected (or another redis-py): its own way
+        conn.send_packed_command(packed, check_health=False)
+        return conn.read_response()
+    for chunk in packed:
+        sock.sendall(chunk)
+    reply = parser.read_response()
+    if isinstance(reply, ResponseError):
+        raise reply
+    return reply
 
 
 class AsyncLane:
