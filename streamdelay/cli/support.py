@@ -2,7 +2,7 @@
 argument types, the two errors a command raises (``UsageProblem``: exit code 2,
 ``OperationFailed``: 1), and the queue of a one-shot operator command.
 
-Running a command (exit codes, its one error line) is ``running.py``; loading a worker
+Running a command (exit codes, its one error line) is ``exit_codes.py``; loading a worker
 ``loading.py``; the loops of the commands that run until stopped ``loops.py``.
 """
 

@@ -145,7 +145,7 @@ def jobs_plan(cfg: QueueSpec, state: str, topic: str | None = None, limit: int =
 def timed_jobs_plan(cfg: QueueSpec, state: str, topic: str | None = None, limit: int = 100,
                     cursor: str | None = None) -> Plan[tuple[JobPage, int]]:
     """``jobs_plan`` and the server time of its replies (epoch ms; the search's bulk
-    reschedule counts its target from it, ``searching.py``)."""
+    reschedule counts its target from it, ``search_plans.py``)."""
     if state not in STATES:
         raise ValidationError(f"state: {state!r} is not one of {', '.join(STATES)}",
                               field="state")

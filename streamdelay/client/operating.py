@@ -1,7 +1,7 @@
 """The operator faces of ``Queue`` and ``AsyncQueue``: dead letters, the job listing, pause and
 resume, topic limits and the record-layout migration (docs/operations.md).
 
-Mixins, as ``scheduling.py`` and ``searching.py``: each method validates through and drives one
+Mixins, as ``scheduling.py`` and ``search_plans.py``: each method validates through and drives one
 producer or operator plan with the face's ``_operate`` (reads and operator commands: never
 creates the queue) or ``_run``. ``queue.py`` keeps the producer face (enqueue, cancel,
 reschedule, get, stats, claim) and the connections.

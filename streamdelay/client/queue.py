@@ -1,6 +1,6 @@
 """The producer and operator API: ``Queue`` (blocking) and ``AsyncQueue`` (asyncio).
 
-Both are thin: they validate through and drive the same plans from ``plans.py``. This module
+Both are thin: they validate through and drive the same plans from ``call_plans.py``. This module
 holds the producer face (enqueue, cancel, reschedule, get, stats, claim) and the connections;
 the operator methods come from ``operating.py``, the pull API from ``pull.py``, results,
 schedules, search and events from their own mixins.

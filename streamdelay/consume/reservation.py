@@ -179,7 +179,7 @@ def _block_ms(deadline: float) -> int:
 
 class _PullFace(Observed):
     """State both faces keep for the pull API (per queue object), and the consumer observer its
-    reserve calls and settles report to (``observing.py``, docs/design.md#observer)."""
+    reserve calls and settles report to (``reservation_observer.py``, docs/design.md#observer)."""
 
     config: QueueConfig
     _pull_state: ReserveState | None = None

@@ -1,8 +1,9 @@
 """A worker's view of its topics: which are paused, limited or staged (priorities, fairness keys:
-docs/priorities.md), as the pause and limit watches last read them. The watches (``pausing.py``,
-``limiting.py``) are the only writers, each through its own method (``set_paused``,
-``set_limited``, ``set_staged``); the read and take loops only read it. ``changed`` wakes idle
-take loops when the limited or staged topics change (or the worker stops: ``wake``).
+docs/priorities.md), as the pause and limit watches last read them. The watches
+(``paused_topics.py``, ``limiting.py``) are the only writers, each through its own method
+(``set_paused``, ``set_limited``, ``set_staged``); the read and take loops only read it.
+``changed`` wakes idle take loops when the limited or staged topics change (or the worker
+stops: ``wake``).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The narrow interfaces the upkeep loops (``upkeep.py``), the read loops (``reading.py``) and
-the handler runner (``running.py``) see of a worker: no private attribute, no Worker class, so
+"""The narrow interfaces the upkeep loops (``upkeep_loops.py``), the read loops (``reading.py``) and
+the handler runner (``handler_slots.py``) see of a worker: no private attribute, no Worker class, so
 they and ``worker.py`` do not import each other (docs/design.md). ``worker.Worker`` is all three.
 
 Read-only: what a loop changes is a typed state it owns and writes through that state's own

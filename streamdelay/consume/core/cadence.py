@@ -8,7 +8,7 @@ reclaim loop after each pass (``consume/upkeep_loops.py``: the Worker always run
 which *holds* a queue's reclaim while its reclaim loop runs: that loop re-queues every
 (topic, group) the queue records, so the rounds of its HTTP consumers leave the reclaim to it
 and the process reclaims once, however many consumers it serves. I/O-free: the callers run
-the plans (``upkeep.py``), this only keeps the times (monotonic seconds). Threads of a sync
+the plans (``upkeep_plans.py``), this only keeps the times (monotonic seconds). Threads of a sync
 ``Queue.reserve`` share it without a lock: two asking at once can at worst both run one pass.
 """
 

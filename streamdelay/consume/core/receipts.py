@@ -6,7 +6,7 @@ Redis (partition 0's ``meta`` hash, field ``receipt_key``, created once by ``HSE
 consumer that edits any field (a retry delay of a thousand years, another job's entry) or makes
 one up is refused, and every field is bounded besides (docs/security.md#receipts). Parsing and
 the bounds need no I/O (``decode_receipt``); the signature is checked by the settle plans
-(``settling.py``), which read the key once per queue object (``ReceiptKey``).
+(``settle_plans.py``), which read the key once per queue object (``ReceiptKey``).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The dashboard at ``/`` (docs/dashboard.md): server-rendered pages (``pages.py``), forms and
-actions with a confirm step (``forms.py``), view models (``views.py``), the lateness chart
+actions with a confirm step (``forms.py``), view models (``view_models.py``), the lateness chart
 (``chart.py``); templates in ``templates/``, script and style in ``web/static``.
 
 ``web.app.create_app`` includes ``dashboard_routes()``.

@@ -1,6 +1,6 @@
 """The dashboard's pages and fragments (docs/dashboard.md): each handler reads the queue through
 ``AsyncQueue`` (the same plans as the CLI and the JSON API), turns the answer into a view model
-(``views.py``) and renders a template (``render.py``).
+(``view_models.py``) and renders a template (``render.py``).
 
 Pages need the ``read`` scope; a page asked for without a session goes to ``/login``, a
 fragment (the live refresh) answers 401 and the script goes to ``/login`` itself.
@@ -269,7 +269,7 @@ async def _job(q: AsyncQueue, job_id: str, queue: str) -> dict[str, Any]:
     """What the job page shows of ``job_id`` (``job`` None when the queue knows nothing of
     it): its record, its workflow (its parents and the jobs and batches waiting for it, with
     their states: docs/workflows.md), how it ended (its kept result, finish time) and its
-    event timeline (``outcomes.py``). A job known only by its kept result has a page too."""
+    event timeline (``job_outcomes.py``). A job known only by its kept result has a page too."""
     info, stats = await asyncio.gather(q.get(job_id), q.stats())
     result = await outcomes.read_result(q, job_id, info)
     if info is not None:
