@@ -46,10 +46,15 @@ class Slots:
     # (partition, job id) -> the delivery whose handler runs that job in this process
     running_jobs: dict[tuple[int, str], Delivery] = field(default_factory=dict)
     freed: asyncio.Event = field(default_factory=asyncio.Event)
+    # the fewest slots a read fills: free slots below it count as none, so each read (a round
+    # trip, the worker's CPU) brings that many jobs; 1 for threads, the children for processes
+    batch: int = 1
 
     def free(self) -> int:
-        """Handlers that can start now (a def handler's thread holds its slot)."""
-        return self.concurrency - len(self.inflight)
+        """Handlers that can start now (a def handler's thread holds its slot): 0 while fewer
+        than ``batch`` are free."""
+        free = self.concurrency - len(self.inflight)
+        return free if free >= self.batch else 0
 
     async def wait_freed(self) -> None:
         """Wait until a running delivery ends."""

@@ -1,5 +1,5 @@
-"""Handler time limits that share timers: one ``call_at`` per 10 ms of deadlines, not per job;
-and the process executor's hard limit (``run_hard_limited``: the child is killed).
+"""Handler time limits that share timers: one ``call_at`` per 10 ms of deadlines, not per job
+(the process executor's hard limit is its pool's watchdog, consume/processes/pool.py).
 
 ``asyncio.timeout`` schedules and cancels one timer per call, about half of what a worker spends
 on the task of a no-op job (docs/benchmarks.md#what-bounds-the-figures). Here the deadlines of
@@ -15,11 +15,10 @@ import asyncio
 import math
 import sys
 import weakref
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Awaitable
+from typing import Any
 
 GRAIN = 0.01  # seconds per tick
-T = TypeVar("T")
 
 
 class _Limit:
@@ -107,20 +106,3 @@ async def run_limited(awaitable: Awaitable[Any], timeout: float) -> Any:
         return value
     finally:
         ticks.remove(limit, tick)
-
-
-async def run_hard_limited(waiter: asyncio.Future[T], timeout: float,
-                           kill: Callable[[], None]) -> T:
-    """The process executor's hard limit: await ``waiter`` (a child's answer) for at most
-    ``timeout`` s; then ``kill()`` (SIGKILL to the child) and ``TimeoutError``.
-
-    ``waiter`` is shielded: a cancel of the awaiting task (the limit's own, or the shutdown's)
-    leaves it to the child's exit to settle. Unlike a thread, a process can be stopped, so the
-    limit holds whatever the handler does (docs/worker.md#handler_timeout)."""
-    try:
-        if sys.version_info >= (3, 11):  # the shared timers of run_limited
-            return await run_limited(asyncio.shield(waiter), timeout)  # type: ignore[no-any-return]
-        return await asyncio.wait_for(asyncio.shield(waiter), timeout)
-    except (TimeoutError, asyncio.TimeoutError):
-        kill()
-        raise

@@ -128,7 +128,8 @@ class Worker(HandlerTable):
         # each state below is written by its owner only: the ack loop, the handler runner,
         # the hand-back tasks' set; this class reads them and awaits their tasks at shutdown
         self._ack_loop = AckLoop(partial(settling.send_acks, self))
-        self._slots = Slots(self.concurrency if in_processes is None else in_processes.slots)
+        self._slots = (Slots(self.concurrency) if in_processes is None else
+                       Slots(in_processes.slots, batch=in_processes.read_batch))
         self._runner = HandlerRunner(self, self._slots, self._ack_loop, in_processes)
         self._tasks = OwnedTasks()  # hand-backs (consume/paused_topics.py)
         self._stopping = asyncio.Event()

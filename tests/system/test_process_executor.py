@@ -301,3 +301,29 @@ def test_checkpoints_and_snooze_cross_the_boundary(app: AppWorker, queue: sd.Que
     # a snooze spends no attempt; the failure after it does; each run read the last checkpoint
     assert done.value == {"attempt": 2, "seen": {"step": 2}}, done
     assert [s[1] for s in app.starts() if s[0] == "resumable"] == [1, 1, 2]
+
+
+def test_an_abort_of_a_job_waiting_for_a_child_never_starts_it_and_frees_its_slot(
+        redis_url: str, queue: sd.Queue, tmp_path: Path) -> None:
+    app = AppWorker(redis_url, queue.name, tmp_path, "--processes", "1")  # 2 slots
+    try:
+        (pid,) = app.children(1)
+        queue.enqueue("pe.work", {"first_sleep": 120}, id="busy")
+        app.started("busy", 1)
+
+        def state(job_id: str) -> str | None:
+            info = queue.get(job_id)
+            return None if info is None else info.state
+
+        queue.enqueue("pe.work", {"n": 2}, id="waiting", keep_result=600)
+        assert wait_until(lambda: state("waiting") == "reserved", 30), app.text()  # read
+        assert queue.cancel("waiting", abort=True)
+        done = result(queue, "waiting", app)
+        assert (done.state, done.error) == ("cancelled", "aborted")
+        queue.enqueue("pe.work", {"n": 3}, id="next")
+        # its slot is free again while the only child still runs "busy": the next job is read
+        assert wait_until(lambda: state("next") == "reserved", 30), app.text()
+        assert "waiting" not in {s[0] for s in app.starts()}  # its handler never began
+        assert alive(pid) and app.children(1) == {pid}  # the busy child was left alone
+    finally:
+        app.stop()

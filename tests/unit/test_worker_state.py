@@ -146,6 +146,18 @@ def test_slots_count_free_handlers() -> None:
     assert slots.free() == 1 and slots.tasks() == []
 
 
+def test_a_read_batch_counts_fewer_free_slots_as_none() -> None:
+    # the process executor reads once as many slots are free as it has children, not per job
+    slots = Slots(4, batch=2)
+    slots.inflight.update({(0, "t", f"{n}-0"): Delivery(0, "t", f"{n}-0") for n in range(3)})
+    assert slots.free() == 0  # one free: below the batch
+    del slots.inflight[(0, "t", "0-0")]
+    assert slots.free() == 2
+    config = QueueConfig("q", "redis://127.0.0.1:1/0")
+    worker = sd.Worker(config, executor="process", processes=3)  # 2 slots a child
+    assert (worker.free_slots(), sd.Worker(config).free_slots()) == (6, 32)
+
+
 def test_the_workers_public_attributes_are_unchanged() -> None:
     worker = sd.Worker(QueueConfig("q", "redis://127.0.0.1:1/0"), concurrency=3)
 

@@ -31,6 +31,13 @@ class ProcessSettings:
         (docs/worker.md#executors)."""
         return 2 * self.processes
 
+    @property
+    def read_batch(self) -> int:
+        """The fewest jobs a read brings (``Slots.batch``): a read once as many slots are free
+        as there are children, not one read per job; the jobs still waiting keep the children
+        busy while it is answered (docs/worker.md#executors)."""
+        return self.processes
+
 
 def executor_settings(executor: Any, processes: Any, max_jobs_per_child: Any,
                       abort_grace: Any = 5.0) -> ProcessSettings | None:

@@ -9,9 +9,14 @@ killer, a segfault) or ending with ``os._exit`` fails only the job it ran, with 
 the signal or the exit code, and a new child takes its place.
 
 The limits are the worker's, enforced here by signals: at ``handler_timeout`` the child is
-killed (SIGKILL) and replaced (``time_limits.run_hard_limited``); an abort sends SIGTERM, then
-SIGKILL after ``abort_grace``; a handler still running when the shutdown cancels it is killed
-before its job is handed back. A child never runs a job beside its redelivery.
+killed (SIGKILL) and replaced (one watchdog timer for the pool, at the soonest deadline: no timer
+per job); an abort sends SIGTERM, then SIGKILL after ``abort_grace``; a handler still running
+when the shutdown cancels it is killed before its job is handed back. A child never runs a job
+beside its redelivery.
+
+A child's answer is handled in the pipe's reader callback, which gives the child its next job
+there and then (a job waiting for a child waits in the pool's queue, not in a task): the child
+does not wait for the loop to wake the job's task, nor for a read from Redis.
 """
 
 from __future__ import annotations
@@ -24,126 +29,25 @@ import multiprocessing.connection
 import os
 import signal
 import time
+from collections import deque
 from collections.abc import Mapping
-from multiprocessing.connection import Connection
 from typing import Any
-
-import msgspec
 
 from ...base.errors import Aborted, ConfigError
 from ...base.models import Job
 from ...protocol.codec import Serializer
 from ..delivery import Delivery, Handler
-from ..time_limits import run_hard_limited
 from . import wire
 from .child import serve_child
+from .child_link import DEATH_WAIT, ChildLink, PoolRun, watch_child
 from .child_outcomes import ChildDied, outcome
 from .executor_settings import ProcessSettings
 from .table import handler_table
 
 log = logging.getLogger("streamdelay.worker")
 START_TIMEOUT = 60.0  # seconds for the first children to import the worker's module
-DEATH_WAIT = 5.0  # seconds a killed child gets to be reaped before its job is settled
 STOP_WAIT = 3.0  # seconds the children get to exit at the pool's close
 RESPAWN_PAUSE = 1.0  # seconds between two tries after a child could not load the handlers
-
-
-class _Child:
-    """One handler process, its pipe and the job it runs (event loop side)."""
-
-    def __init__(self, process: multiprocessing.process.BaseProcess, conn: Connection,
-                 aborting: Any, loop: asyncio.AbstractEventLoop) -> None:
-        self.process, self.conn, self.aborting = process, conn, aborting
-        self.pid = process.pid or 0
-        self.ready: asyncio.Future[None] = loop.create_future()
-        self.gone: asyncio.Future[int | None] = loop.create_future()
-        self.reply: asyncio.Future[Any] | None = None
-        self.delivery: Delivery | None = None
-        self.jobs = 0
-        self.retired = False  # told to stop: takes no job
-        self.aborted = False  # killed on purpose for an abort
-
-    @property
-    def alive(self) -> bool:
-        """Able to take a job."""
-        return not self.gone.done() and not self.retired
-
-    def kill(self, sig: int = signal.SIGKILL) -> None:
-        """Send ``sig`` to the child (nothing if it is gone)."""
-        if not self.gone.done():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, sig)
-
-    def received(self, message: Any) -> None:
-        """A frame from the child (the reader thread posts it to the loop)."""
-        if isinstance(message, wire.Ready):
-            if not self.ready.done():
-                self.ready.set_result(None)
-        elif isinstance(message, wire.LoadFailed):
-            if not self.ready.done():
-                self.ready.set_exception(ConfigError(
-                    f"executor: a handler process could not load the handlers: "
-                    f"{message.error}", field="executor"))
-        elif self.reply is not None and not self.reply.done():
-            self.reply.set_result(message)
-
-    def exited(self, exitcode: int | None) -> None:
-        """The child's pipe closed and the process was reaped."""
-        if self.gone.done():
-            return
-        self.gone.set_result(exitcode)
-        if not self.ready.done():
-            self.ready.set_exception(ConfigError(
-                f"executor: a handler process exited with code {exitcode} while it started "
-                f"(see its output above)", field="executor"))
-        if self.reply is not None and not self.reply.done():
-            self.reply.set_exception(ChildDied(self.pid, exitcode))
-
-
-def _watch(child: _Child, loop: asyncio.AbstractEventLoop) -> None:
-    """Read the child's frames on the event loop as they arrive (``add_reader``: no thread hop
-    per job; a frame is written whole by one ``send_bytes``), progress and checkpoints straight
-    to its delivery; at the end of file, wait for the process to exit and report its exit code."""
-    fd = child.conn.fileno()
-
-    def readable() -> None:
-        try:
-            data = child.conn.recv_bytes()
-        except (EOFError, OSError):
-            loop.remove_reader(fd)
-            loop.add_reader(child.process.sentinel, reaped)
-            return
-        try:
-            message = wire.to_parent(data)
-        except msgspec.DecodeError:  # not a frame of ours: the child is not to be trusted
-            log.error("handler process %d sent an unreadable frame; killing it", child.pid)
-            child.kill()
-            return
-        if isinstance(message, wire.Progress | wire.Checkpoint):
-            if child.delivery is None:
-                return
-            if isinstance(message, wire.Progress):
-                child.delivery.report_progress(message.data)
-            else:  # docs/worker.md#checkpoints
-                child.delivery.keep_checkpoint(message.data)
-            return
-        child.received(message)
-
-    def reaped() -> None:  # the sentinel: the process has ended (or is about to be reaped)
-        loop.remove_reader(child.process.sentinel)
-        exited(time.monotonic() + DEATH_WAIT)
-
-    def exited(deadline: float) -> None:
-        code = child.process.exitcode  # waitpid(WNOHANG): None while not reaped yet
-        if code is None and time.monotonic() < deadline:
-            loop.call_later(0.005, exited, deadline)
-            return
-        if code is None:  # closed its pipe but lingers: not a child we keep
-            child.kill()
-        child.conn.close()
-        child.exited(code)
-
-    loop.add_reader(fd, readable)
 
 
 class ProcessPool:
@@ -159,9 +63,11 @@ class ProcessPool:
         self.max_result_bytes = max_result_bytes
         self.abort_grace = abort_grace
         self._context = multiprocessing.get_context("spawn")
-        self._children: set[_Child] = set()
-        self._idle: asyncio.Queue[_Child] = asyncio.Queue()
-        self._running: dict[tuple[int, str, str], _Child] = {}  # by delivery key
+        self._children: set[ChildLink] = set()
+        self._idle: deque[ChildLink] = deque()  # ready, no job
+        self._waiting: deque[PoolRun] = deque()  # jobs no child took yet, in order
+        self._runs: dict[tuple[int, str, str], PoolRun] = {}  # by delivery key
+        self._watchdog: asyncio.TimerHandle | None = None  # at the soonest hard limit
         self._closing = False
 
     @property
@@ -186,11 +92,11 @@ class ProcessPool:
                                   f"{START_TIMEOUT:g}s", field="executor") from None
             raise
         for child in children:
-            self._idle.put_nowait(child)
+            self._free(child)
         log.info("process executor: %d handler process(es) started: pids %s",
                  len(children), " ".join(str(c.pid) for c in children))
 
-    def _spawn(self) -> _Child:
+    def _spawn(self) -> ChildLink:
         loop = asyncio.get_running_loop()
         ours, theirs = self._context.Pipe(duplex=True)
         aborting = self._context.RawValue("b", 0)
@@ -200,20 +106,21 @@ class ProcessPool:
                   os.getpid()))
         process.start()
         theirs.close()  # the child holds its end: its death is an end of file here
-        child = _Child(process, ours, aborting, loop)
+        child = ChildLink(process, ours, aborting, loop)
+        child.answered = self._answered
         self._children.add(child)
-        _watch(child, loop)
+        watch_child(child, loop)
         child.gone.add_done_callback(lambda _: self._ended(child))
         return child
 
-    def _ended(self, child: _Child) -> None:
+    def _ended(self, child: ChildLink) -> None:
         """A child is gone: forget it and start another (unless the pool closes)."""
         self._children.discard(child)
         if self._closing or child.retired:
             return
         if not child.ready.done() or child.ready.exception() is not None:
             return  # it never took a job: start() fails, or _replace tries again after a pause
-        if child.delivery is None:
+        if child.run is None and not child.doomed:
             log.warning("handler process %d exited with code %s while idle; starting "
                         "another", child.pid, child.gone.result())
         self._replace()
@@ -226,7 +133,7 @@ class ProcessPool:
             if ready.cancelled() or self._closing:
                 return
             if ready.exception() is None:
-                self._idle.put_nowait(child)
+                self._free(child)
                 return
             log.error("%s; trying again in %gs", ready.exception(), RESPAWN_PAUSE)
             child.retired = True  # its exit starts no second replacement
@@ -237,12 +144,6 @@ class ProcessPool:
     def _replace_unless_closing(self) -> None:
         if not self._closing:
             self._replace()
-
-    async def _take(self) -> _Child:
-        while True:
-            child = await self._idle.get()
-            if child.alive:
-                return child
 
     async def run(self, job: Job[Any], delivery: Delivery, timeout: float | None) -> Any:
         """Run ``job`` in an idle child (waiting for one while a replacement starts); what the
@@ -255,52 +156,105 @@ class ProcessPool:
             job.max_attempts, job.ttr, job.headers, job.entry_id, job.partition,
             job.keep_result_ms, wire.encode_body(job.last_checkpoint)))
         delivery.on_abort = [self._abort_hook]  # docs/worker.md#abort: the child is stopped
-        child = await self._take()
-        if delivery.aborted:  # while it waited for a child: never started
-            self._idle.put_nowait(child)
+        if delivery.aborted:  # before it reached the pool: never started
             raise Aborted(f"job {job.id!r} was aborted", job_id=job.id, topic=job.topic)
-        reply = child.reply = asyncio.get_running_loop().create_future()
-        child.delivery = delivery
-        self._running[delivery.key] = child
+        run = PoolRun(frame, delivery, asyncio.get_running_loop().create_future(), timeout)
+        self._runs[delivery.key] = run
+        self._give(run)
         try:
-            with contextlib.suppress(OSError):  # died since it was idle: its exit fails the reply
-                child.conn.send_bytes(frame)
-            if timeout is None:
-                answer = await asyncio.shield(reply)
-            else:
-                try:
-                    answer = await run_hard_limited(reply, timeout, child.kill)
-                except (TimeoutError, asyncio.TimeoutError):
-                    await asyncio.wait((child.gone,), timeout=DEATH_WAIT)
-                    raise
+            answer = await run.reply
         except asyncio.CancelledError:
-            child.kill()  # its job is handed back next: never run beside a redelivery
+            if run.child is not None:  # its job is handed back next: never run beside a
+                run.child.doomed = True  # redelivery
+                run.child.kill()
             raise
         except ChildDied:
-            if child.aborted:  # its job is gone, cancelled: the settle finds it stale
-                raise Aborted(f"job {job.id!r} was aborted", job_id=job.id,
-                              topic=job.topic) from None
+            child = run.child
+            if child is not None and child.timed_out:
+                raise asyncio.TimeoutError(f"handler ran longer than {timeout:g}s") from None
+            if child is not None and child.aborted:  # its job is gone, cancelled: the
+                raise Aborted(f"job {job.id!r} was aborted", job_id=job.id,  # settle finds
+                              topic=job.topic) from None  # it stale
             raise
         finally:
-            child.delivery = child.reply = None
-            self._running.pop(delivery.key, None)
-            if reply.done() and not reply.cancelled():
-                reply.exception()  # retrieved: a death after a timeout or a cancel is known
-        self._done(child)
+            if self._runs.get(delivery.key) is run:
+                del self._runs[delivery.key]
         return outcome(answer)
 
-    def _done(self, child: _Child) -> None:
-        """A child answered: back to the idle ones, or retired after its last job (or after an
-        abort it outlived: its SIGKILL is on its way)."""
+    def _give(self, run: PoolRun) -> None:
+        """Start ``run`` in an idle child, or queue it for the next child that is free."""
+        while self._idle:
+            child = self._idle.popleft()
+            if child.alive:
+                self._start(child, run)
+                return
+        self._waiting.append(run)
+
+    def _start(self, child: ChildLink, run: PoolRun) -> None:
+        child.run, run.child = run, child
+        with contextlib.suppress(OSError):  # died since it was idle: its exit fails the reply
+            child.conn.send_bytes(run.frame)
+        if run.timeout is not None:
+            child.deadline = deadline = asyncio.get_running_loop().time() + run.timeout
+            if self._watchdog is None or deadline < self._watchdog.when():
+                self._arm(deadline)
+
+    def _free(self, child: ChildLink) -> None:
+        """``child`` takes no job now: give it the next waiting one, or make it idle."""
+        while self._waiting:
+            run = self._waiting.popleft()
+            if not run.reply.done():  # not cancelled nor aborted while it waited
+                self._start(child, run)
+                return
+        self._idle.append(child)
+
+    def _answered(self, child: ChildLink, message: Any) -> None:
+        """A child's ``Done`` or ``Failed``: the job's answer; the child's next job at once, or
+        its retirement after its last job (or after an abort it outlived: its SIGKILL is on its
+        way)."""
+        run, child.run, child.deadline = child.run, None, None
+        if run is not None and not run.reply.done():
+            run.reply.set_result(message)
         child.jobs += 1
+        if child.doomed or child.gone.done() or self._closing:
+            return
         limit = self.settings.max_jobs_per_child
         if not child.aborted and (limit is None or child.jobs < limit):
-            self._idle.put_nowait(child)
+            self._free(child)
             return
         child.retired = True
         with contextlib.suppress(OSError):
             child.conn.send_bytes(wire.encode(wire.Stop()))
         self._replace()
+
+    def _arm(self, when: float) -> None:
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+        self._watchdog = asyncio.get_running_loop().call_at(when, self._expire)
+
+    def _expire(self) -> None:
+        """The watchdog: kill the children past their job's hard limit; wait for the next."""
+        self._watchdog = None
+        loop = asyncio.get_running_loop()
+        now, soonest = loop.time(), None
+        for child in self._children:
+            if child.deadline is None:
+                continue
+            if child.deadline <= now:
+                child.deadline, child.timed_out, child.doomed = None, True, True
+                child.kill()
+                if child.run is not None:  # bounded, as every wait for a child's exit
+                    loop.call_later(DEATH_WAIT, self._overdue, child, child.run)
+            elif soonest is None or child.deadline < soonest:
+                soonest = child.deadline
+        if soonest is not None:
+            self._arm(soonest)
+
+    @staticmethod
+    def _overdue(child: ChildLink, run: PoolRun) -> None:
+        """A child killed at its limit was not reaped within ``DEATH_WAIT``: its job fails."""
+        if not run.reply.done():
+            run.reply.set_exception(ChildDied(child.pid, None))
 
     def _abort_hook(self, delivery: Delivery) -> None:
         """``Delivery.on_abort`` of the deliveries run here."""
@@ -309,9 +263,18 @@ class ProcessPool:
     def abort(self, key: tuple[int, str, str]) -> bool:
         """Stop the handler of the delivery ``key`` (partition, topic, entry id): SIGTERM to its
         child (the handler sees ``SystemExit``, its ``finally`` blocks run), SIGKILL after
-        ``abort_grace`` seconds. False when no child runs it."""
-        child = self._running.get(key)
-        if child is None or child.gone.done():
+        ``abort_grace`` seconds; a job still waiting for a child never starts. False when the
+        pool does not hold it."""
+        run = self._runs.get(key)
+        if run is None or run.reply.done():
+            return False
+        child = run.child
+        if child is None:  # waiting for a child: it never starts
+            job_id = run.delivery.job_id
+            run.reply.set_exception(Aborted(f"job {job_id!r} was aborted", job_id=job_id,
+                                            topic=run.delivery.topic))
+            return True
+        if child.gone.done():
             return False
         child.aborted = True
         child.aborting.value = 1
@@ -324,9 +287,12 @@ class ProcessPool:
         after ``STOP_WAIT`` seconds are killed (bounded: the worker is shutting down). The
         reader threads reap them."""
         self._closing = True
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
         children = [c for c in self._children if not c.gone.done()]
         for child in children:
-            if child.delivery is not None:
+            if child.run is not None:
                 child.kill()
                 continue
             with contextlib.suppress(OSError):
