@@ -45,6 +45,7 @@ from benchmarks.e2e import (
 )
 from benchmarks.micro import (
     big_bodies,
+    delayed_layouts,
     dispatch,
     durable,
     enqueue,
@@ -74,6 +75,9 @@ def report_steps(full: bool) -> list[Step]:
         workflows.run,  # issue 28: fan-in of 10,000, a chain of 1,000, waiting children
         lambda: dispatch.dispatch_alone(100_000),
         lambda: dispatch.backlog([BACKLOG_SMALL, BACKLOG_LARGE] + ([BACKLOG_FULL] if full else [])),
+        # issue 39 item 3: bytes per delayed job, today's layout against the compact candidates
+        lambda: delayed_layouts.run([BACKLOG_SMALL, BACKLOG_LARGE]
+                                    + ([BACKLOG_FULL] if full else [])),
         lambda: drain.run(10_000),
         # issue 16: 100k due jobs, and the curve over worker processes (one more than the cores)
         lambda: drain.run(100_000, tuple(range(1, cores + 2))),
@@ -111,6 +115,7 @@ def quick_steps() -> list[Step]:
         lambda: workflows.run(jobs=200, chain=20),
         lambda: dispatch.dispatch_alone(2_000),
         lambda: dispatch.backlog([1_000, 5_000]),
+        lambda: delayed_layouts.run([2_000], kinds=("seq",)),
         lambda: drain.run(1_000, (1, 2)),
         lambda: events_cost.run(jobs=500, drains=1, single=200, rounds=2,
                                 single_rounds=2, many=1_000),
