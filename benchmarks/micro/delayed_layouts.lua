@@ -3,7 +3,7 @@
 -- Not a protocol script: the package never loads it (lua/ holds those); it keeps no counts, no
 -- wake marker and no events, and reads no meta field.
 -- KEYS[1]: a partition's jobs key (PREFIX..'jobs'); every other key is derived from PREFIX.
--- ARGV[1] verb: 'add' | 'promote' | 'find'; ARGV[2] layout:
+-- ARGV[1] verb: 'add' | 'promote' | 'find' | 'cancel'; ARGV[2] layout:
 --   'today'   one hash (id -> record) and one sorted set (id -> due), today's record;
 --   'tree'    due times in time buckets (sorted sets id -> due), records in id shards (hashes
 --             id -> record), both B-tree leaves (below), today's record;
@@ -22,6 +22,8 @@
 --   record in PREFIX..'jobs', as promoteDue does. Returns {moved, first due moved, last}.
 -- find: ARGV[3..] ids. Returns, per id, its due time found through the layout's lookup path
 --   (id shard, then the bucket of that due time), or -1.
+-- cancel: ARGV[3..] ids. Removes each delayed job found (a list element becomes a hole; a
+--   bucket's last job takes its list and its index entry); returns how many were removed.
 -- The two B-trees:
 --   time tree: PREFIX..'db' sorted set, bucket number -> its lower bound (a due ms); bucket
 --     PREFIX..'d:'..n a sorted set of at most CAP members (listpack-encoded). A due time goes
@@ -230,6 +232,39 @@ if verb == 'find' then
     out[#out + 1] = due
   end
   return out
+end
+
+if verb == 'cancel' then
+  local removed = 0
+  for i = 3, #ARGV do
+    local id = ARGV[i]
+    if layout == 'today' then
+      if call('ZREM', P .. 'delayed', id) == 1 then call('HDEL', P .. 'jobs', id); removed = removed + 1 end
+    else
+      local key = packed(id)
+      local lb = shard_of(key)
+      local shard = P .. 'dj:' .. lb
+      local rec = call('HGET', shard, key)
+      local at = rec and ((ZREC or LIST) and tonumber(rec) or due_of(rec))
+      local b, member = nil, nil
+      if at then b, member = holder(key, at) end
+      if b then
+        local bk = P .. 'd:' .. b
+        call('ZREM', bk, member)
+        if call('EXISTS', bk) == 0 then
+          call('DEL', P .. 'l:' .. b) -- the bucket's last job: its list (holes and all) goes
+          call('ZREM', TB, b)
+        elseif LIST then
+          local _, pos = member_parts(member)
+          call('LSET', P .. 'l:' .. b, tonumber(pos), '') -- a hole until the list goes
+        end
+        call('HDEL', shard, key)
+        if lb ~= '' and call('EXISTS', shard) == 0 then call('ZREM', TK, lb) end
+        removed = removed + 1
+      end
+    end
+  end
+  return removed
 end
 
 -- promote

@@ -31,8 +31,9 @@ of 100 jobs; after a warm-up queue of 5,000 jobs, as the peers harness warms up)
 count is the bytes per delayed job; then ``due`` more jobs due in the past are added and
 promoted by calls of 200 after ``CONFIG RESETSTAT`` (Redis µs per promoted job from ``INFO
 commandstats``), which checks that
-every due job moved, none before its time, and that 500 jobs of the backlog are found by id
-through the layout's lookup path with their due times. Ids: ``seq`` is the peers harness's
+every due job moved, none before its time, that 500 jobs of the backlog are found by id
+through the layout's lookup path with their due times, and that 500 others are cancelled by id
+and found no more. Ids: ``seq`` is the peers harness's
 (``e<i>``, due times one ms apart an hour ahead, in order), ``batch`` the same ids 160 to a
 due time (one ``enqueueJobs`` call's jobs share its ms: a bucket of one due time must split),
 ``hex`` the library's (32 hex
@@ -139,13 +140,16 @@ def one(size: int, layout: str, kind: str, due: int) -> dict[str, Any]:
             moved += count
             late_ok = late_ok and last <= NOW
         usec = client.info("commandstats")["cmdstat_evalsha"]["usec"]
-        sample = rnd.sample(backlog, min(FIND_SAMPLE, len(backlog)))
-        found = client.evalsha(sha, 1, PREFIX + "jobs", "find", name, *(j for j, _ in sample))
+        sample = rnd.sample(backlog, min(2 * FIND_SAMPLE, len(backlog)))
+        kept, gone = sample[:FIND_SAMPLE], [j for j, _ in sample[FIND_SAMPLE:]]
+        cancelled = client.evalsha(sha, 1, PREFIX + "jobs", "cancel", name, *gone)
+        found = client.evalsha(sha, 1, PREFIX + "jobs", "find", name,
+                               *(j for j, _ in kept), *gone)
         return {"bytes": (after - before) / size, "add_us": add_s * 1e6 / size,
                 "promote_us": usec / max(moved, 1), "keys": client.dbsize(),
                 "server": server_name,
-                "ok": added == size and moved == due and late_ok
-                and found == [d for _, d in sample]}
+                "ok": added == size and moved == due and late_ok and cancelled == len(gone)
+                and found == [d for _, d in kept] + [-1] * len(gone)}
 
 
 def run(sizes: list[int] | tuple[int, ...] = (10_000, 1_000_000),
@@ -178,7 +182,7 @@ def run(sizes: list[int] | tuple[int, ...] = (10_000, 1_000_000),
              "write. Promote: Redis µs per promoted job with the backlog in place (calls of "
              f"{PROMOTE_BATCH}); add: wall µs per job from Python, pipelined calls of "
              f"{ADD_BATCH}. Checked: every due job moved, none early, {FIND_SAMPLE} backlog ids "
-             "found by id with their due times."]
+             "found by id with their due times, 500 others cancelled by id and found no more."]
     return Section("Delayed-job memory: compact layout candidates (issue 39 item 3)",
                    ["backlog", "ids", "layout", "B/job", "promote µs/job", "add µs/job",
                     "keys", "checks"], rows, verdicts, notes, correct, figures)
