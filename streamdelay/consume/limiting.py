@@ -5,7 +5,8 @@ A topic without a limit stays on the plain read loop (``reading.py``: one blocki
 for every topic). A limited topic is read only through the shared take
 (``consume/core/taking.py``, as a reserve round takes it): no more entries than the limit lets start
 now, so jobs over the limit stay in their stream and no attempt is spent. When it gives fewer
-than the free slots, the loop starts those and waits as the take's reply says (``wait_plan``).
+than the free slots, the loop starts those and waits as the take's reply says. The take and the
+wait are the consumer core's (``take_now``, ``take_wait``), a reserve round's too.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ from ..protocol.keys import PartitionKeys
 from ..protocol.plan import Commands
 from . import settle_calls as settling
 from .core.constants import REFRESH_S, START_PATIENCE
-from .core.routing import STAGED, TAKES
-from .core.staging import parse_staged, staged_command, staged_take_now_plan, staged_wait_plan
-from .core.taking import Views, limits_command, take_now_plan, wait_plan
+from .core.consumer_core import take_now, take_wait
+from .core.routing import TAKES
+from .core.staging import parse_staged, staged_command
+from .core.taking import Views, limits_command
 from .upkeep_host import ReadingHost
 
 log = logging.getLogger("streamdelay.worker")
@@ -74,9 +76,9 @@ async def watch(worker: ReadingHost) -> None:
 
 
 async def take_loop(worker: ReadingHost, keys: PartitionKeys, topic: str) -> None:
-    """Take entries of ``topic`` on ``keys``' partition through its take, while it has one: a
-    staged topic through ``takeStaged`` (a limited one through its limit too:
-    ``staging.staged_take_now_plan``), a limited one through ``takeLimited``."""
+    """Take entries of ``topic`` on ``keys``' partition through its take, while it has one
+    (the core's ``take_now``: a staged topic through ``takeStaged``, a limited one through
+    ``takeLimited``), waiting after each as its reply says (``take_wait``)."""
     blocking = async_client(worker.config.url, worker.block + worker.config.socket_timeout)
     failures = 0
     block_ms = int(worker.block * 1000)
@@ -93,28 +95,22 @@ async def take_loop(worker: ReadingHost, keys: PartitionKeys, topic: str) -> Non
             if wanted <= 0:
                 await worker.slot_freed()
                 continue
-            staged = found == STAGED
-            try:
-                if staged:
-                    entries, reason, wait_ms = await worker.run_plan(staged_take_now_plan(
-                        keys, worker.group, worker.consumer, topic, wanted,
-                        topic in views.limited), "take")
-                    last_id = ""
-                else:
-                    entries, reason, wait_ms, last_id = await worker.run_plan(take_now_plan(
-                        keys, worker.group, worker.consumer, topic, wanted), "take")
+            try:  # the core's take of this route (consume/core/consumer_core.py)
+                took = await worker.run_plan(take_now(
+                    found, keys, worker.group, worker.consumer, topic, wanted,
+                    topic in views.limited), "take")
                 failures = 0
             except GroupNotFound:
                 await worker.register()
                 continue
+            entries = took.entries
             worker.leases.add((e.partition, e.topic, e.entry_id) for e in entries if e.leased)
             run, back = worker.core.sort(entries, taken=True)  # paused meanwhile: back
             settling.hand_back(worker, back)
             worker.start_entries(run)
             try:  # never longer than the block time: a stop or a loosened limit is seen
-                rest_s = await drive_once_async(blocking, staged_wait_plan(
-                    [keys], topic, reason, wait_ms, block_ms) if staged else wait_plan(
-                    keys, topic, reason, wait_ms, last_id, block_ms))
+                rest_s = await drive_once_async(blocking, take_wait(found, [keys], topic, took,
+                                                                    block_ms))
             except RETRYABLE as exc:
                 failures += 1
                 await pause_after_failure(failures, "take", exc)

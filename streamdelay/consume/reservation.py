@@ -50,8 +50,11 @@ def _log_dropped(found: Round, args: ReserveArgs, face: _PullFace) -> None:
         if error == EXPIRED:  # expected: the producer gave it a deadline (docs/expiry.md)
             expired += 1
             log.info("job %s expired: its deadline passed before it ran", job_id)
+        elif not job_id:  # no job stands behind it (docs/security.md), as a worker logs it
+            log.warning("dropped stream entry of topic %s (no job id): %s", args.topic,
+                        error.splitlines()[0])
         else:
-            log.warning("job %s is dead: %s", job_id or "(no id)", error.splitlines()[0])
+            log.warning("job %s is dead: %s", job_id, error.splitlines()[0])
     if expired and face.on_expired is not None:
         face.on_expired(args.topic, args.group, expired)
 

@@ -1,9 +1,10 @@
 """What ``q.reserve`` and its reservations report to the consumer observer
 (``telemetry/observer.py``, docs/design.md#observer): each job handed out is a start (its
-lateness, by priority for a staged topic's job), each ack or fail a settle with its outcome, and
-the jobs a round dead-lettered past their deadline are ``expired``. So a job consumed only by
-``q.reserve`` (or the HTTP consumer, which is ``q.reserve`` + a transport) shows in the
-dashboard's lateness and throughput as a Worker's does.
+lateness, by priority for a staged topic's job), each ack or fail a settle with its outcome, the
+jobs a round dead-lettered past their deadline are ``expired`` and the entries without a job id
+it dropped ``dropped``. So a job consumed only by ``q.reserve`` (or the HTTP consumer, which is
+``q.reserve`` + a transport) shows in the dashboard's lateness and throughput as a Worker's
+does.
 
 A reserve caller has no loop of its own: the record is flushed after a reserve or a settle once
 ``FLUSH_EVERY`` has passed (one more round trip then), and at ``close``.
@@ -43,9 +44,14 @@ class Observed:
 
 
 def _expired_topic(observer: ConsumerObserver, found: Round, topic: str, group: str) -> None:
+    """Report the jobs a round dead-lettered past their deadline (``expired``) and the
+    entries without a job id it dropped (``dropped``, as a worker counts them)."""
     expired = sum(1 for _, error in found.dropped if error == EXPIRED)
     if expired:
         observer.settled(topic, group, "expired", expired)
+    dropped = sum(1 for job_id, _ in found.dropped if not job_id)
+    if dropped:
+        observer.settled(topic, group, "dropped", dropped)
 
 
 def _clock_sync(client: Any) -> float:

@@ -111,8 +111,8 @@ def hand_back(worker: ReadingHost, entries: Sequence[Entry]) -> None:
     """Give back ``entries`` the core's ``sort`` sent back (their topic was paused, limited or
     staged since the read, or paused since the take), not an attempt: the core's one hand-back
     (``consume/core/consumer_core.py``), a lease freed with it, in one background task the
-    worker owns (awaited at shutdown). An entry that is not a job's is left to the normal path
-    (the reclaim after its ttr dead-letters it)."""
+    worker owns (awaited at shutdown). The core's sort never sends back an entry that is not a
+    job's: the worker opens it, and it is dropped at once with its reason."""
     if not entries:
         return
     rows, _ = backs(entry._replace(leased=bool(worker.leases.pop(

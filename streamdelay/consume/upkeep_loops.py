@@ -24,12 +24,12 @@ from ..telemetry.job_logs import delivery_fields
 from . import abort_watch as control
 from .core.cadence import PRUNE, RECLAIM
 from .core.constants import PRUNE_EVERY_S
-from .core.settle_plans import Held, keep_alive_plan, release_plan
+from .core.consumer_core import Back, hand_back_outcomes
+from .core.settle_plans import Held, keep_alive_plan
 from .core.upkeep_plans import prune_plan, reclaim_plan
 from .delivery import Delivery
 from .fleet_self import until_renewal
 from .liveness import Liveness
-from .settle_calls import frees
 from .upkeep_host import UpkeepHost
 
 log = logging.getLogger("streamdelay.worker")
@@ -331,23 +331,29 @@ async def release_later(worker: UpkeepHost, deliveries: list[Delivery]) -> None:
 
 
 async def _release(worker: UpkeepHost, deliveries: list[Delivery], later_ms: int) -> None:
-    """Hand ``deliveries`` back at once or due ``later_ms`` from now
-    (``consume/core/settle_plans.py``):
-    one call per partition, each bounded to 5 s, counted as released; a call that fails
-    leaves its jobs to come back after their ttr."""
+    """Hand ``deliveries`` back at once or due ``later_ms`` from now: the core's one hand-back
+    (``consume/core/consumer_core.py``: a release per partition, their leases freed with it,
+    in one round trip bounded to 5 s), counted as released per partition; a release that
+    fails leaves its jobs to come back after their ttr."""
     await control.flush_before_release(worker, deliveries)  # docs/worker.md#checkpoints
-    for partition, batch in by_partition(deliveries, _partition).items():
-        keys = worker.partitions[partition]
-        flat: list[str] = []
-        for delivery in batch:
-            flat.extend((delivery.topic, delivery.job_id, delivery.entry_id))
-        also = frees(worker, partition, [(d.topic, d.entry_id) for d in batch])
-        try:
-            released = await asyncio.wait_for(worker.run_plan(
-                release_plan(keys, worker.group, flat, later_ms, also), "release"), 5.0)
-        except (asyncio.TimeoutError, OSError) as exc:
+    if not deliveries:
+        return
+    leases = worker.leases
+    rows = [Back(d.partition, d.topic, d.job_id, d.entry_id, bool(len(leases)) and bool(
+        leases.pop(d.partition, [(d.topic, d.entry_id)]))) for d in deliveries]
+    try:
+        outcomes = await asyncio.wait_for(worker.run_plan(hand_back_outcomes(
+            worker.config.name, {worker.group: rows}, later_ms), "release"), 5.0)
+    except (asyncio.TimeoutError, OSError, *RETRYABLE) as exc:
+        log.warning("could not hand back %d job(s) (%s); they return after ttr",
+                    len(deliveries), exc)
+        return
+    batches = by_partition(deliveries, _partition)
+    for partition, released in outcomes:
+        batch = batches[partition]
+        if isinstance(released, BaseException):
             log.warning("could not hand back %d job(s) (%s); they return after ttr",
-                        len(batch), exc)
+                        len(batch), released)
             continue
         worker.counts.add("released", released)
         if worker.metrics is not None:

@@ -152,7 +152,12 @@ def expire_call(keys: PartitionKeys, group: str, flat: Sequence[str]) -> ScriptC
     return script("expireJobs").call(keys.script_keys(), [group, *flat])
 
 
-def release_call(keys: PartitionKeys, group: str, flat: Sequence[str]) -> ScriptCall:
+def release_call(keys: PartitionKeys, group: str, flat: Sequence[str], later_ms: int = 0
+                 ) -> ScriptCall:
     """``releaseJobs``: hand ``topic, job id, entry id`` triples back to the tail of their
-    streams at once, not counted as an attempt; the reply is how many were still current."""
+    streams at once, not counted as an attempt; with ``later_ms``, ``releaseJobsLater``: to the
+    delayed set, due that long from now (a worker process whose def handler threads outlived
+    its shutdown). The reply is how many were still current."""
+    if later_ms:
+        return script("releaseJobsLater").call(keys.script_keys(), [group, later_ms, *flat])
     return script("releaseJobs").call(keys.script_keys(), [group, *flat])

@@ -7,6 +7,7 @@ for each driver: the rules are one engine's, not two engines kept alike (docs/pu
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 import uuid
@@ -17,10 +18,12 @@ from typing import Any
 
 import httpx
 import pytest
+import redis
 from prometheus_client.parser import text_string_to_metric_families
 
 import streamdelay as sd
 from streamdelay.io.runner import drive_sync
+from streamdelay.protocol.keys import PartitionKeys
 from streamdelay.telemetry.lateness import LatenessWindow, lateness_plan
 from streamdelay.web.serve_settings import ServeSettings
 from tests.integration.test_pull import promote
@@ -118,8 +121,8 @@ class Reported:
 
 
 def run_worker(q: sd.Queue, decide: Decide, until: Callable[[sd.Queue], bool],
-               seconds: float, seen: Seen) -> None:
-    worker = sd.Worker(q, group=GROUP, concurrency=8, metrics_port=0)
+               seconds: float, seen: Seen, block: float = 1.0) -> None:
+    worker = sd.Worker(q, group=GROUP, concurrency=8, metrics_port=0, block=block)
 
     @worker.handler(TOPIC)
     async def handle(job: sd.Job) -> None:
@@ -295,10 +298,15 @@ RUN = {"worker": run_worker, "reserve-sync": run_sync_reserve,
 
 
 def consume(driver: str, q: sd.Queue, decide: Decide = by_fails,
-            until: Callable[[sd.Queue], bool] = idle, seconds: float = 60.0) -> Seen:
-    """Run ``driver`` on ``q``'s topic until ``until(q)`` (or ``seconds``); what it saw."""
+            until: Callable[[sd.Queue], bool] = idle, seconds: float = 60.0,
+            block: float = 1.0) -> Seen:
+    """Run ``driver`` on ``q``'s topic until ``until(q)`` (or ``seconds``); what it saw.
+    ``block``: a worker's longest read."""
     seen = Seen()
-    RUN[driver](q, decide, until, seconds, seen)
+    if driver == "worker":
+        run_worker(q, decide, until, seconds, seen, block)
+    else:
+        RUN[driver](q, decide, until, seconds, seen)
     return seen
 
 
@@ -403,6 +411,48 @@ def test_a_job_whose_deadline_passed_in_its_stream_is_never_handed_out(
     assert dict(seen.runs) == {"ok-0": [1], "far": [1]}
     assert {d.id: (d.error, d.attempts) for d in q.dead_list(TOPIC)} == {
         f"late-{i}": ("expired", 0) for i in range(3)}
+    q.close()
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_an_entry_without_a_job_id_is_dropped_at_once_with_its_reason_whatever_the_route(
+        redis_url: str, driver: str, caplog: pytest.LogCaptureFixture) -> None:
+    """An entry no job stands behind (a foreign client's, no ``id``) read while its topic
+    became paused (the read in flight when the pause came: the core's sort hands a job's
+    entry back) is not left pending for the reclaim to clean unseen: every driver drops it
+    at once, logs the reason and counts it ``dropped`` (docs/security.md#garbage-from-other-
+    clients); the job enqueued after the resume runs."""
+    q = new_queue(redis_url)
+    foreign = redis.Redis.from_url(redis_url)
+    stream = PartitionKeys(q.name, 0).stream(TOPIC)
+    q.reserve(TOPIC, group=GROUP, consumer="setup")  # registers the group: the entry is new
+    done = threading.Event()
+
+    def meanwhile() -> None:  # a worker's read blocks 5 s: in flight when the pause is seen
+        time.sleep(1.0)
+        q.pause(TOPIC)
+        time.sleep(1.2)  # every driver has seen the pause (REFRESH_S)
+        foreign.xadd(stream, {"foo": "bar"})
+        time.sleep(1.0)
+        q.resume(TOPIC)
+        q.enqueue(TOPIC, {"fails": 0}, id="after")
+        done.set()
+
+    def cleaned(q: sd.Queue) -> bool:
+        return (done.is_set() and idle(q) and foreign.xlen(stream) == 0
+                and foreign.xpending(stream, GROUP)["pending"] == 0)
+
+    caplog.set_level(logging.WARNING, "streamdelay")
+    side = threading.Thread(target=meanwhile)
+    side.start()
+    seen = consume(driver, q, until=cleaned, seconds=30, block=5.0)
+    side.join()
+    assert dict(seen.runs) == {"after": [1]}
+    logged = [r.getMessage() for r in caplog.records if "dropped stream entry" in r.getMessage()]
+    assert len(logged) == 1 and "without a job id" in logged[0], logged
+    assert seen.metrics["dropped"] == 1
+    assert foreign.xlen(stream) == 0 and foreign.xpending(stream, GROUP)["pending"] == 0
+    foreign.close()
     q.close()
 
 

@@ -4,16 +4,18 @@ and the listing rows read by name."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
 from streamdelay.base.errors import GroupNotFound, StreamdelayError
-from streamdelay.consume.core.taking import Entry, streams_of, take_plan
+from streamdelay.consume.core.consumer_core import take_now, take_wait
+from streamdelay.consume.core.routing import LIMITED
+from streamdelay.consume.core.taking import Entry, streams_of
 from streamdelay.consume.core.upkeep_plans import reclaim_plan
 from streamdelay.limits.limit_plans import CONCURRENCY, DRAINED, GOT_ALL, RATE
 from streamdelay.protocol.keys import PartitionKeys, partition_keys
-from streamdelay.protocol.plan import Command
+from streamdelay.protocol.plan import Command, Plan
 from streamdelay.protocol.replies import parse_list
 from streamdelay.protocol.script_errors import error_from_command
 from streamdelay.protocol.scripts import ScriptCall
@@ -22,9 +24,23 @@ from tests.unit.test_replies import drive, name_of
 KEYS = PartitionKeys("orders", 0)
 
 
+class Taken(NamedTuple):
+    entries: list[Entry]
+    rest_s: float
+
+
+def _round(block_ms: int) -> Plan[Taken]:
+    """A driver's take of a limited topic: the core's take, then, when it gave none, its
+    wait (``consumer_core.take_now`` / ``take_wait``)."""
+    took = yield from take_now(LIMITED, KEYS, "g", "c", "t", 5)
+    if took.entries or block_ms <= 0:
+        return Taken(took.entries, 0.0)
+    return Taken([], (yield from take_wait(LIMITED, [KEYS], "t", took, block_ms)))
+
+
 def _take(reason: int, entries: list[Any], block_ms: int = 1000) -> tuple[Any, list[Any]]:
     reply = [entries, reason, 250, b"7-0"]
-    return drive(take_plan(KEYS, "g", "c", "t", 5, block_ms),
+    return drive(_round(block_ms),
                  lambda step: reply if isinstance(step, ScriptCall) else None)
 
 

@@ -69,3 +69,17 @@ def test_the_one_hand_back_is_a_release_per_partition_and_one_free_of_the_leases
     assert calls[1].args == ("g", "t", "c", "5-0")
     assert calls[2].args == ("t", "2:5-0")  # the lease member of partition 2's entry
     assert hand_back_calls("q", "g", []) == []
+    later = hand_back_calls("q", "g", rows, later_ms=2000)  # a worker's last hand-back
+    assert [call.script.name for call in later] == [
+        "releaseJobsLater", "releaseJobsLater", "freeLeases"]
+    assert later[1].args == ("g", 2000, "t", "c", "5-0")
+
+
+def test_an_entry_that_is_not_a_jobs_is_never_handed_back_whatever_the_route() -> None:
+    """The core's rule for every driver: an entry without a job id runs (the driver's open
+    step drops it at once with its reason), even when the route sends the job entries back."""
+    core = ConsumerCore("site")
+    core.learn("t", paused=True, limited=False)
+    job, foreign = Entry(0, "t", "1-0", {b"id": b"a"}), Entry(0, "t", "2-0", {b"foo": b"x"})
+    assert core.sort([job, foreign]) == ([foreign], [job])
+    assert core.sort([job, foreign], taken=True) == ([foreign], [job])

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from ...base import validation
 from ...base.errors import GroupNotFound, StreamdelayError
 from ...base.models import BackoffPolicy, Job
-from ...limits.limit_plans import DRAINED
+from ...limits.limit_plans import DRAINED, GOT_ALL
 from ...protocol.backoff import failure_delay_ms
 from ...protocol.deliveries import expire_call, fail_call, open_entry
 from ...protocol.fleet_records import info_blob
@@ -26,7 +26,7 @@ from ...protocol.streams import read_group
 from . import leasing
 from .cadence import FLEET, PRUNE, RECLAIM
 from .constants import PRUNE_EVERY_S, RECLAIM_EVERY_S
-from .consumer_core import Back, ConsumerCore, backs, hand_back_calls
+from .consumer_core import Back, ConsumerCore, Took, backs, hand_back_calls, take_now, take_wait
 from .receipts import (
     RECEIPT_VERSION,
     Receipt,
@@ -36,8 +36,8 @@ from .receipts import (
     signed,
     signing_key_plan,
 )
-from .routing import LIMITED, PAUSED, STAGED
-from .staging import staged_flag, staged_round_plan
+from .routing import PAUSED, STAGED, TAKES, Route
+from .staging import staged_flag
 from .taking import (
     TIME,
     Entry,
@@ -49,9 +49,6 @@ from .taking import (
     paused_flag,
     read_plan,
     streams_of,
-    take_now_plan,
-    take_plan,
-    wait_plan,
 )
 from .upkeep_plans import join_fleet_plan, prune_plan, reclaim_plan, register_plan
 
@@ -229,19 +226,9 @@ def _read(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, block_ms: int,
     found = core.learn(topic, *(yield from _look(cfg, topic, look)))
     if found == PAUSED:
         return [], [], True, 0.0
-    parts = partition_keys(cfg.name, cfg.partitions)
-    if found == STAGED:
-        entries, rest_s = yield from staged_round_plan(
-            core.rotation(parts), args.group, args.consumer, topic, args.count, block_ms,
-            topic in core.routes.limited, cluster)
+    if found in TAKES:  # only through the core's take (a take never blocks: no second look)
+        entries, rest_s = yield from _take_parts(cfg, state, args, found, block_ms, cluster)
         return entries, [], False, rest_s
-    if found == LIMITED:  # only through the shared take (a take never blocks: no second look)
-        if cfg.partitions > 1:
-            entries, rest_s = yield from _limited_parts(cfg, state, args, block_ms, cluster)
-            return entries, [], False, rest_s
-        taken = yield from take_plan(PartitionKeys(cfg.name, 0), args.group, args.consumer,
-                                     topic, args.count, block_ms)
-        return taken.entries, [], False, taken.rest_s
     entries = yield from read_step(cfg, state, args, block_ms, cluster)
     if entries and block_ms > 0:  # the read waited: a pause, a limit, a staging came since?
         found = core.learn(topic, *(yield from _look(cfg, topic, True)))
@@ -249,30 +236,48 @@ def _read(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, block_ms: int,
     return run, back, found == PAUSED, 0.0
 
 
-def _limited_parts(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, block_ms: int,
-                   cluster: bool) -> Plan[tuple[list[Entry], float]]:
-    """The take of a limited topic on a queue of several partitions: through the limit on
-    each partition in turns (starting at a different one each round) until ``count`` came or
-    the limit holds back; when none came, one wait as the last take's reply says: a freed
-    lease or a token (partition 0's slot), or a new entry on the round's first partition
-    (``CLUSTER_SLICE_S`` at most: the next round waits on the next one)."""
-    del cluster  # one partition at a time either way
-    order = state.core.rotation(partition_keys(cfg.name, cfg.partitions))
-    found: list[Entry] = []
-    reason, wait_ms, first_last = DRAINED, 0, ""
+def _take_parts(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, found: Route,
+                block_ms: int, cluster: bool) -> Plan[tuple[list[Entry], float]]:
+    """The take of a staged or limited topic (the core's ``take_now``, as a worker's take
+    loop takes it) on each partition in the core's rotation until ``count`` came. A limited
+    topic's stops where its limit holds back (the limit is the topic's, over every
+    partition); a staged topic's goes on (each partition's lanes answer for themselves: the
+    soonest wait is kept). When none came, one wait as the takes said (``take_wait``): a
+    staged topic on every partition's wake list (a cluster: the first's), a limited one for
+    a freed lease or a token (partition 0's slot), or, drained, for a new entry on the
+    round's first partition (``CLUSTER_SLICE_S`` at most on several: the next round waits
+    on the next one). Returns the entries and the seconds to rest (a rate)."""
+    core = state.core
+    order = core.rotation(partition_keys(cfg.name, cfg.partitions))
+    limited = args.topic in core.routes.limited
+    entries: list[Entry] = []
+    first: Took | None = None  # the round's first take: a drained topic waits on its stream
+    held: Took | None = None  # the take whose reason the wait follows
     for keys in order:
-        entries, reason, wait_ms, last_id = yield from take_now_plan(
-            keys, args.group, args.consumer, args.topic, args.count - len(found))
-        found.extend(entries)
-        first_last = last_id if keys is order[0] else first_last
-        if len(found) >= args.count or reason != DRAINED:  # got all, or the limit holds back
+        took = yield from take_now(found, keys, args.group, args.consumer, args.topic,
+                                   args.count - len(entries), limited)
+        entries.extend(took.entries)
+        first = first or took
+        if len(entries) >= args.count:
             break
-    if found or block_ms <= 0:
-        return found, 0.0
-    if reason == DRAINED:
-        return found, (yield from wait_plan(order[0], args.topic, reason, 0, first_last,
-                                            min(block_ms, int(CLUSTER_SLICE_S * 1000))))
-    return found, (yield from wait_plan(order[0], args.topic, reason, wait_ms, "", block_ms))
+        if found == STAGED:
+            if took.reason != GOT_ALL and (held is None or 0 < took.wait_ms < held.wait_ms
+                                           or held.wait_ms <= 0):
+                held = took
+        elif took.reason != DRAINED:  # the limit holds back
+            held = took
+            break
+    if entries or block_ms <= 0 or first is None:
+        return entries, 0.0
+    if found == STAGED:
+        return entries, (yield from take_wait(found, order[:1] if cluster else order,
+                                              args.topic, held or Took([], GOT_ALL, 0),
+                                              block_ms))
+    if held is None:  # drained on every partition: a new entry on the first one
+        return entries, (yield from take_wait(found, order[:1], args.topic, first, min(
+            block_ms, int(CLUSTER_SLICE_S * 1000)) if len(order) > 1 else block_ms))
+    return entries, (yield from take_wait(found, order[:1], args.topic,
+                                          held._replace(last_id=""), block_ms))
 
 
 def round_plan(cfg: QueueSpec, state: ReserveState, args: ReserveArgs, block_ms: int,
@@ -313,7 +318,7 @@ def _deliver_plan(cfg: QueueSpec, state: ReserveState, args: ReserveArgs,
     raised once they are back), all in one round trip."""
     found = Round([], paused, rest_s=rest_s)
     rows, others = backs(back)  # what the route says must not run now
-    entries = [*entries, *others]  # not a job's entry: opened, it goes dead
+    entries = [*entries, *others]  # not a job's entry (the sort runs those): opened, dropped
     # the key is read only when a job came: a round that finds none costs no round trip for it
     key, unsigned = None, None
     try:

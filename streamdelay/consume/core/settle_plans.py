@@ -1,7 +1,8 @@
 """Settle and keep alive, as plans both drivers run: acknowledge (``ackJobs``), fail — retry
-after a delay or dead (``failJob``) —, hand back now (``releaseJobs``) or later
-(``releaseJobsLater``), touch (``touchJobs``). The Worker settles its deliveries in batches per
-partition; a reservation settles one receipt (docs/pull.md, docs/worker.md#acknowledgements).
+after a delay or dead (``failJob``) —, touch (``touchJobs``); handing back (``releaseJobs``,
+``releaseJobsLater``) is the consumer core's one hand-back (``consumer_core.py``), a receipt's
+too. The Worker settles its deliveries in batches per partition; a reservation settles one
+receipt (docs/pull.md, docs/worker.md#acknowledgements).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from ...protocol.deliveries import (
     ack_call,
     expire_call,
     fail_call,
-    release_call,
     touch_call,
 )
 from ...protocol.keys import PartitionKeys
@@ -25,8 +25,9 @@ from ...protocol.plan import EachCall, Plan
 from ...protocol.queue_spec import QueueSpec
 from ...protocol.replies import FailReply, parse_fail, texts
 from ...protocol.result_codec import encode_result
-from ...protocol.scripts import Arg, ScriptCall, script
+from ...protocol.scripts import Arg, ScriptCall
 from . import leasing
+from .consumer_core import Back, hand_back_outcomes
 from .receipts import Receipt, ReceiptKey, check_receipt_plan
 
 Triple = tuple[str, str, str]  # topic, job id, entry id
@@ -144,18 +145,6 @@ def keep_alive_plan(keys: PartitionKeys, group: str, consumer: str, held: Sequen
     return (yield from touch_plan(keys, group, consumer, flat, progress, also))
 
 
-def release_plan(keys: PartitionKeys, group: str, flat: Sequence[str], later_ms: int = 0,
-                 also: Sequence[ScriptCall] = ()) -> Plan[int]:
-    """Hand ``topic, job id, entry id`` triples back to the tail of their streams, not an
-    attempt: at once, or due ``later_ms`` from now (``releaseJobsLater``: a process whose def
-    handler threads outlived its shutdown); how many were current."""
-    if later_ms:
-        call = script("releaseJobsLater").call(keys.script_keys(), [group, later_ms, *flat])
-    else:
-        call = release_call(keys, group, flat)
-    return int((yield from _with(call, also)))
-
-
 # --- by receipt (a reservation, in any process) ------------------------------------------
 
 def stale(receipt: Receipt, what: str) -> StaleReceipt:
@@ -230,25 +219,21 @@ def touch_receipt_plan(queue: str, key: ReceiptKey, receipt: Receipt, progress: 
 
 def release_receipts_plan(queue: str, key: ReceiptKey, receipts: Sequence[Receipt]
                           ) -> Plan[int]:
-    """Hand reservations back at once, no attempt spent (one call per partition and group,
-    sent together); how many were still current (a stale one is only acknowledged). A receipt
-    not signed by the queue (``key``) is refused before anything is handed back."""
+    """Hand reservations back at once, no attempt spent: the core's one hand-back
+    (``consumer_core.hand_back_outcomes``: one release per partition and group, their leases
+    freed, sent together); how many were still current (a stale one is only acknowledged).
+    A receipt not signed by the queue (``key``) is refused before anything is handed back; a
+    release refused is raised."""
     for receipt in receipts:
         yield from check_receipt_plan(queue, key, receipt)
-    flat: dict[tuple[int, str], list[str]] = {}
-    for receipt in receipts:
-        flat.setdefault((receipt.partition, receipt.group), []).extend(
-            (receipt.topic, receipt.id, receipt.entry))
-    calls = [release_call(PartitionKeys(queue, partition), group, triples)
-             for (partition, group), triples in flat.items()]
-    if not calls:
-        return 0
-    frees = [(r.topic, leasing.member(r.partition, r.entry)) for r in receipts if r.lease]
-    if frees:  # sent with the hand-backs (consume/core/leasing.py); its failure is not raised
-        outcomes = yield EachCall((*calls, leasing.free_call(queue, frees)))
-        for outcome in outcomes[:-1]:
-            if isinstance(outcome, BaseException):
-                raise outcome
-        return sum(int(reply) for reply in outcomes[:-1])
-    replies = yield calls if len(calls) > 1 else calls[0]
-    return sum(int(reply) for reply in (replies if len(calls) > 1 else [replies]))
+    groups: dict[str, list[Back]] = {}
+    for r in receipts:
+        groups.setdefault(r.group, []).append(Back(r.partition, r.topic, r.id, r.entry,
+                                                   r.lease))
+    outcomes = yield from hand_back_outcomes(queue, groups)
+    released = 0
+    for _, outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+        released += outcome
+    return released

@@ -93,28 +93,3 @@ def staged_wait_plan(keys: Sequence[PartitionKeys], topic: str, reason: int, wai
         wake.append(PartitionKeys(keys[0].queue, 0).limit_wake(topic))
     yield Command(("BLPOP", *wake, f"{wait / 1000:.3f}"))
     return 0.0
-
-
-def staged_round_plan(keys: Sequence[PartitionKeys], group: str, consumer: str, topic: str,
-                      count: int, block_ms: int, limited: bool, cluster: bool
-                      ) -> Plan[tuple[list[Entry], float]]:
-    """A reserve round's take of a staged topic: a take per partition of ``keys`` (in the
-    order given) until ``count`` came; when none did and ``block_ms`` > 0, one wait (on every
-    partition's wake list; a cluster on the first partition's only, as a blocking read does).
-    ``limited``: the topic has its own rate or concurrency (``staged_take_now_plan``).
-    Returns the entries and the seconds to rest (a rate limit)."""
-    found: list[Entry] = []
-    reason, wait_ms = GOT_ALL, 0
-    for part in keys:
-        entries, why, wait = yield from staged_take_now_plan(
-            part, group, consumer, topic, count - len(found), limited)
-        found.extend(entries)
-        if len(found) >= count:
-            return found, 0.0
-        if why != GOT_ALL and (reason == GOT_ALL or 0 < wait < wait_ms or wait_ms <= 0):
-            reason, wait_ms = why, wait
-    if found or block_ms <= 0:
-        return found, 0.0
-    rest = yield from staged_wait_plan(list(keys[:1]) if cluster else list(keys), topic, reason,
-                                       wait_ms, block_ms)
-    return [], rest

@@ -107,27 +107,6 @@ def read_plan(group: str, consumer: str, streams: Streams, count: int, block_ms:
     return entries
 
 
-class Taken(NamedTuple):
-    """What one take gave: the entries, and how long the driver rests before the next take
-    (seconds; a rate limit holds the topic back)."""
-
-    entries: list[Entry]
-    rest_s: float
-
-
-def take_plan(keys: PartitionKeys, group: str, consumer: str, topic: str, count: int,
-              block_ms: int, wait_after_some: bool = False) -> Plan[Taken]:
-    """Take up to ``count`` entries of a limited ``topic`` through its limit (``takeLimited``).
-    When it gave fewer (none, unless ``wait_after_some``: the caller has started those by then)
-    and ``block_ms`` > 0, wait as its reply says, never longer than ``block_ms``."""
-    entries, reason, wait_ms, last_id = yield from take_now_plan(keys, group, consumer, topic,
-                                                                 count)
-    if block_ms <= 0 or (entries and not wait_after_some):
-        return Taken(entries, 0.0)
-    return Taken(entries, (yield from wait_plan(keys, topic, reason, wait_ms, last_id,
-                                                block_ms)))
-
-
 def take_now_plan(keys: PartitionKeys, group: str, consumer: str, topic: str, count: int
                   ) -> Plan[tuple[list[Entry], int, int, str]]:
     """One take through the limit: the entries and the reply's reason, wait and last id (for
