@@ -43,14 +43,14 @@
 -- @include flow_keep
 -- @include read_switches
 
--- lib(): the helpers of what a plain ack does not do (tombstones with keep_done, kept results,
+-- ends_lib(): the helpers of what a plain ack does not do (tombstones with keep_done, kept results,
 -- a held job freed, 'started' events, workflows: includes/parse_record.lua, build_record.lua,
 -- full_record.lua, keep_result.lua, hold.lua, emit_started.lua, flow.lua), built on the first
 -- use in a call: built at the top, their closures cost every call of a plain queue (~2.5 µs
 -- a call; docs/benchmarks.md, History 2026-11-26 22:36-23:41 and 2026-11-29)
-local LIB = nil
-local function lib()
-  if LIB then return LIB end
+local ENDS = nil
+local function ends_lib()
+  if ENDS then return ENDS end
 -- @include build_record
 -- @include parse_record
 -- @include full_record
@@ -62,10 +62,10 @@ local function lib()
 -- @include blob_keep
 -- @include dead_result
 -- @include flow
-  LIB = {parse_record = parse_record, build_record = build_record, full_record = full_record,
-         keep_result = keep_result, release_hold = release_hold,
-         started_prefetch = started_prefetch, started_at = started_at, flow_ended = flow_ended}
-  return LIB
+  ENDS = {parse_record = parse_record, build_record = build_record, full_record = full_record,
+          keep_result = keep_result, release_hold = release_hold,
+          started_prefetch = started_prefetch, started_at = started_at, flow_ended = flow_ended}
+  return ENDS
 end
 
 local ARGV = ARGV -- a local: read several times per delivery (a global is a table lookup each)
@@ -124,8 +124,9 @@ if #ids > 0 then
 end
 if keep > 0 then
   for i = 1, #ids do
-    local r = lib().parse_record(raws[i])
-    if r and r.state == 's' and r.entry == ARGV[3 * i + 3] and r.blob == '' and lib().full_record(r) then
+    local r = ends_lib().parse_record(raws[i])
+    if r and r.state == 's' and r.entry == ARGV[3 * i + 3] and r.blob == ''
+       and ends_lib().full_record(r) then
       whole[i] = raws[i] .. r.blob
     end
   end
@@ -143,7 +144,7 @@ if #ids > 0 and events_on() then
   for k = 1, runs do
     if read_ms[k] <= 0 then dated = false break end
   end
-  if not dated then lib().started_prefetch(group, by_topic) end
+  if not dated then ends_lib().started_prefetch(group, by_topic) end
   local seen, s_ids = {}, {} -- s_ids: the jobs 'started' reports, in order
   -- the runs are found on the way (a change of topic, attempt or time closes one): b_* hold
   -- each run's last event, topic, attempt and time
@@ -160,7 +161,7 @@ if #ids > 0 and events_on() then
         local ran, topic = attempts == '0' and 1 or tonumber(attempts) + 1, ARGV[3 * i + 1]
         heads[i] = ran
         local at = read_ms[k] or 0
-        if at <= 0 then at = lib().started_at(group, topic, eid, now) end
+        if at <= 0 then at = ends_lib().started_at(group, topic, eid, now) end
         if at then
           ns = ns + 1
           s_ids[ns] = id
@@ -232,10 +233,10 @@ if #ids > 0 then
         end
       end
       if keep > 0 then
-        local r = lib().parse_record(whole[i] or raws[i])
+        local r = ends_lib().parse_record(whole[i] or raws[i])
         r.state, r.entry = 'c', ''
         kept[#kept + 1] = id
-        kept[#kept + 1] = lib().build_record(r)
+        kept[#kept + 1] = ends_lib().build_record(r)
         stones[#stones + 1] = now + keep
         stones[#stones + 1] = id
       else
@@ -244,9 +245,9 @@ if #ids > 0 then
       end
       settled = settled + 1
       local kept_result = results[i]
-      if kept_result then lib().keep_result(id, 's', now, kept_result[1], kept_result[2]) end
+      if kept_result then ends_lib().keep_result(id, 's', now, kept_result[1], kept_result[2]) end
     elseif state == 'd' and entry == eid then -- its job was rescheduled while it ran: now free
-      lib().release_hold(id, eid)
+      ends_lib().release_hold(id, eid)
     end
   end
   if heads then events_run('succeeded', e_topic, e_ran, now, ended, nil, e_first, nended) end
@@ -257,7 +258,7 @@ if #ids > 0 then
     write_many('ZADD', K_DONE, stones)
   end
   if nended > 0 and flow_keep() > 0 then
-    local tell_waiters = lib().flow_ended -- what includes/flow.lua tells a job's waiters with
+    local tell_waiters = ends_lib().flow_ended -- what includes/flow.lua tells a job's waiters with
     for _, id in ipairs(ended) do tell_waiters(id, 's', now) end
   end
 end

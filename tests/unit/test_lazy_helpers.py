@@ -13,7 +13,8 @@ LAZY = [
     ("promoteDue", "staging_lib", ["staged_topic", "stage", "flush_tally", "wake_takers"]),
     ("promoteDue", "ends_lib", ["expire_job", "deadlines_of", "end_dead", "flow_ended",
                                   "keep_result"]),
-    ("ackJobs", "flow_lib", ["flow_ended", "flow_apply"]),
+    ("ackJobs", "ends_lib", ["flow_ended", "flow_apply", "parse_record", "build_record",
+                             "full_record", "keep_result", "release_hold", "started_at"]),
     ("failJob", "dead_lib", ["end_dead", "flow_ended", "flow_apply", "dead_result"]),
 ]
 
@@ -34,7 +35,7 @@ def test_the_settle_scripts_ask_flow_keep_without_building_the_workflow_helpers(
     for name in ("ackJobs",):
         source = load_scripts()[name].source
         assert source.find("\nlocal function flow_keep()") < source.find(
-            "\nlocal function flow_lib()"), name
+            "\nlocal function ends_lib()"), name
 
 
 EVENTS = [
