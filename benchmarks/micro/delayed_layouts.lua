@@ -14,7 +14,11 @@
 --             the id shards keep id -> due only; 'zpacked': with packed ids;
 --   'list'    the record (dense, without its due) in a list beside the time bucket
 --             (PREFIX..'l:'..n, one element per job), the bucket's member '<id>|<position>';
---             the id shards keep id -> due only; 'lpacked': with packed ids.
+--             the id shards keep id -> due only; 'lpacked': with packed ids;
+--   'lazy'    'list' whose promote leaves the id shards alone: a shard field whose due time is
+--             earlier than the first delayed job's is stale (its job left), and each promote
+--             call sweeps shards (in turn, from a cursor) until it has looked at 4 fields per job
+--             it moved (at most 16 shards); an insert that finds a stale field takes its place.
 -- add: ARGV[3..] groups of 7: id, due ms, created ms, ttr ms, max attempts, topic, blob.
 --   Returns how many were added (an id already there is skipped).
 -- promote: ARGV[3] now ms, ARGV[4] limit. Moves up to limit due jobs, earliest first, into
@@ -41,7 +45,8 @@ local CAP, TAIL = 100, 12
 local call = redis.call
 local TODAY = layout == 'today' or layout == 'tree' -- today's record
 local ZREC = layout == 'zrec' or layout == 'zpacked'
-local LIST = layout == 'list' or layout == 'lpacked'
+local LAZY = layout == 'lazy'
+local LIST = layout == 'list' or layout == 'lpacked' or LAZY
 local PACK = layout == 'packed' or layout == 'zpacked' or layout == 'lpacked'
 local TB, TK = P .. 'db', P .. 'dk'
 
@@ -199,7 +204,12 @@ if verb == 'add' then
       local key = packed(id)
       local shard = P .. 'dj:' .. shard_of(key)
       -- (the real script also looks in PREFIX..'jobs': an id is free when in neither)
-      if call('HSETNX', shard, key, (ZREC or LIST) and due or rec) == 1 then
+      local fresh = call('HSETNX', shard, key, (ZREC or LIST) and due or rec) == 1
+      if not fresh and LAZY then
+        local old = tonumber(call('HGET', shard, key))
+        if not holder(key, old) then call('HSET', shard, key, due); fresh = true end
+      end
+      if fresh then
         added = added + 1
         if call('HLEN', shard) > CAP then split_shard(shard) end
         local b = bucket_of(due, true)
@@ -322,7 +332,7 @@ else
     -- only makes more runs
     table.sort(keys)
     local j = 1
-    while j <= #keys do
+    while j <= #keys and not LAZY do
       local lb = shard_of(keys[j])
       local upper = j < #keys and call('ZRANGE', TK, '(' .. lb, '+', 'BYLEX', 'LIMIT', 0, 1)[1]
       local batch = {}
@@ -339,6 +349,27 @@ else
       break
     end
   end
+end
+-- 'lazy': sweep the id shards for fields whose job left (due earlier than the first delayed one)
+if LAZY and moved > 0 then
+  local b = call('ZRANGE', TB, 0, 0)[1]
+  local head = b and call('ZRANGE', P .. 'd:' .. b, 0, 0, 'WITHSCORES')[2]
+  local first_due = head and tonumber(head) or math.huge
+  local cursor = call('HGET', P .. 'meta', 'dk_cursor') or ''
+  local looked, shards = 0, 0
+  while looked < 4 * moved and shards < 16 do
+    local shard = P .. 'dj:' .. cursor
+    local fields = call('HGETALL', shard)
+    local stale = {}
+    for i = 1, #fields, 2 do
+      if tonumber(fields[i + 1]) < first_due then stale[#stale + 1] = fields[i] end
+    end
+    if #stale > 0 then call('HDEL', shard, unpack(stale)) end
+    if cursor ~= '' and #stale * 2 == #fields then call('ZREM', TK, cursor) end
+    looked, shards = looked + #fields / 2, shards + 1
+    cursor = call('ZRANGE', TK, '(' .. cursor, '+', 'BYLEX', 'LIMIT', 0, 1)[1] or ''
+  end
+  call('HSET', P .. 'meta', 'dk_cursor', cursor)
 end
 if #writes > 0 then call('HSET', P .. 'jobs', unpack(writes)) end
 return {moved, first, last}

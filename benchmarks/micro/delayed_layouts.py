@@ -20,7 +20,8 @@ the bytes and the Redis time per job are the layout's own. Layouts:
 - ``list``: the dense record (without its due time) as one element of a list beside its time
   bucket, the bucket's member ``<id>|<position>``; the id shards keep id -> due time only
   (``lpacked``: with packed ids). A list keeps any element in listpack form, so this one needs no
-  server setting;
+  server setting; ``lazy``: ``list`` whose promote leaves the id shards alone and sweeps a few
+  of them per call for fields whose job left (a due time earlier than the first delayed job's);
 - ``+h256`` / ``+z256``: the server run with ``hash-max-listpack-value 256`` /
   ``zset-max-listpack-value 256`` (default 64: a shard or bucket with a value longer than 64 B is
   a hash table or skiplist, not a listpack).
@@ -61,7 +62,7 @@ from streamdelay.protocol.codec import encode_blob
 
 SCRIPT = (Path(__file__).with_name("delayed_layouts.lua")).read_text()
 LAYOUTS = ("today", "tree", "dense", "dense+h256", "packed+h256", "zrec", "zrec+z256",
-           "zpacked+z256", "list", "lpacked")
+           "zpacked+z256", "list", "lpacked", "lazy")
 CHOSEN = ("today", "list", "lpacked")  # the layouts run at every size (the others: small ones)
 ALL_UPTO = 100_000  # backlogs up to this size run every layout
 CONFIGS = {"h256": ("--hash-max-listpack-value", "256"),
