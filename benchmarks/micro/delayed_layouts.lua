@@ -18,7 +18,9 @@
 --   'lazy'    'list' whose promote leaves the id shards alone: a shard field whose due time is
 --             earlier than the first delayed job's is stale (its job left), and each promote
 --             call sweeps shards (in turn, from a cursor) until it has looked at 4 fields per job
---             it moved (at most 16 shards); an insert that finds a stale field takes its place.
+--             it moved (at most 16 shards); an insert that finds a stale field takes its place;
+--   'lcheap'  'lazy' with a record rebuilt by concatenation: attempts|created|ttr|max|entry|
+--             topic|blob (today's record without state and due, nothing left out).
 -- add: ARGV[3..] groups of 7: id, due ms, created ms, ttr ms, max attempts, topic, blob.
 --   Returns how many were added (an id already there is skipped).
 -- promote: ARGV[3] now ms, ARGV[4] limit. Moves up to limit due jobs, earliest first, into
@@ -45,7 +47,8 @@ local CAP, TAIL = 100, 12
 local call = redis.call
 local TODAY = layout == 'today' or layout == 'tree' -- today's record
 local ZREC = layout == 'zrec' or layout == 'zpacked'
-local LAZY = layout == 'lazy'
+local CHEAP = layout == 'lcheap'
+local LAZY = layout == 'lazy' or CHEAP
 local LIST = layout == 'list' or layout == 'lpacked' or LAZY
 local PACK = layout == 'packed' or layout == 'zpacked' or layout == 'lpacked'
 local TB, TK = P .. 'db', P .. 'dk'
@@ -71,6 +74,7 @@ local function record(due, created, ttr, max, topic, blob)
   if TODAY then
     return string.format('d|0|%d|%d|%s|%s||', due, created, ttr, max) .. topic .. '|' .. blob
   end
+  if CHEAP then return string.format('0|%d|%s|%s||', created, ttr, max) .. topic .. '|' .. blob end
   local tail = string.format('%d||', due - created) .. (ttr == '60000' and '' or ttr) .. '|' ..
                (max == '10' and '' or max) .. '||' .. topic .. '|' .. blob
   if ZREC or LIST then return tail end
@@ -78,8 +82,12 @@ local function record(due, created, ttr, max, topic, blob)
 end
 -- today's whole record (state d) of a stored one, and its topic: what promoteDue puts in the
 -- stream entry's 'rec' whatever the layout, so a worker reads the same entry
-local function whole(rec, due)
-  if TODAY then return rec, string.match(rec, '^d|%d+|%d+|%d+|%d+|%d+|[^|]*|([^|]+)|') end
+local function whole(rec, due, due_text)
+  if CHEAP then
+    local cut = string.find(rec, '|', 1, true)
+    rec = 'd|' .. string.sub(rec, 1, cut - 1) .. '|' .. due_text .. string.sub(rec, cut)
+  end
+  if TODAY or CHEAP then return rec, string.match(rec, '^d|%d+|%d+|%d+|%d+|%d+|[^|]*|([^|]+)|') end
   if ZREC or LIST then rec = string.format('%d|', due) .. rec end
   local d, delay, att, ttr, max, rest = string.match(rec, '^(%d+)|(%d+)|(%d*)|(%d*)|(%d*)(|.*)$')
   return string.format('d|%s|%s|%d|%s|%s', att == '' and '0' or att, d, tonumber(d) - tonumber(delay),
@@ -280,8 +288,8 @@ end
 -- promote
 local now, limit = tonumber(ARGV[3]), tonumber(ARGV[4])
 local writes, moved, first, last = {}, 0, -1, -1
-local function move(id, rec, due)
-  local full, topic = whole(rec, due)
+local function move(id, rec, due, due_text)
+  local full, topic = whole(rec, due, due_text)
   local entry = call('XADD', P .. 't:' .. topic, '*', 'id', id, 'rec', full)
   local head, rest = string.match(full, '^d(|%d+|%d+|%d+|%d+|%d+|)[^|]*(|.*)$')
   writes[#writes + 1] = id
@@ -324,7 +332,7 @@ else
         rec = call('HGET', shard, key)
       end
       keys[#keys + 1] = key
-      move(unpacked(key), rec, tonumber(rows[i + 1]))
+      move(unpacked(key), rec, tonumber(rows[i + 1]), rows[i + 1])
     end
     -- the id shards, ids sorted: one lookup and one HDEL per run of ids in one shard (ids of
     -- one run, like e1..e200, share a few shards). Lua's sort follows the server's collation

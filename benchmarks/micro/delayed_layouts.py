@@ -22,6 +22,8 @@ the bytes and the Redis time per job are the layout's own. Layouts:
   (``lpacked``: with packed ids). A list keeps any element in listpack form, so this one needs no
   server setting; ``lazy``: ``list`` whose promote leaves the id shards alone and sweeps a few
   of them per call for fields whose job left (a due time earlier than the first delayed job's);
+  ``lcheap``: ``lazy`` with a record that becomes today's by concatenation (attempts, created, ttr,
+  max written out: today's record without its state and due time);
 - ``+h256`` / ``+z256``: the server run with ``hash-max-listpack-value 256`` /
   ``zset-max-listpack-value 256`` (default 64: a shard or bucket with a value longer than 64 B is
   a hash table or skiplist, not a listpack).
@@ -62,7 +64,7 @@ from streamdelay.protocol.codec import encode_blob
 
 SCRIPT = (Path(__file__).with_name("delayed_layouts.lua")).read_text()
 LAYOUTS = ("today", "tree", "dense", "dense+h256", "packed+h256", "zrec", "zrec+z256",
-           "zpacked+z256", "list", "lpacked", "lazy")
+           "zpacked+z256", "list", "lpacked", "lazy", "lcheap")
 CHOSEN = ("today", "list", "lpacked")  # the layouts run at every size (the others: small ones)
 ALL_UPTO = 100_000  # backlogs up to this size run every layout
 CONFIGS = {"h256": ("--hash-max-listpack-value", "256"),
