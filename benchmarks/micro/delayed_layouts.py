@@ -65,7 +65,7 @@ from streamdelay.protocol.codec import encode_blob
 SCRIPT = (Path(__file__).with_name("delayed_layouts.lua")).read_text()
 LAYOUTS = ("today", "tree", "dense", "dense+h256", "packed+h256", "zrec", "zrec+z256",
            "zpacked+z256", "list", "lpacked", "lazy", "lcheap")
-CHOSEN = ("today", "list", "lpacked")  # the layouts run at every size (the others: small ones)
+CHOSEN = ("today", "list", "lpacked", "lazy")  # run at every size (the others: small ones)
 ALL_UPTO = 100_000  # backlogs up to this size run every layout
 CONFIGS = {"h256": ("--hash-max-listpack-value", "256"),
            "z256": ("--zset-max-listpack-value", "256")}
