@@ -1,9 +1,9 @@
 """The producer and operator API: ``Queue`` (blocking) and ``AsyncQueue`` (asyncio).
 
-Both are thin: they validate through and drive the same plans from ``call_plans.py``. This module
-holds the producer face (enqueue, cancel, reschedule, get, stats, claim) and the connections;
-the operator methods come from ``operating.py``, the pull API from ``pull.py``, results,
-schedules, search and events from their own mixins.
+Both are thin: they validate through and drive the same plans from ``call_plans.py``. This
+module holds the producer face (enqueue) and the connections; cancel, reschedule, get, stats and
+claim come from ``job_methods.py``, the operator methods from ``operating.py``, the pull API from
+``consume/reservation.py``, results, schedules, search and events from their own mixins.
 """
 
 from __future__ import annotations
@@ -18,16 +18,11 @@ from ..base.errors import ConfigError
 from ..base.models import (
     At,
     BackoffPolicy,
-    ClaimResult,
     Delay,
     EnqueueResult,
-    JobInfo,
     JobSpec,
-    QueueStats,
 )
 from ..base.tasks import B, R, Task
-from ..consume.core.control_plans import cancel_plan
-from ..consume.core.upkeep_plans import claim_plan
 from ..consume.reservation import AsyncPull, SyncPull
 from ..io.agreement import agree_partitions_async, agree_partitions_sync
 from ..io.clients import AsyncClient, SyncClient, async_client, sync_client
@@ -47,6 +42,7 @@ from .enqueuing import (
 )
 from .event_feed import AsyncEventMethods, EventMethods
 from .flow_plans import after_job
+from .job_methods import AsyncJobMethods, JobMethods
 from .operating import AsyncOperatorMethods, OperatorMethods
 from .scheduling import AsyncScheduleMethods, ScheduleMethods
 from .search_plans import AsyncSearchMethods, SearchMethods
@@ -100,8 +96,8 @@ class _QueueFace:
         return view
 
 
-class Queue(_QueueFace, SyncPull, SyncResults, OperatorMethods, ScheduleMethods, SearchMethods,
-            EventMethods, FlowMethods):
+class Queue(_QueueFace, JobMethods, SyncPull, SyncResults, OperatorMethods, ScheduleMethods,
+            SearchMethods, EventMethods, FlowMethods):
     """A queue on Redis, blocking API. ``Queue("orders", url="redis://localhost:6379/0")``.
 
     Options (``ttr``, ``max_attempts``, ``backoff``, ``handler_timeout``, ``keep_done``,
@@ -228,39 +224,6 @@ class Queue(_QueueFace, SyncPull, SyncResults, OperatorMethods, ScheduleMethods,
         result: list[EnqueueResult] = self._run(enqueue_plan(self.config, specs))
         return result
 
-    def cancel(self, id: str, *, abort: bool = False) -> bool:
-        """Remove a job in any state; False when there was none. ``abort=True`` also stops
-        its running handler within about a second (an ``async def`` one is cancelled, a
-        ``def`` one sees ``job.aborted``): the job ends ``cancelled``, its result's error and
-        its event say ``aborted`` (docs/worker.md#abort)."""
-        if abort:
-            return bool(self._operate(cancel_plan(self.config, id, abort)))
-        return bool(self._operate(plans.cancel_plan(self.config, id)))
-
-    def reschedule(self, id: str, *, delay: Delay | None = None, at: At | None = None) -> bool:
-        """Give a job a new due time; False when there is no such job."""
-        return bool(self._operate(plans.reschedule_plan(self.config, id, delay, at)))
-
-    def get(self, id: str) -> JobInfo | None:
-        """Read a job by id, with its state; None when there is none."""
-        result: JobInfo | None = self._operate(plans.get_plan(self.config, id))
-        return result
-
-    def stats(self) -> QueueStats:
-        """Per-topic counts: delayed, ready, reserved, dead and lag."""
-        result: QueueStats = self._operate(plans.stats_plan(self.config))
-        return result
-
-    def claim(
-        self, group: str, *, topic: str | None = None, min_idle: Delay | None = None,
-        to: str | None = None,
-    ) -> ClaimResult:
-        """Re-queue stuck deliveries of ``group`` (idle past ``min_idle`` or each job's ttr)."""
-        result: ClaimResult = self._operate(
-            claim_plan(self.config.name, self.config.partitions, group, topic, min_idle,
-                       to))
-        return result
-
     def close(self) -> None:
         """Close the connection pools (a ``with_replicas`` view leaves the shared one alone)."""
         self._close_pull()
@@ -275,8 +238,8 @@ class Queue(_QueueFace, SyncPull, SyncResults, OperatorMethods, ScheduleMethods,
         self.close()
 
 
-class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncOperatorMethods, AsyncScheduleMethods,
-                 AsyncSearchMethods, AsyncEventMethods, AsyncFlowMethods):
+class AsyncQueue(_QueueFace, AsyncJobMethods, AsyncPull, AsyncResults, AsyncOperatorMethods,
+                 AsyncScheduleMethods, AsyncSearchMethods, AsyncEventMethods, AsyncFlowMethods):
     """The same queue with awaitable methods, for asyncio producers.
 
     Concurrent ``enqueue`` calls are coalesced: while one ``enqueueJobs`` call of a partition is
@@ -371,42 +334,9 @@ class AsyncQueue(_QueueFace, AsyncPull, AsyncResults, AsyncOperatorMethods, Asyn
         return result
 
     async def enqueue_prepared(self, jobs: Sequence[PreparedJob]) -> list[EnqueueResult]:
-        """``enqueue_many`` of jobs validated by ``producer.enqueuing.prepare_values`` (the
+        """``enqueue_many`` of jobs validated by ``client.enqueuing.prepare_values`` (the
         HTTP batch route: no ``JobSpec`` built per job)."""
         result: list[EnqueueResult] = await self._run(enqueue_prepared_plan(self.config, jobs))
-        return result
-
-    async def cancel(self, id: str, *, abort: bool = False) -> bool:
-        """Remove a job in any state (``abort=True``: stop its running handler too); see
-        ``Queue.cancel``."""
-        if abort:
-            return bool(await self._operate(cancel_plan(self.config, id, abort)))
-        return bool(await self._operate(plans.cancel_plan(self.config, id)))
-
-    async def reschedule(
-        self, id: str, *, delay: Delay | None = None, at: At | None = None
-    ) -> bool:
-        """Give a job a new due time; see ``Queue.reschedule``."""
-        return bool(await self._operate(plans.reschedule_plan(self.config, id, delay, at)))
-
-    async def get(self, id: str) -> JobInfo | None:
-        """Read a job by id; see ``Queue.get``."""
-        result: JobInfo | None = await self._operate(plans.get_plan(self.config, id))
-        return result
-
-    async def stats(self) -> QueueStats:
-        """Per-topic counts; see ``Queue.stats``."""
-        result: QueueStats = await self._operate(plans.stats_plan(self.config))
-        return result
-
-    async def claim(
-        self, group: str, *, topic: str | None = None, min_idle: Delay | None = None,
-        to: str | None = None,
-    ) -> ClaimResult:
-        """Re-queue stuck deliveries; see ``Queue.claim``."""
-        result: ClaimResult = await self._operate(
-            claim_plan(self.config.name, self.config.partitions, group, topic, min_idle,
-                       to))
         return result
 
     async def close(self) -> None:
