@@ -12,19 +12,20 @@ import time
 
 from ..base.errors import LayoutError
 from ..dispatch.outbox import outbox_key
+from ..io.clients import is_cluster
 from ..io.runner import RETRYABLE, drive_async, drive_once_async
 from ..protocol import streams
 from ..protocol.batching import batches, by_partition
 from ..protocol.keys import PartitionKeys
 from ..protocol.layouts import join_fleet_call, layout_of
-from ..protocol.plan import Command
+from ..protocol.plan import Command, Plan
 from ..protocol.replies import parse_stats
 from ..protocol.scripts import script
 from ..telemetry.job_logs import delivery_fields
 from . import abort_watch as control
 from .core.cadence import PRUNE, RECLAIM
 from .core.constants import PRUNE_EVERY_S
-from .core.consumer_core import Back, hand_back_outcomes
+from .core.consumer_core import Back, hand_back_apart, hand_back_outcomes
 from .core.settle_plans import Held, keep_alive_plan
 from .core.upkeep_plans import prune_plan, reclaim_plan
 from .delivery import Delivery
@@ -333,28 +334,48 @@ async def release_later(worker: UpkeepHost, deliveries: list[Delivery]) -> None:
 async def _release(worker: UpkeepHost, deliveries: list[Delivery], later_ms: int) -> None:
     """Hand ``deliveries`` back at once or due ``later_ms`` from now: the core's one hand-back
     (``consume/core/consumer_core.py``: a release per partition, their leases freed with it,
-    in one round trip bounded to 5 s), counted as released per partition; a release that
-    fails leaves its jobs to come back after their ttr."""
+    in one round trip bounded to 5 s; on a Cluster each partition's release and the frees
+    apart, side by side, each bounded to 5 s: a node down fails its own partitions only),
+    counted as released per partition; a release that fails leaves its jobs to come back
+    after their ttr."""
     await control.flush_before_release(worker, deliveries)  # docs/worker.md#checkpoints
     if not deliveries:
         return
     leases = worker.leases
     rows = [Back(d.partition, d.topic, d.job_id, d.entry_id, bool(len(leases)) and bool(
         leases.pop(d.partition, [(d.topic, d.entry_id)]))) for d in deliveries]
-    try:
-        outcomes = await asyncio.wait_for(worker.run_plan(hand_back_outcomes(
-            worker.config.name, {worker.group: rows}, later_ms), "release"), 5.0)
-    except (asyncio.TimeoutError, OSError, *RETRYABLE) as exc:
-        log.warning("could not hand back %d job(s) (%s); they return after ttr",
-                    len(deliveries), exc)
-        return
+    name, group = worker.config.name, worker.group
+    # one round trip on one server; on a Cluster a partition's node answers or fails alone
+    plans = (hand_back_apart(name, group, rows, later_ms) if is_cluster(worker.client)
+             else [(rows, hand_back_outcomes(name, {group: rows}, later_ms))])
+    found = await asyncio.gather(*(_bounded(worker, plan) for _, plan in plans))
     batches = by_partition(deliveries, _partition)
-    for partition, released in outcomes:
-        batch = batches[partition]
-        if isinstance(released, BaseException):
-            log.warning("could not hand back %d job(s) (%s); they return after ttr",
-                        len(batch), released)
+    for (sent, _), outcomes in zip(plans, found, strict=True):
+        if isinstance(outcomes, BaseException):
+            if sent:
+                log.warning("could not hand back %d job(s) (%r); they return after ttr",
+                            len(sent), outcomes)
             continue
-        worker.counts.add("released", released)
-        if worker.metrics is not None:
-            worker.metrics.released(batch, released)
+        for partition, released in outcomes:
+            _count_release(worker, batches[partition], released)
+
+
+async def _bounded(worker: UpkeepHost, plan: Plan[list[tuple[int, int | BaseException]]]
+                   ) -> list[tuple[int, int | BaseException]] | BaseException:
+    """A hand-back plan's outcomes, or what stopped it within 5 s (a shutdown is bounded)."""
+    try:
+        return await asyncio.wait_for(worker.run_plan(plan, "release"), 5.0)
+    except (asyncio.TimeoutError, OSError, *RETRYABLE) as exc:
+        return exc
+
+
+def _count_release(worker: UpkeepHost, batch: list[Delivery], released: int | BaseException
+                   ) -> None:
+    """Count one partition's release (or log why it was refused)."""
+    if isinstance(released, BaseException):
+        log.warning("could not hand back %d job(s) (%s); they return after ttr",
+                    len(batch), released)
+        return
+    worker.counts.add("released", released)
+    if worker.metrics is not None:
+        worker.metrics.released(batch, released)

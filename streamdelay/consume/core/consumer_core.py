@@ -127,6 +127,31 @@ def hand_back_outcomes(queue: str, groups: Mapping[str, Iterable[Back]], later_m
             for partition, reply in zip(parts, replies[:len(parts)], strict=True)]
 
 
+def hand_back_apart(queue: str, group: str, rows: Sequence[Back], later_ms: int = 0
+                    ) -> list[tuple[list[Back], Plan[list[tuple[int, int | BaseException]]]]]:
+    """The hand-back of ``rows`` as plans a driver runs side by side, each bounded on its own
+    (a Cluster, whose partitions live on different nodes: a node down fails its partitions
+    only, and those another node handed back are reported, not retried with the others): one
+    ``hand_back_outcomes`` per partition, then the ``freeLeases`` of those holding a lease
+    apart (partition 0's node down fails only the frees: the leases expire with their ttr).
+    Each comes with the rows whose release it reports (none for the frees)."""
+    apart: list[tuple[list[Back], Plan[list[tuple[int, int | BaseException]]]]] = [
+        (batch, hand_back_outcomes(queue, {group: [row._replace(leased=False)
+                                                   for row in batch]}, later_ms))
+        for batch in by_partition(rows, _partition).values()]
+    frees = [(row.topic, leasing.member(row.partition, row.entry_id))
+             for row in rows if row.leased]
+    if frees:
+        apart.append(([], _free_plan(leasing.free_call(queue, frees))))
+    return apart
+
+
+def _free_plan(call: ScriptCall) -> Plan[list[tuple[int, int | BaseException]]]:
+    """The leases' free alone (``hand_back_apart``): it reports no release."""
+    yield EachCall((call,))
+    return []
+
+
 def hand_back_plan(queue: str, group: str, rows: Sequence[Back], later_ms: int = 0
                    ) -> Plan[int]:
     """Hand ``rows`` back in one round trip (``hand_back_outcomes``); how many were still
