@@ -144,6 +144,8 @@ async def read_loop(worker: ReadingHost, keys: PartitionKeys) -> None:
                 await asyncio.sleep(REFRESH_S)
                 continue
             free = await _free_slots_for(worker, len(active))
+            if free <= 0:  # other loops (partitions, takes) took the slots while it waited
+                continue
             chosen = [active[(turn + i) % len(active)] for i in range(min(free, len(active)))]
             turn += 1
             # a read of only some topics does not block: it must not hold up the others
