@@ -39,22 +39,34 @@
 --  replaced one), when the queue keeps events.
 -- @include server_time
 -- @include keys
--- @include new_record
 -- @include wake_if_head
--- @include staging
--- @include detach
 -- @include hmget_many
 -- @include write_many
--- @include read_records
--- @include purge_done
 -- @include due_after
 -- @include resolve_due
 -- @include parse_record
--- @include build_record
--- @include hold
 -- @include emit_event
+
+-- lib(): the helpers of what a plain batch of new ids does not do (an id taken: detach, a job
+-- held behind its delivery, staged topics; job options; the tombstone purge with keep_done:
+-- includes/build_record.lua, staging.lua, detach.lua, hold.lua,
+-- read_records.lua, purge_done.lua, opts_arg.lua, drop_opts.lua), built on the first use in a
+-- call: built at the top, their closures cost every call (docs/keys.md#includes).
+local LIB = nil
+local function lib()
+  if LIB then return LIB end
+-- @include build_record
+-- @include staging
+-- @include detach
+-- @include hold
+-- @include read_records
+-- @include purge_done
 -- @include opts_arg
 -- @include drop_opts
+  LIB = {detach = detach, hold_of = hold_of, check_hold_keys = check_hold_keys,
+         purge_done = purge_done, opts_arg = opts_arg, drop_opts = drop_opts}
+  return LIB
+end
 
 local ARGV = ARGV -- a local: read several times per job (a global is a table lookup each)
 local now, now_us = server_time()
@@ -70,10 +82,16 @@ local n = (#ARGV - 3) / per_job
 
 -- one pass over the jobs: their due times (checked before any write), ids and topics
 local dues, ids, topics, listed = {}, {}, {}, {}
+local floor = math.floor
 for i = 0, n - 1 do
   local b = 4 + i * per_job
-  local due = resolve_due(ARGV[b + 2], tonumber(ARGV[b + 3]), now, now_us, tolerance)
-  if not due then return redis.error_reply('SDERR AT_IN_PAST ' .. ARGV[b]) end
+  local kind, ms = ARGV[b + 2], tonumber(ARGV[b + 3])
+  local due
+  if kind == 'r' then due = floor((now_us + ms * 1000 + 999) / 1000) -- due_after, in line
+  else
+    due = resolve_due(kind, ms, now, now_us, tolerance)
+    if not due then return redis.error_reply('SDERR AT_IN_PAST ' .. ARGV[b]) end
+  end
   dues[i] = due
   ids[i + 1] = ARGV[b]
   local topic = ARGV[b + 1]
@@ -84,7 +102,7 @@ local options, any_options = {}, false
 for i = 0, with_opts and n - 1 or -1 do
   local value = ARGV[4 + i * per_job + 8]
   if value == '' then options[i] = false else
-    local p, e, k = opts_arg(value)
+    local p, e, k = lib().opts_arg(value)
     if not p then return redis.error_reply('SDERR BAD_ARGS') end
     options[i] = {p, e, k}
     any_options = true
@@ -110,22 +128,32 @@ for j = 1, #topics do
 end
 local olds = n > 0 and hmget_many(K_JOBS, ids) or {}
 -- a job that is replaced (or whose tombstone expired) leaves its stream: checked before any write
-for i = 0, n - 1 do
-  local old = olds[i + 1] and parse_record(olds[i + 1])
-  if old and old.state == 's' then refuse_wrong_type(stream_key(old.topic), 'stream') end
-  if old and old.state == 'x' then refuse_wrong_type(dead_key(old.topic), 'stream') end
-  -- one a consumer may run is held behind its run, noted in PREFIX holds (includes/hold.lua)
-  if old and old.entry ~= '' and (old.state == 's' or old.state == 'd') then check_hold_keys() end
+for i = 1, n do
+  local old = olds[i] and parse_record(olds[i])
+  if old then
+    if old.state == 's' then refuse_wrong_type(stream_key(old.topic), 'stream') end
+    if old.state == 'x' then refuse_wrong_type(dead_key(old.topic), 'stream') end
+    -- one a consumer may run is held behind its run, noted in PREFIX holds (includes/hold.lua)
+    if old.entry ~= '' and (old.state == 's' or old.state == 'd') then lib().check_hold_keys() end
+  end
 end
 -- digits(n): n as text ('%d', as includes/new_record.lua writes it), each value formatted once
 -- per call: the jobs of a call mostly share their ttr, max_attempts, created time and often their
--- due time, and a string.format costs more than the rest of a record's text (docs/benchmarks.md#life)
-local texts, format = {}, string.format
+-- due time, and a string.format costs more than the rest of a record's text (docs/benchmarks.md#life);
+-- text_of(s): the same for a number sent as text (ttr, max_attempts), looked up by that text
+local texts, format, by_text = {}, string.format, {}
 local function digits(n)
   local t = texts[n]
   if t then return t end
   t = format('%d', n)
   if n == n then texts[n] = t end -- NaN is no table key
+  return t
+end
+local function text_of(s)
+  local t = by_text[s]
+  if t then return t end
+  t = digits(tonumber(s))
+  by_text[s] = t
   return t
 end
 local seen = {}
@@ -144,6 +172,7 @@ local ev = events_on() -- read once: a plain queue's jobs then pay no call per j
 local out = {}
 local opt_of, staged = {}, {} -- id -> the field written (false: dropped); staged topics
 local head_id, head_due = nil, nil
+local born_text = digits(created)
 for i = 0, n - 1 do
   local b = 4 + i * per_job
   local id, topic = ARGV[b], ARGV[b + 1]
@@ -153,56 +182,78 @@ for i = 0, n - 1 do
     old_raw = redis.call('HGET', K_JOBS, id)
   end
   seen[id] = true
-  local old = parse_record(old_raw)
-  if old and old.state == 'c' then
-    local expires = redis.call('ZSCORE', K_DONE, id)
-    if not expires or tonumber(expires) <= now then -- a tombstone past its time frees the id
-      flush()
-      detach(old, id)
-      old_raw, old = nil, nil
-    end
-  end
-  local replace = ARGV[b + 6]
-  if old_raw and string.byte(replace, 1) ~= 49 then -- 49: '1'
-    out[i + 1] = string.format('%s:%d', old and old.state or '?', old and old.due or 0)
-  else
-    -- a job a consumer runs keeps that delivery and is held behind it (includes/hold.lua)
-    local held, not_before = nil, nil
-    if old then
-      flush()
-      held, not_before = hold_of(old, id, now)
-      if not held or old.state == 'd' then detach(old, id) end
-    end
-    local due, born = dues[i], created
-    local max_wait = replace ~= '0' and tonumber(string.match(replace, '^1:(%d+)$'))
-    if max_wait then
-      if old and old.state == 'd' then born = old.created end
-      if born + max_wait < due then due = born + max_wait end
-    end
-    -- new_record's text, with each number formatted once per call (digits)
-    local record = 'd|0|' .. digits(due) .. '|' .. digits(born) .. '|' .. digits(tonumber(ARGV[b + 4]))
-                   .. '|' .. digits(tonumber(ARGV[b + 5])) .. '||' .. topic .. '|' .. ARGV[b + 7]
-    local score = due
-    if held then
-      record = string.format('d|0|%d|%d|%d|%d|', due, born, tonumber(ARGV[b + 4]),
-                             tonumber(ARGV[b + 5])) .. held
-               .. '|' .. topic .. '|' .. ARGV[b + 7]
-      if not_before > score then score = not_before end
-    end
-    records[nr + 1], records[nr + 2] = id, record
-    entries[nr + 1], entries[nr + 2] = score, id
+  local due = dues[i]
+  if not old_raw and ARGV[b + 6] == '0' then
+    -- the plain path: a new id, no debounce (the record below, without a hold or max_wait)
+    -- the texts looked up in line (a function call only for a value not seen yet in this call)
+    local due_text, ttr, max = texts[due] or digits(due), ARGV[b + 4], ARGV[b + 5]
+    records[nr + 1], records[nr + 2] = id, 'd|0|' .. due_text .. '|' .. born_text .. '|' ..
+      (by_text[ttr] or text_of(ttr)) .. '|' .. (by_text[max] or text_of(max)) .. '||' .. topic
+      .. '|' .. ARGV[b + 7]
+    -- the score as text: Redis makes a Lua number an argument with '%.17g'
+    entries[nr + 1], entries[nr + 2] = due_text, id
     nr = nr + 2
     counts[topic] = (counts[topic] or 0) + 1
-    if not head_due or score < head_due then head_id, head_due = id, score end
+    if not head_due or due < head_due then head_id, head_due = id, due end
     local o = with_opts and options[i]
     if o then -- the last job written under an id decides its field (an id may come twice)
       opt_of[id] = o[1] .. '|' .. (o[2] and (due + o[2]) or '') .. '|' .. o[3]
       if o[1] ~= 5 or o[3] ~= '' then staged[topic] = true end
-    elseif old_raw and with_opts then
-      opt_of[id] = false
     end
-    out[i + 1] = old_raw and string.format('d:%d', due) or due
-    if ev then emit_event('enqueued', id, topic, 0, old_raw and (due .. ' replaced') or due, now) end
+    out[i + 1] = due
+    if ev then emit_event('enqueued', id, topic, 0, due, now) end
+  else
+    local old = old_raw and parse_record(old_raw)
+    if old and old.state == 'c' then
+      local expires = redis.call('ZSCORE', K_DONE, id)
+      if not expires or tonumber(expires) <= now then -- a tombstone past its time frees the id
+        flush()
+        lib().detach(old, id)
+        old_raw, old = nil, nil
+      end
+    end
+    local replace = ARGV[b + 6]
+    if old_raw and string.byte(replace, 1) ~= 49 then -- 49: '1'
+      out[i + 1] = string.format('%s:%d', old and old.state or '?', old and old.due or 0)
+    else
+      -- a job a consumer runs keeps that delivery and is held behind it (includes/hold.lua)
+      local held, not_before = nil, nil
+      if old then
+        flush()
+        held, not_before = lib().hold_of(old, id, now)
+        if not held or old.state == 'd' then lib().detach(old, id) end
+      end
+      local born = created
+      local max_wait = replace ~= '0' and tonumber(string.match(replace, '^1:(%d+)$'))
+      if max_wait then
+        if old and old.state == 'd' then born = old.created end
+        if born + max_wait < due then due = born + max_wait end
+      end
+      -- a new record's text (state d, no attempts), each number formatted once per call
+      local record = 'd|0|' .. digits(due) .. '|' .. digits(born) .. '|' .. text_of(ARGV[b + 4])
+                     .. '|' .. text_of(ARGV[b + 5]) .. '||' .. topic .. '|' .. ARGV[b + 7]
+      local score = due
+      if held then
+        record = string.format('d|0|%d|%d|%d|%d|', due, born, tonumber(ARGV[b + 4]),
+                               tonumber(ARGV[b + 5])) .. held
+                 .. '|' .. topic .. '|' .. ARGV[b + 7]
+        if not_before > score then score = not_before end
+      end
+      records[nr + 1], records[nr + 2] = id, record
+      entries[nr + 1], entries[nr + 2] = score, id
+      nr = nr + 2
+      counts[topic] = (counts[topic] or 0) + 1
+      if not head_due or score < head_due then head_id, head_due = id, score end
+      local o = with_opts and options[i]
+      if o then -- the last job written under an id decides its field (an id may come twice)
+        opt_of[id] = o[1] .. '|' .. (o[2] and (due + o[2]) or '') .. '|' .. o[3]
+        if o[1] ~= 5 or o[3] ~= '' then staged[topic] = true end
+      elseif old_raw and with_opts then
+        opt_of[id] = false
+      end
+      out[i + 1] = old_raw and string.format('d:%d', due) or due
+      if ev then emit_event('enqueued', id, topic, 0, old_raw and (due .. ' replaced') or due, now) end
+    end
   end
 end
 flush()
@@ -212,12 +263,12 @@ if with_opts then
     if value then sets[#sets + 1] = id; sets[#sets + 1] = value else drops[#drops + 1] = id end
   end
   if #sets > 0 then write_many('HSET', K_OPTS, sets) end
-  drop_opts(drops)
+  lib().drop_opts(drops)
   for topic in pairs(staged) do flags[#flags + 1] = topic; flags[#flags + 1] = 1 end
   if #flags > 0 then write_many('HSET', K_STAGED, flags) end
 end
 if head_id then wake_if_head(head_id, head_due) end
 -- tombstones exist only where keep_done > 0; ackJobs purges as well, whatever its keep_done
-if tonumber(ARGV[2]) ~= 0 then purge_done(now, 100) end
+if tonumber(ARGV[2]) ~= 0 then lib().purge_done(now, 100) end
 events_flush()
 return out

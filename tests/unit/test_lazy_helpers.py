@@ -16,6 +16,8 @@ LAZY = [
     ("ackJobs", "ends_lib", ["flow_ended", "flow_apply", "parse_record", "build_record",
                              "full_record", "keep_result", "release_hold", "started_at"]),
     ("failJob", "dead_lib", ["end_dead", "flow_ended", "flow_apply", "dead_result"]),
+    ("enqueueJobs", "lib", ["detach", "unstage", "hold_of", "check_hold_keys", "build_record",
+                            "purge_done", "read_records", "opts_arg", "drop_opts"]),
 ]
 
 
