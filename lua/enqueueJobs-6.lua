@@ -82,7 +82,7 @@ local n = (#ARGV - 3) / per_job
 
 -- one pass over the jobs: their due times (checked before any write), ids and topics
 local dues, ids, topics, listed = {}, {}, {}, {}
-local floor = math.floor
+local floor, exact = math.floor, true -- exact: every due time a whole number of ms
 for i = 0, n - 1 do
   local b = 4 + i * per_job
   local kind, ms = ARGV[b + 2], tonumber(ARGV[b + 3])
@@ -92,6 +92,8 @@ for i = 0, n - 1 do
     due = resolve_due(kind, ms, now, now_us, tolerance)
     if not due then return redis.error_reply('SDERR AT_IN_PAST ' .. ARGV[b]) end
   end
+  -- a fraction, inf, NaN or past 2^53: no '%d' text for its score
+  if due % 1 ~= 0 or due > 9007199254740992 or due < -9007199254740992 then exact = false end
   dues[i] = due
   ids[i + 1] = ARGV[b]
   local topic = ARGV[b + 1]
@@ -190,8 +192,9 @@ for i = 0, n - 1 do
     records[nr + 1], records[nr + 2] = id, 'd|0|' .. due_text .. '|' .. born_text .. '|' ..
       (by_text[ttr] or text_of(ttr)) .. '|' .. (by_text[max] or text_of(max)) .. '||' .. topic
       .. '|' .. ARGV[b + 7]
-    -- the score as text: Redis makes a Lua number an argument with '%.17g'
-    entries[nr + 1], entries[nr + 2] = due_text, id
+    -- the score as text when it is the same number (Redis makes a Lua number an argument
+    -- with '%.17g'); an absolute time with a fraction keeps its number, as before
+    entries[nr + 1], entries[nr + 2] = exact and due_text or due, id
     nr = nr + 2
     counts[topic] = (counts[topic] or 0) + 1
     if not head_due or due < head_due then head_id, head_due = id, due end
