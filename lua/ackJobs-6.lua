@@ -46,8 +46,8 @@
 -- ends_lib(): the helpers of what a plain ack does not do (tombstones with keep_done, kept results,
 -- a held job freed, 'started' events, workflows: includes/parse_record.lua, build_record.lua,
 -- full_record.lua, keep_result.lua, hold.lua, emit_started.lua, flow.lua), built on the first
--- use in a call: built at the top, their closures cost every call of a plain queue (~2.5 µs
--- a call; docs/benchmarks.md, History 2026-11-26 22:36-23:41 and 2026-11-29)
+-- use in a call: built at the top, their closures cost every call of a plain queue
+-- (docs/benchmarks.md, History 2026-11-26 22:36-23:41 and 2026-11-29)
 local ENDS = nil
 local function ends_lib()
   if ENDS then return ENDS end
@@ -209,7 +209,7 @@ if #ids > 0 then
       local ran = heads[i]
       if ran then state, entry = 's', eid elseif ran == false then state, entry = 'd', eid end
     elseif raws[i] and not done[id] then
-      -- without a pattern (a match of the header cost ~0.5 µs a delivery): the stream entry id
+      -- without a pattern (a match of the header costs per delivery): the stream entry id
       -- eid ('<ms>-<seq>') is in the record's entry field when eid, less its digits before its
       -- '-', lines up with the record's first '-' between two '|' (the fields before the entry
       -- are a state letter and digits: parse_record)

@@ -37,8 +37,8 @@ def on_lane(lane: Lane, client: Any, cfg: QueueSpec, job: PreparedJob
     written, else the plan that goes on: ``taken_plan`` when the id is taken, the whole
     ``prepared_one_plan`` when the lane stepped aside; and whether that plan may use the lane
     (not after it stepped aside: the call goes the ordinary way, as ``drive_sync`` sends it).
-    A plan and its driver cost ~2 µs a call, several times that between two round trips on a
-    shared machine (docs/benchmarks.md, History 2026-11-29)."""
+    A plan and its driver cost a measurable part of one enqueue call (docs/benchmarks.md,
+    History 2026-11-29)."""
     reply = lane.call(client, one_job_call(cfg, job))
     if reply is MISSED:
         return prepared_one_plan(cfg, job), False
@@ -49,7 +49,7 @@ def on_lane(lane: Lane, client: Any, cfg: QueueSpec, job: PreparedJob
 
 def one_job_call(cfg: QueueSpec, job: PreparedJob) -> ScriptCall:
     """The ``enqueueJob`` call of one new job (built positionally: it is on the path of every
-    single enqueue, where ``Script.call`` and its checks cost ~1 µs more)."""
+    single enqueue, where ``Script.call``'s checks would be paid again)."""
     job_id, topic, kind, when, ttr_ms, attempts, _, blob = job.args  # no replace flag
     if job.opts:  # a job with options: a ninth ARGV, its options
         return ScriptCall(script("enqueueJob"), _script_keys(cfg.name, job.partition),

@@ -84,8 +84,8 @@ def _round_trip(conn: Any, packed: list[bytes]) -> Any:
     """Send ``packed`` on ``conn`` and read its reply, a refusal raised. Straight on the
     connection's socket and reply parser when it has them (connected), without the checks of
     redis-py's ``send_packed_command`` and ``read_response`` that a held connection sending one
-    call at a time does not need (~7 µs of a ~60 µs enqueue on a shared 2-core machine,
-    docs/benchmarks.md, History 2026-11-29); a timeout or connection trouble raises as an
+    call at a time does not need (what they cost: docs/benchmarks.md, History 2026-11-29);
+    a timeout or connection trouble raises as an
     ``OSError`` or redis-py's ``ConnectionError``, which drops the lane's connection."""
     sock, parser = getattr(conn, "_sock", None), getattr(conn, "_parser", None)
     if sock is None or parser is None:  # not connected (or another redis-py): its own way
