@@ -1,10 +1,10 @@
 """What ``q.reserve`` and its reservations report to the consumer observer
 (``telemetry/observer.py``, docs/design.md#observer): each job handed out is a start (its
 lateness, by priority for a staged topic's job), each ack or fail a settle with its outcome, the
-jobs a round dead-lettered past their deadline are ``expired`` and the entries without a job id
-it dropped ``dropped``. So a job consumed only by ``q.reserve`` (or the HTTP consumer, which is
-``q.reserve`` + a transport) shows in the dashboard's lateness and throughput as a Worker's
-does.
+jobs a round dead-lettered past their deadline are ``expired``, those that can never run
+``dead``, and the entries without a job id it dropped ``dropped``. So a job consumed only by
+``q.reserve`` (or the HTTP consumer, which is ``q.reserve`` + a transport) shows in the
+dashboard's lateness and throughput as a Worker's does.
 
 A reserve caller has no loop of its own: the record is flushed after a reserve or a settle once
 ``FLUSH_EVERY`` has passed (one more round trip then), and at ``close``.
@@ -43,15 +43,16 @@ class Observed:
         return self._pull_observer
 
 
-def _expired_topic(observer: ConsumerObserver, found: Round, topic: str, group: str) -> None:
-    """Report the jobs a round dead-lettered past their deadline (``expired``) and the
-    entries without a job id it dropped (``dropped``, as a worker counts them)."""
-    expired = sum(1 for _, error in found.dropped if error == EXPIRED)
-    if expired:
-        observer.settled(topic, group, "expired", expired)
-    dropped = sum(1 for job_id, _ in found.dropped if not job_id)
-    if dropped:
-        observer.settled(topic, group, "dropped", dropped)
+def _dropped_by_round(observer: ConsumerObserver, found: Round, topic: str, group: str) -> None:
+    """Report the jobs a round dead-lettered past their deadline (``expired``) or because
+    they can never run (``dead``), and the entries without a job id it dropped (``dropped``),
+    as a worker reports them."""
+    counts = {"expired": 0, "dead": 0, "dropped": 0}
+    for job_id, error in found.dropped:
+        counts["expired" if error == EXPIRED else "dead" if job_id else "dropped"] += 1
+    for outcome, count in counts.items():
+        if count:
+            observer.settled(topic, group, outcome, count)
 
 
 def _clock_sync(client: Any) -> float:
@@ -79,7 +80,7 @@ def observe_round_sync(face: Observed, client: Any, found: Round, topic: str,
         observer.clock_offset_ms = _clock_sync(client)
     for r in found.reserved:
         observer.started(r.job.topic, group, r.job.due, r.priority, r.job.id)
-    _expired_topic(observer, found, topic, group)
+    _dropped_by_round(observer, found, topic, group)
     observer.flush_sync(client, observer.due_flush())
 
 
@@ -91,7 +92,7 @@ async def observe_round_async(face: Observed, client: Any, found: Round, topic: 
         observer.clock_offset_ms = await server_clock_offset(client)
     for r in found.reserved:
         observer.started(r.job.topic, group, r.job.due, r.priority, r.job.id)
-    _expired_topic(observer, found, topic, group)
+    _dropped_by_round(observer, found, topic, group)
     await observer.flush_async(client, observer.due_flush())
 
 

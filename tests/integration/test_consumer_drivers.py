@@ -456,6 +456,29 @@ def test_an_entry_without_a_job_id_is_dropped_at_once_with_its_reason_whatever_t
     q.close()
 
 
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_job_that_can_never_run_goes_dead_and_every_driver_reports_it(
+        redis_url: str, driver: str) -> None:
+    """A real job whose delivered copy cannot be decoded (its blob is not MessagePack) can
+    never run: every driver dead-letters it with the reason, without an attempt of a
+    handler, and reports it ``dead`` to the observer (a worker's metrics, a reserve caller's
+    reporters, ``serve``'s metrics) as it reports a handler's last failure."""
+    q = new_queue(redis_url)
+    foreign = redis.Redis.from_url(redis_url)
+    keys = PartitionKeys(q.name, 0)
+    q.reserve(TOPIC, group=GROUP, consumer="setup")  # registers the group: the entry is new
+    entry = foreign.xadd(keys.stream(TOPIC), {
+        "id": "corrupt", "rec": f"s|0|0|0|60000|3||{TOPIC}|".encode() + b"\x93\xc1"}).decode()
+    foreign.hset(keys.jobs, "corrupt", f"s|0|0|0|60000|3|{entry}|{TOPIC}|".encode() + b"\x93\xc1")
+    q.enqueue(TOPIC, {"fails": 0}, id="fine")
+    seen = consume(driver, q, until=lambda q: idle(q) and bool(q.dead_list(TOPIC)))
+    assert dict(seen.runs) == {"fine": [1]}
+    assert [d.id for d in q.dead_list(TOPIC)] == ["corrupt"]
+    assert seen.metrics["dead"] == 1
+    foreign.close()
+    q.close()
+
+
 # --- staged topics: priorities and fairness keys (docs/priorities.md) ----------------------
 
 @pytest.mark.parametrize("driver", DRIVERS)
