@@ -101,20 +101,37 @@ local settled = 0
 local tombstones = check_partition_keys() -- K_DONE exists: expired ones may be purged
 local by_topic, topics, ids = {}, {}, {}
 local keyed = {} -- topic -> true when a job id of it has a fairness key (release_lease)
-local byte = string.byte
+local byte, find = string.byte, string.find
+-- the deliveries of one read share a topic: its list is looked up when the topic changes
+local topic_now, eids, ne = nil, nil, 0
 for b = 4, last, 3 do
-  local topic, id, eid = ARGV[b], ARGV[b + 1], ARGV[b + 2]
-  local eids = by_topic[topic]
-  if not eids then
-    refuse_wrong_type(stream_key(topic), 'stream')
-    check_lease_keys(topic)
-    eids = {}
-    by_topic[topic] = eids
-    topics[#topics + 1] = topic
+  local topic = ARGV[b]
+  if topic ~= topic_now then
+    eids = by_topic[topic]
+    if not eids then
+      refuse_wrong_type(stream_key(topic), 'stream')
+      check_lease_keys(topic)
+      eids = {}
+      by_topic[topic] = eids
+      topics[#topics + 1] = topic
+    end
+    topic_now, ne = topic, #eids
   end
-  eids[#eids + 1] = eid
-  if byte(id, 1) == 123 then eids[eid] = id; keyed[topic] = true end -- keyed: release_lease
-  ids[(b - 1) / 3] = id
+  ne = ne + 1
+  eids[ne] = ARGV[b + 2]
+  ids[(b - 1) / 3] = ARGV[b + 1]
+end
+-- a job id with a fairness key ('{key}rest') has its key lease freed (release_lease): one
+-- search of all the ids finds whether any may have one, instead of a look at each
+if n > 0 and find(table.concat(ids), '{', 1, true) then
+  for i = 1, n do
+    local id = ids[i]
+    if byte(id, 1) == 123 then
+      local topic = ARGV[3 * i + 1]
+      by_topic[topic][ARGV[3 * i + 3]] = id
+      keyed[topic] = true
+    end
+  end
 end
 local raws = {}
 local whole = {} -- keep_done: header-only records made whole, read before their entry goes
@@ -183,12 +200,13 @@ if #ids > 0 and events_on() then
   end
 end
 local STEP = 1000
+local deleted = 0 -- entries XDEL deleted: n with one topic when no entry id was named twice
 for _, topic in ipairs(topics) do
   local sk, eids = stream_key(topic), by_topic[topic]
   for s = 1, #eids, STEP do
     local e = math.min(s + STEP - 1, #eids)
     redis.call('XACK', sk, group, unpack(eids, s, e))
-    redis.call('XDEL', sk, unpack(eids, s, e))
+    deleted = deleted + redis.call('XDEL', sk, unpack(eids, s, e))
   end
   -- a plain topic (no leases, no keyed job) has nothing to release: no call per delivery
   if keyed[topic] or lease_topics[topic] ~= false then
@@ -196,33 +214,40 @@ for _, topic in ipairs(topics) do
   end
 end
 if #ids > 0 then
-  local gone, kept, stones, done, ended = {}, {}, {}, {}, {}
-  local ngone, nended = 0, 0 -- how many of gone and ended
-  local find, byte, sub = string.find, string.byte, string.sub
+  -- ended: the jobs settled, also the records to delete (HDEL) without keep_done
+  local kept, stones, ended, nended = {}, {}, {}, 0
+  -- a job named twice settles once, by its current delivery: done holds the jobs settled,
+  -- unless no job can be: with one topic whose XDEL deleted every entry named, no entry id
+  -- was named twice, so no record's entry matched two deliveries (a set costs per delivery)
+  local done = (#topics > 1 or deleted < n) and {} or nil
   -- 'succeeded' of the jobs in ended (events on), in runs found on the way (as 'started')
   local e_first, e_topic, e_ran = 1, nil, nil
   for i = 1, #ids do
     local id, eid = ids[i], ARGV[3 * i + 3]
     -- only the state and the entry are looked at (no copy of the blob); see parse_record
-    local state, entry = nil, nil
+    local state = nil -- 's' or 'd' when eid is the record's entry
     if heads then -- parsed above: a number (the attempt that ran) for a current delivery
       local ran = heads[i]
-      if ran then state, entry = 's', eid elseif ran == false then state, entry = 'd', eid end
-    elseif raws[i] and not done[id] then
+      if ran then state = 's' elseif ran == false then state = 'd' end
+    elseif raws[i] and not (done and done[id]) then
       -- without a pattern (a match of the header costs per delivery): the stream entry id
-      -- eid ('<ms>-<seq>') is in the record's entry field when eid, less its digits before its
-      -- '-', lines up with the record's first '-' between two '|' (the fields before the entry
-      -- are a state letter and digits: parse_record)
+      -- eid ('<ms>-<seq>') is the record's entry field when its first occurrence in the record
+      -- lies between two '|' and holds the record's first '-' (the fields before the entry
+      -- are a state letter and digits: parse_record); a stale delivery's eid is mostly not
+      -- in the record at all: one search
       local raw = raws[i]
-      local d, k = find(raw, '-', 3, true), find(eid, '-', 1, true)
-      local at = d and k and d - k + 1
-      if at and byte(raw, 2) == 124 and byte(raw, at - 1) == 124 and byte(raw, at + #eid) == 124
-         and find(raw, eid, at, true) == at then
-        state, entry = sub(raw, 1, 1), eid
+      local p = find(raw, eid, 3, true)
+      if p then
+        local e, d = p + #eid, find(raw, '-', 3, true)
+        local s, bar = byte(raw, 1, 2)
+        if d and d >= p and d < e and bar == 124 and byte(raw, p - 1) == 124
+           and byte(raw, e) == 124 then
+          state = s == 115 and 's' or s == 100 and 'd' or nil
+        end
       end
     end
-    if state == 's' and entry == eid then
-      done[id] = true
+    if state == 's' then
+      if done then done[id] = true end
       nended = nended + 1
       ended[nended] = id
       if heads then
@@ -239,19 +264,16 @@ if #ids > 0 then
         kept[#kept + 1] = ends_lib().build_record(r)
         stones[#stones + 1] = now + keep
         stones[#stones + 1] = id
-      else
-        ngone = ngone + 1
-        gone[ngone] = id
       end
       settled = settled + 1
       local kept_result = results[i]
       if kept_result then ends_lib().keep_result(id, 's', now, kept_result[1], kept_result[2]) end
-    elseif state == 'd' and entry == eid then -- its job was rescheduled while it ran: now free
+    elseif state == 'd' then -- its job was rescheduled while it ran: now free
       ends_lib().release_hold(id, eid)
     end
   end
   if heads then events_run('succeeded', e_topic, e_ran, now, ended, nil, e_first, nended) end
-  if ngone > 0 then write_many('HDEL', K_JOBS, gone) end
+  if nended > 0 and not (keep > 0) then write_many('HDEL', K_JOBS, ended) end
   drop_opts(ended)
   if #kept > 0 then
     write_many('HSET', K_JOBS, kept)

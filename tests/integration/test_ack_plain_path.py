@@ -1,0 +1,72 @@
+"""``ackJobs``' plain path (no events, no keep_done, one topic) keeps no set of the jobs it
+settled when its XDEL deleted every entry named (no entry id named twice: no record's entry can
+match two deliveries), and finds keyed job ids with one search of all the ids
+(lua/ackJobs-6.lua); the outcome stays the one of one call per delivery."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+import redis
+
+import streamdelay as sd
+from streamdelay.io.steps import run_step_sync
+from streamdelay.protocol.keys import PartitionKeys
+from streamdelay.protocol.scripts import script
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def call(client: redis.Redis, name: str, keys: PartitionKeys, args: list[Any]) -> Any:
+    """Run one protocol script directly."""
+    return run_step_sync(client, script(name).call(keys.script_keys(), args))
+
+
+def delivered(queue: sd.Queue, ids: list[str]) -> list[tuple[str, str, str]]:
+    """Enqueue, promote and read jobs ``ids`` of topic ``a``: (topic, id, entry) each."""
+    c, keys = queue.client, PartitionKeys(queue.name, 0)
+    call(c, "registerGroup", keys, ["g", "a"])
+    queue.enqueue_many([sd.JobSpec("a", i, id=job) for i, job in enumerate(ids)])
+    time.sleep(0.01)
+    assert call(c, "promoteDue", keys, [1000])[0] == len(ids)
+    [[_, entries]] = c.xreadgroup("g", "c", {keys.stream("a"): ">"}, count=1000)
+    return [("a", f[b"id"].decode(), eid.decode()) for eid, f in entries]
+
+
+def test_one_topic_naming_a_delivery_twice_settles_it_once(queue: sd.Queue) -> None:
+    c, keys = queue.client, PartitionKeys(queue.name, 0)
+    rows = delivered(queue, ["j0", "j1", "j2"])
+    flat = [*rows[1], *[v for row in rows for v in row]]  # j1's delivery first and again
+    assert call(c, "ackJobs", keys, ["g", 0, len(flat) // 3, *flat, 0]) == 3
+    assert c.hlen(keys.jobs) == 0 and c.xlen(keys.stream("a")) == 0
+
+
+def test_a_stale_and_the_current_delivery_of_one_job_in_the_stream_settle_once(
+    queue: sd.Queue,
+) -> None:
+    """Both entries exist, so XDEL deletes every entry named and no set is kept: the stale
+    one is acknowledged and deleted, the job settled once, by its current delivery."""
+    c, keys = queue.client, PartitionKeys(queue.name, 0)
+    [(topic, job, entry)] = delivered(queue, ["j0"])
+    record = c.hget(keys.jobs, job)
+    assert record is not None
+    newer = c.xadd(keys.stream(topic), {"id": job, "rec": record}).decode()
+    c.hset(keys.jobs, job, record.replace(entry.encode(), newer.encode()))
+    c.xreadgroup("g", "c", {keys.stream(topic): ">"}, count=10)
+    args = ["g", 0, 2, topic, job, entry, topic, job, newer, 0]
+    assert call(c, "ackJobs", keys, args) == 1
+    assert not c.hexists(keys.jobs, job) and c.xlen(keys.stream(topic)) == 0
+    assert c.xpending(keys.stream(topic), "g")["pending"] == 0
+
+
+def test_a_brace_inside_a_job_id_is_no_fairness_key(queue: sd.Queue) -> None:
+    """The search of all the ids finds a '{' anywhere; only an id that starts with one has a
+    key lease to free (the API refuses braces: a foreign caller's id here, with no record), and
+    the batch settles as without the search."""
+    c, keys = queue.client, PartitionKeys(queue.name, 0)
+    rows = delivered(queue, ["j0", "j1"])
+    flat = [*rows[0], "a", "x{y}", "1-1", *rows[1]]
+    assert call(c, "ackJobs", keys, ["g", 0, 3, *flat, 0]) == 2
+    assert c.hlen(keys.jobs) == 0 and c.xlen(keys.stream("a")) == 0
