@@ -11,10 +11,15 @@
 -- ARGV[1]  past tolerance ms for absolute due times
 -- ARGV[2]  keep_done ms (> 0: acknowledged ids stay taken as tombstones; used here only to purge:
 --          not 0, the call also forgets up to 100 expired tombstones)
--- ARGV[3]  options: '0' (8 values per job) or '1' (9: the job's options last)
+-- ARGV[3]  options: '0' (8 values per job) or '1' (9: the job's options last); or '2' (shared:
+--          ARGV[4..7] topic, when_kind, ttr_ms, max_attempts of every job of the call, then 3
+--          values per job: id, when_ms, blob; no replace, no options)
 -- then 8 (or 9) values per job: id, topic, when_kind ('r' relative | 'a' absolute), when_ms,
 --                        ttr_ms, max_attempts, replace ('0' | '1' | '1:<max_wait_ms>'), blob,
 --                        [opts ('' | '<priority 0-9>|<expires_ms or empty>|<key or empty>')]
+-- Shared ('2'): the values Redis makes Lua strings of drop from 8 to 3 per job, and the record's
+-- text between the due time and the blob is built once per call (docs/keys.md#enqueue-from-
+-- another-language).
 -- opts are stored as '<priority>|<due_ms + expires_ms or empty>|<key>' (the deadline on the
 -- Redis clock, from the due time the job was written with).
 -- replace '1:<max_wait_ms>' (debounce, docs/producer.md#debounce): the due time is at most
@@ -26,6 +31,9 @@
 -- when replace is '0', 'd:<new due_ms>' when replace rewrote it. A job replaced while a consumer
 -- runs it keeps that delivery and is held behind it (includes/hold.lua): it starts at its due
 -- time but not before that delivery has settled or its lease has expired.
+-- Shared ('2') and every job created (a new id; every when_ms and due time a whole number of ms
+-- within 2^53): one number instead, the created time in ms; each job's due time is its when_ms
+-- ('a') or created + when_ms ('r').
 -- A relative due time is counted from the server clock in µs and rounded up to the next ms
 -- (created_ms too, so that due_ms - created_ms is the delay).
 -- Errors: 'SDERR AT_IN_PAST <id>' (nothing written), 'SDERR BAD_ARGS' (a malformed opts value
@@ -73,21 +81,31 @@ local now, now_us = server_time()
 -- created_ms is rounded up like a relative due, so due - created is exactly the delay
 local created = due_after(now_us, 0)
 local tolerance = tonumber(ARGV[1])
-local with_opts = ARGV[3] == '1'
-local per_job = with_opts and 9 or 8
-if (#ARGV - 3) % per_job ~= 0 or not tolerance or not (with_opts or ARGV[3] == '0') then
+local with_opts, shared = ARGV[3] == '1', ARGV[3] == '2'
+-- shared ('2'): topic, when_kind, ttr and max_attempts once for the call (ARGV[4..7]), then
+-- id, when_ms, blob per job (s_topic, s_kind: nil otherwise, so 's_topic or ARGV[...]' reads
+-- either); o_ms, o_blob: where a job's when_ms and blob are, from its id
+local first, per_job, o_ms, o_blob = 4, with_opts and 9 or 8, 3, 7
+local s_topic, s_kind = nil, nil
+if shared then first, per_job, o_ms, o_blob, s_topic, s_kind = 8, 3, 1, 2, ARGV[4], ARGV[5] end
+if (#ARGV - first + 1) % per_job ~= 0 or not tolerance
+    or not (with_opts or shared or ARGV[3] == '0') then
   return redis.error_reply('SDERR BAD_ARGS')
 end
-local n = (#ARGV - 3) / per_job
+local n = (#ARGV - first + 1) / per_job
 
 -- one pass over the jobs: their due times (checked before any write), ids and topics
 local dues, ids, topics, listed = {}, {}, {}, {}
-local floor, exact = math.floor, true -- exact: every due time a whole number of ms
+-- exact: every due time a whole number of ms; whole: every when_ms too (the compact reply)
+local floor, exact, whole = math.floor, true, true
+if shared and n > 0 then topics[1] = s_topic end
 for i = 0, n - 1 do
-  local b = 4 + i * per_job
-  local kind, ms = ARGV[b + 2], tonumber(ARGV[b + 3])
+  local b = first + i * per_job
+  local kind, ms = s_kind or ARGV[b + 2], tonumber(ARGV[b + o_ms])
   local due
-  if kind == 'r' then due = floor((now_us + ms * 1000 + 999) / 1000) -- due_after, in line
+  if kind == 'r' then
+    due = floor((now_us + ms * 1000 + 999) / 1000) -- due_after, in line
+    if ms % 1 ~= 0 then whole = false end
   else
     due = resolve_due(kind, ms, now, now_us, tolerance)
     if not due then return redis.error_reply('SDERR AT_IN_PAST ' .. ARGV[b]) end
@@ -96,8 +114,10 @@ for i = 0, n - 1 do
   if due % 1 ~= 0 or due > 9007199254740992 or due < -9007199254740992 then exact = false end
   dues[i] = due
   ids[i + 1] = ARGV[b]
-  local topic = ARGV[b + 1]
-  if not listed[topic] then listed[topic] = true; topics[#topics + 1] = topic end
+  if not shared then
+    local topic = ARGV[b + 1]
+    if not listed[topic] then listed[topic] = true; topics[#topics + 1] = topic end
+  end
 end
 -- each job's options, checked before any write: false for none
 local options, any_options = {}, false
@@ -158,6 +178,9 @@ local function text_of(s)
   by_text[s] = t
   return t
 end
+-- a shared call's record text between its due time and its blob, built once
+local mid = shared and ('|' .. digits(created) .. '|' .. text_of(ARGV[6]) .. '|' .. text_of(ARGV[7])
+                       .. '||' .. s_topic .. '|')
 local seen = {}
 local records, entries, counts, nr = {}, {}, {}, 0 -- nr: how many of records (and entries)
 local function flush()
@@ -175,9 +198,12 @@ local out = {}
 local opt_of, staged = {}, {} -- id -> the field written (false: dropped); staged topics
 local head_id, head_due = nil, nil
 local born_text = digits(created)
+-- plain: every job so far a new id written at its due time; a shared call then answers one
+-- number for all (out is filled from dues when a job is not)
+local plain = shared
 for i = 0, n - 1 do
-  local b = 4 + i * per_job
-  local id, topic = ARGV[b], ARGV[b + 1]
+  local b = first + i * per_job
+  local id, topic = ARGV[b], s_topic or ARGV[b + 1]
   local old_raw = olds[i + 1]
   if seen[id] then
     flush()
@@ -185,13 +211,17 @@ for i = 0, n - 1 do
   end
   seen[id] = true
   local due = dues[i]
-  if not old_raw and ARGV[b + 6] == '0' then
+  if not old_raw and (shared or ARGV[b + 6] == '0') then
     -- the plain path: a new id, no debounce (the record below, without a hold or max_wait)
     -- the texts looked up in line (a function call only for a value not seen yet in this call)
-    local due_text, ttr, max = texts[due] or digits(due), ARGV[b + 4], ARGV[b + 5]
-    records[nr + 1], records[nr + 2] = id, 'd|0|' .. due_text .. '|' .. born_text .. '|' ..
-      (by_text[ttr] or text_of(ttr)) .. '|' .. (by_text[max] or text_of(max)) .. '||' .. topic
-      .. '|' .. ARGV[b + 7]
+    local due_text = texts[due] or digits(due)
+    if shared then records[nr + 2] = 'd|0|' .. due_text .. mid .. ARGV[b + 2] else
+      local ttr, max = ARGV[b + 4], ARGV[b + 5]
+      records[nr + 2] = 'd|0|' .. due_text .. '|' .. born_text .. '|' .. (by_text[ttr] or
+        text_of(ttr)) .. '|' .. (by_text[max] or text_of(max)) .. '||' .. topic .. '|' ..
+        ARGV[b + 7]
+    end
+    records[nr + 1] = id
     -- the score as text when it is the same number (Redis makes a Lua number an argument
     -- with '%.17g'); an absolute time with a fraction keeps its number, as before
     entries[nr + 1], entries[nr + 2] = exact and due_text or due, id
@@ -203,9 +233,13 @@ for i = 0, n - 1 do
       opt_of[id] = o[1] .. '|' .. (o[2] and (due + o[2]) or '') .. '|' .. o[3]
       if o[1] ~= 5 or o[3] ~= '' then staged[topic] = true end
     end
-    out[i + 1] = due
+    if not plain then out[i + 1] = due end
     if ev then emit_event('enqueued', id, topic, 0, due, now) end
   else
+    if plain then -- the jobs before it were all plain: their answers, their due times
+      for k = 0, i - 1 do out[k + 1] = dues[k] end
+      plain = false
+    end
     local old = old_raw and parse_record(old_raw)
     if old and old.state == 'c' then
       local expires = redis.call('ZSCORE', K_DONE, id)
@@ -215,7 +249,7 @@ for i = 0, n - 1 do
         old_raw, old = nil, nil
       end
     end
-    local replace = ARGV[b + 6]
+    local replace = shared and '0' or ARGV[b + 6]
     if old_raw and string.byte(replace, 1) ~= 49 then -- 49: '1'
       out[i + 1] = string.format('%s:%d', old and old.state or '?', old and old.due or 0)
     else
@@ -233,13 +267,13 @@ for i = 0, n - 1 do
         if born + max_wait < due then due = born + max_wait end
       end
       -- a new record's text (state d, no attempts), each number formatted once per call
-      local record = 'd|0|' .. digits(due) .. '|' .. digits(born) .. '|' .. text_of(ARGV[b + 4])
-                     .. '|' .. text_of(ARGV[b + 5]) .. '||' .. topic .. '|' .. ARGV[b + 7]
+      local ttr, max = shared and ARGV[6] or ARGV[b + 4], shared and ARGV[7] or ARGV[b + 5]
+      local record = 'd|0|' .. digits(due) .. '|' .. digits(born) .. '|' .. text_of(ttr)
+                     .. '|' .. text_of(max) .. '||' .. topic .. '|' .. ARGV[b + o_blob]
       local score = due
       if held then
-        record = string.format('d|0|%d|%d|%d|%d|', due, born, tonumber(ARGV[b + 4]),
-                               tonumber(ARGV[b + 5])) .. held
-                 .. '|' .. topic .. '|' .. ARGV[b + 7]
+        record = string.format('d|0|%d|%d|%d|%d|', due, born, tonumber(ttr), tonumber(max))
+                 .. held .. '|' .. topic .. '|' .. ARGV[b + o_blob]
         if not_before > score then score = not_before end
       end
       records[nr + 1], records[nr + 2] = id, record
@@ -274,4 +308,10 @@ if head_id then wake_if_head(head_id, head_due) end
 -- tombstones exist only where keep_done > 0; ackJobs purges as well, whatever its keep_done
 if tonumber(ARGV[2]) ~= 0 then lib().purge_done(now, 100) end
 events_flush()
+-- a shared call whose every job was a new id written at its due time (whole numbers of ms):
+-- one number, the created time in ms (each due time: when_ms for 'a', created + when_ms for 'r')
+if plain and n > 0 then
+  if exact and whole then return created end
+  for k = 0, n - 1 do out[k + 1] = dues[k] end
+end
 return out

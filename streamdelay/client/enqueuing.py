@@ -1,5 +1,5 @@
-"""The sans-I/O core of enqueueing: validation, packing into bounded ``enqueueJobs`` calls and
-reply parsing.
+"""The sans-I/O core of enqueueing: validation, cutting into bounded ``enqueueJobs`` calls (their
+arguments packed and their replies read in ``enqueue_calls.py``) and the round logic.
 
 ``enqueue_plan`` (``Queue``, ``AsyncQueue.enqueue_many``) and the coalescing of concurrent
 ``AsyncQueue.enqueue`` calls (``coalesce.py``) both build their calls and read their replies here.
@@ -9,23 +9,26 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..base import validation
 from ..base.errors import NotDurable, PartialEnqueueError, StreamdelayError, ValidationError
 from ..base.models import At, Backoff, BackoffPolicy, Delay, EnqueueResult, JobSpec
 from ..protocol.batching import partition_batches
 from ..protocol.codec import encode_blob, encode_body
-from ..protocol.keys import partition_keys, partition_of
+from ..protocol.keys import partition_of
 from ..protocol.plan import Command, EachCall, Plan
 from ..protocol.queue_spec import QueueSpec
-from ..protocol.replies import enqueue_row
 from ..protocol.script_errors import error_from_script
-from ..protocol.scripts import Arg, ScriptCall, script
+from ..protocol.scripts import Arg
 from ..telemetry.tracing import with_trace_context
-from .job_options import is_staged, job_options, mark_staged_call, new_job_id
+
+# PreparedJob, Outcome: defined with the calls that carry them, named here for every caller
+from .enqueue_calls import EnqueueChunk, Split, enqueue_chunks, fill_results, staged_marks
+from .enqueue_calls import Outcome as Outcome
+from .enqueue_calls import PreparedJob as PreparedJob
+from .job_options import job_options, new_job_id
 
 # One enqueueJobs call must not block Redis for more than ~1 ms (docs/keys.md#batch-sizes): 240
 # small jobs took 1.3 ms (SLOWLOG median, quiet run of 2026-11-23), so 160 (~0.9 ms); a bigger
@@ -37,7 +40,6 @@ ENQUEUE_BYTES = 1 << 20
 PAST_CHECK_SLACK_MS = 60_000  # see round_plan
 _PLAIN_ID = validation.JOB_ID.fullmatch  # prepare_values: a plain id checked in one call
 _MAX_AT, _MAX_DELAY = 1e11, validation.MAX_DELAY_SECONDS  # as at_ms and delay_ms bound them
-Outcome = EnqueueResult | Exception  # a job's result, or the error of the call it rode in
 
 
 def when_args(delay: Delay | None, at: At | None) -> tuple[str, int]:
@@ -47,37 +49,6 @@ def when_args(delay: Delay | None, at: At | None) -> tuple[str, int]:
     if at is not None:
         return "a", validation.at_ms(at)
     return "r", validation.delay_ms(0 if delay is None else delay)
-
-
-class PreparedJob(NamedTuple):
-    """A validated job ready to be packed into ``enqueueJobs`` arguments (a named tuple: built
-    once per job on the enqueue path, where a frozen dataclass costs several times more)."""
-
-    id: str
-    partition: int
-    args: tuple[Arg, ...]  # id, topic, when_kind, when_ms, ttr_ms, max_attempts, replace, blob
-    size: int  # bytes of job data it adds to a call (its eight values)
-    opts: str = ""  # its options for the V3 scripts, '' for none (options.py)
-
-    @property
-    def when_kind(self) -> str:
-        """``'r'`` (relative delay) or ``'a'`` (absolute ``at``)."""
-        return str(self.args[2])
-
-    @property
-    def when_ms(self) -> int:
-        """The delay in ms, or the absolute due time in epoch ms."""
-        return int(self.args[3])
-
-    @property
-    def replaces(self) -> bool:
-        """True when the job replaces one under its id (``replace=True``)."""
-        return self.args[6] != "0"
-
-    @property
-    def staged(self) -> bool:
-        """True when its options make its topic staged (a priority other than 5, or a key)."""
-        return is_staged(self.opts)
 
 
 @lru_cache(maxsize=64)
@@ -200,15 +171,6 @@ def refused_job(
     return min(named, key=lambda i: prepared[i].when_ms) if named else None
 
 
-@dataclass(frozen=True)
-class EnqueueChunk:
-    """One bounded ``enqueueJobs`` call and the indexes (into the prepared jobs) it carries."""
-
-    call: ScriptCall
-    owners: tuple[int, ...]
-
-
-Split = list[tuple[int, Sequence[int]]]  # (partition, indexes of its jobs) per enqueueJobs call
 
 
 def split_jobs(prepared: Sequence[PreparedJob], indexes: Iterable[int] | None = None) -> Split:
@@ -228,55 +190,6 @@ def split_jobs(prepared: Sequence[PreparedJob], indexes: Iterable[int] | None = 
     return list(partition_batches(
         chosen, lambda index: prepared[index].partition, ENQUEUE_BATCH,
         lambda index: prepared[index].size, ENQUEUE_BYTES))
-
-
-def enqueue_chunks(
-    cfg: QueueSpec, prepared: Sequence[PreparedJob], tolerance: int, split: Split
-) -> list[EnqueueChunk]:
-    """The bounded ``enqueueJobs`` calls for ``prepared``, as ``split_jobs`` cut them: a call
-    with a job that has options or replaces one sets the options flag (ARGV[3] ``1``: a ninth
-    value per job, the options, which drop a replaced job's; docs/keys.md#job-options)."""
-    keys = partition_keys(cfg.name, cfg.partitions)
-    keep_done = validation.delay_ms(cfg.keep_done)
-    enqueue_jobs = script("enqueueJobs")
-    chunks: list[EnqueueChunk] = []
-    for partition, chunk in split:
-        args: list[Arg]
-        if any(prepared[i].opts or prepared[i].replaces for i in chunk):
-            args = [tolerance, keep_done, "1"]
-            for index in chunk:
-                args.extend(prepared[index].args)
-                args.append(prepared[index].opts)
-        else:
-            args = [tolerance, keep_done, "0"]
-            for index in chunk:
-                args.extend(prepared[index].args)
-        chunks.append(EnqueueChunk(
-            enqueue_jobs.call(keys[partition].script_keys(), args, durable=True), tuple(chunk)))
-    return chunks
-
-
-def staged_marks(cfg: QueueSpec, prepared: Sequence[PreparedJob],
-                 chunks: Sequence[EnqueueChunk]) -> list[ScriptCall]:
-    """The ``markStaged`` call (none or one) that flags in partition 0 the topics of the staged
-    jobs ``chunks`` carry to other partitions (partition 0's own flag is its script's)."""
-    topics = {str(prepared[i].args[1]) for chunk in chunks for i in chunk.owners
-              if prepared[i].partition and prepared[i].staged}
-    return [mark_staged_call(cfg.name, topics)] if topics else []
-
-
-def fill_results(
-    prepared: Sequence[PreparedJob], chunk: EnqueueChunk, reply: Any,
-    outcomes: list[Outcome | None],
-) -> None:
-    """Each job of ``chunk`` gets its result in ``outcomes``, parsed from the call's reply."""
-    for index, value in zip(chunk.owners, reply, strict=True):
-        if type(value) is int:  # the common value: a job created, its due time as it is
-            outcomes[index] = EnqueueResult(prepared[index].id, value, True, "delayed")
-        else:
-            row = enqueue_row(value)
-            outcomes[index] = EnqueueResult(prepared[index].id, row.due_ms, row.created,
-                                            row.state)
 
 
 def settle_chunks(

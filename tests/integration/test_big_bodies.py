@@ -22,6 +22,9 @@ BUDGET = 1 << 20  # about 1 MiB of job data per script call (docs/producer.md)
 BODY = 64 * 1024
 HEAD_ARGS = 3 + 6 + 3  # EVALSHA sha numkeys, six keys, tolerance, keep_done, options flag
 PER_JOB = 8
+# flag '2' (docs/keys.md#enqueue-from-another-language): topic, when_kind, ttr and max_attempts
+# once, then 3 values per job
+SHARED_HEAD_ARGS, SHARED_PER_JOB = HEAD_ARGS + 4, 3
 
 
 @pytest.fixture
@@ -57,7 +60,10 @@ def jobs_per_call(url: str, name: str, head_args: int, per_job: int) -> list[int
         argc = len(args)
         if argc == 32 and args[-1].startswith(b"... ("):  # "... (N more arguments)"
             argc = 31 + int(args[-1].split(b"(")[1].split()[0])
-        counts.append((argc - head_args) // per_job)
+        if name == "enqueueJobs" and args[head_args - 1] == b"2":
+            counts.append((argc - SHARED_HEAD_ARGS) // SHARED_PER_JOB)
+        else:
+            counts.append((argc - head_args) // per_job)
     return counts
 
 

@@ -92,15 +92,19 @@ def names(calls: list[ScriptCall]) -> list[str]:
 
 def test_plain_batches_send_no_options_and_options_or_replace_set_the_flag() -> None:
     plain = [prepare_job(CFG, sd.JobSpec("t", i, id=f"p{i}")) for i in range(3)]
+    mixed = [*plain, prepare_job(CFG, sd.JobSpec("u", 9, id="o"))]  # another topic
     keyed = prepare_job(CFG, sd.JobSpec("t", 9, id="k", key="acme"))
     replacing = prepare_job(CFG, sd.JobSpec("t", 9, id="r", replace=True))
-    for jobs, script, per_job in ((plain, "enqueueJobs", 8),
-                                  ([*plain, keyed], "enqueueJobs", 9),
-                                  ([*plain, replacing], "enqueueJobs", 9)):
+    for jobs, flag, per_job in ((mixed, "0", 8), ([*plain, keyed], "1", 9),
+                                ([*plain, replacing], "1", 9)):
         [chunk] = enqueue_chunks(CFG, jobs, 0, split_jobs(jobs))
-        assert chunk.call.script.name == script
+        assert chunk.call.script.name == "enqueueJobs"
         assert len(chunk.call.args) == 3 + per_job * len(jobs)
-        assert chunk.call.args[2] == ("1" if per_job == 9 else "0")
+        assert chunk.call.args[2] == flag
+    # jobs sharing topic, when_kind, ttr and max_attempts: those once, then id, when_ms, blob
+    [chunk] = enqueue_chunks(CFG, plain, 0, split_jobs(plain))
+    assert chunk.call.args[:7] == (0, 0, "2", "t", "r", 60_000, 10)
+    assert chunk.call.args[7:] == tuple(v for job in plain for v in (job.id, 0, job.args[7]))
     [chunk] = enqueue_chunks(CFG, [*plain, keyed], 0, split_jobs([*plain, keyed]))
     assert chunk.call.args[-1] == "5||acme" and chunk.call.args[3 + 8] == ""
 

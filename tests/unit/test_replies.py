@@ -213,18 +213,26 @@ def test_enqueue_plan_cuts_calls_by_partition_and_batch_size() -> None:
     per_partition = by_partition(specs, lambda s: partition_of(str(s.id), 2))
     assert len(round_trip.calls) == sum(-(-len(v) // ENQUEUE_BATCH)
                                         for v in per_partition.values())
-    assert all((len(c.args) - 2) // 8 <= ENQUEUE_BATCH for c in round_trip.calls)
-    assert sum((len(c.args) - 2) // 8 for c in round_trip.calls) == len(specs)
+    assert all(_count(c) <= ENQUEUE_BATCH for c in round_trip.calls)
+    assert sum(_count(c) for c in round_trip.calls) == len(specs)
 
 
 def _jobs(cfg: QueueConfig, *specs: sd.JobSpec) -> list[PreparedJob]:
     return [prepare_job(cfg, spec) for spec in specs]
 
 
+def _count(call: Any) -> int:
+    """The jobs of an ``enqueueJobs`` call: 3 values each after 7 with the shared values (flag
+    ``2``), else 8 (flag ``0``) or 9 (flag ``1``) each after 3."""
+    if call.args[2] == "2":
+        return (len(call.args) - 7) // 3
+    return (len(call.args) - 3) // (9 if call.args[2] == "1" else 8)
+
+
 def _rows(step: Step) -> Any:
     """A stub ``enqueueJobs`` reply (every job created) for a call, a pipeline or an EachCall."""
     calls = step.calls if isinstance(step, EachCall) else step if isinstance(step, list) else [step]
-    rows = [[5 for _ in range((len(c.args) - 2) // 8)] for c in calls]
+    rows = [[5 for _ in range(_count(c))] for c in calls]
     return rows if isinstance(step, list | EachCall) else rows[0]
 
 
