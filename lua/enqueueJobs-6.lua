@@ -51,7 +51,6 @@
 -- @include hmget_many
 -- @include write_many
 -- @include due_after
--- @include resolve_due
 -- @include parse_record
 -- @include emit_event
 
@@ -106,10 +105,8 @@ for i = 0, n - 1 do
   if kind == 'r' then
     due = floor((now_us + ms * 1000 + 999) / 1000) -- due_after, in line
     if ms % 1 ~= 0 then whole = false end
-  else
-    due = resolve_due(kind, ms, now, now_us, tolerance)
-    if not due then return redis.error_reply('SDERR AT_IN_PAST ' .. ARGV[b]) end
-  end
+  elseif ms < now - tolerance then return redis.error_reply('SDERR AT_IN_PAST ' .. ARGV[b])
+  else due = ms end -- includes/resolve_due.lua, in line
   -- a fraction, inf, NaN or past 2^53: no '%d' text for its score
   if due % 1 ~= 0 or due > 9007199254740992 or due < -9007199254740992 then exact = false end
   dues[i] = due
@@ -183,12 +180,14 @@ local mid = shared and ('|' .. digits(created) .. '|' .. text_of(ARGV[6]) .. '|'
                        .. '||' .. s_topic .. '|')
 local seen = {}
 local records, entries, counts, nr = {}, {}, {}, 0 -- nr: how many of records (and entries)
+local new_shared = 0 -- the plain jobs of a shared call pending: its one topic's count
 local function flush()
   if nr > 0 then
     write_many('HSET', K_JOBS, records)
     write_many('ZADD', K_DELAYED, entries)
+    if new_shared > 0 then counts[s_topic] = (counts[s_topic] or 0) + new_shared end
     for topic, count in pairs(counts) do redis.call('HINCRBY', K_COUNTS, topic, count) end
-    records, entries, counts, nr = {}, {}, {}, 0
+    records, entries, counts, nr, new_shared = {}, {}, {}, 0, 0
   end
 end
 
@@ -226,7 +225,7 @@ for i = 0, n - 1 do
     -- with '%.17g'); an absolute time with a fraction keeps its number, as before
     entries[nr + 1], entries[nr + 2] = exact and due_text or due, id
     nr = nr + 2
-    counts[topic] = (counts[topic] or 0) + 1
+    if shared then new_shared = new_shared + 1 else counts[topic] = (counts[topic] or 0) + 1 end
     if not head_due or due < head_due then head_id, head_due = id, due end
     local o = with_opts and options[i]
     if o then -- the last job written under an id decides its field (an id may come twice)
