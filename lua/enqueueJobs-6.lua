@@ -95,6 +95,9 @@ local n = (#ARGV - first + 1) / per_job
 
 -- one pass over the jobs: their due times (checked before any write), ids and topics
 local dues, ids, topics, listed = {}, {}, {}, {}
+-- again[i]: job i's id came earlier in the call (its record is read again, once the jobs before
+-- it are written)
+local seen, again, any_again = {}, {}, false
 -- exact: every due time a whole number of ms; whole: every when_ms too (the compact reply)
 local floor, exact, whole = math.floor, true, true
 if shared and n > 0 then topics[1] = s_topic end
@@ -110,7 +113,9 @@ for i = 0, n - 1 do
   -- a fraction, inf, NaN or past 2^53: no '%d' text for its score
   if due % 1 ~= 0 or due > 9007199254740992 or due < -9007199254740992 then exact = false end
   dues[i] = due
-  ids[i + 1] = ARGV[b]
+  local id = ARGV[b]
+  ids[i + 1] = id
+  if seen[id] then again[i], any_again = true, true else seen[id] = true end
   if not shared then
     local topic = ARGV[b + 1]
     if not listed[topic] then listed[topic] = true; topics[#topics + 1] = topic end
@@ -133,22 +138,34 @@ end
 -- written first when an id comes twice in one call (its record is then read again) and before
 -- a job is detached (replace, expired tombstone), so each job sees the ones before it, and a
 -- call that fails half-way (foreign garbage) leaves them, exactly as if written one by one.
-check_partition_keys()
+-- The keys' types, before the first write (docs/keys.md#calling-a-script): delayed and wake are
+-- written before anything reads them (TYPE); counts and jobs are read first (HMGET), a refusal
+-- of the read naming the key as TYPE would; groups and done matter only to a taken or repeated
+-- id and to the tombstone purge, checked then. A plain call pays 2 TYPE calls, not 6.
+refuse_wrong_type(K_DELAYED, 'zset'); refuse_wrong_type(K_WAKE, 'zset')
 if with_opts then refuse_wrong_type(K_OPTS, 'hash') end
 if any_options then refuse_wrong_type(K_STAGED, 'hash') end
+local function read_fields(key, fields) -- hmget_many, a key of another type refused by name
+  local ok, got = pcall(hmget_many, key, fields)
+  if ok then return got end
+  refuse_wrong_type(key, 'hash')
+  error(got)
+end
 -- HINCRBY comes after the records are written: a topic's count another client filled with
 -- something that is no integer is refused first (one HMGET of the call's topics)
-local held = #topics > 0 and hmget_many(K_COUNTS, topics) or {}
+local held = #topics > 0 and read_fields(K_COUNTS, topics) or {}
 for j = 1, #topics do
   local v = held[j]
   if v and not (#v <= 20 and string.match(v, '^%-?%d+$')) then
     return redis.error_reply('ERR hash value is not an integer: ' .. K_COUNTS .. ' ' .. topics[j])
   end
 end
-local olds = n > 0 and hmget_many(K_JOBS, ids) or {}
+local olds = n > 0 and read_fields(K_JOBS, ids) or {}
+local taken = any_again or tonumber(ARGV[2]) ~= 0 -- groups and done checked below
 -- a job that is replaced (or whose tombstone expired) leaves its stream: checked before any write
 for i = 1, n do
   local old = olds[i] and parse_record(olds[i])
+  if olds[i] then taken = true end
   if old then
     if old.state == 's' then refuse_wrong_type(stream_key(old.topic), 'stream') end
     if old.state == 'x' then refuse_wrong_type(dead_key(old.topic), 'stream') end
@@ -156,6 +173,7 @@ for i = 1, n do
     if old.entry ~= '' and (old.state == 's' or old.state == 'd') then lib().check_hold_keys() end
   end
 end
+if taken then refuse_wrong_type(K_GROUPS, 'hash'); refuse_wrong_type(K_DONE, 'zset') end
 -- digits(n): n as text ('%d', as includes/new_record.lua writes it), each value formatted once
 -- per call: the jobs of a call mostly share their ttr, max_attempts, created time and often their
 -- due time, and a string.format costs more than the rest of a record's text (docs/benchmarks.md#life);
@@ -178,7 +196,6 @@ end
 -- a shared call's record text between its due time and its blob, built once
 local mid = shared and ('|' .. digits(created) .. '|' .. text_of(ARGV[6]) .. '|' .. text_of(ARGV[7])
                        .. '||' .. s_topic .. '|')
-local seen = {}
 local records, entries, counts, nr = {}, {}, {}, 0 -- nr: how many of records (and entries)
 local new_shared = 0 -- the plain jobs of a shared call pending: its one topic's count
 local function flush()
@@ -204,11 +221,10 @@ for i = 0, n - 1 do
   local b = first + i * per_job
   local id, topic = ARGV[b], s_topic or ARGV[b + 1]
   local old_raw = olds[i + 1]
-  if seen[id] then
+  if again[i] then
     flush()
     old_raw = redis.call('HGET', K_JOBS, id)
   end
-  seen[id] = true
   local due = dues[i]
   if not old_raw and (shared or ARGV[b + 6] == '0') then
     -- the plain path: a new id, no debounce (the record below, without a hold or max_wait)

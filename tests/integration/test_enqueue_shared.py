@@ -113,3 +113,48 @@ def test_malformed_shared_calls_are_refused_before_any_write(queue: sd.Queue) ->
     with pytest.raises(sd.ValidationError):  # AT_IN_PAST
         call(client, keys, shared("a", ("x", 1_900_000_000_000), ("y", 1)))
     assert list(client.scan_iter(match=keys.prefix + "*")) == []
+
+
+def snapshot(client: redis.Redis, keys: PartitionKeys) -> dict[str, bytes | None]:
+    """Every key of the partition, dumped."""
+    return {k.decode(): client.dump(k) for k in sorted(client.scan_iter(match=keys.prefix + "*"))}
+
+
+@pytest.mark.parametrize("key", ["delayed", "wake", "counts", "jobs"])
+@pytest.mark.parametrize("flag", ["0", "2"])
+def test_a_plain_call_refuses_a_key_it_writes_of_another_type(
+    queue: sd.Queue, key: str, flag: str
+) -> None:
+    """The types of delayed and wake are checked (TYPE), those of counts and jobs by their first
+    read (HMGET): refused by name before any write, keep_done 0 (no purge)."""
+    client = queue.client
+    keys = PartitionKeys(queue.name, 0)
+    queue.enqueue("t", 1, id="first", delay=60)
+    client.set(getattr(keys, key), "foreign")
+    before = snapshot(client, keys)
+    args = shared("r", ("new", 1000)) if flag == "2" else plain("r", ("new", 1000))
+    with pytest.raises(sd.ScriptError) as refused:
+        call(client, keys, args)
+    assert f"key {getattr(keys, key)} holds a string" in str(refused.value)
+    assert snapshot(client, keys) == before
+
+
+@pytest.mark.parametrize("key", ["groups", "done"])
+def test_groups_and_done_are_checked_when_an_id_is_taken_or_repeated(
+    queue: sd.Queue, key: str
+) -> None:
+    """A taken id, a repeated one or the tombstone purge may read or write groups and done: then
+    their types are checked before any write; a call of new ids alone does not touch them."""
+    client = queue.client
+    keys = PartitionKeys(queue.name, 0)
+    queue.enqueue("t", 1, id="first", delay=60)
+    client.set(getattr(keys, key), "foreign")
+    before = snapshot(client, keys)
+    for args in (shared("r", ("new", 1000), ("first", 1000)),  # a taken id
+                 shared("r", ("new", 1000), ("new", 2000)),  # a repeated one
+                 [3_600_000, 60_000, *shared("r", ("new", 1000))[2:]]):  # keep_done: the purge
+        with pytest.raises(sd.ScriptError) as refused:
+            call(client, keys, args)
+        assert f"key {getattr(keys, key)} holds a string" in str(refused.value)
+        assert snapshot(client, keys) == before
+    assert isinstance(call(client, keys, shared("r", ("new", 1000))), int)
