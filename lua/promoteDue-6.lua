@@ -17,7 +17,8 @@
 -- the batch there (what came before it is kept); when it is the first job the call fails with
 -- 'SDERR PROMOTE_FAILED <key> <error>' and writes nothing. Flags: may write, so Redis refuses
 -- the call whole under maxmemory (docs/operations.md).
--- Also forgets up to 500 expired keep_done tombstones (the periodic sweep, see next_due), and,
+-- Also forgets up to 500 expired keep_done tombstones (the periodic sweep, see next_due; no read
+-- of them on a partition without a done set), and,
 -- when the queue keeps dead letters for a bounded time or count (fields 'dead_ttl' ms and
 -- 'dead_max' of PREFIX..'meta', read in the same HMGET as the layout), up to 100 dead jobs older
 -- than dead_ttl or beyond the newest dead_max of their topic, oldest first, each listed in
@@ -27,7 +28,8 @@
 -- Staged topics (PREFIX..'staged', docs/priorities.md): a due job of a staged topic is not
 -- XADDed: its record becomes 'r' (ready, entry empty, whole) and it joins its key's lane
 -- (includes/staging.lua), ranked by due time and priority; one element is pushed on the topic's
--- stagewake list per call. A queue without staged topics pays one EXISTS per call.
+-- stagewake list per call. A queue without staged topics, job options or checkpoints pays one
+-- EXISTS (of the three keys) per call with due jobs.
 -- Layout (docs/keys.md#layouts): field 'layout' of PREFIX..'meta' (read once per call). Absent or
 -- '1': the jobs hash gets the full record in state s (what a version 1 process reads). '2': it
 -- gets the header only (the record up to its 8th '|', empty blob), so the body is kept once,
@@ -37,8 +39,8 @@
 -- Retry-safe: a job moves once; a repeated call finds it gone from the delayed set.
 -- Events (docs/events.md): 'promoted' (detail: the stream entry id), 'dead' for a job whose topic
 --  key is not a stream, 'expired' for a job past its deadline, when the queue keeps events.
--- Expiry (docs/expiry.md, includes/expired.lua): a due job whose deadline (PREFIX..'opts', one
--- EXISTS per call when the queue never used job options) has passed on the server clock is not
+-- Expiry (docs/expiry.md, includes/expired.lua): a due job whose deadline (PREFIX..'opts', the
+-- one EXISTS above when the queue never used job options) has passed on the server clock is not
 -- promoted: it goes to its topic's dead letters with error 'expired' and is listed in dropped
 -- with the reason 'expired <topic>'. A job with a deadline still ahead is promoted with a third
 -- entry field 'x', its deadline (epoch ms), which the consumers' open step checks against the
@@ -59,9 +61,9 @@
 -- The helpers of staged topics (includes/staging.lua) and of dead ends and deadlines
 -- (includes/end_dead.lua, includes/expired.lua, with the workflow helpers they tell) are built
 -- only in a call that needs them: due jobs on a partition with staged topics or job options (one
--- EXISTS each per such call), or a job that goes dead. Built at the top, their closures would
--- cost every call of a plain queue (docs/benchmarks.md, History 2026-11-26 22:36-23:41;
--- docs/keys.md#includes).
+-- EXISTS of the three feature keys, then one each per such call), or a job that goes dead.
+-- Built at the top, their closures would cost every call of a plain queue (docs/benchmarks.md,
+-- History 2026-11-26 22:36-23:41; docs/keys.md#includes).
 local function staging_lib()
 -- @include staging
   return {staged_topic = staged_topic, stage = stage, wake_takers = wake_takers,
@@ -95,10 +97,10 @@ local SWEEP, SWEEP_EVERY_MS = 500, 1000
 local RETAIN, RETAIN_EVERY_MS = 100, 1000 -- dead-letter retention: jobs per call, least interval
 local now, now_us = server_time()
 local limit = tonumber(ARGV[1])
-check_partition_keys()
+local has_done = check_partition_keys() -- false: no tombstones to sweep (none are made here)
 if ARGV[2] then refuse_wrong_type(PREFIX .. 'sched:next', 'zset') end
 refuse_wrong_type(PREFIX .. 'meta', 'hash')
-local meta = redis.call('HMGET', PREFIX .. 'meta', 'layout', 'dead_ttl', 'dead_max')
+local meta = redis.call('HMGET', PREFIX .. 'meta', 'layout', 'dead_ttl', 'dead_max', 'events')
 local layout = meta[1]
 -- dead-letter retention (absent or not a positive number: dead jobs are kept, as before)
 local dead_ttl, dead_max = tonumber(meta[2] or ''), tonumber(meta[3] or '')
@@ -108,6 +110,7 @@ if layout and layout ~= '1' and layout ~= '2' then -- a newer release's: never w
   error({err = 'SDERR LAYOUT ' .. PREFIX .. 'meta ' .. layout})
 end
 local header_only = layout == '2'
+events_set(meta[4]) -- the events switch, read with the layout (includes/emit_event.lua)
 local function wrong_type(reply)
   return type(reply) == 'table' and reply.err and string.find(reply.err, 'WRONGTYPE', 1, true)
 end
@@ -120,28 +123,36 @@ if n > 0 then
   -- records are read in growing steps that stop past the byte budget: only ids[1..n] are looked at
   local raws
   raws, n = read_records(ids, MAX_BATCH_BYTES)
-  local X = redis.call('EXISTS', K_OPTS) == 1 and ends() or nil -- any job options here?
+  -- job options, staged topics, checkpoints: one EXISTS of the three keys on a plain queue
+  local X, S, CK = nil, nil, nil
+  if redis.call('EXISTS', K_OPTS, K_STAGED, PREFIX .. 'ck') > 0 then
+    X = redis.call('EXISTS', K_OPTS) == 1 and ends() or nil -- any job options here?
+    S = redis.call('EXISTS', K_STAGED) == 1 and staging_lib() or nil -- any staged topic?
+    -- checkpoints (PREFIX..'ck', docs/keys.md#checkpoints): a foreign value there is ignored,
+    -- never a failed batch
+    CK = redis.call('TYPE', PREFIX .. 'ck').ok == 'hash' and PREFIX .. 'ck' or nil
+  end
   local ev = events_on() -- read once: 'promoted' is collected, then written as runs
   -- the promoted jobs and their details, and the runs found on the way (a change of topic or
   -- attempts closes one): each run's last event, topic and attempts
-  local p_ids, p_details, np, b_last, b_topic, b_att, nb = {}, {}, 0, {}, {}, {}, 0
-  local function promoted(id, topic, mid, detail)
-    -- attempts, the first number of mid: '0' for a job not yet run, without a pattern match
-    local attempts = (string.byte(mid, 3) == 124 and string.byte(mid, 2) == 48) and '0'
-                     or string.match(mid, '^|(%d+)')
-    np = np + 1
-    p_ids[np], p_details[np] = id, detail
-    if nb == 0 or topic ~= b_topic[nb] or attempts ~= b_att[nb] then
-      nb = nb + 1
-      b_topic[nb], b_att[nb] = topic, attempts
+  -- (built only when the queue keeps events)
+  local p_ids, p_details, np, b_last, b_topic, b_att, nb, promoted = nil, nil, 0, nil, nil, nil, 0
+  if ev then
+    p_ids, p_details, b_last, b_topic, b_att = {}, {}, {}, {}, {}
+    promoted = function(id, topic, mid, detail)
+      -- attempts, the first number of mid: '0' for a job not yet run, without a pattern match
+      local attempts = (string.byte(mid, 3) == 124 and string.byte(mid, 2) == 48) and '0'
+                       or string.match(mid, '^|(%d+)')
+      np = np + 1
+      p_ids[np], p_details[np] = id, detail
+      if nb == 0 or topic ~= b_topic[nb] or attempts ~= b_att[nb] then
+        nb = nb + 1
+        b_topic[nb], b_att[nb] = topic, attempts
+      end
+      b_last[nb] = np
     end
-    b_last[nb] = np
   end
-  local S = redis.call('EXISTS', K_STAGED) == 1 and staging_lib() or nil -- any staged topic?
   local deadlines = X and X.deadlines_of(ids, n) -- nil on a queue without job options
-  -- checkpoints (PREFIX..'ck', docs/keys.md#checkpoints): one TYPE when the partition has none
-  -- (a foreign value there is ignored, never a failed batch)
-  local CK = redis.call('TYPE', PREFIX .. 'ck').ok == 'hash' and PREFIX .. 'ck' or nil
   local writes, nw = {}, 0 -- id, new record pairs: one HSET for the batch
   local left = 0 -- jobs whose new place is written (or that have none to have)
   local later = {} -- score, id pairs: jobs that can go nowhere now
@@ -262,12 +273,14 @@ if n > 0 then
     return redis.error_reply('SDERR PROMOTE_FAILED ' .. failed)
   end
   if nw > 0 then write_many('HSET', K_JOBS, writes) end
-  local woken = {}
-  for _, job in ipairs(staged) do
-    S.stage(job[1], job[2], job[3])
-    if not woken[job[2]] then woken[job[2]] = true; S.wake_takers(job[2]) end
+  if S then
+    local woken = {}
+    for _, job in ipairs(staged) do
+      S.stage(job[1], job[2], job[3])
+      if not woken[job[2]] then woken[job[2]] = true; S.wake_takers(job[2]) end
+    end
+    S.flush_tally()
   end
-  if S then S.flush_tally() end
   -- the jobs looked at are the head of the delayed set, ranks 0..k-1 in the order read (nothing
   -- wrote to it since): one range removal walks the skiplist once instead of once per job, which
   -- keeps the cost per job flat as the backlog grows (docs/benchmarks.md)
@@ -319,7 +332,7 @@ if dead_ttl or dead_max then
   elseif retain_at then retain_at = math.max(retain_at, now + RETAIN_EVERY_MS) end
 end
 events_flush()
-local more = purge_done(now, SWEEP)
+local more = has_done and purge_done(now, SWEEP)
 local head = redis.call('ZRANGE', K_DELAYED, 0, 0, 'WITHSCORES')
 local next_due = -1
 if head[2] then next_due = math.ceil(tonumber(head[2])) end -- the first ms it is due in
@@ -327,7 +340,7 @@ if head[2] then next_due = math.ceil(tonumber(head[2])) end -- the first ms it i
 -- expires, but at most once a second for them
 local sweep_at = nil
 if more then sweep_at = now
-else
+elseif has_done then
   local first = redis.call('ZRANGE', K_DONE, 0, 0, 'WITHSCORES')
   if first[2] then sweep_at = math.max(math.ceil(tonumber(first[2])), now + SWEEP_EVERY_MS) end
 end
