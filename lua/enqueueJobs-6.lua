@@ -94,6 +94,7 @@ end
 local n = (#ARGV - first + 1) / per_job
 
 -- one pass over the jobs: their due times (checked before any write), ids and topics
+-- (relative: includes/due_after.lua; absolute: as includes/resolve_due.lua decides, in line)
 local dues, ids, topics, listed = {}, {}, {}, {}
 -- again[i]: job i's id came earlier in the call (its record is read again, once the jobs before
 -- it are written)
@@ -109,7 +110,7 @@ for i = 0, n - 1 do
     due = floor((now_us + ms * 1000 + 999) / 1000) -- due_after, in line
     if ms % 1 ~= 0 then whole = false end
   elseif ms < now - tolerance then return redis.error_reply('SDERR AT_IN_PAST ' .. ARGV[b])
-  else due = ms end -- includes/resolve_due.lua, in line
+  else due = ms end
   -- a fraction, inf, NaN or past 2^53: no '%d' text for its score
   if due % 1 ~= 0 or due > 9007199254740992 or due < -9007199254740992 then exact = false end
   dues[i] = due
