@@ -6,10 +6,11 @@
 -- in a staged topic's lane (includes/staging.lua; entry empty), w waiting for its parents
 -- (includes/flow.lua).
 -- entry: the stream entry id while s, the dead-letter entry id while x, empty otherwise.
+-- Digits are matched with [0-9], not %d: the same bytes without a C library call per byte.
 local function parse_record(raw)
   if not raw then return nil end
   local s, a, d, c, t, m, e, tp, pos = string.match(raw,
-    '^([dsxcrw])|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)|([%d%-]*)|([^|]+)|()')
+    '^([dsxcrw])|([0-9]+)|([0-9]+)|([0-9]+)|([0-9]+)|([0-9]+)|([0-9%-]*)|([^|]+)|()')
   if not s then return nil end
   return {state = s, attempts = tonumber(a), due = tonumber(d), created = tonumber(c),
           ttr = tonumber(t), max = tonumber(m), entry = e, topic = tp, blob = string.sub(raw, pos)}
