@@ -1,6 +1,6 @@
 #!lua
 -- enqueueJob-6: the one-job fast path of enqueueJobs-6 (docs/keys.md#the-one-job-enqueue): add
--- one job whose id is free, with as few Redis calls as that takes (TIME, HSETNX, ZADD, ZRANK,
+-- one job whose id is free, with as few Redis calls as that takes (TIME, HSETNX, ZADD, ZRANGE,
 -- HINCRBY; ZSCORE + ZADD of the wake marker only when the job becomes the head). Same record and
 -- keys as enqueueJobs; it never replaces, never reads an old record and never purges tombstones:
 -- when the id is taken (a job, a tombstone, or replace is wanted) it writes nothing and answers
@@ -90,7 +90,9 @@ if type(added) == 'table' then
   return refused(delayed_key, 'zset', added)
 end
 local woke, old_wake = false, nil
-if redis.call('ZRANK', delayed_key, id) == 0 then -- the new head
+-- the new head ('0' as text: see above; ZRANGE, not ZRANK, which the ACL of
+-- docs/security.md does not grant)
+if redis.call('ZRANGE', delayed_key, '0', '0')[1] == id then
   old_wake = redis.pcall('ZSCORE', wake_key, 'w')
   local set = type(old_wake) ~= 'table' and redis.pcall('ZADD', wake_key, score, 'w') or old_wake
   if type(set) == 'table' then
