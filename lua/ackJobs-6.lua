@@ -98,7 +98,18 @@ end
 local results = {} -- delivery position -> {keep ms, result}
 for b = last + reads + 1, #ARGV, 3 do results[tonumber(ARGV[b])] = {tonumber(ARGV[b + 1]), ARGV[b + 2]} end
 local settled = 0
-local tombstones = check_partition_keys() -- K_DONE exists: expired ones may be purged
+-- the partition keys are refused (WRONG_TYPE) before the first write when the call may write
+-- them (docs/keys.md): done always (its existence says whether expired tombstones may be
+-- purged), jobs by its HMGET (or by TYPE), delayed, wake, counts and groups only when a held job
+-- is freed or a workflow is told (end_keys): a plain call pays 3 TYPE calls, not 8
+local tombstones = refuse_wrong_type(K_DONE, 'zset') ~= 'none' -- expired ones may be purged
+local held = false -- a held job's delivery is settled: release_hold writes delayed and wake
+local function end_keys()
+  if held or (n > 0 and flow_keep() > 0) then
+    refuse_wrong_type(K_DELAYED, 'zset'); refuse_wrong_type(K_WAKE, 'zset')
+    refuse_wrong_type(K_COUNTS, 'hash'); refuse_wrong_type(K_GROUPS, 'hash')
+  end
+end
 local by_topic, topics, ids = {}, {}, {}
 local keyed = {} -- topic -> true when a job id of it has a fairness key (release_lease)
 local byte, find = string.byte, string.find
@@ -135,8 +146,17 @@ if n > 0 and find(table.concat(ids), '{', 1, true) then
 end
 local raws = {}
 local whole = {} -- keep_done: header-only records made whole, read before their entry goes
-if #ids > 0 then
-  raws = hmget_many(K_JOBS, ids)
+if n > 0 and n <= 1000 then -- one HMGET, whose refusal names the key as TYPE would
+  raws = redis.pcall('HMGET', K_JOBS, unpack(ids))
+  if raws.err then
+    refuse_wrong_type(K_JOBS, 'hash')
+    error(raws)
+  end
+else
+  refuse_wrong_type(K_JOBS, 'hash')
+  if n > 0 then raws = hmget_many(K_JOBS, ids) end
+end
+if n > 0 then
   read_switches() -- events and flow: one HMGET
 end
 if keep > 0 then
@@ -190,14 +210,41 @@ if #ids > 0 and events_on() then
         end
       elseif state == 'd' and entry == eid then
         heads[i] = false
+        held = true
       end
     end
   end
+  end_keys() -- before the first write ('started' events included)
   local first = 1
   for b = 1, nb do
     events_run('started', b_topic[b], b_ran[b], b_at[b], s_ids, nil, first, b_last[b])
     first = b_last[b] + 1
   end
+end
+-- events off: which deliveries are current, found before the first write (a held job's
+-- delivery writes keys refused first): st[i] false (stale) or 'd' (a held job's), nil when
+-- current ('s': no store on the plain path)
+local st = {}
+if not heads then
+  for i = 1, n do
+    local raw, eid, s = raws[i], ARGV[3 * i + 3], false
+    -- without a pattern (a match of the header costs per delivery): the stream entry id
+    -- eid ('<ms>-<seq>') is the record's entry field when its first occurrence in the record
+    -- lies between two '|' and holds the record's first '-' (the fields before the entry
+    -- are a state letter and digits: parse_record); a stale delivery's eid is mostly not
+    -- in the record at all: one search
+    local p = raw and find(raw, eid, 3, true)
+    if p then
+      local e, d = p + #eid, find(raw, '-', 3, true)
+      local c, bar = byte(raw, 1, 2)
+      if d and d >= p and d < e and bar == 124 and byte(raw, p - 1) == 124
+         and byte(raw, e) == 124 then
+        if c == 115 then s = nil elseif c == 100 then s = 'd'; held = true end
+      end
+    end
+    if s ~= nil then st[i] = s end
+  end
+  end_keys()
 end
 local STEP = 1000
 local deleted = 0 -- entries XDEL deleted: n with one topic when no entry id was named twice
@@ -229,22 +276,10 @@ if #ids > 0 then
     if heads then -- parsed above: a number (the attempt that ran) for a current delivery
       local ran = heads[i]
       if ran then state = 's' elseif ran == false then state = 'd' end
-    elseif raws[i] and not (done and done[id]) then
-      -- without a pattern (a match of the header costs per delivery): the stream entry id
-      -- eid ('<ms>-<seq>') is the record's entry field when its first occurrence in the record
-      -- lies between two '|' and holds the record's first '-' (the fields before the entry
-      -- are a state letter and digits: parse_record); a stale delivery's eid is mostly not
-      -- in the record at all: one search
-      local raw = raws[i]
-      local p = find(raw, eid, 3, true)
-      if p then
-        local e, d = p + #eid, find(raw, '-', 3, true)
-        local s, bar = byte(raw, 1, 2)
-        if d and d >= p and d < e and bar == 124 and byte(raw, p - 1) == 124
-           and byte(raw, e) == 124 then
-          state = s == 115 and 's' or s == 100 and 'd' or nil
-        end
-      end
+    else -- found before the first write (st); a job named twice settles once
+      state = st[i]
+      if state == nil then state = 's' elseif state == false then state = nil end
+      if done and done[id] then state = nil end
     end
     if state == 's' then
       if done then done[id] = true end

@@ -70,3 +70,48 @@ def test_a_brace_inside_a_job_id_is_no_fairness_key(queue: sd.Queue) -> None:
     flat = [*rows[0], "a", "x{y}", "1-1", *rows[1]]
     assert call(c, "ackJobs", keys, ["g", 0, 3, *flat, 0]) == 2
     assert c.hlen(keys.jobs) == 0 and c.xlen(keys.stream("a")) == 0
+
+
+def test_a_foreign_jobs_key_is_refused_before_any_write(queue: sd.Queue) -> None:
+    """The jobs key is checked by the batch's HMGET: its refusal names the key as TYPE would."""
+    c, keys = queue.client, PartitionKeys(queue.name, 0)
+    [row] = delivered(queue, ["j0"])
+    c.rename(keys.jobs, keys.jobs + "-kept")
+    c.set(keys.jobs, "foreign")
+    with pytest.raises(sd.ScriptError, match="jobs holds a string"):
+        call(c, "ackJobs", keys, ["g", 0, 1, *row, 0])
+    assert c.xpending(keys.stream("a"), "g")["pending"] == 1 and c.xlen(keys.stream("a")) == 1
+
+
+def test_a_held_jobs_delivery_refuses_a_foreign_delayed_key_before_any_write(
+    queue: sd.Queue,
+) -> None:
+    """Settling the delivery a rescheduled job is held behind frees the job (delayed set,
+    wake): those keys are refused before the first write, found before it too."""
+    c, keys = queue.client, PartitionKeys(queue.name, 0)
+    [row] = delivered(queue, ["j0"])
+    assert queue.reschedule("j0", delay=60) is True  # held behind its running delivery
+    record = c.hget(keys.jobs, "j0")
+    assert record is not None and record.startswith(b"d|")
+    c.delete(keys.delayed)
+    c.set(keys.delayed, "foreign")
+    with pytest.raises(sd.ScriptError, match="delayed holds a string"):
+        call(c, "ackJobs", keys, ["g", 0, 1, *row, 0])
+    assert c.xpending(keys.stream("a"), "g")["pending"] == 1 and c.xlen(keys.stream("a")) == 1
+    assert c.hget(keys.jobs, "j0") == record
+    c.delete(keys.delayed)
+    assert call(c, "ackJobs", keys, ["g", 0, 1, *row, 0]) == 0  # stale: the job is freed
+    assert c.zscore(keys.delayed, "j0") is not None and c.xlen(keys.stream("a")) == 0
+
+
+def test_a_plain_ack_checks_only_the_keys_it_writes(queue: sd.Queue) -> None:
+    """Counts, wake and groups are written only by a held job's release or a workflow: a plain
+    batch does not read their type (3 TYPE calls instead of 8 a call)."""
+    c, keys = queue.client, PartitionKeys(queue.name, 0)
+    rows = delivered(queue, ["j0", "j1"])
+    for key in (keys.counts, keys.wake, keys.groups):
+        c.delete(key)
+        c.set(key, "foreign")
+    flat = [v for row in rows for v in row]
+    assert call(c, "ackJobs", keys, ["g", 0, 2, *flat, 0]) == 2
+    assert c.hlen(keys.jobs) == 0 and c.xlen(keys.stream("a")) == 0
