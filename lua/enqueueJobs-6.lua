@@ -87,7 +87,7 @@ local with_opts, shared = ARGV[3] == '1', ARGV[3] == '2'
 local first, per_job, o_ms, o_blob = 4, with_opts and 9 or 8, 3, 7
 local s_topic, s_kind = nil, nil
 if shared then first, per_job, o_ms, o_blob, s_topic, s_kind = 8, 3, 1, 2, ARGV[4], ARGV[5] end
-if (#ARGV - first + 1) % per_job ~= 0 or not tolerance
+if (#ARGV - first + 1) % per_job ~= 0 or not tolerance or #ARGV < first - 1
     or not (with_opts or shared or ARGV[3] == '0') then
   return redis.error_reply('SDERR BAD_ARGS')
 end
@@ -107,8 +107,10 @@ for i = 0, n - 1 do
   local kind, ms = s_kind or ARGV[b + 2], tonumber(ARGV[b + o_ms])
   local due
   if kind == 'r' then
-    due = floor((now_us + ms * 1000 + 999) / 1000) -- due_after, in line
-    if ms % 1 ~= 0 then whole = false end
+    -- a whole number of ms: created + ms, due_after's value exactly (its sum in µs is a float
+    -- that rounds past 2^53, a due time ~285 years ahead); else due_after, in line
+    if ms % 1 == 0 then due = created + ms
+    else due, whole = floor((now_us + ms * 1000 + 999) / 1000), false end
   elseif ms < now - tolerance then return redis.error_reply('SDERR AT_IN_PAST ' .. ARGV[b])
   else due = ms end
   -- a fraction, inf, NaN or past 2^53: no '%d' text for its score

@@ -22,9 +22,6 @@ def enqueue_jobs(client: SyncClient, keys: PartitionKeys, args: list[Any]) -> An
     return run_step_sync(client, script("enqueueJobs").call(keys.script_keys(), args))
 
 
-@pytest.mark.xfail(strict=True, reason="defect: enqueueJobs flag '2' with ARGV[4] only "
-                   "(no when_kind, ttr, max_attempts) counts -1 jobs and fails in Lua "
-                   "(bad argument to 'format') instead of SDERR BAD_ARGS (03f458c)")
 def test_a_shared_call_without_its_shared_values_is_bad_args(queue: sd.Queue) -> None:
     """The header's contract: a call whose ARGV do not fit the flag is 'SDERR BAD_ARGS'."""
     keys = PartitionKeys(queue.name, 0)
@@ -32,10 +29,6 @@ def test_a_shared_call_without_its_shared_values_is_bad_args(queue: sd.Queue) ->
         enqueue_jobs(queue.client, keys, [3_600_000, 0, "2", "t"])
 
 
-@pytest.mark.xfail(strict=True, reason="defect: the compact reply of a flag-2 call says "
-                   "due = created + when_ms, but a relative due time past 2^53 µs (when_ms "
-                   "above ~7.2e12) is computed in floats and lands 1 ms off that sum on "
-                   "about half the calls: the answer then differs from the stored due (03f458c)")
 def test_the_compact_reply_gives_the_due_time_stored(queue: sd.Queue) -> None:
     """Every due time stays below 2^53 ms, the bound the header gives for one number."""
     client = queue.client
