@@ -108,7 +108,7 @@ for i = 0, n - 1 do
   local due
   if kind == 'r' then
     -- a whole number of ms: created + ms, due_after's value exactly (its sum in µs is a float
-    -- that rounds past 2^53, a due time ~285 years ahead); else due_after, in line
+    -- that rounds past 2^53 µs, a due time after the year 2255); else due_after, in line
     if ms % 1 == 0 then due = created + ms
     else due, whole = floor((now_us + ms * 1000 + 999) / 1000), false end
   elseif ms < now - tolerance then return redis.error_reply('SDERR AT_IN_PAST ' .. ARGV[b])
