@@ -16,6 +16,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import socket
+import struct
+import sys
 import threading
 from typing import Any
 
@@ -47,6 +50,7 @@ class Lane:
         self._pool: Any = None
         self._conn: Any = None
         self._fork = _forks[0]
+        self._tuned: Any = None  # the connection's socket kernel_timeouts has seen
 
     def call(self, client: Any, call: ScriptCall) -> Any:
         """The reply of ``call``, sent on the held connection; ``MISSED`` when the lane stepped
@@ -59,6 +63,10 @@ class Lane:
             if conn is None or self._pool is not pool or self._fork != _forks[0]:
                 self._pool, self._fork = pool, _forks[0]
                 conn = self._conn = pool.get_connection()  # kept: pool.disconnect() closes it
+            sock = getattr(conn, "_sock", None)
+            if sock is not self._tuned and sock is not None:  # a new socket (a reconnect)
+                self._tuned = sock
+                kernel_timeouts(sock)
             try:
                 return _round_trip(conn, conn.pack_command(*evalsha_args(call)))
             except ResponseError as exc:  # a reply was read: the connection is fine
@@ -74,10 +82,33 @@ class Lane:
             self._lock.release()
 
     def _drop(self) -> None:
-        conn, pool, self._conn = self._conn, self._pool, None
+        conn, pool, self._conn, self._tuned = self._conn, self._pool, None, None
         if conn is not None:
             conn.disconnect()
             pool.release(conn)
+
+
+def kernel_timeouts(sock: Any) -> bool:
+    """Move a plain TCP or Unix socket's timeout from Python to the kernel (``SO_RCVTIMEO``,
+    ``SO_SNDTIMEO``, then a blocking socket), on Linux; True when it did.
+
+    A Python socket with a timeout waits in ``poll`` before every send and every receive: a
+    system call per step of a round trip (what it costs: docs/benchmarks.md, History
+    2026-11-29). The kernel's timeouts bound each send and receive alike; one that expires
+    fails the read or the write (``EAGAIN``, which redis-py raises as ``ConnectionError``),
+    so the lane drops the connection and the call goes the ordinary way, which raises what it
+    always raised. A TLS socket, a socket without a timeout, or another system is left as is.
+    """
+    timeout = sock.gettimeout()
+    if sys.platform != "linux" or type(sock) is not socket.socket or not timeout:
+        return False
+    seconds = int(timeout)
+    micros = max(int((timeout - seconds) * 1_000_000), 0 if seconds else 1)  # 0 0: no bound
+    value = struct.pack("ll", seconds, micros)  # struct timeval
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
+    sock.settimeout(None)
+    return True
 
 
 def _round_trip(conn: Any, packed: list[bytes]) -> Any:

@@ -5,11 +5,16 @@ every job is written once."""
 from __future__ import annotations
 
 import os
+import signal
+import socket
+import sys
 import threading
+import time
 
 import pytest
 
 import streamdelay as sd
+from streamdelay.io.lane import kernel_timeouts
 from tests.support.redis_server import RedisServer
 
 pytestmark = pytest.mark.timeout(120)
@@ -123,3 +128,43 @@ def test_a_read_only_moment_is_waited_out(own_redis: RedisServer) -> None:
         finally:
             undo.join()
         assert queue.get("b") is not None
+
+
+def test_a_frozen_server_still_times_out(own_redis: RedisServer) -> None:
+    """The lane's socket keeps its timeout in the kernel (``lane.kernel_timeouts``): a server
+    that stops answering fails the call in about the time it did, with the error it raised."""
+    assert own_redis.process is not None
+    with sd.Queue("lane", url=own_redis.url, socket_timeout=0.3, retry_for=0.5) as queue:
+        queue.enqueue("t", 1, id="a", delay=60)
+        own_redis.process.send_signal(signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            with pytest.raises(sd.ConnectionFailed):
+                queue.enqueue("t", 2, id="b", delay=60)
+            assert time.monotonic() - started < 10
+        finally:
+            own_redis.process.send_signal(signal.SIGCONT)
+        assert queue.enqueue("t", 3, id="c", delay=60).created
+        assert queue.get("c") is not None
+
+
+def test_kernel_timeouts_bound_a_plain_socket() -> None:
+    left, right = socket.socketpair()
+    with left, right:
+        left.settimeout(0.2)
+        assert kernel_timeouts(left) == (sys.platform == "linux")
+        started = time.monotonic()
+        with pytest.raises(OSError):  # TimeoutError, or BlockingIOError from the kernel's
+            left.recv(1)
+        assert 0.15 < time.monotonic() - started < 5
+        right.sendall(b"x")
+        assert left.recv(1) == b"x"  # a bounded socket reads as before
+
+
+def test_kernel_timeouts_leave_an_unbounded_socket() -> None:
+    left, right = socket.socketpair()
+    with left, right:
+        assert not kernel_timeouts(left)  # no timeout: nothing to move
+        left.settimeout(0)
+        assert not kernel_timeouts(left)  # non-blocking stays so
+        assert left.gettimeout() == 0
