@@ -116,6 +116,20 @@ def prepare_values(
         kind, when = "r", math.ceil(delay * 1000)  # seconds, as delay_ms reads them
     else:
         kind, when = when_args(delay, at)
+    if (ttr is None and max_attempts is None and backoff is None and headers is None
+            and keep_result is None and keep_done is None and replace is False
+            and max_wait is None and not opts):
+        # the plain job (the queue's defaults, nothing else to check): its values straight
+        # away, as the general path below makes them, the common case of every enqueue path
+        fmt, data = encode_body(body, cfg.serializer, cfg.max_body_bytes)
+        traced = with_trace_context(None)  # docs/operations.md#tracing
+        blob = encode_blob(fmt, data, {} if traced is None else validation.headers(traced),
+                           None, _default_keep_ms(cfg.keep_result))
+        return PreparedJob(
+            job_id, partition_of(job_id, cfg.partitions),
+            (job_id, topic, kind, when, _default_ttr_ms(cfg.ttr),
+             _default_attempts(cfg.max_attempts), "0", blob),
+            len(blob) + len(job_id) + len(topic) + 40)  # 40: numbers and flags
     ttr_ms = _default_ttr_ms(cfg.ttr) if ttr is None else validation.ttr_ms(ttr)
     attempts = (_default_attempts(cfg.max_attempts) if max_attempts is None
                 else validation.max_attempts(max_attempts))
