@@ -25,10 +25,14 @@ from typing import Any
 import redis
 import redis.asyncio
 from redis.exceptions import NoScriptError, ResponseError
+from redis.utils import HIREDIS_AVAILABLE
 
 from ..protocol.scripts import ScriptCall
 from .calls import RETRYABLE, evalsha_args, map_error
 from .clients import plain_pool
+
+if HIREDIS_AVAILABLE:  # packs every command of the clients of clients.py (packing.py)
+    import hiredis
 
 MISSED = object()  # the lane did not send the call (or has no reply for it): go the ordinary way
 _forks = [0]  # forks this process came through: a lane's connection belongs to one generation
@@ -51,6 +55,7 @@ class Lane:
         self._conn: Any = None
         self._fork = _forks[0]
         self._tuned: Any = None  # the connection's socket kernel_timeouts has seen
+        self._head: tuple[Any, ...] = ()  # script, keys, ARGV[1], that part packed
 
     def call(self, client: Any, call: ScriptCall) -> Any:
         """The reply of ``call``, sent on the held connection; ``MISSED`` when the lane stepped
@@ -68,7 +73,7 @@ class Lane:
                 self._tuned = sock
                 kernel_timeouts(sock)
             try:
-                return _round_trip(conn, conn.pack_command(*evalsha_args(call)))
+                return _round_trip(conn, self._packed(conn, call))
             except ResponseError as exc:  # a reply was read: the connection is fine
                 if isinstance(exc, (NoScriptError, *RETRYABLE)):  # script cache, failover, ...:
                     return MISSED  # the ordinary path loads the script or waits it out
@@ -81,11 +86,42 @@ class Lane:
         finally:
             self._lock.release()
 
+    def _packed(self, conn: Any, call: ScriptCall) -> list[bytes]:
+        """``call`` packed as the connection packs it (by hiredis), the part that repeats from
+        one call to the next (``EVALSHA``, the digest, the keys and the first argument: a
+        queue's partition and tolerance for ``enqueueJob``) packed once and kept."""
+        args = call.args
+        if not HIREDIS_AVAILABLE or len(args) < 2:
+            return conn.pack_command(*evalsha_args(call))  # type: ignore[no-any-return]
+        head = self._head
+        if (not head or head[0] is not call.script or head[1] is not call.keys
+                or type(head[2]) is not type(args[0]) or head[2] != args[0]):
+            packed = _pack_args(("EVALSHA", call.script.sha, len(call.keys), *call.keys,
+                                 args[0]))
+            if packed is None:
+                return conn.pack_command(*evalsha_args(call))  # type: ignore[no-any-return]
+            head = self._head = (call.script, call.keys, args[0], packed)
+        tail = _pack_args(args[1:])
+        if tail is None:  # a value hiredis does not take (bytearray, ...): redis-py's way
+            return conn.pack_command(*evalsha_args(call))  # type: ignore[no-any-return]
+        count = 3 + len(call.keys) + len(args)
+        return [b"".join((b"*%d\r\n" % count, head[3], tail))]
+
     def _drop(self) -> None:
         conn, pool, self._conn, self._tuned = self._conn, self._pool, None, None
         if conn is not None:
             conn.disconnect()
             pool.release(conn)
+
+
+def _pack_args(args: tuple[Any, ...]) -> memoryview | None:
+    """``args`` packed by hiredis as a RESP array's elements (without the array's header);
+    None for a value it does not take."""
+    try:
+        packed = hiredis.pack_command(args)
+    except TypeError:
+        return None
+    return memoryview(packed)[packed.index(b"\n") + 1:]
 
 
 def kernel_timeouts(sock: Any) -> bool:
