@@ -61,7 +61,7 @@ class Lane:
         """The reply of ``call``, sent on the held connection; ``MISSED`` when the lane stepped
         aside. A script's refusal is raised as the ordinary path raises it (``map_error``)."""
         pool = getattr(client, "connection_pool", None)
-        if not plain_pool(pool) or not self._lock.acquire(blocking=False):
+        if not plain_pool(pool) or not self._lock.acquire(False):  # False: do not block
             return MISSED  # a cluster or Sentinel pool, or another thread on the lane
         try:
             conn = self._conn
@@ -73,7 +73,7 @@ class Lane:
                 self._tuned = sock
                 kernel_timeouts(sock)
             try:
-                return _round_trip(conn, self._packed(conn, call))
+                return _round_trip(conn, sock, self._packed(conn, call))
             except ResponseError as exc:  # a reply was read: the connection is fine
                 if isinstance(exc, (NoScriptError, *RETRYABLE)):  # script cache, failover, ...:
                     return MISSED  # the ordinary path loads the script or waits it out
@@ -147,14 +147,14 @@ def kernel_timeouts(sock: Any) -> bool:
     return True
 
 
-def _round_trip(conn: Any, packed: list[bytes]) -> Any:
+def _round_trip(conn: Any, sock: Any, packed: list[bytes]) -> Any:
     """Send ``packed`` on ``conn`` and read its reply, a refusal raised. Straight on the
     connection's socket and reply parser when it has them (connected), without the checks of
     redis-py's ``send_packed_command`` and ``read_response`` that a held connection sending one
     call at a time does not need (what they cost: docs/benchmarks.md, History 2026-11-29);
     a timeout or connection trouble raises as an
     ``OSError`` or redis-py's ``ConnectionError``, which drops the lane's connection."""
-    sock, parser = getattr(conn, "_sock", None), getattr(conn, "_parser", None)
+    parser = getattr(conn, "_parser", None)
     if sock is None or parser is None:  # not connected (or another redis-py): its own way
         conn.send_packed_command(packed, check_health=False)
         return conn.read_response()
