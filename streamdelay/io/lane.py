@@ -17,8 +17,6 @@ import asyncio
 import contextlib
 import os
 import socket
-import struct
-import sys
 import threading
 from typing import Any
 
@@ -54,7 +52,6 @@ class Lane:
         self._pool: Any = None
         self._conn: Any = None
         self._fork = _forks[0]
-        self._tuned: Any = None  # the connection's socket kernel_timeouts has seen
         self._head: tuple[Any, ...] = ()  # script, keys, ARGV[1], that part packed
 
     def call(self, client: Any, call: ScriptCall) -> Any:
@@ -68,12 +65,8 @@ class Lane:
             if conn is None or self._pool is not pool or self._fork != _forks[0]:
                 self._pool, self._fork = pool, _forks[0]
                 conn = self._conn = pool.get_connection()  # kept: pool.disconnect() closes it
-            sock = getattr(conn, "_sock", None)
-            if sock is not self._tuned and sock is not None:  # a new socket (a reconnect)
-                self._tuned = sock
-                kernel_timeouts(sock)
             try:
-                return _round_trip(conn, sock, self._packed(conn, call))
+                return _round_trip(conn, self._packed(conn, call))
             except ResponseError as exc:  # a reply was read: the connection is fine
                 if isinstance(exc, (NoScriptError, *RETRYABLE)):  # script cache, failover, ...:
                     return MISSED  # the ordinary path loads the script or waits it out
@@ -108,7 +101,7 @@ class Lane:
         return [b"".join((b"*%d\r\n" % count, head[3], tail))]
 
     def _drop(self) -> None:
-        conn, pool, self._conn, self._tuned = self._conn, self._pool, None, None
+        conn, pool, self._conn = self._conn, self._pool, None
         if conn is not None:
             conn.disconnect()
             pool.release(conn)
@@ -124,46 +117,41 @@ def _pack_args(args: tuple[Any, ...]) -> memoryview | None:
     return memoryview(packed)[packed.index(b"\n") + 1:]
 
 
-def kernel_timeouts(sock: Any) -> bool:
-    """Move a plain TCP or Unix socket's timeout from Python to the kernel (``SO_RCVTIMEO``,
-    ``SO_SNDTIMEO``, then a blocking socket), on Linux; True when it did.
-
-    A Python socket with a timeout waits in ``poll`` before every send and every receive: a
-    system call per step of a round trip (what it costs: docs/benchmarks.md, History
-    2026-11-29). The kernel's timeouts bound each send and receive alike; one that expires
-    fails the read or the write (``EAGAIN``, which redis-py raises as ``ConnectionError``),
-    so the lane drops the connection and the call goes the ordinary way, which raises what it
-    always raised. A TLS socket, a socket without a timeout, or another system is left as is.
-    """
-    timeout = sock.gettimeout()
-    if sys.platform != "linux" or type(sock) is not socket.socket or not timeout:
-        return False
-    seconds = int(timeout)
-    micros = max(int((timeout - seconds) * 1_000_000), 0 if seconds else 1)  # 0 0: no bound
-    value = struct.pack("ll", seconds, micros)  # struct timeval
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
-    sock.settimeout(None)
-    return True
-
-
-def _round_trip(conn: Any, sock: Any, packed: list[bytes]) -> Any:
+def _round_trip(conn: Any, packed: list[bytes]) -> Any:
     """Send ``packed`` on ``conn`` and read its reply, a refusal raised. Straight on the
     connection's socket and reply parser when it has them (connected), without the checks of
     redis-py's ``send_packed_command`` and ``read_response`` that a held connection sending one
     call at a time does not need (what they cost: docs/benchmarks.md, History 2026-11-29);
     a timeout or connection trouble raises as an
     ``OSError`` or redis-py's ``ConnectionError``, which drops the lane's connection."""
-    parser = getattr(conn, "_parser", None)
+    sock, parser = getattr(conn, "_sock", None), getattr(conn, "_parser", None)
     if sock is None or parser is None:  # not connected (or another redis-py): its own way
         conn.send_packed_command(packed, check_health=False)
         return conn.read_response()
-    for chunk in packed:
-        sock.sendall(chunk)
+    if len(packed) == 1 and type(sock) is socket.socket:
+        _send(sock, packed[0])
+    else:
+        for chunk in packed:
+            sock.sendall(chunk)
     reply = parser.read_response()
     if isinstance(reply, ResponseError):
         raise reply
     return reply
+
+
+def _send(sock: socket.socket, data: bytes) -> None:
+    """``sock.sendall(data)`` that first writes straight to the socket: a socket with a
+    timeout (non-blocking underneath) waits in ``poll`` for room before every send, a system
+    call per one-job enqueue that the room the buffer nearly always has makes useless (what
+    it costs: docs/benchmarks.md, History 2026-11-29). What the buffer does not take goes
+    through ``sendall``, within the socket's timeout, as before; the reply is read as before
+    (a wait bounded by the socket's timeout whatever signals interrupt it)."""
+    try:
+        sent = os.write(sock.fileno(), data)
+    except BlockingIOError:  # no room now (or a blocking socket without a timeout)
+        sent = 0
+    if sent < len(data):
+        sock.sendall(memoryview(data)[sent:])
 
 
 class AsyncLane:

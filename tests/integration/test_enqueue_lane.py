@@ -7,14 +7,13 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import sys
 import threading
 import time
 
 import pytest
 
 import streamdelay as sd
-from streamdelay.io.lane import kernel_timeouts
+from streamdelay.io.lane import _send
 from tests.support.redis_server import RedisServer
 
 pytestmark = pytest.mark.timeout(120)
@@ -131,8 +130,8 @@ def test_a_read_only_moment_is_waited_out(own_redis: RedisServer) -> None:
 
 
 def test_a_frozen_server_still_times_out(own_redis: RedisServer) -> None:
-    """The lane's socket keeps its timeout in the kernel (``lane.kernel_timeouts``): a server
-    that stops answering fails the call in about the time it did, with the error it raised."""
+    """A server that stops answering fails the lane's call (whose send skips the socket's
+    ``poll``, ``lane._send``) in about the time it did, with the error it raised."""
     assert own_redis.process is not None
     with sd.Queue("lane", url=own_redis.url, socket_timeout=0.3, retry_for=0.5) as queue:
         queue.enqueue("t", 1, id="a", delay=60)
@@ -148,23 +147,31 @@ def test_a_frozen_server_still_times_out(own_redis: RedisServer) -> None:
         assert queue.get("c") is not None
 
 
-def test_kernel_timeouts_bound_a_plain_socket() -> None:
+def test_a_send_larger_than_the_socket_buffer_arrives_whole() -> None:
+    """``_send`` writes what the buffer takes, then the rest within the socket's timeout."""
+    left, right = socket.socketpair()
+    with left, right:
+        left.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+        left.settimeout(5.0)  # non-blocking underneath, as redis-py's sockets are
+        data = os.urandom(1 << 20)
+        got = bytearray()
+
+        def read() -> None:
+            while len(got) < len(data):
+                got.extend(right.recv(65536))
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        _send(left, data)
+        reader.join(10)
+        assert bytes(got) == data
+
+
+def test_a_send_to_a_full_buffer_still_times_out() -> None:
     left, right = socket.socketpair()
     with left, right:
         left.settimeout(0.2)
-        assert kernel_timeouts(left) == (sys.platform == "linux")
         started = time.monotonic()
-        with pytest.raises(OSError):  # TimeoutError, or BlockingIOError from the kernel's
-            left.recv(1)
-        assert 0.15 < time.monotonic() - started < 5
-        right.sendall(b"x")
-        assert left.recv(1) == b"x"  # a bounded socket reads as before
-
-
-def test_kernel_timeouts_leave_an_unbounded_socket() -> None:
-    left, right = socket.socketpair()
-    with left, right:
-        assert not kernel_timeouts(left)  # no timeout: nothing to move
-        left.settimeout(0)
-        assert not kernel_timeouts(left)  # non-blocking stays so
-        assert left.gettimeout() == 0
+        with pytest.raises(TimeoutError):
+            _send(left, os.urandom(16 << 20))  # nobody reads
+        assert time.monotonic() - started < 5
