@@ -32,6 +32,7 @@ from .clients import plain_pool
 if HIREDIS_AVAILABLE:  # packs every command of the clients of clients.py (packing.py)
     import hiredis
 
+_POSIX = os.name == "posix"  # a socket is a file descriptor that os.write takes (_send)
 MISSED = object()  # the lane did not send the call (or has no reply for it): go the ordinary way
 _forks = [0]  # forks this process came through: a lane's connection belongs to one generation
 
@@ -128,7 +129,7 @@ def _round_trip(conn: Any, packed: list[bytes]) -> Any:
     if sock is None or parser is None:  # not connected (or another redis-py): its own way
         conn.send_packed_command(packed, check_health=False)
         return conn.read_response()
-    if len(packed) == 1 and type(sock) is socket.socket:
+    if len(packed) == 1 and type(sock) is socket.socket and _POSIX:
         _send(sock, packed[0])
     else:
         for chunk in packed:
