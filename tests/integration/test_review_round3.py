@@ -70,10 +70,6 @@ with sd.Queue("lane", url=url, socket_timeout=0.3, retry_for=0.5) as queue:
 """
 
 
-@pytest.mark.xfail(strict=True, reason="defect: the lane's kernel timeouts (c513611, "
-                   "SO_RCVTIMEO on a blocking socket) restart after every EINTR, which Python "
-                   "retries: under a signal more frequent than socket_timeout a one-job "
-                   "enqueue to a frozen server never returns (before: ConnectionFailed in ~1 s)")
 def test_a_frozen_server_fails_a_one_job_enqueue_under_a_periodic_signal(
     own_redis: RedisServer
 ) -> None:
