@@ -149,7 +149,7 @@ def _send(sock: socket.socket, data: bytes) -> None:
     (a wait bounded by the socket's timeout whatever signals interrupt it)."""
     try:
         sent = os.write(sock.fileno(), data)
-    except BlockingIOError:  # no room now (or a blocking socket without a timeout)
+    except BlockingIOError:  # no room now (a socket without a timeout waits in write instead)
         sent = 0
     if sent < len(data):
         sock.sendall(memoryview(data)[sent:])
