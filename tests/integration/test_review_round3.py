@@ -86,3 +86,23 @@ def test_a_frozen_server_fails_a_one_job_enqueue_under_a_periodic_signal(
     finally:
         os.kill(pid, signal.SIGCONT)
     assert out.startswith("ConnectionFailed"), f"still waiting after 20 s: {out!r}"
+
+
+@pytest.mark.xfail(strict=True, reason="defect: since ad15708 an enqueueJobs call of no job "
+                   "reads no jobs key before its tombstone purge (keep_done), whose HMGET of a "
+                   "foreign jobs key fails as a bare WRONGTYPE, not SDERR WRONG_TYPE <key> "
+                   "(nothing written; the library never sends an empty call)")
+@pytest.mark.parametrize("flag", [["0"], ["2", "t", "r", 30_000, 3]])
+def test_an_empty_call_that_purges_refuses_a_foreign_jobs_key_by_name(
+    queue: sd.Queue, flag: list[Any]
+) -> None:
+    """docs/keys.md#calling-a-script: a partition key of another type the call would read or
+    write is refused by name (SDERR WRONG_TYPE), before any write."""
+    client = queue.client
+    keys = PartitionKeys(queue.name, 0)
+    client.zadd(keys.done, {"gone": 1})  # an expired tombstone: the purge reads its record
+    client.set(keys.jobs, "foreign")
+    with pytest.raises(sd.ScriptError) as refused:
+        enqueue_jobs(client, keys, [3_600_000, 60_000, *flag])
+    assert f"key {keys.jobs} holds a string" in str(refused.value)
+    assert client.zrange(keys.done, 0, -1) == [b"gone"]
