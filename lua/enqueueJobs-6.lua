@@ -177,6 +177,8 @@ for i = 1, n do
   end
 end
 if taken then refuse_wrong_type(K_GROUPS, 'hash'); refuse_wrong_type(K_DONE, 'zset') end
+-- a call of no job reads no record above, but its tombstone purge reads and writes the jobs hash
+if n == 0 and tonumber(ARGV[2]) ~= 0 then refuse_wrong_type(K_JOBS, 'hash') end
 -- digits(n): n as text ('%d', as includes/new_record.lua writes it), each value formatted once
 -- per call: the jobs of a call mostly share their ttr, max_attempts, created time and often their
 -- due time, and a string.format costs more than the rest of a record's text (docs/benchmarks.md#life);

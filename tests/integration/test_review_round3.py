@@ -88,10 +88,6 @@ def test_a_frozen_server_fails_a_one_job_enqueue_under_a_periodic_signal(
     assert out.startswith("ConnectionFailed"), f"still waiting after 20 s: {out!r}"
 
 
-@pytest.mark.xfail(strict=True, reason="defect: since ad15708 an enqueueJobs call of no job "
-                   "reads no jobs key before its tombstone purge (keep_done), whose HMGET of a "
-                   "foreign jobs key fails as a bare WRONGTYPE, not SDERR WRONG_TYPE <key> "
-                   "(nothing written; the library never sends an empty call)")
 @pytest.mark.parametrize("flag", [["0"], ["2", "t", "r", 30_000, 3]])
 def test_an_empty_call_that_purges_refuses_a_foreign_jobs_key_by_name(
     queue: sd.Queue, flag: list[Any]
