@@ -115,3 +115,15 @@ def test_a_plain_ack_checks_only_the_keys_it_writes(queue: sd.Queue) -> None:
     flat = [v for row in rows for v in row]
     assert call(c, "ackJobs", keys, ["g", 0, 2, *flat, 0]) == 2
     assert c.hlen(keys.jobs) == 0 and c.xlen(keys.stream("a")) == 0
+
+
+def test_a_foreign_opts_key_does_not_fail_an_ack_after_its_first_writes(queue: sd.Queue) -> None:
+    """includes/drop_opts.lua forgets the options of the jobs an ack settled after the ack's
+    writes: a foreign value at the opts key (not a hash) is left alone there, as a foreign
+    checkpoint key is, instead of failing the call half-written (docs/keys.md)."""
+    c, keys = queue.client, PartitionKeys(queue.name, 0)
+    [(topic, job, entry)] = delivered(queue, ["j0"])
+    c.set(f"{keys.prefix}opts", "foreign")
+    assert call(c, "ackJobs", keys, ["g", 0, 1, topic, job, entry, 0]) == 1
+    assert not c.hexists(keys.jobs, job) and c.xlen(keys.stream(topic)) == 0
+    assert c.get(f"{keys.prefix}opts") == b"foreign"
