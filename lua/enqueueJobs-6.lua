@@ -20,6 +20,9 @@
 -- Shared ('2'): the values Redis makes Lua strings of drop from 8 to 3 per job, and the record's
 -- text between the due time and the blob is built once per call (docs/keys.md#enqueue-from-
 -- another-language).
+-- A plain batch (flag '0' or '2', every replace '0', distinct ids, whole ms: what enqueue_many
+-- mostly sends) is checked and built in one pass over its ARGV and, its ids all free, written
+-- without the per-job loop (the plain pass below); the keys, records and answers are the same.
 -- opts are stored as '<priority>|<due_ms + expires_ms or empty>|<key>' (the deadline on the
 -- Redis clock, from the due time the job was written with).
 -- replace '1:<max_wait_ms>' (debounce, docs/producer.md#debounce): the due time is at most
@@ -93,6 +96,26 @@ if (#ARGV - first + 1) % per_job ~= 0 or not tolerance or #ARGV < first - 1
 end
 local n = (#ARGV - first + 1) / per_job
 
+-- digits(n): n as text ('%d', as includes/new_record.lua writes it), each value formatted once
+-- per call: the jobs of a call mostly share their ttr, max_attempts, created time and often their
+-- due time, and a string.format costs more than the rest of a record's text (docs/benchmarks.md#life);
+-- text_of(s): the same for a number sent as text (ttr, max_attempts), looked up by that text
+local texts, format, by_text = {}, string.format, {}
+local function digits(n)
+  local t = texts[n]
+  if t then return t end
+  t = format('%d', n)
+  if n == n then texts[n] = t end -- NaN is no table key
+  return t
+end
+local function text_of(s)
+  local t = by_text[s]
+  if t then return t end
+  t = digits(tonumber(s))
+  by_text[s] = t
+  return t
+end
+
 -- one pass over the jobs: their due times (checked before any write), ids and topics
 -- (relative: includes/due_after.lua; absolute: as includes/resolve_due.lua decides, in line)
 local dues, ids, topics, listed = {}, {}, {}, {}
@@ -102,7 +125,85 @@ local seen, again, any_again = {}, {}, false
 -- exact: every due time a whole number of ms; whole: every when_ms too (the compact reply)
 local floor, exact, whole = math.floor, true, true
 if shared and n > 0 then topics[1] = s_topic end
-for i = 0, n - 1 do
+
+-- The plain pass: a call without options (flag '0' or '2') whose every job has replace '0', a
+-- distinct id, a whole number of ms (when_ms and due time, within 2^53) and, with flag '0', a
+-- ttr and max_attempts that are numbers, is checked and its records, delayed-set entries and
+-- counts built in this one pass, as if every id were free; when the HMGET below finds them all
+-- free (the common batch) they are written as they are and the per-job loop further down never
+-- runs: one pass over the jobs and their ARGV instead of two, and no per-job answers kept for a
+-- shared call. Any other job stops this pass, and the general pass (the loop after it) goes over
+-- the call from its first job, exactly as without it; an id found taken sends the call through
+-- the per-job loop with the tables of this pass (ids, topics; the due times from its entries).
+local plain_pass = not with_opts and n > 0
+local mid = nil -- the shared record text (below)
+if shared and plain_pass then
+  if tonumber(ARGV[6]) and tonumber(ARGV[7]) then
+    mid = '|' .. digits(created) .. '|' .. text_of(ARGV[6]) .. '|' .. text_of(ARGV[7]) .. '||'
+          .. s_topic .. '|'
+  else plain_pass = false end
+end
+-- p_records, p_entries: HSET and ZADD values; p_counts: flag '0''s count per topic; p_out: its
+-- answers (the due times); p_head_id, p_head_due: the earliest job
+local p_records, p_entries, p_counts, p_out = {}, {}, {}, {}
+local p_head_id, p_head_due = nil, nil
+if plain_pass then
+  local past, born_mid = now - tolerance, '|' .. digits(created) .. '|'
+  -- the last job's when_kind and when_ms text, and its due time: a job that sends the same (the
+  -- jobs of a batch mostly share their delay or time) has the same due time, not worked out again
+  -- (lead: a shared call's record text up to its blob, built for a due time a second job has)
+  local last_kind, last_ms, due, due_text, lead = nil, nil, nil, nil, nil
+  for i = 1, n do
+    local b = first + (i - 1) * per_job
+    local id, kind, ms_text = ARGV[b], s_kind or ARGV[b + 2], ARGV[b + o_ms]
+    if ms_text ~= last_ms or kind ~= last_kind then
+      -- the due time as the general pass has it, for a whole number of ms
+      local ms = tonumber(ms_text)
+      if kind == 'r' then
+        if ms % 1 ~= 0 then plain_pass = false; break end
+        due = created + ms
+      elseif ms < past then return redis.error_reply('SDERR AT_IN_PAST ' .. id)
+      else due = ms end
+      if due % 1 ~= 0 or due > 9007199254740992 or due < -9007199254740992 then
+        plain_pass = false; break
+      end
+      -- (not kept in texts: a due time that changes from job to job mostly comes once)
+      due_text, last_kind, last_ms, lead = texts[due] or format('%d', due), kind, ms_text, nil
+    elseif shared and not lead then lead = 'd|0|' .. due_text .. mid
+    end
+    if seen[id] then plain_pass = false; break end
+    seen[id] = true
+    ids[i] = id
+    local at = i + i
+    if shared then
+      p_records[at] = lead and lead .. ARGV[b + 2] or 'd|0|' .. due_text .. mid .. ARGV[b + 2]
+    else
+      local topic, ttr, max = ARGV[b + 1], ARGV[b + 4], ARGV[b + 5]
+      local ttr_text, max_text = by_text[ttr], by_text[max]
+      if not ttr_text then
+        if not tonumber(ttr) then plain_pass = false; break end
+        ttr_text = text_of(ttr)
+      end
+      if not max_text then
+        if not tonumber(max) then plain_pass = false; break end
+        max_text = text_of(max)
+      end
+      if ARGV[b + 6] ~= '0' then plain_pass = false; break end
+      p_records[at] = 'd|0|' .. due_text .. born_mid .. ttr_text .. '|' .. max_text .. '||'
+                      .. topic .. '|' .. ARGV[b + 7]
+      if not listed[topic] then listed[topic] = true; topics[#topics + 1] = topic end
+      p_counts[topic] = (p_counts[topic] or 0) + 1
+      p_out[i] = due
+    end
+    p_records[at - 1], p_entries[at - 1], p_entries[at] = id, due_text, id
+    if not p_head_due or due < p_head_due then p_head_id, p_head_due = id, due end
+  end
+  if not plain_pass then -- the general pass, from the first job
+    ids, topics, listed, seen = {}, {}, {}, {}
+    if shared then topics[1] = s_topic end
+  end
+end
+for i = 0, plain_pass and -1 or n - 1 do
   local b = first + i * per_job
   local kind, ms = s_kind or ARGV[b + 2], tonumber(ARGV[b + o_ms])
   local due
@@ -165,42 +266,27 @@ for j = 1, #topics do
 end
 local olds = n > 0 and read_fields(K_JOBS, ids) or {}
 local taken = any_again or tonumber(ARGV[2]) ~= 0 -- groups and done checked below
+local any_old = false
 -- a job that is replaced (or whose tombstone expired) leaves its stream: checked before any write
 for i = 1, n do
-  local old = olds[i] and parse_record(olds[i])
-  if olds[i] then taken = true end
-  if old then
-    if old.state == 's' then refuse_wrong_type(stream_key(old.topic), 'stream') end
-    if old.state == 'x' then refuse_wrong_type(dead_key(old.topic), 'stream') end
-    -- one a consumer may run is held behind its run, noted in PREFIX holds (includes/hold.lua)
-    if old.entry ~= '' and (old.state == 's' or old.state == 'd') then lib().check_hold_keys() end
+  if olds[i] then
+    taken, any_old = true, true
+    local old = parse_record(olds[i])
+    if old then
+      if old.state == 's' then refuse_wrong_type(stream_key(old.topic), 'stream') end
+      if old.state == 'x' then refuse_wrong_type(dead_key(old.topic), 'stream') end
+      -- one a consumer may run is held behind its run, noted in PREFIX holds (includes/hold.lua)
+      if old.entry ~= '' and (old.state == 's' or old.state == 'd') then lib().check_hold_keys() end
+    end
   end
 end
 if taken then refuse_wrong_type(K_GROUPS, 'hash'); refuse_wrong_type(K_DONE, 'zset') end
 -- a call of no job reads no record above, but its tombstone purge reads and writes the jobs hash
 if n == 0 and tonumber(ARGV[2]) ~= 0 then refuse_wrong_type(K_JOBS, 'hash') end
--- digits(n): n as text ('%d', as includes/new_record.lua writes it), each value formatted once
--- per call: the jobs of a call mostly share their ttr, max_attempts, created time and often their
--- due time, and a string.format costs more than the rest of a record's text (docs/benchmarks.md#life);
--- text_of(s): the same for a number sent as text (ttr, max_attempts), looked up by that text
-local texts, format, by_text = {}, string.format, {}
-local function digits(n)
-  local t = texts[n]
-  if t then return t end
-  t = format('%d', n)
-  if n == n then texts[n] = t end -- NaN is no table key
-  return t
-end
-local function text_of(s)
-  local t = by_text[s]
-  if t then return t end
-  t = digits(tonumber(s))
-  by_text[s] = t
-  return t
-end
--- a shared call's record text between its due time and its blob, built once
-local mid = shared and ('|' .. digits(created) .. '|' .. text_of(ARGV[6]) .. '|' .. text_of(ARGV[7])
-                       .. '||' .. s_topic .. '|')
+-- a shared call's record text between its due time and its blob, built once (by the plain
+-- pass above when it ran; else here, where a ttr or max_attempts that is no number fails)
+mid = mid or shared and ('|' .. digits(created) .. '|' .. text_of(ARGV[6]) .. '|'
+                         .. text_of(ARGV[7]) .. '||' .. s_topic .. '|')
 local records, entries, counts, nr = {}, {}, {}, 0 -- nr: how many of records (and entries)
 local new_shared = 0 -- the plain jobs of a shared call pending: its one topic's count
 local function flush()
@@ -215,6 +301,32 @@ end
 
 events_batch() -- the call's events share entries (docs/events.md#entries)
 local ev = events_on() -- read once: a plain queue's jobs then pay no call per job for events
+if plain_pass then
+  if not any_old then -- every id free: the plain pass's writes, as the loop below would make them
+    write_many('HSET', K_JOBS, p_records)
+    write_many('ZADD', K_DELAYED, p_entries)
+    if shared then redis.call('HINCRBY', K_COUNTS, s_topic, n) else
+      for topic, count in pairs(p_counts) do redis.call('HINCRBY', K_COUNTS, topic, count) end
+    end
+    if ev then -- the detail: the due time's '%d' text, which emit_event makes of the number
+      for i = 1, n do
+        emit_event('enqueued', ids[i], s_topic or ARGV[first + (i - 1) * per_job + 1], 0,
+                   p_entries[i + i - 1], now)
+      end
+    end
+    wake_if_head(p_head_id, p_head_due)
+    if tonumber(ARGV[2]) ~= 0 then lib().purge_done(now, 100) end
+    events_flush()
+    if shared then return created end -- the compact answer (every job created, whole ms)
+    return p_out
+  end
+  -- an id taken: the loop below, with the due times the plain pass found
+  for i = 0, n - 1 do
+    local b = first + i * per_job
+    local ms = tonumber(ARGV[b + o_ms])
+    if (s_kind or ARGV[b + 2]) == 'r' then dues[i] = created + ms else dues[i] = ms end
+  end
+end
 local out = {}
 local opt_of, staged = {}, {} -- id -> the field written (false: dropped); staged topics
 local head_id, head_due = nil, nil
