@@ -120,9 +120,6 @@ local n = #ids
 local moved = 0
 local dropped = {}
 if n > 0 then
-  -- records are read in growing steps that stop past the byte budget: only ids[1..n] are looked at
-  local raws
-  raws, n = read_records(ids, MAX_BATCH_BYTES)
   -- job options, staged topics, checkpoints: one EXISTS of the three keys on a plain queue
   local X, S, CK = nil, nil, nil
   if redis.call('EXISTS', K_OPTS, K_STAGED, PREFIX .. 'ck') > 0 then
@@ -164,9 +161,27 @@ if n > 0 then
   local bytes = 0
   local failed = nil
   local staged = {} -- {id, topic, due}: jobs of staged topics, staged after the batch is written
-  local match, rpcall, type = string.match, redis.pcall, type -- looked up once, not per job
+  -- looked up once, not per job
+  local match, find, sub, rpcall = string.match, string.find, string.sub, redis.pcall
+  -- the header (up to the topic's closing '|') that the records before shared, and its parts:
+  -- the jobs of one enqueue call share due, created, ttr, max and topic, and a record that
+  -- starts with those bytes has those parts (the pattern below looks at nothing past them),
+  -- found with one plain find (no string made) instead of a match whose captures are strings
+  -- made anew each job (Redis's Lua hashes every byte of every string it makes)
+  local hdr, h_mid, h_rest, h_topic = nil, nil, nil, nil
+  -- the records are read as the loop reaches them, in growing steps (1, 4, 16, 64, 256 ids)
+  -- that stop past the byte budget, as read_records reads them (a batch of large records never
+  -- copies much more than the budget into the script), each step's reply used as it is
+  -- (part: the records of ids[at + 1 .. upto]) instead of copied into one list
+  local part, at, upto, step = nil, 0, 0, 1
   for i = 1, n do
-    local id, raw = ids[i], raws[i]
+    if i > upto then
+      if bytes > MAX_BATCH_BYTES then break end
+      at, upto = upto, math.min(upto + step, n)
+      part = redis.call('HMGET', K_JOBS, unpack(ids, i, upto))
+      step = math.min(step * 4, 256)
+    end
+    local id, raw = ids[i], part[i - at]
     -- a delayed record (the shape parse_record accepts, in state d): the parts kept around its
     -- state and entry, byte for byte (mid: the 5 numbers; from rest_at: '|', the topic, '|',
     -- the blob: one piece, one string.sub). [0-9], not %d: the same bytes, matched without a C
@@ -176,8 +191,20 @@ if n > 0 then
       local size = #raw
       if i > 1 and bytes + size > MAX_BATCH_BYTES then break end
       bytes = bytes + size
-      mid, rest_at, topic = match(raw,
-        '^d(|[0-9]+|[0-9]+|[0-9]+|[0-9]+|[0-9]+|)[0-9-]*()|([^|]+)|')
+      if hdr and find(raw, hdr, 1, true) == 1 then
+        mid, rest_at, topic = h_mid, h_rest, h_topic
+      else
+        mid, rest_at, topic = match(raw,
+          '^d(|[0-9]+|[0-9]+|[0-9]+|[0-9]+|[0-9]+|)[0-9-]*()|([^|]+)|')
+        -- the same parts twice in a row: this record's header is kept for the next ones
+        -- (one string.sub per run; a batch whose headers all differ pays a comparison or
+        -- three a job, and a find only after two records in a row shared their parts)
+        if mid and mid == h_mid and rest_at == h_rest and topic == h_topic then
+          hdr = sub(raw, 1, rest_at + #topic + 1)
+        else
+          hdr, h_mid, h_rest, h_topic = nil, mid, rest_at, topic
+        end
+      end
     end
     local deadline = mid and deadlines and deadlines[i]
     if deadline and now >= deadline then -- expired while delayed: never runs
@@ -219,13 +246,16 @@ if n > 0 then
                          or rpcall('XADD', sk, '*', 'id', id, 'rec', raw, 'c', ck)
       elseif deadline then entry = rpcall('XADD', sk, '*', 'id', id, 'rec', raw, 'x', deadline)
       else entry = rpcall('XADD', sk, '*', 'id', id, 'rec', raw) end
-      if type(entry) == 'string' then
+      -- the reply is the entry id (a string: its 'err' is string.err, which does not exist),
+      -- or a table holding the error in err; type() would be a C call per job making its
+      -- answer a string
+      if not entry.err then
         writes[nw + 1] = id
         -- layout 2: the header only, up to and with the 8th '|' (the blob is not copied)
         if header_only then
           writes[nw + 2] = 's' .. mid .. entry .. '|' .. topic .. '|'
         else
-          writes[nw + 2] = 's' .. mid .. entry .. string.sub(raw, rest_at)
+          writes[nw + 2] = 's' .. mid .. entry .. sub(raw, rest_at)
         end
         nw = nw + 2
         left = left + 1

@@ -91,3 +91,64 @@ def test_records_that_are_not_plain_delayed_ones_are_never_promoted(queue: sd.Qu
     for job, raw in {**bad, **other_state}.items():
         assert c.hget(keys.jobs, job) == raw, job  # left as they were, for get and cancel
     assert c.zcard(keys.delayed) == 1
+
+
+@pytest.mark.parametrize("layout", [b"1", b"2"])
+@pytest.mark.parametrize("limit", [1, 3, 100])
+def test_records_that_share_a_header_are_written_as_the_ones_that_do_not(
+        queue: sd.Queue, layout: bytes, limit: int) -> None:
+    """Runs of records with one header (what one enqueue call writes), cut by records that
+    differ from it in one byte of the topic or the entry, that are a prefix of it, or that
+    are malformed or in another state, in due order: each is promoted (or dropped, or left)
+    exactly as a record alone would be."""
+    queue.enqueue("setup", None, id="setup", delay=3600)
+    keys = PartitionKeys(queue.name, 0)
+    c: Any = queue.client
+    c.hset(keys.meta, "layout", layout)
+    now = int(time.time() * 1000)
+    head = f"d|0|{now - 100}|{now - 500}|30000|3||a|"
+    held = f"d|0|{now - 100}|{now - 500}|30000|3|1700000000000-1|a|"
+    order: list[tuple[str, bytes]] = [
+        ("r1", f"{head}one".encode()), ("r2", f"{head}two".encode()),
+        ("r3", f"{head}{head}".encode()), ("r4", head.encode()),  # the header twice; none
+        ("ab", f"d|0|{now - 100}|{now - 500}|30000|3||ab|topic ab".encode()),
+        ("r5", f"{head}|pipes|".encode()),
+        ("short", head[:-1].encode()),  # the header without its last '|': malformed
+        ("h1", f"{held}held 1".encode()), ("h2", f"{held}held 2".encode()),
+        ("h3", f"{held.replace('-1|', '-2|')}held 3".encode()),
+        ("r6", f"{head}six".encode()), ("r7", f"{head}seven".encode()),
+        ("ready", f"s|0|{now - 100}|{now - 500}|30000|3|1-1|a|not delayed".encode()),
+        ("digit", f"d|0|{now - 100}|{now - 501}|30000|3||a|other created".encode()),
+        ("r8", f"{head}eight".encode()), ("r9", f"{head}nine".encode()),
+        ("letters", f"d|0|{now - 100}|{now - 500}|30000|x||a|bad".encode()),
+        ("r10", f"{head}ten".encode()),
+    ]
+    malformed, ready = {"short", "letters"}, "ready"
+    promoted = [job for job, _ in order if job not in malformed and job != ready]
+    for rank, (job, raw) in enumerate(order):
+        c.hset(keys.jobs, job, raw)
+        c.zadd(keys.delayed, {job: rank + 1})
+        if job in promoted:
+            c.hincrby(keys.counts, raw.split(b"|")[7].decode(), 1)
+    dropped = {}
+    for _ in range(len(order)):  # a call of only a malformed record moves none: go on
+        reply = run_step_sync(c, script("promoteDue").call(keys.script_keys(), [limit]))
+        dropped.update({job.decode(): why.decode() for job, why in reply[3]})
+    assert dropped == {job: "malformed job record" for job in malformed}
+    entries = {}
+    for topic in ("a", "ab"):
+        for entry, fields in c.xrange(keys.stream(topic)):
+            entries[fields[b"id"].decode()] = (entry, fields[b"rec"])
+    assert list(entries) == [job for job in promoted if job != "ab"] + ["ab"]  # in due order
+    for job, raw in order:
+        if job not in promoted:
+            assert c.hget(keys.jobs, job) == raw, job  # left as they were
+            continue
+        entry, rec = entries[job]
+        assert rec == raw, job
+        parts = raw.split(b"|", 8)
+        header = b"|".join([b"s", *parts[1:6], entry, parts[7]]) + b"|"
+        assert c.hget(keys.jobs, job) == (header if layout == b"2" else header + parts[8]), job
+    counts = {k.decode(): int(v) for k, v in c.hgetall(keys.counts).items()}
+    assert counts == {"a": 0, "ab": 0, "setup": 1}
+    assert c.zcard(keys.delayed) == 1
