@@ -225,6 +225,9 @@ end
 -- delivery writes keys refused first): st[i] false (stale) or 'd' (a held job's), nil when
 -- current ('s': no store on the plain path)
 local st = {}
+-- cur: the current deliveries' job ids in order, found on the way: when nothing but their
+-- HDEL is left to do (the plain call, below), the settle loop is not run
+local cur, ncur = {}, 0
 if not heads then
   for i = 1, n do
     local raw, eid, s = raws[i], ARGV[3 * i + 3], false
@@ -242,7 +245,7 @@ if not heads then
         if c == 115 then s = nil elseif c == 100 then s = 'd'; held = true end
       end
     end
-    if s ~= nil then st[i] = s end
+    if s ~= nil then st[i] = s else ncur = ncur + 1; cur[ncur] = ids[i] end
   end
   end_keys()
 end
@@ -267,9 +270,13 @@ if #ids > 0 then
   -- unless no job can be: with one topic whose XDEL deleted every entry named, no entry id
   -- was named twice, so no record's entry matched two deliveries (a set costs per delivery)
   local done = (#topics > 1 or deleted < n) and {} or nil
+  -- the plain call (events off, no keep_done, no result, no held job, no entry named twice):
+  -- the jobs settled are cur, as the loop below would find them
+  local plain = not heads and not done and not held and not (keep > 0) and next(results) == nil
   -- 'succeeded' of the jobs in ended (events on), in runs found on the way (as 'started')
   local e_first, e_topic, e_ran = 1, nil, nil
-  for i = 1, #ids do
+  if plain then ended, nended, settled = cur, ncur, ncur end
+  for i = 1, plain and 0 or #ids do
     local id, eid = ids[i], ARGV[3 * i + 3]
     -- only the state and the entry are looked at (no copy of the blob); see parse_record
     local state = nil -- 's' or 'd' when eid is the record's entry

@@ -127,3 +127,21 @@ def test_a_foreign_opts_key_does_not_fail_an_ack_after_its_first_writes(queue: s
     assert call(c, "ackJobs", keys, ["g", 0, 1, topic, job, entry, 0]) == 1
     assert not c.hexists(keys.jobs, job) and c.xlen(keys.stream(topic)) == 0
     assert c.get(f"{keys.prefix}opts") == b"foreign"
+
+
+def test_a_plain_call_settles_only_its_current_deliveries_and_in_order(queue: sd.Queue) -> None:
+    """The plain call takes the jobs it settles from its first pass (no settle loop): a stale
+    delivery among current ones (its job was replaced while it ran) leaves that job's record
+    alone, and the reply counts the current ones only."""
+    c, keys = queue.client, PartitionKeys(queue.name, 0)
+    rows = delivered(queue, ["j0", "j1", "j2", "j3"])
+    stale_topic, stale_job, stale_entry = rows[2]
+    record = c.hget(keys.jobs, stale_job)
+    assert record is not None
+    moved = record.replace(stale_entry.encode(), b"1-1")  # its current delivery is another
+    c.hset(keys.jobs, stale_job, moved)
+    flat = [v for row in rows for v in row]
+    assert call(c, "ackJobs", keys, ["g", 0, len(flat) // 3, *flat, 0]) == 3
+    assert c.hgetall(keys.jobs) == {stale_job.encode(): moved}
+    assert c.xlen(keys.stream("a")) == 0
+    assert c.xpending(keys.stream("a"), "g")["pending"] == 0
