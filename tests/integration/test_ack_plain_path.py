@@ -135,7 +135,7 @@ def test_a_plain_call_settles_only_its_current_deliveries_and_in_order(queue: sd
     alone, and the reply counts the current ones only."""
     c, keys = queue.client, PartitionKeys(queue.name, 0)
     rows = delivered(queue, ["j0", "j1", "j2", "j3"])
-    stale_topic, stale_job, stale_entry = rows[2]
+    _, stale_job, stale_entry = rows[2]
     record = c.hget(keys.jobs, stale_job)
     assert record is not None
     moved = record.replace(stale_entry.encode(), b"1-1")  # its current delivery is another
