@@ -169,17 +169,16 @@ if n > 0 then
   -- found with one plain find (no string made) instead of a match whose captures are strings
   -- made anew each job (Redis's Lua hashes every byte of every string it makes)
   local hdr, h_mid, h_rest, h_topic = nil, nil, nil, nil
-  -- the records are read as the loop reaches them, in growing steps (1, 4, 16, 64, 256 ids)
-  -- that stop past the byte budget, as read_records reads them (a batch of large records never
-  -- copies much more than the budget into the script), each step's reply used as it is
-  -- (part: the records of ids[at + 1 .. upto]) instead of copied into one list
+  -- the records are read as the loop reaches them, in read_records' growing steps
+  -- (records_step), none past the byte budget (a batch of large records never copies much more
+  -- than the budget into the script), each step's reply used as it is (part: the records of
+  -- ids[at + 1 .. upto]) instead of copied into one list
   local part, at, upto, step = nil, 0, 0, 1
   for i = 1, n do
     if i > upto then
       if bytes > MAX_BATCH_BYTES then break end
-      at, upto = upto, math.min(upto + step, n)
-      part = redis.call('HMGET', K_JOBS, unpack(ids, i, upto))
-      step = math.min(step * 4, 256)
+      at = upto
+      part, upto, step = records_step(ids, i, step)
     end
     local id, raw = ids[i], part[i - at]
     -- a delayed record (the shape parse_record accepts, in state d): the parts kept around its
