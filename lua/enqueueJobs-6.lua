@@ -134,7 +134,7 @@ if shared and n > 0 then topics[1] = s_topic end
 -- runs: one pass over the jobs and their ARGV instead of two, and no per-job answers kept for a
 -- shared call. Any other job stops this pass, and the general pass (the loop after it) goes over
 -- the call from its first job, exactly as without it; an id found taken sends the call through
--- the per-job loop with the tables of this pass (ids, topics; the due times from its entries).
+-- the per-job loop with the tables of this pass (ids, topics, dues).
 local plain_pass = not with_opts and n > 0
 local mid = nil -- the shared record text (below)
 if shared and plain_pass then
@@ -173,7 +173,7 @@ if plain_pass then
     end
     if seen[id] then plain_pass = false; break end
     seen[id] = true
-    ids[i] = id
+    ids[i], dues[i - 1] = id, due
     local at = i + i
     if shared then
       p_records[at] = lead and lead .. ARGV[b + 2] or 'd|0|' .. due_text .. mid .. ARGV[b + 2]
@@ -199,7 +199,7 @@ if plain_pass then
     if not p_head_due or due < p_head_due then p_head_id, p_head_due = id, due end
   end
   if not plain_pass then -- the general pass, from the first job
-    ids, topics, listed, seen = {}, {}, {}, {}
+    ids, topics, listed, seen, dues = {}, {}, {}, {}, {}
     if shared then topics[1] = s_topic end
   end
 end
@@ -320,12 +320,7 @@ if plain_pass then
     if shared then return created end -- the compact answer (every job created, whole ms)
     return p_out
   end
-  -- an id taken: the loop below, with the due times the plain pass found
-  for i = 0, n - 1 do
-    local b = first + i * per_job
-    local ms = tonumber(ARGV[b + o_ms])
-    if (s_kind or ARGV[b + 2]) == 'r' then dues[i] = created + ms else dues[i] = ms end
-  end
+  -- an id taken: the loop below, with the due times the plain pass found (dues)
 end
 local out = {}
 local opt_of, staged = {}, {} -- id -> the field written (false: dropped); staged topics
